@@ -1,0 +1,72 @@
+"""Progress reporting shared by Celery tasks, management commands and plain service calls.
+
+Services take a ``progress`` callable ``progress(done, total, description="")`` and call it as
+they go. The caller decides where it shows up:
+
+- :func:`celery_progress` stores it as the task's ``PROGRESS`` state (``update_state`` meta), which the
+  jobs page (``/jobs/``), the API (``/api/jobs/<id>/``) and the admin's task results show;
+- :func:`cli_progress` draws a tqdm bar on stderr for management commands;
+- :func:`null_progress` ignores it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, Protocol
+
+
+class Progress(Protocol):
+    def __call__(self, done: int, total: int | None, description: str = "") -> None: ...
+
+
+def null_progress(done: int, total: int | None, description: str = "") -> None:
+    return None
+
+
+def celery_progress(task, min_interval: float = 0.5) -> Progress:
+    """Report progress as the task's PROGRESS state; throttled to one write per ``min_interval`` s."""
+    last = [0.0]
+
+    def report(done: int, total: int | None, description: str = "") -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if not finished and now - last[0] < min_interval:
+            return
+        last[0] = now
+        if getattr(task.request, "id", None) is None:  # called directly, not through a worker
+            return
+        task.update_state(
+            state="PROGRESS",
+            meta={"done": done, "total": total, "description": description,
+                  "percent": round(100.0 * done / total, 1) if total else None},
+        )
+
+    return report
+
+
+@contextmanager
+def cli_progress(description: str = "", stream=None, disable: bool | None = None) -> Iterator[Progress]:
+    """A tqdm progress bar on stderr; hidden when stderr is not a terminal unless ``disable=False``."""
+    from tqdm import tqdm
+
+    stream = stream or sys.stderr
+    if disable is None:
+        disable = not getattr(stream, "isatty", lambda: False)()
+    bar = tqdm(total=None, desc=description, file=stream, disable=disable, unit="row")
+
+    def report(done: int, total: int | None, desc: str = "") -> None:
+        if total is not None and bar.total != total:
+            bar.total = total
+        if desc:
+            bar.set_description(desc, refresh=False)
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
+
+
+ProgressCallable = Callable[[int, "int | None", str], None]

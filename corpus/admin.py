@@ -1,0 +1,66 @@
+from django.contrib import admin
+
+from . import models
+
+
+@admin.register(models.Topic)
+class TopicAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "synonyms", "created_at")
+    search_fields = ("name",)
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(models.Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("id", "title", "topic", "source", "created_at")
+    list_filter = ("topic",)
+    search_fields = ("title", "source", "text")
+    readonly_fields = ("content_hash",)
+
+
+@admin.register(models.Sentence)
+class SentenceAdmin(admin.ModelAdmin):
+    list_display = ("id", "short_text", "topic", "stance", "source")
+    list_filter = ("topic", "stance")
+    search_fields = ("text", "external_id", "content_hash")
+    readonly_fields = ("content_hash", "created_at")
+    raw_id_fields = ("document",)
+
+    @admin.display(description="text")
+    def short_text(self, obj):
+        return obj.text[:100]
+
+
+@admin.register(models.FactVariable)
+class FactVariableAdmin(admin.ModelAdmin):
+    list_display = ("id", "text", "topic", "origin", "status")
+    list_filter = ("topic", "origin", "status")
+    search_fields = ("text",)
+    readonly_fields = ("content_hash",)
+    raw_id_fields = ("merged_into",)
+
+
+class DebateNodeInline(admin.TabularInline):
+    model = models.DebateNode
+    fields = ("path", "stance", "text", "reference_path")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(models.DebateTree)
+class DebateTreeAdmin(admin.ModelAdmin):
+    list_display = ("id", "title", "topic", "source", "created_at")
+    list_filter = ("topic",)
+    search_fields = ("title",)
+    readonly_fields = ("content_hash",)
+    inlines = [DebateNodeInline]
+
+
+@admin.register(models.DebateNode)
+class DebateNodeAdmin(admin.ModelAdmin):
+    list_display = ("id", "tree", "path", "stance", "text")
+    list_filter = ("stance",)
+    search_fields = ("text", "path")
+    raw_id_fields = ("tree", "parent")

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class MlConfig(AppConfig):
+    name = "ml"
+    verbose_name = "Machine learning"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class MturkConfig(AppConfig):
+    name = "mturk"
+    verbose_name = "Amazon Mechanical Turk"

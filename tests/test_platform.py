@@ -1,0 +1,27 @@
+import pytest
+
+
+@pytest.mark.django_db
+def test_home_admin_schema_answer(client, admin_user_obj):
+    assert client.get("/").status_code == 200
+    assert client.get("/healthz").json() == {"ok": True}
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    assert b"openapi" in schema.content
+    assert client.get("/admin/").status_code == 302  # login first
+    client.force_login(admin_user_obj)
+    assert client.get("/admin/").status_code == 200
+
+
+def test_gpu_tasks_route_to_gpu_queue_with_late_acks():
+    from argora.celery import app, gpu_task
+
+    @gpu_task(name="ml.tasks.test_probe")
+    def probe(self):
+        return 1
+
+    task = app.tasks["ml.tasks.test_probe"]
+    assert task.acks_late is True
+    assert task.queue == "gpu"
+    assert app.amqp.router.route({}, "ml.tasks.test_probe")["queue"].name == "gpu"
+    assert app.amqp.router.route({}, "corpus.tasks.anything")["queue"].name == "default"
