@@ -1,8 +1,10 @@
-"""All REST endpoints under /api/. Each app contributes its router registrations here."""
-from django.urls import path
+"""All REST endpoints under /api/. Each app owns its own `api_urls.py`; this file only includes them."""
+from django.urls import include, path
 
 from . import api
 
 urlpatterns = [
     path("jobs/<str:task_id>/", api.JobDetail.as_view(), name="api-job-detail"),
+    path("", include("corpus.api_urls")),
+    path("", include("annotation.api_urls")),
 ]

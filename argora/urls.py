@@ -14,4 +14,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("argora.api_urls")),
+    path("", include("corpus.urls")),
+    path("", include("annotation.urls")),
 ]

@@ -64,3 +64,6 @@ class DebateNodeAdmin(admin.ModelAdmin):
     list_filter = ("stance",)
     search_fields = ("text", "path")
     raw_id_fields = ("tree", "parent")
+
+
+from . import admin_releases  # noqa: E402,F401  (Release admin and the publish action live there)
