@@ -63,6 +63,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's CSS included) straight from gunicorn: no separate web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -119,6 +121,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("ARGORA_STATIC_ROOT", VAR_DIR / "static"))
 STATICFILES_DIRS = [BASE_DIR / "argora" / "static"]
+try:  # whitenoise serves STATIC_ROOT (filled by collectstatic; run_demo does it) and warns when it is missing
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("ARGORA_MEDIA_ROOT", VAR_DIR / "media"))
 # Releases and trained models; on a cluster this is shared storage mounted on web and workers.
