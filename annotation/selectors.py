@@ -1,0 +1,121 @@
+"""Read side of the annotation engine (no writes)."""
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
+
+EXPERT_GROUP = "experts"
+
+
+def user_is_expert(user) -> bool:
+    """Staff, superusers and members of the ``experts`` group see projects and dashboards."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff or user.is_superuser or user.groups.filter(name=EXPERT_GROUP).exists())
+
+
+def project_list() -> QuerySet[Project]:
+    return Project.objects.order_by("-created_at", "id")
+
+
+def active_projects() -> QuerySet[Project]:
+    return Project.objects.filter(status=Project.Status.ACTIVE).order_by("name")
+
+
+def project_by_slug(slug: str) -> Project | None:
+    return Project.objects.filter(slug=slug).first()
+
+
+def project_by_invite_token(token: str) -> Project | None:
+    return Project.objects.filter(invite_token=token).first() if token else None
+
+
+def worker_of_user(user) -> Worker | None:
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return Worker.objects.filter(user=user).first()
+
+
+def worker_assignments(worker: Worker, project: Project | None = None) -> QuerySet[Assignment]:
+    qs = Assignment.objects.filter(worker=worker).select_related("project", "hit")
+    return qs.filter(project=project) if project is not None else qs
+
+
+def worker_project_counts(project: Project, worker: Worker) -> dict:
+    """For the progress bar inside a HIT: HITs this worker submitted here, and how many they may still do."""
+    done = Assignment.objects.filter(project=project, worker=worker, status__in=Assignment.DONE).count()
+    available = (HIT.objects.filter(project=project, taken__lt=project.assignments_per_item)
+                 .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id")).count())
+    if project.max_hits_per_worker is not None:
+        used = Assignment.objects.filter(project=project, worker=worker).exclude(
+            status=Assignment.Status.EXPIRED).count()
+        available = min(available, max(0, project.max_hits_per_worker - used))
+    return {"submitted": done, "available": available, "max": project.max_hits_per_worker}
+
+
+def item_responses(project: Project, *, include_gold: bool = False) -> dict[int, list[dict]]:
+    """Response data of submitted/approved assignments per item id."""
+    qs = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
+    if not include_gold:
+        qs = qs.filter(item__is_gold=False)
+    out: dict[int, list[dict]] = {}
+    for item_id, data in qs.order_by("item_id", "id").values_list("item_id", "data"):
+        out.setdefault(item_id, []).append(data)
+    return out
+
+
+def aggregated_items(project: Project) -> list[dict]:
+    """``task_type.aggregate`` for every non-gold item."""
+    tt = project.get_task_type()
+    responses = item_responses(project)
+    return [{"item": item.pk, **tt.aggregate(project, item, responses.get(item.pk, []))}
+            for item in Item.objects.filter(project=project, is_gold=False).order_by("position")]
+
+
+def export_rows(project: Project) -> list[dict]:
+    tt = project.get_task_type()
+    responses = item_responses(project)
+    return [tt.export_row(project, item, responses.get(item.pk, []))
+            for item in Item.objects.filter(project=project, is_gold=False).order_by("position")]
+
+
+def project_progress(project: Project) -> dict:
+    """``{"items", "needed", "done", "hits", "assignments": {status: n}, "workers": [...]}``."""
+    items = Item.objects.filter(project=project, is_gold=False).count()
+    gold_items = Item.objects.filter(project=project, is_gold=True).count()
+    needed = items * project.assignments_per_item
+    done = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
+                                   item__is_gold=False).count()
+    by_status = {status: 0 for status in Assignment.Status.values}
+    for row in Assignment.objects.filter(project=project).values("status").annotate(n=Count("pk")):
+        by_status[row["status"]] = row["n"]
+    gold = {row["worker_id"]: row for row in GoldRecord.objects.filter(item__project=project)
+            .values("worker_id").annotate(n=Count("pk"), right=Count("pk", filter=Q(correct=True)))}
+    workers = []
+    rows = (Worker.objects.filter(assignments__project=project).distinct()
+            .annotate(submitted=Count("assignments", filter=Q(assignments__project=project,
+                                                              assignments__status__in=Assignment.DONE)),
+                      reserved=Count("assignments", filter=Q(assignments__project=project,
+                                                             assignments__status=Assignment.Status.RESERVED)))
+            .select_related("user").order_by("id"))
+    for worker in rows:
+        g = gold.get(worker.pk)
+        workers.append({
+            "worker": worker.pk, "name": str(worker), "source": worker.source,
+            "submitted": worker.submitted, "reserved": worker.reserved,
+            "gold_items": g["n"] if g else 0,
+            "gold_accuracy": (g["right"] / g["n"]) if g and g["n"] else None,
+            "blocked": worker.blocked, "reason": worker.blocked_reason,
+        })
+    return {
+        "project": project.slug, "status": project.status,
+        "items": items, "gold_items": gold_items, "needed": needed, "done": done,
+        "percent": round(100.0 * done / needed, 1) if needed else 0.0,
+        "hits": HIT.objects.filter(project=project).count(),
+        "hits_complete": HIT.objects.filter(project=project).annotate(
+            n=Count("assignments", filter=Q(assignments__status__in=Assignment.DONE)))
+        .filter(n__gte=project.assignments_per_item).count(),
+        "assignments": by_status,
+        "workers": workers,
+    }

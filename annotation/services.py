@@ -1,0 +1,544 @@
+"""Write side of the annotation engine: every state change goes through one function here.
+
+Allocation (``reserve_next_assignment``) and submission (``submit_assignment``) run in one transaction
+each. On PostgreSQL the HIT to hand out is picked with ``SELECT ... FOR UPDATE SKIP LOCKED`` so that
+concurrent workers take different rows instead of queueing on one; on SQLite the settings open every
+transaction IMMEDIATE, so writers are serialised by the database lock. In both cases the slot counter
+is incremented with ``UPDATE ... WHERE taken < R`` and the row count checked, so no HIT (and therefore
+no item) ever gets more than R assignments that hold a slot, whatever the isolation level.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from datetime import timedelta
+from typing import Any, Iterable
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+from django.utils.text import slugify
+
+from .models import (
+    HIT,
+    Assignment,
+    GoldItem,
+    GoldRecord,
+    HITItem,
+    Item,
+    Project,
+    Response,
+    Worker,
+    WorkerProjectCode,
+    new_invite_token,
+)
+from .task_types import ResponseInvalid, get_task_type
+
+
+# --- errors -------------------------------------------------------------------------------------
+class AllocationError(Exception):
+    """No HIT can be handed to this worker, for a reason a person can read (``str(exc)``)."""
+
+    status = 403
+
+
+class WorkerBlocked(AllocationError):
+    def __init__(self, reason: str):
+        super().__init__(reason or "you are blocked from new HITs")
+        self.reason = reason
+
+
+class ProjectNotActive(AllocationError):
+    pass
+
+
+class QuotaReached(AllocationError):
+    pass
+
+
+class SubmissionError(Exception):
+    status = 400
+
+
+class ValidationFailed(SubmissionError):
+    status = 400
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+class NotYourAssignment(SubmissionError):
+    status = 403
+
+
+class AssignmentNotOpen(SubmissionError):
+    status = 409
+
+
+class ProjectInvalid(ValueError):
+    """A project / item set-up error naming the field (``field``, ``reason``)."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def _skip_locked() -> bool:
+    return bool(connection.features.has_select_for_update_skip_locked)
+
+
+# --- workers ------------------------------------------------------------------------------------
+def worker_for_user(user, *, source: str = "local") -> Worker:
+    """The Worker of a Django user, created on first use."""
+    worker = Worker.objects.filter(user=user).first()
+    if worker is not None:
+        return worker
+    try:
+        with transaction.atomic():
+            return Worker.objects.create(user=user, source=source)
+    except IntegrityError:  # created by a concurrent request
+        return Worker.objects.get(user=user)
+
+
+def worker_for_external_id(external_id: str, *, source: str) -> Worker:
+    """The Worker with an external id (MTurk WorkerId, Prolific PID), created on first use."""
+    if not external_id:
+        raise ValueError("external_id is empty")
+    worker = Worker.objects.filter(source=source, external_id=external_id).first()
+    if worker is not None:
+        return worker
+    try:
+        with transaction.atomic():
+            return Worker.objects.create(source=source, external_id=external_id)
+    except IntegrityError:
+        return Worker.objects.get(source=source, external_id=external_id)
+
+
+def block_worker(worker: Worker, reason: str, *, now=None) -> Worker:
+    Worker.objects.filter(pk=worker.pk).update(blocked=True, blocked_reason=reason, blocked_at=now or timezone.now())
+    worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
+    return worker
+
+
+def unblock_worker(worker: Worker) -> Worker:
+    Worker.objects.filter(pk=worker.pk).update(blocked=False, blocked_reason="", blocked_at=None)
+    worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
+    return worker
+
+
+# --- projects and items -------------------------------------------------------------------------
+PROJECT_SETTINGS = (
+    "guidelines", "assignments_per_item", "items_per_hit", "gold_rate", "max_hits_per_worker", "reward_cents",
+    "time_estimate_seconds", "reservation_timeout_seconds", "gold_min_items", "gold_min_accuracy", "status",
+)
+
+
+def _unique_slug(base: str) -> str:
+    base = (slugify(base) or "project")[:180]
+    slug, n = base, 2
+    while Project.objects.filter(slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def create_project(*, name: str, task_type: str, slug: str | None = None, config: dict | None = None,
+                   created_by=None, **settings: Any) -> Project:
+    """A new project; the task type checks ``config``. Raises :class:`ProjectInvalid` naming the field."""
+    unknown = set(settings) - set(PROJECT_SETTINGS)
+    if unknown:
+        raise TypeError(f"unknown project settings: {', '.join(sorted(unknown))}")
+    if not name or not name.strip():
+        raise ProjectInvalid("name", "give the project a name")
+    try:
+        tt = get_task_type(task_type)
+    except KeyError as exc:
+        raise ProjectInvalid("task_type", str(exc.args[0])) from None
+    try:
+        config = tt.clean_config(config)
+    except ResponseInvalid as exc:
+        raise ProjectInvalid(f"config.{exc.field}", exc.reason) from None
+    if slug:
+        if Project.objects.filter(slug=slug).exists():
+            raise ProjectInvalid("slug", f"a project with slug {slug!r} exists")
+    else:
+        slug = _unique_slug(name)
+    project = Project(name=name.strip(), slug=slug, task_type=task_type, config=config, created_by=created_by,
+                      **settings)
+    _check_settings(project)
+    project.save()
+    return project
+
+
+def _check_settings(project: Project) -> None:
+    if project.assignments_per_item < 1:
+        raise ProjectInvalid("assignments_per_item", "must be at least 1")
+    if project.items_per_hit < 1:
+        raise ProjectInvalid("items_per_hit", "must be at least 1")
+    if not 0 <= project.gold_rate <= 1:
+        raise ProjectInvalid("gold_rate", "must be between 0 and 1")
+    if not 0 <= project.gold_min_accuracy <= 1:
+        raise ProjectInvalid("gold_min_accuracy", "must be between 0 and 1")
+    if project.status not in Project.Status.values:
+        raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
+
+
+def set_project_status(project: Project, status: str) -> Project:
+    if status not in Project.Status.values:
+        raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
+    Project.objects.filter(pk=project.pk).update(status=status)
+    project.status = status
+    return project
+
+
+def regenerate_invite_token(project: Project) -> str:
+    project.invite_token = new_invite_token()
+    Project.objects.filter(pk=project.pk).update(invite_token=project.invite_token)
+    return project.invite_token
+
+
+@transaction.atomic
+def add_items(project: Project, payloads: Iterable[dict], *, gold: Iterable[dict] | None = None) -> list[Item]:
+    """Add items (payload dicts, as ``build_items`` returns them) and gold items.
+
+    ``gold``: dicts ``{"payload": {...}, "expected": {...}, "tolerance": 0.0, "explanation": ""}``; the
+    expected answer is validated like a worker's response. All or nothing.
+    """
+    tt = get_task_type(project.task_type)
+    last = Item.objects.filter(project=project).order_by("-position").values_list("position", flat=True).first()
+    position = (last or 0) + 1 if last is not None else 0
+    items: list[Item] = []
+    for i, payload in enumerate(payloads):
+        if not isinstance(payload, dict):
+            raise ProjectInvalid(f"items[{i}]", "an item payload must be an object")
+        items.append(Item(project=project, payload=payload, position=position, **tt.item_links(payload)))
+        position += 1
+    gold_rows: list[tuple[Item, dict]] = []
+    for i, spec in enumerate(gold or []):
+        if not isinstance(spec, dict) or not isinstance(spec.get("payload"), dict) or "expected" not in spec:
+            raise ProjectInvalid(f"gold[{i}]", 'give {"payload": {...}, "expected": {...}}')
+        item = Item(project=project, payload=spec["payload"], is_gold=True, position=position,
+                    **tt.item_links(spec["payload"]))
+        position += 1
+        try:
+            expected = tt.validate_response(project, item, spec["expected"])
+        except ResponseInvalid as exc:
+            raise ProjectInvalid(f"gold[{i}].expected.{exc.field}", exc.reason) from None
+        gold_rows.append((item, {"expected": expected, "tolerance": float(spec.get("tolerance", 0.0)),
+                                 "explanation": str(spec.get("explanation", ""))}))
+    created = Item.objects.bulk_create(items + [item for item, _ in gold_rows])
+    if gold_rows:
+        if any(item.pk is None for item, _ in gold_rows):  # backends that do not return ids from bulk_create
+            for item, _ in gold_rows:
+                item.pk = Item.objects.get(project=project, position=item.position).pk
+        GoldItem.objects.bulk_create([GoldItem(item=item, **fields) for item, fields in gold_rows])
+    return created
+
+
+def add_items_from_rows(project: Project, rows: Iterable[Any], *, gold=None) -> list[Item]:
+    """Corpus rows -> payloads (through the task type) -> items."""
+    return add_items(project, get_task_type(project.task_type).build_items(project, rows), gold=gold)
+
+
+@transaction.atomic
+def build_hits(project: Project) -> int:
+    """Put every non-gold item that is in no HIT yet into new HITs of ``items_per_hit``; returns HITs created."""
+    Project.objects.select_for_update().filter(pk=project.pk).first()  # one builder at a time per project
+    loose = list(Item.objects.filter(project=project, is_gold=False, hit_items__isnull=True)
+                 .order_by("position", "id").values_list("pk", flat=True))
+    if not loose:
+        return 0
+    size = project.items_per_hit
+    last = HIT.objects.filter(project=project).order_by("-position").values_list("position", flat=True).first()
+    start = 0 if last is None else last + 1
+    chunks = [loose[i:i + size] for i in range(0, len(loose), size)]
+    hits = HIT.objects.bulk_create([HIT(project=project, position=start + n) for n in range(len(chunks))])
+    if any(h.pk is None for h in hits):
+        hits = list(HIT.objects.filter(project=project, position__gte=start).order_by("position"))
+    HITItem.objects.bulk_create([HITItem(hit=hit, item_id=item_id, position=p)
+                                 for hit, chunk in zip(hits, chunks) for p, item_id in enumerate(chunk)])
+    return len(hits)
+
+
+# --- allocation ---------------------------------------------------------------------------------
+def current_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
+    """The worker's unexpired reserved assignment in this project, if any."""
+    now = now or timezone.now()
+    return (Assignment.objects.select_related("hit", "project")
+            .filter(project=project, worker=worker, status=Assignment.Status.RESERVED, expires_at__gt=now)
+            .order_by("reserved_at").first())
+
+
+def _gold_count(project: Project, n_items: int, rng: random.Random) -> int:
+    exact = project.gold_rate * n_items
+    whole = int(exact)
+    return whole + (1 if rng.random() < exact - whole else 0)
+
+
+def _pick_gold(project: Project, worker: Worker, n: int, rng: random.Random) -> list[int]:
+    if n <= 0:
+        return []
+    seen = set(GoldRecord.objects.filter(worker=worker, item__project=project).values_list("item_id", flat=True))
+    seen |= set(Assignment.gold_items.through.objects
+                .filter(assignment__worker=worker, assignment__project=project).values_list("item_id", flat=True))
+    pool = [pk for pk in Item.objects.filter(project=project, is_gold=True, gold__isnull=False)
+            .values_list("pk", flat=True) if pk not in seen]
+    return rng.sample(pool, min(n, len(pool)))
+
+
+def reserve_next_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
+    """Reserve a HIT that still needs assignments and that this worker has not had; ``None`` = nothing left.
+
+    A worker who already holds an unexpired reservation in the project gets that one back. Raises
+    :class:`WorkerBlocked`, :class:`ProjectNotActive` or :class:`QuotaReached`.
+    """
+    now = now or timezone.now()
+    project = Project.objects.get(pk=project.pk)  # fresh settings and status
+    if project.status != Project.Status.ACTIVE:
+        raise ProjectNotActive(f"project {project.name!r} is {project.get_status_display().lower()}, not active")
+    for attempt in range(2):
+        assignment = _reserve(project, worker, now)
+        if assignment is not None or attempt:
+            return assignment
+        # Nothing free: return this project's stale reservations to the pool and look once more.
+        if not expire_reservations(now=now, project=project):
+            return None
+    return None
+
+
+def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
+    with transaction.atomic():
+        # One allocation at a time per worker (two tabs, a retried request): lock the worker row.
+        locked = Worker.objects.select_for_update().only("pk", "blocked", "blocked_reason").get(pk=worker.pk)
+        if locked.blocked:
+            raise WorkerBlocked(locked.blocked_reason)
+        held = current_assignment(project, worker, now=now)
+        if held is not None:
+            return held
+        if project.max_hits_per_worker is not None:
+            used = Assignment.objects.filter(project=project, worker=worker).exclude(
+                status=Assignment.Status.EXPIRED).count()
+            if used >= project.max_hits_per_worker:
+                raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
+        r = project.assignments_per_item
+        candidates = (HIT.objects.filter(project=project, taken__lt=r)
+                      .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id"))
+                      .order_by("position"))
+        skip = _skip_locked()
+        for _ in range(8):
+            if skip:
+                hit_id = candidates.select_for_update(skip_locked=True).values_list("pk", flat=True).first()
+                if hit_id is None:
+                    # Every free HIT is locked by another allocation right now: wait for it instead of
+                    # telling this worker that nothing is left (PostgreSQL re-checks ``taken < R`` after the wait).
+                    hit_id = candidates.select_for_update().values_list("pk", flat=True).first()
+            else:
+                hit_id = candidates.values_list("pk", flat=True).first()
+            if hit_id is None:
+                return None
+            # The guard in the WHERE clause is what keeps taken <= R, whatever the isolation level.
+            if HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1):
+                break
+        else:
+            return None
+        assignment = Assignment.objects.create(
+            project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
+            expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+        if project.gold_rate > 0:
+            rng = random.Random()
+            n_items = HITItem.objects.filter(hit_id=hit_id).count()
+            gold_ids = _pick_gold(project, worker, _gold_count(project, n_items, rng), rng)
+            if gold_ids:
+                assignment.gold_items.add(*gold_ids)
+        return assignment
+
+
+def assignment_items(assignment: Assignment) -> list[Item]:
+    """The HIT's items with the interleaved gold items, in an order that is stable for this assignment."""
+    items = [hi.item for hi in HITItem.objects.filter(hit_id=assignment.hit_id).select_related("item")
+             .order_by("position")]
+    gold = list(assignment.gold_items.order_by("pk"))
+    if gold:
+        rng = random.Random(assignment.pk)
+        for g in gold:
+            items.insert(rng.randint(0, len(items)), g)
+    return items
+
+
+def expire_reservations(now=None, *, project: Project | None = None) -> int:
+    """Mark reservations past their ``expires_at`` expired and give their slots back; returns how many."""
+    now = now or timezone.now()
+    stale = Assignment.objects.filter(status=Assignment.Status.RESERVED, expires_at__lte=now)
+    if project is not None:
+        stale = stale.filter(project=project)
+    expired = 0
+    for pk in list(stale.values_list("pk", flat=True)[:10000]):
+        with transaction.atomic():
+            qs = Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now)
+            row = (qs.select_for_update(skip_locked=True) if _skip_locked() else qs).values("hit_id").first()
+            if row is None:  # submitted (or being submitted) meanwhile
+                continue
+            if qs.update(status=Assignment.Status.EXPIRED):
+                HIT.objects.filter(pk=row["hit_id"]).update(taken=F("taken") - 1)
+                expired += 1
+    return expired
+
+
+# --- submission ---------------------------------------------------------------------------------
+def submission_key(responses: dict, feedback: str = "") -> str:
+    canonical = json.dumps({"responses": {str(k): v for k, v in responses.items()}, "feedback": feedback or ""},
+                           sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[Item, dict]]:
+    if not isinstance(responses, dict):
+        raise ValidationFailed({"responses": "expected an object keyed by item id"})
+    project = assignment.project
+    tt = get_task_type(project.task_type)
+    items = {item.pk: item for item in assignment_items(assignment)}
+    errors: dict[str, str] = {}
+    cleaned: dict[int, tuple[Item, dict]] = {}
+    for key, data in responses.items():
+        try:
+            item_id = int(key)
+        except (TypeError, ValueError):
+            errors[f"responses.{key}"] = "not an item id"
+            continue
+        item = items.get(item_id)
+        if item is None:
+            errors[f"responses.{key}"] = "unknown item: not part of this assignment"
+            continue
+        try:
+            cleaned[item_id] = (item, tt.validate_response(project, item, data))
+        except ResponseInvalid as exc:
+            errors[f"responses.{item_id}.{exc.field}"] = exc.reason
+    for item_id in items:
+        if item_id not in cleaned and f"responses.{item_id}" not in errors and not any(
+                k.startswith(f"responses.{item_id}.") for k in errors):
+            errors[f"responses.{item_id}"] = "missing: answer every item"
+    if errors:
+        raise ValidationFailed(errors)
+    return cleaned
+
+
+def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
+                      client_seconds: float | None = None, now=None) -> Assignment:
+    """Validate, then store all responses of an assignment in one transaction.
+
+    A retried identical submission returns the stored assignment and writes nothing. Raises
+    :class:`ValidationFailed` (400), :class:`NotYourAssignment` (403) or :class:`AssignmentNotOpen` (409);
+    on any error nothing is written.
+    """
+    now = now or timezone.now()
+    feedback = feedback or ""
+    if assignment.worker_id != worker.pk:
+        raise NotYourAssignment("this assignment is not held by you")
+    if client_seconds is not None:
+        try:
+            client_seconds = float(client_seconds)
+        except (TypeError, ValueError):
+            raise ValidationFailed({"client_seconds": "must be a number of seconds"}) from None
+        if not 0 <= client_seconds < 10 ** 7:
+            raise ValidationFailed({"client_seconds": "must be a non-negative number of seconds"})
+    if len(feedback) > 10000:
+        raise ValidationFailed({"feedback": "at most 10000 characters"})
+    key = submission_key(responses if isinstance(responses, dict) else {}, feedback)
+    assignment = Assignment.objects.select_related("project", "hit").get(pk=assignment.pk)
+    if assignment.status in Assignment.DONE and assignment.submission_key == key:
+        return assignment  # retried submission: a no-op
+    _check_open(assignment, key)
+    cleaned = _clean_responses(assignment, responses)  # everything validated before any write
+    project = assignment.project
+    tt = get_task_type(project.task_type)
+    golds = {g.item_id: g for g in GoldItem.objects.filter(item_id__in=[i for i, (item, _) in cleaned.items()
+                                                                         if item.is_gold])}
+
+    with transaction.atomic():
+        qs = Assignment.objects.filter(pk=assignment.pk)
+        locked = qs.select_for_update().select_related("project", "hit").get()
+        if locked.status in Assignment.DONE and locked.submission_key == key:
+            return locked  # a concurrent retry got there first
+        _check_open(locked, key)
+        Response.objects.bulk_create([Response(assignment=locked, item=item, data=data)
+                                      for item, data in cleaned.values()])
+        locked.status = Assignment.Status.SUBMITTED
+        locked.submitted_at = now
+        locked.work_seconds = max(0.0, (now - locked.reserved_at).total_seconds())
+        locked.client_seconds = client_seconds
+        locked.feedback = feedback
+        locked.submission_key = key
+        locked.save(update_fields=["status", "submitted_at", "work_seconds", "client_seconds", "feedback",
+                                   "submission_key"])
+        if golds:
+            _score_gold(locked, worker, project, tt, golds, cleaned, now)
+    return locked
+
+
+def _check_open(assignment: Assignment, key: str) -> None:
+    if assignment.status in Assignment.DONE:
+        raise AssignmentNotOpen("this assignment was already submitted with different answers")
+    if assignment.status != Assignment.Status.RESERVED:
+        raise AssignmentNotOpen(f"this assignment is {assignment.get_status_display().lower()}; ask for a new HIT")
+
+
+def _score_gold(assignment, worker, project, tt, golds, cleaned, now) -> None:
+    seen = set(GoldRecord.objects.filter(worker=worker, item_id__in=list(golds)).values_list("item_id", flat=True))
+    records = []
+    for item_id, gold in golds.items():
+        if item_id in seen:
+            continue
+        score = float(tt.score_gold(project, gold, cleaned[item_id][1]))
+        records.append(GoldRecord(worker=worker, item_id=item_id, assignment=assignment, score=score,
+                                  correct=score >= 0.5))
+    GoldRecord.objects.bulk_create(records)
+    if project.gold_min_items <= 0:
+        return
+    stats = GoldRecord.objects.filter(worker=worker, item__project=project).aggregate(
+        n=Count("pk"), right=Count("pk", filter=Q(correct=True)))
+    if stats["n"] >= project.gold_min_items:
+        accuracy = stats["right"] / stats["n"]
+        if accuracy < project.gold_min_accuracy:
+            Worker.objects.filter(pk=worker.pk, blocked=False).update(
+                blocked=True, blocked_at=now,
+                blocked_reason=(f"gold accuracy {accuracy:.0%} on {stats['n']} gold items in project "
+                                f"{project.slug!r} is below {project.gold_min_accuracy:.0%}"))
+
+
+def set_assignment_status(assignment: Assignment, status: str) -> Assignment:
+    """Staff review: approve or reject a submitted assignment (a rejection frees its slot for another worker)."""
+    if status not in (Assignment.Status.APPROVED, Assignment.Status.REJECTED):
+        raise ValueError("status must be approved or rejected")
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.status == status:
+            return locked
+        if locked.status not in Assignment.DONE:
+            raise AssignmentNotOpen(f"only submitted assignments can be {status}")
+        if status == Assignment.Status.REJECTED:
+            HIT.objects.filter(pk=locked.hit_id).update(taken=F("taken") - 1)
+        locked.status = status
+        locked.save(update_fields=["status"])
+    return locked
+
+
+# --- completion codes and progress --------------------------------------------------------------
+def completion_code(project: Project, worker: Worker) -> str:
+    """A random code, stable per worker x project, created on first call."""
+    code = WorkerProjectCode.objects.filter(project=project, worker=worker).values_list("code", flat=True).first()
+    if code:
+        return code
+    try:
+        with transaction.atomic():
+            return WorkerProjectCode.objects.create(project=project, worker=worker).code
+    except IntegrityError:
+        return WorkerProjectCode.objects.get(project=project, worker=worker).code
+
+
+def project_progress(project: Project) -> dict:
+    """Items done / needed, HITs, assignments by status and per-worker counts (read only)."""
+    from .selectors import project_progress as _progress
+
+    return _progress(project)

@@ -1,0 +1,65 @@
+"""The task-type plug-in interface. One task type = one module under ``annotation/task_types/``.
+
+A task type says how to build items from corpus rows, how to render one item inside the HIT page
+(a template + an optional small script), how to validate a response (always on the server), how to
+score a gold item, how to aggregate the responses of an item and how to export it.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+class ResponseInvalid(Exception):
+    """A response (or a config / gold answer) that breaks the task type's schema.
+
+    ``field`` names what is wrong (e.g. ``"label"``); the API answers HTTP 400 ``{"errors": {field: reason}}``.
+    """
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class TaskType:
+    name: str = ""
+    label: str = ""
+    template: str = ""
+    script: str | None = None
+
+    # --- project set-up -----------------------------------------------------------------------
+    def clean_config(self, config: dict | None) -> dict:
+        """Check and normalise ``project.config``; raise :class:`ResponseInvalid` naming the key."""
+        return dict(config or {})
+
+    def build_items(self, project, rows: Iterable[Any]) -> list[dict]:
+        """Corpus rows (e.g. a Sentence queryset) -> item payloads."""
+        raise NotImplementedError
+
+    def item_links(self, payload: dict) -> dict:
+        """Model fields of the Item that a payload implies (``sentence_id``, ``external_key``)."""
+        return {}
+
+    # --- rendering ----------------------------------------------------------------------------
+    def item_context(self, project, item) -> dict:
+        """What the template needs for one item."""
+        return {"item": item, "payload": item.payload, "config": project.config}
+
+    # --- responses ----------------------------------------------------------------------------
+    def validate_response(self, project, item, data) -> dict:
+        """Cleaned data, or raise :class:`ResponseInvalid`."""
+        raise NotImplementedError
+
+    def score_gold(self, project, gold, data: dict) -> float:
+        """1.0 correct ... 0.0 wrong; ``gold.tolerance`` applies. Default: exact equality."""
+        return 1.0 if data == gold.expected else 0.0
+
+    def aggregate(self, project, item, responses: list[dict]) -> dict:
+        raise NotImplementedError
+
+    def export_row(self, project, item, responses: list[dict]) -> dict:
+        return {"item_id": item.pk, "external_key": item.external_key, "payload": item.payload,
+                "responses": responses, "aggregate": self.aggregate(project, item, responses)}
+
+    def __repr__(self) -> str:
+        return f"<TaskType {self.name}>"
