@@ -173,8 +173,29 @@ class Release(models.Model):
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["name", "version"], name="unique_release_name_version")]
 
+    class Immutable(ValueError):
+        """Raised when code tries to change what a published release is (see :meth:`save`)."""
+
+    # What a published release *is*: none of these may change after publishing.
+    IMMUTABLE_FIELDS = ("name", "version", "kind", "config", "directory")
+
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
+
+    def save(self, *args, **kwargs):
+        # Invariant: once published, a release's identity, configuration and folder never change.
+        if self.pk is not None:
+            stored = type(self).objects.filter(pk=self.pk).values("status", *self.IMMUTABLE_FIELDS).first()
+            if stored is not None and stored["status"] == self.Status.PUBLISHED:
+                changed = [f for f in self.IMMUTABLE_FIELDS if getattr(self, f) != stored[f]]
+                if self.status != self.Status.PUBLISHED:
+                    changed.append("status")
+                if changed:
+                    raise self.Immutable(
+                        f"release {stored['name']} {stored['version']} is published and immutable; "
+                        f"refusing to change {', '.join(changed)} (publish a new version instead)"
+                    )
+        super().save(*args, **kwargs)
 
 
 class ReleaseFile(models.Model):
@@ -190,3 +211,12 @@ class ReleaseFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.release} / {self.name}"
+
+    def save(self, *args, **kwargs):
+        # The file list and checksums of a published release are fixed (they are written in one
+        # transaction together with the status change; see corpus.releases.build_release).
+        if self.release_id is not None and Release.objects.filter(
+            pk=self.release_id, status=Release.Status.PUBLISHED
+        ).exists():
+            raise Release.Immutable(f"release {self.release} is published; its files cannot be changed")
+        super().save(*args, **kwargs)

@@ -1,0 +1,569 @@
+"""Versioned, immutable dataset releases.
+
+A release is a folder ``<ARTIFACT_ROOT>/releases/<name>/<version>/`` of JSONL files plus a ``README.md``
+dataset card, and a :class:`corpus.models.Release` row with one :class:`corpus.models.ReleaseFile` per file
+(rows, size, sha256). What goes into the files is decided by an *exporter*, looked up by ``kind``:
+
+- :func:`register_exporter` registers one. An exporter is a callable ``(config) -> Iterable[(file name,
+  Iterable[dict])]``; optional hooks normalise/validate the config (``prepare``), count the rows for the
+  progress bar (``count``) and add sections to the dataset card (``card``). Other apps plug in their own
+  kinds (aspect datasets, BWS pairs, ValNov...) from a module named ``exporters`` (imported on demand by
+  :func:`get_exporter`) or any module imported at start-up; nothing here changes.
+- :func:`build_release` validates, streams the rows to disk (bounded memory, hashed while written) in a
+  temporary folder, writes the card, renames the folder into place atomically and only then marks the
+  release published. A failure removes the temporary folder and leaves no published release.
+- :func:`verify_release` re-hashes a release's files.
+
+The ``sentences`` exporter (below) writes :class:`corpus.models.Sentence` rows, optionally with the fixed
+splits of Arg-CTRL App. F (cross-topic and in-topic).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from argora.progress import Progress, null_progress
+
+from .models import Release, ReleaseFile, Sentence, Stance, Topic
+
+CARD_NAME = "README.md"
+CHUNK_SIZE = 2000
+_PROGRESS_EVERY = 500
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+Rows = Iterable[dict]
+ExportFn = Callable[[dict], Iterable[tuple[str, Rows]]]
+
+
+class ReleaseExists(ValueError):
+    """A release with this name and version exists already; releases are never overwritten."""
+
+
+@dataclass
+class CardContext:
+    """What a card hook gets: the release being built, its (normalised) config and the files written."""
+
+    release: Release
+    config: dict
+    files: list[dict]  # [{"name", "rows", "size", "sha256"}] in write order
+    counts: Counter  # rows per tuple of the exporter's ``count_by`` keys
+
+
+@dataclass
+class Exporter:
+    kind: str
+    export: ExportFn
+    prepare: Callable[[dict], dict] | None = None
+    count: Callable[[dict], int | None] | None = None
+    card: Callable[[CardContext], Iterable[tuple[str, str]]] | None = None
+    count_by: tuple[str, ...] = field(default_factory=tuple)
+    description: str = ""
+
+
+_EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(kind: str, *, prepare=None, count=None, card=None, count_by: Iterable[str] = (),
+                      description: str = ""):
+    """Decorator: register ``fn(config) -> Iterable[(file name, rows)]`` as the exporter for ``kind``.
+
+    - ``prepare(config) -> config``: validate and fill defaults; raise ``ValueError`` naming the config key.
+      The returned config is what the release stores (so it says exactly how it was made).
+    - ``count(config) -> int | None``: total rows, for progress reporting.
+    - ``card(ctx: CardContext) -> [(section title, markdown)]``: extra dataset-card sections. A kind
+      without an "Agreement" section gets one saying that no agreement figures are recorded.
+    - ``count_by``: row keys to tabulate in the card ("Counts" section), e.g. ``("topic", "stance", "split")``.
+    """
+
+    def decorator(fn: ExportFn) -> ExportFn:
+        _EXPORTERS[kind] = Exporter(kind=kind, export=fn, prepare=prepare, count=count, card=card,
+                                    count_by=tuple(count_by), description=description or (fn.__doc__ or "").strip())
+        return fn
+
+    return decorator
+
+
+def get_exporter(kind: str) -> Exporter:
+    if kind not in _EXPORTERS:
+        # Apps contribute exporters from an ``exporters`` module; import them once, on demand.
+        from django.utils.module_loading import autodiscover_modules
+
+        autodiscover_modules("exporters")
+    try:
+        return _EXPORTERS[kind]
+    except KeyError:
+        raise ValueError(f"kind: unknown release kind {kind!r} (known: {', '.join(sorted(_EXPORTERS))})") from None
+
+
+def exporter_kinds() -> list[str]:
+    return sorted(_EXPORTERS)
+
+
+# --- paths -----------------------------------------------------------------------------------------
+
+def releases_root() -> Path:
+    return Path(settings.ARTIFACT_ROOT) / "releases"
+
+
+def release_path(release: Release) -> Path:
+    """The folder of a release (``Release.directory`` is relative to ARTIFACT_ROOT)."""
+    return Path(settings.ARTIFACT_ROOT) / release.directory
+
+
+def release_file_path(release: Release, name: str) -> Path | None:
+    """Path of a file listed in the release, or None when the name is not one of its files."""
+    if not release.files.filter(name=name).exists():
+        return None
+    folder = release_path(release).resolve()
+    path = (folder / name).resolve()
+    if path.parent != folder:  # names are plain file names; never serve anything outside the folder
+        return None
+    return path
+
+
+def _check_name(field_name: str, value: str) -> str:
+    value = (value or "").strip()
+    if not _SAFE_NAME.match(value) or ".." in value:
+        raise ValueError(f"{field_name}: {value!r} is not a valid release {field_name}; use letters, digits, "
+                         f"'.', '_' and '-' (it becomes a folder name), starting with a letter or digit")
+    return value
+
+
+# --- build -----------------------------------------------------------------------------------------
+
+def _resolve_creator(creator):
+    if creator is None or hasattr(creator, "pk"):
+        return creator
+    return get_user_model().objects.filter(pk=creator).first()
+
+
+def _exists(release: Release) -> ReleaseExists:
+    when = f", published {release.published_at:%Y-%m-%d %H:%M} UTC" if release.published_at else ""
+    return ReleaseExists(f"release {release.name} {release.version} already exists "
+                         f"({release.get_status_display().lower()}{when}); releases are immutable: "
+                         f"choose a new version")
+
+
+def check_release_free(name: str, version: str) -> None:
+    """Raise :class:`ReleaseExists` when name+version is taken (a failed attempt may be rebuilt)."""
+    existing = Release.objects.filter(name=name, version=version).exclude(status=Release.Status.FAILED).first()
+    if existing is not None:
+        raise _exists(existing)
+
+
+def _claim(name: str, version: str, kind: str, config: dict, creator) -> Release:
+    """Create the ``building`` row; the unique constraint is the final guard against a concurrent twin."""
+    try:
+        with transaction.atomic():
+            existing = Release.objects.select_for_update().filter(name=name, version=version).first()
+            if existing is not None:
+                if existing.status != Release.Status.FAILED:
+                    raise _exists(existing)
+                existing.delete()  # a failed attempt leaves nothing worth keeping; this is a retry
+            return Release.objects.create(name=name, version=version, kind=kind, config=config, creator=creator,
+                                          status=Release.Status.BUILDING,
+                                          directory=f"releases/{name}/{version}")
+    except IntegrityError:
+        raise ReleaseExists(f"release {name} {version} already exists (created concurrently); "
+                            f"releases are immutable: choose a new version") from None
+
+
+def _dumps(row: dict) -> bytes:
+    return (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _write_rows(path: Path, rows: Rows, on_row: Callable[[dict], None]) -> dict:
+    """Stream rows to ``path`` as JSONL, hashing while writing. Never holds more than one row."""
+    digest = hashlib.sha256()
+    count = size = 0
+    with open(path, "xb") as fh:
+        for row in rows:
+            line = _dumps(row)
+            fh.write(line)
+            digest.update(line)
+            size += len(line)
+            count += 1
+            on_row(row)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return {"name": path.name, "rows": count, "size": size, "sha256": digest.hexdigest()}
+
+
+def _hash_file(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def build_release(name: str, version: str, *, kind: str = "sentences", config: dict | None = None,
+                  creator=None, progress: Progress = null_progress) -> Release:
+    """Build and publish release ``name`` ``version`` with the exporter for ``kind``.
+
+    Refuses (:class:`ReleaseExists`) when that name+version exists; raises ``ValueError`` naming the
+    config key for a bad config (before anything is written). ``creator`` is a user or a user id.
+    On any failure the temporary folder is removed and the release row is marked failed with the error.
+    """
+    name = _check_name("name", name)
+    version = _check_name("version", version)
+    exporter = get_exporter(kind)
+    check_release_free(name, version)
+    config = dict(config or {})
+    if exporter.prepare is not None:
+        config = exporter.prepare(config)
+    creator = _resolve_creator(creator)
+
+    release = _claim(name, version, kind, config, creator)
+    final = releases_root() / name / version
+    tmp = releases_root() / f".tmp-{uuid.uuid4().hex}"
+    moved = False
+    try:
+        if final.exists():
+            raise ReleaseExists(f"{final} exists on disk although no release row claims it; "
+                                f"move it away or choose a new version")
+        tmp.mkdir(parents=True)
+        total = exporter.count(config) if exporter.count is not None else None
+        files: list[dict] = []
+        counts: Counter = Counter()
+        done = [0]
+        progress(0, total, "exporting")
+
+        for file_name, rows in exporter.export(config):
+            if not _SAFE_NAME.match(file_name) or file_name == CARD_NAME or any(f["name"] == file_name for f in files):
+                raise ValueError(f"exporter {kind!r} yielded an invalid or duplicate file name {file_name!r}")
+
+            def on_row(row: dict, file_name=file_name) -> None:
+                if exporter.count_by:
+                    counts[tuple(row.get(key) for key in exporter.count_by)] += 1
+                done[0] += 1
+                if done[0] % _PROGRESS_EVERY == 0:
+                    progress(done[0], total, f"writing {file_name}")
+
+            files.append(_write_rows(tmp / file_name, rows, on_row))
+            progress(done[0], total, f"wrote {file_name}")
+
+        card = render_card(release, exporter, config, files, counts)
+        card_path = tmp / CARD_NAME
+        card_path.write_bytes(card.encode("utf-8"))
+        sha, size = _hash_file(card_path)
+        files.append({"name": CARD_NAME, "rows": 0, "size": size, "sha256": sha})
+        for entry in tmp.iterdir():
+            entry.chmod(0o444)
+
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(tmp, final)  # atomic on one file system: the folder appears complete or not at all
+        moved = True
+
+        with transaction.atomic():
+            locked = Release.objects.select_for_update().get(pk=release.pk)
+            if locked.status != Release.Status.BUILDING:
+                raise RuntimeError(f"release {name} {version} changed state to {locked.status} while building")
+            ReleaseFile.objects.bulk_create(ReleaseFile(release=locked, **f) for f in files)
+            locked.status = Release.Status.PUBLISHED
+            locked.published_at = timezone.now()
+            locked.error = ""
+            locked.save()
+        progress(done[0], done[0], "published")
+        return locked
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if moved:
+            shutil.rmtree(final, ignore_errors=True)
+        _mark_failed(release, exc)
+        raise
+
+
+def _mark_failed(release: Release, exc: BaseException) -> None:
+    try:
+        with transaction.atomic():
+            Release.objects.filter(pk=release.pk).exclude(status=Release.Status.PUBLISHED).update(
+                status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:10000])
+    except Exception:  # the connection may be unusable (the original error is what matters)
+        pass
+
+
+def verify_release(release: Release) -> list[str]:
+    """Re-hash a release's files against the recorded checksums; returns the problems (empty = intact)."""
+    problems: list[str] = []
+    if release.status != Release.Status.PUBLISHED:
+        problems.append(f"release {release} is not published (status {release.status})")
+    folder = release_path(release)
+    if not folder.is_dir():
+        return problems + [f"{folder}: folder is missing"]
+    listed = set()
+    for f in release.files.all():
+        listed.add(f.name)
+        path = folder / f.name
+        if not path.is_file():
+            problems.append(f"{f.name}: file is missing")
+            continue
+        sha, size = _hash_file(path)
+        if size != f.size:
+            problems.append(f"{f.name}: size {size} bytes, recorded {f.size}")
+        if sha != f.sha256:
+            problems.append(f"{f.name}: sha256 {sha}, recorded {f.sha256}")
+    for path in sorted(folder.iterdir()):
+        if path.name not in listed:
+            problems.append(f"{path.name}: not part of the release")
+    if not listed:
+        problems.append("no files recorded")
+    return problems
+
+
+def release_summary(release: Release) -> dict:
+    return {"release_id": release.pk, "name": release.name, "version": release.version,
+            "directory": str(release_path(release)),
+            "files": {f.name: f.sha256 for f in release.files.all()}}
+
+
+# --- dataset card ----------------------------------------------------------------------------------
+
+def _md(value) -> str:
+    text = "—" if value is None or value == "" else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_card(release: Release, exporter: Exporter, config: dict, files: list[dict], counts: Counter) -> str:
+    creator = release.creator.get_username() if release.creator else "—"
+    lines = [
+        f"# {release.name} {release.version}",
+        "",
+        f"- kind: {exporter.kind}",
+        f"- creator: {creator}",
+        f"- created: {release.created_at.isoformat()}",
+        f"- built with: Argora (`manage.py export_release` / admin publish action)",
+        "",
+    ]
+    if exporter.description:
+        lines += [exporter.description, ""]
+    lines += ["## Configuration", "", "```json", json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False),
+              "```", "", "## Files", "", "| file | rows | bytes | sha256 |", "| --- | ---: | ---: | --- |"]
+    lines += [f"| {f['name']} | {f['rows']} | {f['size']} | `{f['sha256']}` |" for f in files]
+    lines += ["", f"{CARD_NAME} itself is listed with its checksum in the release record.", ""]
+    if exporter.count_by:
+        header = " | ".join(exporter.count_by)
+        lines += [f"## Counts ({' × '.join(exporter.count_by)})", "", f"| {header} | rows |",
+                  "| " + " | ".join("---" for _ in exporter.count_by) + " | ---: |"]
+        for key in sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+            lines.append("| " + " | ".join(_md(v) for v in key) + f" | {counts[key]} |")
+        lines += [f"| **total** |" + " |" * (len(exporter.count_by) - 1) + f" {sum(counts.values())} |", ""]
+    sections = list(exporter.card(CardContext(release, config, files, counts))) if exporter.card else []
+    if not any(title.strip().lower() == "agreement" for title, _ in sections):
+        sections.append(("Agreement", "No agreement figures recorded for this release."))
+    for title, body in sections:
+        lines += [f"## {title}", "", body.rstrip(), ""]
+    return "\n".join(lines)
+
+
+# --- the "sentences" exporter ----------------------------------------------------------------------
+
+# Arg-CTRL App. F: fixed cross-topic split of the UKP topics.
+DEFAULT_CROSS_TOPIC = {"test": ["gun control", "school uniforms"], "dev": ["death penalty"]}
+# Arg-CTRL App. F: the in-topic split sizes of the aspect dataset (a documented example, not a default).
+APP_F_IN_TOPIC_SIZES = {"train": 3532, "dev": 500, "test": 1000}
+SPLITS = ("train", "dev", "test")
+STANCES = [s.value for s in Stance]
+
+
+def _str_list(key: str, value) -> list[str]:
+    if isinstance(value, str):
+        value = [part for part in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key}: expected a list of strings, got {value!r}")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _sentences_queryset(topics: list[str], stances: list[str]):
+    return Sentence.objects.filter(topic__name__in=topics, stance__in=stances).order_by("id")
+
+
+def prepare_sentences(config: dict) -> dict:
+    """Validate a ``sentences`` config and make it explicit (resolved topic names, stances, split)."""
+    known = {key for key in config} - {"topics", "stances", "include_non_arguments", "split"}
+    if known:
+        raise ValueError(f"config: unknown key(s) {', '.join(sorted(known))} "
+                         f"(expected topics, stances, include_non_arguments, split)")
+    by_lower = {t.lower(): t for t in Topic.objects.values_list("name", flat=True)}
+    if config.get("topics"):
+        names = _str_list("config.topics", config["topics"])
+        missing = [n for n in names if n.lower() not in by_lower]
+        if missing:
+            raise ValueError(f"config.topics: unknown topic(s) {', '.join(repr(m) for m in missing)}")
+        topics = sorted({by_lower[n.lower()] for n in names})
+    else:
+        topics = sorted(by_lower.values())
+    if not topics:
+        raise ValueError("config.topics: there are no topics to export")
+
+    stances = _str_list("config.stances", config.get("stances") or ["pro", "con"])
+    bad = [s for s in stances if s not in STANCES]
+    if bad:
+        raise ValueError(f"config.stances: unknown stance(s) {bad} (choose from {STANCES})")
+    include_none = config.get("include_non_arguments", False)
+    if not isinstance(include_none, bool):
+        raise ValueError(f"config.include_non_arguments: expected true or false, got {include_none!r}")
+    if include_none and "none" not in stances:
+        stances.append("none")
+    stances = [s for s in STANCES if s in stances]  # canonical order, no duplicates
+
+    split = config.get("split") or {"mode": "none"}
+    if isinstance(split, str):
+        split = {"mode": split}
+    if not isinstance(split, dict):
+        raise ValueError(f"config.split: expected an object with a 'mode', got {split!r}")
+    mode = split.get("mode", "none")
+    if mode == "none":
+        split = {"mode": "none"}
+    elif mode == "cross-topic":
+        split = _prepare_cross_topic(split, topics)
+    elif mode == "in-topic":
+        split = _prepare_in_topic(split, topics, stances)
+    else:
+        raise ValueError(f"config.split.mode: {mode!r} is not one of none, cross-topic, in-topic")
+    if split["mode"] == "cross-topic":  # only the topics assigned to a split are exported
+        topics = sorted(t for part in SPLITS for t in split[part])
+    return {"topics": topics, "stances": stances, "include_non_arguments": "none" in stances, "split": split}
+
+
+def _prepare_cross_topic(split: dict, topics: list[str]) -> dict:
+    by_lower = {t.lower(): t for t in topics}
+    chosen: dict[str, list[str]] = {}
+    for part in ("test", "dev"):
+        given = split.get(part)
+        names = _str_list(f"config.split.{part}", given) if given is not None else DEFAULT_CROSS_TOPIC[part]
+        missing = [n for n in names if n.lower() not in by_lower]
+        if missing:
+            hint = "" if given is not None else (
+                " (the default Arg-CTRL App. F split puts 'gun control' and 'school uniforms' in test and "
+                "'death penalty' in dev; give config.split.train/dev/test explicitly for other topics)")
+            raise ValueError(f"config.split.{part}: topic(s) {', '.join(repr(m) for m in missing)} "
+                             f"not among the exported topics{hint}")
+        chosen[part] = sorted({by_lower[n.lower()] for n in names})
+    if split.get("train") is not None:
+        names = _str_list("config.split.train", split["train"])
+        missing = [n for n in names if n.lower() not in by_lower]
+        if missing:
+            raise ValueError(f"config.split.train: topic(s) {', '.join(repr(m) for m in missing)} "
+                             f"not among the exported topics")
+        chosen["train"] = sorted({by_lower[n.lower()] for n in names})
+    else:
+        taken = set(chosen["test"]) | set(chosen["dev"])
+        chosen["train"] = [t for t in topics if t not in taken]
+    seen: dict[str, str] = {}
+    for part in SPLITS:
+        if not chosen[part]:
+            raise ValueError(f"config.split.{part}: no topic is assigned to {part}")
+        for topic in chosen[part]:
+            if topic in seen:
+                raise ValueError(f"config.split.{part}: topic {topic!r} is also in {seen[topic]}; "
+                                 f"cross-topic splits must not share topics")
+            seen[topic] = part
+    return {"mode": "cross-topic", **{part: chosen[part] for part in SPLITS}}
+
+
+def _prepare_in_topic(split: dict, topics: list[str], stances: list[str]) -> dict:
+    seed = split.get("seed", 13)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"config.split.seed: expected an integer, got {seed!r}")
+    sizes = split.get("sizes")
+    if not isinstance(sizes, dict) or set(sizes) != set(SPLITS):
+        raise ValueError(f"config.split.sizes: give the number of rows for each of train, dev and test, e.g. "
+                         f"{json.dumps(APP_F_IN_TOPIC_SIZES)} (Arg-CTRL App. F); got {sizes!r}")
+    for part in SPLITS:
+        value = sizes[part]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"config.split.sizes.{part}: expected a whole number >= 0, got {value!r}")
+    available = _sentences_queryset(topics, stances).count()
+    wanted = sum(sizes[part] for part in SPLITS)
+    if wanted > available:
+        raise ValueError(f"config.split.sizes: train+dev+test = {wanted} but only {available} sentences match "
+                         f"the selected topics and stances")
+    return {"mode": "in-topic", "seed": seed, "sizes": {part: sizes[part] for part in SPLITS}}
+
+
+_ROW_FIELDS = ("id", "content_hash", "external_id", "topic__name", "text", "stance", "source", "metadata")
+
+
+def _rows(queryset, split: str | None, keep_ids: set[int] | None = None) -> Iterator[dict]:
+    for values in queryset.values(*_ROW_FIELDS).iterator(chunk_size=CHUNK_SIZE):
+        if keep_ids is not None and values["id"] not in keep_ids:
+            continue
+        yield {"hash": values["content_hash"], "id": values["external_id"], "topic": values["topic__name"],
+               "sentence": values["text"], "stance": values["stance"], "source": values["source"],
+               "metadata": values["metadata"], "split": split}
+
+
+def _in_topic_assignment(queryset, seed: int, sizes: dict) -> dict[str, set[int]]:
+    """Sample ``sum(sizes)`` positions of the id-ordered rows with ``seed``; memory O(sampled rows)."""
+    total = queryset.count()
+    positions = random.Random(seed).sample(range(total), sum(sizes[p] for p in SPLITS))
+    where: dict[int, str] = {}
+    start = 0
+    for part in SPLITS:
+        for pos in positions[start:start + sizes[part]]:
+            where[pos] = part
+        start += sizes[part]
+    chosen: dict[str, set[int]] = {part: set() for part in SPLITS}
+    for pos, pk in enumerate(queryset.values_list("id", flat=True).iterator(chunk_size=CHUNK_SIZE)):
+        part = where.get(pos)
+        if part is not None:
+            chosen[part].add(pk)
+    return chosen
+
+
+def count_sentences(config: dict) -> int:
+    split = config["split"]
+    if split["mode"] == "in-topic":
+        return sum(split["sizes"].values())
+    return _sentences_queryset(config["topics"], config["stances"]).count()
+
+
+def sentences_card(ctx: CardContext) -> list[tuple[str, str]]:
+    split = ctx.config["split"]
+    if split["mode"] == "cross-topic":
+        text = "Cross-topic split (Arg-CTRL App. F style): " + "; ".join(
+            f"{part}: {', '.join(split[part])}" for part in SPLITS) + "."
+    elif split["mode"] == "in-topic":
+        text = (f"In-topic split: rows sampled at random with seed {split['seed']} from all selected topics: "
+                + ", ".join(f"{part} {split['sizes'][part]}" for part in SPLITS) + ".")
+    else:
+        text = "No split: one file, sentences.jsonl."
+    fmt = ("One JSON object per line with keys hash (content hash), id (id in the source corpus), topic, "
+           "sentence, stance (pro / con / none), source, metadata, split. Rows are ordered by database id; "
+           "keys are sorted. Importable with `corpus.importers.import_file(path, \"jsonl\")`.")
+    return [("Format", fmt), ("Splits", text),
+            ("Agreement", "No agreement figures recorded: stance labels are taken from the source corpus.")]
+
+
+@register_exporter("sentences", prepare=prepare_sentences, count=count_sentences, card=sentences_card,
+                   count_by=("topic", "stance", "split"),
+                   description="Sentence-level arguments with topic and stance (corpus.Sentence).")
+def export_sentences(config: dict) -> Iterator[tuple[str, Rows]]:
+    split = config["split"]
+    if split["mode"] == "none":
+        yield "sentences.jsonl", _rows(_sentences_queryset(config["topics"], config["stances"]), None)
+    elif split["mode"] == "cross-topic":
+        for part in SPLITS:
+            yield f"{part}.jsonl", _rows(_sentences_queryset(split[part], config["stances"]), part)
+    else:
+        queryset = _sentences_queryset(config["topics"], config["stances"])
+        chosen = _in_topic_assignment(queryset, split["seed"], split["sizes"])
+        for part in SPLITS:
+            yield f"{part}.jsonl", _rows(queryset, part, chosen[part])
