@@ -1,0 +1,187 @@
+"""Admin for the annotation engine. Actions call services (the same code as the API and the CLI)."""
+from django.contrib import admin, messages
+
+from . import selectors, services
+from .models import HIT, Assignment, GoldItem, GoldRecord, HITItem, Item, Project, Response, Worker, WorkerProjectCode
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "task_type", "status", "assignments_per_item", "items_per_hit", "gold_rate",
+                    "progress", "created_at")
+    list_filter = ("status", "task_type")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    readonly_fields = ("invite_token", "created_at", "progress_detail")
+    actions = ["build_hits", "regenerate_invite_token", "expire_reservations", "activate", "close"]
+
+    @admin.display(description="done / needed")
+    def progress(self, obj):
+        p = selectors.project_progress(obj)
+        return f"{p['done']} / {p['needed']} ({p['percent']}%)"
+
+    @admin.display(description="progress")
+    def progress_detail(self, obj):
+        if not obj.pk:
+            return "-"
+        p = selectors.project_progress(obj)
+        statuses = ", ".join(f"{k} {v}" for k, v in p["assignments"].items())
+        return (f"items {p['items']} (+{p['gold_items']} gold); responses {p['done']} / {p['needed']} "
+                f"({p['percent']}%); HITs {p['hits_complete']} / {p['hits']} complete; assignments: {statuses}; "
+                f"workers {len(p['workers'])}")
+
+    def save_model(self, request, obj, form, change):
+        if not change and obj.created_by_id is None:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Build HITs from items not yet in a HIT")
+    def build_hits(self, request, queryset):
+        for project in queryset:
+            n = services.build_hits(project)
+            self.message_user(request, f"{project}: {n} HIT(s) built")
+
+    @admin.action(description="Regenerate invite token (old invite links stop working)")
+    def regenerate_invite_token(self, request, queryset):
+        for project in queryset:
+            services.regenerate_invite_token(project)
+        self.message_user(request, f"{queryset.count()} invite token(s) regenerated")
+
+    @admin.action(description="Expire stale reservations")
+    def expire_reservations(self, request, queryset):
+        n = sum(services.expire_reservations(project=project) for project in queryset)
+        self.message_user(request, f"{n} reservation(s) expired")
+
+    @admin.action(description="Activate")
+    def activate(self, request, queryset):
+        for project in queryset:
+            services.set_project_status(project, Project.Status.ACTIVE)
+
+    @admin.action(description="Close")
+    def close(self, request, queryset):
+        for project in queryset:
+            services.set_project_status(project, Project.Status.CLOSED)
+
+
+class GoldInline(admin.StackedInline):
+    model = GoldItem
+    extra = 0
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("id", "project", "position", "is_gold", "external_key", "short_payload")
+    list_filter = ("project", "is_gold")
+    search_fields = ("external_key",)
+    raw_id_fields = ("sentence",)
+    inlines = [GoldInline]
+
+    @admin.display(description="payload")
+    def short_payload(self, obj):
+        return str(obj.payload)[:100]
+
+
+class HITItemInline(admin.TabularInline):
+    model = HITItem
+    extra = 0
+    raw_id_fields = ("item",)
+
+
+@admin.register(HIT)
+class HITAdmin(admin.ModelAdmin):
+    list_display = ("id", "project", "position", "taken", "created_at")
+    list_filter = ("project",)
+    readonly_fields = ("taken",)
+    inlines = [HITItemInline]
+
+
+class ResponseInline(admin.TabularInline):
+    model = Response
+    extra = 0
+    can_delete = False
+    readonly_fields = ("item", "data", "created_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "project", "hit", "worker", "status", "reserved_at", "submitted_at", "work_seconds",
+                    "client_seconds")
+    list_filter = ("status", "project")
+    search_fields = ("external_id", "worker__external_id", "worker__user__username")
+    raw_id_fields = ("hit", "worker", "gold_items")
+    readonly_fields = ("submission_key", "reserved_at", "submitted_at", "work_seconds", "client_seconds")
+    inlines = [ResponseInline]
+    actions = ["approve", "reject"]
+
+    @admin.action(description="Approve submitted assignments")
+    def approve(self, request, queryset):
+        self._review(request, queryset, Assignment.Status.APPROVED)
+
+    @admin.action(description="Reject submitted assignments (frees their slot)")
+    def reject(self, request, queryset):
+        self._review(request, queryset, Assignment.Status.REJECTED)
+
+    def _review(self, request, queryset, status):
+        done = 0
+        for assignment in queryset:
+            try:
+                services.set_assignment_status(assignment, status)
+                done += 1
+            except services.SubmissionError as exc:
+                self.message_user(request, f"{assignment}: {exc}", level=messages.WARNING)
+        self.message_user(request, f"{done} assignment(s) {status}")
+
+
+@admin.register(Response)
+class ResponseAdmin(admin.ModelAdmin):
+    list_display = ("id", "assignment", "item", "data", "created_at")
+    list_filter = ("assignment__project",)
+    raw_id_fields = ("assignment", "item")
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    list_display = ("id", "__str__", "source", "blocked", "blocked_reason", "blocked_at", "created_at")
+    list_filter = ("blocked", "source")
+    search_fields = ("external_id", "user__username", "blocked_reason")
+    raw_id_fields = ("user",)
+    actions = ["unblock"]
+
+    @admin.action(description="Unblock (allow new HITs again)")
+    def unblock(self, request, queryset):
+        for worker in queryset:
+            services.unblock_worker(worker)
+        self.message_user(request, f"{queryset.count()} worker(s) unblocked")
+
+
+@admin.register(WorkerProjectCode)
+class WorkerProjectCodeAdmin(admin.ModelAdmin):
+    list_display = ("worker", "project", "code", "created_at")
+    list_filter = ("project",)
+    search_fields = ("code",)
+
+
+@admin.register(GoldItem)
+class GoldItemAdmin(admin.ModelAdmin):
+    list_display = ("id", "item", "expected", "tolerance")
+    list_filter = ("item__project",)
+    raw_id_fields = ("item",)
+
+
+@admin.register(GoldRecord)
+class GoldRecordAdmin(admin.ModelAdmin):
+    list_display = ("id", "worker", "item", "assignment", "correct", "score", "created_at")
+    list_filter = ("correct", "item__project")
+    raw_id_fields = ("worker", "item", "assignment")

@@ -1,0 +1,148 @@
+"""JSON API of the annotation engine (thin views: parse, call one service, render).
+
+- ``POST /api/projects/<slug>/next/``: reserve (or resume) a HIT -> 200, 204 when none is left, 403 when blocked.
+- ``POST /api/assignments/<id>/submit/``: submit all responses -> 200, 400 ``{"errors": {field: reason}}``, 403, 409.
+- ``GET /api/projects/<slug>/progress/``: staff progress numbers.
+Session (with CSRF) or token auth.
+"""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import permissions, serializers, status
+from rest_framework.response import Response as HttpResponse
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .models import Assignment, Project
+
+
+class IsExpert(permissions.BasePermission):
+    message = "staff (experts) only"
+
+    def has_permission(self, request, view):
+        return selectors.user_is_expert(request.user)
+
+
+class ItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    payload = serializers.JSONField()
+
+
+class AssignmentSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    project = serializers.CharField()
+    hit = serializers.IntegerField()
+    status = serializers.CharField()
+    reserved_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    items = ItemSerializer(many=True)
+
+
+class SubmitSerializer(serializers.Serializer):
+    responses = serializers.DictField(child=serializers.JSONField(),
+                                      help_text='{"<item_id>": {...response in the task type\'s format...}}')
+    feedback = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
+    client_seconds = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
+
+
+class SubmittedSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    status = serializers.CharField()
+    submitted_at = serializers.DateTimeField()
+    work_seconds = serializers.FloatField(allow_null=True)
+    blocked = serializers.BooleanField()
+
+
+ErrorsSerializer = inline_serializer("SubmissionErrors", {"errors": serializers.DictField(child=serializers.CharField())})
+DetailSerializer = inline_serializer("Detail", {"detail": serializers.CharField()})
+
+
+def _flatten(errors, prefix="") -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(errors, dict):
+        for key, value in errors.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(errors, list):
+        if errors and all(not isinstance(e, (dict, list)) for e in errors):
+            out[prefix or "non_field_errors"] = str(errors[0])
+        else:
+            for e in errors:
+                out.update(_flatten(e, prefix))
+    else:
+        out[prefix or "non_field_errors"] = str(errors)
+    return out
+
+
+def assignment_data(assignment: Assignment) -> dict:
+    return {
+        "assignment": assignment.pk, "project": assignment.project.slug, "hit": assignment.hit_id,
+        "status": assignment.status, "reserved_at": assignment.reserved_at, "expires_at": assignment.expires_at,
+        "items": [{"id": item.pk, "payload": item.payload} for item in services.assignment_items(assignment)],
+    }
+
+
+class NextAssignment(APIView):
+    """Reserve the next HIT for the calling worker, or return the one they still hold."""
+
+    @extend_schema(request=None, responses={
+        200: AssignmentSerializer, 204: OpenApiResponse(description="nothing left for this worker"),
+        403: DetailSerializer, 404: DetailSerializer})
+    def post(self, request, slug: str):
+        project = get_object_or_404(Project, slug=slug)
+        worker = services.worker_for_user(request.user)
+        try:
+            assignment = services.reserve_next_assignment(project, worker)
+        except services.QuotaReached:
+            return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+        except services.AllocationError as exc:
+            return HttpResponse({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        if assignment is None:
+            return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+        return HttpResponse(assignment_data(assignment))
+
+
+class SubmitAssignment(APIView):
+    """Submit the responses of an assignment (idempotent: an identical retry changes nothing)."""
+
+    @extend_schema(request=SubmitSerializer, responses={
+        200: SubmittedSerializer, 400: ErrorsSerializer, 403: DetailSerializer, 404: DetailSerializer,
+        409: DetailSerializer})
+    def post(self, request, pk: int):
+        body = SubmitSerializer(data=request.data)
+        if not body.is_valid():
+            return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
+        assignment = get_object_or_404(Assignment.objects.select_related("project"), pk=pk)
+        worker = selectors.worker_of_user(request.user)
+        if worker is None or worker.pk != assignment.worker_id:
+            return HttpResponse({"detail": "this assignment is not held by you"}, status=status.HTTP_403_FORBIDDEN)
+        try:
+            done = services.submit_assignment(assignment, worker, body.validated_data["responses"],
+                                              feedback=body.validated_data["feedback"],
+                                              client_seconds=body.validated_data["client_seconds"])
+        except services.ValidationFailed as exc:
+            return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except services.SubmissionError as exc:
+            return HttpResponse({"detail": str(exc)}, status=exc.status)
+        worker.refresh_from_db(fields=["blocked"])
+        return HttpResponse({"assignment": done.pk, "status": done.status, "submitted_at": done.submitted_at,
+                             "work_seconds": done.work_seconds, "blocked": worker.blocked})
+
+
+class ProjectProgress(APIView):
+    """Items done / needed, assignments by status and per-worker counts (staff only)."""
+
+    permission_classes = [permissions.IsAuthenticated, IsExpert]
+
+    @extend_schema(responses={200: inline_serializer("ProjectProgress", {
+        "project": serializers.CharField(), "status": serializers.CharField(),
+        "items": serializers.IntegerField(), "gold_items": serializers.IntegerField(),
+        "needed": serializers.IntegerField(), "done": serializers.IntegerField(),
+        "percent": serializers.FloatField(), "hits": serializers.IntegerField(),
+        "hits_complete": serializers.IntegerField(),
+        "assignments": serializers.DictField(child=serializers.IntegerField()),
+        "workers": serializers.ListField(child=serializers.DictField()),
+    }), 403: DetailSerializer, 404: DetailSerializer})
+    def get(self, request, slug: str):
+        project = get_object_or_404(Project, slug=slug)
+        return HttpResponse(selectors.project_progress(project))
