@@ -1,0 +1,150 @@
+"""``manage.py load_demo``: the demo corpus and accounts (what ``make demo`` loads). Idempotent.
+
+Imports the files in ``argora/demo_data/`` through :func:`corpus.importers.import_file` (content hashes make a
+second run add nothing), creates the demo accounts, then calls every installed app's optional
+``<app>.demo.load(stdout)`` hook, so an app (e.g. annotation's demo project) adds its own demo data without
+touching this command. A hook must be idempotent too.
+
+Accounts (``ARGORA_DEMO_PASSWORD`` replaces all passwords):
+
+==========  ===============  =========================
+username    password         role
+==========  ===============  =========================
+admin       argora-admin     superuser
+expert      argora-expert    staff
+worker1     argora-worker    plain user (crowdworker)
+worker2     argora-worker    plain user (crowdworker)
+==========  ===============  =========================
+
+Existing accounts keep their password unless ``--reset-passwords`` is given.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
+DEMO_SOURCE = "argora-demo"
+
+# (file, import format, topic for the file or None)
+DEMO_FILES = (
+    ("arguments.tsv", "ukp-tsv", None),
+    ("school-uniforms.kialo.txt", "kialo", "school uniforms"),
+    ("facts.jsonl", "facts-jsonl", None),
+)
+
+
+@dataclass(frozen=True)
+class DemoAccount:
+    username: str
+    default_password: str
+    role: str
+    is_staff: bool = False
+    is_superuser: bool = False
+
+    @property
+    def password(self) -> str:
+        return os.environ.get("ARGORA_DEMO_PASSWORD") or self.default_password
+
+
+DEMO_ACCOUNTS = (
+    DemoAccount("admin", "argora-admin", "superuser", is_staff=True, is_superuser=True),
+    DemoAccount("expert", "argora-expert", "staff", is_staff=True),
+    DemoAccount("worker1", "argora-worker", "crowdworker"),
+    DemoAccount("worker2", "argora-worker", "crowdworker"),
+)
+
+
+def import_demo_files(stdout=None) -> dict[str, dict]:
+    """Import every demo file; returns ``{file name: summary dict}``."""
+    from corpus.importers import import_file
+
+    summaries = {}
+    for name, fmt, topic in DEMO_FILES:
+        summary = import_file(DEMO_DIR / name, fmt, topic=topic, source=DEMO_SOURCE)
+        summaries[name] = summary.as_dict() if hasattr(summary, "as_dict") else dict(summary)
+        if stdout is not None:
+            stdout.write(f"  {name} ({fmt}): {summary}")
+    return summaries
+
+
+def ensure_accounts(reset_passwords: bool = False) -> dict[str, bool]:
+    """Create the demo accounts that are missing; returns ``{username: created}``."""
+    User = get_user_model()
+    created = {}
+    with transaction.atomic():
+        for account in DEMO_ACCOUNTS:
+            user, was_created = User.objects.get_or_create(
+                username=account.username,
+                defaults={"email": f"{account.username}@demo.argora.invalid",
+                          "is_staff": account.is_staff, "is_superuser": account.is_superuser},
+            )
+            if was_created or reset_passwords:
+                user.set_password(account.password)
+            if user.is_staff != account.is_staff or user.is_superuser != account.is_superuser or not user.is_active:
+                user.is_staff, user.is_superuser, user.is_active = account.is_staff, account.is_superuser, True
+            user.save()
+            created[account.username] = was_created
+    return created
+
+
+def run_app_demo_hooks(stdout) -> list[str]:
+    """Call ``<app>.demo.load(stdout)`` for every installed app that has one; returns the apps called."""
+    called = []
+    for config in apps.get_app_configs():
+        module_name = f"{config.name}.demo"
+        if importlib.util.find_spec(config.name) is None:
+            continue
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        load = getattr(importlib.import_module(module_name), "load", None)
+        if callable(load):
+            load(stdout)
+            called.append(config.label)
+    return called
+
+
+def accounts_table() -> str:
+    lines = [f"  {'account':<10} {'password':<24} role"]
+    for account in DEMO_ACCOUNTS:
+        lines.append(f"  {account.username:<10} {account.password:<24} {account.role}")
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = "Load the demo corpus (argora/demo_data/) and the demo accounts; safe to run again."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--reset-passwords", action="store_true",
+                            help="set the demo passwords on existing demo accounts too")
+
+    def handle(self, *args, reset_passwords=False, **options):
+        from corpus.importers.base import ImportFailed
+
+        self.stdout.write("Demo corpus:")
+        try:
+            import_demo_files(self.stdout)
+        except ImportFailed as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        created = ensure_accounts(reset_passwords=reset_passwords)
+        hooks = run_app_demo_hooks(self.stdout)
+        if hooks:
+            self.stdout.write(f"Demo data from apps: {', '.join(hooks)}")
+        made = [name for name, was_created in created.items() if was_created]
+        self.stdout.write(f"Demo accounts ({'created: ' + ', '.join(made) if made else 'all present'}):")
+        self.stdout.write(accounts_table())
+        if not reset_passwords and len(made) < len(created):
+            self.stdout.write("  (existing accounts keep their password; --reset-passwords sets the ones above)")
+        self.stdout.write(self.style.SUCCESS("Demo data loaded."))

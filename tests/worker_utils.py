@@ -1,0 +1,183 @@
+"""A real ``celery worker`` subprocess against the current test database and broker.
+
+Use the fixture from any test module::
+
+    from tests.worker_utils import celery_worker_proc  # noqa: F401  (pytest finds the fixture by name)
+
+    @pytest.mark.worker
+    @pytest.mark.django_db(transaction=True)
+    def test_something(celery_worker_proc):
+        result = my_task.delay(...)
+        assert result.get(timeout=60) == ...
+
+The worker gets the environment of the test process with ``DATABASE_URL`` pointing at pytest-django's test
+database (the SQLite file ``$ARGORA_VAR_DIR/test_argora.sqlite3``, or ``test_<name>`` on PostgreSQL), so it
+sees the rows the test committed and writes task results where the test reads them. It consumes the
+``default`` and ``gpu`` queues with one solo-pool process (works on the filesystem broker and on Redis),
+is ready once it has answered ``argora.ping``, and is stopped (SIGTERM, then SIGKILL) after the test. Its
+log is printed at teardown, which pytest shows only when the test failed.
+
+For other set-ups (only ``-Q gpu``, another pool) call :func:`start_worker` directly; it is a context manager.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CELERY = Path(sys.executable).with_name("celery")
+READY_TIMEOUT = float(os.environ.get("ARGORA_TEST_WORKER_READY_TIMEOUT", "120"))
+STOP_TIMEOUT = 20.0
+
+
+def database_url(settings_dict: dict) -> str:
+    """A dj-database-url URL for a Django connection's ``settings_dict`` (the test database once set up)."""
+    engine = settings_dict["ENGINE"]
+    name = str(settings_dict["NAME"])
+    if engine.endswith("sqlite3"):
+        if name in ("", ":memory:") or name.startswith("file:"):
+            raise RuntimeError("a worker subprocess cannot share an in-memory SQLite database; set TEST NAME to a file")
+        return f"sqlite:///{Path(name).resolve()}"
+    if engine.endswith("postgresql"):
+        user = quote(settings_dict.get("USER") or "", safe="")
+        password = settings_dict.get("PASSWORD") or ""
+        auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+        host = settings_dict.get("HOST") or "127.0.0.1"
+        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+        return f"postgres://{auth}{host}{port}/{quote(name, safe='')}"
+    raise RuntimeError(f"no DATABASE_URL for engine {engine}")
+
+
+def current_database_url() -> str:
+    from django.db import connection
+
+    return database_url(connection.settings_dict)
+
+
+def subprocess_env(**extra: str) -> dict:
+    """Environment for a child process (worker, gunicorn, manage.py) that must use the current test database."""
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=current_database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        ARGORA_VAR_DIR=str(settings.VAR_DIR),
+        CELERY_TASK_ALWAYS_EAGER="0",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGTERM when the test process dies, so no orphan worker eats later messages."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001
+        pass
+
+
+class WorkerProcess:
+    def __init__(self, proc: subprocess.Popen, log_path: Path, hostname: str, queues: tuple[str, ...]):
+        self.proc = proc
+        self.log_path = log_path
+        self.hostname = hostname
+        self.queues = queues
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # warm shutdown: finishes the current task
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        return self.proc.returncode
+
+
+def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT) -> dict:
+    """Send ``argora.ping`` to the worker's first queue until it answers (bounded by ``timeout``)."""
+    from celery.exceptions import TimeoutError as CeleryTimeout
+
+    from argora.tasks import ping
+
+    deadline = time.monotonic() + timeout
+    result = ping.apply_async(queue=worker.queues[0])
+    while True:
+        if not worker.alive():
+            raise RuntimeError(f"celery worker exited with {worker.proc.returncode} before it was ready:\n{worker.log()}")
+        try:
+            answer = result.get(timeout=1.0, interval=0.2)
+        except CeleryTimeout:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"celery worker did not answer argora.ping within {timeout:.0f} s:\n{worker.log()}")
+            continue
+        if answer.get("worker") == worker.hostname:
+            return answer
+        # an answer from some other worker: ask again until ours answers
+        result = ping.apply_async(queue=worker.queues[0])
+
+
+@contextlib.contextmanager
+def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo", purge: bool = True,
+                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = ()):
+    """Start ``celery -A argora worker`` on ``queues`` against the current (test) database; yield it ready."""
+    from argora.celery import app
+
+    if purge:  # stale messages from an earlier, interrupted run must not run against this database
+        app.control.purge()
+    hostname = f"argora-test-{uuid.uuid4().hex[:8]}@%h"
+    log_dir = Path(tempfile.mkdtemp(prefix="argora-worker-"))
+    log_path = log_dir / "worker.log"
+    cmd = [
+        str(CELERY), "-A", "argora", "worker",
+        "-Q", ",".join(queues), "--pool", pool, "--concurrency", "1",
+        "-n", hostname, "-l", "info",
+        "--without-gossip", "--without-mingle", "--without-heartbeat", "--prefetch-multiplier", "1",
+        *extra_args,
+    ]
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=subprocess_env(), stdout=log_file, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    worker = WorkerProcess(proc, log_path, hostname.replace("%h", socket.gethostname()), tuple(queues))
+    try:
+        wait_until_ready(worker, timeout=ready_timeout)
+        yield worker
+    finally:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker_proc(transactional_db):
+    """A running worker on ``default,gpu`` against the test DB. Needs ``django_db(transaction=True)``:
+    the worker is another process and only sees committed rows."""
+    worker = None
+    try:
+        with start_worker() as worker:
+            yield worker
+    finally:
+        if worker is not None:
+            print(f"---- celery worker log ({worker.hostname}) ----\n{worker.log()}")
