@@ -152,10 +152,10 @@ def _resolve_creator(creator):
 
 
 def _exists(release: Release) -> ReleaseExists:
-    when = f", published {release.published_at:%Y-%m-%d %H:%M} UTC" if release.published_at else ""
-    return ReleaseExists(f"release {release.name} {release.version} already exists "
-                         f"({release.get_status_display().lower()}{when}); releases are immutable: "
-                         f"choose a new version")
+    state = (f"published {release.published_at:%Y-%m-%d %H:%M} UTC" if release.published_at
+             else release.get_status_display().lower())
+    return ReleaseExists(f"release {release.name} {release.version} already exists ({state}); "
+                         f"releases are immutable: choose a new version")
 
 
 def check_release_free(name: str, version: str) -> None:

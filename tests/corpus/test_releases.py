@@ -204,7 +204,7 @@ def test_second_publish_is_refused_and_first_release_unchanged(tmp_artifacts, co
     files_before = {f.name: f.sha256 for f in first.files.all()}
     bytes_before = (release_path(first) / "sentences.jsonl").read_bytes()
 
-    with pytest.raises(ReleaseExists, match=r"release dup 1.0 already exists \(published"):
+    with pytest.raises(ReleaseExists, match=r"release dup 1.0 already exists \(published 2"):
         build_release("dup", "1.0", config={"topics": ["cloning"]})
 
     assert Release.objects.filter(name="dup").count() == 1
@@ -332,12 +332,15 @@ def test_task_returns_release_and_checksums(tmp_artifacts, corpus_data, settings
     assert result["files"] == {f.name: f.sha256 for f in release.files.all()}
 
 
-def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_data, tmp_path, capsys):
+def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_data, tmp_path, capsys,
+                                                         admin_user_obj):
     config_file = tmp_path / "release.json"
     config_file.write_text(json.dumps({"topics": ["abortion", "cloning"], "include_non_arguments": True}))
-    call_command("export_release", "--name", "cli", "--version", "1.0", "--config", str(config_file))
+    call_command("export_release", "--name", "cli", "--version", "1.0", "--config", str(config_file),
+                 "--creator", "root")
     out = capsys.readouterr().out
     release = Release.objects.get(name="cli", version="1.0")
+    assert release.creator == admin_user_obj
     assert str(release_path(release)) in out
     for f in release.files.all():
         assert f"{f.sha256}  {f.name}" in out
@@ -356,6 +359,9 @@ def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_d
     with pytest.raises(CommandError) as bad:
         call_command("export_release", "--name", "cli", "--version", "1.2", "--split", "in-topic")
     assert bad.value.returncode == 2 and "--sizes" in str(bad.value)
+    with pytest.raises(CommandError, match="--creator: no user named 'nobody'") as bad:
+        call_command("export_release", "--name", "cli", "--version", "1.2", "--creator", "nobody")
+    assert bad.value.returncode == 2
     bad_json = tmp_path / "bad.json"
     bad_json.write_text('{"topics":\n  [oops]}')
     with pytest.raises(CommandError, match=rf"{bad_json}:2: invalid JSON") as bad:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from argora.progress import cli_progress
@@ -38,15 +39,21 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=13, help="random seed of the in-topic split (default 13)")
         parser.add_argument("--sizes", help="in-topic sizes train,dev,test, e.g. %s" %
                             ",".join(str(v) for v in APP_F_IN_TOPIC_SIZES.values()))
+        parser.add_argument("--creator", help="username recorded as the release's creator")
         parser.add_argument("--include-non-arguments", action="store_true",
                             help="also export sentences with stance none")
 
     def handle(self, *args, **opts):
         config = self._config(opts)
+        creator = None
+        if opts["creator"]:
+            creator = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: opts["creator"]}).first()
+            if creator is None:
+                raise CommandError(f"--creator: no user named {opts['creator']!r}", returncode=2)
         try:
             with cli_progress(f"release {opts['name']} {opts['release_version']}") as progress:
                 release = build_release(opts["name"], opts["release_version"], kind=opts["kind"], config=config,
-                                        progress=progress)
+                                        creator=creator, progress=progress)
         except ValueError as exc:  # ReleaseExists, bad names, bad config: the person can act on these
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(f"published {release.name} {release.version}: {release_path(release)}")
