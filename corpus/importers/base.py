@@ -1,0 +1,122 @@
+"""The pieces every importer shares: the error a person can act on, the summary, and the records
+that parsers produce and the writer saves."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CREATED_KEYS = ("topics", "sentences", "debate_trees", "debate_nodes", "facts", "documents")
+
+
+class ImportFailed(Exception):
+    """A file that cannot be imported. ``str(e) == f"{file}:{line}: {reason}"``.
+
+    ``line`` is 1-based; 0 means the problem is not on a particular line (missing file, empty folder).
+    """
+
+    def __init__(self, file, line: int, reason: str):
+        self.file = str(file)
+        self.line = int(line)
+        self.reason = reason
+        super().__init__(f"{self.file}:{self.line}: {reason}")
+
+    def __reduce__(self):  # picklable across Celery / multiprocessing boundaries
+        return (type(self), (self.file, self.line, self.reason))
+
+
+@dataclass
+class ImportSummary:
+    """What an import did: rows created per table, rows skipped because they were already there (or
+    repeated inside the import), and rows a filter dropped (documents import only)."""
+
+    created: dict[str, int] = field(default_factory=lambda: {key: 0 for key in CREATED_KEYS})
+    skipped: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"created": dict(self.created), "skipped": self.skipped, "dropped": dict(self.dropped)}
+
+    def __str__(self) -> str:
+        made = ", ".join(f"{n} {key}" for key, n in self.created.items() if n) or "nothing"
+        text = f"created {made}; skipped {self.skipped} already present"
+        if self.dropped:
+            text += "; dropped " + ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in self.dropped.items())
+        return text
+
+
+@dataclass
+class SentenceRecord:
+    line: int
+    topic: str
+    text: str
+    stance: str
+    source: str = ""
+    external_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    position: int | None = None
+    document_key: str | None = None  # content hash of the document it came from (documents import)
+
+
+@dataclass
+class FactRecord:
+    line: int
+    topic: str
+    text: str
+    origin: str = "seed"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NodeRecord:
+    line: int
+    path: str                      # "1.2.3" (no trailing dot)
+    stance: str                    # pro / con / none (root)
+    text: str
+    reference_path: str = ""
+
+    @property
+    def depth(self) -> int:
+        return self.path.count(".")
+
+    @property
+    def parent_path(self) -> str | None:
+        return self.path.rsplit(".", 1)[0] if "." in self.path else None
+
+
+@dataclass
+class TreeRecord:
+    line: int
+    title: str
+    content_hash: str
+    source: str
+    topic: str | None
+    nodes: list[NodeRecord]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DocumentRecord:
+    line: int
+    key: str                       # content hash
+    title: str
+    source: str
+    text: str
+    topic: str
+
+
+@dataclass
+class ParsedFile:
+    """Everything a file holds, validated, ready for the writer."""
+
+    sentences: list[SentenceRecord] = field(default_factory=list)
+    facts: list[FactRecord] = field(default_factory=list)
+    trees: list[TreeRecord] = field(default_factory=list)
+    documents: list[DocumentRecord] = field(default_factory=list)
+    skipped: int = 0               # found duplicate / already present before writing
+    dropped: dict[str, int] = field(default_factory=dict)
+    topics: list[str] = field(default_factory=list)  # topics to ensure even without rows (documents import)
+
+    @property
+    def rows(self) -> int:
+        return (len(self.sentences) + len(self.facts) + len(self.documents)
+                + sum(1 + len(t.nodes) for t in self.trees))
