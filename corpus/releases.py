@@ -154,8 +154,10 @@ def _resolve_creator(creator):
 def _exists(release: Release) -> ReleaseExists:
     state = (f"published {release.published_at:%Y-%m-%d %H:%M} UTC" if release.published_at
              else release.get_status_display().lower())
+    hint = (" (if no build is running any more, delete the stale release in the admin and retry)"
+            if release.status == Release.Status.BUILDING else "")
     return ReleaseExists(f"release {release.name} {release.version} already exists ({state}); "
-                         f"releases are immutable: choose a new version")
+                         f"releases are immutable: choose a new version{hint}")
 
 
 def check_release_free(name: str, version: str) -> None:

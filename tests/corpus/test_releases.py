@@ -440,3 +440,20 @@ def test_admin_action_publishes_a_release_through_celery(tmp_artifacts, corpus_d
                        {"name": "renamed"}).status_code == 403
     release.refresh_from_db()
     assert release.name == "admin-rel"
+
+
+def test_unique_constraint_is_the_final_guard_against_a_concurrent_twin(tmp_artifacts, corpus_data, monkeypatch):
+    """A twin committed between the check and the insert (a race) still makes the second build refuse."""
+    real_create = Release.objects.create
+
+    def racing_create(**kwargs):
+        Release.objects.bulk_create([Release(name=kwargs["name"], version=kwargs["version"],
+                                             status=Release.Status.BUILDING)])  # the other worker wins
+        return real_create(**kwargs)
+
+    monkeypatch.setattr(Release.objects, "create", racing_create)
+    with pytest.raises(ReleaseExists, match="created concurrently"):
+        build_release("race", "1.0", config={"topics": ["abortion"]})
+    # (the simulated twin was inserted inside the refused claim's transaction, so it is rolled back too)
+    assert not Release.objects.filter(name="race").exists()
+    assert not (tmp_artifacts / "releases").exists()  # refused before anything was written
