@@ -35,6 +35,7 @@
     var impl = taskTypes[root.dataset.taskType] || noop;
     var items = Array.prototype.slice.call(root.querySelectorAll(".hit-item"));
     var submitBtn = document.getElementById("hit-submit");
+    var submitBtns = Array.prototype.slice.call(document.querySelectorAll("button[type=submit][form=hit-form], #hit-submit"));
     var general = document.getElementById("hit-errors");
     var positionEl = document.getElementById("hit-position");
     var answeredEl = document.getElementById("hit-answered");
@@ -60,7 +61,20 @@
       if (positionEl) positionEl.textContent = "Item " + (current + 1) + " of " + items.length;
       if (answeredEl) answeredEl.textContent = done + " of " + items.length + " answered";
       if (bar) { bar.max = items.length; bar.value = done; }
-      if (submitBtn) submitBtn.classList.toggle("ready", done === items.length);
+      submitBtns.forEach(function (b) { b.classList.toggle("ready", done === items.length); });
+      var notice = document.getElementById("hit-missing");
+      if (notice) {
+        if (done === items.length) {
+          notice.remove();
+          if (general && !general.children.length) general.hidden = true;
+        } else {
+          notice.textContent = missingText(items.length - done);
+        }
+      }
+    }
+
+    function missingText(n) {
+      return n === 1 ? "1 item still needs an answer." : n + " items still need an answer.";
     }
 
     function focusItem(i) {
@@ -86,10 +100,11 @@
       if (general) { general.textContent = ""; general.hidden = true; }
     }
 
-    function showGeneral(text) {
+    function showGeneral(text, id) {
       if (!general) return;
       var p = document.createElement("p");
       p.textContent = text;
+      if (id) p.id = id;
       general.appendChild(p);
       general.hidden = false;
     }
@@ -140,7 +155,7 @@
         items.forEach(function (el) {
           if (!impl.isAnswered(el)) setItemError(el, "Please answer this item.");
         });
-        showGeneral((items.length - answeredCount()) + " item(s) still need an answer.");
+        showGeneral(missingText(items.length - answeredCount()), "hit-missing");
         focusItem(missing);
         return;
       }
@@ -149,7 +164,7 @@
       var feedback = form.elements.feedback ? form.elements.feedback.value : "";
       var csrf = form.elements.csrfmiddlewaretoken ? form.elements.csrfmiddlewaretoken.value : "";
       busy = true;
-      if (submitBtn) { submitBtn.disabled = true; submitBtn.textContent = "Submitting…"; }
+      submitBtns.forEach(function (b) { b.disabled = true; b.textContent = "Submitting…"; });
       fetch(root.dataset.submitUrl, {
         method: "POST",
         credentials: "same-origin",
@@ -177,7 +192,7 @@
       });
       function done() {
         busy = false;
-        if (submitBtn) { submitBtn.disabled = false; submitBtn.textContent = "Submit"; }
+        submitBtns.forEach(function (b) { b.disabled = false; b.textContent = "Submit"; });
       }
     }
 
@@ -237,6 +252,10 @@
     else focusItem(start >= 0 ? start : 0);
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
+  // Run after the task type's (deferred) script has registered itself: deferred scripts execute while
+  // readyState is already "interactive", before DOMContentLoaded; "load" covers scripts added later.
+  var booted = false;
+  function start() { if (!booted) { booted = true; init(); } }
+  if (document.readyState === "complete") start();
+  else { document.addEventListener("DOMContentLoaded", start); window.addEventListener("load", start); }
 })();
