@@ -40,6 +40,8 @@ class _Writer:
         self.topics: dict[str, Topic] = {}
 
     def tick(self, n: int) -> None:
+        if n <= 0:
+            return  # a "done = 0" report would read as no progress at all
         self.done += n
         self.progress(min(self.done, self.total), self.total, "writing")
 

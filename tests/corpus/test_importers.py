@@ -283,6 +283,7 @@ def test_progress_is_reported_per_batch_while_parsing_and_writing(tmp_path):
     assert len(parsing) >= 3 and len(writing) >= 3
     assert writing[-1][0] == writing[-1][1] == 1500
     assert all(a[0] <= b[0] for a, b in zip(writing, writing[1:]))
+    assert all(done > 0 for done, _, _ in calls)  # a PROGRESS state never reads "0 done"
 
 
 # --- documents -------------------------------------------------------------------------------------
@@ -376,3 +377,17 @@ def test_ukp_topics_table9():
     assert len(UKP_TOPIC_SYNONYMS) == 8
     assert default_synonyms("  Minimum   Wage ") == ["living wage", "base pay", "average wage", "low income"]
     assert default_synonyms("Veganism") == []
+
+
+def test_a_database_error_half_way_through_the_write_rolls_everything_back(monkeypatch):
+    """Documents and the topic are written before the sentences; a failure there must undo them too."""
+    from django.db import IntegrityError
+
+    def broken_bulk_create(objs, *args, **kwargs):
+        raise IntegrityError("simulated failure while inserting sentences")
+
+    monkeypatch.setattr(Sentence.objects, "bulk_create", broken_bulk_create)
+    before = counts()
+    with pytest.raises(IntegrityError):
+        import_documents(DATA / "docs_cloning", "Cloning")
+    assert counts() == before
