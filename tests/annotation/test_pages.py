@@ -234,3 +234,49 @@ def test_done_page_gives_no_code_before_any_submission(client, project):
     assert resp.status_code == 200
     assert services.completion_code(project, worker) not in resp.content.decode()
     assert b"Nothing submitted yet" in resp.content
+
+
+def test_expired_reservation_gets_409_with_a_way_on_and_writes_nothing(client, project):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    worker = join(client, project)
+    hit_page(client, project)
+    assignment = Assignment.objects.get(worker=worker)
+    Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.expire_reservations() == 1
+    resp = form_post(client, project, assignment, ["pro", "con", "none"])
+    assert resp.status_code == 409
+    assert b"Get a new HIT" in resp.content
+    assert Response.objects.count() == 0
+
+
+def test_gold_items_are_interleaved_without_giving_them_away(client):
+    project = services.create_project(
+        name="With gold", task_type="sentence_label", config={"labels": LABELS}, assignments_per_item=1,
+        items_per_hit=2, gold_rate=0.5, status=Project.Status.ACTIVE)
+    services.add_items(project, [{"text": t, "topic": "nuclear energy"} for t in SENTENCES[:2]],
+                       gold=[{"payload": {"text": "Gold: reactors are safe.", "topic": "nuclear energy"},
+                              "expected": {"label": "pro"}}])
+    services.build_hits(project)
+    worker = join(client, project)
+    html = hit_page(client, project).content.decode()
+    assignment = Assignment.objects.get(worker=worker)
+    items = services.assignment_items(assignment)
+    assert len(items) == 3 and sum(i.is_gold for i in items) == 1
+    assert "Gold: reactors are safe." in html
+    assert "is_gold" not in html and "expected" not in html
+    assert form_post(client, project, assignment, ["pro", "con", "pro"]).status_code == 302
+    assert Response.objects.filter(assignment=assignment).count() == 3
+
+
+def test_draft_project_is_not_open_and_my_work_lists_projects(client, project):
+    worker = join(client, project)
+    hit_page(client, project)
+    resp = client.get(reverse("annotation:my-projects"))
+    assert resp.status_code == 200 and "Nuclear stance" in resp.content.decode()
+    services.set_project_status(project, Project.Status.DRAFT)
+    resp = client.get(reverse("annotation:work", args=[project.slug]))
+    assert resp.status_code == 403 and b"Not open yet" in resp.content
+    assert Assignment.objects.filter(worker=worker).count() == 1

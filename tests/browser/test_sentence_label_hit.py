@@ -51,6 +51,10 @@ def test_complete_sentence_label_hit_with_keyboard_only(live_server, page):
     worker, assignment = join(page, live_server, project)
     items = services.assignment_items(assignment)
     expect(page.locator("#instructions")).to_have_attribute("open", "")
+    page.keyboard.press("?")  # hides the instructions, and shows them again
+    expect(page.locator("#instructions")).not_to_have_attribute("open", "")
+    page.keyboard.press("?")
+    expect(page.locator("#instructions")).to_have_attribute("open", "")
     expect(page.locator("#hit-answered")).to_have_text("0 of 4 answered")
 
     # focus starts on item 1; a digit picks a label and moves on to the next item
