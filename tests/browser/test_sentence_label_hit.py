@@ -98,6 +98,7 @@ def test_complete_sentence_label_hit_with_keyboard_only(live_server, page):
     code = page.locator("#completion-code")
     expect(code).to_be_visible()
     assert code.inner_text().strip() == services.completion_code(project, worker)
+    page.screenshot(path=SCREENSHOT.replace("hit.png", "done.png"))
 
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.SUBMITTED
