@@ -2,7 +2,7 @@
 
 Imports the files in ``argora/demo_data/`` through :func:`corpus.importers.import_file` (content hashes make a
 second run add nothing), creates the demo accounts, then calls every installed app's optional
-``<app>.demo.load(stdout)`` hook, so an app (e.g. annotation's demo project) adds its own demo data without
+``<app>.demo.load(stdout)`` hook (after the corpus and the accounts exist), so an app (e.g. annotation's demo project) adds its own demo data without
 touching this command. A hook must be idempotent too.
 
 Accounts (``ARGORA_DEMO_PASSWORD`` replaces all passwords):
