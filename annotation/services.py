@@ -245,7 +245,7 @@ def add_items_from_rows(project: Project, rows: Iterable[Any], *, gold=None) -> 
 @transaction.atomic
 def build_hits(project: Project) -> int:
     """Put every non-gold item that is in no HIT yet into new HITs of ``items_per_hit``; returns HITs created."""
-    Project.objects.select_for_update().filter(pk=project.pk).first()  # one builder at a time per project
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()  # one builder at a time per project
     loose = list(Item.objects.filter(project=project, is_gold=False, hit_items__isnull=True)
                  .order_by("position", "id").values_list("pk", flat=True))
     if not loose:
@@ -311,7 +311,8 @@ def reserve_next_assignment(project: Project, worker: Worker, *, now=None) -> As
 def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
     with transaction.atomic():
         # One allocation at a time per worker (two tabs, a retried request): lock the worker row.
-        locked = Worker.objects.select_for_update().only("pk", "blocked", "blocked_reason").get(pk=worker.pk)
+        locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
+                  .get(pk=worker.pk))
         if locked.blocked:
             raise WorkerBlocked(locked.blocked_reason)
         held = current_assignment(project, worker, now=now)
@@ -329,11 +330,12 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
         skip = _skip_locked()
         for _ in range(8):
             if skip:
-                hit_id = candidates.select_for_update(skip_locked=True).values_list("pk", flat=True).first()
+                hit_id = (candidates.select_for_update(skip_locked=True, no_key=True)
+                          .values_list("pk", flat=True).first())
                 if hit_id is None:
                     # Every free HIT is locked by another allocation right now: wait for it instead of
                     # telling this worker that nothing is left (PostgreSQL re-checks ``taken < R`` after the wait).
-                    hit_id = candidates.select_for_update().values_list("pk", flat=True).first()
+                    hit_id = candidates.select_for_update(no_key=True).values_list("pk", flat=True).first()
             else:
                 hit_id = candidates.values_list("pk", flat=True).first()
             if hit_id is None:
@@ -377,7 +379,8 @@ def expire_reservations(now=None, *, project: Project | None = None) -> int:
     for pk in list(stale.values_list("pk", flat=True)[:10000]):
         with transaction.atomic():
             qs = Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now)
-            row = (qs.select_for_update(skip_locked=True) if _skip_locked() else qs).values("hit_id").first()
+            # a row being submitted right now is skipped; the next sweep sees it submitted
+            row = (qs.select_for_update(skip_locked=True, no_key=True) if _skip_locked() else qs).values("hit_id").first()
             if row is None:  # submitted (or being submitted) meanwhile
                 continue
             if qs.update(status=Assignment.Status.EXPIRED):
@@ -458,7 +461,8 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
 
     with transaction.atomic():
         qs = Assignment.objects.filter(pk=assignment.pk)
-        locked = qs.select_for_update().select_related("project", "hit").get()
+        # lock only the assignment row (a select_related join would lock the HIT and project rows too)
+        locked = qs.select_for_update(of=("self",), no_key=True).select_related("project", "hit").get()
         if locked.status in Assignment.DONE and locked.submission_key == key:
             return locked  # a concurrent retry got there first
         _check_open(locked, key)
@@ -512,7 +516,7 @@ def set_assignment_status(assignment: Assignment, status: str) -> Assignment:
     if status not in (Assignment.Status.APPROVED, Assignment.Status.REJECTED):
         raise ValueError("status must be approved or rejected")
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        locked = Assignment.objects.select_for_update(no_key=True).get(pk=assignment.pk)
         if locked.status == status:
             return locked
         if locked.status not in Assignment.DONE:

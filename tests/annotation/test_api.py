@@ -1,0 +1,123 @@
+"""JSON API: next / submit / progress with session (CSRF) and token auth; errors name the field and write nothing."""
+import pytest
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation import services
+from annotation.models import Assignment, Response
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project():
+    p = services.create_project(name="Api", slug="api", task_type="sentence_label", status="active",
+                                config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
+    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)])
+    services.build_hits(p)
+    return p
+
+
+def client_for(user):
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return c
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+
+
+def next_hit(client, slug="api"):
+    return client.post(f"/api/projects/{slug}/next/", format="json")
+
+
+def test_next_then_submit_then_retry(project, alice):
+    c = client_for(alice)
+    r = next_hit(c)
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert len(body["items"]) == 2 and body["items"][0]["payload"]["text"] == "s0" and body["expires_at"]
+    assert next_hit(c).json()["assignment"] == body["assignment"]  # resumes the held HIT
+    payload = {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}, "feedback": "ok",
+               "client_seconds": 12.5}
+    r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
+    assert r.status_code == 200 and r.json()["status"] == "submitted" and r.json()["blocked"] is False
+    r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
+    assert r.status_code == 200 and Response.objects.count() == 2
+    payload["responses"] = {str(i["id"]): {"label": "con"} for i in body["items"]}
+    r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
+    assert r.status_code == 409 and "already submitted" in r.json()["detail"]
+    assert next_hit(c).json()["assignment"] != body["assignment"]
+
+
+def test_nothing_left_is_204(project, alice, bob):
+    a, b, c = client_for(alice), client_for(bob), client_for(type(alice).objects.create_user("carol"))
+    assert next_hit(a).status_code == 200 and next_hit(b).status_code == 200
+    assert next_hit(c).status_code == 204
+
+
+def test_invalid_submission_is_400_naming_the_field(project, alice):
+    c = client_for(alice)
+    body = next_hit(c).json()
+    first, second = body["items"][0]["id"], body["items"][1]["id"]
+    url = f"/api/assignments/{body['assignment']}/submit/"
+    r = c.post(url, {"responses": {str(first): {"label": "maybe"}, str(second): {"label": "pro"}}}, format="json")
+    assert r.status_code == 400 and r.json()["errors"] == {f"responses.{first}.label": "must be one of: pro, con"}
+    r = c.post(url, {"responses": {str(first): {"label": "pro"}, "424242": {"label": "pro"}}}, format="json")
+    assert r.status_code == 400
+    assert "424242" in str(r.json()["errors"]) and f"responses.{second}" in r.json()["errors"]
+    r = c.post(url, {"responses": "pro"}, format="json")
+    assert r.status_code == 400 and "responses" in r.json()["errors"]
+    r = c.post(url, {"responses": {str(first): {"label": "pro"}, str(second): {"label": "pro"}},
+                     "client_seconds": "soon"}, format="json")
+    assert r.status_code == 400 and "client_seconds" in r.json()["errors"]
+    assert not Response.objects.exists() and Assignment.objects.get().status == "reserved"
+
+
+def test_someone_elses_assignment_is_403(project, alice, bob):
+    body = next_hit(client_for(alice)).json()
+    r = client_for(bob).post(f"/api/assignments/{body['assignment']}/submit/",
+                             {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}}, format="json")
+    assert r.status_code == 403 and "not held by you" in r.json()["detail"]
+    assert not Response.objects.exists()
+    assert client_for(bob).post("/api/assignments/999999/submit/", {"responses": {}}, format="json").status_code == 404
+
+
+def test_blocked_worker_gets_403_with_reason(project, alice):
+    services.block_worker(services.worker_for_user(alice), "gold accuracy too low")
+    r = next_hit(client_for(alice))
+    assert r.status_code == 403 and r.json()["detail"] == "gold accuracy too low"
+
+
+def test_anonymous_and_unknown_project(project, alice):
+    assert APIClient().post("/api/projects/api/next/").status_code in (401, 403)
+    assert next_hit(client_for(alice), slug="nope").status_code == 404
+
+
+def test_session_auth_requires_csrf(project, alice):
+    c = APIClient(enforce_csrf_checks=True)
+    assert c.login(username="alice", password="pw-alice-123")
+    r = c.post("/api/projects/api/next/")
+    assert r.status_code == 403 and "CSRF" in r.json()["detail"]
+    assert not Assignment.objects.exists()
+
+
+def test_progress_is_staff_only(project, alice, staff_user):
+    assert client_for(alice).get("/api/projects/api/progress/").status_code == 403
+    next_hit(client_for(alice))
+    r = client_for(staff_user).get("/api/projects/api/progress/")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["items"] == 4 and body["needed"] == 4 and body["done"] == 0 and body["assignments"]["reserved"] == 1
+
+
+def test_schema_is_valid():
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")

@@ -1,0 +1,136 @@
+"""Concurrency: 50 simulated workers (threads, each with its own DB connection) drain a project of 200 items
+with R = 3. Runs on SQLite (IMMEDIATE transactions serialise writers) and PostgreSQL (SKIP LOCKED)."""
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+from django.db.models import Count
+from django.utils import timezone
+
+from annotation import services
+from annotation.models import HIT, Assignment, Item, Response
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+N_ITEMS, R, PER_HIT, N_WORKERS = 200, 3, 5, 50
+TIME_BOUND_S = 240
+
+
+def run_threads(target, args_list, bound=TIME_BOUND_S):
+    """Run ``target(*args)`` in one thread each; every thread closes its own connection; bounded in time."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(args_list))
+
+    def body(*args):
+        try:
+            start.wait(timeout=60)
+            target(*args)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=body, args=args, daemon=True) for args in args_list]
+    deadline = time.monotonic() + bound
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0.1, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), f"workers still running after {bound} s"
+    assert not errors, f"{len(errors)} worker(s) failed, first: {errors[0]!r}"
+
+
+def make_project(**kw):
+    project = services.create_project(name="Drain", task_type="sentence_label", status="active",
+                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=R,
+                                      items_per_hit=PER_HIT, **kw)
+    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(N_ITEMS)])
+    services.build_hits(project)
+    return project
+
+
+def make_workers(django_user_model, n, prefix="w"):
+    return [services.worker_for_user(django_user_model.objects.create_user(f"{prefix}{i}")) for i in range(n)]
+
+
+def drain(project, worker, acked: list, lock: threading.Lock, *, retry_every=4):
+    n = 0
+    while (a := services.reserve_next_assignment(project, worker)) is not None:
+        items = services.assignment_items(a)
+        responses = {str(i.pk): {"label": ("pro", "con", "none")[(i.pk + worker.pk) % 3]} for i in items}
+        done = services.submit_assignment(a, worker, responses, client_seconds=1.0)
+        n += 1
+        if n % retry_every == 0:  # a client that retries its POST: must be a no-op
+            again = services.submit_assignment(a, worker, responses, client_seconds=1.0)
+            assert again.pk == done.pk
+        with lock:
+            acked.append((done.pk, worker.pk, tuple(sorted(i.pk for i in items))))
+
+
+def check_drained(project, acked):
+    items = list(Item.objects.filter(project=project, is_gold=False).values_list("pk", flat=True))
+    per_item = Counter(Response.objects.filter(assignment__project=project, assignment__status="submitted")
+                       .values_list("item_id", flat=True))
+    assert len(items) == N_ITEMS
+    assert all(per_item[pk] == R for pk in items), Counter(per_item[pk] for pk in items)
+    # no worker answered an item twice
+    twice = (Response.objects.filter(assignment__project=project).values("assignment__worker", "item")
+             .annotate(n=Count("pk")).filter(n__gt=1))
+    assert not twice.exists()
+    # every acknowledged submission is stored exactly once, and nothing else is
+    assert len(acked) == len({pk for pk, _, _ in acked}) == N_ITEMS * R // PER_HIT
+    stored = set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True))
+    assert stored == {pk for pk, _, _ in acked}
+    assert Response.objects.filter(assignment__project=project).count() == N_ITEMS * R
+    for pk, worker_pk, item_ids in acked:
+        assert sorted(Response.objects.filter(assignment_id=pk).values_list("item_id", flat=True)) == list(item_ids)
+    assert set(HIT.objects.filter(project=project).values_list("taken", flat=True)) == {R}
+    assert not Assignment.objects.filter(project=project, status="reserved").exists()
+
+
+def test_50_workers_drain_200_items_with_r_3(django_user_model):
+    project = make_project()
+    workers = make_workers(django_user_model, N_WORKERS)
+    acked, lock = [], threading.Lock()
+    t0 = time.monotonic()
+    run_threads(lambda w: drain(project, w, acked, lock), [(w,) for w in workers])
+    elapsed = time.monotonic() - t0
+    check_drained(project, acked)
+    print(f"{connection.vendor}: {len(acked)} HITs by {N_WORKERS} workers in {elapsed:.1f} s")
+
+
+def test_abandoned_reservations_expire_and_the_project_still_drains(django_user_model):
+    project = make_project(reservation_timeout_seconds=600)
+    quitters = make_workers(django_user_model, 10, prefix="q")
+    abandoned = [services.reserve_next_assignment(project, w) for w in quitters]  # reserve and walk away
+    assert all(abandoned)
+    workers = make_workers(django_user_model, 20)
+    acked, lock = [], threading.Lock()
+    run_threads(lambda w: drain(project, w, acked, lock), [(w,) for w in workers])
+    # the abandoned slots are still held, so the project is not done yet
+    assert len(acked) == N_ITEMS * R // PER_HIT - 10
+    assert services.expire_reservations(now=timezone.now() + timedelta(seconds=601)) == 10
+    late = make_workers(django_user_model, 10, prefix="late")
+    run_threads(lambda w: drain(project, w, acked, lock), [(w,) for w in late])
+    check_drained(project, acked)
+    assert Assignment.objects.filter(project=project, status="expired").count() == 10
+
+
+def test_concurrent_retries_of_one_submission_store_it_once(django_user_model):
+    project = make_project()
+    [worker] = make_workers(django_user_model, 1)
+    a = services.reserve_next_assignment(project, worker)
+    responses = {i.pk: {"label": "pro"} for i in services.assignment_items(a)}
+    results, lock = [], threading.Lock()
+
+    def submit():
+        done = services.submit_assignment(a, worker, responses)
+        with lock:
+            results.append((done.pk, done.submitted_at))
+
+    run_threads(submit, [()] * 8, bound=60)
+    assert len(set(results)) == 1 and len(results) == 8
+    assert Response.objects.filter(assignment=a).count() == PER_HIT

@@ -1,0 +1,75 @@
+"""Gold items: scored at submission, recorded once per worker, and a worker below the threshold is blocked."""
+import pytest
+
+from annotation import services
+from annotation.models import GoldRecord, Response
+
+pytestmark = pytest.mark.django_db
+
+
+def make_project(**kw):
+    project = services.create_project(
+        name="Gold", task_type="sentence_label", status="active", config={"labels": ["pro", "con", "none"]},
+        items_per_hit=2, gold_rate=0.5, **kw)  # one gold item per HIT
+    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(20)],
+                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
+                             for i in range(8)])
+    services.build_hits(project)
+    return project
+
+
+@pytest.fixture
+def worker(django_user_model):
+    return services.worker_for_user(django_user_model.objects.create_user("gw"))
+
+
+def do_hit(project, worker, gold_label):
+    a = services.reserve_next_assignment(project, worker)
+    responses = {i.pk: {"label": gold_label if i.is_gold else "none"} for i in services.assignment_items(a)}
+    return services.submit_assignment(a, worker, responses)
+
+
+def test_gold_scored_and_recorded(worker):
+    project = make_project(gold_min_items=3, gold_min_accuracy=0.7)
+    a = do_hit(project, worker, "pro")
+    [rec] = GoldRecord.objects.filter(worker=worker)
+    assert rec.correct and rec.score == 1.0 and rec.assignment == a and rec.item.is_gold
+    do_hit(project, worker, "con")
+    assert list(GoldRecord.objects.filter(worker=worker).order_by("id").values_list("correct", flat=True)) == [True, False]
+    # gold responses are stored like any response but do not count towards items done
+    assert Response.objects.filter(item__is_gold=True).count() == 2
+    assert services.project_progress(project)["done"] == 4
+
+
+def test_worker_blocked_after_n_gold_items_below_threshold(worker):
+    project = make_project(gold_min_items=3, gold_min_accuracy=0.7)
+    do_hit(project, worker, "con")
+    do_hit(project, worker, "con")
+    worker.refresh_from_db()
+    assert not worker.blocked  # only 2 gold items so far: not judged yet
+    do_hit(project, worker, "con")  # third miss: 0% < 70%
+    worker.refresh_from_db()
+    assert worker.blocked and worker.blocked_at is not None
+    assert "gold accuracy 0%" in worker.blocked_reason and "3 gold items" in worker.blocked_reason
+    with pytest.raises(services.WorkerBlocked) as exc:
+        services.reserve_next_assignment(project, worker)
+    assert "gold accuracy" in str(exc.value)
+    rows = {r["worker"]: r for r in services.project_progress(project)["workers"]}
+    assert rows[worker.pk]["blocked"] and rows[worker.pk]["gold_accuracy"] == 0.0
+    assert rows[worker.pk]["reason"] == worker.blocked_reason
+
+
+def test_accurate_worker_is_not_blocked(worker):
+    project = make_project(gold_min_items=3, gold_min_accuracy=0.6)
+    for label in ["pro", "con", "pro", "pro"]:  # 3/4 = 75% >= 60%
+        do_hit(project, worker, label)
+    worker.refresh_from_db()
+    assert not worker.blocked
+
+
+def test_blocking_can_be_switched_off(worker):
+    project = make_project(gold_min_items=0)
+    for _ in range(4):
+        do_hit(project, worker, "con")
+    worker.refresh_from_db()
+    assert not worker.blocked and GoldRecord.objects.filter(worker=worker, correct=False).count() == 4
