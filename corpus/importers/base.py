@@ -37,7 +37,7 @@ class ImportSummary:
         return {"created": dict(self.created), "skipped": self.skipped, "dropped": dict(self.dropped)}
 
     def __str__(self) -> str:
-        made = ", ".join(f"{n} {key}" for key, n in self.created.items() if n) or "nothing"
+        made = ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in self.created.items() if n) or "nothing"
         text = f"created {made}; skipped {self.skipped} already present"
         if self.dropped:
             text += "; dropped " + ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in self.dropped.items())
