@@ -36,12 +36,12 @@ class Command(BaseCommand):
             for ref in o["topic"]:
                 topic = corpus_selectors.topic_by_ref(ref)
                 if topic is None:
-                    raise CommandError(f"--topic: no topic {ref!r}")
+                    raise CommandError(f"--topic: no topic {ref!r}", returncode=2)
                 topics.append(topic)
             qs = qs.filter(topic__in=topics)
         rows = list(qs[: (o["limit"] or 10 ** 9) + o["gold_from_stance"]])
         if not rows:
-            raise CommandError("no corpus sentences match; import some first")
+            raise CommandError("no corpus sentences match; import some first", returncode=2)
         gold_rows, rows = rows[: o["gold_from_stance"]], rows[o["gold_from_stance"]:]
         guidelines = ""
         if o["guidelines_file"]:
@@ -51,7 +51,7 @@ class Command(BaseCommand):
         try:
             project = self._create(o, rows, gold_rows, labels, guidelines)
         except services.ProjectInvalid as exc:
-            raise CommandError(f"{exc.field}: {exc.reason}") from None
+            raise CommandError(f"{exc.field}: {exc.reason}", returncode=2) from None
         hits = services.build_hits(project)
         self.stdout.write(f"project {project.slug}: {len(rows)} items, {len(gold_rows)} gold, {hits} HITs, "
                           f"status {project.status}; invite /invite/{project.invite_token}/")
