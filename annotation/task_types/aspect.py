@@ -1,0 +1,253 @@
+"""``aspect``: choose the aspects of an argument from ranked candidates (Arg-CTRL §3.1 Step 3, App. A).
+
+Item payload (built by :meth:`Aspect.build_items` / :func:`build_payload`)::
+
+    {"sentence_id": 12 | null, "text": "...", "topic": "nuclear energy", "stance": "pro" | "con" | "none",
+     "candidates": [{"id": "18:5", "begin": 18, "length": 5, "text": "clean", "score": 0.73}, ...],
+                          # first list: the ranker's top-k (config top_k, default 10), best first
+     "more": [{"id": "0:7", "begin": 0, "length": 7, "text": "Nuclear"}, ...],
+                          # second list: every other filtered 1-4-gram, in sentence order (begin, length)
+     "check": {"a": 3, "b": 4, "question": "3 + 4"},   # arithmetic asked with either checkbox
+     "ranker": "baseline",
+     "reference": {...}        # optional: aspects imported with the sentence (App. F), never shown
+     "adjudicated": {...}}     # optional: an expert's final answer (see annotation.aspects.aggregation)
+
+Response (JSON API, or the no-JS form ``item-<id>-aspects[]``, ``item-<id>-no_aspect``, ...)::
+
+    {"aspects": ["18:5", ...],   # candidate ids "begin:length"; [18, 5] or {"begin": 18, "length": 5} also work
+     "no_aspect": false,         # "The sentence contains no aspects"
+     "not_in_lists": false,      # "The sentence contains aspects, but they are not in any of the lists"
+     "check": "7"}               # digits: a + b; required when either checkbox is ticked
+
+Refusals (HTTP 400 naming the field): unknown field; nothing chosen; a span outside the sentence, not among
+the offered candidates (either list), or overlapping another chosen span (``aspects``); "no aspect" together
+with aspects or with "not in lists" (``no_aspect``); a missing or wrong sum (``check``).
+
+Cleaned response (what is stored)::
+
+    {"aspects": [{"begin": 18, "length": 5, "text": "clean", "list": "ranked" | "more"}, ...],  # by begin
+     "no_aspect": false, "not_in_lists": false}
+
+Gold: ``GoldItem.expected = {"aspects": [{"begin", "length", "text"}], "no_aspect": false}``.
+Config: ``top_k`` (default 10; the paper used 10 in-topic and 15 cross-topic), ``threshold`` (votes needed
+to accept a span; default a strict majority of R), ``ranker`` (a name from annotation.aspects.rankers).
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from annotation.aspects.aggregation import final_answer
+from annotation.aspects.candidates import candidates as make_candidates, span_id
+from annotation.aspects.rankers import get_active_ranker, rank, ranker_names
+
+from . import register
+from .base import ResponseInvalid, TaskType
+
+DEFAULT_TOP_K = 10
+RESPONSE_FIELDS = {"aspects", "no_aspect", "not_in_lists", "check"}
+_SPAN = re.compile(r"^\s*\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?\s*$")
+_TRUE = {"1", "true", "on", "yes"}
+_FALSE = {"", "0", "false", "off", "no"}
+
+
+def parse_span(raw) -> tuple[int, int] | None:
+    """``"18:5"``, ``"(18,5)"``, ``[18, 5]`` or ``{"begin": 18, "length": 5}`` -> ``(18, 5)``; else None."""
+    if isinstance(raw, str):
+        m = _SPAN.match(raw)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+    if isinstance(raw, dict):
+        raw = (raw.get("begin"), raw.get("length"))
+    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in raw):
+        return int(raw[0]), int(raw[1])
+    return None
+
+
+def arithmetic_check(text: str) -> dict:
+    """A small sum, fixed per sentence text (so a rebuilt item asks the same question)."""
+    rng = random.Random(int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16))
+    a, b = rng.randint(1, 9), rng.randint(1, 9)
+    return {"a": a, "b": b, "question": f"{a} + {b}"}
+
+
+def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: int | None = None, ranker=None,
+                  top_k: int = DEFAULT_TOP_K, extra: list[tuple[int, int]] = (), project=None) -> dict:
+    """The payload of one sentence: ranked first list (top-k), second list (the rest, sentence order).
+
+    ``extra``: spans that must be offered even if the filters drop them (e.g. an imported gold aspect with
+    a stopword at its edge); they go to the second list unless already offered.
+    """
+    ranker = ranker or get_active_ranker(project)
+    cands = make_candidates(text)
+    ranked = rank(ranker, text, topic, cands)
+    first = ranked[:top_k]
+    first_ids = {c.id for c, _ in first}
+    more = [c.as_dict() for c in cands if c.id not in first_ids]
+    offered = first_ids | {c["id"] for c in more}
+    for begin, length in extra:
+        if span_id(begin, length) not in offered and 0 <= begin and length > 0 and begin + length <= len(text):
+            more.append({"id": span_id(begin, length), "begin": begin, "length": length,
+                         "text": text[begin:begin + length]})
+            offered.add(span_id(begin, length))
+    more.sort(key=lambda c: (c["begin"], c["length"]))
+    return {"sentence_id": sentence_id, "text": text, "topic": topic, "stance": stance,
+            "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
+            "more": more, "check": arithmetic_check(text), "ranker": getattr(ranker, "name", type(ranker).__name__)}
+
+
+def _flag(data: dict, name: str) -> bool:
+    value = data.get(name, False)
+    if isinstance(value, list):  # a no-JS form may repeat a checkbox
+        value = value[-1] if value else False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ResponseInvalid(name, "expected true or false")
+
+
+@register
+class Aspect(TaskType):
+    name = "aspect"
+    label = "Aspects (ranked candidates)"
+    template = "annotation/task_types/aspect.html"
+    script = "annotation/task_types/aspect.js"
+
+    # --- set-up ---------------------------------------------------------------------------------
+    def clean_config(self, config):
+        config = dict(config or {})
+        top_k = config.get("top_k", DEFAULT_TOP_K)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise ResponseInvalid("top_k", "a whole number >= 1")
+        config["top_k"] = top_k
+        threshold = config.get("threshold")
+        if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1):
+            raise ResponseInvalid("threshold", "a whole number of votes >= 1 (or null for a majority of R)")
+        ranker = config.get("ranker", "baseline")
+        if ranker not in ranker_names():
+            raise ResponseInvalid("ranker", f"unknown ranker {ranker!r} (known: {', '.join(ranker_names())})")
+        config["ranker"] = ranker
+        return config
+
+    def build_items(self, project, rows):
+        ranker = get_active_ranker(project)
+        top_k = (project.config or {}).get("top_k", DEFAULT_TOP_K)
+        items = []
+        for sentence in rows:
+            topic = getattr(sentence, "topic", None)
+            items.append(build_payload(sentence.text, str(topic) if topic else "", stance=sentence.stance,
+                                       sentence_id=sentence.pk, ranker=ranker, top_k=top_k))
+        return items
+
+    def item_links(self, payload):
+        links = {}
+        sentence_id = payload.get("sentence_id")
+        if isinstance(sentence_id, int):
+            links["sentence_id"] = sentence_id
+        reference = payload.get("reference")
+        if isinstance(reference, dict) and reference.get("hash"):
+            links["external_key"] = f"appf:{reference['hash']}"[:200]
+        elif isinstance(sentence_id, int):
+            links["external_key"] = f"sentence:{sentence_id}"
+        return links
+
+    def item_context(self, project, item):
+        payload = item.payload or {}
+        return {"item": item, "payload": payload, "text": payload.get("text", ""), "topic": payload.get("topic", ""),
+                "candidates": payload.get("candidates", []), "more": payload.get("more", []),
+                "check_question": (payload.get("check") or {}).get("question", "")}
+
+    # --- responses ------------------------------------------------------------------------------
+    def validate_response(self, project, item, data):
+        if not isinstance(data, dict):
+            raise ResponseInvalid("aspects", 'expected an object {"aspects": [...], "no_aspect": false, ...}')
+        extra = set(data) - RESPONSE_FIELDS
+        if extra:
+            raise ResponseInvalid(sorted(extra)[0], "unknown field")
+        payload = item.payload or {}
+        text = payload.get("text", "")
+        offered = {c["id"]: "ranked" for c in payload.get("candidates", [])}
+        for c in payload.get("more", []):
+            offered.setdefault(c["id"], "more")
+
+        raw = data.get("aspects", [])
+        if raw is None or raw == "":
+            raw = []
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise ResponseInvalid("aspects", "expected a list of candidate ids")
+        spans: list[tuple[int, int]] = []
+        for value in raw:
+            span = parse_span(value)
+            if span is None:
+                raise ResponseInvalid("aspects", f"{value!r} is not a candidate id (begin:length)")
+            begin, length = span
+            if length <= 0 or begin + length > len(text):
+                raise ResponseInvalid("aspects", f"{span_id(begin, length)} is outside the sentence "
+                                                 f"({len(text)} characters)")
+            if span_id(begin, length) not in offered:
+                raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
+                                                 f"was not offered as a candidate")
+            spans.append(span)
+        spans.sort()
+        for (b1, l1), (b2, l2) in zip(spans, spans[1:]):
+            if b2 < b1 + l1:
+                raise ResponseInvalid("aspects", f"aspects must not overlap: {text[b1:b1 + l1]!r} and "
+                                                 f"{text[b2:b2 + l2]!r}")
+        no_aspect = _flag(data, "no_aspect")
+        not_in_lists = _flag(data, "not_in_lists")
+        if no_aspect and spans:
+            raise ResponseInvalid("no_aspect", "you ticked 'no aspect' but also chose aspects")
+        if no_aspect and not_in_lists:
+            raise ResponseInvalid("no_aspect", "tick either 'no aspect' or 'not in the lists', not both")
+        if not spans and not no_aspect and not not_in_lists:
+            raise ResponseInvalid("aspects", "choose at least one aspect, or tick one of the checkboxes")
+        # The sum is asked with either checkbox. An expected answer being set up for a gold item (an item not
+        # saved yet, see services.add_items) is not a worker's answer and is not asked.
+        if (no_aspect or not_in_lists) and item.pk is not None:
+            check = payload.get("check") or {}
+            answer = data.get("check")
+            if isinstance(answer, int) and not isinstance(answer, bool):
+                answer = str(answer)
+            if not isinstance(answer, str) or not answer.strip():
+                raise ResponseInvalid("check", "solve the sum (digits only)")
+            if not answer.strip().isdigit():
+                raise ResponseInvalid("check", "digits only")
+            if "a" in check and "b" in check and int(answer.strip()) != int(check["a"]) + int(check["b"]):
+                raise ResponseInvalid("check", "the sum is not right")
+        return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l], "list": offered[span_id(b, l)]}
+                            for b, l in spans],
+                "no_aspect": no_aspect, "not_in_lists": not_in_lists}
+
+    def score_gold(self, project, gold, data):
+        """F1 of the chosen spans against the expected spans (exact match; with ``tolerance > 0`` any overlap
+        counts); "no aspect" expected -> 1.0 only for a "no aspect" answer."""
+        expected = gold.expected or {}
+        want = {(int(a["begin"]), int(a["length"])) for a in expected.get("aspects") or []}
+        got = {(int(a["begin"]), int(a["length"])) for a in data.get("aspects") or []}
+        if expected.get("no_aspect") or not want:
+            return 1.0 if data.get("no_aspect") or (not got and not data.get("not_in_lists")) else 0.0
+        if not got:
+            return 0.0
+
+        def hit(span, pool):
+            if gold.tolerance > 0:
+                return any(span[0] < b + l and b < span[0] + span[1] for b, l in pool)
+            return span in pool
+
+        precision = sum(hit(s, want) for s in got) / len(got)
+        recall = sum(hit(s, got) for s in want) / len(want)
+        return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+    def aggregate(self, project, item, responses):
+        return final_answer(project, item, responses)
+
+    def export_row(self, project, item, responses):
+        from annotation.aspects.appf import appf_row
+
+        return appf_row(item, final_answer(project, item, responses))
