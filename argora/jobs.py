@@ -4,19 +4,39 @@ from __future__ import annotations
 from celery.result import AsyncResult
 from django_celery_results.models import TaskResult
 
+from .progress import read_progress
+
+FINISHED = {"SUCCESS", "FAILURE", "REVOKED"}
+
+
+def _jsonable(value):
+    return value if isinstance(value, (dict, list, str, int, float, bool)) or value is None else repr(value)
+
 
 def job_state(task_id: str) -> dict:
-    """State, progress meta and result of a task, from the result backend."""
+    """State, progress and result of a task.
+
+    The state and result come from the result backend in ONE read (two reads could straddle the task's end).
+    While the task runs, progress comes from the cache, where :func:`argora.progress.celery_progress` writes it
+    outside any database transaction the job may hold open.
+    """
     result = AsyncResult(task_id)
-    state = result.state
-    info = result.info
-    progress = info if state == "PROGRESS" and isinstance(info, dict) else None
-    payload = {"id": task_id, "state": state, "progress": progress, "result": None, "error": None}
+    meta = result.backend.get_task_meta(task_id)
+    state = meta.get("status", "PENDING")
+    info = meta.get("result")
+    payload = {"id": task_id, "state": state, "progress": None, "result": None, "error": None}
     if state == "SUCCESS":
-        payload["result"] = info if isinstance(info, (dict, list, str, int, float, bool)) or info is None else repr(info)
+        payload["result"] = _jsonable(info)
         payload["progress"] = {"percent": 100.0}
-    elif state == "FAILURE":
-        payload["error"] = repr(info)
+    elif state in FINISHED:
+        payload["error"] = repr(info) if not isinstance(info, str) else info
+    else:
+        progress = read_progress(task_id)
+        if progress is None and state == "PROGRESS" and isinstance(info, dict):
+            progress = info
+        if progress is not None:
+            payload["state"] = "PROGRESS"
+            payload["progress"] = progress
     row = TaskResult.objects.filter(task_id=task_id).only("task_name", "date_created", "date_done").first()
     if row is not None:
         payload.update(name=row.task_name, created=row.date_created, done=row.date_done)

@@ -3,8 +3,10 @@
 Services take a ``progress`` callable ``progress(done, total, description="")`` and call it as
 they go. The caller decides where it shows up:
 
-- :func:`celery_progress` stores it as the task's ``PROGRESS`` state (``update_state`` meta), which the
-  jobs page (``/jobs/``), the API (``/api/jobs/<id>/``) and the admin's task results show;
+- :func:`celery_progress` stores it in the cache under the task id (visible at once to other processes, even
+  while the job holds a database transaction open) and as the task's ``PROGRESS`` state (``update_state``
+  meta, which the admin's task results show); the jobs page (``/jobs/``) and the API (``/api/jobs/<id>/``)
+  read it through :func:`argora.jobs.job_state`;
 - :func:`cli_progress` draws a tqdm bar on stderr for management commands;
 - :func:`null_progress` ignores it.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Protocol
+from typing import Iterator, Protocol
 
 
 class Progress(Protocol):
@@ -22,6 +24,22 @@ class Progress(Protocol):
 
 def null_progress(done: int, total: int | None, description: str = "") -> None:
     return None
+
+
+PROGRESS_KEY = "argora:job-progress:{}"
+PROGRESS_TTL = 7 * 24 * 3600
+
+
+def write_progress(task_id: str, meta: dict) -> None:
+    from django.core.cache import cache
+
+    cache.set(PROGRESS_KEY.format(task_id), meta, PROGRESS_TTL)
+
+
+def read_progress(task_id: str) -> dict | None:
+    from django.core.cache import cache
+
+    return cache.get(PROGRESS_KEY.format(task_id))
 
 
 def celery_progress(task, min_interval: float = 0.5) -> Progress:
@@ -34,13 +52,13 @@ def celery_progress(task, min_interval: float = 0.5) -> Progress:
         if not finished and now - last[0] < min_interval:
             return
         last[0] = now
-        if getattr(task.request, "id", None) is None:  # called directly, not through a worker
+        task_id = getattr(task.request, "id", None)
+        if task_id is None:  # called directly, not through a worker
             return
-        task.update_state(
-            state="PROGRESS",
-            meta={"done": done, "total": total, "description": description,
-                  "percent": round(100.0 * done / total, 1) if total else None},
-        )
+        meta = {"done": done, "total": total, "description": description,
+                "percent": round(100.0 * done / total, 1) if total else None}
+        write_progress(task_id, meta)
+        task.update_state(state="PROGRESS", meta=meta)
 
     return report
 
@@ -68,5 +86,3 @@ def cli_progress(description: str = "", stream=None, disable: bool | None = None
     finally:
         bar.close()
 
-
-ProgressCallable = Callable[[int, "int | None", str], None]

@@ -179,6 +179,20 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic jobs (run `celery -A argora beat` once per deployment; "next HIT" also expires lazily).
+CELERY_BEAT_SCHEDULE = {
+    "expire-reservations": {"task": "annotation.expire_reservations", "schedule": 60.0},
+}
+
+# --- Cache ------------------------------------------------------------------------------------
+# Job progress lives here (not in the database) so that a job running inside one long transaction still
+# shows its progress to other processes. Shared by web and workers: a folder on one machine, Redis at scale.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                          "LOCATION": CACHE_URL or str(VAR_DIR / "cache")}}
 
 # --- Logging ----------------------------------------------------------------------------------
 LOGGING = {

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["tests.worker_utils"]  # the real `celery worker` fixture: celery_worker_proc
+
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses that unless told.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

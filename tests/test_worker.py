@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker_utils import celery_worker_proc  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -75,6 +74,9 @@ def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, 
     assert meta["percent"] == round(100.0 * meta["done"] / meta["total"], 1)
     assert meta["description"]
     assert "PROGRESS" in progress_page
+    # The import writes everything in one transaction; its progress goes through the cache, so the
+    # writing phase is visible to others while the transaction is still open.
+    assert "writing" in {m["description"] for m in progress_seen}, progress_seen
 
     summary = job["result"]
     assert summary["created"]["sentences"] == rows

@@ -1,8 +1,6 @@
 """A real ``celery worker`` subprocess against the current test database and broker.
 
-Use the fixture from any test module::
-
-    from tests.worker_utils import celery_worker_proc  # noqa: F401  (pytest finds the fixture by name)
+Use the fixture from any test module (tests/conftest.py registers this module as a plugin)::
 
     @pytest.mark.worker
     @pytest.mark.django_db(transaction=True)
