@@ -106,9 +106,12 @@ def final_answer(project, item, responses: list[dict] | None = None) -> dict:
     if isinstance(adjudicated, dict):
         return _answer(adjudicated.get("aspects"), adjudicated.get("no_aspect", False), "adjudicated", text)
     if item.pk is not None and getattr(item, "is_gold", False):
-        from annotation.models import GoldItem
+        from django.core.exceptions import ObjectDoesNotExist
 
-        gold = GoldItem.objects.filter(item_id=item.pk).first()
+        try:
+            gold = item.gold  # one query, or none when loaded with select_related("gold")
+        except ObjectDoesNotExist:
+            gold = None
         if gold is not None:
             expected = gold.expected or {}
             return _answer(expected.get("aspects"), expected.get("no_aspect", False), "gold", text)

@@ -236,7 +236,7 @@ def project_rows(project, *, include_gold: bool = True) -> list[dict]:
 
     from .aggregation import final_answer
 
-    items = list(Item.objects.filter(project=project).order_by("position", "id"))
+    items = list(Item.objects.filter(project=project).select_related("gold").order_by("position", "id"))
     if not include_gold:
         items = [i for i in items if not i.is_gold]
     by_item: dict[int, list[dict]] = {}
