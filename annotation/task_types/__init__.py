@@ -34,6 +34,6 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-from . import sentence_label  # noqa: E402,F401  (registers itself)
+from . import aspect, sentence_label  # noqa: E402,F401  (each registers itself)
 
 __all__ = ["ResponseInvalid", "TaskType", "register", "get_task_type", "all_task_types", "task_type_choices"]
