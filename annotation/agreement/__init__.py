@@ -1,0 +1,31 @@
+"""Argora's agreement engine (issue 5): plain functions over plain data, shared by the CLI
+(``manage.py agreement``), the project dashboards (``annotation.agreement.project``) and Celery tasks.
+
+* :func:`krippendorff_alpha` / :func:`alpha_report` / :func:`bootstrap_alpha` -- alpha for nominal, ordinal, interval
+  and ratio data with missing values, any number of distinct values, bounded memory;
+* :func:`unitized_alpha` / :func:`spans_on_continuum` -- Krippendorff's alpha_u for spans (per category and overall);
+* :func:`cohen_kappa`, :func:`pairwise_cohen_kappa`, :func:`fleiss_kappa`, :func:`percent_agreement`,
+  :func:`kappa_report`;
+* :func:`split_half_reliability` (+ :func:`spearman_brown`, :func:`mean_scores`);
+* worker quality: :func:`loo_majority_agreement`, :func:`gold_accuracy`, :func:`crowd_competence`.
+
+Errors are :class:`AgreementError` (a ValueError); a coefficient that is 0/0 on the data raises
+:class:`AgreementUndefined` rather than returning NaN.
+"""
+from .alpha import LEVELS, AlphaResult, alpha_report, bootstrap_alpha, krippendorff_alpha, reliability_matrix
+from .errors import AgreementError, AgreementInputError, AgreementUndefined
+from .kappa import (cohen_kappa, fleiss_kappa, fleiss_kappa_from_matrix, kappa_report, pairwise_cohen_kappa,
+                    percent_agreement)
+from .quality import crowd_competence, gold_accuracy, loo_majority_agreement
+from .splithalf import judgements_from_records, mean_scores, spearman_brown, split_half_reliability
+from .unitized import UnitizedResult, spans_on_continuum, unitized_alpha
+
+__all__ = [
+    "LEVELS", "AlphaResult", "alpha_report", "bootstrap_alpha", "krippendorff_alpha", "reliability_matrix",
+    "AgreementError", "AgreementInputError", "AgreementUndefined",
+    "cohen_kappa", "fleiss_kappa", "fleiss_kappa_from_matrix", "kappa_report", "pairwise_cohen_kappa",
+    "percent_agreement",
+    "crowd_competence", "gold_accuracy", "loo_majority_agreement",
+    "judgements_from_records", "mean_scores", "spearman_brown", "split_half_reliability",
+    "UnitizedResult", "spans_on_continuum", "unitized_alpha",
+]
