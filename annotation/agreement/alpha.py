@@ -10,7 +10,8 @@ number of pairable values. The `krippendorff` package computes exactly this, but
 units x values x values array for interval/ratio data (a 0-100 slider: ~830 MiB; 12,270 distinct real-valued BWS
 scores: a 3.7 TiB MemoryError). Here nothing is ever of size values x values per unit:
 
-* nominal: per-unit value counts from one ``bincount`` (sum_c n_uc^2), ``D_e`` from the value margins;
+* nominal: per-unit value counts (sum_c n_uc^2) by one compare per code (up to 16 integral codes) or one
+  ``bincount`` over unit x value keys (more), ``D_e`` from the value margins;
 * interval: per-unit sums of squared deviations, sum_{i != j}(x_i - x_j)^2 = 2 m sum_i (x_i - mean)^2, and the same
   identity over all pairable values for ``D_e`` -- O(units x coders) memory, any number of distinct values;
 * ordinal: Krippendorff's ordinal metric is an interval metric on the "mid-rank" of each value,
@@ -34,8 +35,8 @@ LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 # bincount over units x values keys is used while units * values stays below this; otherwise np.unique.
 _BINCOUNT_MAX = 50_000_000
-# block size (rows of distinct values) for the ratio D_e double sum: 2,048 x V float64 per block.
-_RATIO_BLOCK = 2048
+# the ratio D_e double sum runs in blocks of distinct values of about this many pairs (x 8 bytes, ~4 temporaries)
+_RATIO_BLOCK_PAIRS = 2_000_000
 
 
 @dataclass
@@ -156,21 +157,44 @@ def _ordinal_ranks(X: np.ndarray, present: np.ndarray) -> np.ndarray:
     return T
 
 
+def _value_codes(X: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes 0..V-1 of the values (-1 where missing) and V. Integral values in a modest range (label codes,
+    Likert points) are coded by offset, without a sort; anything else through ``np.unique``."""
+    vals = X[present]
+    lo, hi = float(vals.min()), float(vals.max())
+    codes = np.full(X.shape, -1, dtype=np.int64)
+    if hi - lo < 1_000_000 and np.all(vals == np.floor(vals)):
+        codes[present] = (vals - lo).astype(np.int64)
+        return codes, int(hi - lo) + 1
+    uniq, inv = np.unique(vals, return_inverse=True)
+    codes[present] = inv
+    return codes, int(uniq.size)
+
+
 def _nominal_sums(X: np.ndarray, present: np.ndarray, m: np.ndarray) -> tuple[float, float, int]:
     U = X.shape[1]
-    # unit index of every present value, units-major so that keys come out sorted by unit
-    Pt = present.T
-    unit_idx = np.nonzero(Pt)[0]
-    vals = X.T[Pt]
-    uniq, codes = np.unique(vals, return_inverse=True)
-    V = uniq.size
-    n = int(vals.size)
-    n_c = np.bincount(codes, minlength=V).astype(np.float64)
-    keys = unit_idx.astype(np.int64) * V + codes
+    n = int(m.sum())
+    lo, hi = float(np.nanmin(X)), float(np.nanmax(X))
+    if hi - lo < 16 and float(np.nanmax(X - np.floor(X))) == 0.0:
+        # few integral codes (labels, Likert points): one compare per code over the coders x units matrix
+        sq_u = np.zeros(U)
+        counts = []
+        for v in np.arange(lo, hi + 1.0):
+            cnt = np.count_nonzero(X == v, axis=0).astype(np.float64)
+            counts.append(cnt.sum())
+            sq_u += cnt * cnt
+        n_c = np.array(counts)
+        mf = m.astype(np.float64)
+        d_o = float(np.sum((mf * mf - sq_u) / (mf - 1.0)))
+        return d_o, float(n) * n - float(np.dot(n_c, n_c)), n
+    codes, V = _value_codes(X, present)
+    n_c = np.bincount(codes[present], minlength=V).astype(np.float64)
     if U * V <= _BINCOUNT_MAX:
-        cnt = np.bincount(keys, minlength=U * V).astype(np.float64)
-        sq_u = np.einsum("ij,ij->i", cnt.reshape(U, V), cnt.reshape(U, V))
+        keys = (np.arange(U, dtype=np.int64) * V + codes)[present]
+        cnt = np.bincount(keys, minlength=U * V).astype(np.float64).reshape(U, V)
+        sq_u = np.einsum("ij,ij->i", cnt, cnt)
     else:
+        keys = (np.arange(U, dtype=np.int64) * V + codes)[present]
         ukeys, cnt = np.unique(keys, return_counts=True)
         sq_u = np.bincount(ukeys // V, weights=cnt.astype(np.float64) ** 2, minlength=U)
     mf = m.astype(np.float64)
@@ -201,9 +225,10 @@ def _ratio_sums(X: np.ndarray, present: np.ndarray, m: np.ndarray) -> tuple[floa
     uniq, counts = np.unique(vals, return_counts=True)
     counts = counts.astype(np.float64)
     d_e = 0.0
-    for start in range(0, uniq.size, _RATIO_BLOCK):
-        blk = uniq[start:start + _RATIO_BLOCK]
-        w = counts[start:start + _RATIO_BLOCK]
+    block = max(1, _RATIO_BLOCK_PAIRS // max(1, uniq.size))
+    for start in range(0, uniq.size, block):
+        blk = uniq[start:start + block]
+        w = counts[start:start + block]
         d = _ratio_delta(blk[:, None], uniq[None, :])
         d_e += float(w @ (d @ counts))
     return d_o, d_e, n

@@ -1,0 +1,220 @@
+"""Benchmark: Argora's agreement engine vs. the `krippendorff` package (0.9.0) vs. a naive pure-Python reference.
+
+    .venv/bin/python bench/agreement.py [--seed 0] [--json out.json]
+
+Cases (issue 5): alpha nominal on 8 coders x 5,032 units and 8 x 1,000,000 units; alpha interval on 4 x 3,400
+real-valued scores (every value distinct, like BWS scores) and on a 1-5 scale; alpha_u on 8 coders x 5,032 sentences
+of spans. The naive reference (``annotation.agreement.reference``) is run on a smaller size where the full size would
+take minutes, and then ours is timed on that same smaller size too, so every ratio compares equal inputs; the line says
+which size. The package is run in a child process with a 4 GiB address-space limit, so a case it cannot do shows its
+own error instead of taking the machine down. Peak memory of ours is traced with ``tracemalloc`` (numpy reports its
+buffers to it). Times are the best of ``--repeat`` runs (wall clock, this machine, whatever else it is doing); no
+assertions on speed -- the values are checked against each other.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from annotation.agreement import krippendorff_alpha, unitized_alpha  # noqa: E402
+from annotation.agreement.reference import naive_alpha, naive_unitized_alpha  # noqa: E402
+
+PACKAGE_MEMORY_LIMIT = 4 * 1024 ** 3
+PACKAGE_TIMEOUT = 120
+
+
+def best_time(fn, repeat: int):
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def peak_memory(fn) -> tuple[float, object]:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    try:
+        result = fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 1024 ** 2, result
+
+
+def _package_child(conn, X, level):
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (PACKAGE_MEMORY_LIMIT, PACKAGE_MEMORY_LIMIT))
+        import krippendorff
+
+        t0 = time.perf_counter()
+        value = krippendorff.alpha(X, level_of_measurement=level)
+        conn.send(("ok", time.perf_counter() - t0, float(value)))
+    except BaseException as exc:  # MemoryError above all
+        conn.send(("error", 0.0, f"{type(exc).__name__}: {str(exc)[:160]}"))
+
+
+def run_package(X: np.ndarray, level: str, repeat: int):
+    """(seconds, value) or (None, error text); each run in a fresh child under the memory limit."""
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        parent, child = mp.Pipe(duplex=False)
+        proc = mp.get_context("fork").Process(target=_package_child, args=(child, X, level))
+        proc.start()
+        if not parent.poll(PACKAGE_TIMEOUT):
+            proc.kill()
+            proc.join()
+            return None, f"no answer within {PACKAGE_TIMEOUT} s"
+        status, secs, value = parent.recv()
+        proc.join()
+        if status != "ok":
+            return None, value
+        best = min(best, secs)
+    return best, value
+
+
+def nominal_matrix(rng, coders: int, units: int, categories: int = 3, agree: float = 0.8, missing: float = 0.1):
+    truth = rng.integers(0, categories, units)
+    X = np.where(rng.random((coders, units)) < agree, truth, rng.integers(0, categories, (coders, units)))
+    X = X.astype(np.float64)
+    X[rng.random(X.shape) < missing] = np.nan
+    return X
+
+
+def real_scores(rng, coders: int, units: int):
+    truth = rng.normal(size=units)
+    return truth + rng.normal(scale=0.5, size=(coders, units))
+
+
+def likert(rng, coders: int, units: int):
+    truth = rng.integers(1, 6, units)
+    X = np.clip(truth + rng.integers(-1, 2, (coders, units)) * (rng.random((coders, units)) < 0.4), 1, 5)
+    X = X.astype(np.float64)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    return X
+
+
+def sentence_spans(rng, coders: int, sentences: int):
+    """Aspect-like spans: per sentence 0-2 true aspects of 1-4 tokens; each coder finds each with p=.8, with jitter."""
+    lengths = rng.integers(10, 41, sentences)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    spans = []
+    for s in range(sentences):
+        L = int(lengths[s])
+        aspects = []
+        for _ in range(int(rng.integers(0, 3))):
+            ln = int(rng.integers(1, 5))
+            b = int(rng.integers(0, L - ln + 1))
+            if all(b + ln <= ab or ab + al <= b for ab, al in aspects):
+                aspects.append((b, ln))
+        for c in range(coders):
+            taken = []
+            for b, ln in aspects:
+                if rng.random() > 0.8:
+                    continue
+                b2 = min(max(0, b + int(rng.integers(-1, 2))), L - 1)
+                ln2 = max(1, min(L - b2, ln + int(rng.integers(-1, 2))))
+                if all(b2 + ln2 <= tb or tb + tl <= b2 for tb, tl in taken):
+                    taken.append((b2, ln2))
+                    spans.append((c, int(offsets[s]) + b2, ln2, "aspect"))
+    return spans, int(lengths.sum()), lengths
+
+
+def fmt_s(x):
+    return "-" if x is None else (f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s")
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.1f}x"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N for ours and the package (naive: 1 run)")
+    ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    rows = []
+
+    def case(name, X, level, naive_units=None):
+        """ours vs package on X; naive on the first ``naive_units`` columns (all when None) vs ours on those."""
+        t_ours, a_ours = best_time(lambda: krippendorff_alpha(X, level), args.repeat)
+        mem, _ = peak_memory(lambda: krippendorff_alpha(X, level))
+        t_pkg, a_pkg = run_package(X, level, args.repeat)
+        Xn = X if naive_units is None else X[:, :naive_units]
+        t_naive, a_naive = best_time(lambda: naive_alpha(Xn.tolist(), level), 1)
+        t_ours_n, a_ours_n = (t_ours, a_ours) if naive_units is None else best_time(
+            lambda: krippendorff_alpha(Xn, level), args.repeat)
+        assert abs(a_naive - a_ours_n) < 1e-9, (name, a_naive, a_ours_n)
+        if isinstance(a_pkg, float):
+            assert abs(a_pkg - a_ours) < 1e-9, (name, a_pkg, a_ours)
+        row = {"case": name, "level": level, "shape": list(X.shape), "alpha": a_ours, "ours_s": t_ours,
+               "ours_peak_mib": mem, "package_s": t_pkg,
+               "package": a_pkg if isinstance(a_pkg, float) else None,
+               "package_error": None if isinstance(a_pkg, float) else a_pkg,
+               "naive_units": Xn.shape[1], "naive_s": t_naive, "ours_on_naive_size_s": t_ours_n}
+        rows.append(row)
+        print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}")
+        print(f"  ours      {fmt_s(t_ours):>10}   peak {mem:8.1f} MiB (tracemalloc)")
+        if row["package_error"]:
+            print(f"  package   fails: {row['package_error']}")
+        else:
+            print(f"  package   {fmt_s(t_pkg):>10}   package / ours = {ratio(t_pkg, t_ours)}")
+        size = "same size" if naive_units is None else f"on the first {Xn.shape[1]:,} units only"
+        print(f"  naive     {fmt_s(t_naive):>10}   ({size}; ours there {fmt_s(t_ours_n)}) "
+              f"naive / ours = {ratio(t_naive, t_ours_n)}")
+
+    case("alpha nominal, 8 x 5,032", nominal_matrix(rng, 8, 5032), "nominal")
+    big = nominal_matrix(rng, 8, 1_000_000)
+    case("alpha nominal, 8 x 1,000,000", big, "nominal", naive_units=20_000)
+    t_big = rows[-1]["ours_s"]
+    print(f"  target: 8 x 1,000,000 nominal in under 5 s -> {'met' if t_big < 5 else 'MISSED'} ({t_big:.2f} s)")
+    del big
+    real = real_scores(rng, 4, 3400)
+    case("alpha interval, 4 x 3,400 real-valued scores", real, "interval", naive_units=400)
+    print(f"  distinct values: {np.unique(real).size:,} (the package needs units x values x values float64 = "
+          f"{3400 * np.unique(real).size ** 2 * 8 / 1024 ** 4:.1f} TiB)")
+    case("alpha ratio, 4 x 3,400 positive real-valued scores", np.exp(real), "ratio", naive_units=400)
+    case("alpha interval, 1-5 scale, 8 x 5,032", likert(rng, 8, 5032), "interval")
+
+    spans, L, lengths = sentence_spans(rng, 8, 5032)
+    t_u, res = best_time(lambda: unitized_alpha(spans, L, coders=range(8)), args.repeat)
+    mem_u, _ = peak_memory(lambda: unitized_alpha(spans, L, coders=range(8)))
+    n_small = 100
+    L_small = int(lengths[:n_small].sum())
+    small = [s for s in spans if s[1] + s[2] <= L_small]
+    t_un, ref = best_time(lambda: naive_unitized_alpha(small, L_small, 0, list(range(8))), 1)
+    t_us, res_small = best_time(lambda: unitized_alpha(small, L_small, coders=range(8)), args.repeat)
+    assert abs(ref["alpha_u"] - res_small.alpha_u) < 1e-9
+    print(f"\nalpha_u, 8 coders x 5,032 sentences ({len(spans):,} spans, continuum {L:,} tokens)  "
+          f"alpha_u = {res.alpha_u:.4f}")
+    print(f"  ours      {fmt_s(t_u):>10}   peak {mem_u:8.1f} MiB (tracemalloc)")
+    print("  package   none: the `krippendorff` package has no alpha_u (DKPro Agreement is Java)")
+    print(f"  naive     {fmt_s(t_un):>10}   (first {n_small} sentences only, {len(small):,} spans; ours there "
+          f"{fmt_s(t_us)}) naive / ours = {ratio(t_un, t_us)}")
+    rows.append({"case": "alpha_u, 8 x 5,032 sentences", "alpha_u": res.alpha_u, "spans": len(spans),
+                 "ours_s": t_u, "ours_peak_mib": mem_u, "package_s": None, "naive_units": n_small,
+                 "naive_s": t_un, "ours_on_naive_size_s": t_us})
+    print(f"\nprocess peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
+          f"{os.cpu_count()} CPUs; numpy {np.__version__}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
