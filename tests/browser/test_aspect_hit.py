@@ -1,0 +1,217 @@
+"""Issue 4 acceptance (page part): in headless Chromium at 1366x768, a crowdworker joins an aspect project through
+its invite link and completes a HIT with the keyboard only: type-ahead + Enter from the first list, Alt+M for the
+second list and a pick from it, the overlap warning, Backspace to remove, "contains no aspect" with the sum
+(digits only), submit, the completion code; the stored responses hold the spans. Screenshots of the HIT are
+saved under $ARGORA_VAR_DIR/artifacts/screenshots/."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation import services
+from annotation.models import Assignment, Response, Worker
+from tests.annotation.test_aspect_page import make_aspect_project
+
+SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
+
+
+def overlap(a, b):
+    return a["begin"] < b["begin"] + b["length"] and b["begin"] < a["begin"] + a["length"]
+
+
+def first_option(payload, chosen, revealed, typed):
+    """The candidate the page highlights after typing ``typed`` (the order of aspect.js: matching first-list
+    candidates by rank, then, once revealed, matching second-list candidates in sentence order)."""
+    t = typed.strip().lower()
+    pool = list(payload["candidates"]) + (sorted(payload["more"], key=lambda c: (c["begin"], c["length"])) if revealed else [])
+    for c in pool:
+        if c["id"] not in chosen and t in c["text"].lower():
+            return c
+    return None
+
+
+def screenshot(page, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    path = os.path.join(SHOTS, name)
+    page.screenshot(path=path)
+    print(f"screenshot: {path}")
+    return path
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_complete_aspect_hit_with_keyboard_only(live_server, page):
+    project = make_aspect_project()
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page).to_have_url(re.compile(rf"/work/{project.slug}/$"))
+    expect(page.locator(".hit-item")).to_have_count(3)
+    worker = Worker.objects.get(source=Worker.Source.INVITE)
+    assignment = Assignment.objects.get(worker=worker)
+    items = services.assignment_items(assignment)
+    ids = [i.pk for i in items]
+    p0, p1, p2 = (i.payload for i in items)
+
+    def loc(sel):
+        return page.locator(sel)
+
+    # the page opens with the cursor in the field of sentence 1; nothing is listed until the worker types
+    inp0 = loc(f"#item-{ids[0]}-input")
+    expect(inp0).to_be_focused()
+    expect(loc(f"#item-{ids[0]}-listbox")).to_be_hidden()
+    expect(loc("#hit-answered")).to_have_text("0 of 3 answered")
+    expect(loc(f"#item-{ids[0]} .aspect-lists")).to_be_hidden()  # the plain-form checkboxes are behind the widget
+
+    # 1) first list, type-ahead + Enter: the top-ranked candidate
+    c1 = p0["candidates"][0]
+    page.keyboard.type(c1["text"][:4])
+    active = loc(f"#item-{ids[0]}-listbox [role=option][aria-selected=true]")
+    expect(active).to_contain_text(c1["text"])
+    expect(loc(f"#item-{ids[0]}-listbox")).to_contain_text("show more candidates")  # the second list is offered
+    page.keyboard.press("Enter")
+    expect(loc(f"#item-{ids[0]} .aspect-chip")).to_have_text([c1["text"] + "×"])
+    expect(loc(f"#item-{ids[0]}-text mark")).to_have_text([c1["text"]])
+    expect(inp0).to_have_value("")
+    expect(inp0).to_be_focused()
+    expect(loc("#hit-answered")).to_have_text("1 of 3 answered")
+
+    # 2) Alt+M shows the second list; candidates from both lists are offered from then on
+    page.keyboard.press("Alt+m")
+    expect(loc(f"#item-{ids[0]} .aspect-more")).to_have_attribute("aria-pressed", "true")
+    expect(loc(f"#item-{ids[0]}-listbox")).to_contain_text("More candidates (second list)")
+    expect(inp0).to_be_focused()
+
+    # 3) an aspect overlapping the chosen one is refused with a visible warning
+    chosen = {c1["id"]}
+    o = next((c for c in p0["candidates"] + p0["more"]
+              if c["id"] != c1["id"] and overlap(c, c1) and first_option(p0, chosen, True, c["text"]) == c), None)
+    assert o is not None, "the sentence offers no reachable candidate overlapping the first aspect"
+    page.keyboard.type(o["text"])
+    expect(active).to_contain_text("overlaps")
+    page.keyboard.press("Enter")
+    warning = loc(f"#item-{ids[0]}-warning")
+    expect(warning).to_be_visible()
+    expect(warning).to_have_attribute("role", "alert")
+    expect(warning).to_contain_text("overlaps")
+    expect(warning).to_contain_text(c1["text"])
+    expect(loc(f"#item-{ids[0]} .aspect-chip")).to_have_count(1)
+    expect(loc(f"#item-{ids[0]}-listbox")).to_be_hidden()  # the list closes so it does not cover the warning
+    screenshot(page, "aspect_hit_overlap.png")
+    page.keyboard.press("Escape")  # clears the field
+    expect(inp0).to_have_value("")
+
+    # 4) a candidate only in the second list, picked by type-ahead + Tab
+    m = next((c for c in p0["more"] if not overlap(c, c1) and first_option(p0, chosen, True, c["text"]) == c
+              and first_option(p0, chosen, False, c["text"]) is None), None)
+    assert m is not None, "no second-list candidate to pick"
+    page.keyboard.type(m["text"])
+    expect(warning).to_be_empty()  # typing on clears the warning
+    expect(active).to_contain_text(m["text"])
+    screenshot(page, "aspect_hit_lists.png")  # the list open with both lists
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[0]} .aspect-chip")).to_have_count(2)
+    expect(loc(f"#item-{ids[0]} .aspect-chip.second")).to_have_text([m["text"] + "×"])
+    expect(loc(f"#item-{ids[0]}-text mark")).to_have_count(2)
+    chosen.add(m["id"])
+
+    # 5) sentence 2: Tab to "contains no aspect", Space ticks it and the sum appears; digits only
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[0]} .aspect-more")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[0]}-no_aspect")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[0]}-not_in_lists")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[1]}-input")).to_be_focused()
+    expect(loc(f"#item-{ids[1]} .aspect-question")).to_be_hidden()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(loc(f"#item-{ids[1]}-no_aspect")).to_be_focused()
+    page.keyboard.press("Space")
+    expect(loc(f"#item-{ids[1]}-no_aspect")).to_be_checked()
+    expect(loc(f"#item-{ids[1]} .aspect-question")).to_be_visible()
+    expect(loc(f"#item-{ids[1]} .aspect-question")).to_contain_text(p1["check"]["question"])
+    answer = loc(f"#item-{ids[1]}-check")
+    expect(answer).to_be_focused()
+    expect(loc("#hit-answered")).to_have_text("1 of 3 answered")  # ticked, but the sum is missing
+    page.keyboard.type("x")
+    expect(answer).to_have_value("")
+    expect(loc(f"#item-{ids[1]}-warning")).to_contain_text("digits only")
+    page.keyboard.type(str(p1["check"]["a"] + p1["check"]["b"]))
+    expect(loc(f"#item-{ids[1]}-warning")).to_be_empty()
+    expect(loc("#hit-answered")).to_have_text("2 of 3 answered")
+
+    # 6) sentence 3: ArrowDown + Enter picks the top candidate, Backspace removes it, the second one instead
+    page.keyboard.press("Tab")
+    inp2 = loc(f"#item-{ids[2]}-input")
+    expect(inp2).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(loc(f"#item-{ids[2]} .aspect-chip")).to_have_text([p2["candidates"][0]["text"] + "×"])
+    page.keyboard.press("Backspace")
+    expect(loc(f"#item-{ids[2]} .aspect-chip")).to_have_count(0)
+    expect(loc("#hit-answered")).to_have_text("2 of 3 answered")
+    second = p2["candidates"][1]
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(loc(f"#item-{ids[2]}-listbox [role=option][aria-selected=true]")).to_contain_text(second["text"])
+    page.keyboard.press("Enter")
+    expect(loc(f"#item-{ids[2]} .aspect-chip")).to_have_text([second["text"] + "×"])
+    page.keyboard.press("Escape")
+    expect(loc("#hit-answered")).to_have_text("3 of 3 answered")
+    # digits typed in the fields were text, not shortcuts of other task types; nothing was submitted yet
+    assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
+    path = screenshot(page, "aspect_hit.png")
+    assert os.path.getsize(path) > 10_000
+
+    # 7) Enter in the empty field submits (the JSON API); the completion code follows
+    page.keyboard.press("Enter")
+    code = loc("#completion-code")
+    expect(code).to_be_visible()
+    assert code.inner_text().strip() == services.completion_code(project, worker)
+
+    assignment.refresh_from_db()
+    assert assignment.status == Assignment.Status.SUBMITTED
+    stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
+    spans0 = sorted((a["begin"], a["length"], a["text"], a["list"]) for a in stored[ids[0]]["aspects"])
+    assert spans0 == sorted([(c1["begin"], c1["length"], c1["text"], "ranked"), (m["begin"], m["length"], m["text"], "more")])
+    assert stored[ids[0]]["no_aspect"] is False and stored[ids[0]]["not_in_lists"] is False
+    assert stored[ids[1]] == {"aspects": [], "no_aspect": True, "not_in_lists": False}
+    assert [(a["begin"], a["length"]) for a in stored[ids[2]]["aspects"]] == [(second["begin"], second["length"])]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_wrong_sum_is_refused_by_the_server_and_shown_at_the_sentence(live_server, page):
+    project = make_aspect_project(slug="aspects-wrong-sum")
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page.locator(".hit-item")).to_have_count(3)
+    assignment = Assignment.objects.get(worker__source=Worker.Source.INVITE)
+    ids = [i.pk for i in services.assignment_items(assignment)]
+    for n, item_id in enumerate(ids):
+        if n == 1:
+            page.keyboard.press("Tab")  # the button
+            page.keyboard.press("Tab")  # "contains no aspect"
+            page.keyboard.press("Tab")  # "not in any list"
+            page.keyboard.press("Space")
+            expect(page.locator(f"#item-{item_id}-check")).to_be_focused()
+            page.keyboard.type("9999")  # never a sum of two digits
+            page.keyboard.press("Tab")
+        else:
+            expect(page.locator(f"#item-{item_id}-input")).to_be_focused()
+            page.keyboard.press("ArrowDown")
+            page.keyboard.press("Enter")
+            page.keyboard.press("Escape")
+            if n == 0:
+                for _ in range(4):
+                    page.keyboard.press("Tab")
+    expect(page.locator("#hit-answered")).to_have_text("3 of 3 answered")
+    page.keyboard.press("Control+Enter")
+    error = page.locator(f"#item-{ids[1]}-error")
+    expect(error).to_contain_text("the sum is not right")
+    expect(page.locator(f"#item-{ids[1]}-input")).to_be_focused()  # hit.js focuses the item; it hands over to the field
+    assert Response.objects.count() == 0
+    assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
