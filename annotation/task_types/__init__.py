@@ -34,6 +34,16 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-from . import aspect, sentence_label  # noqa: E402,F401  (each registers itself)
+def _discover() -> None:
+    """Import every module of this package: each task type registers itself, so adding one touches no other file."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if module.name != "base" and not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+_discover()
 
 __all__ = ["ResponseInvalid", "TaskType", "register", "get_task_type", "all_task_types", "task_type_choices"]
