@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -12,4 +12,9 @@ urlpatterns = [
     path("work/<slug:slug>/instructions/", views.instructions, name="instructions"),
     path("projects/", views.project_list, name="project-list"),
     path("projects/<slug:slug>/progress/", views.project_progress, name="project-progress"),
+    # Feature pages, one urls module each (so features grow without touching each other):
+    path("", include("annotation.dashboard_urls")),  # agreement dashboards, adjudication
+    path("", include("annotation.bws_urls")),  # BWS scores and split-half reliability
+    path("", include("annotation.valnov_urls")),  # validity/novelty results
+    path("", include("annotation.rating_urls")),  # pairwise preference and Likert debate results
 ]
