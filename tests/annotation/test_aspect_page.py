@@ -105,6 +105,32 @@ def test_page_does_not_leak_reference_answers_of_an_item(client, project):
     assert "SECRET-" not in html
 
 
+def test_gold_item_looks_like_any_other(client, project):
+    from annotation.aspects.rankers import BaselineRanker
+    from annotation.task_types.aspect import build_payload
+
+    text = "Wind turbines kill birds."
+    payload = build_payload(text, TOPIC, stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
+    payload["reference"] = {"hash": "gold-1", "aspects": ["REFERENCE-ANSWER"]}
+    target = next(c for c in payload["candidates"] + payload["more"] if c["text"] == "kill birds")
+    services.add_items(project, [], gold=[{"payload": payload, "expected": {
+        "aspects": [{"begin": target["begin"], "length": target["length"]}], "no_aspect": False}}])
+    project.gold_rate = 1 / 3
+    project.save()
+    _, assignment, html = join(client, project)
+    items = services.assignment_items(assignment)
+    assert len(items) == 4 and sum(i.is_gold for i in items) == 1
+    segments = html.split('<li class="hit-item')[1:]
+    assert len(segments) == 4
+    shapes = set()
+    for item, segment in zip(items, segments):
+        segment = segment.split("</li>\n")[0] if "</li>\n" in segment else segment
+        assert "gold" not in segment.lower() and "REFERENCE-ANSWER" not in segment
+        shapes.add(tuple(sorted(set(re.findall(rf'name="item-{item.pk}-([a-z_\[\]]+)"', segment)))))
+    assert shapes == {("aspects[]", "check", "no_aspect", "not_in_lists")}
+    assert "Wind turbines kill birds." in html
+
+
 def test_no_js_post_stores_spans_and_boxes(client, project):
     worker, assignment, _ = join(client, project)
     items = services.assignment_items(assignment)

@@ -63,6 +63,19 @@ def test_complete_aspect_hit_with_keyboard_only(live_server, page):
     expect(loc(f"#item-{ids[0]}-listbox")).to_be_hidden()
     expect(loc("#hit-answered")).to_have_text("0 of 3 answered")
     expect(loc(f"#item-{ids[0]} .aspect-lists")).to_be_hidden()  # the plain-form checkboxes are behind the widget
+    expect(loc("#instructions")).to_have_attribute("open", "")
+    # the page's global keys (? instructions, j/k items, digits, Enter) stay out of the way while typing
+    page.keyboard.type("?j1")
+    expect(inp0).to_have_value("?j1")
+    expect(inp0).to_be_focused()
+    expect(loc("#instructions")).to_have_attribute("open", "")
+    expect(loc(f"#item-{ids[0]}-listbox")).to_contain_text("No match in the first list.")
+    page.keyboard.press("Escape")  # closes the list
+    expect(loc(f"#item-{ids[0]}-listbox")).to_be_hidden()
+    page.keyboard.press("Enter")  # nothing highlighted, text in the field: neither a pick nor a submission
+    page.keyboard.press("Escape")  # clears the field
+    expect(inp0).to_have_value("")
+    expect(loc("#hit-errors")).to_be_hidden()
 
     # 1) first list, type-ahead + Enter: the top-ranked candidate
     c1 = p0["candidates"][0]
@@ -191,23 +204,43 @@ def test_wrong_sum_is_refused_by_the_server_and_shown_at_the_sentence(live_serve
     expect(page.locator(".hit-item")).to_have_count(3)
     assignment = Assignment.objects.get(worker__source=Worker.Source.INVITE)
     ids = [i.pk for i in services.assignment_items(assignment)]
-    for n, item_id in enumerate(ids):
-        if n == 1:
-            page.keyboard.press("Tab")  # the button
-            page.keyboard.press("Tab")  # "contains no aspect"
-            page.keyboard.press("Tab")  # "not in any list"
-            page.keyboard.press("Space")
-            expect(page.locator(f"#item-{item_id}-check")).to_be_focused()
-            page.keyboard.type("9999")  # never a sum of two digits
-            page.keyboard.press("Tab")
-        else:
-            expect(page.locator(f"#item-{item_id}-input")).to_be_focused()
-            page.keyboard.press("ArrowDown")
-            page.keyboard.press("Enter")
-            page.keyboard.press("Escape")
-            if n == 0:
-                for _ in range(4):
-                    page.keyboard.press("Tab")
+    kb = page.keyboard
+
+    # sentence 1: the button (Tab, Enter) shows the second list and hands focus back to the field
+    expect(page.locator(f"#item-{ids[0]}-input")).to_be_focused()
+    kb.press("Tab")
+    expect(page.locator(f"#item-{ids[0]} .aspect-more")).to_be_focused()
+    kb.press("Enter")
+    expect(page.locator(f"#item-{ids[0]} .aspect-more")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(f"#item-{ids[0]}-input")).to_be_focused()
+    expect(page.locator(f"#item-{ids[0]}-listbox")).to_contain_text("More candidates (second list)")
+    kb.press("ArrowDown")
+    kb.press("Enter")
+    kb.press("Escape")
+    for _ in range(4):  # button, two boxes, next sentence
+        kb.press("Tab")
+
+    # sentence 2: "not in any list" with a wrong sum (the page cannot know it is wrong)
+    kb.press("Tab")  # the button
+    kb.press("Tab")  # "no aspect"
+    kb.press("Tab")  # "not in any list"
+    kb.press("Space")
+    expect(page.locator(f"#item-{ids[1]}-check")).to_be_focused()
+    kb.type("9999")  # never a sum of two digits
+    kb.press("Tab")
+
+    # sentence 3: text matching nothing offers "show more" as the highlighted entry; Enter takes it
+    expect(page.locator(f"#item-{ids[2]}-input")).to_be_focused()
+    kb.type("zzz")
+    expect(page.locator(f"#item-{ids[2]}-listbox [aria-selected=true]")).to_contain_text("show more candidates")
+    kb.press("Enter")
+    expect(page.locator(f"#item-{ids[2]} .aspect-more")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(f"#item-{ids[2]}-listbox")).to_contain_text("No candidate contains")
+    kb.press("Escape")
+    kb.press("Escape")
+    kb.press("ArrowDown")
+    kb.press("Enter")
+    kb.press("Escape")
     expect(page.locator("#hit-answered")).to_have_text("3 of 3 answered")
     page.keyboard.press("Control+Enter")
     error = page.locator(f"#item-{ids[1]}-error")
