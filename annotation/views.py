@@ -236,7 +236,7 @@ def instructions(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
     if project.status != Project.Status.ACTIVE and not is_expert(request.user):
         return _closed(request, project)
-    return render(request, "annotation/instructions.html", {"project": project})
+    return render(request, "annotation/instructions.html", {"project": project, "task_type": project.get_task_type()})
 
 
 # --- staff --------------------------------------------------------------------------------------

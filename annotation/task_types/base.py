@@ -26,6 +26,9 @@ class TaskType:
     label: str = ""
     template: str = ""
     script: str | None = None
+    # Task-specific keyboard help for the instructions panel: (keys as HTML, what they do). The panel adds the
+    # keys every HIT shares (Enter submits, ? toggles the instructions).
+    keys_help: tuple[tuple[str, str], ...] = ()
 
     # --- project set-up -----------------------------------------------------------------------
     def clean_config(self, config: dict | None) -> dict:
@@ -63,3 +66,10 @@ class TaskType:
 
     def __repr__(self) -> str:
         return f"<TaskType {self.name}>"
+
+    # --- agreement --------------------------------------------------------------------------------
+    def reliability_data(self, project, items_responses) -> dict:
+        """Reliability data for agreement figures (see :mod:`annotation.agreement.project`): ``{"level",
+        "coders", "units", "unit_item", "matrix"}`` (+ ``"unitized"`` for spans) from the response records
+        ``items_responses``. Task types without one are given by ``annotation.agreement.project``'s registry."""
+        raise NotImplementedError(f"task type {self.name!r} gives no reliability data")

@@ -19,6 +19,10 @@ class SentenceLabel(TaskType):
     label = "Sentence label (choose one)"
     template = "annotation/task_types/sentence_label.html"
     script = "annotation/task_types/sentence_label.js"
+    keys_help = (
+        ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
+        ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items; <kbd>←</kbd> <kbd>→</kbd> change the choice"),
+    )
 
     def labels(self, project) -> list[str]:
         labels = (project.config or {}).get("labels") or DEFAULT_LABELS

@@ -280,3 +280,18 @@ def test_draft_project_is_not_open_and_my_work_lists_projects(client, project):
     resp = client.get(reverse("annotation:work", args=[project.slug]))
     assert resp.status_code == 403 and b"Not open yet" in resp.content
     assert Assignment.objects.filter(worker=worker).count() == 1
+
+
+@pytest.mark.django_db
+def test_instructions_list_the_keys_of_the_projects_own_task_type(client):
+    """The keyboard help comes from the task type: sentence_label lists its digit keys, aspect does not."""
+    from annotation.services import create_project
+
+    labels = create_project(name="Keys label", task_type="sentence_label", config={"labels": ["pro", "con"]},
+                            status="active")
+    aspects = create_project(name="Keys aspect", task_type="aspect", config={}, status="active")
+    label_page = client.get(f"/work/{labels.slug}/instructions/").content.decode()
+    aspect_page = client.get(f"/work/{aspects.slug}/instructions/").content.decode()
+    assert "choose for the highlighted item" in label_page
+    assert "choose for the highlighted item" not in aspect_page
+    assert "shows or hides these instructions" in aspect_page
