@@ -243,3 +243,41 @@ class GoldRecord(models.Model):
     class Meta:
         ordering = ["worker_id", "id"]
         constraints = [models.UniqueConstraint(fields=["worker", "item"], name="one_gold_record_per_worker_item")]
+
+
+class AgreementSnapshot(models.Model):
+    """Agreement figures of a project computed at one moment (``annotation.recompute_agreement``), so that the
+    dashboards read a stored row instead of recomputing on every page view."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agreement_snapshots")
+    scope = models.CharField(max_length=200, default="project",
+                             help_text='"project", "topic:<name>" or "crowd-vs-expert"')
+    figures = models.JSONField(default=dict)
+    n_units = models.PositiveIntegerField(default=0)
+    n_coders = models.PositiveIntegerField(default=0)
+    computed_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    based_on = models.PositiveIntegerField(default=0, help_text="submitted assignments when it was computed")
+
+    class Meta:
+        ordering = ["-computed_at", "-id"]
+        indexes = [models.Index(fields=["project", "scope", "computed_at"])]
+
+    def __str__(self) -> str:
+        return f"agreement of {self.project_id} ({self.scope}) at {self.computed_at:%Y-%m-%d %H:%M}"
+
+
+class Adjudication(models.Model):
+    """An expert's final answer for an item (the latest one counts), recorded with who and when."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="adjudications")
+    answer = models.JSONField(help_text="the final answer, in the task type's response format")
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="adjudications")
+    created_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["item_id", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"adjudication of item {self.item_id}"

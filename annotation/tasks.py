@@ -8,3 +8,11 @@ from . import services
 def expire_reservations() -> int:
     """Return stale reservations to the pool (schedule it every minute or so with celery beat)."""
     return services.expire_reservations()
+
+
+@shared_task(name="annotation.recompute_agreement")
+def recompute_agreement(project_id: int, force: bool = False) -> dict:
+    """Compute and store the project's agreement snapshots (skipped when the latest covers every submission)."""
+    from .agreement.project import recompute
+
+    return recompute(project_id, force=force)

@@ -1,0 +1,317 @@
+"""Expert dashboards: per-project agreement, the lowest-agreement drill-down with adjudication, CSV downloads.
+
+Thin views over :mod:`annotation.agreement.project`: the figures come from the latest stored
+:class:`~annotation.models.AgreementSnapshot` (computed and stored on the first view when there is none); "recompute
+now" enqueues ``annotation.recompute_agreement`` after commit; charts are server-side SVG
+(:mod:`annotation.agreement.svg`). Staff / experts only: anonymous -> login, crowdworkers -> 403.
+
+URLs (``annotation/dashboard_urls.py``)::
+
+    /dashboards/                                     every project: latest figures (?format=csv)
+    /projects/<slug>/agreement/                      summary, charts (?format=csv: the summary table)
+    /projects/<slug>/agreement/recompute/            POST: enqueue a recompute
+    /projects/<slug>/agreement/items/                lowest agreement first, responses, adjudication (?format=csv)
+    /projects/<slug>/agreement/items/<id>/adjudicate/  POST: an expert's final answer
+    /projects/<slug>/agreement/<table>.csv           summary | topics | workers | items | over_time | pairs
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from .agreement import project as pa
+from .agreement import svg
+from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project
+from .views import expert_required
+
+CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def _num(v, digits: int = 3) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _raw(v) -> str:
+    return "" if v is None else repr(v) if isinstance(v, float) else str(v)
+
+
+def _snapshot(project: Project) -> AgreementSnapshot:
+    snap = pa.latest_snapshot(project)
+    if snap is None:
+        pa.store_snapshots(project)
+        snap = pa.latest_snapshot(project)
+    return snap
+
+
+def _submitted(project: Project) -> int:
+    return Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
+
+
+def _current_adjudications(project: Project) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for a in (Adjudication.objects.filter(item__project=project).select_related("expert")
+              .order_by("item_id", "created_at", "id")):
+        out[a.item_id] = {"answer": a.answer, "text": pa.answer_text(a.answer), "note": a.note,
+                          "by": a.expert.get_username() if a.expert else "", "at": a.created_at}
+    return out
+
+
+def _csv_response(filename: str, header: list[str], rows: list[list]) -> HttpResponse:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    for row in rows:
+        w.writerow([_raw(v) for v in row])
+    resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return resp
+
+
+FIGURE_COLUMNS = ["level", "alpha", "alpha_ci_low", "alpha_ci_high", "percent_agreement", "kappa", "fleiss_kappa",
+                  "n_units", "n_coders"]
+
+
+def _figure_row(f: dict) -> list:
+    ci = f.get("alpha_ci") or {}
+    return [f.get("level"), f.get("alpha"), ci.get("low"), ci.get("high"), f.get("percent_agreement"),
+            f.get("kappa"), f.get("fleiss_kappa"), f.get("n_units"), f.get("n_coders")]
+
+
+def _summary_scopes(table: dict) -> list[tuple[str, dict]]:
+    scopes = [("project", table)] + [(f"topic:{t['topic']}", t) for t in table.get("topics", [])]
+    cve = table.get("crowd_vs_expert")
+    if cve:
+        scopes += [("crowd", cve["crowd"]), ("expert", cve["expert"]), ("crowd-vs-expert", cve["between"])]
+    return scopes
+
+
+def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adjudications=None):
+    """(header, rows) of one CSV table of a project table."""
+    if name == "summary":
+        header = ["scope"] + FIGURE_COLUMNS + ["computed_at", "based_on"]
+        rows = [[scope] + _figure_row(f) + [snap.computed_at.isoformat() if snap else "", table.get("based_on")]
+                for scope, f in _summary_scopes(table)]
+    elif name == "topics":
+        header = ["topic"] + FIGURE_COLUMNS
+        rows = [[t["topic"]] + _figure_row(t) for t in table.get("topics", [])]
+    elif name == "workers":
+        header = ["coder", "worker_id", "name", "is_expert", "n_responses", "loo_agreement", "loo_n",
+                  "gold_accuracy", "gold_n", "competence"]
+        rows = [[w[h] for h in header] for w in table.get("workers", [])]
+    elif name == "items":
+        adjudications = adjudications or {}
+        header = ["item_id", "position", "topic", "text", "n", "agreement", "majority", "responses",
+                  "adjudicated", "adjudicated_by", "adjudicated_at"]
+        rows = []
+        for it in _lowest_first(table.get("items", [])):
+            adj = adjudications.get(it["item_id"])
+            rows.append([it["item_id"], it["position"], it["topic"], it["text"], it["n"], it["agreement"],
+                         it["majority"], "; ".join(f'{r["coder"]}={pa.answer_text(r["data"])}'
+                                                   for r in it["responses"]),
+                         adj["text"] if adj else "", adj["by"] if adj else "",
+                         adj["at"].isoformat() if adj else ""])
+    elif name == "over_time":
+        header = ["assignments", "alpha", "percent_agreement", "n_units"]
+        rows = [[p[h] for h in header] for p in table.get("over_time", [])]
+    else:
+        raise Http404(f"no table {name!r}; tables: {', '.join(CSV_TABLES)}")
+    return header, rows
+
+
+def _lowest_first(items: list[dict]) -> list[dict]:
+    return sorted(items, key=lambda it: (it["agreement"] is None, it["agreement"] if it["agreement"] is not None
+                                         else 0, it["position"], it["item_id"]))
+
+
+def charts(table: dict) -> dict:
+    hist = table.get("item_agreement_histogram") or {"bins": [k / 10 for k in range(11)], "counts": [0] * 10}
+    points = [{"x": w["loo_agreement"], "y": w["gold_accuracy"], "label": w["name"], "highlight": w["is_expert"]}
+              for w in table.get("workers", [])]
+    ot = table.get("over_time", [])
+    level = table.get("level", "nominal")
+    topic_rows = [{"label": t["topic"], "value": t["alpha"],
+                   "note": f' ({t["n_units"]} units, {t["n_coders"]} coders)'} for t in table.get("topics", [])]
+    alpha_name = "alpha_u" if level == "unitized" else "alpha"
+    return {
+        "histogram": svg.histogram("chart-histogram", hist["counts"], hist["bins"],
+                                   title="Per-item agreement (share of agreeing pairs)",
+                                   xlabel="agreement of the item's responses"),
+        "workers": svg.scatter("chart-workers", points, title="Workers: leave-one-out agreement vs gold accuracy",
+                               xlabel="agreement with the others' majority (LOO)", ylabel="gold accuracy"),
+        "time": svg.lines("chart-time", [p["assignments"] for p in ot],
+                          [{"name": "alpha (cumulative)", "values": [p["alpha"] for p in ot]},
+                           {"name": "% agreement (cumul.)", "values": [p["percent_agreement"] for p in ot]}],
+                          title="Agreement over submission order", xlabel="assignments submitted",
+                          ylabel="coefficient"),
+        "topics": svg.bars("chart-topics", topic_rows, title=f"Per-topic {alpha_name}", xlabel=alpha_name),
+        "n_workers_plotted": sum(1 for p in points if p["x"] is not None and p["y"] is not None),
+    }
+
+
+def _figure_rows(table: dict) -> list[dict]:
+    rows = []
+    for scope, f in _summary_scopes(table):
+        ci = f.get("alpha_ci")
+        rows.append({"scope": scope, "slug": scope.replace(":", "-").replace(" ", "-"), "level": f.get("level"),
+                     "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")),
+                     "ci": f"[{_num(ci['low'])}, {_num(ci['high'])}]" if ci else "—",
+                     "percent_agreement": _num(f.get("percent_agreement")),
+                     "percent_agreement_raw": _raw(f.get("percent_agreement")),
+                     "kappa": _num(f.get("kappa")), "kappa_raw": _raw(f.get("kappa")),
+                     "fleiss_kappa": _num(f.get("fleiss_kappa")), "fleiss_kappa_raw": _raw(f.get("fleiss_kappa")),
+                     "n_units": f.get("n_units"), "n_coders": f.get("n_coders"),
+                     "reasons": f.get("reasons") or {}})
+    return rows
+
+
+# --- pages --------------------------------------------------------------------------------------
+@expert_required
+@require_GET
+def dashboards(request):
+    rows = []
+    for project in Project.objects.all():
+        snap = pa.latest_snapshot(project)
+        submitted = _submitted(project)
+        f = snap.figures if snap else {}
+        rows.append({"project": project, "snap": snap, "submitted": submitted,
+                     "stale": snap is not None and snap.based_on != submitted,
+                     "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")), "level": f.get("level", ""),
+                     "percent_agreement": _num(f.get("percent_agreement")), "kappa": _num(f.get("kappa")),
+                     "n_units": f.get("n_units", ""), "n_coders": f.get("n_coders", ""),
+                     "adjudicated": Adjudication.objects.filter(item__project=project).values("item").distinct()
+                     .count()})
+    if request.GET.get("format") == "csv":
+        header = ["project", "task_type", "status", "submitted_assignments", "level", "alpha", "percent_agreement",
+                  "kappa", "n_units", "n_coders", "computed_at", "based_on"]
+        out = []
+        for r in rows:
+            f = r["snap"].figures if r["snap"] else {}
+            out.append([r["project"].slug, r["project"].task_type, r["project"].status, r["submitted"],
+                        f.get("level"), f.get("alpha"), f.get("percent_agreement"), f.get("kappa"),
+                        f.get("n_units"), f.get("n_coders"),
+                        r["snap"].computed_at.isoformat() if r["snap"] else "",
+                        r["snap"].based_on if r["snap"] else ""])
+        return _csv_response("dashboards.csv", header, out)
+    return render(request, "annotation/dashboard/index.html", {"rows": rows})
+
+
+@expert_required
+@require_GET
+def agreement(request, slug: str):
+    project = get_object_or_404(Project, slug=slug)
+    snap = _snapshot(project)
+    table = snap.figures
+    if request.GET.get("format") == "csv":
+        header, rows = table_csv(table, "summary", snap)
+        return _csv_response(f"{project.slug}-summary.csv", header, rows)
+    submitted = _submitted(project)
+    workers = sorted(table.get("workers", []), key=lambda w: w["coder"])
+    return render(request, "annotation/dashboard/agreement.html", {
+        "project": project, "snap": snap, "table": table, "figures": _figure_rows(table),
+        "overall": _figure_rows(table)[0], "charts": charts(table),
+        "workers": [{**w, "loo": _num(w["loo_agreement"]), "gold": _num(w["gold_accuracy"]),
+                     "comp": _num(w["competence"])} for w in workers],
+        "submitted": submitted, "stale": snap.based_on != submitted, "new_since": max(0, submitted - snap.based_on),
+        "csv_tables": CSV_TABLES, "unitized": table.get("level") == "unitized",
+        "lowest": _lowest_first(table.get("items", []))[:5],
+    })
+
+
+@expert_required
+@require_POST
+def agreement_recompute(request, slug: str):
+    project = get_object_or_404(Project, slug=slug)
+    pa.schedule_recompute(project.pk, force=True)
+    messages.success(request, "Recomputation queued: the figures update when the worker has finished "
+                              "(reload this page).")
+    return redirect("annotation:agreement", slug=project.slug)
+
+
+def _answer_choices(project: Project, item: dict) -> dict:
+    """What the adjudication form offers: labels (sentence_label), spans seen in the responses (aspect)."""
+    tt = project.get_task_type()
+    if tt.name == "sentence_label":
+        return {"kind": "label", "labels": tt.labels(project)}
+    if tt.name == "aspect":
+        spans = {}
+        for r in item["responses"]:
+            for a in r["data"].get("aspects") or []:
+                if isinstance(a, dict):
+                    spans[f'{a["begin"]}:{a["length"]}'] = a.get("text") or f'{a["begin"]}:{a["length"]}'
+        return {"kind": "aspects", "spans": sorted(spans.items(), key=lambda kv: tuple(map(int, kv[0].split(":"))))}
+    return {"kind": "json"}
+
+
+@expert_required
+@require_GET
+def agreement_items(request, slug: str):
+    return _items_page(request, get_object_or_404(Project, slug=slug))
+
+
+def _items_page(request, project: Project, *, error: dict | None = None, status: int = 200):
+    snap = _snapshot(project)
+    table = snap.figures
+    adjudications = _current_adjudications(project)
+    if request.GET.get("format") == "csv":
+        header, rows = table_csv(table, "items", snap, adjudications)
+        return _csv_response(f"{project.slug}-items.csv", header, rows)
+    try:
+        limit = max(1, min(1000, int(request.GET.get("limit", 50))))
+    except ValueError:
+        limit = 50
+    items = _lowest_first(table.get("items", []))
+    names = {w["coder"]: w["name"] for w in table.get("workers", [])}
+    rows = []
+    for it in items[:limit]:
+        rows.append({**it, "agreement_text": _num(it["agreement"]),
+                     "answers": [{"who": names.get(r["coder"], r["coder"]), "expert": r["is_expert"],
+                                  "text": pa.answer_text(r["data"])} for r in it["responses"]],
+                     "adjudication": adjudications.get(it["item_id"]), "form": _answer_choices(project, it),
+                     "error": (error or {}).get(it["item_id"])})
+    return render(request, "annotation/dashboard/items.html", {
+        "project": project, "snap": snap, "rows": rows, "total": len(items), "limit": limit,
+        "n_adjudicated": len(adjudications),
+    }, status=status)
+
+
+@expert_required
+@require_POST
+def adjudicate(request, slug: str, item_id: int):
+    project = get_object_or_404(Project, slug=slug)
+    item = get_object_or_404(Item, pk=item_id, project=project)
+    tt = project.get_task_type()
+    if tt.name == "sentence_label":
+        answer = {"label": request.POST.get("label", "")}
+    elif tt.name == "aspect":
+        answer = {"aspects": request.POST.getlist("aspects"), "no_aspect": bool(request.POST.get("no_aspect"))}
+    else:
+        try:
+            answer = json.loads(request.POST.get("answer") or "")
+        except ValueError:
+            answer = None
+    try:
+        pa.adjudicate_item(item, answer, expert=request.user, note=request.POST.get("note", "")[:2000])
+    except pa.AdjudicationRefused as exc:
+        return _items_page(request, project, error={item.pk: f"{exc.field}: {exc.reason}"}, status=400)
+    messages.success(request, f"Item {item.pk}: final answer recorded.")
+    return redirect(reverse("annotation:agreement-items", args=[project.slug]) + f"#item-{item.pk}")
+
+
+@expert_required
+@require_GET
+def agreement_csv(request, slug: str, table: str):
+    project = get_object_or_404(Project, slug=slug)
+    if table not in CSV_TABLES:
+        raise Http404(f"no table {table!r}")
+    snap = _snapshot(project)
+    header, rows = table_csv(snap.figures, table, snap, _current_adjudications(project))
+    return _csv_response(f"{project.slug}-{table}.csv", header, rows)
+
