@@ -208,3 +208,19 @@ LOGGING = {
 ARGORA_DEFAULT_ENCODER = os.environ.get("ARGORA_DEFAULT_ENCODER", "")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# --- MTurk (Amazon Mechanical Turk) -------------------------------------------------------------
+# Credentials: boto3's environment chain only (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE), never the DB.
+# New projects publish to the sandbox unless their MTurk settings say production.
+ARGORA_MTURK_SANDBOX = env_bool("ARGORA_MTURK_SANDBOX", True)
+ARGORA_MTURK_FRAME_HEIGHT = int(os.environ.get("ARGORA_MTURK_FRAME_HEIGHT", "800"))
+# Salt of the signed assignmentId/workerId/hitId binding on the ExternalQuestion page (signed with SECRET_KEY).
+ARGORA_MTURK_SIGNING_SALT = os.environ.get("ARGORA_MTURK_SIGNING_SALT", "argora.mturk.binding")
+ARGORA_MTURK_BINDING_MAX_AGE = int(os.environ.get("ARGORA_MTURK_BINDING_MAX_AGE", str(14 * 24 * 3600)))
+# Extra allowed turkSubmitTo origins (MTurk's www/workersandbox hosts are always allowed).
+ARGORA_MTURK_SUBMIT_TO = env_list("ARGORA_MTURK_SUBMIT_TO", "")
+# A local stand-in for MTurk's externalSubmit at /mturk/_test/turk/mturk/externalSubmit (also on with DEBUG).
+ARGORA_MTURK_FAKE_TURK = env_bool("ARGORA_MTURK_FAKE_TURK", False)
+CELERY_BEAT_SCHEDULE["mturk-sync"] = {
+    "task": "mturk.sync_all", "schedule": float(os.environ.get("ARGORA_MTURK_SYNC_SECONDS", "600")),
+}

@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("argora.api_urls")),
+    path("mturk/", include("mturk.urls")),
     path("", include("corpus.urls")),
     path("", include("annotation.urls")),
 ]

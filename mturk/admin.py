@@ -1,0 +1,93 @@
+"""Admin for MTurk: settings per project (with the panel link and actions), HITs, assignments, bonuses and the
+call log. Actions call the same services as the panel and the CLI; syncs run as Celery tasks (on commit)."""
+from django.contrib import admin, messages
+from django.db import transaction
+from django.urls import reverse
+from django.utils.html import format_html
+
+from . import publishing, sync
+from .client import MTurkError
+from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
+
+
+@admin.register(MTurkProjectSettings)
+class MTurkProjectSettingsAdmin(admin.ModelAdmin):
+    list_display = ("project", "sandbox", "title", "reward_cents", "target_hourly_wage_cents", "approval_policy",
+                    "panel")
+    list_filter = ("sandbox", "approval_policy")
+    readonly_fields = ("qualification_type_id", "updated_at")
+    actions = ["sync_now", "publish_hits", "sync_block_list", "expire_hits"]
+
+    @admin.display(description="panel")
+    def panel(self, obj):
+        return format_html('<a href="{}">MTurk panel</a>', reverse("mturk:panel", args=[obj.project.slug]))
+
+    @admin.action(description="Sync with MTurk (list, approve/reject, pay bonuses) as a background job")
+    def sync_now(self, request, queryset):
+        from .tasks import sync_project_task
+
+        for cfg in queryset:
+            transaction.on_commit(lambda pk=cfg.project_id: sync_project_task.delay(pk))
+        self.message_user(request, f"queued {queryset.count()} sync(s)")
+
+    @admin.action(description="Publish unpublished HITs (cost shown on the MTurk panel first)")
+    def publish_hits(self, request, queryset):
+        for cfg in queryset:
+            try:
+                rows = publishing.publish_project(cfg.project)
+                self.message_user(request, f"{cfg.project}: published {len(rows)} HIT(s)")
+            except (publishing.PublishError, MTurkError) as exc:
+                self.message_user(request, f"{cfg.project}: {exc}", level=messages.ERROR)
+
+    @admin.action(description="Block Argora's blocked workers on MTurk")
+    def sync_block_list(self, request, queryset):
+        for cfg in queryset:
+            try:
+                n = publishing.sync_blocks(sandbox=cfg.sandbox, project=cfg.project)
+                self.message_user(request, f"{cfg.project}: blocked {n} worker(s)")
+            except MTurkError as exc:
+                self.message_user(request, f"{cfg.project}: {exc}", level=messages.ERROR)
+
+    @admin.action(description="Expire the project's HITs now")
+    def expire_hits(self, request, queryset):
+        for cfg in queryset:
+            try:
+                self.message_user(request, f"{cfg.project}: expired {publishing.expire_hits(cfg.project)} HIT(s)")
+            except MTurkError as exc:
+                self.message_user(request, f"{cfg.project}: {exc}", level=messages.ERROR)
+
+
+@admin.register(MTurkHIT)
+class MTurkHITAdmin(admin.ModelAdmin):
+    list_display = ("mturk_hit_id", "project", "hit", "sandbox", "status", "max_assignments", "reward_cents",
+                    "created_at", "expires_at", "synced_at")
+    list_filter = ("sandbox", "status", "project")
+    search_fields = ("mturk_hit_id", "hit_type_id")
+    raw_id_fields = ("hit",)
+
+
+@admin.register(MTurkAssignment)
+class MTurkAssignmentAdmin(admin.ModelAdmin):
+    list_display = ("mturk_assignment_id", "worker_id", "mturk_hit", "status", "assignment", "submitted_at")
+    list_filter = ("status",)
+    search_fields = ("mturk_assignment_id", "worker_id")
+    raw_id_fields = ("mturk_hit", "assignment")
+
+
+@admin.register(MTurkBonus)
+class MTurkBonusAdmin(admin.ModelAdmin):
+    list_display = ("worker_id", "assignment_id", "amount_cents", "kind", "paid", "created_at", "paid_at")
+    list_filter = ("paid", "kind", "project")
+    search_fields = ("worker_id", "assignment_id")
+    readonly_fields = ("paid", "paid_at")
+
+
+@admin.register(MTurkOperation)
+class MTurkOperationAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "operation", "key", "status", "attempts", "sandbox", "error")
+    list_filter = ("status", "operation", "sandbox")
+    search_fields = ("key",)
+    readonly_fields = [f.name for f in MTurkOperation._meta.fields]
+
+    def has_add_permission(self, request):
+        return False

@@ -1,0 +1,315 @@
+"""Reconciling MTurk with Argora: list assignments, approve / reject, pay bonuses, notify workers.
+
+Run by the Celery beat entry ``mturk-sync`` (every project with MTurk HITs), the admin action and
+``manage.py mturk sync --project P``. Each change on MTurk goes through :func:`mturk.client.call_once`
+(logged before the call under a unique key), so running a sync again, or after a crash half-way, repeats
+nothing that was done: an approved assignment is not approved twice, a bonus is not paid twice
+(SendBonus carries a UniqueRequestToken derived from the key, and an interrupted bonus is first looked up
+with ListBonusPayments).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from annotation import services as annotation_services
+from annotation.models import Assignment, Project, Worker
+
+from . import payments
+from .client import MTurkError, call_once, get_client, request_token
+from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
+from .publishing import _parse_time, settings_for, sync_blocks
+
+log = logging.getLogger("argora.mturk")
+
+STATUSES = ["Submitted", "Approved", "Rejected"]
+
+
+@dataclass
+class SyncReport:
+    hits: int = 0
+    assignments: int = 0
+    matched: int = 0
+    unmatched: list = field(default_factory=list)
+    approved: int = 0
+    rejected: int = 0
+    bonuses_paid: int = 0
+    blocks: int = 0
+    errors: list = field(default_factory=list)
+    wage_warning: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        out = [f"HITs {self.hits}, MTurk assignments {self.assignments} ({self.matched} matched to Argora)",
+               f"approved {self.approved}, rejected {self.rejected}, bonuses paid {self.bonuses_paid}, "
+               f"workers blocked {self.blocks}"]
+        out += [f"not in Argora (no stored answers): {a}" for a in self.unmatched]
+        out += [f"ERROR: {e}" for e in self.errors]
+        if self.wage_warning:
+            out.append(f"WARNING: {self.wage_warning}")
+        return out
+
+
+def list_assignments(row: MTurkHIT) -> list[dict]:
+    client = get_client(row.sandbox)
+    out: list[dict] = []
+    token = None
+    for _ in range(1000):
+        kwargs = {"HITId": row.mturk_hit_id, "MaxResults": 100, "AssignmentStatuses": STATUSES}
+        if token:
+            kwargs["NextToken"] = token
+        page = client.list_assignments_for_hit(**kwargs)
+        out.extend(page.get("Assignments", []))
+        token = page.get("NextToken")
+        if not token:
+            break
+    return out
+
+
+def _argora_assignment(data: dict) -> Assignment | None:
+    return (Assignment.objects.select_related("worker")
+            .filter(external_id=data["AssignmentId"], worker__source=Worker.Source.MTURK,
+                    worker__external_id=data["WorkerId"]).first())
+
+
+def _record(row: MTurkHIT, data: dict, assignment: Assignment | None) -> MTurkAssignment:
+    values = {"mturk_hit": row, "worker_id": data["WorkerId"], "status": data.get("AssignmentStatus", ""),
+              "assignment": assignment, "accepted_at": _parse_time(data.get("AcceptTime")),
+              "submitted_at": _parse_time(data.get("SubmitTime"))}
+    try:
+        with transaction.atomic():
+            rec, _ = MTurkAssignment.objects.update_or_create(mturk_assignment_id=data["AssignmentId"], defaults=values)
+    except IntegrityError:  # the Argora assignment is linked to another MTurk assignment row: keep that link
+        values.pop("assignment")
+        rec, _ = MTurkAssignment.objects.update_or_create(mturk_assignment_id=data["AssignmentId"], defaults=values)
+    return rec
+
+
+def decide(cfg: MTurkProjectSettings, assignment: Assignment | None) -> tuple[str, str]:
+    """("approve" | "reject" | "wait", reason) for an MTurk assignment in status Submitted."""
+    if assignment is None:
+        return "wait", "no answers were stored in Argora for this assignment: review it by hand"
+    if assignment.status == Assignment.Status.APPROVED:
+        return "approve", ""
+    if assignment.status == Assignment.Status.REJECTED:
+        return "reject", cfg.reject_reason
+    if assignment.status != Assignment.Status.SUBMITTED:
+        return "wait", f"the Argora assignment is {assignment.status}"
+    if cfg.approval_policy == MTurkProjectSettings.Approval.AUTO:
+        return "approve", ""
+    if cfg.approval_policy == MTurkProjectSettings.Approval.GOLD:
+        worker = assignment.worker
+        if worker.blocked:
+            return "reject", cfg.reject_reason
+        return "approve", ""
+    return "wait", "waiting for staff review in Argora"
+
+
+def approve(rec: MTurkAssignment, *, sandbox: bool, project: Project, feedback: str = "") -> None:
+    params = {"AssignmentId": rec.mturk_assignment_id}
+    if feedback:
+        params["RequesterFeedback"] = feedback[:1024]
+    call_once(f"approve:{rec.mturk_assignment_id}", "approve_assignment", params, sandbox=sandbox, project=project,
+              already_done=lambda _op: _status_is(rec, sandbox, "Approved"))
+    MTurkAssignment.objects.filter(pk=rec.pk).update(status="Approved")
+    if rec.assignment is not None and rec.assignment.status == Assignment.Status.SUBMITTED:
+        annotation_services.set_assignment_status(rec.assignment, Assignment.Status.APPROVED)
+
+
+def reject(rec: MTurkAssignment, reason: str, *, sandbox: bool, project: Project) -> None:
+    call_once(f"reject:{rec.mturk_assignment_id}", "reject_assignment",
+              {"AssignmentId": rec.mturk_assignment_id, "RequesterFeedback": (reason or "Rejected.")[:1024]},
+              sandbox=sandbox, project=project, already_done=lambda _op: _status_is(rec, sandbox, "Rejected"))
+    MTurkAssignment.objects.filter(pk=rec.pk).update(status="Rejected")
+    if rec.assignment is not None and rec.assignment.status == Assignment.Status.SUBMITTED:
+        annotation_services.set_assignment_status(rec.assignment, Assignment.Status.REJECTED)
+
+
+def _status_is(rec: MTurkAssignment, sandbox: bool, status: str) -> dict | None:
+    answer = get_client(sandbox).get_assignment(AssignmentId=rec.mturk_assignment_id)
+    if answer.get("Assignment", {}).get("AssignmentStatus") == status:
+        return {"found": status}
+    return None
+
+
+# --- bonuses ------------------------------------------------------------------------------------
+def grant_bonus(project: Project, assignment_id: str, amount_cents: int, reason: str, *,
+                kind: str = "manual") -> MTurkBonus:
+    """Plan a bonus (paid by the next sync). ``assignment_id`` is MTurk's AssignmentId."""
+    rec = MTurkAssignment.objects.filter(mturk_assignment_id=assignment_id).first()
+    if rec is None:
+        raise MTurkError(f"unknown MTurk assignment {assignment_id!r}: run a sync first")
+    if amount_cents < 1:
+        raise MTurkError("a bonus must be at least 1 cent")
+    if not reason.strip():
+        raise MTurkError("give the worker a reason for the bonus (MTurk shows it to them)")
+    return MTurkBonus.objects.create(project=project, assignment_id=assignment_id, worker_id=rec.worker_id,
+                                     amount_cents=amount_cents, reason=reason.strip(), kind=kind)
+
+
+def plan_wage_topups(project: Project) -> list[MTurkBonus]:
+    """One bonus per approved MTurk assignment whose own working time paid less than the wage floor:
+    target wage x work_seconds (rounded up) - reward. At most one top-up per assignment."""
+    cfg = settings_for(project)
+    created = []
+    recs = (MTurkAssignment.objects.filter(mturk_hit__project=project, status="Approved", assignment__isnull=False,
+                                           assignment__work_seconds__isnull=False)
+            .select_related("assignment", "mturk_hit"))
+    for rec in recs:
+        owed = payments.reward_for_wage(cfg.target_hourly_wage_cents, rec.assignment.work_seconds)
+        missing = owed - rec.mturk_hit.reward_cents
+        if missing < 1 or MTurkBonus.objects.filter(assignment_id=rec.mturk_assignment_id, kind="wage-topup").exists():
+            continue
+        try:
+            with transaction.atomic():
+                created.append(MTurkBonus.objects.create(
+                    project=project, assignment_id=rec.mturk_assignment_id, worker_id=rec.worker_id, amount_cents=missing,
+                    kind="wage-topup", reason=(f"Top-up so that your {rec.assignment.work_seconds / 60:.1f} minutes "
+                                               f"of work pay at least {payments.dollars(cfg.target_hourly_wage_cents)}"
+                                               "/hour. Thank you!")))
+        except IntegrityError:
+            continue
+    return created
+
+
+def bonus_key(bonus: MTurkBonus) -> str:
+    return f"bonus:{bonus.pk}"
+
+
+def bonus_reason(bonus: MTurkBonus) -> str:
+    # the reference lets an interrupted payment be found again with ListBonusPayments
+    return f"{bonus.reason} [ref {bonus_key(bonus)}]"
+
+
+def _find_bonus(bonus: MTurkBonus, sandbox: bool) -> dict | None:
+    client = get_client(sandbox)
+    token = None
+    want = Decimal(payments.mturk_amount(bonus.amount_cents))
+    for _ in range(100):
+        kwargs = {"AssignmentId": bonus.assignment_id, "MaxResults": 100}
+        if token:
+            kwargs["NextToken"] = token
+        page = client.list_bonus_payments(**kwargs)
+        for p in page.get("BonusPayments", []):
+            if Decimal(str(p.get("BonusAmount", "0"))) == want and f"[ref {bonus_key(bonus)}]" in p.get("Reason", ""):
+                return {"found": "ListBonusPayments", "GrantTime": str(p.get("GrantTime", ""))}
+        token = page.get("NextToken")
+        if not token:
+            return None
+    return None
+
+
+def pay_bonus(bonus: MTurkBonus, *, sandbox: bool) -> MTurkOperation:
+    key = bonus_key(bonus)
+    params = {"WorkerId": bonus.worker_id, "BonusAmount": payments.mturk_amount(bonus.amount_cents),
+              "AssignmentId": bonus.assignment_id, "Reason": bonus_reason(bonus),
+              "UniqueRequestToken": request_token(key)}
+    op = call_once(key, "send_bonus", params, sandbox=sandbox, project=bonus.project,
+                   already_done=lambda _op: _find_bonus(bonus, sandbox), duplicate_ok=True)
+    MTurkBonus.objects.filter(pk=bonus.pk).update(paid=True, paid_at=timezone.now())
+    return op
+
+
+# --- notifications ------------------------------------------------------------------------------
+def notify_workers(project: Project, subject: str, message: str, worker_ids: list[str], *,
+                   sandbox: bool | None = None) -> int:
+    """NotifyWorkers in batches of 100; each batch logged once (same text to the same workers = one call)."""
+    if not subject.strip() or not message.strip():
+        raise MTurkError("give a subject and a message")
+    sandbox = settings_for(project).sandbox if sandbox is None else sandbox
+    ids = sorted(set(worker_ids))
+    sent = 0
+    for i in range(0, len(ids), 100):
+        batch = ids[i:i + 100]
+        digest = hashlib.sha256("\n".join([subject, message, *batch]).encode()).hexdigest()[:32]
+        call_once(f"notify:{project.pk}:{digest}", "notify_workers",
+                  {"Subject": subject[:200], "MessageText": message[:4096], "WorkerIds": batch},
+                  sandbox=sandbox, project=project)
+        sent += len(batch)
+    return sent
+
+
+# --- the sync -----------------------------------------------------------------------------------
+def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
+    """List every assignment of the project's MTurk HITs, reconcile, approve/reject, pay pending bonuses."""
+    cfg = settings_for(project)
+    report = SyncReport()
+    for row in MTurkHIT.objects.filter(project=project).select_related("hit"):
+        report.hits += 1
+        try:
+            listed = list_assignments(row)
+        except Exception as exc:  # one HIT failing does not stop the others
+            report.errors.append(f"{row.mturk_hit_id}: {exc}")
+            continue
+        for data in listed:
+            report.assignments += 1
+            assignment = _argora_assignment(data)
+            rec = _record(row, data, assignment)
+            if assignment is not None:
+                report.matched += 1
+            if data.get("AssignmentStatus") != "Submitted":
+                continue
+            action, reason = decide(cfg, assignment)
+            try:
+                if action == "approve":
+                    approve(rec, sandbox=row.sandbox, project=project)
+                    report.approved += 1
+                elif action == "reject":
+                    reject(rec, reason, sandbox=row.sandbox, project=project)
+                    report.rejected += 1
+                elif assignment is None:
+                    report.unmatched.append(f"{data['AssignmentId']} by {data['WorkerId']}")
+            except MTurkError as exc:
+                report.errors.append(str(exc))
+        MTurkHIT.objects.filter(pk=row.pk).update(synced_at=timezone.now())
+    for bonus in MTurkBonus.objects.filter(project=project, paid=False).order_by("pk"):
+        sandbox = (MTurkAssignment.objects.filter(mturk_assignment_id=bonus.assignment_id)
+                   .values_list("mturk_hit__sandbox", flat=True).first())
+        try:
+            pay_bonus(bonus, sandbox=cfg.sandbox if sandbox is None else sandbox)
+            report.bonuses_paid += 1
+        except MTurkError as exc:
+            report.errors.append(str(exc))
+    if blocks:
+        try:
+            report.blocks = sync_blocks(sandbox=cfg.sandbox, project=project)
+        except Exception as exc:
+            report.errors.append(f"block list: {exc}")
+    report.wage_warning = payments.wage_check(project)["warning"]
+    log.info("mturk sync %s: %s", project.slug, "; ".join(report.lines()))
+    return report
+
+
+def sync_all() -> dict:
+    """Every project with MTurk HITs (the periodic task)."""
+    out = {}
+    for project in Project.objects.filter(mturk_hits__isnull=False, mturk__isnull=False).distinct():
+        out[project.slug] = sync_project(project).as_dict()
+    return out
+
+
+# --- money so far -------------------------------------------------------------------------------
+def cost_so_far(project: Project) -> dict:
+    """Rewards of approved MTurk assignments + bonuses paid, with MTurk's fees (cents)."""
+    cfg = MTurkProjectSettings.objects.filter(project=project).first()
+    masters = bool(cfg and cfg.require_masters)
+    reward = fee = 0
+    for rec in MTurkAssignment.objects.filter(mturk_hit__project=project, status="Approved").select_related(
+            "mturk_hit"):
+        reward += rec.mturk_hit.reward_cents
+        fee += payments.fee_cents(rec.mturk_hit.reward_cents, rec.mturk_hit.max_assignments, masters=masters)
+    bonuses = list(MTurkBonus.objects.filter(project=project, paid=True).values_list("amount_cents", flat=True))
+    bonus_total = sum(bonuses)
+    bonus_fee = sum(payments.bonus_fee_cents(b) for b in bonuses)
+    pending = MTurkBonus.objects.filter(project=project, paid=False).aggregate(s=Sum("amount_cents"))["s"] or 0
+    return {"rewards_cents": reward, "reward_fees_cents": fee, "bonuses_cents": bonus_total,
+            "bonus_fees_cents": bonus_fee, "total_cents": reward + fee + bonus_total + bonus_fee,
+            "pending_bonuses_cents": pending}

@@ -1,0 +1,279 @@
+"""MTurk pages: the ExternalQuestion (preview / accept), its submit endpoint, the staff panel, and a stand-in
+for MTurk's ``/mturk/externalSubmit`` that exists only in DEBUG or with ``ARGORA_MTURK_FAKE_TURK`` (tests).
+
+The ExternalQuestion is shown inside MTurk's iframe, so these two views (and only these) are
+``xframe_options_exempt``; MTurk's page is cross-site, so they are ``csrf_exempt`` and authenticate with the
+signed binding instead (see :mod:`mturk.binding`). They reuse ``annotation/hit.html`` and ``hit.js``: the page's
+JSON submit goes to :func:`external_submit`, which stores the answers through
+``annotation.services.submit_assignment`` and then hands the worker a form that posts ``assignmentId`` to
+``turkSubmitTo + "/mturk/externalSubmit"``.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db import transaction
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation import services as annotation_services
+from annotation.forms import FEEDBACK_MAX, HITSubmitForm, errors_by_item, parse_item_responses
+from annotation.models import HITItem, Project
+
+from . import binding as binding_mod
+from . import payments, publishing, sync
+from .client import MTurkError, account_balance
+from .models import MTurkHIT, MTurkOperation, MTurkProjectSettings
+
+RECEIVED: list[dict] = []  # what the local MTurk stand-in received (tests read it)
+
+
+def _notice(request, heading, lines, *, status):
+    response = render(request, "mturk/notice.html", {"heading": heading, "lines": lines}, status=status)
+    return response
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
+
+
+def _hit_context(request, project, *, items, assignment=None, preview=False, submit_url="", next_url="",
+                 values=None, item_errors=None, general_errors=(), feedback="", feedback_error="", reward_cents=0):
+    task_type = project.get_task_type()
+    values = values or {}
+    item_errors = item_errors or {}
+    entries = []
+    for number, item in enumerate(items, start=1):
+        ctx = {"text": item.payload.get("text", ""), "topic": item.payload.get("topic", ""),
+               "labels": (project.config or {}).get("labels", [])}
+        ctx.update(task_type.item_context(project, item))
+        entries.append({"item": item, "ctx": ctx, "number": number, "value": values.get(item.pk, {}),
+                        "error": item_errors.get(item.pk, "")})
+    return {
+        "project": project, "task_type": task_type, "assignment": assignment, "items": entries,
+        "answered": sum(1 for e in entries if e["value"]), "general_errors": list(general_errors),
+        "feedback": feedback, "feedback_error": feedback_error, "feedback_max": FEEDBACK_MAX,
+        "show_instructions": True, "hits_done": 0, "hits_available": 0, "max_hits": None,
+        "expires_at": assignment.expires_at if assignment is not None else None,
+        "time_estimate": _duration(project.time_estimate_seconds),
+        "reward": f"${reward_cents / 100:.2f}", "submit_url": submit_url, "next_url": next_url,
+        "preview": preview, "mturk": True,
+    }
+
+
+def _bound_urls(project, b: binding_mod.Binding) -> str:
+    query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
+                       "binding": b.dumps()})
+    return reverse("mturk:external-submit", args=[project.slug]) + "?" + query
+
+
+def _render_hit(request, project, assignment, b, *, status=200, **extra):
+    url = _bound_urls(project, b)
+    mhit = MTurkHIT.objects.filter(mturk_hit_id=b.hit_id).first()
+    context = _hit_context(request, project, items=annotation_services.assignment_items(assignment),
+                           assignment=assignment, submit_url=url, next_url=url,
+                           reward_cents=mhit.reward_cents if mhit else project.reward_cents, **extra)
+    return render(request, "mturk/hit.html", context, status=status)
+
+
+@xframe_options_exempt
+@csrf_exempt
+@require_GET
+def external(request, slug: str):
+    """The ExternalQuestion URL: preview (no reservation) or accept (bind and show the HIT)."""
+    project = get_object_or_404(Project, slug=slug)
+    q = request.GET
+    assignment_id = q.get("assignmentId", "")
+    hit_id = q.get("hitId", "")
+    mhit = MTurkHIT.objects.select_related("hit").filter(project=project, mturk_hit_id=hit_id).first() \
+        if hit_id else None
+    if project.status != Project.Status.ACTIVE:
+        return _notice(request, "This study is closed",
+                       [f"{project.name} takes no more answers. Please return the HIT."], status=410)
+    if not assignment_id or assignment_id == binding_mod.PREVIEW_ASSIGNMENT_ID:
+        hit = mhit.hit if mhit is not None else project.hits.order_by("position").first()
+        items = [hi.item for hi in HITItem.objects.filter(hit=hit).select_related("item").order_by("position")] \
+            if hit is not None else []
+        context = _hit_context(request, project, items=items, preview=True, next_url=request.get_full_path(),
+                               reward_cents=mhit.reward_cents if mhit else project.reward_cents)
+        return render(request, "mturk/hit.html", context)
+    if mhit is None:
+        return _notice(request, "Unknown HIT", ["This HIT is not part of this project. Please return it."],
+                       status=404)
+    turk_submit_to = q.get("turkSubmitTo", "")
+    if not binding_mod.allowed_submit_to(turk_submit_to, request):
+        return _notice(request, "Cannot open this HIT",
+                       ["turkSubmitTo is missing or not an MTurk address; open the HIT from MTurk."], status=400)
+    try:
+        b = binding_mod.bind(project, mhit, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
+                             turk_submit_to=turk_submit_to)
+    except binding_mod.BindingRefused as exc:
+        return _notice(request, "Not your HIT", [str(exc)], status=403)
+    except binding_mod.BindingConflict as exc:
+        return _notice(request, "Please return this HIT", [str(exc)], status=409)
+    except annotation_services.WorkerBlocked as exc:
+        return _notice(request, "No more HITs for you here", [str(exc), "Please return the HIT."], status=403)
+    except annotation_services.ProjectNotActive as exc:
+        return _notice(request, "This study is closed", [str(exc)], status=410)
+    assignment, _worker = binding_mod.assignment_for(b, project)
+    if assignment.status in ("submitted", "approved"):
+        return _handoff(request, project, b, assignment)
+    return _render_hit(request, project, assignment, b)
+
+
+def _handoff(request, project, b, assignment):
+    """The last page: post assignmentId to MTurk's externalSubmit (automatically, or with the button)."""
+    return render(request, "mturk/external_submit.html", {
+        "project": project, "action": b.submit_url, "assignment_id": b.assignment_id,
+        "argora_assignment": assignment.pk, "submission": assignment.submission_key[:16]})
+
+
+@xframe_options_exempt
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def external_submit(request, slug: str):
+    """Store the answers (JSON from hit.js, or the plain form), then hand over to MTurk. 403 on a bad binding."""
+    project = get_object_or_404(Project, slug=slug)
+    try:
+        b = binding_mod.load(request.GET.get("binding", ""), project=project, query=request.GET)
+        assignment, worker = binding_mod.assignment_for(b, project)
+    except binding_mod.BindingRefused as exc:
+        if _wants_json(request):
+            return JsonResponse({"detail": str(exc)}, status=403)
+        return _notice(request, "Not your HIT", [str(exc)], status=403)
+    if request.method == "GET":
+        if assignment.status in ("submitted", "approved"):
+            return _handoff(request, project, b, assignment)
+        query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
+                           "turkSubmitTo": b.turk_submit_to})
+        return redirect(reverse("mturk:external", args=[project.slug]) + "?" + query)
+    if request.content_type == "application/json":
+        return _submit_json(request, assignment, worker)
+    return _submit_form(request, project, assignment, worker, b)
+
+
+def _wants_json(request) -> bool:
+    return request.content_type == "application/json" or "application/json" in request.headers.get("Accept", "")
+
+
+def _submit_json(request, assignment, worker):
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return JsonResponse({"errors": {"body": "not valid JSON"}}, status=400)
+    if not isinstance(body, dict):
+        return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
+    try:
+        done = annotation_services.submit_assignment(assignment, worker, body.get("responses"),
+                                                     feedback=body.get("feedback") or "",
+                                                     client_seconds=body.get("client_seconds"))
+    except annotation_services.ValidationFailed as exc:
+        return JsonResponse({"errors": exc.errors}, status=400)
+    except annotation_services.SubmissionError as exc:
+        return JsonResponse({"detail": str(exc)}, status=exc.status)
+    return JsonResponse({"assignment": done.pk, "status": done.status})
+
+
+def _submit_form(request, project, assignment, worker, b):
+    form = HITSubmitForm(request.POST)
+    item_ids = [item.pk for item in annotation_services.assignment_items(assignment)]
+    responses = parse_item_responses(request.POST, item_ids)
+    if not form.is_valid() or form.cleaned_data["assignment"] != assignment.pk:
+        lines = [f"{f}: {' '.join(e)}" for f, e in form.errors.items()] or ["assignment: does not match this HIT"]
+        return _render_hit(request, project, assignment, b, values=responses, general_errors=lines, status=400)
+    feedback = form.cleaned_data["feedback"]
+    try:
+        annotation_services.submit_assignment(assignment, worker, responses, feedback=feedback,
+                                              client_seconds=form.cleaned_data["client_seconds"])
+    except annotation_services.ValidationFailed as exc:
+        item_errors, general = errors_by_item(exc.errors, item_ids)
+        return _render_hit(request, project, assignment, b, values=responses, item_errors=item_errors,
+                           general_errors=[g for g in general if not g.startswith("feedback:")], feedback=feedback,
+                           feedback_error=exc.errors.get("feedback", ""), status=400)
+    except annotation_services.SubmissionError as exc:
+        return _notice(request, "Could not submit", [str(exc)], status=exc.status)
+    assignment.refresh_from_db()
+    return _handoff(request, project, b, assignment)
+
+
+@xframe_options_exempt
+@csrf_exempt
+def fake_external_submit(request):
+    """Local stand-in for MTurk's externalSubmit (DEBUG or ARGORA_MTURK_FAKE_TURK only): records the POST."""
+    if not binding_mod.fake_turk_enabled():
+        raise Http404("not available")
+    data = {k: request.POST.get(k) if request.method == "POST" else request.GET.get(k)
+            for k in (request.POST if request.method == "POST" else request.GET)}
+    RECEIVED.append({"method": request.method, "data": data})
+    return render(request, "mturk/fake_turk.html", {"method": request.method, "data": sorted(data.items())})
+
+
+# --- staff panel --------------------------------------------------------------------------------
+PANEL_ACTIONS = ("publish", "sync", "sync_blocks", "expire", "extend", "wage_topups")
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def panel(request, slug: str):
+    project = get_object_or_404(Project, slug=slug)
+    cfg = MTurkProjectSettings.objects.filter(project=project).first()
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action not in PANEL_ACTIONS or cfg is None:
+            messages.error(request, f"action: unknown action {action!r} or no MTurk settings")
+            return redirect("mturk:panel", slug=slug)
+        try:
+            if action == "publish":
+                if request.POST.get("confirm") != "yes":
+                    messages.error(request, "confirm: tick the box to confirm the cost before publishing")
+                else:
+                    rows = publishing.publish_project(project)
+                    messages.success(request, f"published {len(rows)} HIT(s) on "
+                                              f"{publishing.env_name(cfg.sandbox)}")
+            elif action == "sync":
+                from .tasks import sync_project_task
+
+                transaction.on_commit(lambda: sync_project_task.delay(project.pk))
+                messages.success(request, "sync queued (see Jobs)")
+            elif action == "sync_blocks":
+                n = publishing.sync_blocks(sandbox=cfg.sandbox, project=project)
+                messages.success(request, f"blocked {n} worker(s) on MTurk")
+            elif action == "expire":
+                messages.success(request, f"expired {publishing.expire_hits(project)} HIT(s)")
+            elif action == "extend":
+                hours = int(request.POST.get("hours") or 24)
+                messages.success(request, f"extended {publishing.extend_hits(project, seconds=hours * 3600)} HIT(s)")
+            elif action == "wage_topups":
+                n = len(sync.plan_wage_topups(project))
+                messages.success(request, f"planned {n} wage top-up bonus(es); the next sync pays them")
+        except (publishing.PublishError, MTurkError, ValueError) as exc:
+            messages.error(request, str(exc))
+        return redirect("mturk:panel", slug=slug)
+    balance, balance_error = None, ""
+    preview = None
+    if cfg is not None:
+        try:
+            balance = account_balance(cfg.sandbox)
+        except MTurkError as exc:
+            balance_error = str(exc)
+        except Exception as exc:  # no credentials in this environment
+            balance_error = f"{type(exc).__name__}: {exc}"
+        preview = payments.cost_preview(project)
+    hits = MTurkHIT.objects.filter(project=project).select_related("hit")
+    status_counts: dict[str, int] = {}
+    for row in hits:
+        status_counts[row.status] = status_counts.get(row.status, 0) + 1
+    return render(request, "mturk/panel.html", {
+        "project": project, "cfg": cfg, "hits": hits[:200], "hit_count": hits.count(), "status_counts": status_counts,
+        "cost": sync.cost_so_far(project), "balance": balance, "balance_error": balance_error, "preview": preview,
+        "wage": payments.wage_check(project), "external_url": publishing.external_url(project),
+        "operations": MTurkOperation.objects.filter(project=project)[:50],
+        "pending_ops": MTurkOperation.objects.filter(project=project).exclude(status="done").count(),
+    })
