@@ -622,8 +622,9 @@ def schedule_recompute(project_id: int, *, delay: int | None = None, force: bool
         return False
     kwargs = {"force": True} if force else {}
     countdown = 0 if force else delay
+    # robust: a broker that is down is logged, and never fails the submission that triggered the recompute
     transaction.on_commit(lambda: recompute_agreement.apply_async(args=[project_id], kwargs=kwargs,
-                                                                  countdown=countdown))
+                                                                  countdown=countdown), robust=not force)
     return True
 
 

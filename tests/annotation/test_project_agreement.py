@@ -355,3 +355,15 @@ def test_unitized_figures_equal_alpha_u_of_the_same_spans():
     a11 = unitized_alpha(*spans_on_continuum([s for s in spans if s[1] == 11], [items[1]]),
                          coders=["worker:1", "worker:2"]).alpha_u
     assert f2["alpha"] == pytest.approx((a10 * 20 + a11 * 15) / 35)
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_recompute_runs_on_a_real_worker(celery_worker_proc):
+    from annotation.tasks import recompute_agreement
+
+    project = build_project({"a": ["pro", "con", "pro"], "b": ["pro", "con", "con"]}, slug="on-worker")
+    AgreementSnapshot.objects.filter(project=project).delete()  # whatever the submissions scheduled
+    result = recompute_agreement.apply_async(args=[project.pk], kwargs={"force": True})
+    assert result.get(timeout=120)["stored"] == 2
+    assert pa.latest_snapshot(project).based_on == 2
