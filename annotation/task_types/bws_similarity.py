@@ -49,6 +49,10 @@ class BWSSimilarity(TaskType):
     label = "Argument similarity (Best-Worst Scaling)"
     template = "annotation/task_types/bws_similarity.html"
     script = "annotation/task_types/bws_similarity.js"
+    keys_help = (
+        ("<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the MOST similar"),
+        ("<kbd>Shift</kbd>+<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the LEAST similar (it must differ from the most similar)"),
+    )
 
     # --- set-up ---------------------------------------------------------------------------------
     def clean_config(self, config):
