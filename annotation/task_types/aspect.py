@@ -7,6 +7,8 @@ Item payload (built by :meth:`Aspect.build_items` / :func:`build_payload`)::
                           # first list: the ranker's top-k (config top_k, default 10), best first
      "more": [{"id": "0:7", "begin": 0, "length": 7, "text": "Nuclear"}, ...],
                           # second list: every other filtered 1-4-gram, in sentence order (begin, length)
+     "tokens": [[0, 7], [8, 14], ...],   # [begin, end) character offsets of every token (candidates.tokenize),
+                          # what free spans snap to (config free_spans)
      "check": {"a": 3, "b": 4, "question": "3 + 4"},   # arithmetic asked with either checkbox
      "ranker": "baseline",
      "reference": {...}        # optional: aspects imported with the sentence (App. F), never shown
@@ -23,23 +25,37 @@ Refusals (HTTP 400 naming the field): unknown field; nothing chosen; a span outs
 the offered candidates (either list), or overlapping another chosen span (``aspects``); "no aspect" together
 with aspects or with "not in lists" (``no_aspect``); a missing or wrong sum (``check``).
 
+Free spans (``config["free_spans"] = true``; Arg-CTRL §3.1 Step 1, the experts' preliminary study with free
+token-level spans): besides the offered candidates, any span of one or more whole tokens is accepted, of any
+length (the study had aspects longer than 4 tokens): its begin must be a token's begin and its end a token's
+end (:func:`annotation.aspects.candidates.tokenize`, the payload's ``tokens``). A span that cuts a token, covers
+only whitespace, lies outside the sentence or overlaps another is refused (``aspects``) as in normal mode. In
+normal mode a span that was not offered is refused.
+
 Cleaned response (what is stored)::
 
-    {"aspects": [{"begin": 18, "length": 5, "text": "clean", "list": "ranked" | "more"}, ...],  # by begin
+    {"aspects": [{"begin": 18, "length": 5, "text": "clean", "list": "ranked" | "more" | "free"}, ...],  # by begin
      "no_aspect": false, "not_in_lists": false}
+
+``"list": "free"`` marks a free span that was in neither list (an offered span keeps its list). Aggregation,
+the App. F export and the unitized (alpha_u) data take spans as ``begin``/``length`` only, so free spans go
+through them like any other.
 
 Gold: ``GoldItem.expected = {"aspects": [{"begin", "length", "text"}], "no_aspect": false}``.
 Config: ``top_k`` (default 10; the paper used 10 in-topic and 15 cross-topic), ``threshold`` (votes needed
-to accept a span; default a strict majority of R), ``ranker`` (a name from annotation.aspects.rankers).
+to accept a span; default a strict majority of R), ``ranker`` (a name from annotation.aspects.rankers),
+``free_spans`` (default false: see above; the page then lets the annotator select words in the sentence with
+the mouse or the keyboard; the no-JS form stays candidate-only).
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 
 from annotation.aspects.aggregation import final_answer
-from annotation.aspects.candidates import candidates as make_candidates, span_id
+from annotation.aspects.candidates import candidates as make_candidates, span_id, tokenize
 from annotation.aspects.rankers import get_active_ranker, rank, ranker_names
 
 from . import register
@@ -94,7 +110,35 @@ def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: i
     more.sort(key=lambda c: (c["begin"], c["length"]))
     return {"sentence_id": sentence_id, "text": text, "topic": topic, "stance": stance,
             "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
-            "more": more, "check": arithmetic_check(text), "ranker": getattr(ranker, "name", type(ranker).__name__)}
+            "more": more, "tokens": token_offsets(text), "check": arithmetic_check(text),
+            "ranker": getattr(ranker, "name", type(ranker).__name__)}
+
+
+def token_offsets(text: str) -> list[list[int]]:
+    """``[[begin, end], ...]``: the character offsets of every token of ``text`` (what free spans snap to)."""
+    return [[t.begin, t.end] for t in tokenize(text)]
+
+
+def free_spans(project) -> bool:
+    """Whether the project lets annotators mark any token span (``config["free_spans"]``)."""
+    return (getattr(project, "config", None) or {}).get("free_spans") is True
+
+
+def token_span_error(text: str, begin: int, length: int) -> str | None:
+    """Why ``text[begin:begin + length]`` is not a span of whole tokens (``None`` when it is one)."""
+    tokens = tokenize(text)
+    starts = {t.begin: i for i, t in enumerate(tokens)}
+    ends = {t.end: i for i, t in enumerate(tokens)}
+    end = begin + length
+    if begin not in starts and end not in ends:
+        return "neither starts nor ends on a word boundary"
+    if begin not in starts:
+        return "does not start at the beginning of a word"
+    if end not in ends:
+        return "does not end at the end of a word"
+    if ends[end] < starts[begin]:  # cannot happen for length > 0, kept for safety
+        return "covers no word"
+    return None
 
 
 def _flag(data: dict, name: str) -> bool:
@@ -131,6 +175,8 @@ class Aspect(TaskType):
         if ranker not in ranker_names():
             raise ResponseInvalid("ranker", f"unknown ranker {ranker!r} (known: {', '.join(ranker_names())})")
         config["ranker"] = ranker
+        if "free_spans" in config and not isinstance(config["free_spans"], bool):
+            raise ResponseInvalid("free_spans", "true or false")
         return config
 
     def build_items(self, project, rows):
@@ -157,9 +203,14 @@ class Aspect(TaskType):
 
     def item_context(self, project, item):
         payload = item.payload or {}
-        return {"item": item, "payload": payload, "text": payload.get("text", ""), "topic": payload.get("topic", ""),
+        text = payload.get("text", "")
+        free = free_spans(project)
+        return {"item": item, "payload": payload, "text": text, "topic": payload.get("topic", ""),
                 "candidates": payload.get("candidates", []), "more": payload.get("more", []),
-                "check_question": (payload.get("check") or {}).get("question", "")}
+                "check_question": (payload.get("check") or {}).get("question", ""),
+                # free mode: the page snaps selections to these (the server's own tokens, also for items
+                # built before the payload carried "tokens")
+                "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else ""}
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data):
@@ -173,6 +224,8 @@ class Aspect(TaskType):
         offered = {c["id"]: "ranked" for c in payload.get("candidates", [])}
         for c in payload.get("more", []):
             offered.setdefault(c["id"], "more")
+        free = free_spans(project)
+        lists: dict[tuple[int, int], str] = {}
 
         raw = data.get("aspects", [])
         if raw is None or raw == "":
@@ -187,10 +240,18 @@ class Aspect(TaskType):
             if span is None:
                 raise ResponseInvalid("aspects", f"{value!r} is not a candidate id (begin:length)")
             begin, length = span
-            if length <= 0 or begin + length > len(text):
+            if begin < 0 or length <= 0 or begin + length > len(text):
                 raise ResponseInvalid("aspects", f"{span_id(begin, length)} is outside the sentence "
                                                  f"({len(text)} characters)")
-            if span_id(begin, length) not in offered:
+            if span_id(begin, length) in offered:
+                lists[span] = offered[span_id(begin, length)]
+            elif free:
+                why = token_span_error(text, begin, length)
+                if why:
+                    raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
+                                                     f"{why}: a free span must cover whole words")
+                lists[span] = "free"
+            else:
                 raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
                                                  f"was not offered as a candidate")
             spans.append(span)
@@ -220,7 +281,7 @@ class Aspect(TaskType):
                 raise ResponseInvalid("check", "digits only")
             if "a" in check and "b" in check and int(answer.strip()) != int(check["a"]) + int(check["b"]):
                 raise ResponseInvalid("check", "the sum is not right")
-        return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l], "list": offered[span_id(b, l)]}
+        return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l], "list": lists[(b, l)]}
                             for b, l in spans],
                 "no_aspect": no_aspect, "not_in_lists": not_in_lists}
 

@@ -23,13 +23,14 @@ TEXTS = [
 ]
 
 
-def make_aspect_project(*, top_k: int = 5, slug: str = "aspects-nuclear") -> Project:
-    """An active aspect project: the sentences as corpus rows, their items built by the task type, one HIT."""
+def make_aspect_project(*, top_k: int = 5, slug: str = "aspects-nuclear", config: dict | None = None) -> Project:
+    """An active aspect project: the sentences as corpus rows, their items built by the task type, one HIT.
+    ``config`` adds to the project config (e.g. ``{"free_spans": True}``)."""
     topic = Topic.objects.create(name=TOPIC, slug="nuclear-energy")
     sentences = [Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=sentence_hash(TOPIC, t))
                  for t, s in TEXTS]
     project = services.create_project(
-        name="Nuclear energy: aspects", slug=slug, task_type="aspect", config={"top_k": top_k},
+        name="Nuclear energy: aspects", slug=slug, task_type="aspect", config={"top_k": top_k, **(config or {})},
         guidelines=render_to_string("annotation/guidelines/aspect.html"),
         assignments_per_item=1, items_per_hit=len(TEXTS), time_estimate_seconds=120, reward_cents=40,
         status=Project.Status.ACTIVE)
@@ -212,4 +213,43 @@ def test_guidelines_fragment_renders_on_its_own():
     html = render_to_string("annotation/guidelines/aspect.html")
     assert html.count("<details") == 3 and "<summary>Examples</summary>" in html
     assert "Alt</kbd>+<kbd>M" in html and "digits only" in html
+    assert "Add selected span" in html and "whole words" in html  # free-span projects
     assert "{%" not in html and "{{" not in html
+
+
+def test_free_span_page_carries_the_tokens_and_the_add_button(client):
+    from annotation.aspects.candidates import tokenize
+
+    project = make_aspect_project(slug="aspects-free", config={"free_spans": True})
+    _, assignment, html = join(client, project)
+    for item in services.assignment_items(assignment):
+        text = item.payload["text"]
+        tokens = ", ".join(f"[{t.begin}, {t.end}]" for t in tokenize(text))
+        assert (f'<p class="sentence aspect-sentence aspect-free" id="item-{item.pk}-text" data-tokens="[{tokens}]">'
+                f'{text}</p>') in html
+        assert f'id="item-{item.pk}-add" disabled>Add selected span</button>' in html
+        assert f'id="item-{item.pk}-cursor" role="status"' in html
+    assert "Marking words of your own needs JavaScript" in html  # the no-JS form says it is candidate-only
+
+
+def test_normal_page_has_no_free_span_parts(client, project):
+    _, _, html = join(client, project)
+    assert "data-tokens" not in html and 'class="aspect-add"' not in html and "aspect-free" not in html
+
+
+def test_no_js_post_of_a_free_span_in_a_free_span_project(client):
+    project = make_aspect_project(slug="aspects-free-nojs", config={"free_spans": True})
+    _, assignment, _ = join(client, project)
+    items = services.assignment_items(assignment)
+    text0 = items[0].payload["text"]
+    phrase = "easily be targeted by terrorist attacks"  # 6 words: never a candidate
+    begin = text0.index(phrase)
+    fields = {f"item-{items[1].pk}-aspects[]": [items[1].payload["candidates"][0]["id"]],
+              f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]]}
+    resp = post(client, project, assignment, {f"item-{items[0].pk}-aspects[]": [f"{begin}:{len(phrase) - 2}"], **fields})
+    assert resp.status_code == 400 and "whole words" in resp.content.decode()
+    assert Response.objects.count() == 0
+    resp = post(client, project, assignment, {f"item-{items[0].pk}-aspects[]": [f"{begin}:{len(phrase)}"], **fields})
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    stored = Response.objects.get(assignment=assignment, item=items[0]).data
+    assert stored["aspects"] == [{"begin": begin, "length": len(phrase), "text": phrase, "list": "free"}]

@@ -11,6 +11,17 @@
  * field, so a worker can type at once; Tab walks field -> button -> boxes -> next sentence.
  * hit.js ignores keys typed into text inputs (no digit shortcuts, no Enter-to-submit there); the field
  * keeps Enter from submitting the form while something is typed or highlighted.
+ *
+ * Free spans (project config free_spans; the sentence then carries data-tokens, the [begin, end) offsets of its
+ * tokens): the annotator may mark any words, not only candidates.
+ *   mouse: select words in the sentence (drag, or double-click a word); on mouseup the selection snaps to whole
+ *     words and becomes an aspect. A click puts the word cursor on a word, Shift+click extends it, and the
+ *     "Add selected span" button adds the words under the cursor.
+ *   keyboard: the sentence is a tab stop; ArrowLeft/ArrowRight move the word cursor, Shift+ArrowLeft/Right
+ *     (and Shift+Home/End) extend it, Enter adds the words under it, Delete/Backspace removes the aspect under
+ *     it, Escape shrinks it to one word.
+ * A free span that is an offered candidate counts as that candidate; any other is "free" (chip, mark). Overlaps
+ * are refused with the same warning as in the field.
  */
 (function () {
   "use strict";
@@ -38,6 +49,10 @@
       answer: $(el, 'input[name="item-' + iid + '-check"]')
     };
     states.set(el, st);
+    if (sentence.dataset.tokens) {
+      try { st.tokens = JSON.parse(sentence.dataset.tokens); } catch (e) { st.tokens = null; }
+      st.free = !!(st.tokens && st.tokens.length);
+    }
     $$(el, 'input[name="item-' + iid + '-aspects[]"]').forEach(function (cb, rank) {
       var parts = cb.value.split(/[:,]/);
       var key = cb.value;
@@ -99,6 +114,7 @@
     [st.noAspect, st.notInList].forEach(function (box) {
       if (box) box.addEventListener("change", function () { boxChanged(st, box); });
     });
+    if (st.free) setupFree(st);
     var a = st.answer;
     if (a) {
       a.addEventListener("input", function () {
@@ -310,6 +326,7 @@
   function warn(st, text, flashKey) {
     st.warning.textContent = text || "";
     st.warning.dataset.kind = "";
+    st.flashKey = flashKey || null; // render() keeps the flash on a redrawn mark
     $$(st.sentence, "mark.flash").forEach(function (m) { m.classList.remove("flash"); });
     if (flashKey) {
       var m = st.sentence.querySelector('mark[data-key="' + flashKey + '"]');
@@ -328,7 +345,7 @@
     (target || st.input).dispatchEvent(new Event("change", { bubbles: true }));
   }
 
-  function pick(st, key) {
+  function pick(st, key, fromSentence) {
     var c = st.cands[key];
     if (!c) return false;
     if (st.noAspect && st.noAspect.checked) {
@@ -338,13 +355,14 @@
     var o = overlapping(st, c);
     if (o) {
       refuse(st, q(c.text) + " overlaps your aspect " + q(o.text) + ": aspects must not overlap. To take " + q(c.text) +
-                 " instead, first remove " + q(o.text) + " (Backspace in the empty field).", o.key);
+                 " instead, first remove " + q(o.text) + " (Backspace in the empty field" +
+                 (st.free ? ", or Delete in the sentence" : "") + ").", o.key);
       return false;
     }
     if (st.order.indexOf(key) < 0) st.order.push(key);
-    c.cb.checked = true;
+    if (c.cb) c.cb.checked = true;
     warn(st, "");
-    st.input.value = "";
+    if (!fromSentence) st.input.value = "";
     st.active = -1;
     render(st);
     if (document.activeElement === st.input) openList(st);
@@ -356,7 +374,7 @@
     var i = st.order.indexOf(key);
     if (i < 0) return;
     st.order.splice(i, 1);
-    if (st.cands[key]) st.cands[key].cb.checked = false;
+    if (st.cands[key] && st.cands[key].cb) st.cands[key].cb.checked = false;
     warn(st, "");
     render(st);
     if (st.open) openList(st);
@@ -399,7 +417,7 @@
     st.chips.textContent = "";
     chosen(st).forEach(function (c) {
       var li = document.createElement("li");
-      li.className = "aspect-chip" + (c.list === "second" ? " second" : "");
+      li.className = "aspect-chip" + (c.list === "second" ? " second" : c.list === "free" ? " free" : "");
       li.dataset.key = c.key;
       li.appendChild(document.createTextNode(c.text));
       var b = document.createElement("button");
@@ -414,7 +432,9 @@
     // marks in the sentence, in text order
     var spans = chosen(st).slice().sort(function (a, b) { return a.begin - b.begin; });
     var s = st.sentence, at = 0;
-    if (st.chars.length) {
+    if (st.free) {
+      renderFree(st, spans);
+    } else if (st.chars.length) {
       s.textContent = "";
       spans.forEach(function (c) {
         if (c.begin < at) return; // cannot happen: overlaps are refused
@@ -422,6 +442,7 @@
         var m = document.createElement("mark");
         m.dataset.key = c.key;
         if (c.list === "second") m.className = "second";
+        if (c.key === st.flashKey) m.classList.add("flash");
         m.textContent = st.chars.slice(c.begin, c.begin + c.length).join("");
         s.appendChild(m);
         at = c.begin + c.length;
@@ -436,6 +457,240 @@
       if (st.revealed) st.more.firstChild.textContent = "More candidates shown (second list) ";
     }
     st.el.classList.toggle("aspect-none", !!na);
+  }
+
+  // --- free spans: words selected in the sentence ---------------------------------------------------------
+  function setupFree(st) {
+    var s = st.sentence, iid = st.el.dataset.itemId;
+    st.cursor = null;            // {anchor, focus}: token indexes; the words from min to max are "selected"
+    st.addBtn = $(st.el, ".aspect-add");
+    st.status = $(st.el, ".aspect-cursor-status");
+    s.tabIndex = 0;
+    s.setAttribute("aria-describedby", "item-" + iid + "-freehelp");
+    s.setAttribute("aria-keyshortcuts", "ArrowLeft ArrowRight Shift+ArrowLeft Shift+ArrowRight Enter Delete");
+    s.addEventListener("focus", function () {
+      // not while the mouse is down: redrawing the sentence now would drop the selection being started
+      if (!st.cursor && !st.mouse) { setCursor(st, 0, 0); render(st); }
+    });
+    s.addEventListener("keydown", function (ev) { freeKey(st, ev); });
+    s.addEventListener("mousedown", function (ev) {
+      if (ev.button !== 0) return;
+      st.mouse = { shift: ev.shiftKey };
+      if (ev.shiftKey && st.cursor) ev.preventDefault(); // Shift+click extends the word cursor, not the text selection
+      if (document.activeElement !== s) s.focus({ preventScroll: true });
+    });
+    document.addEventListener("mouseup", function (ev) {
+      if (!st.mouse) return;
+      var shift = st.mouse.shift;
+      st.mouse = null;
+      freeMouseUp(st, ev, shift);
+    });
+    if (st.addBtn) {
+      st.addBtn.addEventListener("click", function () {
+        if (st.cursor) addCursor(st);
+        s.focus({ preventScroll: true });
+      });
+    }
+  }
+
+  function nTokens(st) { return st.tokens.length; }
+  function cursorRange(st) {
+    if (!st.cursor) return null;
+    return { lo: Math.min(st.cursor.anchor, st.cursor.focus), hi: Math.max(st.cursor.anchor, st.cursor.focus) };
+  }
+
+  function tokenSpan(st, lo, hi) {
+    var b = st.tokens[lo][0], e = st.tokens[hi][1];
+    return { begin: b, length: e - b, text: st.chars.slice(b, e).join("") };
+  }
+
+  function setCursor(st, anchor, focus) {
+    var n = nTokens(st);
+    anchor = Math.max(0, Math.min(n - 1, anchor));
+    focus = Math.max(0, Math.min(n - 1, focus));
+    st.cursor = { anchor: anchor, focus: focus };
+    var r = cursorRange(st), sp = tokenSpan(st, r.lo, r.hi), words = r.hi - r.lo + 1;
+    if (st.status) st.status.textContent = "Selected: " + q(sp.text) + (words > 1 ? " (" + words + " words)" : "");
+    if (st.addBtn) st.addBtn.disabled = false;
+  }
+
+  function freeCand(st, begin, length) {
+    var key = begin + ":" + length;
+    if (!st.cands[key]) {
+      var text = st.chars.slice(begin, begin + length).join("");
+      // not in st.keys: a free span is never offered in the field's list
+      st.cands[key] = { key: key, begin: begin, length: length, text: text, lower: text.toLowerCase(),
+                        list: "free", cb: null, rank: Infinity };
+    }
+    return st.cands[key];
+  }
+
+  function addTokens(st, lo, hi) {
+    var sp = tokenSpan(st, lo, hi);
+    var c = freeCand(st, sp.begin, sp.length);
+    var ok = pick(st, c.key, true);
+    if (ok) {
+      if (c.list === "second") { st.revealed = true; render(st); } // a second-list candidate: that list is in use
+      var next = Math.min(hi + 1, nTokens(st) - 1);
+      setCursor(st, next, next);
+      render(st);
+    }
+    return ok;
+  }
+
+  function addCursor(st) {
+    var r = cursorRange(st);
+    return r ? addTokens(st, r.lo, r.hi) : false;
+  }
+
+  function removeAtCursor(st) {
+    var r = cursorRange(st);
+    if (!r) return false;
+    var sp = tokenSpan(st, r.lo, r.hi), hit = null;
+    chosen(st).forEach(function (c) { if (!hit && overlaps(c, sp)) hit = c; });
+    if (hit) remove(st, hit.key);
+    return !!hit;
+  }
+
+  function freeKey(st, ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return; // Ctrl+Enter submits (hit.js), Alt+M is the item's
+    if (!/^(ArrowLeft|ArrowRight|Home|End|Enter|Delete|Backspace|Escape)$/.test(ev.key)) return;
+    var n = nTokens(st);
+    if (!st.cursor) setCursor(st, 0, 0);
+    if (ev.key !== "Enter" && st.warning.dataset.kind === "refused") warn(st, ""); // read; moving on clears it
+    var c = st.cursor, handled = true;
+    switch (ev.key) {
+      case "ArrowLeft":
+      case "ArrowRight":
+        var step = ev.key === "ArrowRight" ? 1 : -1;
+        if (ev.shiftKey) setCursor(st, c.anchor, c.focus + step);
+        else {
+          var r = cursorRange(st);
+          var from = r.lo === r.hi ? c.focus + step : (step > 0 ? r.hi : r.lo); // a range collapses to its edge
+          setCursor(st, from, from);
+        }
+        break;
+      case "Home":
+        setCursor(st, ev.shiftKey ? c.anchor : 0, 0);
+        break;
+      case "End":
+        setCursor(st, ev.shiftKey ? c.anchor : n - 1, n - 1);
+        break;
+      case "Enter":
+        addCursor(st);
+        break;
+      case "Delete":
+      case "Backspace":
+        removeAtCursor(st);
+        break;
+      case "Escape":
+        setCursor(st, c.focus, c.focus);
+        break;
+      default:
+        handled = false;
+    }
+    if (handled) {
+      ev.preventDefault();
+      ev.stopPropagation(); // hit.js would submit on Enter
+      render(st);
+    }
+  }
+
+  function offsetIn(st, node, offset) {
+    // the character offset (code points, like the server's) of a DOM point, clamped to the sentence
+    var r = document.createRange();
+    r.selectNodeContents(st.sentence);
+    var cmp;
+    try { cmp = r.comparePoint(node, offset); } catch (e) { return null; }
+    if (cmp < 0) return 0;
+    if (cmp > 0) return st.chars.length;
+    r.setEnd(node, offset);
+    return Array.from(r.toString()).length;
+  }
+
+  function freeMouseUp(st, ev, shift) {
+    var sel = window.getSelection();
+    var range = sel && sel.rangeCount ? sel.getRangeAt(0) : null;
+    if (range && !range.collapsed && range.intersectsNode(st.sentence)) {
+      var b = offsetIn(st, range.startContainer, range.startOffset);
+      var e = offsetIn(st, range.endContainer, range.endOffset);
+      if (b === null || e === null || e <= b) return;
+      var lo = -1, hi = -1;
+      st.tokens.forEach(function (t, i) {
+        if (t[0] < e && t[1] > b) { if (lo < 0) lo = i; hi = i; }
+      });
+      sel.removeAllRanges();
+      if (lo < 0) return; // only spaces selected
+      setCursor(st, lo, hi);
+      addTokens(st, lo, hi);
+      render(st);
+      return;
+    }
+    var tok = ev.target && ev.target.closest ? ev.target.closest(".aspect-tok") : null;
+    if (tok && st.sentence.contains(tok)) {
+      var i = parseInt(tok.dataset.i, 10);
+      if (shift && st.cursor) setCursor(st, st.cursor.anchor, i);
+      else setCursor(st, i, i);
+      render(st);
+    }
+  }
+
+  function renderFree(st, spans) {
+    // the sentence as token <span>s (data-i) and the text between them; chosen aspects as <mark>s around them;
+    // the words under the cursor (and the spaces between them) carry the class "cursor"
+    var s = st.sentence, chars = st.chars, len = chars.length;
+    var r = cursorRange(st);
+    var cb = r ? st.tokens[r.lo][0] : -1, ce = r ? st.tokens[r.hi][1] : -1;
+    var cuts = {};
+    cuts[0] = cuts[len] = true;
+    st.tokens.forEach(function (t) { cuts[t[0]] = cuts[t[1]] = true; });
+    spans.forEach(function (c) { cuts[c.begin] = cuts[c.begin + c.length] = true; });
+    if (r) { cuts[cb] = cuts[ce] = true; }
+    var points = Object.keys(cuts).map(Number).filter(function (x) { return x >= 0 && x <= len; })
+      .sort(function (a, b) { return a - b; });
+    s.textContent = "";
+    var ti = 0, curMark = null, markEl = null, curTok = -1, tokEl = null;
+    for (var p = 0; p + 1 < points.length; p++) {
+      var a = points[p], b = points[p + 1];
+      while (ti < st.tokens.length && st.tokens[ti][1] <= a) ti++;
+      var tok = ti < st.tokens.length && st.tokens[ti][0] <= a && b <= st.tokens[ti][1] ? ti : -1;
+      var mark = null;
+      spans.forEach(function (c) { if (!mark && c.begin <= a && b <= c.begin + c.length) mark = c; });
+      if (mark !== curMark) {
+        curMark = mark;
+        markEl = null;
+        curTok = -1;
+        if (mark) {
+          markEl = document.createElement("mark");
+          markEl.dataset.key = mark.key;
+          if (mark.list === "second" || mark.list === "free") markEl.className = mark.list;
+          if (mark.key === st.flashKey) markEl.classList.add("flash");
+          s.appendChild(markEl);
+        }
+      }
+      var box = markEl || s, text = chars.slice(a, b).join(""), inCursor = r && cb <= a && b <= ce;
+      if (tok >= 0) {
+        if (tok !== curTok || !tokEl || tokEl.parentNode !== box) {
+          tokEl = document.createElement("span");
+          tokEl.className = "aspect-tok" + (inCursor ? " cursor" : "");
+          tokEl.dataset.i = tok;
+          box.appendChild(tokEl);
+          curTok = tok;
+        }
+        tokEl.appendChild(document.createTextNode(text));
+      } else {
+        curTok = -1;
+        tokEl = null;
+        if (inCursor) {
+          var gap = document.createElement("span");
+          gap.className = "cursor";
+          gap.textContent = text;
+          box.appendChild(gap);
+        } else {
+          box.appendChild(document.createTextNode(text));
+        }
+      }
+    }
   }
 
   // --- the HIT page interface ------------------------------------------------------------------------------
