@@ -160,6 +160,12 @@ class Aspect(TaskType):
     label = "Aspects (ranked candidates)"
     template = "annotation/task_types/aspect.html"
     script = "annotation/task_types/aspect.js"
+    guidelines_template = "annotation/guidelines/aspect.html"
+    keys_help = (
+        ("type, <kbd>↑</kbd> <kbd>↓</kbd>, <kbd>Enter</kbd>/<kbd>Tab</kbd>", "filter the candidates, move, pick"),
+        ("<kbd>Backspace</kbd>", "in an empty field removes the last chosen aspect"),
+        ("<kbd>Alt</kbd>+<kbd>M</kbd>", "show the second list (aspect not in the first list)"),
+    )
 
     # --- set-up ---------------------------------------------------------------------------------
     def clean_config(self, config):

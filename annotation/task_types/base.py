@@ -29,6 +29,15 @@ class TaskType:
     # Task-specific keyboard help for the instructions panel: (keys as HTML, what they do). The panel adds the
     # keys every HIT shares (Enter submits, ? toggles the instructions).
     keys_help: tuple[tuple[str, str], ...] = ()
+    # Guidelines shown when the project has none of its own (a template under templates/annotation/guidelines/).
+    guidelines_template: str | None = None
+
+    def default_guidelines(self) -> str:
+        if not self.guidelines_template:
+            return ""
+        from django.template.loader import render_to_string
+
+        return render_to_string(self.guidelines_template)
 
     # --- project set-up -----------------------------------------------------------------------
     def clean_config(self, config: dict | None) -> dict:

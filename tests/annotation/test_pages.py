@@ -295,3 +295,17 @@ def test_instructions_list_the_keys_of_the_projects_own_task_type(client):
     assert "choose for the highlighted item" in label_page
     assert "choose for the highlighted item" not in aspect_page
     assert "shows or hides these instructions" in aspect_page
+
+
+@pytest.mark.django_db
+def test_a_project_without_guidelines_shows_its_task_types_default_guidelines(client):
+    from annotation.services import create_project
+
+    aspects = create_project(name="No own guidelines", task_type="aspect", config={}, status="active")
+    own = create_project(name="Own guidelines", task_type="aspect", config={}, status="active",
+                         guidelines="<p>Our own words.</p>")
+    default_page = client.get(f"/work/{aspects.slug}/instructions/").content.decode()
+    own_page = client.get(f"/work/{own.slug}/instructions/").content.decode()
+    assert "No written guidelines" not in default_page
+    assert "aspect" in default_page.lower() and len(default_page) > len(own_page)
+    assert "Our own words." in own_page
