@@ -186,3 +186,9 @@ def export_bws(config: dict):
         parts = bws_export.in_topic(rows, seed=split["seed"])
     for part in bws_export.SPLITS:
         yield f"{part}.jsonl", iter(parts[part])
+
+
+# --- spans: KB-grounded factual spans (ArgU sec. 3.1) ------------------------------------------------
+from annotation.spans.export import register_release_kind  # noqa: E402
+
+register_release_kind()

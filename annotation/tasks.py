@@ -16,3 +16,5 @@ def recompute_agreement(project_id: int, force: bool = False) -> dict:
     from .agreement.project import recompute
 
     return recompute(project_id, force=force)
+
+from .spans.tasks import *  # noqa

@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("annotation.bws_urls")),  # BWS scores and split-half reliability
     path("", include("annotation.valnov_urls")),  # validity/novelty results
     path("", include("annotation.rating_urls")),  # pairwise preference and Likert debate results
+    path("", include("annotation.span_urls")),
 ]
