@@ -1,1 +1,85 @@
-from django.db import models  # noqa: F401
+"""The model registry: one :class:`ModelVersion` row per trained model.
+
+A version is trained into a temporary folder and renamed into ``ARTIFACT_ROOT/models/<kind>/<id>/`` only when
+training finished, so ``status == "ready"`` always means the artifact is complete (see :mod:`ml.registry`).
+At most one version per ``(kind, project)`` is active (two partial unique constraints: one for project-specific
+versions, one for global ones, since NULLs never collide in a plain unique constraint).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class ModelVersion(models.Model):
+    class Status(models.TextChoices):
+        TRAINING = "training", "training"
+        READY = "ready", "ready"
+        FAILED = "failed", "failed"
+        ARCHIVED = "archived", "archived"
+
+    kind = models.CharField(max_length=64, db_index=True,
+                            help_text='trainer kind, e.g. "ranker", "span_ranker", "tagger", "argspan"')
+    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="model_versions", help_text="empty = a global model")
+    base_model = models.CharField(max_length=500, blank=True, default="", help_text="name or path it started from")
+    data_snapshot = models.CharField(max_length=500, blank=True, default="",
+                                     help_text='what it was trained on, e.g. "project:<slug>@<n labels>" or a file')
+    data_hash = models.CharField(max_length=64, blank=True, default="",
+                                 help_text="sha256 of the canonical training + dev rows")
+    snapshot_labels = models.PositiveIntegerField(
+        null=True, blank=True, help_text="aggregated labels of the project when the data was taken (retrain loop)")
+    n_train = models.PositiveIntegerField(default=0)
+    n_dev = models.PositiveIntegerField(default=0)
+    hyperparameters = models.JSONField(default=dict, blank=True)
+    seed = models.IntegerField(default=13)
+    metrics = models.JSONField(default=dict, blank=True, help_text='e.g. {"dev": {...}, "primary": 0.81}')
+    artifact_path = models.CharField(max_length=1000, blank=True, default="",
+                                     help_text="the final folder (absolute), set when ready")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.TRAINING, db_index=True)
+    is_active = models.BooleanField(default=False)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True, default="", db_index=True,
+                               help_text="the Celery task that trains it (a redelivered task reuses its row)")
+    request = models.JSONField(default=dict, blank=True,
+                               help_text="the train call (kind, project, data, seed, ...) so an interrupted run can be re-sent")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="training runs started for this version")
+    heartbeat_at = models.DateTimeField(null=True, blank=True,
+                                        help_text="last sign of life of the run training it (stale = worker lost)")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    trained_at = models.DateTimeField(null=True, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+                               help_text="the version this one was retrained from")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["kind", "project", "status"])]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "project"], condition=Q(is_active=True, project__isnull=False),
+                                    name="ml_one_active_per_kind_project"),
+            models.UniqueConstraint(fields=["kind"], condition=Q(is_active=True, project__isnull=True),
+                                    name="ml_one_active_global_per_kind"),
+            models.CheckConstraint(condition=Q(is_active=False) | Q(status="ready"), name="ml_active_is_ready"),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.project.slug if self.project_id and hasattr(self.project, "slug") else (
+            f"project {self.project_id}" if self.project_id else "global")
+        return f"{self.kind} #{self.pk} ({scope}, {self.status}{', active' if self.is_active else ''})"
+
+    @property
+    def primary_metric(self) -> float | None:
+        value = (self.metrics or {}).get("primary")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    @property
+    def path(self) -> Path | None:
+        return Path(self.artifact_path) if self.artifact_path else None
+
+    @staticmethod
+    def models_root() -> Path:
+        return Path(settings.ARTIFACT_ROOT) / "models"
