@@ -35,7 +35,7 @@ DIMENSIONS = ("validity", "novelty")
 CHOICE_LABELS = (("yes", "Yes"), ("no", "No"), ("dont_know", "Don't know"))
 QUESTIONS = {
     "validity": ("Validity", "V", "Does the conclusion follow from the premise?"),
-    "novelty": ("Novelty", "N", "Does the conclusion add something new that the premise does not say?"),
+    "novelty": ("Novelty", "N", "Does the conclusion go beyond the premise?"),
 }
 
 
@@ -45,6 +45,7 @@ class ValidityNovelty(TaskType):
     label = "Validity and novelty of a conclusion"
     template = "annotation/task_types/validity_novelty.html"
     script = "annotation/task_types/validity_novelty.js"
+    guidelines_template = "annotation/valnov/guidelines.html"
     keys_help = (
         ("<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>", "yes / no / don't know for the highlighted question: validity "
                                                    "first, then novelty, then on to the next item"),
