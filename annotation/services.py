@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Iterable
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -33,6 +33,7 @@ from .models import (
     WorkerProjectCode,
     new_invite_token,
 )
+from .signals import assignment_submitted
 from .task_types import ResponseInvalid, get_task_type
 
 
@@ -315,6 +316,8 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
                   .get(pk=worker.pk))
         if locked.blocked:
             raise WorkerBlocked(locked.blocked_reason)
+        # A statement of its own, after the lock: on PostgreSQL a subquery in the locking statement would
+        # read the snapshot taken before the wait and miss the reservation a twin request just committed.
         held = current_assignment(project, worker, now=now)
         if held is not None:
             return held
@@ -324,49 +327,118 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
             if used >= project.max_hits_per_worker:
                 raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
         r = project.assignments_per_item
-        candidates = (HIT.objects.filter(project=project, taken__lt=r)
-                      .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id"))
-                      .order_by("position"))
-        skip = _skip_locked()
-        for _ in range(8):
-            if skip:
-                hit_id = (candidates.select_for_update(skip_locked=True, no_key=True)
-                          .values_list("pk", flat=True).first())
-                if hit_id is None:
-                    # Every free HIT is locked by another allocation right now: wait for it instead of
-                    # telling this worker that nothing is left (PostgreSQL re-checks ``taken < R`` after the wait).
-                    hit_id = candidates.select_for_update(no_key=True).values_list("pk", flat=True).first()
-            else:
-                hit_id = candidates.values_list("pk", flat=True).first()
+        assignment = Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
+                                expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+        if not (_skip_locked() and _take_free_hit(assignment, r)):
+            hit_id = _take_hit_slow(project, worker, r)
             if hit_id is None:
                 return None
-            # The guard in the WHERE clause is what keeps taken <= R, whatever the isolation level.
-            if HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1):
-                break
-        else:
-            return None
-        assignment = Assignment.objects.create(
-            project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
-            expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+            assignment.hit_id = hit_id
+            assignment.save(force_insert=True)
+        hit_id = assignment.hit_id
+        gold_ids: list[int] = []
         if project.gold_rate > 0:
             rng = random.Random()
             n_items = HITItem.objects.filter(hit_id=hit_id).count()
             gold_ids = _pick_gold(project, worker, _gold_count(project, n_items, rng), rng)
             if gold_ids:
                 assignment.gold_items.add(*gold_ids)
+        assignment._argora_gold_ids = sorted(gold_ids)  # assignment_items need not ask again
         return assignment
 
 
+def _insert_columns(obj, raw: dict[str, str] | None = None) -> tuple[list[str], list[str], list]:
+    """Column names, value expressions and parameters to INSERT the unsaved ``obj`` with raw SQL, prepared
+    by the model fields themselves (defaults, ``auto_now_add``, JSON); ``raw`` maps an attname to an SQL
+    expression to use instead of a parameter."""
+    raw = raw or {}
+    qn = connection.ops.quote_name
+    columns, exprs, params = [], [], []
+    for field in obj._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(qn(field.column))
+        if field.attname in raw:
+            exprs.append(raw[field.attname])
+        else:
+            exprs.append("%s")
+            params.append(field.get_db_prep_save(field.pre_save(obj, add=True), connection))
+    return columns, exprs, params
+
+
+def _saved(obj, pk):
+    obj.pk = pk
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
+
+
+def _take_free_hit(assignment: Assignment, r: int) -> bool:
+    """PostgreSQL: pick the first free HIT nobody else is allocating, take a slot and insert the
+    reservation, in one statement (one round trip).
+
+    ``SKIP LOCKED`` makes concurrent workers take different rows instead of queueing on one; the
+    ``taken < R`` guard in the UPDATE's WHERE is what keeps every HIT at or below R. ``False`` (nothing
+    written) when every candidate is locked right now or none is left: the caller then falls back to waiting.
+    """
+    qn = connection.ops.quote_name
+    hit_table, asg_table = qn(HIT._meta.db_table), qn(Assignment._meta.db_table)
+    columns, exprs, params = _insert_columns(assignment, raw={"hit_id": "h.id"})
+    sql = (f"WITH h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
+           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s AND NOT EXISTS ("
+           f"SELECT 1 FROM {asg_table} a WHERE a.hit_id = c.id AND a.worker_id = %s) "
+           f"ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND taken < %s RETURNING id) "
+           f"INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h RETURNING id, hit_id")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [assignment.project_id, r, assignment.worker_id, r, *params])
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    _saved(assignment, row[0]).hit_id = row[1]
+    return True
+
+
+def _take_hit_slow(project: Project, worker: Worker, r: int) -> int | None:
+    """Pick a candidate HIT, then take a slot with ``UPDATE ... WHERE taken < R`` (SQLite, and the
+    PostgreSQL fallback that waits for a locked candidate instead of reporting that nothing is left)."""
+    candidates = (HIT.objects.filter(project=project, taken__lt=r)
+                  .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id"))
+                  .order_by("position"))
+    if _skip_locked():
+        # Every free HIT was locked by another allocation: wait for it (PostgreSQL re-checks ``taken < R``).
+        candidates = candidates.select_for_update(no_key=True)
+    for _ in range(8):
+        hit_id = candidates.values_list("pk", flat=True).first()
+        if hit_id is None:
+            return None
+        # The guard in the WHERE clause is what keeps taken <= R, whatever the isolation level.
+        if HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1):
+            return hit_id
+    return None
+
+
 def assignment_items(assignment: Assignment) -> list[Item]:
-    """The HIT's items with the interleaved gold items, in an order that is stable for this assignment."""
+    """The HIT's items with the interleaved gold items, in an order that is stable for this assignment.
+
+    Both are fixed once the assignment exists, so the list is cached on the instance (and handed on to
+    :func:`submit_assignment`, which then does not read them again).
+    """
+    cached = getattr(assignment, "_argora_items", None)
+    if cached is not None:
+        return list(cached)
     items = [hi.item for hi in HITItem.objects.filter(hit_id=assignment.hit_id).select_related("item")
              .order_by("position")]
-    gold = list(assignment.gold_items.order_by("pk"))
+    gold_ids = getattr(assignment, "_argora_gold_ids", None)
+    if gold_ids is None:
+        gold = list(assignment.gold_items.order_by("pk"))
+    else:
+        gold = list(Item.objects.filter(pk__in=gold_ids).order_by("pk")) if gold_ids else []
     if gold:
         rng = random.Random(assignment.pk)
         for g in gold:
             items.insert(rng.randint(0, len(items)), g)
-    return items
+    assignment._argora_items = items
+    return list(items)
 
 
 def expire_reservations(now=None, *, project: Project | None = None) -> int:
@@ -433,7 +505,12 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
 
     A retried identical submission returns the stored assignment and writes nothing. Raises
     :class:`ValidationFailed` (400), :class:`NotYourAssignment` (403) or :class:`AssignmentNotOpen` (409);
-    on any error nothing is written.
+    on any error nothing is written. After the commit of a new submission (never on a retry),
+    :data:`annotation.signals.assignment_submitted` is sent with ``assignment=``.
+
+    The transaction is short: everything is read and validated before it starts; inside it, one
+    ``UPDATE ... WHERE status = 'reserved'`` claims the assignment (the row lock is taken here, so two
+    concurrent submissions cannot both pass) and the responses are inserted in one statement.
     """
     now = now or timezone.now()
     feedback = feedback or ""
@@ -449,36 +526,81 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     if len(feedback) > 10000:
         raise ValidationFailed({"feedback": "at most 10000 characters"})
     key = submission_key(responses if isinstance(responses, dict) else {}, feedback)
-    assignment = Assignment.objects.select_related("project", "hit").get(pk=assignment.pk)
+    cached_items = getattr(assignment, "_argora_items", None)
+    gold_links = Assignment.gold_items.through.objects.filter(assignment_id=OuterRef("pk"))
+    assignment = (Assignment.objects.select_related("project").annotate(has_gold=Exists(gold_links))
+                  .get(pk=assignment.pk))
     if assignment.status in Assignment.DONE and assignment.submission_key == key:
         return assignment  # retried submission: a no-op
     _check_open(assignment, key)
+    if cached_items is not None:
+        assignment._argora_items = cached_items  # the items of an assignment never change
+    elif not assignment.has_gold:
+        assignment._argora_gold_ids = []  # no need to ask for its gold items
     cleaned = _clean_responses(assignment, responses)  # everything validated before any write
     project = assignment.project
     tt = get_task_type(project.task_type)
-    golds = {g.item_id: g for g in GoldItem.objects.filter(item_id__in=[i for i, (item, _) in cleaned.items()
-                                                                         if item.is_gold])}
+    gold_ids = [i for i, (item, _) in cleaned.items() if item.is_gold]
+    golds = {g.item_id: g for g in GoldItem.objects.filter(item_id__in=gold_ids)} if gold_ids else {}
+    work_seconds = max(0.0, (now - assignment.reserved_at).total_seconds())
+    fields = {"status": Assignment.Status.SUBMITTED, "submitted_at": now, "work_seconds": work_seconds,
+              "client_seconds": client_seconds, "feedback": feedback, "submission_key": key}
 
-    with transaction.atomic():
-        qs = Assignment.objects.filter(pk=assignment.pk)
-        # lock only the assignment row (a select_related join would lock the HIT and project rows too)
-        locked = qs.select_for_update(of=("self",), no_key=True).select_related("project", "hit").get()
-        if locked.status in Assignment.DONE and locked.submission_key == key:
-            return locked  # a concurrent retry got there first
-        _check_open(locked, key)
-        Response.objects.bulk_create([Response(assignment=locked, item=item, data=data)
-                                      for item, data in cleaned.values()])
-        locked.status = Assignment.Status.SUBMITTED
-        locked.submitted_at = now
-        locked.work_seconds = max(0.0, (now - locked.reserved_at).total_seconds())
-        locked.client_seconds = client_seconds
-        locked.feedback = feedback
-        locked.submission_key = key
-        locked.save(update_fields=["status", "submitted_at", "work_seconds", "client_seconds", "feedback",
-                                   "submission_key"])
-        if golds:
-            _score_gold(locked, worker, project, tt, golds, cleaned, now)
-    return locked
+    if not golds and cleaned and connection.vendor == "postgresql":
+        if _claim_and_store(assignment, fields, cleaned):
+            for name, value in fields.items():
+                setattr(assignment, name, value)
+            transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
+            return assignment
+    else:
+        with transaction.atomic():
+            claimed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED).update(**fields)
+            if claimed:
+                Response.objects.bulk_create([Response(assignment_id=assignment.pk, item=item, data=data)
+                                              for item, data in cleaned.values()])
+                for name, value in fields.items():
+                    setattr(assignment, name, value)
+                if golds:
+                    _score_gold(assignment, worker, project, tt, golds, cleaned, now)
+                transaction.on_commit(
+                    lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
+                return assignment
+    # Someone else changed it since we read it: a concurrent retry (same key), an expiry, another answer.
+    current = Assignment.objects.select_related("project").get(pk=assignment.pk)
+    if current.status in Assignment.DONE and current.submission_key == key:
+        return current  # a concurrent retry got there first
+    _check_open(current, key)
+    raise AssignmentNotOpen("this assignment changed while it was being submitted; ask for a new HIT")
+
+
+def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]]) -> bool:
+    """PostgreSQL: claim the reserved assignment and insert its responses in one statement (atomic by
+    itself: no BEGIN/COMMIT round trips). ``False`` (nothing written) when it is no longer reserved."""
+    qn = connection.ops.quote_name
+    meta = Assignment._meta
+    sets, params = [], []
+    for name, value in fields.items():
+        field = meta.get_field(name)
+        sets.append(f"{qn(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    rows, columns = [], None
+    for item, data in cleaned.values():
+        columns, exprs, row_params = _insert_columns(Response(assignment_id=assignment.pk, item=item, data=data),
+                                                     raw={"assignment_id": "c.id"})
+        rows.append((exprs, row_params))
+    value_columns = [f"v{i}" for i, e in enumerate(rows[0][0]) if e != "c.id"]
+    select = [e if e == "c.id" else f"v.v{i}" for i, e in enumerate(rows[0][0])]
+    values = ", ".join("(" + ", ".join(e for e in exprs if e != "c.id") + ")" for exprs, _ in rows)
+    sql = (f"WITH c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s "
+           f"RETURNING id) INSERT INTO {qn(Response._meta.db_table)} ({', '.join(columns)}) "
+           f"SELECT {', '.join(select)} FROM c CROSS JOIN (VALUES {values}) AS v({', '.join(value_columns)}) "
+           f"RETURNING 1")
+    params += [assignment.pk, Assignment.Status.RESERVED.value]
+    for _, row_params in rows:
+        params += row_params
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return bool(cursor.fetchall())
 
 
 def _check_open(assignment: Assignment, key: str) -> None:

@@ -1,6 +1,6 @@
 """Benchmark: HIT reservations + submissions per second and latency at 1, 10 and 50 concurrent workers.
 
-    .venv/bin/python bench/allocation.py [--seconds 5] [--http] [--clients 1,10,50]
+    .venv/bin/python bench/allocation.py [--seconds 5] [--http] [--clients 1,10,50] [--repeat 3]
 
 DATABASE_URL defaults to postgres://postgres@127.0.0.1:5432/argora_bench (created and migrated when
 missing). Each worker is a thread with its own DB connection (service layer) or its own keep-alive HTTP
@@ -8,6 +8,12 @@ connection to a gunicorn server started here (``--http``). One cycle = reserve a
 its response, so "submissions/s" is comparable with doccano's annotation submissions/s (the named baseline,
 DESIGN.md: 90.5 / 134.5 / 104.7 at 1 / 10 / 50 clients, SQLite, same 2-core machine). No assertions on speed;
 the counts are checked (every acknowledged submission stored once, no item above R).
+
+HTTP mode runs gunicorn (gthread) the way a deployment should: several worker processes and persistent
+database connections (``DATABASE_CONN_MAX_AGE``, ``--conn-max-age``; 0 opens a PostgreSQL connection per
+request, which costs more than the request itself). With ``--repeat N`` every level runs N times on a
+fresh project and the median is printed (with the spread). The load average is printed, since other
+work on the same machine moves these figures a lot.
 """
 from __future__ import annotations
 
@@ -180,7 +186,7 @@ def http_loop(port: int, slug: str, tokens: list[str]):
     return loop
 
 
-def free_port(lo=18500, hi=18599) -> int:
+def free_port(lo=int(os.environ.get("BENCH_PORT_LO", "18500")), hi=int(os.environ.get("BENCH_PORT_HI", "18599"))) -> int:
     for port in range(lo, hi + 1):
         with socket.socket() as s:
             try:
@@ -188,12 +194,12 @@ def free_port(lo=18500, hi=18599) -> int:
                 return port
             except OSError:
                 continue
-    raise RuntimeError("no free port in 18500-18599")
+    raise RuntimeError(f"no free port in {lo}-{hi}")
 
 
-def start_gunicorn(workers: int, threads: int):
+def start_gunicorn(workers: int, threads: int, conn_max_age: int):
     port = free_port()
-    env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost")
+    env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE=str(conn_max_age))
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "argora.wsgi:application", "-b", f"127.0.0.1:{port}",
          "-w", str(workers), "-k", "gthread", "--threads", str(threads), "--log-level", "warning"],
@@ -224,49 +230,79 @@ def check_counts(project, result) -> str:
     return "exact" if acked == stored and not over and not dup else f"MISMATCH acked={len(acked)} stored={len(stored)} over={over} dup={dup}"
 
 
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per level")
     parser.add_argument("--clients", default="1,10,50")
     parser.add_argument("--http", action="store_true", help="also measure through HTTP against gunicorn")
+    parser.add_argument("--modes", default=None, help="comma list of service,http (overrides --http)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per level; the median is reported")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument("--gunicorn-threads", type=int, default=4)
+    parser.add_argument("--conn-max-age", type=int, default=int(os.environ.get("DATABASE_CONN_MAX_AGE", "600")),
+                        help="DATABASE_CONN_MAX_AGE for gunicorn (seconds; 0 = a new connection per request)")
     args = parser.parse_args()
     setup_django()
     from django.db import connection
 
     levels = [int(x) for x in args.clients.split(",")]
     run_id = str(int(time.time()))
-    print(f"database: {connection.vendor}; {os.cpu_count()} CPU(s); {args.seconds:.0f} s per level; "
-          f"one cycle = reserve + submit of a 1-item HIT (R = 3)")
-    modes = ["service"] + (["http"] if args.http else [])
+    modes = args.modes.split(",") if args.modes else ["service"] + (["http"] if args.http else [])
+    print(f"database: {connection.vendor}; {os.cpu_count()} CPU(s); {args.seconds:.0f} s per level, "
+          f"{args.repeat} run(s) each (median); one cycle = reserve + submit of a 1-item HIT (R = 3); "
+          f"load average at start: {load()}")
+    if "http" in modes:
+        print(f"gunicorn: {args.gunicorn_workers} workers x {args.gunicorn_threads} threads (gthread), "
+              f"DATABASE_CONN_MAX_AGE={args.conn_max_age}")
     rows = []
     gunicorn = None
     try:
         for mode in modes:
             if mode == "http":
-                gunicorn = start_gunicorn(args.gunicorn_workers, args.gunicorn_threads)
+                gunicorn = start_gunicorn(args.gunicorn_workers, args.gunicorn_threads, args.conn_max_age)
             for n in levels:
-                n_items = max(300, int(700 * args.seconds))  # more than the fastest level can drain
-                project, workers, tokens = make_project(n, n_items, f"{run_id}-{mode}-{n}")
-                loop = service_loop(project, workers) if mode == "service" else http_loop(gunicorn[1], project.slug, tokens)
-                result = run_clients(n, args.seconds, loop)
-                per_s = result["cycles"] / result["elapsed"]
-                lat = result["latencies"]
-                rows.append((mode, n, result["cycles"], per_s, per_s / DOCCANO.get(n, float("nan")),
-                             percentile(lat, 0.5) * 1000, percentile(lat, 0.99) * 1000, result["errors"],
-                             check_counts(project, result)))
+                runs = []
+                for rep in range(args.repeat):
+                    n_items = max(300, int(700 * args.seconds))  # more than the fastest level can drain
+                    project, workers, tokens = make_project(n, n_items, f"{run_id}-{mode}-{n}-{rep}")
+                    loop = (service_loop(project, workers) if mode == "service"
+                            else http_loop(gunicorn[1], project.slug, tokens))
+                    before = load()
+                    result = run_clients(n, args.seconds, loop)
+                    per_s = result["cycles"] / result["elapsed"]
+                    lat = result["latencies"]
+                    runs.append((per_s, result["cycles"], percentile(lat, 0.5) * 1000, percentile(lat, 0.99) * 1000,
+                                 result["errors"], check_counts(project, result), before))
+                    print(f"  {mode} {n:>3} clients run {rep + 1}: {per_s:7.1f} subm/s, p50 {runs[-1][2]:.1f} ms, "
+                          f"p99 {runs[-1][3]:.1f} ms, {runs[-1][5]}, load {before}", flush=True)
+                ordered = sorted(runs, key=lambda r: r[0])
+                per_s, cycles, p50, p99, _, _, _ = ordered[len(ordered) // 2]
+                errors = sum(r[4] for r in runs)
+                bad = [r[5] for r in runs if r[5] != "exact"]
+                counts = "exact" if not bad else bad[0]
+                spread = f"{ordered[0][0]:.0f}-{ordered[-1][0]:.0f}"
+                rows.append((mode, n, cycles, per_s, per_s / DOCCANO.get(n, float("nan")), p50, p99, errors,
+                             counts, spread))
     finally:
         if gunicorn is not None:
             os.killpg(gunicorn[0].pid, signal.SIGTERM)
             gunicorn[0].wait(timeout=30)
     print()
-    print(f"{'mode':8} {'clients':>7} {'cycles':>7} {'subm/s':>8} {'(res+sub)/s':>11} {'doccano':>8} {'ratio':>6} "
+    print(f"{'mode':8} {'clients':>7} {'cycles':>7} {'subm/s':>8} {'runs':>9} {'doccano':>8} {'ratio':>6} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'errors':>6}  counts")
-    for mode, n, cycles, per_s, ratio, p50, p99, errors, counts in rows:
-        print(f"{mode:8} {n:>7} {cycles:>7} {per_s:>8.1f} {2 * per_s:>11.1f} {DOCCANO.get(n, float('nan')):>8.1f} "
+    for mode, n, cycles, per_s, ratio, p50, p99, errors, counts, spread in rows:
+        print(f"{mode:8} {n:>7} {cycles:>7} {per_s:>8.1f} {spread:>9} {DOCCANO.get(n, float('nan')):>8.1f} "
               f"{ratio:>5.2f}x {p50:>7.1f} {p99:>7.1f} {errors:>6}  {counts}")
-    print("\nbaseline: doccano 1.8.4 annotation submissions/s (DESIGN.md); latency is per request (reserve or submit).")
+    print(f"\nbaseline: doccano 1.8.4 annotation submissions/s (DESIGN.md); subm/s and latencies are the median run "
+          f"('runs' = min-max subm/s); latency is per request (reserve or submit); 'exact' = every acknowledged "
+          f"submission stored once, nothing unacknowledged stored, no item above R. Load average at end: {load()}")
     return 0
 
 

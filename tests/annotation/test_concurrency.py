@@ -1,5 +1,6 @@
 """Concurrency: 50 simulated workers (threads, each with its own DB connection) drain a project of 200 items
-with R = 3. Runs on SQLite (IMMEDIATE transactions serialise writers) and PostgreSQL (SKIP LOCKED)."""
+with R = 3. Runs on SQLite (IMMEDIATE transactions serialise writers) and PostgreSQL (SKIP LOCKED, and the
+one-statement reserve / submit paths)."""
 import threading
 import time
 from collections import Counter
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment, Item, Response
+from annotation.signals import assignment_submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,7 +93,21 @@ def check_drained(project, acked):
     assert not Assignment.objects.filter(project=project, status="reserved").exists()
 
 
-def test_50_workers_drain_200_items_with_r_3(django_user_model):
+@pytest.fixture
+def signalled():
+    """Assignment ids that ``assignment_submitted`` was sent for (from any thread)."""
+    sent, lock = [], threading.Lock()
+
+    def receiver(sender, assignment, **kwargs):
+        with lock:
+            sent.append(assignment.pk)
+
+    assignment_submitted.connect(receiver, weak=False, dispatch_uid="test_concurrency_receiver")
+    yield sent
+    assignment_submitted.disconnect(dispatch_uid="test_concurrency_receiver")
+
+
+def test_50_workers_drain_200_items_with_r_3(django_user_model, signalled):
     project = make_project()
     workers = make_workers(django_user_model, N_WORKERS)
     acked, lock = [], threading.Lock()
@@ -99,6 +115,8 @@ def test_50_workers_drain_200_items_with_r_3(django_user_model):
     run_threads(lambda w: drain(project, w, acked, lock), [(w,) for w in workers])
     elapsed = time.monotonic() - t0
     check_drained(project, acked)
+    # one signal per stored submission, none for the retries
+    assert sorted(signalled) == sorted(pk for pk, _, _ in acked)
     print(f"{connection.vendor}: {len(acked)} HITs by {N_WORKERS} workers in {elapsed:.1f} s")
 
 
@@ -119,7 +137,7 @@ def test_abandoned_reservations_expire_and_the_project_still_drains(django_user_
     assert Assignment.objects.filter(project=project, status="expired").count() == 10
 
 
-def test_concurrent_retries_of_one_submission_store_it_once(django_user_model):
+def test_concurrent_retries_of_one_submission_store_it_once(django_user_model, signalled):
     project = make_project()
     [worker] = make_workers(django_user_model, 1)
     a = services.reserve_next_assignment(project, worker)
@@ -134,3 +152,76 @@ def test_concurrent_retries_of_one_submission_store_it_once(django_user_model):
     run_threads(submit, [()] * 8, bound=60)
     assert len(set(results)) == 1 and len(results) == 8
     assert Response.objects.filter(assignment=a).count() == PER_HIT
+    assert signalled == [a.pk]
+
+
+def test_concurrent_different_answers_store_exactly_one(django_user_model, signalled):
+    project = make_project()
+    [worker] = make_workers(django_user_model, 1)
+    a = services.reserve_next_assignment(project, worker)
+    items = services.assignment_items(a)
+    outcomes, lock = [], threading.Lock()
+
+    def submit(label):
+        try:
+            services.submit_assignment(a, worker, {i.pk: {"label": label} for i in items})
+            outcome = ("stored", label)
+        except services.AssignmentNotOpen:
+            outcome = ("refused", label)
+        with lock:
+            outcomes.append(outcome)
+
+    run_threads(submit, [(label,) for label in ("pro", "con", "none") * 3], bound=60)
+    stored = [label for kind, label in outcomes if kind == "stored"]
+    # the winner's retries (same answers) are no-ops that succeed; every other answer is refused
+    assert len(set(stored)) == 1 and len(stored) == 3
+    assert set(Response.objects.filter(assignment=a).values_list("data__label", flat=True)) == {stored[0]}
+    assert Response.objects.filter(assignment=a).count() == PER_HIT and signalled == [a.pk]
+
+
+def test_one_worker_in_many_tabs_gets_one_reservation(django_user_model):
+    project = make_project()
+    [worker] = make_workers(django_user_model, 1)
+    got, lock = [], threading.Lock()
+
+    def reserve():
+        a = services.reserve_next_assignment(project, worker)
+        with lock:
+            got.append(a.pk)
+
+    run_threads(reserve, [()] * 10, bound=60)
+    assert len(set(got)) == 1 and len(got) == 10
+    assert Assignment.objects.filter(project=project, worker=worker).count() == 1
+    assert sum(HIT.objects.filter(project=project).values_list("taken", flat=True)) == 1
+
+
+def test_submissions_racing_the_expiry_sweep_end_consistent(django_user_model, signalled):
+    project = make_project(reservation_timeout_seconds=600)
+    workers = make_workers(django_user_model, 20)
+    held = [(w, services.reserve_next_assignment(project, w)) for w in workers]
+    later = timezone.now() + timedelta(seconds=601)
+    outcomes, lock = [], threading.Lock()
+
+    def submit(w, a):
+        try:
+            services.submit_assignment(a, w, {i.pk: {"label": "pro"} for i in services.assignment_items(a)})
+            outcome = "stored"
+        except services.AssignmentNotOpen:
+            outcome = "refused"
+        with lock:
+            outcomes.append((a.pk, outcome))
+
+    def sweep():
+        for _ in range(5):
+            services.expire_reservations(now=later, project=project)
+
+    run_threads(lambda f, *args: f(*args), [(submit, w, a) for w, a in held] + [(sweep,)], bound=120)
+    services.expire_reservations(now=later, project=project)
+    by_status = dict(Assignment.objects.filter(project=project).values_list("pk", "status"))
+    for pk, outcome in outcomes:
+        # acknowledged = submitted with all its responses; refused = expired with none
+        assert by_status[pk] == ("submitted" if outcome == "stored" else "expired"), (pk, outcome)
+        assert Response.objects.filter(assignment_id=pk).count() == (PER_HIT if outcome == "stored" else 0)
+    assert sorted(signalled) == sorted(pk for pk, outcome in outcomes if outcome == "stored")
+    submitted = sum(1 for _, outcome in outcomes if outcome == "stored")
+    assert sum(HIT.objects.filter(project=project).values_list("taken", flat=True)) == submitted
