@@ -75,10 +75,12 @@ def _flatten(errors, prefix="") -> dict[str, str]:
 
 
 def assignment_data(assignment: Assignment) -> dict:
+    task_type = assignment.project.get_task_type()
     return {
         "assignment": assignment.pk, "project": assignment.project.slug, "hit": assignment.hit_id,
         "status": assignment.status, "reserved_at": assignment.reserved_at, "expires_at": assignment.expires_at,
-        "items": [{"id": item.pk, "payload": item.payload} for item in services.assignment_items(assignment)],
+        "items": [{"id": item.pk, "payload": task_type.worker_payload(assignment.project, item)}
+                  for item in services.assignment_items(assignment)],
     }
 
 

@@ -52,6 +52,17 @@ class TaskType:
         """Model fields of the Item that a payload implies (``sentence_id``, ``external_key``)."""
         return {}
 
+    # --- what a worker may see -----------------------------------------------------------------
+    # Payload keys that hold answers or bookkeeping (imported reference labels, an expert's adjudication,
+    # pass-through columns of an import). They never leave the server towards a worker; keys starting with
+    # "_" are private too. A task type with more such keys extends this tuple.
+    private_payload_keys: tuple[str, ...] = ("reference", "adjudicated", "extra", "gold")
+
+    def worker_payload(self, project, item) -> dict:
+        """The item payload as a worker's client may receive it (JSON API, MTurk page)."""
+        return {key: value for key, value in (item.payload or {}).items()
+                if key not in self.private_payload_keys and not key.startswith("_")}
+
     # --- rendering ----------------------------------------------------------------------------
     def item_context(self, project, item) -> dict:
         """What the template needs for one item."""

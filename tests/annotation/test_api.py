@@ -121,3 +121,16 @@ def test_progress_is_staff_only(project, alice, staff_user):
 
 def test_schema_is_valid():
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+
+
+def test_next_never_sends_reference_answers_to_the_worker(alice):
+    """Imported reference labels, adjudications and private keys stay on the server."""
+    p = services.create_project(name="Hidden", slug="hidden", task_type="sentence_label", status="active",
+                                config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
+    services.add_items(p, [{"text": f"h{i}", "topic": "t", "reference": {"label": "pro"},
+                            "adjudicated": {"label": "con"}, "extra": {"col": "x"}, "_note": "n"} for i in range(2)])
+    services.build_hits(p)
+    body = next_hit(client_for(alice), "hidden").json()
+    for item in body["items"]:
+        assert item["payload"]["text"].startswith("h")
+        assert not {"reference", "adjudicated", "extra", "_note"} & set(item["payload"]), item["payload"]
