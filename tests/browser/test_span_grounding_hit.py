@@ -205,3 +205,25 @@ def test_keyboard_marking_resize_delete_and_reject(live_server, page):
     page.keyboard.press("Control+Enter")
     expect(loc("#completion-code")).to_be_visible()
     assert Response.objects.get(assignment=assignment).data["spans"] == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_schemes_are_asked_and_stored(live_server, page):
+    project = make_span_project(n=1, config={"ask_schemes": True})
+    _worker, assignment, (a,) = open_hit(page, live_server, project)
+    loc = page.locator
+    boxes = loc(f"#item-{a.pk} input[name='item-{a.pk}-schemes[]']")
+    expect(boxes).to_have_count(len(project.config["schemes"]))
+    page.keyboard.press("a")  # the suggestion, grounded as suggested
+    expect(loc(f"#item-{a.pk} .sg-chip:not(.sg-chip-sugg)")).to_have_count(1)
+    expect(loc(f"#item-{a.pk}-todo")).to_contain_text("scheme")
+    expect(loc("#hit-answered")).to_have_text("0 of 1 answered")
+    boxes.nth(2).check()
+    expect(loc("#hit-answered")).to_have_text("1 of 1 answered")
+    screenshot(page, "span_hit_schemes.png")
+    loc("#hit-submit").click()
+    expect(loc("#completion-code")).to_be_visible()
+    data = Response.objects.get(assignment=assignment).data
+    assert data["schemes"] == [project.config["schemes"][2]]
+    assert [s["from_suggestion"] for s in data["spans"]] == [True]
