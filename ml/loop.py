@@ -1,0 +1,348 @@
+"""Training entry points shared by the CLI, the Celery tasks and the admin, and the retrain loop.
+
+Rows for a kind
+    :func:`rows_from_file` (``manage.py train <kind> --data FILE``, ``ml.tasks.train(data=FILE)``) asks the kind's
+    ``TrainerSpec.rows_from_file(path) -> (train, dev)`` first. Without one, the default reader takes
+
+    - an Arg-CTRL App. F aspect JSONL file (keys ``hash, aspect_pos, sentence, ...``) and, for the ``ranker`` kind,
+      turns it into §3.1 Step 2a label rows (every 1-4-gram with ``#aspect tokens / N``,
+      :func:`annotation.aspects.labels.label_rows`); other kinds get the App. F rows themselves;
+    - any other JSONL (the span-grounding export ``spans.jsonl`` included): one row per line, as written;
+    - a folder holding ``train.jsonl`` and ``dev.jsonl`` (an App. F export with splits): those two files.
+
+    A single file is split into train / dev by its rows' ``split`` field when they have one (``train`` / ``dev``;
+    ``test`` rows are left out), else by :func:`ml.registry.stable_split` on the sentence (``sentence`` / ``text``
+    key): all n-grams of a sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
+
+    :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
+    n_labels)``; the default for the ``ranker`` kind on an ``aspect`` project uses the project's final answers
+    (:func:`annotation.aspects.appf.project_rows`: adjudicated > gold > crowd vote > imported reference), turned into
+    label rows, split by sentence hash; ``n_labels`` = sentences with a final answer.
+
+Retrain loop (:func:`maybe_retrain`)
+    After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
+    enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
+    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, default ``["ranker"]`` for
+    ``aspect`` projects, none otherwise) it counts the aggregated labels; when at least M =
+    ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
+    data snapshot of the active version (``snapshot_labels``) -- or there is no version yet and there are M labels
+    -- it trains a new version (parent = the active one) and activates it only if it is better on the dev split:
+    when the spec has ``evaluate``, the active model is scored again on the *new* dev rows and the two are compared
+    on the same rows; otherwise the stored dev metrics are compared. ``retrain_every: 0`` turns the loop off.
+    A cache lock per (project, kind) keeps two workers from training the same thing at once.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from argora.progress import Progress, null_progress
+
+from . import registry
+from .registry import TrainerError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRAIN_EVERY = 50
+DEBOUNCE_KEY = "argora:ml-maybe-retrain:{}"
+TRAIN_LOCK_KEY = "argora:ml-retrain-lock:{}:{}"
+TRAIN_LOCK_SECONDS = 6 * 3600
+ACTIVATE_CHOICES = ("if_better", "always", "never")
+
+
+def debounce_seconds() -> int:
+    return int(getattr(settings, "ARGORA_RETRAIN_DEBOUNCE_SECONDS",
+                       os.environ.get("ARGORA_RETRAIN_DEBOUNCE_SECONDS", "60")))
+
+
+# --- rows from files -------------------------------------------------------------------------------
+
+def read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise TrainerError(f"{path}:0: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrainerError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise TrainerError(f"{path}:{number}: a line must be a JSON object")
+            rows.append(row)
+    if not rows:
+        raise TrainerError(f"{path}:0: no rows")
+    return rows
+
+
+def _is_appf(rows: list[dict]) -> bool:
+    return all(k in rows[0] for k in ("aspect_pos", "sentence", "topic"))
+
+
+def _appf_rows(path: Path, kind: str) -> list[dict]:
+    from annotation.aspects.appf import parse_appf
+    from annotation.aspects.labels import label_rows
+    from corpus.importers.base import ImportFailed
+
+    try:
+        parsed = parse_appf(path)
+    except ImportFailed as exc:
+        raise TrainerError(str(exc)) from None
+    if kind != "ranker":
+        return [dict(r.extra, hash=r.hash, sentence=r.sentence, topic=r.topic, stance=r.raw_stance,
+                     aspect_pos=r.aspect_pos, aspect_pos_string=r.aspect_pos_string) for r in parsed]
+    rows = []
+    for r in parsed:
+        rows.extend(label_rows(r.sentence, r.spans, topic=r.topic))
+    return rows
+
+
+def _read_any(path: Path, kind: str) -> list[dict]:
+    rows = read_jsonl(path)
+    return _appf_rows(path, kind) if _is_appf(rows) else rows
+
+
+def _group_key(row: dict):
+    for key in ("sentence", "text", "argument_id", "item_id", "id"):
+        if key in row:
+            return row[key]
+    return json.dumps(row, sort_keys=True, default=str)
+
+
+def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[dict]]:
+    """(train, dev) rows of ``kind`` from a file or folder (see the module docstring)."""
+    spec = registry.get_trainer(kind)
+    path = Path(path)
+    if spec.rows_from_file is not None and dev_path is None:
+        return spec.rows_from_file(path)
+    if path.is_dir():
+        train_file, dev_file = path / "train.jsonl", path / "dev.jsonl"
+        if not train_file.exists() or not dev_file.exists():
+            raise TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
+        path, dev_path = train_file, dev_file
+    if not path.exists():
+        raise TrainerError(f"{path}:0: no such file")
+    if spec.rows_from_file is not None:  # explicit dev file: the spec reads each file, keeps its train side
+        train, _ = spec.rows_from_file(path)
+        dev_train, dev_dev = spec.rows_from_file(Path(dev_path))
+        return train, dev_train + dev_dev
+    if dev_path is not None:
+        return _read_any(path, kind), _read_any(Path(dev_path), kind)
+    rows = _read_any(path, kind)
+    if any("split" in r for r in rows):
+        train = [r for r in rows if r.get("split", "train") == "train"]
+        dev = [r for r in rows if r.get("split") == "dev"]
+        if train and dev:
+            return train, dev
+    return registry.stable_split(rows, key=_group_key)
+
+
+# --- rows from a project ---------------------------------------------------------------------------
+
+def _aspect_project_rows(project) -> tuple[list[dict], list[dict], int]:
+    from annotation.aspects.appf import _POS, project_rows
+    from annotation.aspects.labels import label_rows
+
+    rows = []
+    answers = project_rows(project)
+    for row in answers:
+        spans = [tuple(int(x) for x in _POS.match(p).groups()) for p in row["aspect_pos"]]
+        rows.extend(label_rows(row["sentence"], spans, topic=row["topic"]))
+    train, dev = registry.stable_split(rows, key="sentence")
+    return train, dev, len(answers)
+
+
+def rows_from_project(kind: str, project) -> tuple[list[dict], list[dict], int]:
+    """(train, dev, n_labels) for ``kind`` from the project's aggregated labels."""
+    spec = registry.get_trainer(kind)
+    if spec.rows_from_project is not None:
+        return spec.rows_from_project(project)
+    if kind == "ranker" and project.task_type == "aspect":
+        return _aspect_project_rows(project)
+    raise TrainerError(f"kind: trainer {kind!r} cannot build rows from a {project.task_type!r} project "
+                       f"(its spec has no rows_from_project)")
+
+
+def snapshot_name(project, n_labels: int) -> str:
+    return f"project:{project.slug}@{n_labels}"
+
+
+# --- train + activate ------------------------------------------------------------------------------
+
+def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, rows=None, seed: int = 13,
+                       hyperparameters: dict | None = None, base_model: str | None = None, activate: str = "if_better",
+                       progress: Progress = null_progress, task_id: str = "") -> dict:
+    """Train a version of ``kind`` and activate it per ``activate`` (``if_better`` / ``always`` / ``never``).
+
+    Rows: ``rows=(train, dev)`` given directly, else ``data`` (a file / folder, :func:`rows_from_file`), else the
+    project's labels (:func:`rows_from_project`). Returns ``{"version": id, "status", "metrics", "activated",
+    "active": id of the active version afterwards, "compared_with": ...}``.
+    """
+    if activate not in ACTIVATE_CHOICES:
+        raise TrainerError(f"activate: {activate!r} is not one of {', '.join(ACTIVATE_CHOICES)}")
+    spec = registry.get_trainer(kind)
+    n_labels = None
+    if rows is not None:
+        rows_train, rows_dev = rows
+        snapshot = "rows"
+    elif data:
+        rows_train, rows_dev = rows_from_file(kind, data, dev_path=dev_data)
+        snapshot = str(Path(data).resolve())
+    elif project is not None:
+        rows_train, rows_dev, n_labels = rows_from_project(kind, project)
+        snapshot = snapshot_name(project, n_labels)
+    else:
+        raise TrainerError("data: give a data file or a project")
+    if not rows_dev:
+        raise TrainerError("data: no dev rows (the primary metric is computed on them)")
+    request = {"kind": kind, "project_id": getattr(project, "pk", None), "data": str(data) if data else None,
+               "dev_data": str(dev_data) if dev_data else None, "seed": seed,
+               "hyperparameters": hyperparameters or {}, "base_model": base_model, "activate": activate}
+    parent = registry.active_version(kind, project, exact=True)
+    version = registry.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
+                                     base_model=base_model, seed=seed, hyperparameters=hyperparameters,
+                                     data_snapshot=snapshot, progress=progress, task_id=task_id, request=request,
+                                     snapshot_labels=n_labels, parent=parent)
+    outcome: dict[str, Any] = {"version": version.pk, "kind": kind, "status": version.status,
+                               "metrics": version.metrics, "activated": False, "compared_with": None}
+    if activate == "always":
+        outcome["activated"] = registry.activate(version)
+    elif activate == "if_better":
+        outcome.update(_activate_if_better(spec, version, rows_dev))
+    active = registry.active_version(kind, project, exact=True)
+    outcome["active"] = active.pk if active else None
+    return outcome
+
+
+def _activate_if_better(spec, version, rows_dev) -> dict:
+    """Compare with the active version of the same scope on the same dev rows when the spec can evaluate."""
+    current = registry.active_version(version.kind, version.project, exact=True)
+    if current is None or current.pk == version.pk:
+        return {"activated": registry.activate(version), "compared_with": None}
+    compared: dict[str, Any] = {"version": current.pk, "stored_primary": current.primary_metric}
+    if spec.evaluate is not None:
+        try:
+            model = registry.load_model(current)
+            old_metrics = spec.evaluate(model, rows_dev)
+            old = float(old_metrics[spec.primary_metric])
+            compared.update(primary_on_new_dev=old, how="re-evaluated on the new dev rows")
+        except Exception:  # noqa: BLE001 - an unloadable old model loses the comparison
+            log.exception("could not evaluate active model version %s on the new dev rows", current.pk)
+            old = None
+            compared.update(how="active model could not be evaluated")
+        better = spec.better(version.primary_metric, old)
+        activated = registry.activate(version) if better else False
+    else:
+        compared["how"] = "stored dev metrics"
+        activated = registry.activate(version, only_if_better=True)
+    return {"activated": activated, "compared_with": compared}
+
+
+# --- the retrain loop ------------------------------------------------------------------------------
+
+def retrain_every(project) -> int:
+    """M: labels between retrains (project.config["retrain_every"], else ARGORA_RETRAIN_EVERY, default 50)."""
+    value = (project.config or {}).get("retrain_every")
+    if value is None:
+        value = getattr(settings, "ARGORA_RETRAIN_EVERY", os.environ.get("ARGORA_RETRAIN_EVERY", DEFAULT_RETRAIN_EVERY))
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return DEFAULT_RETRAIN_EVERY
+
+
+def retrain_kinds(project) -> list[str]:
+    kinds = (project.config or {}).get("retrain_kinds")
+    if kinds is None:
+        kinds = ["ranker"] if project.task_type == "aspect" else []
+    return [k for k in kinds if isinstance(k, str)]
+
+
+def schedule_maybe_retrain(project_id: int) -> bool:
+    """Enqueue ``ml.tasks.maybe_retrain`` after commit, at most once per debounce window per project."""
+    from django.db import transaction
+
+    from .tasks import maybe_retrain as task
+
+    delay = debounce_seconds()
+    if not cache.add(DEBOUNCE_KEY.format(project_id), 1, timeout=max(1, delay)):
+        return False
+    transaction.on_commit(lambda: task.apply_async(args=[project_id], countdown=delay), robust=True)
+    return True
+
+
+def last_snapshot_labels(kind: str, project) -> int | None:
+    """Labels in the data snapshot of the active version (None: no active version of this project)."""
+    current = registry.active_version(kind, project, exact=True)
+    if current is None:
+        return None
+    if current.snapshot_labels is not None:
+        return current.snapshot_labels
+    prefix = f"project:{project.slug}@"
+    if current.data_snapshot.startswith(prefix):
+        try:
+            return int(current.data_snapshot[len(prefix):])
+        except ValueError:
+            pass
+    return 0
+
+
+def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str = "", force: bool = False) -> list[dict]:
+    """Retrain every kind of ``project`` that has M new labels; one outcome dict per kind considered."""
+    every = retrain_every(project)
+    outcomes = []
+    for kind in retrain_kinds(project):
+        outcome: dict[str, Any] = {"kind": kind, "project": project.pk}
+        if every <= 0 and not force:
+            outcomes.append({**outcome, "skipped": "retrain_every is 0"})
+            continue
+        try:
+            spec = registry.get_trainer(kind)
+        except TrainerError as exc:
+            outcomes.append({**outcome, "skipped": str(exc)})
+            continue
+        lock = TRAIN_LOCK_KEY.format(project.pk, kind)
+        if not cache.add(lock, task_id or 1, timeout=TRAIN_LOCK_SECONDS):
+            outcomes.append({**outcome, "skipped": "a retrain of this kind is running"})
+            continue
+        try:
+            try:
+                rows_train, rows_dev, n_labels = rows_from_project(kind, project)
+            except TrainerError as exc:
+                outcomes.append({**outcome, "skipped": str(exc)})
+                continue
+            since = last_snapshot_labels(kind, project)
+            new = n_labels - (since or 0)
+            outcome.update(labels=n_labels, since=since, new=new, every=every)
+            if not force and new < every:
+                outcomes.append({**outcome, "skipped": f"{new} new labels, retrain every {every}"})
+                continue
+            if not rows_dev or not rows_train:
+                outcomes.append({**outcome, "skipped": "not enough labelled sentences for a train and a dev split"})
+                continue
+            parent = registry.active_version(kind, project, exact=True)
+            version = registry.train_version(
+                kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
+                base_model=parent.base_model if parent is not None and parent.base_model else None,
+                seed=parent.seed if parent is not None else 13,
+                hyperparameters=parent.hyperparameters if parent is not None else None,
+                data_snapshot=snapshot_name(project, n_labels), progress=progress,
+                task_id=f"{task_id}:{kind}" if task_id else "",
+                request={"kind": kind, "project_id": project.pk, "loop": True},
+                snapshot_labels=n_labels, parent=parent)
+            outcome.update(version=version.pk, metrics=version.metrics)
+            outcome.update(_activate_if_better(spec, version, rows_dev))
+            outcomes.append(outcome)
+        finally:
+            cache.delete(lock)
+    return outcomes

@@ -1,0 +1,100 @@
+"""``manage.py train <kind> --data FILE``: train a model version of a registered kind and (maybe) activate it.
+
+::
+
+    manage.py train ranker --data appf_train.jsonl [--dev appf_dev.jsonl] [--project SLUG] [--seed 13]
+        [--epochs 3] [--base-model PATH] [--hp lr=2e-5 --hp batch_size=16] [--activate if_better|always|never]
+        [--json] [--queue]
+
+``--data``: a file (Arg-CTRL App. F aspect JSONL; the span-grounding ``spans.jsonl`` export; any JSONL of the
+kind's rows) or a folder with ``train.jsonl`` + ``dev.jsonl``. The kind's ``TrainerSpec.rows_from_file`` turns it
+into (train, dev) rows; without one, the default reader of :mod:`ml.loop` does (App. F -> §3.1 Step 2a label rows
+for ``ranker``; a file without a ``split`` field is split by sentence hash). Without ``--data``, ``--project`` alone
+trains on the project's aggregated labels. ``--queue`` sends it to a ``gpu`` worker (``ml.tasks.train``) instead
+of training here. Exit 2 with ``FILE:LINE: reason`` for bad data or options.
+"""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from argora.progress import cli_progress
+
+
+def parse_hp(values: list[str]) -> dict:
+    out = {}
+    for item in values or []:
+        if "=" not in item:
+            raise CommandError(f"--hp: {item!r} is not key=value", returncode=2)
+        key, raw = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+class Command(BaseCommand):
+    help = "Train a model version of a registered kind (see ml/registry.py) from a data file or a project."
+
+    def add_arguments(self, parser):
+        parser.add_argument("kind", help="trainer kind (manage.py models kinds lists them)")
+        parser.add_argument("--data", help="App. F aspect JSONL, span-grounding JSONL, or a folder with train/dev.jsonl")
+        parser.add_argument("--dev", help="a separate dev file (else the dev split comes from --data)")
+        parser.add_argument("--project", help="project slug: the version belongs to it (and, without --data, its labels)")
+        parser.add_argument("--seed", type=int, default=13)
+        parser.add_argument("--epochs", type=int, help="hyperparameter epochs")
+        parser.add_argument("--base-model", dest="base_model", help="name or local path to start from")
+        parser.add_argument("--hp", action="append", default=[], help="hyperparameter key=value (JSON value), repeatable")
+        parser.add_argument("--activate", choices=["if_better", "always", "never"], default="if_better")
+        parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+        parser.add_argument("--queue", action="store_true", help="enqueue ml.tasks.train on the gpu queue instead")
+
+    def handle(self, *args, **opts):
+        from annotation.models import Project
+        from ml import registry
+        from ml.loop import train_and_activate
+
+        try:
+            registry.get_trainer(opts["kind"])
+        except registry.TrainerError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        project = None
+        if opts["project"]:
+            project = Project.objects.filter(slug=opts["project"]).first()
+            if project is None:
+                raise CommandError(f"--project: no project {opts['project']!r}", returncode=2)
+        if not opts["data"] and project is None:
+            raise CommandError("--data: give a data file (or --project to train on its labels)", returncode=2)
+        hyperparameters = parse_hp(opts["hp"])
+        if opts["epochs"] is not None:
+            hyperparameters["epochs"] = opts["epochs"]
+
+        if opts["queue"]:
+            from ml.tasks import train
+
+            result = train.apply_async(kwargs=dict(kind=opts["kind"], project_id=getattr(project, "pk", None),
+                                                   data=opts["data"], dev_data=opts["dev"], seed=opts["seed"],
+                                                   hyperparameters=hyperparameters, activate=opts["activate"],
+                                                   base_model=opts["base_model"]))
+            out = {"task_id": result.id, "queue": "gpu"}
+            self.stdout.write(json.dumps(out) if opts["json"] else f"queued ml.tasks.train as {result.id}")
+            return
+
+        try:
+            with cli_progress(f"train {opts['kind']}") as progress:
+                outcome = train_and_activate(opts["kind"], project=project, data=opts["data"], dev_data=opts["dev"],
+                                             seed=opts["seed"], hyperparameters=hyperparameters,
+                                             base_model=opts["base_model"], activate=opts["activate"],
+                                             progress=progress)
+        except registry.TrainerError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        if opts["json"]:
+            self.stdout.write(json.dumps(outcome, sort_keys=True, default=str))
+            return
+        metric = (outcome["metrics"] or {}).get("primary_metric", "primary")
+        self.stdout.write(f"version {outcome['version']} ({outcome['kind']}): {outcome['status']}, dev {metric} = "
+                          f"{(outcome['metrics'] or {}).get('primary')}")
+        self.stdout.write("activated" if outcome["activated"] else
+                          f"not activated (active: {outcome['active'] or 'none'})")

@@ -1,0 +1,539 @@
+"""The model registry: trainer kinds, versioned training runs with atomic artifacts, activation and rollback.
+
+Trainer kinds
+    A module ``ml/trainers/<kind>.py`` (every module of that package is imported at start-up) calls
+    :func:`register_trainer` with a :class:`TrainerSpec`: how to ``train`` (a :class:`TrainRequest` in, a
+    :class:`TrainResult` out, the artifact written into ``request.output_dir``), how to ``load`` an artifact
+    folder, which dev metric decides (``primary_metric`` / ``higher_is_better``), and optionally where the rows
+    come from: ``rows_from_file(path) -> (train, dev)`` (``manage.py train <kind> --data FILE``, the
+    ``ml.tasks.train`` task) and ``rows_from_project(project) -> (train, dev, n_labels)`` (the retrain loop,
+    :mod:`ml.loop`), plus ``evaluate(model, rows_dev) -> metrics`` so the loop can score the active model on the
+    new dev split before deciding.
+
+Versions
+    :func:`train_version` creates a :class:`~ml.models.ModelVersion` row (``training``), runs the trainer into
+    ``ARTIFACT_ROOT/models/.tmp-<uuid>/`` and only when it returned renames that folder to
+    ``ARTIFACT_ROOT/models/<kind>/<id>/`` (same file system: an atomic rename) and marks the row ``ready`` with its
+    metrics (``{"dev": {...}, "primary": <dev primary metric>, "primary_metric": name}``). On any exception the
+    temporary folder is removed and the row is ``failed`` with the error; a worker that dies (SIGKILL, OOM) leaves
+    the row ``training`` and at most a ``.tmp-*`` folder, never a final folder. ``task_id`` makes a run
+    idempotent: a redelivered Celery task reuses its row (``attempts`` + 1) and a task whose version is already
+    ready returns it without training again. While a run trains, a thread refreshes ``heartbeat_at``.
+
+Activation
+    One active version per ``(kind, project)`` (``project=None``: global); :func:`active_version` prefers the
+    project's, then the global one. :func:`activate` with ``only_if_better=True`` activates only when the dev
+    primary metric beats the active version's (strictly; the first version always wins). :func:`rollback`
+    archives the active version and re-activates the one active before it. :func:`load_model` loads an
+    artifact once per process (LRU of ``ARGORA_MODEL_CACHE_SIZE``, default 4).
+
+Seed optimisation (AugSBERT §3.1, App. D): :func:`seed_optimise` trains every seed to ``probe_fraction`` (20 %)
+of the steps, keeps the best on the dev set; the trainer continues only that one to the end.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import traceback
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from argora.progress import Progress, null_progress
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "argora-model.json"
+HEARTBEAT_SECONDS = float(os.environ.get("ARGORA_MODEL_HEARTBEAT_SECONDS", "15"))
+
+
+class TrainerError(ValueError):
+    """A request the trainer registry refuses (unknown kind, missing metric, no data...)."""
+
+
+# --- specs -----------------------------------------------------------------------------------------
+
+@dataclass
+class TrainRequest:
+    kind: str
+    rows_train: list[dict]
+    rows_dev: list[dict]
+    base_model: str | None
+    seed: int
+    hyperparameters: dict
+    output_dir: Path
+    progress: Progress = null_progress
+    project: Any = None  # the annotation.Project (or None) the version is for; informative
+
+
+@dataclass
+class TrainResult:
+    metrics: dict  # must contain the spec's primary_metric, computed on rows_dev
+    test_metrics: dict | None = None
+    info: dict = field(default_factory=dict)  # anything else worth recording (chosen seed, steps, ...)
+
+
+@dataclass
+class TrainerSpec:
+    kind: str
+    train: Callable[[TrainRequest], TrainResult]
+    load: Callable[[Path], Any]
+    primary_metric: str
+    higher_is_better: bool = True
+    description: str = ""
+    # where rows come from (optional; a kind without them can still be trained by calling train_version):
+    rows_from_file: Callable[[Path], tuple[list[dict], list[dict]]] | None = None
+    rows_from_project: Callable[[Any], tuple[list[dict], list[dict], int]] | None = None
+    evaluate: Callable[[Any, list[dict]], dict] | None = None  # (loaded model, rows_dev) -> metrics
+    default_base_model: Callable[[], str] | str | None = None
+    data_formats: str = ""  # one line for --help: which files rows_from_file reads
+
+    def better(self, new: float | None, old: float | None) -> bool:
+        if new is None:
+            return False
+        if old is None:
+            return True
+        return new > old if self.higher_is_better else new < old
+
+    def base_model_for(self, base_model: str | None) -> str | None:
+        if base_model:
+            return base_model
+        default = self.default_base_model
+        return default() if callable(default) else default
+
+
+_TRAINERS: dict[str, TrainerSpec] = {}
+
+
+def register_trainer(spec: TrainerSpec) -> TrainerSpec:
+    if not spec.kind:
+        raise TrainerError("a trainer spec needs a kind")
+    _TRAINERS[spec.kind] = spec
+    return spec
+
+
+def unregister_trainer(kind: str) -> None:
+    """For tests that register a throw-away kind."""
+    _TRAINERS.pop(kind, None)
+
+
+def _discover() -> None:
+    import ml.trainers  # noqa: F401  (imports every trainer module)
+
+
+def get_trainer(kind: str) -> TrainerSpec:
+    if kind not in _TRAINERS:
+        _discover()
+    try:
+        return _TRAINERS[kind]
+    except KeyError:
+        raise TrainerError(f"kind: unknown trainer kind {kind!r} (known: {', '.join(trainer_kinds()) or 'none'})") from None
+
+
+def trainer_kinds() -> list[str]:
+    _discover()
+    return sorted(_TRAINERS)
+
+
+# --- data ------------------------------------------------------------------------------------------
+
+def data_hash(rows_train: Iterable[dict], rows_dev: Iterable[dict]) -> str:
+    """sha256 of the canonical JSON lines of the rows (sorted keys), train then dev."""
+    h = hashlib.sha256()
+    for part, rows in (("train", rows_train), ("dev", rows_dev)):
+        h.update(f"#{part}\n".encode())
+        for row in rows:
+            h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+            h.update(b"\n")
+    return h.hexdigest()
+
+
+def stable_split(rows: Sequence[dict], *, key: str | Callable[[dict], Any] = "sentence", dev_fraction: float = 0.2,
+                 salt: str = "argora-dev") -> tuple[list[dict], list[dict]]:
+    """Split rows into (train, dev) by a hash of a group key (all rows of one sentence land on the same side).
+
+    The side of a group depends only on its key, so the dev split of a growing project keeps its old members:
+    successive versions of the retrain loop are compared on overlapping dev sets. If the hash puts every group on
+    one side, the last group (in order) goes to the other so that both sides are non-empty when there are >= 2.
+    """
+    keyfn = key if callable(key) else (lambda row: row.get(key))
+    groups: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for row in rows:
+        groups.setdefault(json.dumps(keyfn(row), sort_keys=True, default=str), []).append(row)
+    dev_keys = set()
+    for g in groups:
+        digest = hashlib.sha256(f"{salt}:{g}".encode()).digest()
+        if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction:
+            dev_keys.add(g)
+    names = list(groups)
+    if len(names) >= 2 and dev_fraction > 0:
+        if not dev_keys:
+            dev_keys.add(names[-1])
+        elif len(dev_keys) == len(names):
+            dev_keys.discard(names[-1])
+    train = [r for g in names if g not in dev_keys for r in groups[g]]
+    dev = [r for g in names if g in dev_keys for r in groups[g]]
+    return train, dev
+
+
+# --- paths -----------------------------------------------------------------------------------------
+
+def models_root() -> Path:
+    return Path(settings.ARTIFACT_ROOT) / "models"
+
+
+def final_dir(kind: str, version_id: int) -> Path:
+    return models_root() / kind / str(version_id)
+
+
+# --- heartbeat -------------------------------------------------------------------------------------
+
+class _Heartbeat:
+    """Refreshes ``heartbeat_at`` of a training version every ``interval`` s from a daemon thread."""
+
+    def __init__(self, version_id: int, interval: float = HEARTBEAT_SECONDS):
+        self.version_id, self.interval = version_id, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"ml-heartbeat-{version_id}", daemon=True)
+
+    def __enter__(self):
+        # not inside a transaction (tests, callers holding one): another connection's write would only wait on it
+        if self.interval > 0 and not connection.in_atomic_block:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from .models import ModelVersion
+
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    ModelVersion.objects.filter(pk=self.version_id, status=ModelVersion.Status.TRAINING).update(
+                        heartbeat_at=timezone.now())
+                except Exception:  # noqa: BLE001 - a missed beat is not an error of the training
+                    log.debug("heartbeat of model version %s failed", self.version_id, exc_info=True)
+        finally:
+            connection.close()
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        return False
+
+
+# --- training --------------------------------------------------------------------------------------
+
+def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapshot, digest, n_train, n_dev,
+               task_id, request, snapshot_labels, parent):
+    """The row this run trains: a new one, or (same task_id) the row of an earlier delivery of the same task."""
+    from .models import ModelVersion
+
+    now = timezone.now()
+    values = dict(kind=kind, project=project, base_model=base_model or "", seed=seed,
+                  hyperparameters=hyperparameters, data_snapshot=data_snapshot, data_hash=digest,
+                  n_train=n_train, n_dev=n_dev, request=request or {}, snapshot_labels=snapshot_labels,
+                  parent=parent, heartbeat_at=now)
+    if task_id:
+        with transaction.atomic():
+            existing = ModelVersion.objects.select_for_update().filter(task_id=task_id, kind=kind).first()
+            if existing is not None:
+                if existing.status in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED):
+                    return existing, False
+                for name, value in values.items():
+                    setattr(existing, name, value)
+                existing.status = ModelVersion.Status.TRAINING
+                existing.error = ""
+                existing.attempts += 1
+                existing.save()
+                log.warning("model version %s: task %s delivered again (attempt %s); training it again",
+                            existing.pk, task_id, existing.attempts)
+                return existing, True
+    version = ModelVersion.objects.create(task_id=task_id or "", attempts=1, **values)
+    return version, True
+
+
+def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], project=None, base_model: str | None = None,
+                  seed: int = 13, hyperparameters: dict | None = None, data_snapshot: str = "",
+                  progress: Progress = null_progress, task_id: str = "", request: dict | None = None,
+                  snapshot_labels: int | None = None, parent=None):
+    """Train one version of ``kind`` (see the module docstring); returns the ModelVersion (ready or failed).
+
+    Exceptions of the trainer are recorded on the row (``failed`` + ``error``) and re-raised.
+    """
+    from .models import ModelVersion
+
+    spec = get_trainer(kind)
+    rows_train, rows_dev = list(rows_train), list(rows_dev)
+    if not rows_train:
+        raise TrainerError("data: no training rows")
+    hyperparameters = dict(hyperparameters or {})
+    base_model = spec.base_model_for(base_model)
+    digest = data_hash(rows_train, rows_dev)
+    if parent is None:
+        parent = active_version(kind, project, exact=True)
+    version, fresh = _claim_row(kind, project=project, base_model=base_model, seed=seed,
+                                hyperparameters=hyperparameters, data_snapshot=data_snapshot, digest=digest,
+                                n_train=len(rows_train), n_dev=len(rows_dev), task_id=task_id, request=request,
+                                snapshot_labels=snapshot_labels, parent=parent)
+    if not fresh:
+        return version
+
+    root = models_root()
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    target = final_dir(kind, version.pk)
+    renamed = False
+    try:
+        with _Heartbeat(version.pk):
+            result = spec.train(TrainRequest(kind=kind, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model,
+                                             seed=seed, hyperparameters=hyperparameters, output_dir=tmp,
+                                             progress=progress, project=project))
+        if not isinstance(result, TrainResult):
+            raise TrainerError(f"trainer {kind!r} returned {type(result).__name__}, not a TrainResult")
+        dev_metrics = dict(result.metrics or {})
+        primary = dev_metrics.get(spec.primary_metric)
+        if not isinstance(primary, (int, float)) or primary != primary:  # missing or NaN
+            raise TrainerError(f"trainer {kind!r} did not report its primary metric {spec.primary_metric!r} "
+                               f"on the dev rows (got {sorted(dev_metrics)})")
+        metrics = {"dev": dev_metrics, "primary": float(primary), "primary_metric": spec.primary_metric}
+        if result.test_metrics:
+            metrics["test"] = dict(result.test_metrics)
+        if result.info:
+            metrics["info"] = dict(result.info)
+        (tmp / MANIFEST).write_text(json.dumps({
+            "kind": kind, "version": version.pk, "project": getattr(project, "pk", None), "base_model": base_model,
+            "seed": seed, "hyperparameters": hyperparameters, "data_snapshot": data_snapshot, "data_hash": digest,
+            "n_train": len(rows_train), "n_dev": len(rows_dev), "metrics": metrics,
+            "trained_at": timezone.now().isoformat()}, indent=2, default=str))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with transaction.atomic():
+            locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
+            if locked.status == ModelVersion.Status.READY:  # a concurrent delivery of the same task finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return locked
+            if target.exists():  # left by a run that died between rename and commit: never marked ready
+                shutil.rmtree(target)
+            os.rename(tmp, target)
+            renamed = True
+            ModelVersion.objects.filter(pk=version.pk).update(
+                status=ModelVersion.Status.READY, metrics=metrics, artifact_path=str(target), error="",
+                trained_at=timezone.now(), heartbeat_at=timezone.now())
+        version.refresh_from_db()
+        return version
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if renamed:
+            shutil.rmtree(target, ignore_errors=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise  # the worker is going down: leave the row "training" for the redelivery
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        try:
+            ModelVersion.objects.filter(pk=version.pk).update(
+                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000],
+                is_active=False)
+        except Exception:  # noqa: BLE001
+            log.exception("could not mark model version %s failed", version.pk)
+        raise
+
+
+# --- activation ------------------------------------------------------------------------------------
+
+def _scope(qs, kind: str, project):
+    qs = qs.filter(kind=kind)
+    return qs.filter(project=project) if project is not None else qs.filter(project__isnull=True)
+
+
+def active_version(kind: str, project=None, *, exact: bool = False):
+    """The active version of ``kind`` for ``project`` (else the global one unless ``exact``); None if none."""
+    from .models import ModelVersion
+
+    if project is not None:
+        found = _scope(ModelVersion.objects.filter(is_active=True), kind, project).first()
+        if found is not None or exact:
+            return found
+    return _scope(ModelVersion.objects.filter(is_active=True), kind, None).first()
+
+
+def activate(version, *, only_if_better: bool = False) -> bool:
+    """Make ``version`` the active one of its (kind, project). Returns whether it is active afterwards.
+
+    ``only_if_better``: activate only if its dev primary metric is strictly better than the active version's of
+    the same scope (per the spec's ``higher_is_better``); with no active version it always wins.
+    Raises ``ValueError`` for a version that is not ready (or archived with its artifact).
+    """
+    from .models import ModelVersion
+
+    with transaction.atomic():
+        version = ModelVersion.objects.select_for_update().get(pk=version.pk)
+        if version.status not in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or not version.artifact_path:
+            raise ValueError(f"model version {version.pk} is {version.status}; only a ready version can be activated")
+        if not Path(version.artifact_path).is_dir():
+            raise ValueError(f"model version {version.pk}: artifact folder {version.artifact_path} is missing")
+        current = list(_scope(ModelVersion.objects.select_for_update().filter(is_active=True),
+                              version.kind, version.project))
+        current = current[0] if current else None
+        if current is not None and current.pk == version.pk:
+            return True
+        if only_if_better and current is not None:
+            spec = get_trainer(version.kind)
+            if not spec.better(version.primary_metric, current.primary_metric):
+                log.info("model version %s (%s=%s) is not better than active %s (%s); not activated", version.pk,
+                         spec.primary_metric, version.primary_metric, current.pk, current.primary_metric)
+                return False
+        if current is not None:
+            ModelVersion.objects.filter(pk=current.pk).update(is_active=False)
+        ModelVersion.objects.filter(pk=version.pk).update(is_active=True, status=ModelVersion.Status.READY,
+                                                          activated_at=timezone.now())
+    return True
+
+
+def deactivate(kind: str, project=None) -> None:
+    from .models import ModelVersion
+
+    _scope(ModelVersion.objects.filter(is_active=True), kind, project).update(is_active=False)
+
+
+def rollback(kind: str, project=None):
+    """Archive the active version of (kind, project) and re-activate the one that was active before it
+    (else the newest other ready version trained before it). Returns the re-activated version or None (then
+    nothing changed)."""
+    from .models import ModelVersion
+
+    with transaction.atomic():
+        scope = _scope(ModelVersion.objects.select_for_update(), kind, project)
+        current = scope.filter(is_active=True).first()
+        candidates = scope.filter(status=ModelVersion.Status.READY, is_active=False).exclude(artifact_path="")
+        if current is not None:
+            previous = (candidates.filter(activated_at__isnull=False, activated_at__lte=current.activated_at or timezone.now())
+                        .exclude(pk=current.pk).order_by("-activated_at", "-pk").first()
+                        or candidates.filter(created_at__lte=current.created_at).exclude(pk=current.pk)
+                        .order_by("-created_at", "-pk").first())
+        else:
+            previous = candidates.order_by("-activated_at", "-created_at", "-pk").first()
+        if previous is None:
+            return None
+        if current is not None:
+            ModelVersion.objects.filter(pk=current.pk).update(is_active=False, status=ModelVersion.Status.ARCHIVED)
+        ModelVersion.objects.filter(pk=previous.pk).update(is_active=True, activated_at=timezone.now())
+    previous.refresh_from_db()
+    return previous
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+_cache: "OrderedDict[tuple, Any]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cache_size() -> int:
+    return int(getattr(settings, "ARGORA_MODEL_CACHE_SIZE", os.environ.get("ARGORA_MODEL_CACHE_SIZE", "4")))
+
+
+def load_model(version) -> Any:
+    """``spec.load(artifact folder)`` of a ready version, cached per process (LRU)."""
+    if not version.artifact_path:
+        raise ValueError(f"model version {version.pk} has no artifact (status {version.status})")
+    key = (version.pk, version.kind, version.artifact_path)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    model = get_trainer(version.kind).load(Path(version.artifact_path))
+    with _cache_lock:
+        _cache[key] = model
+        _cache.move_to_end(key)
+        while len(_cache) > max(1, _cache_size()):
+            _cache.popitem(last=False)
+    return model
+
+
+def clear_model_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+# --- seed optimisation (AugSBERT §3.1 / App. D) ----------------------------------------------------
+
+def seed_optimise_runs(train_fn_factory: Callable[[int], Callable[[int], float]], seeds: Iterable[int], *,
+                       total_steps: int, probe_fraction: float = 0.2, higher_is_better: bool = True,
+                       progress: Progress = null_progress) -> tuple[int, Callable[[int], float], dict[int, float]]:
+    """Probe every seed to ``probe_fraction`` of ``total_steps``; return ``(best seed, its run, probe scores)``.
+
+    ``train_fn_factory(seed)`` returns a run: ``run(steps) -> dev score`` trains (continuing where it stopped) until
+    ``steps`` optimisation steps are done and returns the dev score. The caller continues the best run with
+    ``run(total_steps)``; the other runs are dropped. Ties go to the earlier seed.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds: give at least one seed")
+    probe = max(1, min(int(total_steps), round(total_steps * probe_fraction)))
+    scores: dict[int, float] = {}
+    best_seed, best_run, best_score = None, None, None
+    for i, seed in enumerate(seeds):
+        run = train_fn_factory(seed)
+        score = float(run(probe))
+        scores[seed] = score
+        progress(i + 1, len(seeds), f"seed {seed}: {score:.4f} at {probe}/{total_steps} steps")
+        if best_score is None or (score > best_score if higher_is_better else score < best_score):
+            best_seed, best_run, best_score = seed, run, score
+        else:
+            del run
+    return best_seed, best_run, scores
+
+
+def seed_optimise(train_fn_factory, seeds, *, total_steps: int, probe_fraction: float = 0.2,
+                  higher_is_better: bool = True, progress: Progress = null_progress) -> int:
+    """The best seed (see :func:`seed_optimise_runs`)."""
+    return seed_optimise_runs(train_fn_factory, seeds, total_steps=total_steps, probe_fraction=probe_fraction,
+                              higher_is_better=higher_is_better, progress=progress)[0]
+
+
+# --- interrupted runs ------------------------------------------------------------------------------
+
+def recover_interrupted(*, older_than: float | None = None, requeue: bool = False) -> list[dict]:
+    """Versions still ``training`` whose run gave no sign of life for ``older_than`` seconds (default: 4 heartbeats).
+
+    They are marked ``failed`` ("interrupted"); with ``requeue`` their training request is sent again as
+    ``ml.tasks.train`` under the same task id (so it reuses the row). Needed where the broker loses unacknowledged
+    messages of a worker that was killed outright: kombu's filesystem transport keeps them only in the worker's
+    memory. Redis redelivers by itself after ``visibility_timeout``; RabbitMQ when the connection drops; a killed
+    pool child (prefork) is requeued by its parent thanks to ``reject_on_worker_lost``.
+    """
+    from datetime import timedelta
+
+    from .models import ModelVersion
+
+    older_than = 4 * HEARTBEAT_SECONDS if older_than is None else older_than
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    found = []
+    for version in ModelVersion.objects.filter(status=ModelVersion.Status.TRAINING):
+        last = version.heartbeat_at or version.created_at
+        if last > cutoff:
+            continue
+        updated = ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.TRAINING).update(
+            status=ModelVersion.Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}")
+        if not updated:
+            continue
+        item = {"version": version.pk, "kind": version.kind, "task_id": version.task_id, "requeued": None}
+        req = version.request or {}
+        if requeue and req.get("kind") and not req.get("loop"):
+            from .tasks import train
+
+            kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
+                                             "base_model", "activate") if k in req}
+            result = train.apply_async(kwargs=kwargs, task_id=version.task_id or None)
+            item["requeued"] = result.id
+        found.append(item)
+    return found

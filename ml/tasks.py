@@ -1,0 +1,43 @@
+"""Celery tasks of the ML side (``gpu`` queue: every ``ml.tasks.*`` name is routed there; :func:`gpu_task` gives late
+acks and requeue on worker loss, so a worker killed mid-training leaves the message to be delivered again).
+
+Each task is one call into :mod:`ml.loop` / :mod:`ml.registry`; the Celery task id is passed on, so a redelivered
+task reuses its :class:`~ml.models.ModelVersion` row instead of creating a second one, and a task whose version is
+already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, lives in :mod:`argora.tasks`.)
+"""
+from __future__ import annotations
+
+from argora.celery import gpu_task
+from argora.progress import celery_progress
+
+
+def _project(project_id):
+    if project_id is None:
+        return None
+    from annotation.models import Project
+
+    return Project.objects.get(pk=project_id)
+
+
+@gpu_task(name="ml.tasks.train")
+def train(self, kind, project_id=None, data=None, seed=13, hyperparameters=None, activate="if_better",
+          base_model=None, dev_data=None) -> dict:
+    """Train a version of ``kind`` from ``data`` (a file or folder readable on the worker) or the project's labels."""
+    from .loop import train_and_activate
+
+    return train_and_activate(kind, project=_project(project_id), data=data, dev_data=dev_data, seed=int(seed),
+                              hyperparameters=hyperparameters, base_model=base_model, activate=activate,
+                              progress=celery_progress(self), task_id=self.request.id or "")
+
+
+@gpu_task(name="ml.tasks.maybe_retrain")
+def maybe_retrain(self, project_id, force=False) -> list:
+    """The retrain loop for one project (enqueued, debounced, after submissions; see :mod:`ml.loop`)."""
+    from annotation.models import Project
+
+    from .loop import maybe_retrain as run
+
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:  # deleted since
+        return []
+    return run(project, progress=celery_progress(self), task_id=self.request.id or "", force=bool(force))

@@ -1,0 +1,224 @@
+"""Model registry: atomic artifacts, failed runs, idempotent redelivery, activation rules, rollback, loading,
+seed optimisation. A fake trainer kind (tests/ml/fakes.py) stands in for a real model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from annotation.models import Project
+from ml import registry
+from ml.models import ModelVersion
+from tests.ml.fakes import register_fake
+
+ROWS = [{"sentence": f"s{i}", "label": i % 2} for i in range(10)]
+DEV = [{"sentence": "d1", "label": 1}]
+
+
+@pytest.fixture
+def fake_kind(tmp_artifacts):
+    spec = register_fake("fake")
+    registry.clear_model_cache()
+    yield spec
+    registry.unregister_trainer("fake")
+    registry.clear_model_cache()
+
+
+def _project(slug="p1"):
+    return Project.objects.create(name=slug, slug=slug, task_type="aspect")
+
+
+def _train(score=None, **kw):
+    hp = dict(kw.pop("hyperparameters", {}))
+    if score is not None:
+        hp["score"] = score
+    return registry.train_version("fake", rows_train=ROWS, rows_dev=DEV, hyperparameters=hp, **kw)
+
+
+def _tmp_dirs(root: Path):
+    return [p for p in (root / "models").glob(".tmp-*")]
+
+
+@pytest.mark.django_db
+def test_train_version_writes_artifact_atomically_and_records_everything(fake_kind, tmp_artifacts):
+    project = _project()
+    v = _train(0.7, project=project, seed=5, data_snapshot="file.jsonl")
+    assert v.status == "ready" and not v.is_active
+    final = tmp_artifacts / "models" / "fake" / str(v.pk)
+    assert Path(v.artifact_path) == final and (final / "weights.json").exists() and (final / registry.MANIFEST).exists()
+    assert _tmp_dirs(tmp_artifacts) == []
+    assert v.metrics["primary"] == 0.7 and v.metrics["primary_metric"] == "acc" and v.metrics["dev"]["acc"] == 0.7
+    assert v.seed == 5 and v.n_train == 10 and v.n_dev == 1 and v.data_snapshot == "file.jsonl"
+    assert v.data_hash == registry.data_hash(ROWS, DEV) and len(v.data_hash) == 64
+    assert v.trained_at is not None and v.project == project
+    # the hash is canonical: key order does not matter, content does
+    assert registry.data_hash([{"b": 1, "a": 2}], []) == registry.data_hash([{"a": 2, "b": 1}], [])
+    assert registry.data_hash([{"a": 1}], []) != registry.data_hash([], [{"a": 1}])
+
+
+@pytest.mark.django_db
+def test_failed_training_leaves_no_artifact_and_records_the_error(fake_kind, tmp_artifacts):
+    with pytest.raises(RuntimeError, match="exploded"):
+        _train(hyperparameters={"fail": True})
+    v = ModelVersion.objects.get()
+    assert v.status == "failed" and "exploded" in v.error and not v.artifact_path and not v.is_active
+    assert not (tmp_artifacts / "models" / "fake" / str(v.pk)).exists()
+    assert _tmp_dirs(tmp_artifacts) == []
+    with pytest.raises(ValueError):
+        registry.activate(v)
+
+
+@pytest.mark.django_db
+def test_missing_primary_metric_fails_the_version(tmp_artifacts):
+    from ml.registry import TrainerSpec, TrainResult
+
+    registry.register_trainer(TrainerSpec(kind="nometric", train=lambda req: TrainResult(metrics={"loss": 1.0}),
+                                          load=lambda p: None, primary_metric="acc"))
+    try:
+        with pytest.raises(registry.TrainerError, match="primary metric 'acc'"):
+            registry.train_version("nometric", rows_train=ROWS, rows_dev=DEV)
+        assert ModelVersion.objects.get().status == "failed"
+        assert not (tmp_artifacts / "models" / "nometric").exists() or not any((tmp_artifacts / "models" / "nometric").iterdir())
+    finally:
+        registry.unregister_trainer("nometric")
+
+
+@pytest.mark.django_db
+def test_unknown_kind_and_empty_data_are_refused(fake_kind):
+    with pytest.raises(registry.TrainerError, match="unknown trainer kind 'nope'"):
+        registry.get_trainer("nope")
+    with pytest.raises(registry.TrainerError, match="no training rows"):
+        registry.train_version("fake", rows_train=[], rows_dev=DEV)
+    assert "fake" in registry.trainer_kinds()
+    assert ModelVersion.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_same_task_id_reuses_the_row_and_a_ready_one_is_returned(fake_kind, tmp_artifacts):
+    # an earlier delivery died mid-training: its row is still "training"
+    ModelVersion.objects.create(kind="fake", task_id="t-1", status="training", attempts=1)
+    v = _train(0.6, task_id="t-1")
+    assert ModelVersion.objects.count() == 1 and v.attempts == 2 and v.status == "ready"
+    again = _train(0.9, task_id="t-1")  # delivered once more after it finished: nothing is trained again
+    assert again.pk == v.pk and again.primary_metric == 0.6 and ModelVersion.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_activate_only_if_better_and_one_active_per_scope(fake_kind):
+    project = _project()
+    first = _train(0.7, project=project)
+    assert registry.activate(first, only_if_better=True)  # nothing active: the first one wins
+    worse = _train(0.6, project=project)
+    assert registry.activate(worse, only_if_better=True) is False
+    tie = _train(0.7, project=project)
+    assert registry.activate(tie, only_if_better=True) is False  # strictly better only
+    better = _train(0.8, project=project)
+    assert registry.activate(better, only_if_better=True) is True
+    active = ModelVersion.objects.filter(is_active=True)
+    assert list(active) == [ModelVersion.objects.get(pk=better.pk)]
+    assert registry.active_version("fake", project).pk == better.pk
+    # a global version is separate: the project keeps its own, other projects fall back to the global one
+    glob = _train(0.1)
+    assert registry.activate(glob, only_if_better=True)
+    assert registry.active_version("fake", project).pk == better.pk
+    assert registry.active_version("fake", _project("other")).pk == glob.pk
+    assert registry.active_version("fake", _project("third"), exact=True) is None
+
+
+@pytest.mark.django_db
+def test_lower_is_better_metric(tmp_artifacts):
+    register_fake("fake_loss", higher_is_better=False)
+    try:
+        a = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.5})
+        registry.activate(a)
+        b = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.9})
+        assert registry.activate(b, only_if_better=True) is False
+        c = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.2})
+        assert registry.activate(c, only_if_better=True) is True
+    finally:
+        registry.unregister_trainer("fake_loss")
+
+
+@pytest.mark.django_db
+def test_database_refuses_two_active_versions_of_a_scope(fake_kind):
+    a, b = _train(0.1), _train(0.2)
+    ModelVersion.objects.filter(pk=a.pk).update(is_active=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ModelVersion.objects.filter(pk=b.pk).update(is_active=True)
+    failed = ModelVersion.objects.create(kind="fake", status="failed")
+    with pytest.raises(IntegrityError), transaction.atomic():  # only a ready version can be active
+        ModelVersion.objects.filter(pk=failed.pk).update(is_active=True, status="failed")
+
+
+@pytest.mark.django_db
+def test_rollback_reactivates_the_previous_version(fake_kind):
+    project = _project()
+    a, b, c = (_train(s, project=project) for s in (0.5, 0.6, 0.7))
+    for v in (a, b, c):
+        registry.activate(v)
+    back = registry.rollback("fake", project)
+    assert back.pk == b.pk and back.is_active
+    assert ModelVersion.objects.get(pk=c.pk).status == "archived"
+    assert registry.rollback("fake", project).pk == a.pk
+    assert registry.rollback("fake", project) is None  # nothing older
+    assert registry.active_version("fake", project).pk == a.pk
+    assert registry.activate(ModelVersion.objects.get(pk=c.pk))  # an archived version can be activated again
+    assert ModelVersion.objects.get(pk=c.pk).status == "ready"
+
+
+@pytest.mark.django_db
+def test_load_model_is_cached(fake_kind, monkeypatch):
+    v = _train(0.5, seed=3)
+    calls = []
+    original = fake_kind.load
+    monkeypatch.setattr(fake_kind, "load", lambda p: calls.append(p) or original(p))
+    m1 = registry.load_model(v)
+    m2 = registry.load_model(ModelVersion.objects.get(pk=v.pk))
+    assert m1 is m2 and m1["seed"] == 3 and len(calls) == 1
+
+
+def test_stable_split_groups_and_is_stable():
+    rows = [{"sentence": f"s{i // 3}", "n": i} for i in range(60)]
+    train, dev = registry.stable_split(rows, key="sentence")
+    assert train and dev and len(train) + len(dev) == 60
+    assert not {r["sentence"] for r in train} & {r["sentence"] for r in dev}
+    more = rows + [{"sentence": f"new{i}", "n": 100 + i} for i in range(30)]
+    _, dev2 = registry.stable_split(more, key="sentence")
+    assert {r["sentence"] for r in dev} <= {r["sentence"] for r in dev2}  # old dev members stay dev
+    t, d = registry.stable_split([{"sentence": "a"}, {"sentence": "b"}], key="sentence", dev_fraction=0.01)
+    assert len(t) == 1 and len(d) == 1
+
+
+def test_seed_optimise_probes_every_seed_and_continues_only_the_best():
+    final = {1: 0.50, 2: 0.80, 3: 0.65}
+    log = []
+
+    def factory(seed):
+        def run(steps):
+            log.append((seed, steps))
+            return final[seed] * steps / 100
+        return run
+
+    best, run, scores = registry.seed_optimise_runs(factory, [1, 2, 3], total_steps=100)
+    assert best == 2 and log == [(1, 20), (2, 20), (3, 20)] and scores[2] == pytest.approx(0.16)
+    assert run(100) == pytest.approx(0.8) and log[-1] == (2, 100)
+    assert registry.seed_optimise(factory, [1, 2, 3], total_steps=10, probe_fraction=0.2) == 2
+    assert registry.seed_optimise(factory, [1, 2, 3], total_steps=100, higher_is_better=False) == 1
+    with pytest.raises(ValueError):
+        registry.seed_optimise(factory, [], total_steps=10)
+
+
+@pytest.mark.django_db
+def test_recover_interrupted_marks_stale_training_failed(fake_kind):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    stale = ModelVersion.objects.create(kind="fake", task_id="t-x", status="training",
+                                        heartbeat_at=timezone.now() - timedelta(hours=1))
+    fresh = ModelVersion.objects.create(kind="fake", task_id="t-y", status="training", heartbeat_at=timezone.now())
+    found = registry.recover_interrupted(older_than=60)
+    assert [f["version"] for f in found] == [stale.pk]
+    assert ModelVersion.objects.get(pk=stale.pk).status == "failed"
+    assert ModelVersion.objects.get(pk=fresh.pk).status == "training"
