@@ -243,12 +243,16 @@ class SpanGrounding(TaskType):
     label = "Factual spans grounded to the KB (+ argument schemes)"
     template = "annotation/task_types/span_grounding.html"
     script = "annotation/task_types/span_grounding.js"
+    guidelines_template = "annotation/guidelines/span_grounding.html"
     keys_help = (
-        ("select words", "mark a factual span"),
-        ("<kbd>1</kbd>…<kbd>5</kbd>", "ground the selected span to variable 1..5"),
+        ("drag over words, or <kbd>←</kbd><kbd>→</kbd> and <kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>, then <kbd>Enter</kbd>",
+         "mark a factual span (snaps to whole words)"),
+        ("<kbd>1</kbd>…<kbd>5</kbd>", "ground the selected span to that variable (the list beside the argument)"),
         ("<kbd>0</kbd> or <kbd>O</kbd>", "ground the selected span to Others"),
-        ("<kbd>A</kbd>", "accept the highlighted suggestion"),
+        ("<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd> / <kbd>Alt</kbd>+<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>",
+         "on a selected span: move its end / its start (or drag its handles)"),
         ("<kbd>Del</kbd>", "remove the selected span"),
+        ("<kbd>A</kbd> / <kbd>R</kbd>", "accept / reject the outlined suggestion"),
     )
 
     # --- set-up -----------------------------------------------------------------------------------

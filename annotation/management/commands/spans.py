@@ -4,7 +4,7 @@
     manage.py spans kb-import --file kb.csv|kb.jsonl [--format csv|jsonl] [--topic T]
     manage.py spans normalise --project SLUG [--threshold 0.85] [--cluster-threshold 0.75] [--no-propose]
     manage.py spans normalise --pending [--topic T]          # suggest merges for proposals awaiting review
-    manage.py spans export --project SLUG --file out.jsonl|- [--include-unannotated]
+    manage.py spans export --project SLUG --file out.jsonl|- [--include-unannotated] [--filters]
     manage.py spans metrics --file eval.jsonl [--json]
 
 ``metrics``: each JSONL line ``{"text", "reference": [spans], "predicted": [spans]}`` (spans ``{"begin", "end",
@@ -50,6 +50,8 @@ class Command(BaseCommand):
         p.add_argument("--project", required=True)
         p.add_argument("--file", required=True, help="path, or - for stdout")
         p.add_argument("--include-unannotated", action="store_true")
+        p.add_argument("--filters", action="store_true",
+                       help="apply ArgU §3.2.4's filters (<= 30%% unnormalised spans, 1-4 variables, <= 150 words)")
         p = sub.add_parser("metrics", help="span detection F1 + grounding accuracy of predictions vs reference")
         p.add_argument("--file", required=True)
         p.add_argument("--json", action="store_true")
@@ -118,7 +120,7 @@ class Command(BaseCommand):
         from annotation.spans.export import project_rows, write_jsonl
 
         project = self._project(o["project"])
-        rows = project_rows(project, include_unannotated=o["include_unannotated"])
+        rows = project_rows(project, include_unannotated=o["include_unannotated"], filters=o["filters"])
         if o["file"] == "-":
             for row in rows:
                 self.stdout.write(json.dumps(row, sort_keys=True, ensure_ascii=False))

@@ -38,8 +38,10 @@ def test_export_command_jsonl(answered, tmp_path):
     assert len(rows) == 1  # the other item has no answers yet
     row = rows[0]
     assert row["text"] == FIG7 and row["n_annotations"] == 2 and row["schemes"] == ["From Consequence"]
-    assert [s["text"] for s in row["spans"]] == ["Criminologists", "effects of the DP on crime",
-                                                  "DP does not deter crime"]
+    assert [s["text"] for s in row["span_details"]] == ["Criminologists", "effects of the DP on crime",
+                                                         "DP does not deter crime"]
+    assert [FIG7[b:e] for b, e, _ in row["spans"]] == [s["text"] for s in row["span_details"]]  # [begin, end, id]
+    assert [v for _, _, v in row["spans"]] == [s["variable"] for s in row["span_details"]]
     assert row["facts"] == [f.text for f in facts]
     call_command("spans", "export", "--project", project.slug, "--file", str(out), "--include-unannotated")
     assert len(out.read_text().splitlines()) == 2
@@ -71,3 +73,38 @@ def test_metrics_command(tmp_path, capsys):
     with pytest.raises(CommandError) as exc:
         call_command("spans", "metrics", "--file", str(path))
     assert exc.value.returncode == 2 and str(exc.value).startswith(f"{path}:2: invalid JSON")
+
+
+def test_argu_3_2_4_filters():
+    """At most 30% unnormalised spans, 1-4 fact variables, at most 150 words (ArgU §3.2.4)."""
+    from annotation.spans.export import clean_filters, filter_reason
+
+    f = clean_filters(True)
+
+    def row(words, variables):
+        return {"text": " ".join(["w"] * words),
+                "span_details": [{"variable": v} for v in variables]}
+
+    assert filter_reason(row(150, [1, 2, 3]), f) is None
+    assert "151 words" in filter_reason(row(151, [1]), f)
+    assert filter_reason(row(20, [1, 2, None]), f).startswith("33% of spans unnormalised")  # 1 of 3 > 30%
+    assert filter_reason(row(20, [1, 2, 2, None]), f) is None  # 1 of 4 = 25%
+    assert "0 fact variables" in filter_reason(row(20, []), f)
+    assert "5 fact variables" in filter_reason(row(20, [1, 2, 3, 4, 5]), f)
+    assert clean_filters(None) is None and clean_filters({"max_words": 10})["max_words"] == 10
+    with pytest.raises(ValueError, match="config.filters.variables"):
+        clean_filters({"variables": [3, 1]})
+    with pytest.raises(ValueError, match="unknown key"):
+        clean_filters({"words": 3})
+
+
+def test_filters_apply_to_the_cli_and_the_release(answered, tmp_path, tmp_artifacts):
+    project, _ = answered
+    out = tmp_path / "kept.jsonl"
+    call_command("spans", "export", "--project", project.slug, "--file", str(out), "--filters")
+    assert len(out.read_text().splitlines()) == 1  # 3 grounded spans, 3 variables, short text: kept
+    release = build_release("spans-short", "1.0", kind="spans",
+                            config={"projects": [project.slug], "filters": {"max_words": 5}})
+    from corpus.releases import release_file_path
+
+    assert release_file_path(release, "spans.jsonl").read_text() == ""  # FIG7 is longer than 5 words

@@ -159,7 +159,9 @@ def test_export_row_and_reliability(fig7_item):
     human, model = fig7_spans(*(f.pk for f in facts))
     row = TT.export_row(project, item, [{"spans": human, "schemes": ["Others"]}])
     assert row["facts"] == [f.text for f in facts] and row["n_annotations"] == 1 and row["schemes"] == ["Others"]
-    assert row["spans"][1]["variable_text"] == facts[1].text
+    assert row["span_details"][1]["variable_text"] == facts[1].text
+    assert row["spans"] == [[d["begin"], d["end"], d["variable"]] for d in row["span_details"]]
+    assert row["argument"] == row["text"] == item.payload["text"]
     rel = TT.reliability_data(project, [{"item_id": item.pk, "coder": "worker:1", "data": {"spans": human}},
                                         {"item_id": item.pk, "coder": "worker:2", "data": {"spans": model}}])
     assert rel["level"] == "nominal" and rel["coders"] == ["worker:1", "worker:2"]
