@@ -12,7 +12,7 @@ Trainer kinds
 
 Versions
     :func:`train_version` creates a :class:`~ml.models.ModelVersion` row (``training``), runs the trainer into
-    ``ARTIFACT_ROOT/models/.tmp-<uuid>/`` and only when it returned renames that folder to
+    ``ARTIFACT_ROOT/models/.tmp-<id>-<uuid>/`` and only when it returned renames that folder to
     ``ARTIFACT_ROOT/models/<kind>/<id>/`` (same file system: an atomic rename) and marks the row ``ready`` with its
     metrics (``{"dev": {...}, "primary": <dev primary metric>, "primary_metric": name}``). On any exception the
     temporary folder is removed and the row is ``failed`` with the error; a worker that dies (SIGKILL, OOM) leaves
@@ -291,7 +291,10 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
 
     root = models_root()
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{uuid.uuid4().hex}"
+    if version.attempts > 1:  # what an earlier, killed delivery of this task left behind
+        for stale in root.glob(f".tmp-{version.pk}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = root / f".tmp-{version.pk}-{uuid.uuid4().hex}"
     tmp.mkdir()
     target = final_dir(kind, version.pk)
     renamed = False

@@ -2,6 +2,7 @@
 seed optimisation. A fake trainer kind (tests/ml/fakes.py) stands in for a real model."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,127 @@ def test_recover_interrupted_marks_stale_training_failed(fake_kind):
     assert [f["version"] for f in found] == [stale.pk]
     assert ModelVersion.objects.get(pk=stale.pk).status == "failed"
     assert ModelVersion.objects.get(pk=fresh.pk).status == "training"
+
+
+# --- a worker killed mid-training ------------------------------------------------------------------
+
+def _wait_for(predicate, timeout=90.0, what="condition"):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _read_pid(path: Path):
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text else None
+
+
+def _assert_nothing_ready(artifacts: Path):
+    assert not ModelVersion.objects.filter(status="ready").exists()
+    kind_dir = artifacts / "models" / "fake_worker"
+    assert not kind_dir.exists() or not any(kind_dir.iterdir())  # no final artifact folder
+
+
+def _is_redis() -> bool:
+    from django.conf import settings
+
+    return settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+
+
+def _train_kwargs(tmp_path: Path, gate: Path, pid_file: Path) -> dict:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"text": f"t{i}", "label": i % 2, "split": "dev" if i < 2 else "train"}) + "\n"
+                            for i in range(8)))
+    return dict(kind="fake_worker", data=str(data), hyperparameters={"block_until": str(gate), "pid_file": str(pid_file)},
+                activate="if_better")
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_killed_pool_child_leaves_no_ready_artifact_and_the_task_is_redelivered(tmp_path, settings):
+    """prefork: SIGKILL the child running the training; the parent rejects the message (requeue), it runs again."""
+    import os
+    import signal
+
+    from ml.tasks import train
+    from tests.worker_utils import start_worker
+
+    settings.ARTIFACT_ROOT = tmp_path / "artifacts"  # the worker gets the same root through the environment
+    os.environ["ARGORA_ARTIFACT_ROOT"] = str(settings.ARTIFACT_ROOT)
+    gate, pid_file = tmp_path / "gate", tmp_path / "pid"
+    try:
+        with start_worker(pool="prefork", extra_args=("--include", "tests.ml.worker_fake")) as worker:
+            result = train.apply_async(kwargs=_train_kwargs(tmp_path, gate, pid_file))
+            first_pid = _wait_for(lambda: _read_pid(pid_file), what="the first training run")
+            assert first_pid != worker.proc.pid
+            pid_file.unlink()
+            os.kill(first_pid, signal.SIGKILL)
+            _assert_nothing_ready(settings.ARTIFACT_ROOT)
+            second_pid = _wait_for(lambda: _read_pid(pid_file), what="the redelivered run")  # blocked at the gate
+            assert second_pid != first_pid
+            _assert_nothing_ready(settings.ARTIFACT_ROOT)
+            row = ModelVersion.objects.get()
+            assert row.status == "training" and row.attempts == 2 and row.task_id == result.id
+            gate.write_text("go")
+            outcome = result.get(timeout=90)
+        v = ModelVersion.objects.get()
+        assert outcome["version"] == v.pk and v.status == "ready" and v.is_active and v.attempts == 2
+        assert Path(v.artifact_path) == settings.ARTIFACT_ROOT / "models" / "fake_worker" / str(v.pk)
+        assert (Path(v.artifact_path) / "weights.json").exists()
+        assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []  # the killed run's temp folder is gone
+    finally:
+        os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_task(tmp_path, settings):
+    """solo pool: SIGKILL the whole worker. Redis redelivers the unacknowledged message to the next worker after
+    ``visibility_timeout`` (3 s here, set on that worker's command line for the test only). The filesystem
+    transport keeps unacknowledged messages only in the dead worker's memory: ``manage.py models recover --requeue``
+    re-sends the run under the same task id."""
+    import os
+    import signal
+
+    from django.core.management import call_command
+
+    from ml.tasks import train
+    from tests.worker_utils import start_worker
+
+    settings.ARTIFACT_ROOT = tmp_path / "artifacts"
+    os.environ["ARGORA_ARTIFACT_ROOT"] = str(settings.ARTIFACT_ROOT)
+    gate, pid_file = tmp_path / "gate", tmp_path / "pid"
+    include = ("--include", "tests.ml.worker_fake")
+    fast_restore = ("--", 'broker.transport_options=(json){"visibility_timeout": 3, "unacked_restore_interval": 1, '
+                          '"unacked_restore_throttle": 1}') if _is_redis() else ()
+    try:
+        with start_worker(extra_args=include) as worker:
+            result = train.apply_async(kwargs=_train_kwargs(tmp_path, gate, pid_file))
+            pid = _wait_for(lambda: _read_pid(pid_file), what="the training run")
+            assert pid == worker.proc.pid  # solo pool: the task runs in the worker process itself
+            worker.proc.send_signal(signal.SIGKILL)
+            worker.proc.wait(timeout=30)
+        _assert_nothing_ready(settings.ARTIFACT_ROOT)
+        assert ModelVersion.objects.get().status == "training"
+        gate.write_text("go")
+        if not _is_redis():
+            call_command("models", "recover", "--older-than", "0", "--requeue")
+        with start_worker(extra_args=include + fast_restore, purge=False):
+            outcome = result.get(timeout=90)
+        v = ModelVersion.objects.get()
+        assert outcome["version"] == v.pk and v.status == "ready" and v.attempts == 2 and v.task_id == result.id
+        assert (Path(v.artifact_path) / "weights.json").exists()
+        assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []
+    finally:
+        os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
