@@ -1,0 +1,247 @@
+"""Item builders for the rating task types: a generation run's JSONL outputs and imported corpus debate trees.
+
+Files (UTF-8, one JSON object a line; blank lines ignored)::
+
+    PAIRS.jsonl    {"topic": "...", "stance": "pro", "a": {"system": "arg-ctrl", "text": "..."},
+                    "b": {"system": "reference", "text": "..."}}                 (+ optional "id")
+    DEBATES.jsonl  {"id": "d1", "system": "human" | "<model>", "topic": "..." (optional),
+                    "turns": [{"speaker": "Alice", "text": "..."}, {"speaker": "Bob", "text": "..."}, ...]}
+
+Reading is all-or-nothing: every row is checked first, the first bad one raises
+:class:`corpus.importers.base.ImportFailed` (``file:line: reason``) and nothing is written. Then, in one transaction,
+the new rows become items (rows whose key the project already has are skipped, so a re-import adds nothing) and the
+new items are put into HITs.
+
+Debate trees: :func:`tree_debates` turns root-to-leaf paths of :class:`corpus.models.DebateTree` rows into human
+debates (debate trees §3): the root's text is the topic; the next ``length`` nodes of a path are the turns, the
+speakers alternating (Alice, Bob, ...). Paths shorter than ``length`` are left out; longer ones are cut, and paths that
+share the same first ``length`` turns give one debate.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from typing import Any, Iterable
+
+from django.db import transaction
+
+from corpus.importers.base import ImportFailed
+from corpus.importers.readers import read_text
+
+from . import LIKERT, PAIRWISE, RatingsError
+
+SPEAKERS = ("Alice", "Bob")
+MAX_TEXT = 20000
+
+
+# --- reading files --------------------------------------------------------------------------------
+def _rows(path) -> Iterable[tuple[int, dict]]:
+    text = read_text(path)
+    seen_any = False
+    for line, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ImportFailed(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise ImportFailed(path, line, f"expected a JSON object, got {type(obj).__name__}")
+        seen_any = True
+        yield line, obj
+    if not seen_any:
+        raise ImportFailed(path, 0, "no rows: the file is empty")
+
+
+def _text(path, line, obj: dict, name: str, *, where: str = "") -> str:
+    value = obj.get(name)
+    label = f"{where}.{name}" if where else name
+    if value is None:
+        raise ImportFailed(path, line, f'missing "{label}"')
+    if not isinstance(value, str):
+        raise ImportFailed(path, line, f'"{label}" must be a string, got {type(value).__name__}')
+    value = value.strip()
+    if not value:
+        raise ImportFailed(path, line, f'"{label}" is empty')
+    if len(value) > MAX_TEXT:
+        raise ImportFailed(path, line, f'"{label}" is longer than {MAX_TEXT} characters')
+    return value
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha1("\x00".join(parts).encode("utf-8")).hexdigest()[:20]
+
+
+def read_pairs(path) -> list[dict]:
+    """Item payloads of a PAIRS.jsonl file (``ImportFailed`` on the first bad row)."""
+    payloads, occurrences = [], Counter()
+    for line, obj in _rows(path):
+        topic = _text(path, line, obj, "topic")
+        stance = _text(path, line, obj, "stance")
+        sides = {}
+        for side in ("a", "b"):
+            arg = obj.get(side)
+            if not isinstance(arg, dict):
+                raise ImportFailed(path, line, f'"{side}" must be an object {{"system", "text"}}')
+            sides[side] = {"system": _text(path, line, arg, "system", where=side),
+                           "text": _text(path, line, arg, "text", where=side)}
+        if sides["a"]["system"] == sides["b"]["system"]:
+            raise ImportFailed(path, line, f'"a" and "b" come from the same system '
+                                           f'"{sides["a"]["system"]}"; a pair compares two systems')
+        if sides["a"]["text"] == sides["b"]["text"]:
+            raise ImportFailed(path, line, '"a" and "b" have the same text')
+        if obj.get("id") not in (None, ""):
+            key = f"pair:{str(obj['id'])[:150]}"
+        else:
+            base = _digest(topic, stance, sides["a"]["system"], sides["a"]["text"], sides["b"]["system"],
+                           sides["b"]["text"])
+            occurrences[base] += 1
+            key = f"pair:{base}#{occurrences[base]}"
+        payloads.append({"topic": topic, "stance": stance, "a": sides["a"], "b": sides["b"], "key": key,
+                         "_line": line})
+    _unique_keys(path, payloads)
+    return payloads
+
+
+def read_debates(path) -> list[dict]:
+    """Item payloads of a DEBATES.jsonl file (``ImportFailed`` on the first bad row)."""
+    payloads = []
+    for line, obj in _rows(path):
+        raw_id = obj.get("id")
+        if raw_id is None or isinstance(raw_id, (bool, dict, list)) or not str(raw_id).strip():
+            raise ImportFailed(path, line, 'missing "id" (a string or number naming the debate)')
+        debate_id = str(raw_id).strip()[:150]
+        system = _text(path, line, obj, "system")
+        topic = str(obj.get("topic") or "").strip()
+        turns = obj.get("turns")
+        if not isinstance(turns, list):
+            raise ImportFailed(path, line, '"turns" must be a list of {"speaker", "text"} objects')
+        if len(turns) < 2:
+            raise ImportFailed(path, line, f'a debate needs at least 2 turns, got {len(turns)}')
+        cleaned = []
+        for n, turn in enumerate(turns, start=1):
+            if not isinstance(turn, dict):
+                raise ImportFailed(path, line, f'turn {n} must be an object {{"speaker", "text"}}')
+            cleaned.append({"speaker": _text(path, line, turn, "speaker", where=f"turns[{n}]"),
+                            "text": _text(path, line, turn, "text", where=f"turns[{n}]")})
+        payloads.append({"debate_id": debate_id, "system": system, "topic": topic, "turns": cleaned,
+                         "key": f"debate:{debate_id}", "_line": line})
+    _unique_keys(path, payloads)
+    return payloads
+
+
+def _unique_keys(path, payloads: list[dict]) -> None:
+    first: dict[str, int] = {}
+    for p in payloads:
+        if p["key"] in first:
+            raise ImportFailed(path, p["_line"], f'duplicate id: "{p["key"].split(":", 1)[1]}" is also on line '
+                                                 f'{first[p["key"]]}')
+        first[p["key"]] = p["_line"]
+
+
+# --- debate trees ---------------------------------------------------------------------------------
+def tree_debates(trees=None, *, length: int = 10, limit: int | None = None) -> list[dict]:
+    """Human debates (item payloads) from root-to-leaf paths of debate trees (all trees when ``trees`` is None)."""
+    from corpus.models import DebateNode, DebateTree
+
+    if length < 2:
+        raise RatingsError("--length: a debate needs at least 2 turns")
+    qs = DebateTree.objects.all().order_by("id") if trees is None else trees
+    out: list[dict] = []
+    for tree in qs:
+        nodes = list(DebateNode.objects.filter(tree=tree).order_by("id")
+                     .values("id", "parent_id", "path", "depth", "stance", "text"))
+        children: dict[Any, list[dict]] = {}
+        for node in nodes:
+            children.setdefault(node["parent_id"], []).append(node)
+        roots = children.get(None, [])
+        seen: set[tuple[int, ...]] = set()
+        for root in roots:
+            stack = [(root, [])]
+            while stack:
+                node, path = stack.pop()
+                kids = children.get(node["id"], [])
+                turns = path if node is root else path + [node]
+                if len(turns) == length or (not kids and len(turns) >= length):
+                    ids = tuple(n["id"] for n in turns[:length])
+                    if ids not in seen:
+                        seen.add(ids)
+                        out.append(_tree_payload(tree, root, turns[:length]))
+                        if limit is not None and len(out) >= limit:
+                            return out
+                    continue
+                for kid in reversed(kids):
+                    stack.append((kid, turns))
+    return out
+
+
+def _tree_payload(tree, root: dict, turns: list[dict]) -> dict:
+    last = turns[-1]["path"]
+    debate_id = f"tree{tree.pk}:{last}:{len(turns)}"
+    return {"debate_id": debate_id, "system": "human", "topic": root["text"],
+            "turns": [{"speaker": SPEAKERS[n % 2], "text": node["text"], "stance": node["stance"]}
+                      for n, node in enumerate(turns)],
+            "key": f"debate:{debate_id}", "source": {"tree": tree.pk, "title": tree.title, "path": last}}
+
+
+# --- projects and import --------------------------------------------------------------------------
+DEFAULTS = {PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
+            LIKERT: {"assignments_per_item": 5, "items_per_hit": 1}}
+
+
+def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
+    """The project ``slug`` (of ``task_type``), created as a draft when missing and ``create``."""
+    from annotation import services
+    from annotation.models import Project
+
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        if not create:
+            raise RatingsError(f"no project with slug {slug!r}")
+        for key, value in DEFAULTS[task_type].items():
+            if settings.get(key) is None:
+                settings[key] = value
+        settings = {k: v for k, v in settings.items() if v is not None}
+        return services.create_project(name=settings.pop("name", None) or slug, slug=slug, task_type=task_type,
+                                       **settings)
+    if project.task_type != task_type:
+        raise RatingsError(f"project {slug!r} is a {project.task_type} project, not {task_type}")
+    return project
+
+
+def import_payloads(project, payloads: list[dict]) -> dict:
+    """Items for ``payloads`` (skipping keys the project has), then HITs; one transaction.
+    Returns ``{"created", "skipped", "hits"}``."""
+    from annotation import services
+    from annotation.models import Item, Project
+
+    payloads = [{k: v for k, v in p.items() if k != "_line"} for p in payloads]
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        have = set(Item.objects.filter(project=locked, external_key__in=[p["key"] for p in payloads])
+                   .values_list("external_key", flat=True))
+        new = [p for p in payloads if p["key"] not in have]
+        if new:
+            services.add_items(locked, new)
+        hits = services.build_hits(locked)
+    return {"created": len(new), "skipped": len(payloads) - len(new), "hits": hits}
+
+
+def import_pairs(project, path) -> dict:
+    return import_payloads(project, read_pairs(path))
+
+
+def import_debates(project, path) -> dict:
+    return import_payloads(project, read_debates(path))
+
+
+def import_trees(project, *, length: int = 10, limit: int | None = None, trees=None) -> dict:
+    payloads = tree_debates(trees, length=length, limit=limit)
+    if not payloads:
+        raise RatingsError(f"no root-to-leaf path of {length} turns in the imported debate trees")
+    return import_payloads(project, payloads)
+
+
+__all__ = ["DEFAULTS", "ImportFailed", "get_project", "import_debates", "import_pairs", "import_payloads",
+           "import_trees", "read_debates", "read_pairs", "tree_debates"]
