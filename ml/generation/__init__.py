@@ -1,0 +1,57 @@
+"""Argument generation: training corpora and evaluation metrics (issue 12).
+
+Training and generating (``train.py``, ``generate.py``, pages) build on the two modules below; both are plain
+functions over plain rows, importable without touching the database except where a function says so.
+
+Corpora (:mod:`ml.generation.corpora`; rules in its docstring)
+---------------------------------------------------------------
+Aspect control (Arg-CTRL §4)::
+
+    rows = gold_aspect_rows(["aspects-ukp"])                 # or any iterable of
+    #      {"topic", "stance", "sentence", "aspects": [str]}  (silver tagger output; App. F rows also accepted)
+    docs = build_aspect_documents(rows, min_args=15, max_args=1500, max_per_topic_stance=100_000, seed=13,
+                                  source="gold")             # -> AspectDocs(documents, stats)
+    doc = docs.documents[0]      # AspectDocument(topic, stance, aspect, stem, arguments, aspects, source)
+    doc.control_code             # "nuclear energy CON waste"
+    doc.as_row()                 # the JSONL row
+    chunk_document(doc, tokenizer, block_size=256)   # [control-code ids + 256 document ids, ...]
+    control_code(topic, stance, aspect); aspect_stem(aspect)
+
+Debate paths (debate-trees §2.2, Table 2)::
+
+    debate_pairs(nodes, "supportive" | "contradicting" | "complex" | "multi-turn", anchor="root")
+        # nodes: [Node(path, parent, stance, text)] of one tree -> DebatePair(strategy, prompt, response)
+        #   pair.key -> ((prompt node paths), (response node paths)); pair.prompt_text(); pair.response_text()
+    tree_nodes(tree)             # Node list of an imported corpus.DebateTree
+    debate_path_rows(trees=None, strategies=STRATEGIES, seed=13, fractions={"train": .9, "dev": .05,
+                     "test": .05}, splits=None, anchor="root")  # JSONL rows, split by debate
+    assign_splits(keys, seed=13, fractions=None)  # {key: split}
+
+ArgU inputs (ArgU §4.1)::
+
+    argu_input(span_row, seed=13, max_variables=4)
+        # -> {"encoder_input": "<topic> <VAR_0> v <VAR_1> w", "variables", "stance_code", "scheme_code",
+        #     "argument", "template", "mono_target", "dual_target", ...}
+    argu_inputs(rows, seed=13, skipped=Counter())  # skips unusable rows, counting the reasons
+    span_rows(["spans-project"], filters=True)     # span-grounding export rows (ArgU §3.2.4 filters)
+    special_tokens()                               # ArgU Table 6 tokens to add to a tokenizer
+
+Files: ``read_jsonl``, ``aspect_rows_from_file``, ``write_jsonl``; errors a person can act on are
+:class:`~ml.generation.corpora.RowError` ("FILE:LINE: reason").
+
+Metrics (:mod:`ml.generation.metrics`; definitions in its docstring)
+---------------------------------------------------------------------
+::
+
+    meteor(hyp, refs, synonyms=False)      rouge_l(hyp, refs)      bleu(hyps, refs_per_hyp)   sentence_bleu
+    reference_scores(generated_rows, reference_rows)   # Arg-CTRL Table 5: {"meteor", "rouge_l", "scored", ...}
+    retrieval_baseline(codes, training_rows, mode="nearest" | "all" | "oracle", encode=None)
+    aspect_present(text, aspect, synonyms=None)        aspect_presence_rate(rows)
+    novelty(generated, training, encode=None)          # nearest by cosine, edit distance, LCS overlap
+    levenshtein(a, b)   longest_common_substring(a, b)   overlap(generated, training)
+    fact_faithfulness(variables, output, encode=None)  mean_fact_faithfulness([(variables, output)])
+    perplexity(causal_lm, tokenizer, texts, contexts=None, batch_size=8)
+
+Release kinds (:mod:`ml.generation.exporters`): ``aspect-docs``, ``debate-paths``, ``argu-inputs``.
+CLI: ``manage.py gencorpus aspect-docs|debate-paths|argu-inputs ... --out FILE [--json]``.
+"""
