@@ -12,7 +12,6 @@ category``; L.csv: ``item,length`` (the continuum = the items in L.csv order). `
 """
 from __future__ import annotations
 
-import importlib
 import json
 import math
 
@@ -95,16 +94,8 @@ class Command(BaseCommand):
         return res, "Cohen's kappa" if len(table.coders) == 2 else "Cohen's kappa, mean over coder pairs"
 
     def _project(self, o):
-        try:
-            module = importlib.import_module("annotation.agreement.project")
-        except ModuleNotFoundError as exc:
-            if exc.name in ("annotation.agreement.project",):
-                raise CommandError("agreement per project is not available yet (annotation.agreement.project is "
-                                   "missing)", returncode=2) from None
-            raise
-        project_table = getattr(module, "project_table", None)
-        if project_table is None:
-            raise CommandError("agreement per project is not available (no project_table)", returncode=2)
+        from annotation.agreement.project import project_table
+
         try:
             res = project_table(o["project"])
         except LookupError as exc:

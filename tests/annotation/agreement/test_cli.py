@@ -1,5 +1,4 @@
 """manage.py agreement: JSON and table output, exit 2 with file:line on bad input."""
-import importlib.util
 import io
 import json
 import os
@@ -101,14 +100,6 @@ def test_missing_file_exit_2(tmp_path):
     with pytest.raises(CommandError) as e:
         run("kappa", "--file", str(tmp_path / "none.csv"))
     assert e.value.returncode == 2 and "cannot read" in str(e.value)
-
-
-@pytest.mark.skipif(importlib.util.find_spec("annotation.agreement.project") is not None,
-                    reason="annotation.agreement.project exists: its own tests cover the subcommand")
-def test_project_not_available_yet():
-    with pytest.raises(CommandError) as e:
-        run("project", "some-project")
-    assert e.value.returncode == 2 and "not available" in str(e.value)
 
 
 def test_subprocess_exit_code_and_stderr(tmp_path):
