@@ -1,0 +1,46 @@
+"""The weighted multi-task loss of Heinisch et al. 2022 (Eq. 1 and 2)::
+
+    L_i = w_i * (alpha * L_val,i * L_nov,i + beta * L_val,i + gamma * L_nov,i)
+
+``L_val,i`` / ``L_nov,i`` are the squared errors (the per-instance MSE) between the sigmoid output and the target
+(1 valid / novel, 0 not, 0.5 a novelty tie). Where a target is unknown (``NaN`` in the target tensor, ``None`` in a
+row) that task's loss is set to 0 -- so the product term vanishes too and the instance teaches only the other task
+("to avoid random model weight adjustments"). ``alpha = beta = gamma = 0.5`` by default (the paper's setting).
+The batch loss is the mean of ``L_i`` over the instances of the batch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+ALPHA = BETA = GAMMA = 0.5
+
+
+def targets_tensor(values: Sequence[float | None], *, device=None) -> torch.Tensor:
+    """A float tensor of targets with ``NaN`` for unknown (``None``)."""
+    return torch.tensor([math.nan if v is None else float(v) for v in values], dtype=torch.float32, device=device)
+
+
+def per_instance_loss(pred_validity: torch.Tensor, pred_novelty: torch.Tensor, target_validity: torch.Tensor,
+                      target_novelty: torch.Tensor, weight: torch.Tensor | None = None, *, alpha: float = ALPHA,
+                      beta: float = BETA, gamma: float = GAMMA) -> torch.Tensor:
+    """``L_i`` for every instance (shape ``[batch]``); targets use ``NaN`` for unknown."""
+    known_v = ~torch.isnan(target_validity)
+    known_n = ~torch.isnan(target_novelty)
+    zero = torch.zeros_like(pred_validity)
+    l_val = torch.where(known_v, (pred_validity - torch.nan_to_num(target_validity)) ** 2, zero)
+    l_nov = torch.where(known_n, (pred_novelty - torch.nan_to_num(target_novelty)) ** 2, zero)
+    loss = alpha * l_val * l_nov + beta * l_val + gamma * l_nov
+    if weight is not None:
+        loss = loss * weight.to(loss.dtype)
+    return loss
+
+
+def valnov_loss(pred_validity: torch.Tensor, pred_novelty: torch.Tensor, target_validity: torch.Tensor,
+                target_novelty: torch.Tensor, weight: torch.Tensor | None = None, *, alpha: float = ALPHA,
+                beta: float = BETA, gamma: float = GAMMA) -> torch.Tensor:
+    """The batch loss: the mean of :func:`per_instance_loss` (Eq. 2)."""
+    return per_instance_loss(pred_validity, pred_novelty, target_validity, target_novelty, weight,
+                             alpha=alpha, beta=beta, gamma=gamma).mean()
