@@ -1,0 +1,311 @@
+"""Training rows for the ML trainers: shared readers (App. F JSONL, a project's labels) and splits.
+
+Aspect ranker rows (Arg-CTRL §3.1 Step 2a), one per 1-4-gram of a sentence (unfiltered)::
+
+    {"sentence": "...", "candidate": "background checks", "score": 1.0, "begin": 18, "length": 17,
+     "topic": "gun control", "aspects": [[18, 17]]}
+
+``score`` = #aspect tokens in the n-gram / n (:func:`annotation.aspects.labels.label_rows`); ``aspects`` (the
+sentence's gold spans ``[begin, length]``, the same list on every row of the sentence) is what recall@k is
+computed against (:mod:`ml.metrics`). Rows without ``aspects`` (label rows written elsewhere) still work: the gold
+spans are then the maximal runs of aspect tokens (1-grams with score 1), see :func:`group_sentences`.
+
+Readers
+    :func:`ranker_rows_from_file` (the ``ranker`` / ``span_ranker`` kinds' ``rows_from_file``, what ``manage.py
+    train ranker|span_ranker --data FILE`` uses): an App. F JSONL file (validated, ``file:line`` errors) or a JSONL
+    of label rows, split by sentence into (train, dev). :func:`ranker_rows_from_project` (the retrain loop): the
+    project's final answers (adjudicated > gold > crowd vote > imported reference), split by a stable hash of the
+    sentence so a growing project keeps its dev sentences.
+
+Splits
+    :func:`split_by_sentence` (seeded, every n-gram of a sentence on one side), :func:`leave_one_topic_out`.
+
+(Other engineers may APPEND readers for their kinds below the ranker section.)
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
+
+
+# --- ranker rows -----------------------------------------------------------------------------------
+
+def ranker_rows(sentence: str, spans: Iterable[Sequence[int]], *, topic: str = "") -> list[dict]:
+    """§3.1 Step 2a rows of one sentence, each carrying the gold ``aspects``."""
+    from annotation.aspects.labels import label_rows
+
+    spans = sorted((int(b), int(l)) for b, l in spans)
+    rows = label_rows(sentence, spans, topic=topic)
+    for row in rows:
+        row["aspects"] = [[b, l] for b, l in spans]
+    return rows
+
+
+def _trainer_error(message: str) -> Exception:
+    from ml.registry import TrainerError
+
+    return TrainerError(message)
+
+
+def appf_ranker_rows(path) -> list[dict]:
+    """Ranker rows of every sentence of an App. F file (validated; ``TrainerError("file:line: reason")``)."""
+    from annotation.aspects.appf import parse_appf
+    from corpus.importers.base import ImportFailed
+
+    try:
+        parsed = parse_appf(path)
+    except ImportFailed as exc:
+        raise _trainer_error(str(exc)) from None
+    rows: list[dict] = []
+    for r in parsed:
+        rows.extend(ranker_rows(r.sentence, r.spans, topic=r.topic))
+    return rows
+
+
+def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _trainer_error(f"{path}:0: cannot read ({exc.strerror or exc})") from None
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _trainer_error(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise _trainer_error(f"{path}:{number}: a line must be a JSON object")
+        out.append((number, obj))
+    if not out:
+        raise _trainer_error(f"{path}:0: no rows: the file is empty")
+    return out
+
+
+def _check_label_row(path, number: int, row: dict) -> dict:
+    missing = [k for k in LABEL_KEYS if k not in row]
+    if missing:
+        raise _trainer_error(f"{path}:{number}: missing key(s) {', '.join(missing)} (neither an App. F row nor a "
+                             f"ranker label row)")
+    try:
+        begin, length, score = int(row["begin"]), int(row["length"]), float(row["score"])
+    except (TypeError, ValueError):
+        raise _trainer_error(f"{path}:{number}: begin/length must be integers and score a number") from None
+    sentence = row["sentence"]
+    if not isinstance(sentence, str) or begin < 0 or length <= 0 or begin + length > len(sentence):
+        raise _trainer_error(f"{path}:{number}: candidate span ({begin},{length}) is outside the sentence")
+    if not 0.0 <= score <= 1.0:
+        raise _trainer_error(f"{path}:{number}: score {score} is outside [0, 1]")
+    return dict(row, begin=begin, length=length, score=score, topic=str(row.get("topic") or ""))
+
+
+def read_ranker_rows(path) -> list[dict]:
+    """Ranker rows from an App. F JSONL file or a JSONL of label rows (``sentence, candidate, score, begin,
+    length`` [+ ``topic``, ``aspects``, ``split``])."""
+    path = Path(path)
+    lines = _read_jsonl(path)
+    if "aspect_pos" in lines[0][1]:
+        return appf_ranker_rows(path)
+    return [_check_label_row(path, number, row) for number, row in lines]
+
+
+def sentence_key(row: dict) -> tuple[str, str]:
+    return (str(row.get("topic") or ""), row["sentence"])
+
+
+def split_by_sentence(rows: Sequence[dict], *, dev_fraction: float = 0.2, seed: int = 13
+                      ) -> tuple[list[dict], list[dict]]:
+    """Seeded random split of the sentences (every row of a sentence on one side); both sides non-empty when
+    there are >= 2 sentences and ``dev_fraction > 0``. Row order within each side is kept."""
+    keys = list(dict.fromkeys(sentence_key(r) for r in rows))
+    order = keys[:]
+    random.Random(seed).shuffle(order)
+    n_dev = int(round(len(keys) * dev_fraction))
+    if dev_fraction > 0 and len(keys) >= 2:
+        n_dev = min(max(n_dev, 1), len(keys) - 1)
+    dev_keys = set(order[:n_dev])
+    return ([r for r in rows if sentence_key(r) not in dev_keys], [r for r in rows if sentence_key(r) in dev_keys])
+
+
+def ranker_rows_from_file(path, *, dev_fraction: float = 0.2, seed: int = 13) -> tuple[list[dict], list[dict]]:
+    """(train, dev) ranker rows of a file (see :func:`read_ranker_rows`). Rows carrying ``split`` (``train`` /
+    ``dev``; ``test`` is left out) keep it; otherwise a seeded split by sentence (:func:`split_by_sentence`)."""
+    rows = read_ranker_rows(path)
+    if any("split" in r for r in rows):
+        train = [r for r in rows if r.get("split", "train") == "train"]
+        dev = [r for r in rows if r.get("split") == "dev"]
+        if train and dev:
+            return train, dev
+    return split_by_sentence(rows, dev_fraction=dev_fraction, seed=seed)
+
+
+def ranker_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
+    """(train, dev, n_labels) from the project's final answers; dev = the sentences whose stable hash falls in
+    the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev sentences.
+    ``n_labels`` = sentences with a final answer (a "no aspect" answer gives all-zero rows: negatives)."""
+    from annotation.aspects.appf import _POS, project_rows
+    from ml.registry import stable_split
+
+    answers = project_rows(project)
+    rows: list[dict] = []
+    for answer in answers:
+        spans = [tuple(int(x) for x in _POS.match(p).groups()) for p in answer["aspect_pos"]]
+        rows.extend(ranker_rows(answer["sentence"], spans, topic=answer["topic"]))
+    train, dev = stable_split(rows, key=lambda r: [r.get("topic") or "", r["sentence"]])
+    return train, dev, len(answers)
+
+
+def leave_one_topic_out(rows: Sequence[dict], topics: Iterable[str] | None = None
+                        ) -> Iterator[tuple[str, list[dict], list[dict]]]:
+    """``(held-out topic, train rows of the other topics, rows of the topic)`` for each topic (sorted)."""
+    all_topics = sorted({str(r.get("topic") or "") for r in rows})
+    for topic in (sorted(topics) if topics is not None else all_topics):
+        yield (topic, [r for r in rows if str(r.get("topic") or "") != topic],
+               [r for r in rows if str(r.get("topic") or "") == topic])
+
+
+# --- rows grouped per sentence (what rankers score and metrics read) -------------------------------
+
+@dataclass
+class SentenceRows:
+    """The candidate rows of one sentence: ``spans[i] = (begin, length)``, ``texts[i]``, ``scores[i]`` (the Step 2a
+    targets), ``n_tokens[i]``; ``gold`` = the gold aspect spans."""
+
+    sentence: str
+    topic: str
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    n_tokens: list[int] = field(default_factory=list)
+    gold: list[tuple[int, int]] = field(default_factory=list)
+
+    def candidates(self):
+        """The rows as :class:`annotation.aspects.candidates.Candidate` objects (what a Ranker scores)."""
+        from annotation.aspects.candidates import Candidate
+
+        return [Candidate(b, l, t, n) for (b, l), t, n in zip(self.spans, self.texts, self.n_tokens)]
+
+
+def _gold_from_unigrams(sentence: str, unigram_scores: dict[tuple[int, int], float]) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive aspect tokens (1-grams scoring 1)."""
+    from annotation.aspects.candidates import tokenize
+
+    out: list[tuple[int, int]] = []
+    run: list = []
+    for tok in tokenize(sentence) + [None]:
+        if tok is not None and unigram_scores.get((tok.begin, tok.end - tok.begin), 0.0) >= 1.0:
+            run.append(tok)
+            continue
+        if run:
+            out.append((run[0].begin, run[-1].end - run[0].begin))
+            run = []
+    return out
+
+
+def group_sentences(rows: Iterable[dict]) -> list[SentenceRows]:
+    """Rows grouped by (topic, sentence), in order of first appearance; duplicate spans are kept once."""
+    from annotation.aspects.candidates import tokenize
+
+    groups: dict[tuple[str, str], SentenceRows] = {}
+    seen: dict[tuple[str, str], set] = {}
+    explicit: dict[tuple[str, str], bool] = {}
+    for row in rows:
+        key = sentence_key(row)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = SentenceRows(sentence=row["sentence"], topic=key[0])
+            seen[key] = set()
+            explicit[key] = False
+        span = (int(row["begin"]), int(row["length"]))
+        if "aspects" in row and not explicit[key]:
+            group.gold = sorted((int(b), int(l)) for b, l in row["aspects"])
+            explicit[key] = True
+        if span in seen[key]:
+            continue
+        seen[key].add(span)
+        text = row.get("candidate") or row["sentence"][span[0]:span[0] + span[1]]
+        group.spans.append(span)
+        group.texts.append(text)
+        group.scores.append(float(row.get("score", 0.0)))
+        group.n_tokens.append(len(tokenize(text)) or 1)
+    for key, group in groups.items():
+        if not explicit[key]:
+            unigrams = {s: sc for s, sc, n in zip(group.spans, group.scores, group.n_tokens) if n == 1}
+            group.gold = _gold_from_unigrams(group.sentence, unigrams)
+    return list(groups.values())
+
+
+# --- synthetic App. F-like data with a planted signal (tests, bench) -------------------------------
+
+SYNTH_TOPICS = ("abortion", "cloning", "death penalty", "gun control", "marijuana legalization", "minimum wage",
+                "nuclear energy", "school uniforms")
+SYNTH_ASPECTS = ("cost", "safety", "risk", "public health", "black market", "background checks", "deterrent",
+                 "human rights", "tax revenue", "crime rate", "pollution", "freedom of choice", "economic growth",
+                 "medical research", "self defense", "unemployment", "bullying", "innocent people")
+SYNTH_FILLERS = ("people", "government", "country", "students", "policy", "issue", "debate", "society", "law",
+                 "state", "years", "children", "system", "experts", "families", "community", "reports", "voters")
+_OPENERS = ("Many {f} argue that the {a}", "The {f} says the {a}", "Critics of the {f} claim that the {a}",
+            "Supporters believe that the {a}", "It is clear to the {f} that the {a}", "Recent {f} show that the {a}")
+_MIDDLES = (" matters more than the {f}", " is linked to the {f}", " changes how the {f} sees the {a}",
+            " depends on the {f} and the {a}", " outweighs every {f}", " affects the {f} of the {f2}")
+_CLOSERS = (" in the {t} debate.", " when it comes to {t}.", ".", " for {t} in our {f}.")
+
+
+def synthetic_appf(n: int, *, seed: int = 13, topics: Sequence[str] = SYNTH_TOPICS) -> list[dict]:
+    """``n`` App. F-shaped rows (``hash, aspect_pos, aspect_pos_string, stance, topic, sentence``) whose aspects
+    are the phrases of :data:`SYNTH_ASPECTS` (the planted signal) among recurring filler nouns; about one
+    sentence in ten has no aspect. Deterministic for a seed."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        topic = topics[i % len(topics)]
+        no_aspect = rng.random() < 0.1
+        parts: list[tuple[str, bool]] = []
+
+        def fill(template: str) -> None:
+            pos = 0
+            while pos < len(template):
+                j = template.find("{", pos)
+                if j < 0:
+                    parts.append((template[pos:], False))
+                    break
+                parts.append((template[pos:j], False))
+                k = template.index("}", j)
+                slot = template[j + 1:k]
+                if slot == "a":
+                    parts.append((rng.choice(SYNTH_FILLERS) if no_aspect else rng.choice(SYNTH_ASPECTS), not no_aspect))
+                elif slot == "t":
+                    parts.append((topic, False))
+                else:
+                    parts.append((rng.choice(SYNTH_FILLERS), False))
+                pos = k + 1
+
+        fill(rng.choice(_OPENERS))
+        fill(rng.choice(_MIDDLES))
+        fill(rng.choice(_CLOSERS))
+        sentence, spans = "", []
+        for text, is_aspect in parts:
+            if is_aspect:
+                spans.append((len(sentence), len(text)))
+            sentence += text
+        spans = sorted(set(spans))
+        out.append({"hash": f"synth-{seed}-{i}", "sentence": sentence, "topic": topic,
+                    "stance": "Argument_for" if rng.random() < 0.5 else "Argument_against",
+                    "aspect_pos": [f"({b},{l})" for b, l in spans],
+                    "aspect_pos_string": [sentence[b:b + l] for b, l in spans]})
+    return out
+
+
+def synthetic_ranker_rows(n: int, *, seed: int = 13, topics: Sequence[str] = SYNTH_TOPICS) -> list[dict]:
+    """Ranker rows (:func:`ranker_rows`) of :func:`synthetic_appf` sentences."""
+    rows: list[dict] = []
+    for row in synthetic_appf(n, seed=seed, topics=topics):
+        spans = [tuple(int(x) for x in p.strip("()").split(",")) for p in row["aspect_pos"]]
+        rows.extend(ranker_rows(row["sentence"], spans, topic=row["topic"]))
+    return rows

@@ -1,0 +1,325 @@
+"""Trainer kind ``ranker``: the Arg-CTRL §3.1 Step 2b aspect ranker, a cross-encoder.
+
+Model
+    A sentence-transformers :class:`~sentence_transformers.CrossEncoder` with ``num_labels=1`` over the pair
+    ``(sentence, candidate n-gram)`` (``[CLS] sentence [SEP] n-gram [SEP]``), regressing the Step 2a score
+    (#aspect tokens / n, :mod:`ml.data`) with the mean squared error on the raw output (identity activation).
+    Base model: the request's ``base_model`` (a name or a local path), default the packaged all-MiniLM-L6-v2
+    (:func:`ml.encoders.default_encoder_path`). Ranking a sentence costs one forward pass per candidate (~100);
+    see ``span_ranker`` for the one-pass alternative.
+
+Hyperparameters (defaults from the paper: 5 epochs, lr 5e-5, batch 8), merged in this order: :data:`DEFAULTS`,
+``ARGORA_TRAINER_HYPERPARAMETERS`` (environment, JSON ``{"ranker": {...}, "span_ranker": {...}}``; handy for a
+CPU worker), the request's ``hyperparameters``:
+
+    epochs, max_steps (> 0: train exactly this many steps instead), batch_size, lr, weight_decay, warmup_ratio,
+    max_length (tokens of the pair), eval_batch_size, seeds (a list: seed optimisation, AugSBERT §3.1 -- each seed
+    is trained for probe_fraction of the steps, the best on dev recall@10 is trained to the end), probe_fraction.
+
+Training: length-bucketed dynamic padding, AdamW with linear warm-up/decay, fp16 autocast + grad scaling on CUDA.
+Inference: batches sorted by length, dynamic padding, ``torch.inference_mode()``, half precision on CUDA.
+Metrics on ``rows_dev``: recall@5/10/15/20 (primary ``recall@10``, :mod:`ml.metrics`), MSE, and the baseline
+ranker's recall@10 on the same rows for reference. Artifact: ``<output_dir>/model`` (``CrossEncoder.save_pretrained``)
++ ``ranker.json`` (max_length).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from ml import registry
+from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker_rows_from_project
+from ml.metrics import KS, PRIMARY, baseline_scorer, evaluate_scorer
+from ml.rankers import length_sorted_batches, torch_device
+
+KIND = "ranker"
+DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,
+            "max_length": 128, "eval_batch_size": 128, "seeds": [], "probe_fraction": 0.2}
+ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
+
+
+# --- shared by the ranker trainers -----------------------------------------------------------------
+
+def resolve_hyperparameters(kind: str, defaults: dict, given: dict | None) -> dict:
+    """defaults < ``$ARGORA_TRAINER_HYPERPARAMETERS[kind]`` < ``given``; unknown names are refused."""
+    hp = dict(defaults)
+    raw = os.environ.get(ENV_HYPERPARAMETERS, "").strip()
+    if raw:
+        try:
+            env = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise registry.TrainerError(f"{ENV_HYPERPARAMETERS}: not JSON ({exc.msg})") from None
+        hp.update((env or {}).get(kind) or {})
+    hp.update(given or {})
+    unknown = sorted(set(hp) - set(defaults))
+    if unknown:
+        raise registry.TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
+                                    f"(known: {', '.join(sorted(defaults))})")
+    return hp
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def total_steps(hp: dict, n_units: int) -> int:
+    if int(hp.get("max_steps") or 0) > 0:
+        return int(hp["max_steps"])
+    return max(1, int(hp["epochs"]) * math.ceil(max(1, n_units) / int(hp["batch_size"])))
+
+
+def linear_schedule(optimizer, warmup: int, total: int):
+    def factor(step: int) -> float:
+        if warmup > 0 and step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class StepRun:
+    """A training run that can be continued: ``run(steps)`` trains until ``steps`` optimisation steps are done and
+    returns the dev primary metric (the interface of :func:`ml.registry.seed_optimise_runs`). Subclasses set
+    ``self.params`` (param groups), implement ``loss(batch_units)`` and ``scorer()``."""
+
+    def __init__(self, *, seed: int, hp: dict, n_units: int, steps_total: int, dev_groups: Sequence[SentenceRows],
+                 device: str, progress: Callable = registry.null_progress, label: str = ""):
+        self.seed, self.hp, self.n_units, self.steps_total = seed, hp, n_units, steps_total
+        self.dev_groups, self.device, self.progress, self.label = list(dev_groups), device, progress, label
+        self.done = 0
+        self._rng = random.Random(seed)
+        self._queue: list[int] = []
+        self.losses: list[float] = []
+
+    def setup_optimiser(self, param_groups: list[dict]) -> None:
+        """AdamW over ``[{"params": [...], "lr": ...}, ...]`` + linear warm-up/decay over ``steps_total``."""
+        self.optimizer = torch.optim.AdamW(param_groups, weight_decay=float(self.hp["weight_decay"]))
+        warmup = int(round(self.steps_total * float(self.hp["warmup_ratio"])))
+        self.scheduler = linear_schedule(self.optimizer, warmup, self.steps_total)
+        self.amp = self.device.startswith("cuda")
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
+
+    def next_batch(self) -> list[int]:
+        size = int(self.hp["batch_size"])
+        if len(self._queue) < size:
+            order = list(range(self.n_units))
+            self._rng.shuffle(order)
+            self._queue.extend(order)
+        batch, self._queue = self._queue[:size], self._queue[size:]
+        return batch
+
+    def __call__(self, steps: int) -> float:
+        steps = min(int(steps), self.steps_total)
+        self.module.train()
+        while self.done < steps:
+            batch = self.next_batch()
+            with torch.autocast("cuda", dtype=torch.float16, enabled=self.amp):
+                loss = self.loss(batch)
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.scaler is not None:
+                self.scaler.scale(loss).backward()
+                self.scaler.unscale_(self.optimizer)
+                torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
+                self.optimizer.step()
+            self.scheduler.step()
+            self.done += 1
+            self.losses.append(float(loss.detach()))
+            if self.done % 10 == 0 or self.done == steps:
+                self.progress(self.done, self.steps_total, f"{self.label}step {self.done}/{self.steps_total}, "
+                                                           f"loss {self.losses[-1]:.4f}")
+        self.module.eval()
+        return float(evaluate_scorer(self.scorer(), self.dev_groups)[PRIMARY]) if self.dev_groups else 0.0
+
+
+def train_with_seeds(request, hp: dict, make_run: Callable[[int], StepRun], steps_total: int):
+    """Seed optimisation when ``hp["seeds"]`` lists several seeds, else one run with ``request.seed``.
+    Returns ``(run, chosen seed, probe scores)``; the run is trained to the end."""
+    seeds = [int(s) for s in (hp.get("seeds") or [])]
+    if len(seeds) > 1:
+        seed, run, probes = registry.seed_optimise_runs(make_run, seeds, total_steps=steps_total,
+                                                        probe_fraction=float(hp["probe_fraction"]),
+                                                        progress=request.progress)
+    else:
+        seed = seeds[0] if seeds else int(request.seed)
+        run, probes = make_run(seed), {}
+    run(steps_total)
+    return run, seed, probes
+
+
+def finish_metrics(scorer, rows_train, rows_dev, dev_groups) -> dict:
+    metrics = evaluate_scorer(scorer, dev_groups, KS)
+    metrics["baseline_recall@10"] = evaluate_scorer(baseline_scorer(rows_train), dev_groups, KS)["recall@10"]
+    return metrics
+
+
+# --- the cross-encoder -----------------------------------------------------------------------------
+
+def _identity():
+    return torch.nn.Identity()
+
+
+class CrossEncoderRanker:
+    """A loaded (or just trained) cross-encoder ranker: ``score`` / ``score_groups`` / ``score_pairs``."""
+
+    kind = KIND
+
+    def __init__(self, cross_encoder, *, max_length: int = 128, batch_size: int = 128, device: str | None = None,
+                 half: bool | None = None):
+        self.cross_encoder = cross_encoder
+        self.model = cross_encoder.model
+        self.tokenizer = cross_encoder.tokenizer
+        self.max_length, self.batch_size = int(max_length), int(batch_size)
+        self.device = torch_device(device)
+        self.model.to(self.device)
+        if half if half is not None else self.device.startswith("cuda"):
+            self.model.half()
+        self.model.eval()
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Scores of ``(sentence, candidate)`` pairs: batches sorted by length, dynamic padding."""
+        if not pairs:
+            return []
+        enc = self.tokenizer([p[0] for p in pairs], [p[1] for p in pairs], truncation="only_first",
+                             max_length=self.max_length)
+        ids = enc["input_ids"]
+        out = [0.0] * len(pairs)
+        was_training = self.model.training
+        self.model.eval()
+        with torch.inference_mode():
+            for batch in length_sorted_batches([len(x) for x in ids], self.batch_size):
+                features = self.tokenizer.pad({k: [enc[k][i] for i in batch] for k in enc.keys()},
+                                              return_tensors="pt")
+                features = {k: v.to(self.device) for k, v in features.items()}
+                logits = self.model(**features).logits[:, 0].float().cpu().tolist()
+                for i, s in zip(batch, logits):
+                    out[i] = s
+        if was_training:
+            self.model.train()
+        return out
+
+    def score(self, sentence_text: str, topic: str, candidates: Sequence) -> list[float]:
+        return self.score_pairs([(sentence_text, c.text) for c in candidates])
+
+    def score_groups(self, groups: Sequence[SentenceRows]) -> list[list[float]]:
+        pairs = [(g.sentence, t) for g in groups for t in g.texts]
+        flat = self.score_pairs(pairs)
+        out, pos = [], 0
+        for g in groups:
+            out.append(flat[pos:pos + len(g.texts)])
+            pos += len(g.texts)
+        return out
+
+
+def new_cross_encoder(base_model: str, max_length: int, device: str):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(base_model, num_labels=1, max_length=max_length, activation_fn=_identity(), device=device)
+
+
+class CrossEncoderRun(StepRun):
+    def __init__(self, *, base_model: str, rows_train: Sequence[dict], **kw):
+        super().__init__(n_units=len(rows_train), **kw)
+        set_seed(self.seed)
+        self.cross_encoder = new_cross_encoder(base_model, int(self.hp["max_length"]), self.device)
+        self.module = self.cross_encoder.model.to(self.device)
+        tok = self.cross_encoder.tokenizer
+        self.enc = tok([r["sentence"] for r in rows_train], [r["candidate"] for r in rows_train],
+                       truncation="only_first", max_length=int(self.hp["max_length"]))
+        self.targets = [float(r["score"]) for r in rows_train]
+        self.tokenizer = tok
+        self.setup_optimiser([{"params": [p for p in self.module.parameters() if p.requires_grad],
+                               "lr": float(self.hp["lr"])}])
+
+    def loss(self, batch: list[int]):
+        features = self.tokenizer.pad({k: [self.enc[k][i] for i in batch] for k in self.enc.keys()},
+                                      return_tensors="pt")
+        features = {k: v.to(self.device) for k, v in features.items()}
+        target = torch.tensor([self.targets[i] for i in batch], device=self.device)
+        pred = self.module(**features).logits[:, 0].float()
+        return torch.nn.functional.mse_loss(pred, target)
+
+    def scorer(self) -> CrossEncoderRanker:
+        return CrossEncoderRanker(self.cross_encoder, max_length=int(self.hp["max_length"]),
+                                  batch_size=int(self.hp["eval_batch_size"]), device=self.device, half=False)
+
+
+def train(request) -> registry.TrainResult:
+    hp = resolve_hyperparameters(KIND, DEFAULTS, request.hyperparameters)
+    rows_train = [r for r in request.rows_train]
+    if not rows_train:
+        raise registry.TrainerError("data: no training rows")
+    dev_groups = group_sentences(request.rows_dev)
+    device = torch_device()
+    steps = total_steps(hp, len(rows_train))
+    base_model = request.base_model or default_base_model()
+    started = time.monotonic()
+
+    def make_run(seed: int) -> CrossEncoderRun:
+        return CrossEncoderRun(base_model=base_model, rows_train=rows_train, seed=seed, hp=hp,
+                               steps_total=steps, dev_groups=dev_groups, device=device, progress=request.progress,
+                               label=f"seed {seed}: ")
+
+    run, seed, probes = train_with_seeds(request, hp, make_run, steps)
+    scorer = run.scorer()
+    metrics = finish_metrics(scorer, rows_train, request.rows_dev, dev_groups)
+    out = Path(request.output_dir)
+    run.cross_encoder.save_pretrained(str(out / "model"))
+    (out / "ranker.json").write_text(json.dumps({"kind": KIND, "max_length": int(hp["max_length"]),
+                                                 "eval_batch_size": int(hp["eval_batch_size"])}, indent=2))
+    return registry.TrainResult(metrics=metrics, info={
+        "seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
+        "train_rows": len(rows_train), "final_loss": run.losses[-1] if run.losses else None,
+        "train_seconds": round(time.monotonic() - started, 3)})
+
+
+def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
+    from sentence_transformers import CrossEncoder
+
+    path = Path(path)
+    conf = json.loads((path / "ranker.json").read_text())
+    device = torch_device(device)
+    ce = CrossEncoder(str(path / "model"), num_labels=1, max_length=int(conf["max_length"]),
+                      activation_fn=_identity(), device=device)
+    return CrossEncoderRanker(ce, max_length=int(conf["max_length"]), batch_size=int(conf.get("eval_batch_size", 128)),
+                              device=device)
+
+
+def evaluate(model, rows_dev) -> dict:
+    return evaluate_scorer(model, rows_dev, KS)
+
+
+def default_base_model() -> str:
+    from ml.encoders import default_encoder_path
+
+    return default_encoder_path()
+
+
+registry.register_trainer(registry.TrainerSpec(
+    kind=KIND, train=train, load=load, primary_metric=PRIMARY, higher_is_better=True,
+    description="aspect ranker: cross-encoder (sentence [SEP] n-gram) regressing the Arg-CTRL §3.1 Step 2a score "
+                "(MSE); recall@k on dev",
+    rows_from_file=ranker_rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
+    default_base_model=default_base_model,
+    data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
+))
