@@ -309,3 +309,21 @@ def synthetic_ranker_rows(n: int, *, seed: int = 13, topics: Sequence[str] = SYN
         spans = [tuple(int(x) for x in p.strip("()").split(",")) for p in row["aspect_pos"]]
         rows.extend(ranker_rows(row["sentence"], spans, topic=row["topic"]))
     return rows
+
+
+# --- tagger / argspan rows (appended by the taggers engineer; the readers live with the trainers) ------------------
+
+def tagger_rows_from_file(path) -> tuple[list[dict], list[dict]]:
+    """(train, dev) tagger rows: an Arg-CTRL App. F file (or ``{text, spans}`` JSONL; ``split`` field or a stable
+    split by sentence) or a folder with ``train.jsonl`` + ``dev.jsonl`` (:func:`ml.trainers.tagger.rows_from_file`)."""
+    from ml.trainers.tagger import rows_from_file
+
+    return rows_from_file(path)
+
+
+def argspan_rows_from_file(path) -> tuple[list[dict], list[dict]]:
+    """(train, dev) argspan / argspanscheme rows from a span-grounding JSONL export (``spans.jsonl``) or a folder
+    with ``train.jsonl`` + ``dev.jsonl`` (:func:`ml.trainers.argspan.rows_from_file`)."""
+    from ml.trainers.argspan import rows_from_file
+
+    return rows_from_file(path)

@@ -83,3 +83,75 @@ class ModelVersion(models.Model):
     @staticmethod
     def models_root() -> Path:
         return Path(settings.ARTIFACT_ROOT) / "models"
+
+
+# --- silver annotation (issue 10, item 4) ------------------------------------------------------------
+
+class SilverRun(models.Model):
+    """One silver annotation job: an active model over a corpus selection, in batches (see :mod:`ml.silver`).
+
+    ``last_sentence_id`` is the checkpoint: the highest Sentence id whose labels are stored, committed in the same
+    transaction as each batch's labels, so a resumed run continues after it and never labels a sentence twice
+    (the unique (run, sentence) constraint is the last guard).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+
+    kind = models.CharField(max_length=64, help_text='trainer kind: "tagger", "argspan" or "argspanscheme"')
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="silver_runs")
+    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="silver_runs", help_text="the scope the active model came from")
+    topic = models.ForeignKey("corpus.Topic", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="silver_runs", help_text="empty with source empty = all sentences")
+    source = models.CharField(max_length=1000, blank=True, default="", help_text="Sentence.source to select")
+    options = models.JSONField(default=dict, blank=True,
+                               help_text="batch_size, arguments_only, scheme_ratio, discard_others, ...")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    cancel_requested = models.BooleanField(default=False)
+    last_sentence_id = models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id")
+    processed = models.PositiveIntegerField(default=0)
+    labelled = models.PositiveIntegerField(default=0, help_text="sentences with at least one span / scheme")
+    total = models.PositiveIntegerField(null=True, blank=True)
+    batches = models.PositiveIntegerField(default=0)
+    scheme_sums = models.JSONField(default=dict, blank=True,
+                                   help_text="sum of each scheme's probability over the processed sentences")
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"silver {self.kind} run #{self.pk} ({self.status}, {self.processed}/{self.total or '?'})"
+
+    def scheme_means(self) -> dict:
+        n = self.processed or 0
+        return {s: v / n for s, v in (self.scheme_sums or {}).items()} if n else {}
+
+
+class SilverLabel(models.Model):
+    """A model's prediction for one sentence in one silver run; kept apart from gold and crowd labels."""
+
+    run = models.ForeignKey(SilverRun, on_delete=models.CASCADE, related_name="labels")
+    sentence = models.ForeignKey("corpus.Sentence", on_delete=models.CASCADE, related_name="silver_labels")
+    spans = models.JSONField(default=list, blank=True,
+                             help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]')
+    schemes = models.JSONField(default=dict, blank=True, help_text="{scheme: probability} (argspanscheme)")
+    confidence = models.FloatField(default=0.0, help_text="mean probability of the predicted word tags")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run_id", "sentence_id"]
+        constraints = [models.UniqueConstraint(fields=["run", "sentence"], name="ml_silver_one_label_per_sentence")]
+
+    def __str__(self) -> str:
+        return f"silver label run {self.run_id} sentence {self.sentence_id}"

@@ -41,3 +41,11 @@ def maybe_retrain(self, project_id, force=False) -> list:
     if project is None:  # deleted since
         return []
     return run(project, progress=celery_progress(self), task_id=self.request.id or "", force=bool(force))
+
+
+@gpu_task(name="ml.tasks.silver")
+def silver(self, run_id) -> dict:
+    """Silver annotation run ``run_id`` (see :mod:`ml.silver`); a redelivered task continues from the checkpoint."""
+    from .silver import process
+
+    return process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")

@@ -1,0 +1,110 @@
+"""``manage.py silver``: silver annotation runs (see :mod:`ml.silver`).
+
+::
+
+    manage.py silver start --kind tagger --topic T [--source S] [--all] [--project SLUG] [--version ID]
+        [--batch-size 64] [--arguments-only] [--scheme-ratio 0.2] [--keep-others] [--queue]
+    manage.py silver resume <run> [--queue]
+    manage.py silver cancel <run>
+    manage.py silver status [<run>]
+
+Without ``--queue`` the run is processed here with a progress bar; with it, ``ml.tasks.silver`` runs it on a
+``gpu`` worker. Exit 2 with the reason for a bad request.
+"""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from argora.progress import cli_progress
+
+
+class Command(BaseCommand):
+    help = "Silver annotation: run an active tagger / argspan / argspanscheme model over corpus sentences."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        start = sub.add_parser("start", help="start a run")
+        start.add_argument("--kind", required=True, choices=["tagger", "argspan", "argspanscheme"])
+        start.add_argument("--topic", help="topic slug, name or id")
+        start.add_argument("--source", default="", help="Sentence.source to select")
+        start.add_argument("--all", action="store_true", help="every sentence (no topic/source filter)")
+        start.add_argument("--project", help="project slug: use its active model (else the global one)")
+        start.add_argument("--version", type=int, help="a model version id instead of the active one")
+        start.add_argument("--batch-size", dest="batch_size", type=int, default=64)
+        start.add_argument("--arguments-only", dest="arguments_only", action="store_true")
+        start.add_argument("--scheme-ratio", dest="scheme_ratio", type=float, default=0.2)
+        start.add_argument("--keep-others", dest="keep_others", action="store_true",
+                           help="keep sentences whose top scheme is Others")
+        start.add_argument("--min-confidence", dest="min_confidence", type=float, default=0.0)
+        start.add_argument("--queue", action="store_true", help="run it on a gpu worker (ml.tasks.silver)")
+        for name in ("resume", "cancel"):
+            p = sub.add_parser(name)
+            p.add_argument("run", type=int)
+            if name == "resume":
+                p.add_argument("--queue", action="store_true")
+        status = sub.add_parser("status")
+        status.add_argument("run", type=int, nargs="?")
+
+    def _run(self, pk):
+        from ml.models import SilverRun
+
+        run = SilverRun.objects.filter(pk=pk).first()
+        if run is None:
+            raise CommandError(f"run: no silver run {pk}", returncode=2)
+        return run
+
+    def _process(self, run):
+        from ml.silver import process
+
+        with cli_progress(f"silver {run.kind} #{run.pk}") as progress:
+            result = process(run.pk, progress=progress)
+        self.stdout.write(json.dumps(result))
+
+    def handle(self, *args, **opts):
+        from ml import silver
+        from ml.models import ModelVersion
+
+        action = opts["action"]
+        try:
+            if action == "start":
+                project = None
+                if opts["project"]:
+                    from annotation.models import Project
+
+                    project = Project.objects.filter(slug=opts["project"]).first()
+                    if project is None:
+                        raise CommandError(f"--project: no project {opts['project']!r}", returncode=2)
+                version = None
+                if opts["version"]:
+                    version = ModelVersion.objects.filter(pk=opts["version"]).first()
+                    if version is None:
+                        raise CommandError(f"--version: no model version {opts['version']}", returncode=2)
+                run = silver.start(opts["kind"], topic=opts["topic"], source=opts["source"], all_sentences=opts["all"],
+                                   project=project, version=version, batch_size=opts["batch_size"],
+                                   options={"arguments_only": opts["arguments_only"],
+                                            "scheme_ratio": opts["scheme_ratio"],
+                                            "discard_others": not opts["keep_others"],
+                                            "min_confidence": opts["min_confidence"]},
+                                   enqueue=opts["queue"])
+                self.stdout.write(f"silver run {run.pk}: {run.kind} with model version {run.model_version_id}")
+                if not opts["queue"]:
+                    self._process(run)
+            elif action == "resume":
+                run = silver.resume(self._run(opts["run"]), enqueue=opts["queue"])
+                self.stdout.write(f"silver run {run.pk} resumes after sentence {run.last_sentence_id}")
+                if not opts["queue"]:
+                    self._process(run)
+            elif action == "cancel":
+                run = silver.cancel(self._run(opts["run"]))
+                self.stdout.write(f"silver run {run.pk}: {run.status}"
+                                  f"{' (stops after its current batch)' if run.status == 'running' else ''}")
+            else:
+                from ml.models import SilverRun
+
+                runs = [self._run(opts["run"])] if opts["run"] else list(SilverRun.objects.all()[:50])
+                for run in runs:
+                    self.stdout.write(json.dumps(silver.summary(run)))
+        except silver.SilverError as exc:
+            raise CommandError(str(exc), returncode=2) from None

@@ -1,0 +1,47 @@
+"""ml.inference: word alignment, BIO <-> spans, length-sorted batching, int8 vs fp32."""
+import numpy as np
+import pytest
+
+from ml.inference import bio_from_spans, length_sorted_batches, pad_batch, spans_from_bio, words_of
+
+
+def test_bio_from_character_spans_and_back():
+    text = "Nuclear energy is clean but radioactive waste remains."
+    words = words_of(text)
+    b = text.index("radioactive")
+    tags = bio_from_spans(words, [(text.index("clean"), text.index("clean") + 5), (b, b + len("radioactive waste"))])
+    assert tags == ["O", "O", "O", "B", "O", "B", "I", "O", "O"]
+    assert spans_from_bio(tags) == [(3, 4), (5, 7)]
+    assert spans_from_bio(["I", "I", "O", "B", "B"]) == [(0, 2), (3, 4), (4, 5)]  # stray I opens a span
+
+
+def test_length_sorted_batches_and_dynamic_padding():
+    batches = length_sorted_batches([3, 9, 1, 7, 5], 2)
+    assert batches == [[1, 3], [4, 0], [2]]
+    ids, mask = pad_batch([[1, 2, 3], [4]], pad_id=0)
+    assert ids.tolist() == [[1, 2, 3], [4, 0, 0]] and mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert ids.dtype == np.int64
+
+
+@pytest.mark.slow
+def test_int8_tagger_keeps_f1_and_batching_does_not_change_predictions(tmp_path):
+    from ml.registry import TrainRequest
+    from ml.trainers import tagger
+    from tests.ml.test_taggers import TINY, planted_tagger_rows
+
+    tagger.train(TrainRequest(kind="tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(40, 2),
+                              base_model=None, seed=3, hyperparameters=dict(TINY, epochs=3), output_dir=tmp_path))
+    fp32 = tagger.load(tmp_path, quantize=False)
+    int8 = tagger.load(tmp_path, quantize=True)
+    assert (fp32.precision, int8.precision) == ("fp32", "int8")
+    dev = planted_tagger_rows(60, 5)
+    f_fp32 = tagger.evaluate(fp32, dev)["f1_macro"]
+    f_int8 = tagger.evaluate(int8, dev)["f1_macro"]
+    assert abs(f_fp32 - f_int8) <= 0.005
+    texts = [r["sentence"] for r in dev]
+    one = fp32.predict(texts, batch_size=1)
+    many = fp32.predict(texts, batch_size=64)
+    assert [p["tags"] for p in one] == [p["tags"] for p in many]
+    assert fp32.predict([]) == []
+    [empty] = fp32.predict([""])
+    assert empty["spans"] == [] and empty["tags"] == []
