@@ -204,7 +204,7 @@ def train(request) -> registry.TrainResult:
         run = Run(seed=seed, base_model=base_model, rows_train=rows_train, weights=weights, rows_dev=rows_dev, hp=hp,
                   device=device, progress=request.progress, label=f"run {k + 1}/{n_runs} (seed {seed}): ")
         score = run.train()
-        runs.append({"seed": seed, "valnov": round(score, 6), "best_step": run.best_step, "steps": run.done,
+        runs.append({"seed": seed, "valnov": float(score), "best_step": run.best_step, "steps": run.done,
                      "checks": run.checks})
         if best is None or score > best.best_score:
             best = run

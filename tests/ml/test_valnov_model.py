@@ -155,21 +155,19 @@ def planted_rows(n: int, seed: int, *, labelled_ties: bool = False) -> list[dict
 def test_classifier_learns_a_planted_signal(tmp_path):
     from ml.trainers import valnov as trainer
 
-    train, dev, test = planted_rows(48, 1), planted_rows(16, 2), planted_rows(24, 3)
+    train, dev, test = planted_rows(32, 1), planted_rows(12, 2), planted_rows(24, 3)
     train[0] = dict(train[0], validity=None)  # an unknown label is simply not learned from
     out = tmp_path / "model"
     out.mkdir()
-    hp = {"epochs": 6, "lr": 1e-4, "head_lr": 3e-3, "max_length": 32, "runs": 2, "patience": 6, "eval_every": 2,
+    hp = {"epochs": 5, "lr": 1e-4, "head_lr": 3e-3, "max_length": 24, "runs": 1, "patience": 5, "eval_every": 1,
           "weighting": "uniform"}
     result = trainer.train(registry.TrainRequest(kind="valnov", rows_train=train, rows_dev=dev, base_model=None,
                                                  seed=7, hyperparameters=hp, output_dir=out))
-    assert len(result.info["runs"]) == 2                          # several runs, the best on dev kept
-    assert result.metrics["valnov"] == max(r["valnov"] for r in result.info["runs"])
-    assert result.info["seed"] in (7, 8)
+    assert result.info["seed"] == 7 and result.info["best_step"] <= result.info["steps"]
     model = trainer.load(out)                                     # the artifact round-trips
     held_out = trainer.evaluate(model, test)
     baseline = majority_baseline(train, test)["valnov"]
-    assert baseline == pytest.approx(0.1)                         # 2 tp / (2*6 + 18 + 0) ... one class of four
+    assert baseline == pytest.approx((2 * 6 / (2 * 6 + 18)) / 4)  # one class of four, F1 2*6/(2*6+18+0)
     assert held_out["valnov"] > baseline + 0.3, held_out
     assert held_out["validity_f1"] > 0.75 and held_out["novelty_f1"] > 0.75, held_out
 
@@ -186,13 +184,16 @@ def test_train_command_json(tmp_path, tmp_artifacts):
     _write_planted_csv(data, planted_rows(40, 4))
     out = StringIO()
     call_command("train", "valnov", "--data", str(data), "--json", "--epochs", "1", "--hp", "max_length=24",
-                 "--hp", "runs=2", "--hp", "max_steps=3", stdout=out)
+                 "--hp", "runs=2", "--hp", "max_steps=2", stdout=out)
     outcome = json.loads(out.getvalue())
     assert outcome["kind"] == "valnov" and outcome["status"] == "ready" and outcome["activated"] is True
     metrics = outcome["metrics"]
     assert metrics["primary_metric"] == "valnov"
     assert {"valnov", "validity_f1", "novelty_f1", "f1", "baseline_valnov"} <= set(metrics["dev"])
-    assert [r["seed"] for r in metrics["info"]["runs"]] == [13, 14]
+    runs = metrics["info"]["runs"]                                # several runs, the best on dev kept
+    assert [r["seed"] for r in runs] == [13, 14]
+    assert metrics["dev"]["valnov"] == max(r["valnov"] for r in runs)
+    assert metrics["info"]["seed"] == next(r["seed"] for r in runs if r["valnov"] == metrics["dev"]["valnov"])
     from ml.models import ModelVersion
 
     version = ModelVersion.objects.get(pk=outcome["version"])
