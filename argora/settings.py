@@ -185,6 +185,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic jobs (run `celery -A argora beat` once per deployment; "next HIT" also expires lazily).
 CELERY_BEAT_SCHEDULE = {
     "expire-reservations": {"task": "annotation.expire_reservations", "schedule": 60.0},
+    "recover-interrupted-training": {"task": "ml.recover_interrupted", "schedule": 120.0},
 }
 
 # --- Cache ------------------------------------------------------------------------------------

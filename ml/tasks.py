@@ -7,6 +7,8 @@ already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, l
 """
 from __future__ import annotations
 
+from celery import shared_task
+
 from argora.celery import gpu_task
 from argora.progress import celery_progress
 
@@ -49,3 +51,16 @@ def silver(self, run_id) -> dict:
     from .silver import process
 
     return process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")
+
+
+@shared_task(name="ml.recover_interrupted", queue="default")
+def recover_interrupted() -> list:
+    """Periodic (beat): training runs with no heartbeat for 4 beats are failed and re-sent under their task id.
+
+    Needed where a broker loses the unacknowledged message of a worker killed outright (kombu's filesystem
+    transport); harmless elsewhere. Not an ``ml.tasks.*`` name, so it runs on the default queue.
+    """
+    from . import registry
+
+    return registry.recover_interrupted(requeue=True)
+

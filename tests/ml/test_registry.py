@@ -347,3 +347,17 @@ def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_t
         assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []
     finally:
         os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
+
+
+def test_beat_recovers_interrupted_runs_on_the_default_queue(settings):
+    """The periodic task is scheduled, routes to `default` (not the busy gpu queue) and calls the registry."""
+    from unittest import mock
+
+    from argora.celery import app
+    from ml import tasks
+
+    assert settings.CELERY_BEAT_SCHEDULE["recover-interrupted-training"]["task"] == "ml.recover_interrupted"
+    assert app.amqp.router.route({}, "ml.recover_interrupted")["queue"].name == "default"
+    with mock.patch("ml.registry.recover_interrupted", return_value=[{"version": 7}]) as recover:
+        assert tasks.recover_interrupted() == [{"version": 7}]
+    recover.assert_called_once_with(requeue=True)
