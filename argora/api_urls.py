@@ -7,4 +7,5 @@ urlpatterns = [
     path("jobs/<str:task_id>/", api.JobDetail.as_view(), name="api-job-detail"),
     path("", include("corpus.api_urls")),
     path("", include("annotation.api_urls")),
+    path("generate/", include("ml.generation.api")),
 ]

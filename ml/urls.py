@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -9,4 +9,5 @@ urlpatterns = [
     path("models/rollback/", views.model_rollback, name="model-rollback"),
     path("models/<int:pk>/", views.model_detail, name="model-detail"),
     path("models/<int:pk>/activate/", views.model_activate, name="model-activate"),
+    path("", include("ml.generation_urls")),
 ]

@@ -1,7 +1,18 @@
-"""Argument generation: training corpora and evaluation metrics (issue 12).
+"""Argument generation: training corpora, generators, generation runs and their evaluation (issue 12).
 
-Training and generating (``train.py``, ``generate.py``, pages) build on the two modules below; both are plain
-functions over plain rows, importable without touching the database except where a function says so.
+Modules:
+
+* :mod:`.corpora`, :mod:`.exporters` -- the training corpora (below) and their release kinds;
+* :mod:`.train` -- the trainer kinds ``generator`` (Arg-CTRL causal LM with control codes) and ``seq2seq`` (ArgU
+  Mono / Dual, debate responses), registered in :mod:`ml.trainers.generator`;
+* :mod:`.generate` -- loaded generators (penalised sampling, beam search with trigram blocking, counter-arguments,
+  multi-turn debates) and generation runs stored atomically under ``ARTIFACT_ROOT/generation/runs/``;
+* :mod:`.evaluate` -- a run's metrics (from :mod:`.metrics`) and ``send_to_ratings`` (pairwise / Likert items);
+* :mod:`.api`, :mod:`.views` -- ``/api/generate/`` and the staff pages ``/ml/generation/...``;
+  ``manage.py generate run|evaluate|ratings|list|demo`` is the CLI.
+
+The corpora and metrics modules are plain functions over plain rows, importable without touching the database
+except where a function says so.
 
 Corpora (:mod:`ml.generation.corpora`; rules in its docstring)
 ---------------------------------------------------------------
