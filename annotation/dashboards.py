@@ -1,9 +1,13 @@
 """Expert dashboards: per-project agreement, the lowest-agreement drill-down with adjudication, CSV downloads.
 
 Thin views over :mod:`annotation.agreement.project`: the figures come from the latest stored
-:class:`~annotation.models.AgreementSnapshot` (computed and stored on the first view when there is none); "recompute
-now" enqueues ``annotation.recompute_agreement`` after commit; charts are server-side SVG
-(:mod:`annotation.agreement.svg`). Staff / experts only: anonymous -> login, crowdworkers -> 403.
+:class:`~annotation.models.AgreementSnapshot`. When a project has none yet, a small project (at most
+:data:`SYNC_MAX_RESPONSES` = 2,000 responses, tens of milliseconds) is computed and stored in the request; a larger
+one enqueues ``annotation.recompute_agreement`` after commit (once per :data:`FIRST_VIEW_LOCK_SECONDS`) and the pages
+say "computing" (CSV downloads answer 503 with ``Retry-After``) until the worker has stored it. "Recompute now"
+enqueues the task after commit; charts are server-side SVG (:mod:`annotation.agreement.svg`). Task types with a
+results page of their own (BWS split-half, ValNov, ratings) are linked from the index and the agreement page.
+Staff / experts only: anonymous -> login, crowdworkers -> 403.
 
 URLs (``annotation/dashboard_urls.py``)::
 
@@ -12,7 +16,7 @@ URLs (``annotation/dashboard_urls.py``)::
     /projects/<slug>/agreement/recompute/            POST: enqueue a recompute
     /projects/<slug>/agreement/items/                lowest agreement first, responses, adjudication (?format=csv)
     /projects/<slug>/agreement/items/<id>/adjudicate/  POST: an expert's final answer
-    /projects/<slug>/agreement/<table>.csv           summary | topics | workers | items | over_time | pairs
+    /projects/<slug>/agreement/<table>.csv           summary | topics | workers | items | over_time
 """
 from __future__ import annotations
 
@@ -28,10 +32,22 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .agreement import project as pa
 from .agreement import svg
-from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project
+from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project, Response
 from .views import expert_required
 
 CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
+SYNC_MAX_RESPONSES = 2000        # first view of a project without a snapshot: compute in the request up to this size
+FIRST_VIEW_LOCK_SECONDS = 600    # ... above it, enqueue the recompute at most once per this many seconds
+FIRST_VIEW_KEY = "argora:agreement-first-view:{}"
+COMPUTING_RETRY_SECONDS = 5
+
+# task types whose own results page carries their reliability figures: (url name, link text)
+RESULTS_PAGES = {
+    "bws_similarity": ("annotation:bws", "BWS scores and split-half reliability"),
+    "validity_novelty": ("annotation:valnov", "Validity / novelty results"),
+    "pairwise_preference": ("annotation:ratings-results", "Rating results"),
+    "likert_debate": ("annotation:ratings-results", "Rating results"),
+}
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -43,12 +59,48 @@ def _raw(v) -> str:
     return "" if v is None else repr(v) if isinstance(v, float) else str(v)
 
 
-def _snapshot(project: Project) -> AgreementSnapshot:
+def _snapshot(project: Project) -> AgreementSnapshot | None:
+    """The latest snapshot; without one, compute it now (small project) or enqueue it and return None."""
     snap = pa.latest_snapshot(project)
-    if snap is None:
+    if snap is not None:
+        return snap
+    n = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE).count()
+    if n <= SYNC_MAX_RESPONSES:
         pa.store_snapshots(project)
-        snap = pa.latest_snapshot(project)
-    return snap
+        return pa.latest_snapshot(project)
+    _enqueue_first_snapshot(project)
+    return None
+
+
+def _enqueue_first_snapshot(project: Project) -> bool:
+    from django.core.cache import cache
+    from django.db import transaction
+
+    from .tasks import recompute_agreement
+
+    if not cache.add(FIRST_VIEW_KEY.format(project.pk), 1, timeout=FIRST_VIEW_LOCK_SECONDS):
+        return False
+    transaction.on_commit(lambda: recompute_agreement.apply_async(args=[project.pk]), robust=True)
+    return True
+
+
+def _computing(request, project: Project, *, csv: bool = False):
+    """The answer while the first snapshot is being computed by a worker."""
+    if csv:
+        resp = HttpResponse("The agreement figures of this project are being computed; try again in a few seconds.\n",
+                            status=503, content_type="text/plain; charset=utf-8")
+        resp["Retry-After"] = str(COMPUTING_RETRY_SECONDS)
+        return resp
+    return render(request, "annotation/dashboard/computing.html", {
+        "project": project, "retry": COMPUTING_RETRY_SECONDS, "results_page": results_page(project)})
+
+
+def results_page(project: Project) -> dict | None:
+    """``{"url", "text"}`` of the task type's own results page, or None."""
+    entry = RESULTS_PAGES.get(project.task_type)
+    if entry is None:
+        return None
+    return {"url": reverse(entry[0], args=[project.slug]), "text": entry[1]}
 
 
 def _submitted(project: Project) -> int:
@@ -119,8 +171,8 @@ def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adj
                          adj["text"] if adj else "", adj["by"] if adj else "",
                          adj["at"].isoformat() if adj else ""])
     elif name == "over_time":
-        header = ["assignments", "alpha", "percent_agreement", "n_units"]
-        rows = [[p[h] for h in header] for p in table.get("over_time", [])]
+        header = ["assignments", "alpha", "percent_agreement", "n_units", "reason"]
+        rows = [[p.get(h, "") for h in header] for p in table.get("over_time", [])]
     else:
         raise Http404(f"no table {name!r}; tables: {', '.join(CSV_TABLES)}")
     return header, rows
@@ -133,8 +185,10 @@ def _lowest_first(items: list[dict]) -> list[dict]:
 
 def charts(table: dict) -> dict:
     hist = table.get("item_agreement_histogram") or {"bins": [k / 10 for k in range(11)], "counts": [0] * 10}
-    points = [{"x": w["loo_agreement"], "y": w["gold_accuracy"], "label": w["name"], "highlight": w["is_expert"]}
-              for w in table.get("workers", [])]
+    workers = table.get("workers", [])
+    y_key, y_label = worker_y_axis(table)
+    points = [{"x": w["loo_agreement"], "y": w.get(y_key), "label": w["name"], "highlight": w["is_expert"]}
+              for w in workers]
     ot = table.get("over_time", [])
     level = table.get("level", "nominal")
     topic_rows = [{"label": t["topic"], "value": t["alpha"],
@@ -144,8 +198,9 @@ def charts(table: dict) -> dict:
         "histogram": svg.histogram("chart-histogram", hist["counts"], hist["bins"],
                                    title="Per-item agreement (share of agreeing pairs)",
                                    xlabel="agreement of the item's responses"),
-        "workers": svg.scatter("chart-workers", points, title="Workers: leave-one-out agreement vs gold accuracy",
-                               xlabel="agreement with the others' majority (LOO)", ylabel="gold accuracy"),
+        "workers": svg.scatter("chart-workers", points, title=f"Workers: leave-one-out agreement vs {y_label}",
+                               xlabel="agreement with the others' majority (LOO)", ylabel=y_label),
+        "workers_y": y_label,
         "time": svg.lines("chart-time", [p["assignments"] for p in ot],
                           [{"name": "alpha (cumulative)", "values": [p["alpha"] for p in ot]},
                            {"name": "% agreement (cumul.)", "values": [p["percent_agreement"] for p in ot]}],
@@ -154,6 +209,13 @@ def charts(table: dict) -> dict:
         "topics": svg.bars("chart-topics", topic_rows, title=f"Per-topic {alpha_name}", xlabel=alpha_name),
         "n_workers_plotted": sum(1 for p in points if p["x"] is not None and p["y"] is not None),
     }
+
+
+def worker_y_axis(table: dict) -> tuple[str, str]:
+    """The worker scatter's y: gold accuracy when the project has gold answers, else Dawid-Skene competence."""
+    if any(w.get("gold_n") for w in table.get("workers", [])):
+        return "gold_accuracy", "gold accuracy"
+    return "competence", "Dawid-Skene competence"
 
 
 def _figure_rows(table: dict) -> list[dict]:
@@ -181,7 +243,7 @@ def dashboards(request):
         snap = pa.latest_snapshot(project)
         submitted = _submitted(project)
         f = snap.figures if snap else {}
-        rows.append({"project": project, "snap": snap, "submitted": submitted,
+        rows.append({"project": project, "snap": snap, "submitted": submitted, "results_page": results_page(project),
                      "stale": snap is not None and snap.based_on != submitted,
                      "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")), "level": f.get("level", ""),
                      "percent_agreement": _num(f.get("percent_agreement")), "kappa": _num(f.get("kappa")),
@@ -208,6 +270,8 @@ def dashboards(request):
 def agreement(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
     snap = _snapshot(project)
+    if snap is None:
+        return _computing(request, project, csv=request.GET.get("format") == "csv")
     table = snap.figures
     if request.GET.get("format") == "csv":
         header, rows = table_csv(table, "summary", snap)
@@ -221,7 +285,8 @@ def agreement(request, slug: str):
                      "comp": _num(w["competence"])} for w in workers],
         "submitted": submitted, "stale": snap.based_on != submitted, "new_since": max(0, submitted - snap.based_on),
         "csv_tables": CSV_TABLES, "unitized": table.get("level") == "unitized",
-        "lowest": _lowest_first(table.get("items", []))[:5],
+        "lowest": _lowest_first(table.get("items", []))[:5], "results_page": results_page(project),
+        "cve": table.get("crowd_vs_expert"),
     })
 
 
@@ -258,6 +323,8 @@ def agreement_items(request, slug: str):
 
 def _items_page(request, project: Project, *, error: dict | None = None, status: int = 200):
     snap = _snapshot(project)
+    if snap is None:
+        return _computing(request, project, csv=request.GET.get("format") == "csv")
     table = snap.figures
     adjudications = _current_adjudications(project)
     if request.GET.get("format") == "csv":
@@ -312,6 +379,8 @@ def agreement_csv(request, slug: str, table: str):
     if table not in CSV_TABLES:
         raise Http404(f"no table {table!r}")
     snap = _snapshot(project)
+    if snap is None:
+        return _computing(request, project, csv=True)
     header, rows = table_csv(snap.figures, table, snap, _current_adjudications(project))
     return _csv_response(f"{project.slug}-{table}.csv", header, rows)
 

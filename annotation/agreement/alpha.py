@@ -37,6 +37,12 @@ LEVELS = ("nominal", "ordinal", "interval", "ratio")
 _BINCOUNT_MAX = 50_000_000
 # the ratio D_e double sum runs in blocks of distinct values of about this many pairs (x 8 bytes, ~4 temporaries)
 _RATIO_BLOCK_PAIRS = 2_000_000
+# the vectorised bootstrap keeps a resamples x units multiplicity matrix of at most this many cells (x 8 bytes)
+_BOOTSTRAP_BLOCK_CELLS = 2_000_000
+# ... and a units x values count table (nominal) of at most this many cells; larger tables resample one at a time
+_BOOTSTRAP_TABLE_MAX = 5_000_000
+# resample patterns of per-unit terms instead of units when there are at least this many units per pattern
+_PATTERN_RATIO = 4
 
 
 @dataclass
@@ -288,19 +294,43 @@ def bootstrap_alpha(data: Any, level: str = "nominal", *, n_boot: int = 1000, se
 
     Replicates in which alpha is undefined (e.g. a resample with no variation) are skipped and counted in
     ``n_undefined``; if more than half are undefined the CI is refused with :class:`AgreementUndefined`.
+
+    Nominal and interval data are resampled all at once: alpha's sums are sums over units of per-unit terms
+    (D_o; the value counts n_c, or the sums of x and x^2, for D_e), so a resample is a multiplicity vector
+    w (how often each unit was drawn) and every replicate's sums are one matrix product ``W @ per_unit``
+    (in blocks of resamples, bounded memory) -- the very draws of the one-resample-at-a-time loop, so the same CI
+    (tests check it). Where units repeat a few patterns of terms (labels of a handful of coders: 8 coders and 3
+    labels give at most 45 count vectors), the pattern counts of a resample are drawn directly from their
+    multinomial distribution, which is the distribution of resampling units (another stream of random numbers, so
+    a CI within Monte Carlo error of the loop's, still seeded). Ordinal (mid-ranks depend on the resample's value
+    counts) and ratio data recompute each replicate.
     """
     if not 0.0 < confidence < 1.0:
         raise AgreementError(f"confidence must lie strictly between 0 and 1, got {confidence}")
     if n_boot < 1:
         raise AgreementError(f"n_boot must be >= 1, got {n_boot}")
     X = reliability_matrix(data, level)
-    Xp, _, _ = _pairable(X)  # resampling unpairable units changes nothing but the cost
+    Xp, present, m = _pairable(X)  # resampling unpairable units changes nothing but the cost
     U = Xp.shape[1]
     if U == 0:
         raise AgreementError("no pairable values: no unit has values from 2 or more coders")
     rng = np.random.default_rng(seed)
-    values = []
-    undefined = 0
+    per_unit = _per_unit_terms(Xp, present, m, level)
+    if per_unit is None:
+        values, undefined = _bootstrap_loop(Xp, level, n_boot, rng)
+    else:
+        values, undefined = _bootstrap_vectorised(per_unit, level, n_boot, rng)
+    if len(values) < max(1, n_boot // 2):
+        raise AgreementUndefined(f"bootstrap CI undefined: alpha was undefined in {undefined} of {n_boot} resamples")
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return {"low": float(low), "high": float(high), "confidence": confidence, "n_boot": n_boot, "seed": seed,
+            "n_undefined": undefined, "method": "percentile bootstrap over units (resampled with replacement)"}
+
+
+def _bootstrap_loop(Xp: np.ndarray, level: str, n_boot: int, rng) -> tuple[list[float], int]:
+    U = Xp.shape[1]
+    values, undefined = [], 0
     for _ in range(n_boot):
         idx = rng.integers(0, U, size=U)
         try:
@@ -309,9 +339,71 @@ def bootstrap_alpha(data: Any, level: str = "nominal", *, n_boot: int = 1000, se
             undefined += 1
             continue
         values.append(1.0 - (n - 1) * d_o / d_e)
-    if len(values) < max(1, n_boot // 2):
-        raise AgreementUndefined(f"bootstrap CI undefined: alpha was undefined in {undefined} of {n_boot} resamples")
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(values, [tail, 100.0 - tail])
-    return {"low": float(low), "high": float(high), "confidence": confidence, "n_boot": n_boot, "seed": seed,
-            "n_undefined": undefined, "method": "percentile bootstrap over units (resampled with replacement)"}
+    return values, undefined
+
+
+def _per_unit_terms(Xp: np.ndarray, present: np.ndarray, m: np.ndarray, level: str) -> np.ndarray | None:
+    """Units x terms whose column sums give alpha's sums (see :func:`_terms_alpha`), or None where alpha does not
+    decompose over units (ordinal, ratio) or the nominal count table would be too large."""
+    mf = m.astype(np.float64)
+    U = Xp.shape[1]
+    if level == "nominal":
+        codes, V = _value_codes(Xp, present)
+        if U * V > _BOOTSTRAP_TABLE_MAX:
+            return None
+        keys = (np.arange(U, dtype=np.int64) * V + codes)[present]
+        cnt = np.bincount(keys, minlength=U * V).astype(np.float64).reshape(U, V)
+        d_o = (mf * mf - np.einsum("ij,ij->i", cnt, cnt)) / (mf - 1.0)
+        return np.column_stack([d_o, mf, cnt])
+    if level == "interval":
+        centre = float(Xp[present].mean())
+        Z = np.where(present, Xp - centre, 0.0)
+        s1 = Z.sum(axis=0)
+        s2 = np.einsum("ij,ij->j", Z, Z)
+        d_o = 2.0 * mf * (s2 - s1 * s1 / mf) / (mf - 1.0)
+        return np.column_stack([d_o, mf, s1, s2])
+    return None
+
+
+def _terms_alpha(T: np.ndarray, level: str) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha, defined) per row of summed per-unit terms (rows = resamples)."""
+    d_o, n = T[:, 0], T[:, 1]
+    if level == "nominal":
+        n_c = T[:, 2:]
+        d_e = n * n - np.einsum("ij,ij->i", n_c, n_c)
+        defined = d_e > 0.5  # whole numbers: 0 exactly when every value is the same
+    else:
+        s1, s2 = T[:, 2], T[:, 3]
+        ss = s2 - s1 * s1 / n
+        d_e = 2.0 * n * ss
+        # 0 when every value is the same; rounding can leave a tiny positive rest of the two large terms
+        defined = ss > 1e-12 * s2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = 1.0 - (n - 1.0) * d_o / d_e
+    return alpha, defined
+
+
+def _bootstrap_vectorised(per_unit: np.ndarray, level: str, n_boot: int, rng) -> tuple[list[float], int]:
+    U = per_unit.shape[0]
+    patterns, inverse, counts = np.unique(per_unit, axis=0, return_inverse=True, return_counts=True)
+    if patterns.shape[0] * _PATTERN_RATIO <= U:
+        # few distinct per-unit terms (labels from a handful of coders repeat the same count vectors): how often each
+        # pattern is drawn in U draws with replacement is multinomial(U, pattern shares) -- the same distribution as
+        # drawing units, at the cost of patterns instead of units per resample
+        N = rng.multinomial(U, counts / U, size=n_boot).astype(np.float64)
+        alpha, defined = _terms_alpha(N @ patterns, level)
+        return alpha[defined].tolist(), int((~defined).sum())
+    block = max(1, min(n_boot, _BOOTSTRAP_BLOCK_CELLS // max(1, U)))
+    values: list[np.ndarray] = []
+    undefined = 0
+    done = 0
+    while done < n_boot:
+        b = min(block, n_boot - done)
+        idx = rng.integers(0, U, size=(b, U))  # the same draws as b calls of rng.integers(0, U, size=U)
+        W = np.bincount((np.arange(b, dtype=np.int64)[:, None] * U + idx).ravel(),
+                        minlength=b * U).reshape(b, U).astype(np.float64)
+        alpha, defined = _terms_alpha(W @ per_unit, level)
+        values.append(alpha[defined])
+        undefined += int((~defined).sum())
+        done += b
+    return np.concatenate(values).tolist(), undefined

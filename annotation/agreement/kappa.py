@@ -1,6 +1,12 @@
 """Cohen's kappa (pairwise and averaged over coder pairs), Fleiss' kappa and raw percentage agreement.
 
-Cohen's kappa is scikit-learn's ``cohen_kappa_score`` on the units both coders labelled. Fleiss' kappa (Fleiss 1971)
+Cohen's kappa of one pair (:func:`cohen_kappa`, also weighted) is scikit-learn's ``cohen_kappa_score`` on the units
+both coders labelled. Averaged over many pairs (:func:`pairwise_cohen_kappa`, what the dashboards show) it is computed
+from one integer-coded coders x units matrix: per pair, p_o = the share of co-labelled units with equal codes and
+p_e = sum_k (a_k / n)(b_k / n) from the two coders' code counts on those units -- the confusion table's margins, so
+the table itself is never built -- and kappa = (p_o - p_e) / (1 - p_e), the same number as scikit-learn's
+(tests check it on random data), without 28 round trips through scikit-learn's label handling for 8 coders
+(3.1 s -> a few ms on 8 x 5,032 units). Fleiss' kappa (Fleiss 1971)
 takes a units x categories count table with the same number of ratings per unit (or a complete coders x units
 matrix). Raw percentage agreement of several coders is the mean over units (with >= 2 labels) of the share of
 agreeing coder pairs, which for two coders is simply the share of units on which they agree.
@@ -80,19 +86,40 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, weights: str | 
 def percent_agreement(data: Any) -> float:
     """Raw agreement of a coders x units label matrix: mean over units with >= 2 labels of the share of agreeing
     coder pairs (two coders: the share of co-labelled units on which they agree)."""
-    codes, present = _labels_matrix(data)
-    m = present.sum(axis=0)
-    keep = m >= 2
-    if not keep.any():
-        raise AgreementError("no pairable values: no unit has labels from 2 or more coders")
-    codes, m = codes[:, keep], m[keep]
-    V = int(codes.max()) + 1
-    U = codes.shape[1]
-    cols = np.broadcast_to(np.arange(U), codes.shape)
+    codes, _ = _labels_matrix(data)
+    return percent_agreement_codes(codes)
+
+
+def unit_agreement_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit (column) of an integer-coded matrix (-1 = missing): (share of agreeing coder pairs, number of
+    labels m); the share is NaN where m < 2. Sum_v n_uv (n_uv - 1) / (m (m - 1)) from one ``bincount``."""
+    codes = np.asarray(codes)
     mask = codes >= 0
-    cnt = np.bincount(cols[mask] * V + codes[mask], minlength=U * V).reshape(U, V).astype(np.float64)
-    agree = (cnt * (cnt - 1)).sum(axis=1) / (m * (m - 1.0))
-    return float(agree.mean())
+    m = mask.sum(axis=0)
+    U = codes.shape[1]
+    share = np.full(U, np.nan)
+    if not mask.any():
+        return share, m
+    V = int(codes.max()) + 1
+    cols = np.broadcast_to(np.arange(U, dtype=np.int64), codes.shape)
+    keys = cols[mask] * V + codes[mask]
+    if U * V <= 20_000_000:
+        cnt = np.bincount(keys, minlength=U * V).reshape(U, V).astype(np.float64)
+        same = (cnt * (cnt - 1.0)).sum(axis=1)
+    else:  # many distinct labels: count the (unit, label) keys that occur
+        ukeys, c = np.unique(keys, return_counts=True)
+        same = np.bincount(ukeys // V, weights=c * (c - 1.0), minlength=U)
+    ok = m >= 2
+    share[ok] = same[ok] / (m[ok] * (m[ok] - 1.0))
+    return share, m
+
+
+def percent_agreement_codes(codes: np.ndarray) -> float:
+    """:func:`percent_agreement` of an integer-coded coders x units matrix (-1 = missing)."""
+    share, m = unit_agreement_codes(codes)
+    if not (m >= 2).any():
+        raise AgreementError("no pairable values: no unit has labels from 2 or more coders")
+    return float(share[m >= 2].mean())
 
 
 def pairwise_cohen_kappa(data: Any, coders: Sequence[Hashable] | None = None) -> dict[str, Any]:
@@ -102,22 +129,41 @@ def pairwise_cohen_kappa(data: Any, coders: Sequence[Hashable] | None = None) ->
     of the mean. Returns ``{"kappa": mean, "pairs": [{"a", "b", "kappa", "percent_agreement", "n_units"}...],
     "n_pairs": k}``.
     """
-    rows = [list(r) for r in np.asarray(data, dtype=object)]
-    if len(rows) < 2:
-        raise AgreementError(f"kappa needs at least 2 coders; got {len(rows)}")
-    names = list(coders) if coders is not None else list(range(len(rows)))
+    codes, _ = _labels_matrix(data)
+    if codes.shape[0] < 2:
+        raise AgreementError(f"kappa needs at least 2 coders; got {codes.shape[0]}")
+    return pairwise_kappa_codes(codes, coders)
+
+
+def pairwise_kappa_codes(codes: np.ndarray, coders: Sequence[Hashable] | None = None) -> dict[str, Any]:
+    """:func:`pairwise_cohen_kappa` of an integer-coded coders x units matrix (codes 0..V-1, -1 = missing)."""
+    codes = np.asarray(codes)
+    C = codes.shape[0]
+    if C < 2:
+        raise AgreementError(f"kappa needs at least 2 coders; got {C}")
+    names = list(coders) if coders is not None else list(range(C))
+    V = int(codes.max()) + 1 if codes.size else 0
+    present = codes >= 0
     pairs = []
-    for i, j in itertools.combinations(range(len(rows)), 2):
-        both = [(x, y) for x, y in zip(rows[i], rows[j]) if not _is_missing(x) and not _is_missing(y)]
-        entry: dict[str, Any] = {"a": names[i], "b": names[j], "n_units": len(both)}
-        if not both:
+    for i, j in itertools.combinations(range(C), 2):
+        both = present[i] & present[j]
+        n = int(both.sum())
+        entry: dict[str, Any] = {"a": names[i], "b": names[j], "n_units": n}
+        if not n:
             entry.update(kappa=None, percent_agreement=None, reason="no unit labelled by both")
+            pairs.append(entry)
+            continue
+        a, b = codes[i, both], codes[j, both]
+        p_o = float(np.count_nonzero(a == b)) / n
+        ca = np.bincount(a, minlength=V).astype(np.float64)
+        cb = np.bincount(b, minlength=V).astype(np.float64)
+        p_e = float(np.dot(ca, cb)) / (float(n) * n)
+        entry["percent_agreement"] = p_o
+        if np.count_nonzero(ca + cb) == 1:  # one and the same label throughout: p_e = 1
+            entry.update(kappa=None, reason="kappa is undefined: both coders used one and the same label for "
+                                            "every unit (chance agreement = 1, kappa = 0/0)")
         else:
-            entry["percent_agreement"] = sum(_norm(x) == _norm(y) for x, y in both) / len(both)
-            try:
-                entry["kappa"] = cohen_kappa([x for x, _ in both], [y for _, y in both])
-            except AgreementUndefined as exc:
-                entry.update(kappa=None, reason=str(exc))
+            entry["kappa"] = (p_o - p_e) / (1.0 - p_e)
         pairs.append(entry)
     valid = [p["kappa"] for p in pairs if p["kappa"] is not None]
     if not valid:

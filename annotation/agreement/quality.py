@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Hashable, Iterable
 
+import numpy as np
+
 from .errors import AgreementError
+
+# array versions build tables of at most this many cells (units x labels, labelled cells x labels)
+_ARRAY_MAX = 20_000_000
+_DS_EPS = 1e-10  # crowd-kit's _EPS
 
 
 def loo_majority_agreement(records: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict[Hashable, dict[str, Any]]:
@@ -111,3 +117,117 @@ def _fit(df, method: str, n_iter: int, seed: int, n_restarts: int) -> dict[str, 
     else:
         raise AgreementError(f"unknown crowd model {method!r}; choose dawid_skene or mace")
     return {"method": method, "competence": competence, "labels": {k: v for k, v in labels.items()}}
+
+
+# --- array versions for the project table (same results, no per-record Python) -------------------------------------
+def loo_majority_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`loo_majority_agreement` of an integer-coded coders x units matrix (codes 0..V-1, -1 = missing).
+
+    Returns ``(agreement, n)`` per coder (row): agreement is NaN where n = 0. Per labelled cell, the others' counts
+    are the unit's label counts minus the cell's own label; credit = 1/k when the cell's label is one of the k labels
+    tied at the top of the others' counts.
+    """
+    codes = np.asarray(codes)
+    C, U = codes.shape
+    mask = codes >= 0
+    if not mask.any():
+        return np.full(C, np.nan), np.zeros(C, dtype=np.int64)
+    V = int(codes.max()) + 1
+    coder_of, unit_of = np.nonzero(mask)
+    label = codes[mask]
+    N = label.size
+    if U * V > _ARRAY_MAX or N * V > _ARRAY_MAX:  # very many distinct labels: the record-by-record version
+        res = loo_majority_agreement(zip(coder_of.tolist(), unit_of.tolist(), label.tolist()))
+        agreement = np.array([np.nan if (res.get(c) or {}).get("agreement") is None else res[c]["agreement"]
+                              for c in range(C)])
+        return agreement, np.array([(res.get(c) or {}).get("n", 0) for c in range(C)], dtype=np.int64)
+    cnt = np.bincount(unit_of * V + label, minlength=U * V).reshape(U, V)
+    others = cnt[unit_of]
+    others[np.arange(N), label] -= 1
+    counted = others.sum(axis=1) > 0
+    top = others.max(axis=1)
+    tied = others == top[:, None]
+    credit = tied[np.arange(N), label] / tied.sum(axis=1)
+    score = np.bincount(coder_of, weights=np.where(counted, credit, 0.0), minlength=C)
+    n = np.bincount(coder_of, weights=counted.astype(np.float64), minlength=C).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agreement = np.where(n > 0, score / np.maximum(n, 1), np.nan)
+    return agreement, n
+
+
+def dawid_skene_codes(codes: np.ndarray, *, n_iter: int = 100, tol: float = 1e-5) -> dict[str, Any]:
+    """Dawid-Skene competence of an integer-coded coders x units matrix (-1 = missing), the project table's fast path.
+
+    The EM of crowd-kit's ``DawidSkene`` step for step (majority-vote initialisation; M-step: per worker, counts of
+    (own label, true label) weighted by the task posteriors, clipped at 1e-10 and normalised per true label; E-step in
+    log2 with priors clipped at 1e-10; stop when the evidence lower bound per label gains less than ``tol``), on
+    arrays instead of pandas joins: 8 x 5,032 labels take milliseconds instead of ~0.5 s. :func:`crowd_competence`
+    (crowd-kit itself) stays the reference; tests check both give the same competence. Competence = sum_c prior(c)
+    * P(worker says c | truth c), as there.
+
+    Returns ``{"competence": array per coder (NaN for a coder without labels), "priors": array per code,
+    "labels": array per unit (-1 for a unit without labels), "n_iter": EM steps run}``.
+    """
+    codes = np.asarray(codes)
+    C, U = codes.shape
+    mask = codes >= 0
+    if not mask.any():
+        raise AgreementError("crowd competence needs at least one (worker, unit, label) record")
+    if np.count_nonzero(mask.any(axis=1)) < 2:
+        raise AgreementError("crowd competence needs at least 2 workers")
+    used_codes = np.unique(codes[mask])
+    K = used_codes.size
+    remap = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    remap[used_codes] = np.arange(K)
+    worker, unit = np.nonzero(mask)
+    label = remap[codes[mask]]
+    tasks, task_of = np.unique(unit, return_inverse=True)
+    T = tasks.size
+    N = label.size
+    wl = worker * K + label                      # (worker, observed label) key of every row
+    observed = np.bincount(wl, minlength=C * K).reshape(C, K) > 0
+
+    def m_step(probas):
+        E = np.empty((C, K, K))
+        for t in range(K):
+            E[:, :, t] = np.bincount(wl, weights=probas[task_of, t], minlength=C * K).reshape(C, K)
+        E = np.where(observed[:, :, None], np.maximum(E, _DS_EPS), 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return E / E.sum(axis=1, keepdims=True)
+
+    def log_errors(E, log):
+        with np.errstate(divide="ignore"):
+            return log(np.where(observed[:, :, None], E, 1.0))[worker, label]   # rows x true labels
+
+    probas = np.bincount(task_of * K + label, minlength=T * K).reshape(T, K).astype(np.float64)
+    probas /= probas.sum(axis=1, keepdims=True)
+    priors = probas.mean(axis=0)
+    E = m_step(probas)
+    loss = -np.inf
+    steps = 0
+    for _ in range(n_iter):
+        steps += 1
+        priors = np.maximum(priors, _DS_EPS)
+        L2 = log_errors(E, np.log2)
+        ll = np.log2(priors)[None, :] + np.stack([np.bincount(task_of, weights=L2[:, t], minlength=T)
+                                                   for t in range(K)], axis=1)
+        scaled = np.exp2(ll - ll.max(axis=1, keepdims=True))
+        probas = scaled / scaled.sum(axis=1, keepdims=True)
+        priors = probas.mean(axis=0)
+        E = m_step(probas)
+        priors = np.maximum(priors, _DS_EPS)
+        joint = float((probas[task_of] * (log_errors(E, np.log) + np.log(priors)[None, :])).sum())
+        probas = np.maximum(probas, _DS_EPS)
+        entropy = float(-(np.log(probas) * probas).sum())
+        new_loss = (joint + entropy) / N
+        if new_loss - loss < tol:
+            break
+        loss = new_loss
+    diag = np.einsum("ckk->ck", np.where(observed[:, :, None], E, 0.0))
+    competence = diag @ priors
+    competence[~mask.any(axis=1)] = np.nan
+    labels = np.full(U, -1, dtype=np.int64)
+    labels[tasks] = used_codes[probas.argmax(axis=1)]
+    full_priors = np.zeros(int(codes.max()) + 1)
+    full_priors[used_codes] = priors
+    return {"competence": competence, "priors": full_priors, "labels": labels, "n_iter": steps}

@@ -183,7 +183,11 @@ def bars(svg_id: str, rows: list[dict], *, title: str, xlabel: str, lo: float = 
         parts.append(f'<rect class="mark" x="{left:.1f}" y="{cy - bh / 2:.1f}" width="{max(1.0, right - left):.1f}" '
                      f'height="{bh:.1f}" fill="{ACCENT if v >= 0 else ACCENT2}"><title>{escape(label)}: '
                      f'{_fmt(v, 3)}{escape(r.get("note", ""))}</title></rect>')
-        parts.append(f'<text x="{right + 4:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{INK}">{_fmt(v, 3)}</text>')
+        if right + 40 <= W:  # the value right of the bar, or inside its end where it would leave the chart
+            parts.append(f'<text x="{right + 4:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{INK}">{_fmt(v, 3)}</text>')
+        else:
+            parts.append(f'<text x="{right - 4:.1f}" y="{cy + 4:.1f}" font-size="11" text-anchor="end" '
+                         f'fill="#ffffff">{_fmt(v, 3)}</text>')
     parts.append(f'<line x1="{zero:.1f}" y1="{M_TOP}" x2="{zero:.1f}" y2="{y0}" stroke="{INK}"/>')
     _x_label(parts, xlabel, height=height)
     parts.append("</svg>")

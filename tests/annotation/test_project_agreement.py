@@ -104,6 +104,8 @@ def test_three_coders_alpha_equals_library_alpha_on_the_same_matrix():
     assert t["over_time"][-1]["assignments"] == 3
     assert t["over_time"][-1]["alpha"] == pytest.approx(t["alpha"])
     assert t["over_time"][0]["alpha"] is None  # one coder: nothing pairable yet
+    assert t["over_time"][0]["reason"] == "no unit has values from 2 or more coders yet"
+    assert "reason" not in t["over_time"][-1]
 
 
 def test_topics_and_crowd_vs_expert():
@@ -116,7 +118,7 @@ def test_topics_and_crowd_vs_expert():
     assert topics["nuclear"]["percent_agreement"] == pytest.approx(1.0)
     assert topics["guns"]["n_units"] == 2
     cve = t["crowd_vs_expert"]
-    assert cve["n_crowd"] == 2 and cve["n_experts"] == 1
+    assert cve["n_crowd"] == 2 and cve["n_experts"] == 1 and cve["expert_source"] == "staff"
     # crowd majority (ties -> alphabetical): pro con con con ; expert: pro con pro pro -> agree on 2 of 4
     assert cve["between"]["percent_agreement"] == pytest.approx(0.5)
     assert cve["crowd"]["percent_agreement"] == pytest.approx(0.75)
@@ -367,3 +369,226 @@ def test_recompute_runs_on_a_real_worker(celery_worker_proc):
     result = recompute_agreement.apply_async(args=[project.pk], kwargs={"force": True})
     assert result.get(timeout=120)["stored"] == 2
     assert pa.latest_snapshot(project).based_on == 2
+
+
+# --- gaps closed after the audit -------------------------------------------------------------------------------
+def submit_raw(project, answers: dict[str, dict[int, dict]], *, staff: tuple[str, ...] = ()):
+    """``{username: {item id: response data}}`` stored as submitted assignments of one HIT, a minute apart (written
+    directly: these tests are about the reading side, the submission path has its own tests)."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import HIT, Assignment
+
+    User = get_user_model()
+    hit = HIT.objects.create(project=project, position=1000 + HIT.objects.filter(project=project).count())
+    now = timezone.now()
+    for k, (name, by_item) in enumerate(answers.items()):
+        user = User.objects.filter(username=name).first() or User.objects.create_user(name, is_staff=name in staff)
+        worker = services.worker_for_user(user)
+        a = Assignment.objects.create(project=project, hit=hit, worker=worker, status=Assignment.Status.SUBMITTED,
+                                      reserved_at=now, expires_at=now + timedelta(hours=1),
+                                      submitted_at=now + timedelta(minutes=k))
+        Response.objects.bulk_create([Response(assignment=a, item_id=item_id, data=data)
+                                      for item_id, data in by_item.items()])
+
+
+def test_reference_answers_are_the_expert_when_no_staff_submitted(django_user_model):
+    """No expert submitted HITs: gold expected answers and the latest adjudications stand in as one expert coder."""
+    project = build_project({"a": ["pro", "con", "none", "pro"], "b": ["pro", "con", "con", "con"],
+                             "c": ["con", "con", "none", "pro"]})
+    items = list(Item.objects.filter(project=project).order_by("position"))
+    boss = django_user_model.objects.create_user("boss", is_staff=True)
+    Adjudication.objects.create(item=items[0], answer={"label": "pro"}, expert=boss)
+    Adjudication.objects.create(item=items[2], answer={"label": "none"}, expert=boss)
+    Adjudication.objects.create(item=items[2], answer={"label": "con"}, expert=boss)  # the latest one counts
+    gold_item = Item.objects.create(project=project, payload={"text": "gold", "topic": "nuclear energy"},
+                                    is_gold=True, position=99)
+    GoldItem.objects.create(item=gold_item, expected={"label": "con"})
+    for name, label in (("a", "con"), ("b", "con"), ("c", "pro")):  # the crowd's answers to the gold item
+        Response.objects.create(assignment=Worker.objects.get(user__username=name).assignments.get(),
+                                item=gold_item, data={"label": label})
+    t = pa.project_table(project.slug)
+    assert t["n_units"] == 4  # gold responses stay out of the project's own figures
+    cve = t["crowd_vs_expert"]
+    assert cve["expert_source"] == "reference" and cve["n_reference_items"] == 3
+    assert cve["n_crowd"] == 3 and cve["n_experts"] == 1
+    # on items 1, 3 and gold: crowd majority pro / none / con, reference pro / con / con
+    between = cve["between"]
+    assert between["n_units"] == 3 and between["percent_agreement"] == pytest.approx(2 / 3)
+    # p_o = 2/3; margins crowd pro 1, none 1, con 1 / reference pro 1, con 2: p_e = (1 + 2) / 9 = 1/3
+    assert between["kappa"] == pytest.approx((2 / 3 - 1 / 3) / (1 - 1 / 3))
+    # alpha: n = 6 values (pro 2, none 1, con 3), one disagreeing unit: 1 - 5 * 2 / (36 - 4 - 1 - 9) = 12/22
+    assert between["alpha"] == pytest.approx(12 / 22)
+    # among the crowd on those 3 items every unit has 1 agreeing pair of 3
+    assert cve["crowd"]["percent_agreement"] == pytest.approx(1 / 3)
+    assert cve["expert"]["alpha"] is None and cve["expert"]["n_coders"] == 1
+    # once an expert submits, the experts are the staff again
+    submit_raw(project, {"boss": {items[0].pk: {"label": "pro"}, items[1].pk: {"label": "con"}}})
+    assert pa.project_table(project.slug)["crowd_vs_expert"]["expert_source"] == "staff"
+
+
+def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
+    """The groups' majority spans (_group_spans) as two coders, alpha_u worked out by hand."""
+    crowd, experts = {"worker:1", "worker:2", "worker:3"}, {"worker:9"}
+    coders = ["worker:1", "worker:2", "worker:3", "worker:9"]
+    spans = [("worker:1", 10, 2, 3, "aspect"), ("worker:2", 10, 2, 3, "aspect"), ("worker:3", 10, 5, 2, "aspect"),
+             ("worker:9", 10, 2, 4, "aspect")]
+    rel = {"level": "nominal", "coders": coders, "units": ["10:2:3", "10:5:2", "10:2:4"], "unit_item": [10, 10, 10],
+           "matrix": [["1", "0", "0"], ["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]],
+           "unitized": {"items": [(10, 10)], "spans": spans, "coders": coders, "item_coders": {10: coders}}}
+    # crowd: [2, 5) chosen by 2 of 3 (a strict majority), [5, 7) by 1 of 3 (dropped); expert: [2, 6)
+    assert pa._group_spans(spans, {10: coders}, crowd, experts) == [("crowd", 10, 2, 3, "aspect"),
+                                                                     ("expert", 10, 2, 4, "aspect")]
+    out = pa._crowd_vs_expert(rel, crowd, experts, 0)
+    between = out["between"]
+    assert between["level"] == "unitized" and between["alpha_u"] == between["alpha"]
+    # R = 2 coders, L = 10. D_o: one intersecting pair, (2-2)^2 + (5-6)^2 = 1 -> 2 * 1 / (2 * 1 * 10^2) = 0.01.
+    # D_e: units l = 3 and 4 (N = 2), gaps 2, 5 (crowd) and 2, 4 (expert):
+    #   l=3: (2-1)(54-27+3)/3 = 10, + 9 * [(5-3+1) + (4-3+1)] = 45 -> 55
+    #   l=4: (2-1)(128-48+4)/3 = 28, + 16 * [(5-4+1) + (4-4+1)] = 48 -> 76
+    #   numerator 2/10 * 131 = 26.2, denominator 2*10*(2*10-1) - (3*2 + 4*3) = 362
+    assert between["alpha_u"] == pytest.approx(1 - 0.01 / (26.2 / 362))
+    assert out["crowd"]["alpha_u"] is not None and out["expert"]["alpha"] is None
+
+
+def test_span_grounding_token_kappa_by_hand_and_cli_alpha_u():
+    """Token-level Cohen's kappa of a span_grounding project (annotation.spans.agreement), and the CLI's alpha_u."""
+    project = services.create_project(name="Spans", slug="spans-kappa", task_type="span_grounding",
+                                      status=Project.Status.ACTIVE, config={})
+    text = "a b c d e f g h i j"  # token i = [2i, 2i+1)
+    item = Item.objects.create(project=project, position=0, payload={
+        "text": text, "topic": "t", "tokens": [[2 * i, 2 * i + 1] for i in range(10)], "variables": []})
+    submit_raw(project, {
+        "s1": {item.pk: {"spans": [{"begin": 0, "end": 3, "variable": 7}, {"begin": 8, "end": 11, "variable": None}]}},
+        "s2": {item.pk: {"spans": [{"begin": 0, "end": 5, "variable": 7}, {"begin": 10, "end": 13, "variable": 9}]}},
+    })
+    rel = pa.reliability_data(project, pa.load_responses(project))
+    # tokens:  0   1   2   3   4      5      6   7  8  9
+    # s1:      v7  v7  O   O   other  other  O   O  O  O
+    # s2:      v7  v7  v7  O   O      v9     v9  O  O  O
+    assert rel["matrix"] == [["v7", "v7", "O", "O", "other", "other", "O", "O", "O", "O"],
+                             ["v7", "v7", "v7", "O", "O", "v9", "v9", "O", "O", "O"]]
+    f = pa.figures(rel, bootstrap=0)
+    # p_o = 6/10; p_e = (v7 2*3 + O 6*5) / 100 = 0.36; kappa = (0.6 - 0.36) / 0.64 = 0.375
+    assert f["percent_agreement"] == pytest.approx(0.6)
+    assert f["kappa"] == pytest.approx(0.375)
+    out = io.StringIO()
+    call_command("agreement", "project", project.slug, "--json", stdout=out)
+    printed = json.loads(out.getvalue())
+    assert printed["level"] == "unitized" and printed["alpha_u"] is not None
+    assert printed["alpha_u"] == printed["alpha"] == pytest.approx(f["alpha"])
+    assert (printed["n_units"], printed["n_coders"]) == (10, 2) and printed["kappa"] == pytest.approx(0.375)
+
+
+def test_adjudicate_an_aspect_project_from_the_dashboard(client, staff_user):
+    from tests.annotation.aspects.helpers import aspect_project, span
+
+    project = aspect_project("asp-adjudicate", r=2)
+    item = Item.objects.filter(project=project).order_by("position").first()
+    text = item.payload["text"]
+    sid = span(text, "background checks")
+    b, ln = map(int, sid.split(":"))
+    submit_raw(project, {"w1": {item.pk: {"aspects": [{"begin": b, "length": ln, "text": text[b:b + ln]}],
+                                          "no_aspect": False}},
+                         "w2": {item.pk: {"aspects": [], "no_aspect": True}}})
+    client.force_login(staff_user)
+    url = reverse("annotation:adjudicate", args=[project.slug, item.pk])
+    r = client.post(url, {"aspects": [sid], "note": "the checks"})
+    assert r.status_code == 302
+    adj = Adjudication.objects.get(item=item)
+    assert adj.expert == staff_user and adj.note == "the checks"
+    assert adj.answer == {"aspects": [{"begin": b, "length": ln, "text": "background checks"}], "no_aspect": False}
+    item.refresh_from_db()
+    assert item.payload["adjudicated"]["aspects"][0]["text"] == "background checks"
+    html = client.get(reverse("annotation:agreement-items", args=[project.slug])).content.decode()
+    assert "adjudicated: background checks" in html and staff_user.username in html
+    # a span outside the sentence, and aspects together with "no aspect", are refused with the field
+    r = client.post(url, {"aspects": [f"0:{len(text) + 5}"]})
+    assert r.status_code == 400 and "aspects[0]" in r.content.decode()
+    r = client.post(url, {"aspects": [sid], "no_aspect": "1"})
+    assert r.status_code == 400 and "no_aspect" in r.content.decode()
+    assert Adjudication.objects.filter(item=item).count() == 1
+
+
+def test_dashboards_index_csv(client, staff_user, project3):
+    from annotation.tasks import recompute_agreement
+
+    recompute_agreement(project3.pk)
+    empty = services.create_project(name="Empty", slug="empty", task_type="sentence_label")
+    client.force_login(staff_user)
+    rows = _csv(client, reverse("annotation:dashboards") + "?format=csv")
+    by_slug = {row["project"]: row for row in rows}
+    assert set(by_slug) == {project3.slug, empty.slug}
+    snap = pa.latest_snapshot(project3)
+    row = by_slug[project3.slug]
+    assert row["task_type"] == "sentence_label" and row["submitted_assignments"] == "3" and row["based_on"] == "3"
+    assert float(row["alpha"]) == pytest.approx(snap.figures["alpha"], abs=1e-12)
+    assert float(row["kappa"]) == pytest.approx(snap.figures["kappa"], abs=1e-12)
+    assert int(row["n_units"]) == snap.n_units and row["computed_at"] == snap.computed_at.isoformat()
+    assert by_slug[empty.slug]["alpha"] == "" and by_slug[empty.slug]["computed_at"] == ""
+
+
+def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff_user, project3, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    from annotation import dashboards
+    from annotation.tasks import recompute_agreement
+
+    monkeypatch.setattr(dashboards, "SYNC_MAX_RESPONSES", 5)  # project3 has 12 responses: "large"
+    cache.delete(dashboards.FIRST_VIEW_KEY.format(project3.pk))
+    client.force_login(staff_user)
+    url = reverse("annotation:agreement", args=[project3.slug])
+    with mock.patch("annotation.tasks.recompute_agreement.apply_async") as apply_async:
+        with django_capture_on_commit_callbacks(execute=True):
+            r = client.get(url)
+        assert r.status_code == 200 and 'id="computing"' in r.content.decode()
+        apply_async.assert_called_once()
+        assert apply_async.call_args.kwargs["args"] == [project3.pk]
+        with django_capture_on_commit_callbacks(execute=True):
+            assert 'id="computing"' in client.get(url).content.decode()
+        assert apply_async.call_count == 1  # enqueued once, not on every reload
+        r = client.get(reverse("annotation:agreement-csv", args=[project3.slug, "summary"]))
+        assert r.status_code == 503 and r["Retry-After"] == str(dashboards.COMPUTING_RETRY_SECONDS)
+        assert 'id="computing"' in client.get(reverse("annotation:agreement-items",
+                                                      args=[project3.slug])).content.decode()
+    assert not AgreementSnapshot.objects.filter(project=project3).exists()  # nothing computed in the request
+    recompute_agreement(project3.pk)  # what the worker does
+    html = client.get(url).content.decode()
+    assert 'id="computing"' not in html and 'id="fig-alpha"' in html
+    cache.delete(dashboards.FIRST_VIEW_KEY.format(project3.pk))
+
+
+def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(client, staff_user, project3):
+    client.force_login(staff_user)
+    html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
+    scatter = html[html.index('id="chart-workers"'):]
+    scatter = scatter[:scatter.index("</svg>")]
+    assert "leave-one-out agreement vs Dawid-Skene competence" in scatter
+    assert scatter.count('class="mark"') == 3  # every worker has both values
+    gold_item = Item.objects.create(project=project3, payload={"text": "gold", "topic": "t"}, is_gold=True,
+                                    position=99)
+    GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
+    a = Worker.objects.get(user__username="a")
+    GoldRecord.objects.create(worker=a, item=gold_item, assignment=a.assignments.first(), correct=True, score=1.0)
+    pa.store_snapshots(project3)
+    html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
+    scatter = html[html.index('id="chart-workers"'):]
+    scatter = scatter[:scatter.index("</svg>")]
+    assert "leave-one-out agreement vs gold accuracy" in scatter and scatter.count('class="mark"') == 1
+
+
+@pytest.mark.parametrize("task_type,url_name", [("bws_similarity", "annotation:bws"),
+                                                ("validity_novelty", "annotation:valnov"),
+                                                ("pairwise_preference", "annotation:ratings-results"),
+                                                ("likert_debate", "annotation:ratings-results")])
+def test_task_types_with_their_own_results_page_are_linked(client, staff_user, task_type, url_name):
+    project = services.create_project(name=f"P {task_type}", slug=task_type.replace("_", "-"), task_type=task_type)
+    client.force_login(staff_user)
+    target = reverse(url_name, args=[project.slug])
+    assert f'href="{target}"' in client.get(reverse("annotation:dashboards")).content.decode()
+    r = client.get(reverse("annotation:agreement", args=[project.slug]))
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f'id="results-page" href="{target}"' in html
+    if task_type == "bws_similarity":  # no coders x units data: the page says so and points to split-half
+        assert "reports its reliability on its own page" in html
+        assert "own results page" in pa.project_table(project.slug)["reasons"]["alpha"]

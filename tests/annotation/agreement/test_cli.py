@@ -51,6 +51,13 @@ def test_alpha_u_json_and_table(tmp_path):
     (tmp_path / "L.csv").write_text("item,length\ns1,10\ns2,8\n")
     args = ["alpha-u", "--spans", str(tmp_path / "S.csv"), "--lengths", str(tmp_path / "L.csv")]
     res = json.loads(run(*args, "--json"))
+    assert {"alpha_u", "n_units", "n_coders"} <= set(res)
+    # overall alpha_u = 1 - mean D_o / mean D_e over the categories ("asp" agrees exactly, "other" is b's alone)
+    per = res["per_category"]
+    d_o = (per["asp"]["observed_disagreement"] + per["other"]["observed_disagreement"]) / 2
+    d_e = (per["asp"]["expected_disagreement"] + per["other"]["expected_disagreement"]) / 2
+    assert res["alpha_u"] == pytest.approx(1 - d_o / d_e) and 0 < res["alpha_u"] < 1
+    assert res["n_units"] == 5  # spans
     assert res["per_category"]["asp"]["alpha_u"] == pytest.approx(1.0)
     assert res["continuum_length"] == 18 and res["n_coders"] == 2 and res["n_items"] == 2
     assert set(res["per_category"]) == {"asp", "other"}
