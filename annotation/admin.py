@@ -34,6 +34,10 @@ class ProjectAdmin(admin.ModelAdmin):
         if not change and obj.created_by_id is None:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+        from annotation.ratings.likert import reviewer_warning  # likert_debate: 5-10 reviewers per debate
+
+        if warning := reviewer_warning(obj):
+            self.message_user(request, warning, level=messages.WARNING)
 
     @admin.action(description="Build HITs from items not yet in a HIT")
     def build_hits(self, request, queryset):
@@ -107,14 +111,29 @@ class ResponseInline(admin.TabularInline):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
+    """Assignments are made by allocation (``reserve_next_assignment``, MTurk's binding) and change state through
+    services only, because ``HIT.taken`` counts the ones holding a slot: here every field is read-only, nothing
+    can be added, approve / reject are actions (``set_assignment_status``) and delete goes through
+    ``do_release_assignment`` (which gives the slot back)."""
+
     list_display = ("id", "project", "hit", "worker", "status", "reserved_at", "submitted_at", "work_seconds",
                     "client_seconds")
     list_filter = ("status", "project")
     search_fields = ("external_id", "worker__external_id", "worker__user__username")
-    raw_id_fields = ("hit", "worker", "gold_items")
-    readonly_fields = ("submission_key", "reserved_at", "submitted_at", "work_seconds", "client_seconds")
+    readonly_fields = ("project", "hit", "worker", "status", "reserved_at", "expires_at", "submitted_at",
+                       "work_seconds", "client_seconds", "gold_items", "external_id", "submission_key", "feedback")
     inlines = [ResponseInline]
     actions = ["approve", "reject"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def delete_model(self, request, obj):
+        services.do_release_assignment(obj)
+
+    def delete_queryset(self, request, queryset):
+        for assignment in queryset:
+            services.do_release_assignment(assignment)
 
     @admin.action(description="Approve submitted assignments")
     def approve(self, request, queryset):
@@ -158,6 +177,22 @@ class WorkerAdmin(admin.ModelAdmin):
     search_fields = ("external_id", "user__username", "blocked_reason")
     raw_id_fields = ("user",)
     actions = ["unblock"]
+
+    # Deleting a worker would cascade to their assignments without giving the HIT slots back: release them first.
+    # Blocking is global: a worker blocked by one project's gold checks gets no new HIT in any project.
+    def delete_model(self, request, obj):
+        self._release(obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for worker in queryset:
+            self._release(worker)
+        super().delete_queryset(request, queryset)
+
+    @staticmethod
+    def _release(worker):
+        for assignment in Assignment.objects.filter(worker=worker):
+            services.do_release_assignment(assignment)
 
     @admin.action(description="Unblock (allow new HITs again)")
     def unblock(self, request, queryset):

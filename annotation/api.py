@@ -79,7 +79,8 @@ def assignment_data(assignment: Assignment) -> dict:
     return {
         "assignment": assignment.pk, "project": assignment.project.slug, "hit": assignment.hit_id,
         "status": assignment.status, "reserved_at": assignment.reserved_at, "expires_at": assignment.expires_at,
-        "items": [{"id": item.pk, "payload": task_type.worker_payload(assignment.project, item)}
+        "items": [{"id": item.pk,
+                   "payload": task_type.worker_payload(assignment.project, item, assignment=assignment)}
                   for item in services.assignment_items(assignment)],
     }
 

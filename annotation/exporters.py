@@ -9,6 +9,13 @@ per split. Config::
            | {"mode": "none"}}                                       # one file, aspects.jsonl
 
 Rows are the items' final answers (adjudicated > gold > crowd vote > imported reference), sorted by hash.
+
+``annotations``: any project of any task type (``sentence_label`` and the other generic ones included), one row
+per item with the task type's ``export_row``, its aggregate and every counted response per worker
+(``annotations.jsonl``). Config::
+
+    {"projects": ["stance-pilot"],   # slugs (or "project": "stance-pilot"); any task type
+     "include_gold": false}          # also export the gold (control) items
 """
 from __future__ import annotations
 
@@ -192,3 +199,92 @@ def export_bws(config: dict):
 from annotation.spans.export import register_release_kind  # noqa: E402
 
 register_release_kind()
+
+
+# --- annotations: every item of any task type, aggregate + responses per worker ----------------------
+ANNOTATIONS_FILE = "annotations.jsonl"
+# keys the release sets on every row; a task type's export_row may carry "aggregate" (the same value)
+RESERVED_KEYS = ("project", "task_type", "is_gold", "annotations")
+
+
+def prepare_annotations(config: dict) -> dict:
+    from annotation.models import Project
+
+    unknown = set(config) - {"project", "projects", "include_gold"}
+    if unknown:
+        raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected projects, include_gold)")
+    slugs = config.get("projects") or ([config["project"]] if config.get("project") else [])
+    if isinstance(slugs, str):
+        slugs = [s.strip() for s in slugs.split(",") if s.strip()]
+    if not slugs or not isinstance(slugs, list) or not all(isinstance(s, str) for s in slugs):
+        raise ValueError("config.projects: name the project(s) to export (their slugs)")
+    for slug in slugs:
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            raise ValueError(f"config.projects: no project with slug {slug!r}")
+        try:
+            project.get_task_type()
+        except KeyError as exc:
+            raise ValueError(f"config.projects: project {slug!r}: {exc.args[0]}") from None
+    flag = config.get("include_gold", False)
+    if not isinstance(flag, bool):
+        raise ValueError("config.include_gold: true or false")
+    return {"projects": list(dict.fromkeys(slugs)), "include_gold": flag}
+
+
+def annotation_rows(config: dict):
+    """One row per item: ``{**task_type.export_row(...), "project", "task_type", "aggregate", "annotations"}``.
+
+    ``annotations`` lists every counted response (submitted or approved assignments; MTurk assignments that no
+    sync has confirmed are left out) as ``{"worker", "assignment", "status", "response"}`` ordered by worker;
+    the ``responses`` handed to ``export_row`` / ``aggregate`` are the same, in the same order. Projects in the
+    order given, items by position.
+    """
+    from annotation import selectors
+    from annotation.models import Item, Project
+
+    for slug in config["projects"]:
+        project = Project.objects.get(slug=slug)
+        tt = project.get_task_type()
+        include_gold = config.get("include_gold", False)
+        per_item = selectors.item_annotations(project, include_gold=include_gold)
+        items = Item.objects.filter(project=project)
+        if not include_gold:
+            items = items.filter(is_gold=False)
+        for item in items.order_by("position", "id"):
+            records = per_item.get(item.pk, [])
+            responses = [r["response"] for r in records]
+            row = dict(tt.export_row(project, item, responses))
+            clash = [key for key in RESERVED_KEYS if key in row]
+            if clash:
+                raise ValueError(f"task type {tt.name!r}: export_row uses the key(s) {', '.join(clash)} that the "
+                                 f"annotations release sets itself")
+            row.setdefault("item_id", item.pk)
+            row.update({"project": slug, "task_type": tt.name, "is_gold": item.is_gold,
+                        "aggregate": tt.aggregate(project, item, responses), "annotations": records})
+            yield row
+
+
+def annotations_card(ctx: CardContext) -> list[tuple[str, str]]:
+    fmt = (f"JSONL ({ANNOTATIONS_FILE}), one row per item: the task type's own export row (e.g. item_id, text, "
+           "labels, label, share, n for sentence_label), plus project, task_type, is_gold, aggregate (the task "
+           "type's aggregate of the responses: majority label, counts, scores...) and annotations: every response "
+           "of a submitted or approved assignment as {worker, assignment, status, response}, ordered by worker. "
+           "Workers are Argora's worker ids (no MTurk WorkerId, Prolific PID or user name). MTurk assignments that "
+           "no sync has confirmed yet are not included. Rows: projects in the configured order, items by position.")
+    return [("Format", fmt)]
+
+
+def count_annotations(config: dict) -> int:
+    from annotation.models import Item
+
+    items = Item.objects.filter(project__slug__in=config["projects"])
+    return (items if config.get("include_gold") else items.filter(is_gold=False)).count()
+
+
+@register_exporter("annotations", prepare=prepare_annotations, count=count_annotations, card=annotations_card,
+                   count_by=("project", "task_type"),
+                   description="Every item of one or more annotation projects (any task type) with its aggregate "
+                               "and the responses per worker.")
+def export_annotations(config: dict):
+    yield ANNOTATIONS_FILE, annotation_rows(config)

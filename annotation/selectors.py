@@ -1,6 +1,7 @@
 """Read side of the annotation engine (no writes)."""
 from __future__ import annotations
 
+from django.apps import apps
 from django.db.models import Count, Q, QuerySet
 
 from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
@@ -54,14 +55,55 @@ def worker_project_counts(project: Project, worker: Worker) -> dict:
     return {"submitted": done, "available": available, "max": project.max_hits_per_worker}
 
 
-def item_responses(project: Project, *, include_gold: bool = False) -> dict[int, list[dict]]:
-    """Response data of submitted/approved assignments per item id."""
+def unverified_q(prefix: str = "") -> Q:
+    """Assignments that MTurk has not confirmed yet: done by a Worker of source ``mturk`` and not matched by
+    any MTurk sync (no ``mturk.MTurkAssignment`` links them). MTurk's ExternalQuestion cannot prove an
+    assignmentId / workerId before a sync lists it, so a made-up pair for a known hitId gets a binding and can
+    submit; its answers stay out of the aggregates and exports until a sync matches it (and a sync rejects it
+    once it is older than the assignment duration and MTurk still does not know it: ``mturk.sync``).
+
+    ``prefix`` is the lookup path to the assignment, e.g. ``"assignment__"`` for a Response queryset.
+    """
+    if not apps.is_installed("mturk"):
+        return Q(pk__in=[])  # matches nothing
+    return Q(**{f"{prefix}worker__source": Worker.Source.MTURK, f"{prefix}mturk_assignment__isnull": True})
+
+
+def counted_responses(project: Project, *, include_gold: bool = False, include_unverified: bool = False
+                      ) -> QuerySet[Response]:
+    """Responses that count: of submitted/approved assignments, non-gold items, MTurk-confirmed (see
+    :func:`unverified_q`)."""
     qs = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
     if not include_gold:
         qs = qs.filter(item__is_gold=False)
+    if not include_unverified:
+        qs = qs.exclude(unverified_q("assignment__"))
+    return qs
+
+
+def item_responses(project: Project, *, include_gold: bool = False,
+                   include_unverified: bool = False) -> dict[int, list[dict]]:
+    """Response data of submitted/approved assignments per item id (MTurk assignments that no sync has
+    confirmed yet are left out unless ``include_unverified``)."""
+    qs = counted_responses(project, include_gold=include_gold, include_unverified=include_unverified)
     out: dict[int, list[dict]] = {}
     for item_id, data in qs.order_by("item_id", "id").values_list("item_id", "data"):
         out.setdefault(item_id, []).append(data)
+    return out
+
+
+def item_annotations(project: Project, *, include_gold: bool = False,
+                     include_unverified: bool = False) -> dict[int, list[dict]]:
+    """Per item id, one record per counted response, ordered by worker: ``{"worker": Worker id, "assignment":
+    Assignment id, "status": "submitted" | "approved", "response": data}``. Worker ids are Argora's own
+    (never an MTurk WorkerId, a Prolific PID or a user name), so the records can be released."""
+    qs = counted_responses(project, include_gold=include_gold, include_unverified=include_unverified)
+    out: dict[int, list[dict]] = {}
+    rows = qs.order_by("item_id", "assignment__worker_id", "id").values_list(
+        "item_id", "assignment__worker_id", "assignment_id", "assignment__status", "data")
+    for item_id, worker_id, assignment_id, status, data in rows:
+        out.setdefault(item_id, []).append({"worker": worker_id, "assignment": assignment_id, "status": status,
+                                            "response": data})
     return out
 
 
@@ -108,9 +150,12 @@ def project_progress(project: Project) -> dict:
             "gold_accuracy": (g["right"] / g["n"]) if g and g["n"] else None,
             "blocked": worker.blocked, "reason": worker.blocked_reason,
         })
+    unverified = (Assignment.objects.filter(project=project, status__in=Assignment.DONE).filter(unverified_q())
+                  .count())
     return {
         "project": project.slug, "status": project.status,
         "items": items, "gold_items": gold_items, "needed": needed, "done": done,
+        "unverified_assignments": unverified,
         "percent": round(100.0 * done / needed, 1) if needed else 0.0,
         "hits": HIT.objects.filter(project=project).count(),
         "hits_complete": HIT.objects.filter(project=project).annotate(

@@ -476,6 +476,8 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
     items = {item.pk: item for item in assignment_items(assignment)}
     errors: dict[str, str] = {}
     cleaned: dict[int, tuple[Item, dict]] = {}
+    import inspect  # task types whose validation depends on the assignment (pairwise placement) take it
+    extra = {"assignment": assignment} if "assignment" in inspect.signature(tt.validate_response).parameters else {}
     for key, data in responses.items():
         try:
             item_id = int(key)
@@ -487,7 +489,7 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
             errors[f"responses.{key}"] = "unknown item: not part of this assignment"
             continue
         try:
-            cleaned[item_id] = (item, tt.validate_response(project, item, data))
+            cleaned[item_id] = (item, tt.validate_response(project, item, data, **extra))
         except ResponseInvalid as exc:
             errors[f"responses.{item_id}.{exc.field}"] = exc.reason
     for item_id in items:
@@ -668,3 +670,24 @@ def project_progress(project: Project) -> dict:
     from .selectors import project_progress as _progress
 
     return _progress(project)
+
+
+# --- staff: removing an assignment ------------------------------------------------------------------
+def do_release_assignment(assignment: Assignment) -> bool:
+    """Delete an assignment (with its responses and gold records) and give its slot back to the HIT.
+
+    The one way staff remove an assignment (the admin's delete goes through here), so that ``HIT.taken`` stays
+    the number of assignments holding a slot: the assignment and its HIT are locked (``select_for_update``) in
+    one transaction, the counter is decremented only if the assignment held a slot (reserved / submitted /
+    approved; a rejected or expired one gave it back already), then the row is deleted. Returns ``False`` when
+    the assignment was gone already (a second click, a concurrent delete).
+    """
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().filter(pk=assignment.pk).values("hit_id", "status").first()
+        if locked is None:
+            return False
+        if locked["status"] in Assignment.HOLDING:
+            HIT.objects.select_for_update(no_key=True).filter(pk=locked["hit_id"]).values_list("pk").first()
+            HIT.objects.filter(pk=locked["hit_id"], taken__gt=0).update(taken=F("taken") - 1)
+        Assignment.objects.filter(pk=assignment.pk).delete()
+    return True

@@ -59,19 +59,42 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
 @admin.register(MTurkHIT)
 class MTurkHITAdmin(admin.ModelAdmin):
+    """Rows made by publishing and refreshed by the sync (GetHIT): read-only; the mapping to the Argora HIT is what
+    the ExternalQuestion binding relies on."""
+
     list_display = ("mturk_hit_id", "project", "hit", "sandbox", "status", "max_assignments", "reward_cents",
                     "created_at", "expires_at", "synced_at")
     list_filter = ("sandbox", "status", "project")
     search_fields = ("mturk_hit_id", "hit_type_id")
-    raw_id_fields = ("hit",)
+    readonly_fields = [f.name for f in MTurkHIT._meta.fields]
+    actions = ["refresh_status"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Refresh status and expiry from MTurk (GetHIT)")
+    def refresh_status(self, request, queryset):
+        done = 0
+        for row in queryset:
+            try:
+                publishing.refresh_hit(row)
+                done += 1
+            except Exception as exc:  # botocore errors, no credentials here
+                self.message_user(request, f"{row}: {exc}", level=messages.ERROR)
+        self.message_user(request, f"refreshed {done} HIT(s)")
 
 
 @admin.register(MTurkAssignment)
 class MTurkAssignmentAdmin(admin.ModelAdmin):
+    """What the last sync saw on MTurk: read-only (linking an Argora assignment here is what verifies it)."""
+
     list_display = ("mturk_assignment_id", "worker_id", "mturk_hit", "status", "assignment", "submitted_at")
     list_filter = ("status",)
     search_fields = ("mturk_assignment_id", "worker_id")
-    raw_id_fields = ("mturk_hit", "assignment")
+    readonly_fields = [f.name for f in MTurkAssignment._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(MTurkBonus)

@@ -2,8 +2,16 @@
 
 MTurk puts assignmentId, workerId, hitId and turkSubmitTo in the ExternalQuestion URL; nothing there is
 signed, so Argora signs the binding it makes on accept (``django.core.signing`` with the salt
-``ARGORA_MTURK_SIGNING_SALT``) and the submit endpoint only trusts that token: a forged or changed
-assignmentId / workerId / hitId (query string or token) is refused with 403 and nothing is written.
+``ARGORA_MTURK_SIGNING_SALT``) and the submit endpoint only trusts that token: an assignmentId / workerId / hitId
+changed after the accept (query string or token), or a binding for someone else's assignment, is refused with 403
+and nothing is written.
+
+What the binding cannot do is prove, on accept, that MTurk really issued the assignmentId / workerId pair: a
+made-up pair for a known hitId is bound like a real one (MTurk offers no call to check an assignment that is
+still being worked on). Such an assignment is *unverified* until a sync finds it in ListAssignmentsForHIT: its
+answers are left out of the aggregates and exports (``annotation.selectors.unverified_q``), and a sync rejects it
+in Argora, giving its slot back, once MTurk still does not list it an assignment duration after it was submitted
+(``mturk.sync.exclude_unknown``).
 """
 from __future__ import annotations
 

@@ -229,28 +229,57 @@ def _record_hit(project: Project, hit: HIT, data: dict, *, sandbox: bool, reward
 
 
 # --- HIT lifetime -------------------------------------------------------------------------------
+def _expiry_tag(row: MTurkHIT) -> str:
+    """The HIT's expiry as Argora last recorded it, part of the expire / extend keys: expiring again after an
+    extension is a new call (a fixed ``expire:<hit>`` key would find the first expiry done and call nothing)."""
+    return row.expires_at.isoformat() if row.expires_at else "none"
+
+
 def expire_hits(project: Project, *, hits=None) -> int:
-    """Stop the project's HITs from taking new workers now (UpdateExpirationForHIT with a past time)."""
-    rows = list(hits if hits is not None else MTurkHIT.objects.filter(project=project).exclude(status="Expired"))
+    """Stop the project's HITs from taking new workers now (UpdateExpirationForHIT with a past time).
+
+    Without ``hits``: every HIT of the project that is not expired already (locally marked Expired or past its
+    recorded expiry). The call is logged under ``expire:<hit id>:<expiry before the call>``, so a retry after a
+    crash repeats nothing, while an expire after an extend (a new expiry) calls MTurk again.
+    """
+    if hits is None:
+        hits = (MTurkHIT.objects.filter(project=project).exclude(status="Expired")
+                .exclude(expires_at__lte=timezone.now()))
+    rows = list(hits)
     past = datetime(2015, 1, 1, tzinfo=dt_timezone.utc)
     for row in rows:
-        call_once(f"expire:{row.mturk_hit_id}", "update_expiration_for_hit",
+        call_once(f"expire:{row.mturk_hit_id}:{_expiry_tag(row)}", "update_expiration_for_hit",
                   {"HITId": row.mturk_hit_id, "ExpireAt": past}, sandbox=row.sandbox, project=project)
         MTurkHIT.objects.filter(pk=row.pk).update(status="Expired", expires_at=timezone.now())
     return len(rows)
 
 
 def extend_hits(project: Project, *, seconds: int, hits=None) -> int:
-    """Move the expiry of the project's HITs to ``seconds`` from now."""
+    """Move the expiry of the project's HITs to ``seconds`` from now (key: ``extend:<hit>:<old>:<new>``)."""
     if seconds <= 0:
         raise PublishError("seconds", "extend by a positive number of seconds")
     new = (timezone.now() + timezone.timedelta(seconds=seconds)).replace(microsecond=0)
     rows = list(hits if hits is not None else MTurkHIT.objects.filter(project=project))
     for row in rows:
-        call_once(f"extend:{row.mturk_hit_id}:{new.isoformat()}", "update_expiration_for_hit",
+        call_once(f"extend:{row.mturk_hit_id}:{_expiry_tag(row)}:{new.isoformat()}", "update_expiration_for_hit",
                   {"HITId": row.mturk_hit_id, "ExpireAt": new}, sandbox=row.sandbox, project=project)
         MTurkHIT.objects.filter(pk=row.pk).update(status="Assignable", expires_at=new)
     return len(rows)
+
+
+def refresh_hit(row: MTurkHIT) -> dict:
+    """GetHIT (read-only, not logged): store MTurk's HITStatus, expiry and MaxAssignments on the row."""
+    data = get_client(row.sandbox).get_hit(HITId=row.mturk_hit_id).get("HIT", {})
+    values = {"status": data.get("HITStatus") or row.status, "synced_at": timezone.now()}
+    expires = _parse_time(data.get("Expiration"))
+    if expires is not None:
+        values["expires_at"] = expires
+    if data.get("MaxAssignments"):
+        values["max_assignments"] = int(data["MaxAssignments"])
+    MTurkHIT.objects.filter(pk=row.pk).update(**values)
+    for name, value in values.items():
+        setattr(row, name, value)
+    return data
 
 
 # --- block list ---------------------------------------------------------------------------------
@@ -289,5 +318,5 @@ def sync_blocks(*, sandbox: bool = True, project: Project | None = None) -> int:
 
 
 __all__ = ["PublishError", "MTurkError", "publish_project", "external_question_xml", "qualification_requirements",
-           "ensure_qualification_type", "grant_qualification", "expire_hits", "extend_hits", "sync_blocks",
-           "external_url", "settings_for"]
+           "ensure_qualification_type", "grant_qualification", "expire_hits", "extend_hits", "refresh_hit",
+           "sync_blocks", "external_url", "settings_for"]

@@ -1,4 +1,5 @@
-"""Reconciling MTurk with Argora: list assignments, approve / reject, pay bonuses, notify workers.
+"""Reconciling MTurk with Argora: refresh HIT status (GetHIT), list assignments, approve / reject, reject in
+Argora the assignments MTurk does not know (made-up ids, see :func:`exclude_unknown`), pay bonuses, notify workers.
 
 Run by the Celery beat entry ``mturk-sync`` (every project with MTurk HITs), the admin action and
 ``manage.py mturk sync --project P``. Each change on MTurk goes through :func:`mturk.client.call_once`
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -24,7 +26,7 @@ from annotation.models import Assignment, Project, Worker
 from . import payments
 from .client import MTurkError, call_once, get_client, request_token
 from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
-from .publishing import _parse_time, settings_for, sync_blocks
+from .publishing import _parse_time, refresh_hit, settings_for, sync_blocks
 
 log = logging.getLogger("argora.mturk")
 
@@ -41,6 +43,8 @@ class SyncReport:
     rejected: int = 0
     bonuses_paid: int = 0
     blocks: int = 0
+    excluded: list = field(default_factory=list)
+    hit_status: dict = field(default_factory=dict)
     errors: list = field(default_factory=list)
     wage_warning: str = ""
 
@@ -51,7 +55,10 @@ class SyncReport:
         out = [f"HITs {self.hits}, MTurk assignments {self.assignments} ({self.matched} matched to Argora)",
                f"approved {self.approved}, rejected {self.rejected}, bonuses paid {self.bonuses_paid}, "
                f"workers blocked {self.blocks}"]
+        if self.hit_status:
+            out.append("HIT status on MTurk: " + ", ".join(f"{k} {v}" for k, v in sorted(self.hit_status.items())))
         out += [f"not in Argora (no stored answers): {a}" for a in self.unmatched]
+        out += [f"rejected in Argora, unknown to MTurk: {a}" for a in self.excluded]
         out += [f"ERROR: {e}" for e in self.errors]
         if self.wage_warning:
             out.append(f"WARNING: {self.wage_warning}")
@@ -237,18 +244,64 @@ def notify_workers(project: Project, subject: str, message: str, worker_ids: lis
     return sent
 
 
+# --- assignments MTurk does not know -------------------------------------------------------------
+def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int, set[str]], *,
+                    now=None) -> list[str]:
+    """Reject (in Argora only) the submitted / approved assignments of MTurk workers that MTurk does not know.
+
+    MTurk's ExternalQuestion cannot prove an assignmentId / workerId when the page opens, so a made-up pair for
+    a known hitId gets a binding, a slot and can store answers. Those answers are left out of the aggregates
+    while unconfirmed (``annotation.selectors.unverified_q``); here, once every MTurk HIT of an Argora HIT has been
+    listed (``known``: Argora HIT id -> AssignmentIds MTurk listed, all environments), an assignment that no sync
+    ever matched, whose assignmentId MTurk did not list, and that was submitted longer than the assignment
+    duration ago (MTurk would list it by now if a worker had accepted it there) is rejected: its slot goes back
+    to the pool and its answers stop counting. Nothing is called on MTurk (it has no such assignment).
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=cfg.assignment_duration_seconds)
+    done = []
+    candidates = (Assignment.objects.filter(project=project, hit_id__in=list(known), status__in=Assignment.DONE,
+                                            worker__source=Worker.Source.MTURK, mturk_assignment__isnull=True,
+                                            submitted_at__lt=cutoff)
+                  .select_related("worker").order_by("pk"))
+    for assignment in candidates:
+        if assignment.external_id in known[assignment.hit_id] or MTurkAssignment.objects.filter(
+                mturk_assignment_id=assignment.external_id).exists():
+            continue  # MTurk knows it (a later sync links it)
+        try:
+            annotation_services.set_assignment_status(assignment, Assignment.Status.REJECTED)
+        except annotation_services.SubmissionError:  # changed meanwhile (e.g. rejected by staff): nothing to do
+            continue
+        line = (f"Argora assignment {assignment.pk} (assignmentId {assignment.external_id} by workerId "
+                f"{assignment.worker.external_id})")
+        log.warning("mturk sync %s: rejected %s: MTurk does not know it %s s after it was submitted",
+                    project.slug, line, cfg.assignment_duration_seconds)
+        done.append(line)
+    return done
+
+
 # --- the sync -----------------------------------------------------------------------------------
 def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
-    """List every assignment of the project's MTurk HITs, reconcile, approve/reject, pay pending bonuses."""
+    """Refresh every MTurk HIT of the project (GetHIT: status, expiry), list its assignments, reconcile,
+    approve/reject, reject Argora assignments that MTurk does not know, pay pending bonuses, sync blocks."""
     cfg = settings_for(project)
     report = SyncReport()
+    known: dict[int, set[str]] = {}
+    incomplete: set[int] = set()  # Argora HITs with an MTurk HIT that could not be listed this time
     for row in MTurkHIT.objects.filter(project=project).select_related("hit"):
         report.hits += 1
+        try:
+            refresh_hit(row)
+        except Exception as exc:  # the status is informative; the listing below still runs
+            report.errors.append(f"{row.mturk_hit_id}: get_hit: {exc}")
+        report.hit_status[row.status] = report.hit_status.get(row.status, 0) + 1
         try:
             listed = list_assignments(row)
         except Exception as exc:  # one HIT failing does not stop the others
             report.errors.append(f"{row.mturk_hit_id}: {exc}")
+            incomplete.add(row.hit_id)
             continue
+        known.setdefault(row.hit_id, set()).update(d["AssignmentId"] for d in listed)
         for data in listed:
             report.assignments += 1
             assignment = _argora_assignment(data)
@@ -270,6 +323,7 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
             except MTurkError as exc:
                 report.errors.append(str(exc))
         MTurkHIT.objects.filter(pk=row.pk).update(synced_at=timezone.now())
+    report.excluded = exclude_unknown(project, cfg, {k: v for k, v in known.items() if k not in incomplete})
     for bonus in MTurkBonus.objects.filter(project=project, paid=False).order_by("pk"):
         sandbox = (MTurkAssignment.objects.filter(mturk_assignment_id=bonus.assignment_id)
                    .values_list("mturk_hit__sandbox", flat=True).first())

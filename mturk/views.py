@@ -217,6 +217,20 @@ def fake_external_submit(request):
 
 # --- staff panel --------------------------------------------------------------------------------
 PANEL_ACTIONS = ("publish", "sync", "sync_blocks", "expire", "extend", "wage_topups")
+MAX_EXTEND_HOURS = 365 * 24  # MTurk's longest HIT lifetime is one year
+
+
+def _hours(value) -> int:
+    """The panel's "extend by" field: whole hours, 1 .. one year (empty = 24)."""
+    if value in (None, ""):
+        return 24
+    try:
+        hours = int(value)
+    except (TypeError, ValueError):
+        raise publishing.PublishError("hours", f"{value!r} is not a whole number of hours") from None
+    if not 1 <= hours <= MAX_EXTEND_HOURS:
+        raise publishing.PublishError("hours", f"extend by 1 to {MAX_EXTEND_HOURS} hours, not {hours}")
+    return hours
 
 
 @staff_member_required
@@ -248,7 +262,7 @@ def panel(request, slug: str):
             elif action == "expire":
                 messages.success(request, f"expired {publishing.expire_hits(project)} HIT(s)")
             elif action == "extend":
-                hours = int(request.POST.get("hours") or 24)
+                hours = _hours(request.POST.get("hours"))
                 messages.success(request, f"extended {publishing.extend_hits(project, seconds=hours * 3600)} HIT(s)")
             elif action == "wage_topups":
                 n = len(sync.plan_wage_topups(project))

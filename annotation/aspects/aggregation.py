@@ -129,9 +129,10 @@ def final_answer(project, item, responses: list[dict] | None = None) -> dict:
 def item_responses(item) -> list[dict]:
     """Cleaned response data of submitted / approved assignments of ``item``."""
     from annotation.models import Assignment, Response
+    from annotation.selectors import unverified_q
 
     return list(Response.objects.filter(item=item, assignment__status__in=Assignment.DONE)
-                .order_by("id").values_list("data", flat=True))
+                .exclude(unverified_q("assignment__")).order_by("id").values_list("data", flat=True))
 
 
 class AdjudicationInvalid(ValueError):

@@ -16,6 +16,7 @@ CATEGORY = "aspect"
 
 def unitized_data(project, *, include_gold: bool = False, item_ids=None) -> dict:
     from annotation.models import Assignment, Item, Response
+    from annotation.selectors import unverified_q
 
     items_qs = Item.objects.filter(project=project)
     if not include_gold:
@@ -24,6 +25,7 @@ def unitized_data(project, *, include_gold: bool = False, item_ids=None) -> dict
         items_qs = items_qs.filter(pk__in=list(item_ids))
     lengths = {pk: len((payload or {}).get("text", "")) for pk, payload in items_qs.values_list("pk", "payload")}
     responses = (Response.objects.filter(item_id__in=list(lengths), assignment__status__in=Assignment.DONE)
+                 .exclude(unverified_q("assignment__"))
                  .order_by("item_id", "assignment__worker_id", "id")
                  .values_list("item_id", "assignment__worker_id", "data"))
     spans: list[tuple[str, int, int, int, str]] = []

@@ -58,8 +58,9 @@ class TaskType:
     # "_" are private too. A task type with more such keys extends this tuple.
     private_payload_keys: tuple[str, ...] = ("reference", "adjudicated", "extra", "gold")
 
-    def worker_payload(self, project, item) -> dict:
-        """The item payload as a worker's client may receive it (JSON API, MTurk page)."""
+    def worker_payload(self, project, item, assignment=None) -> dict:
+        """The item payload as a worker's client may receive it (JSON API, MTurk page); ``assignment`` is the
+        worker's assignment when there is one (a task type may add per-assignment details, e.g. a placement)."""
         return {key: value for key, value in (item.payload or {}).items()
                 if key not in self.private_payload_keys and not key.startswith("_")}
 
@@ -69,8 +70,10 @@ class TaskType:
         return {"item": item, "payload": item.payload, "config": project.config}
 
     # --- responses ----------------------------------------------------------------------------
-    def validate_response(self, project, item, data) -> dict:
-        """Cleaned data, or raise :class:`ResponseInvalid`."""
+    def validate_response(self, project, item, data, *, assignment=None) -> dict:
+        """Cleaned data, or raise :class:`ResponseInvalid`. ``assignment``: the assignment the response is
+        submitted for (None for gold answers and imports). It is passed only to task types whose method takes it,
+        so an override may leave it out."""
         raise NotImplementedError
 
     def score_gold(self, project, gold, data: dict) -> float:

@@ -123,9 +123,11 @@ def import_file(project, path, *, fmt: str | None = None, as_gold: bool = False)
 def responses_by_item(project) -> dict[int, list[dict]]:
     """Submitted / approved responses per item id, in submission order."""
     from annotation.models import Assignment, Response
+    from annotation.selectors import unverified_q
 
     out: dict[int, list[dict]] = defaultdict(list)
     rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
+            .exclude(unverified_q("assignment__"))
             .order_by("assignment__submitted_at", "assignment_id", "id").values_list("item_id", "data"))
     for item_id, data in rows:
         out[item_id].append(data or {})

@@ -12,7 +12,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from annotation import services
-from annotation.models import HIT, Assignment, Item, Response
+from annotation.models import HIT, Assignment, GoldRecord, Item, Response, Worker
 from annotation.signals import assignment_submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -86,7 +86,7 @@ def check_drained(project, acked):
     assert len(acked) == len({pk for pk, _, _ in acked}) == N_ITEMS * R // PER_HIT
     stored = set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True))
     assert stored == {pk for pk, _, _ in acked}
-    assert Response.objects.filter(assignment__project=project).count() == N_ITEMS * R
+    assert Response.objects.filter(assignment__project=project, item__is_gold=False).count() == N_ITEMS * R
     for pk, worker_pk, item_ids in acked:
         assert sorted(Response.objects.filter(assignment_id=pk).values_list("item_id", flat=True)) == list(item_ids)
     assert set(HIT.objects.filter(project=project).values_list("taken", flat=True)) == {R}
@@ -118,6 +118,69 @@ def test_50_workers_drain_200_items_with_r_3(django_user_model, signalled):
     # one signal per stored submission, none for the retries
     assert sorted(signalled) == sorted(pk for pk, _, _ in acked)
     print(f"{connection.vendor}: {len(acked)} HITs by {N_WORKERS} workers in {elapsed:.1f} s")
+
+
+def test_50_workers_drain_with_gold_items_and_blocks_under_concurrency(django_user_model, signalled):
+    """gold_rate > 0: every HIT gets 2 gold items, so every submission runs the gold branch (scored in the
+    submit transaction) while 49 others allocate and submit. 10 workers answer gold wrong and are blocked after
+    their first HIT (N = 2 gold items, accuracy 0 < 0.7); the block is global to the worker (Worker.blocked)."""
+    project = make_project(gold_rate=0.4, gold_min_items=2, gold_min_accuracy=0.7)
+    labels = ("pro", "con", "none")
+    services.add_items(project, [], gold=[{"payload": {"text": f"g{i}", "topic": "t"},
+                                           "expected": {"label": labels[i % 3]}} for i in range(12)])
+    expected = {item.pk: item.gold.expected["label"]
+                for item in Item.objects.filter(project=project, is_gold=True).select_related("gold")}
+    workers = make_workers(django_user_model, N_WORKERS)
+    bad = {w.pk for w in workers[:10]}
+    acked, lock = [], threading.Lock()
+
+    def drain_with_gold(worker):
+        n = 0
+        while True:
+            try:
+                a = services.reserve_next_assignment(project, worker)
+            except services.WorkerBlocked:
+                assert worker.pk in bad
+                return
+            if a is None:
+                return
+            items = services.assignment_items(a)
+            responses = {}
+            for i in items:
+                if i.is_gold:
+                    right = expected[i.pk]
+                    label = labels[(labels.index(right) + 1) % 3] if worker.pk in bad else right
+                else:
+                    label = labels[(i.pk + worker.pk) % 3]
+                responses[str(i.pk)] = {"label": label}
+            done = services.submit_assignment(a, worker, responses, client_seconds=1.0)
+            n += 1
+            if n % 2 == 0:  # a retried POST of a submission with gold items: still a no-op
+                assert services.submit_assignment(a, worker, responses, client_seconds=1.0).pk == done.pk
+            with lock:
+                acked.append((done.pk, worker.pk, tuple(sorted(i.pk for i in items))))
+
+    t0 = time.monotonic()
+    run_threads(drain_with_gold, [(w,) for w in workers])
+    elapsed = time.monotonic() - t0
+    check_drained(project, acked)
+    assert sorted(signalled) == sorted(pk for pk, _, _ in acked)
+    # every submitted assignment scored each of its gold items once (none seen twice by a worker)
+    links = Assignment.gold_items.through.objects.filter(assignment__project=project)
+    assert GoldRecord.objects.filter(item__project=project).count() == links.count() > 0
+    assert all(len(item_ids) <= PER_HIT + 2 for _, _, item_ids in acked)
+    per_worker = Counter(pk for _, pk, _ in acked)
+    for record in GoldRecord.objects.filter(item__project=project):
+        assert record.correct == (record.worker_id not in bad)
+    blocked = set(Worker.objects.filter(blocked=True).values_list("pk", flat=True))
+    gold_seen = Counter(GoldRecord.objects.filter(item__project=project).values_list("worker_id", flat=True))
+    # blocked exactly when N gold items were answered below the threshold: the bad workers who got a HIT, after it
+    assert blocked == {pk for pk in bad if gold_seen[pk] >= 2}
+    assert all(per_worker[pk] <= 1 for pk in bad)
+    assert blocked and all("below 70%" in r for r in Worker.objects.filter(blocked=True)
+                           .values_list("blocked_reason", flat=True))
+    print(f"{connection.vendor}: {len(acked)} HITs with gold by {N_WORKERS} workers in {elapsed:.1f} s, "
+          f"{len(blocked)} blocked")
 
 
 def test_abandoned_reservations_expire_and_the_project_still_drains(django_user_model):

@@ -64,11 +64,13 @@ def make_project(*, hits: int = 1, r: int = 3, items_per_hit: int = 4, slug: str
 
 
 def hit_response(hit_id: str, *, hit_type: str = "3HITTYPEAAAAAAAAAAAAAAAAAAAAAA", max_assignments: int = 3,
-                 reward: str = "0.26", annotation: str = "") -> dict:
+                 reward: str = "0.26", annotation: str = "", status: str = "Assignable",
+                 expiration: datetime | None = None) -> dict:
     now = datetime(2025, 5, 1, 12, 0, tzinfo=timezone.utc)
     hit = {"HITId": hit_id, "HITTypeId": hit_type, "HITGroupId": "3GROUPAAAAAAAAAAAAAAAAAAAAAAAA",
-           "CreationTime": now, "Title": "t", "Description": "d", "HITStatus": "Assignable",
-           "MaxAssignments": max_assignments, "Reward": reward, "Expiration": now + timedelta(days=7),
+           "CreationTime": now, "Title": "t", "Description": "d", "HITStatus": status,
+           "MaxAssignments": max_assignments, "Reward": reward,
+           "Expiration": expiration or now + timedelta(days=7),
            "AssignmentDurationInSeconds": 3600, "AutoApprovalDelayInSeconds": 259200,
            "NumberOfAssignmentsPending": 0, "NumberOfAssignmentsAvailable": max_assignments,
            "NumberOfAssignmentsCompleted": 0}

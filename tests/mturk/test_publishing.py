@@ -145,3 +145,78 @@ def test_block_list_sync(stub):
     stub.add_response("create_worker_block", {}, {"WorkerId": "A1BLOCKEDWORKER",
                                                   "Reason": "gold accuracy 20% on 5 gold items"})
     assert publishing.sync_blocks(sandbox=True, project=project) == 1
+
+
+def _published(n=1):
+    from datetime import datetime, timezone as dt_timezone
+
+    project = make_project(hits=n)
+    expiry = datetime(2030, 1, 1, tzinfo=dt_timezone.utc)
+    rows = [MTurkHIT.objects.create(project=project, hit=hit, mturk_hit_id=f"3EXPHIT{i}XXXXXXXXXXXXXXXXXXXXXX",
+                                    sandbox=True, created_at=expiry, expires_at=expiry)
+            for i, hit in enumerate(project.hits.order_by("position"))]
+    return project, rows
+
+
+def test_expire_then_extend_then_expire_calls_mturk_each_time(stub):
+    from datetime import datetime, timezone as dt_timezone
+
+    from botocore.stub import ANY
+
+    project, [row] = _published()
+    past = datetime(2015, 1, 1, tzinfo=dt_timezone.utc)
+    expire = {"HITId": row.mturk_hit_id, "ExpireAt": past}
+    stub.add_response("update_expiration_for_hit", {}, expire)
+    assert publishing.expire_hits(project) == 1
+    row.refresh_from_db()
+    assert row.status == "Expired"
+    assert publishing.expire_hits(project) == 0  # expired already: nothing to call
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": row.mturk_hit_id, "ExpireAt": ANY})
+    assert publishing.extend_hits(project, seconds=2 * 3600) == 1
+    row.refresh_from_db()
+    assert row.status == "Assignable" and row.expires_at > datetime.now(dt_timezone.utc)
+    # the second expire is a new call (the key carries the expiry it ends), not a no-op on the first one's log row
+    stub.add_response("update_expiration_for_hit", {}, expire)
+    assert publishing.expire_hits(project) == 1
+    row.refresh_from_db()
+    assert row.status == "Expired" and row.expires_at <= datetime.now(dt_timezone.utc)
+    expires = MTurkOperation.objects.filter(operation="update_expiration_for_hit", key__startswith="expire:")
+    assert expires.count() == 2 and set(expires.values_list("status", flat=True)) == {"done"}
+    # a crash after MTurk expired the HIT but before Argora marked it: the retry finds the call logged, calls nothing
+    stub.add_response("update_expiration_for_hit", {}, {"HITId": row.mturk_hit_id, "ExpireAt": ANY})
+    publishing.extend_hits(project, seconds=3600)
+    row.refresh_from_db()
+    MTurkOperation.objects.create(key=f"expire:{row.mturk_hit_id}:{row.expires_at.isoformat()}", status="done",
+                                  operation="update_expiration_for_hit", project=project)
+    assert publishing.expire_hits(project) == 1
+    assert MTurkHIT.objects.get(pk=row.pk).status == "Expired"
+    stub.assert_no_pending_responses()
+
+
+def test_extend_refuses_a_non_positive_time(stub):
+    project, _ = _published()
+    with pytest.raises(publishing.PublishError) as exc:
+        publishing.extend_hits(project, seconds=0)
+    assert exc.value.field == "seconds"
+
+
+def test_grant_qualification_associates_once(stub):
+    project = make_project(hits=1, qualification_test_xml="<QuestionForm/>",
+                           qualification_type_id="3QUALBBBBBBBBBBBBBBBBBBBBBBBBB")
+    cfg = MTurkProjectSettings.objects.get(project=project)
+    params = {"QualificationTypeId": "3QUALBBBBBBBBBBBBBBBBBBBBBBBBB", "WorkerId": "AQUALWORKER",
+              "IntegerValue": 80, "SendNotification": True}
+    stub.add_response("associate_qualification_with_worker", {}, params)
+    op = publishing.grant_qualification(cfg, "AQUALWORKER", 80)
+    assert op.status == "done" and op.request == params
+    assert publishing.grant_qualification(cfg, "AQUALWORKER", 80).pk == op.pk  # logged: no second call
+    # a failed association is logged with MTurk's reason and raised
+    stub.add_client_error("associate_qualification_with_worker", service_error_code="RequestError",
+                          http_status_code=400, service_message="Worker does not exist.",
+                          expected_params={**params, "WorkerId": "ANOSUCHWORKER"})
+    with pytest.raises(publishing.MTurkError, match="Worker does not exist"):
+        publishing.grant_qualification(cfg, "ANOSUCHWORKER", 80)
+    bare = make_project(hits=1, slug="no-qualification")
+    with pytest.raises(publishing.PublishError) as exc:
+        publishing.grant_qualification(MTurkProjectSettings.objects.get(project=bare), "AQUALWORKER")
+    assert exc.value.field == "qualification_test_xml"

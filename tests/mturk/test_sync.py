@@ -2,6 +2,7 @@
 simulated crash in the middle of SendBonus pays nothing twice."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone as dt_timezone
 
 import pytest
@@ -14,7 +15,7 @@ from mturk import binding, client, sync
 from mturk.client import request_token
 from mturk.models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation
 
-from .conftest import make_project
+from .conftest import hit_response, make_project
 
 pytestmark = pytest.mark.django_db
 HIT_ID = "3SYNCHITXXXXXXXXXXXXXXXXXXXXXX"
@@ -41,9 +42,11 @@ def mturk_assignment(aid, wid, status="Submitted"):
             "AcceptTime": T, "SubmitTime": T, "Answer": "<QuestionFormAnswers/>"}
 
 
-def listing(stub, *assignments):
+def listing(stub, *assignments, hit_status="Assignable", hit_id=HIT_ID):
+    """What a sync asks per MTurk HIT: GetHIT (status, expiry), then ListAssignmentsForHIT."""
+    stub.add_response("get_hit", hit_response(hit_id, status=hit_status), {"HITId": hit_id})
     stub.add_response("list_assignments_for_hit", {"NumResults": len(assignments), "Assignments": list(assignments)},
-                      {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+                      {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
 
 
 def test_sync_approves_rejects_and_reports_unmatched(stub):
@@ -194,3 +197,110 @@ def test_failed_call_is_logged_with_mturks_reason(stub):
     op = MTurkOperation.objects.get(key="approve:3ASSIGNFAILXXXXXXXXXXXXXXXXXXX")
     assert op.status == "failed" and "RequestError" in op.error
     assert isinstance(ClientError, type)
+
+
+def test_sync_refreshes_hit_status_and_expiry(stub):
+    project, mhit = setup_project()
+    later = datetime(2026, 2, 1, 9, 30, tzinfo=dt_timezone.utc)
+    stub.add_response("get_hit", hit_response(HIT_ID, status="Reviewable", expiration=later, max_assignments=3),
+                      {"HITId": HIT_ID})
+    stub.add_response("list_assignments_for_hit", {"NumResults": 0, "Assignments": []},
+                      {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    report = sync.sync_project(project, blocks=False)
+    assert report.hit_status == {"Reviewable": 1} and not report.errors
+    row = MTurkHIT.objects.get(pk=mhit.pk)
+    assert (row.status, row.expires_at, row.max_assignments) == ("Reviewable", later, 3) and row.synced_at
+    # GetHIT failing is reported; the listing still runs and the stored status stays
+    stub.add_client_error("get_hit", service_error_code="ServiceFault", http_status_code=500,
+                          service_message="try again", expected_params={"HITId": HIT_ID})
+    stub.add_response("list_assignments_for_hit", {"NumResults": 0, "Assignments": []},
+                      {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    report = sync.sync_project(project, blocks=False)
+    assert len(report.errors) == 1 and "get_hit" in report.errors[0] and "try again" in report.errors[0]
+    assert MTurkHIT.objects.get(pk=mhit.pk).status == "Reviewable"
+
+
+def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, tmp_artifacts):
+    """A made-up assignmentId / workerId for a known hitId gets a binding (MTurk cannot prove it when the page
+    opens), but its answers stay out of the aggregates until a sync matches it, and a sync rejects it (slot
+    back to the pool) once MTurk still does not know it an assignment duration after it was submitted."""
+    from annotation import selectors
+    from annotation.models import HIT
+    from corpus.releases import build_release, release_file_path
+
+    project, mhit = setup_project()
+    real = do_hit(project, mhit, "3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER")
+    fake_b = binding.bind(project, mhit, assignment_id="MADEUPASSIGNMENT", worker_id="AMADEUPWORKER",
+                          turk_submit_to="https://workersandbox.mturk.com")
+    fake, fake_worker = binding.assignment_for(fake_b, project)
+    services.submit_assignment(fake, fake_worker, {i.pk: {"label": "con"} for i in services.assignment_items(fake)})
+    assert HIT.objects.get(pk=mhit.hit_id).taken == 2
+    # before any sync neither counts (MTurk has confirmed neither)
+    assert selectors.item_responses(project) == {}
+    assert len(selectors.item_responses(project, include_unverified=True)[real.hit.hit_items.first().item_id]) == 2
+    assert selectors.project_progress(project)["unverified_assignments"] == 2
+
+    # sync 1: MTurk lists the real one (approved under the gold policy); the fake one is too recent to judge
+    listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER"))
+    stub.add_response("approve_assignment", {}, {"AssignmentId": "3ASSIGNREALXXXXXXXXXXXXXXXXXXX"})
+    report = sync.sync_project(project, blocks=False)
+    assert report.approved == 1 and report.excluded == []
+    counted = selectors.item_responses(project)
+    assert counted and all(r == [{"label": "pro"}] for r in counted.values())  # the real answers only
+    assert [a["label"] for a in selectors.aggregated_items(project)] == ["pro"] * 4
+    assert Assignment.objects.get(pk=fake.pk).status == "submitted"
+
+    # sync 2, an assignment duration (3600 s) later: MTurk still does not know it -> rejected, slot freed
+    Assignment.objects.filter(pk=fake.pk).update(submitted_at=timezone.now() - timezone.timedelta(seconds=3601))
+    listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER", "Approved"))
+    report = sync.sync_project(project, blocks=False)
+    assert report.excluded == [f"Argora assignment {fake.pk} (assignmentId MADEUPASSIGNMENT by workerId "
+                               "AMADEUPWORKER)"]
+    assert Assignment.objects.get(pk=fake.pk).status == "rejected"
+    assert Assignment.objects.get(pk=real.pk).status == "approved"  # never touched
+    assert HIT.objects.get(pk=mhit.hit_id).taken == 1
+    assert selectors.project_progress(project)["unverified_assignments"] == 0
+    assert not MTurkOperation.objects.filter(key__contains="MADEUPASSIGNMENT").exists()  # nothing asked of MTurk
+    # the released data hold the real worker's answers only
+    release = build_release("nuclear", "1.0", kind="annotations", config={"project": project.slug})
+    rows = [json.loads(line) for line in release_file_path(release, "annotations.jsonl").read_text().splitlines()]
+    assert [[a["worker"] for a in r["annotations"]] for r in rows] == [[real.worker_id]] * 4
+    # a third sync changes nothing
+    listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER", "Approved"))
+    assert sync.sync_project(project, blocks=False).excluded == []
+
+
+def test_no_rejection_when_a_listing_failed(stub):
+    project, mhit = setup_project()
+    fake_b = binding.bind(project, mhit, assignment_id="MADEUPASSIGNMENT2", worker_id="AMADEUPWORKER2",
+                          turk_submit_to="https://workersandbox.mturk.com")
+    fake, worker = binding.assignment_for(fake_b, project)
+    services.submit_assignment(fake, worker, {i.pk: {"label": "con"} for i in services.assignment_items(fake)})
+    Assignment.objects.filter(pk=fake.pk).update(submitted_at=timezone.now() - timezone.timedelta(hours=2))
+    stub.add_response("get_hit", hit_response(HIT_ID), {"HITId": HIT_ID})
+    stub.add_client_error("list_assignments_for_hit", service_error_code="ServiceFault", http_status_code=500)
+    report = sync.sync_project(project, blocks=False)
+    assert report.errors and report.excluded == []
+    assert Assignment.objects.get(pk=fake.pk).status == "submitted"  # not judged on an incomplete listing
+
+
+@pytest.mark.parametrize("mturk_status, calls_again", [("Approved", False), ("Submitted", True)])
+def test_interrupted_approval_is_looked_up_with_get_assignment(stub, mturk_status, calls_again):
+    project, mhit = setup_project()
+    a = do_hit(project, mhit, "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "ALOOKWORKER")
+    # a crash after ApproveAssignment was sent, before Argora marked it done: the log row is pending
+    MTurkOperation.objects.create(key="approve:3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", operation="approve_assignment",
+                                  project=project, request={"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"},
+                                  attempts=1)
+    listing(stub, mturk_assignment("3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "ALOOKWORKER"))
+    stub.add_response("get_assignment", {"Assignment": {
+        "AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "WorkerId": "ALOOKWORKER", "HITId": HIT_ID,
+        "AssignmentStatus": mturk_status}}, {"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"})
+    if calls_again:  # not approved on MTurk yet: the call is made again (same parameters)
+        stub.add_response("approve_assignment", {}, {"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"})
+    report = sync.sync_project(project, blocks=False)
+    assert report.approved == 1 and not report.errors
+    op = MTurkOperation.objects.get(key="approve:3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX")
+    assert op.status == "done" and op.attempts == (2 if calls_again else 1)
+    assert ("found on MTurk" in op.error) is not calls_again
+    assert Assignment.objects.get(pk=a.pk).status == "approved"

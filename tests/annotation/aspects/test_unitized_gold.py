@@ -24,7 +24,7 @@ def test_unitized_data_lists_items_and_each_coders_spans():
     }
     workers = {}
     for name, responses in answers.items():
-        worker = workers[name] = services.worker_for_external_id(name, source="mturk")
+        worker = workers[name] = services.worker_for_external_id(name, source="prolific")
         assignment = services.reserve_next_assignment(project, worker)
         services.submit_assignment(assignment, worker, responses)
     data = unitized_data(project)
@@ -49,3 +49,40 @@ def test_score_gold():
     none = GoldItem(expected={"aspects": [], "no_aspect": True})
     assert tt.score_gold(None, none, {"aspects": [], "no_aspect": True}) == 1.0
     assert tt.score_gold(None, none, {"aspects": [{"begin": 0, "length": 5}], "no_aspect": False}) == 0.0
+
+
+def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement_until_a_sync_matches_them():
+    """A worker of source ``mturk`` whose assignment no MTurk sync has matched yet (it could be a made-up
+    assignmentId/workerId pair) counts nowhere; once a sync links the assignment it counts everywhere."""
+    from annotation.agreement.project import load_responses
+    from annotation.aspects.aggregation import item_responses
+    from django.utils import timezone
+
+    from mturk.models import MTurkAssignment, MTurkHIT
+
+    project = aspect_project(r=2)
+    gun = Item.objects.get(project=project, position=0)
+    answer = {"aspects": [span(gun.payload["text"], "background checks")]}
+    local = services.worker_for_external_id("p1", source="prolific")
+    turker = services.worker_for_external_id("A1TURKER", source="mturk")
+    assignments = {}
+    for worker in (local, turker):
+        a = assignments[worker.pk] = services.reserve_next_assignment(project, worker)
+        services.submit_assignment(a, worker, {i.pk: answer if i.pk == gun.pk else
+                                               {"aspects": [span(i.payload["text"], "expensive")]}
+                                               for i in services.assignment_items(a)})
+
+    def coders():
+        return sorted({c for c, *_ in unitized_data(project)["spans"]})
+
+    assert coders() == [f"worker:{local.pk}"]
+    assert len(item_responses(gun)) == 1
+    assert {r["assignment_id"] for r in load_responses(project)} == {assignments[local.pk].pk}
+
+    mhit = MTurkHIT.objects.create(project=project, hit=assignments[turker.pk].hit, mturk_hit_id="3HITID",
+                                   hit_type_id="3TYPE", sandbox=True, created_at=timezone.now())
+    MTurkAssignment.objects.create(mturk_hit=mhit, mturk_assignment_id="3ASSIGN", worker_id="A1TURKER",
+                                   status="Submitted", assignment=assignments[turker.pk])
+    assert coders() == sorted([f"worker:{local.pk}", f"worker:{turker.pk}"])
+    assert len(item_responses(gun)) == 2
+    assert {r["assignment_id"] for r in load_responses(project)} == {a.pk for a in assignments.values()}
