@@ -281,3 +281,6 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"adjudication of item {self.item_id}"
+
+
+from annotation.spans.models import SpanNormalisation  # noqa: E402,F401  (KB normalisation of spans; migration 0003)

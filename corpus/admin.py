@@ -1,6 +1,8 @@
+from django import forms
 from django.contrib import admin
 
 from . import models
+from .hashing import fact_hash
 
 
 @admin.register(models.Topic)
@@ -31,8 +33,23 @@ class SentenceAdmin(admin.ModelAdmin):
         return obj.text[:100]
 
 
+class FactVariableForm(forms.ModelForm):
+    """Sets ``content_hash`` from topic + text (as the importers and the API do); a duplicate is a form error."""
+
+    def clean(self):
+        data = super().clean()
+        topic, text = data.get("topic"), data.get("text")
+        if topic is not None and text:
+            digest = fact_hash(topic.name, text)
+            if models.FactVariable.objects.filter(content_hash=digest).exclude(pk=self.instance.pk).exists():
+                raise forms.ValidationError("This fact variable is already in the KB of that topic.")
+            self.instance.content_hash = digest
+        return data
+
+
 @admin.register(models.FactVariable)
 class FactVariableAdmin(admin.ModelAdmin):
+    form = FactVariableForm
     list_display = ("id", "text", "topic", "origin", "status")
     list_filter = ("topic", "origin", "status")
     search_fields = ("text",)

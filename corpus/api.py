@@ -60,6 +60,20 @@ def create_fact(*, topic: Topic, text: str, metadata: dict | None = None, **fiel
     return _save_unique(fact)
 
 
+def delete_fact(fact: FactVariable) -> None:
+    """Delete a fact variable that nothing refers to; else HTTP 400 on ``id`` naming the uses (retire a variable in
+    use by rejecting or merging it: ``status`` / the KB review page)."""
+    from annotation.spans.kb import fact_uses
+
+    with transaction.atomic():
+        fact = FactVariable.objects.select_for_update().get(pk=fact.pk)
+        uses = fact_uses(fact)
+        if uses:
+            raise serializers.ValidationError({"id": f"fact variable {fact.pk} is in use ({'; '.join(uses)}); "
+                                                     f"reject or merge it instead of deleting it"})
+        fact.delete()
+
+
 def update_fact(fact: FactVariable, **fields) -> FactVariable:
     for key, value in fields.items():
         setattr(fact, key, value)
@@ -104,8 +118,9 @@ class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
 
 @extend_schema_view(list=extend_schema(parameters=[FactFilter]))
 class FactVariableViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                          mixins.UpdateModelMixin, viewsets.GenericViewSet):
-    """The fact knowledge base (ArgU). Authenticated users read; staff create and update."""
+                          mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """The fact knowledge base (ArgU). Authenticated users read; staff create, update and delete (only a variable
+    nothing refers to: one in use is rejected or merged instead, HTTP 400 otherwise)."""
 
     serializer_class = FactVariableSerializer
     permission_classes = [IsStaffOrReadOnly]
@@ -120,6 +135,9 @@ class FactVariableViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
     def perform_update(self, serializer):
         serializer.instance = update_fact(serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, instance):
+        delete_fact(instance)
 
 
 @extend_schema_view(list=extend_schema(parameters=[DebateFilter]))

@@ -103,3 +103,28 @@ def import_kb(path, fmt: str | None = None, *, topic: str | None = None, progres
         summary = import_file(path, FORMATS[fmt], topic=topic, progress=progress)
         FactVariable.objects.filter(content_hash__in=proposed - before).update(status=FactVariable.Status.PENDING)
     return summary
+
+
+def fact_uses(fact) -> list[str]:
+    """What still refers to a fact variable (empty = it can be deleted): variables merged into it, span_grounding
+    items that offer it (their responses and exports name its id), normalised spans mapped to it or proposing it.
+    A variable in use is retired by rejecting it (status ``rejected``) or merging it, never by deleting it."""
+    from annotation.models import Item
+    from annotation.spans.models import SpanNormalisation
+
+    uses = []
+    merged = fact.merged.count()
+    if merged:
+        uses.append(f"{merged} variable{'s' if merged != 1 else ''} merged into it")
+    offered = 0
+    rows = Item.objects.filter(project__task_type="span_grounding").values_list("payload__variables", flat=True)
+    for variables in rows.iterator(chunk_size=2000):
+        if any(isinstance(v, dict) and v.get("id") == fact.pk for v in variables or []):
+            offered += 1
+    if offered:
+        uses.append(f"{offered} span_grounding item{'s' if offered != 1 else ''} offer it")
+    mapped = SpanNormalisation.objects.filter(variable=fact).count() + SpanNormalisation.objects.filter(
+        proposal=fact).count()
+    if mapped:
+        uses.append(f"{mapped} normalised span{'s' if mapped != 1 else ''} refer to it")
+    return uses

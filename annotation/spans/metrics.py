@@ -9,6 +9,13 @@ Figure 7 worked example ("Criminologists [1] familiar with the effects of the DP
 not deter crime [3]"): TP = 10 tokens, FP = 1 ("the"), FN = 2 ("effects", "of"), F1 = 20/23 = 0.87, and label
 accuracy 2/3 ("Criminologists" grounded to [2] instead of [1]).
 
+* **Span-level F1** at three levels of overlap (ArgU §3.2.2, Table 1; :func:`span_f1`, also used by the ArgSpan
+  trainers' dev metrics): ``partial`` -- a predicted span is a true positive if at least 50% of its tokens lie in a
+  reference span; ``full`` -- all of its tokens do; ``exact`` -- same boundaries. A reference span is found (recall)
+  if some prediction is a true positive against it. Counts are pooled over the examples. Figure 7's example:
+  partial 1.0 (3/3 predicted, 3/3 found), full 2/3 ("the DP does not deter crime" reaches one token outside "DP
+  does not deter crime"), exact 1/3.
+
 Spans are dicts ``{"begin", "end" (exclusive), "variable"}`` (the span_grounding response shape) or tuples
 ``(begin, end[, variable])``. Tokens come from :func:`annotation.aspects.candidates.tokenize` (the HIT page's tokens).
 """
@@ -19,6 +26,7 @@ from typing import Iterable, Sequence
 from annotation.aspects.candidates import tokenize
 
 OUTSIDE = None
+SPAN_MODES = ("partial", "full", "exact")
 
 
 def token_offsets(text: str) -> list[tuple[int, int]]:
@@ -84,6 +92,48 @@ def label_accuracy(text: str, reference: Iterable, predicted: Iterable, *, token
     return {"correct": correct, "total": total, "accuracy": correct / total if total else None}
 
 
+def _f(p, r):
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def span_f1(gold: Sequence[Sequence[tuple[int, int]]], pred: Sequence[Sequence[tuple[int, int]]], mode: str) -> dict:
+    """Span-level P/R/F1 (Table 1) over token-index spans ``(first, last + 1)``, pooled over rows.
+
+    ``mode``: ``partial`` (>= 50 % of the predicted span's tokens inside the gold span), ``full`` (all of them),
+    ``exact`` (same boundaries). Nothing predicted and nothing gold anywhere: P = R = F1 = 1.
+    """
+    def ok(p, g):
+        if mode == "exact":
+            return p == g
+        overlap = max(0, min(p[1], g[1]) - max(p[0], g[0]))
+        size = p[1] - p[0]
+        return overlap * 2 >= size if mode == "partial" else overlap == size
+
+    n_pred = n_gold = tp = found = 0
+    for g_row, p_row in zip(gold, pred):
+        n_pred += len(p_row)
+        n_gold += len(g_row)
+        tp += sum(1 for p in p_row if any(ok(p, g) for g in g_row))
+        found += sum(1 for g in g_row if any(ok(p, g) for p in p_row))
+    if n_pred == n_gold == 0:
+        return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    precision = tp / n_pred if n_pred else 0.0
+    recall = found / n_gold if n_gold else 0.0
+    return {"precision": precision, "recall": recall, "f1": _f(precision, recall)}
+
+
+def token_spans(tokens: Sequence[tuple[int, int]], spans: Iterable) -> list[tuple[int, int]]:
+    """Character spans -> token-index spans ``(first, last + 1)`` of the tokens they touch (spans touching no token
+    are dropped)."""
+    out = []
+    for span in spans:
+        b, e, _ = _as_span(span)
+        inside = [i for i, (tb, te) in enumerate(tokens) if tb < e and b < te]
+        if inside:
+            out.append((inside[0], inside[-1] + 1))
+    return sorted(out)
+
+
 def evaluate_example(text: str, reference: Iterable, predicted: Iterable, *, tokens=None) -> dict:
     reference, predicted = list(reference), list(predicted)
     det = span_detection(text, reference, predicted, tokens=tokens)
@@ -95,14 +145,27 @@ def evaluate(examples: Iterable[dict]) -> dict:
     """Corpus figures over ``[{"text", "reference": [...], "predicted": [...]} ...]``.
 
     ``f1``: the average per-example F1 (the paper's "average score across all examples"); ``micro_f1`` pools the
-    token counts; ``label_accuracy``: correct / total over all reference spans; ``n``: examples.
+    token counts; ``label_accuracy``: correct / total over all reference spans; ``n``: examples;
+    ``span_<partial|full|exact>_<f1|precision|recall>``: span-level figures (:func:`span_f1`, pooled).
     """
-    rows = [evaluate_example(ex["text"], ex.get("reference") or [], ex.get("predicted") or [], tokens=ex.get("tokens"))
-            for ex in examples]
+    examples = list(examples)
+    rows, gold, pred = [], [], []
+    for ex in examples:
+        tokens = token_offsets(ex["text"]) if ex.get("tokens") is None else [tuple(t) for t in ex["tokens"]]
+        reference, predicted = list(ex.get("reference") or []), list(ex.get("predicted") or [])
+        rows.append(evaluate_example(ex["text"], reference, predicted, tokens=tokens))
+        gold.append(token_spans(tokens, reference))
+        pred.append(token_spans(tokens, predicted))
     n = len(rows)
     tp, fp, fn = (sum(r[k] for r in rows) for k in ("tp", "fp", "fn"))
     correct, total = sum(r["label_correct"] for r in rows), sum(r["label_total"] for r in rows)
-    return {"n": n, "f1": sum(r["f1"] for r in rows) / n if n else None,
-            "micro_f1": (2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else (1.0 if n else None),
-            "tp": tp, "fp": fp, "fn": fn, "label_correct": correct, "label_total": total,
-            "label_accuracy": correct / total if total else None, "examples": rows}
+    out = {"n": n, "f1": sum(r["f1"] for r in rows) / n if n else None,
+           "micro_f1": (2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else (1.0 if n else None),
+           "tp": tp, "fp": fp, "fn": fn, "label_correct": correct, "label_total": total,
+           "label_accuracy": correct / total if total else None}
+    for mode in SPAN_MODES:
+        r = span_f1(gold, pred, mode) if n else {"f1": None, "precision": None, "recall": None}
+        out.update({f"span_{mode}_f1": r["f1"], f"span_{mode}_precision": r["precision"],
+                    f"span_{mode}_recall": r["recall"]})
+    out["examples"] = rows
+    return out

@@ -11,7 +11,10 @@
 
 :func:`normalise_spans` is the pure step (texts + KB in, mapping out; the encoder is a parameter, so tests can
 use any). :func:`normalise_project` runs it over the spans a ``span_grounding`` project grounded to Others,
-per topic, writes the result to ``ARTIFACT_ROOT/spans/<slug>/normalisation.json`` and creates the proposals.
+per topic, creates the proposals, stores one :class:`annotation.spans.models.SpanNormalisation` row per span
+(replacing the project's earlier rows: the variable, ``direct`` / ``indirect``, the proposal of an unmapped span)
+and writes the same to ``ARTIFACT_ROOT/spans/<slug>/normalisation.json``. Accepting or merging a proposal re-points
+its spans (``new`` / ``merged``); the export (:mod:`annotation.spans.export`) emits the mapped variable ids.
 :func:`normalise_pending` maps already pending proposals onto the active KB and stores the suggestion in
 ``FactVariable.metadata["normalisation"]`` (what the review page preselects). Both are idempotent.
 """
@@ -149,8 +152,9 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
             proposals.append((topic, c, [by_topic[topic][i] for i in c["members"]]))
     progress(len(topics), len(topics), "normalised")
     created = 0
-    if propose:
-        with transaction.atomic():
+    proposal_of: dict[str, object] = {}  # community key -> its proposed FactVariable
+    with transaction.atomic():
+        if propose:
             for topic, c, members in proposals:
                 t = Topic.objects.filter(name__iexact=topic).first()
                 if t is None:
@@ -159,11 +163,16 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
                 meta = {"source": f"normalisation:{project.slug}", "community_size": len(members),
                         "spans": [{"item": m["item"], "begin": m["begin"], "end": m["end"], "text": m["text"]}
                                   for m in members[:50]]}
-                _, made = FactVariable.objects.get_or_create(
+                variable, made = FactVariable.objects.get_or_create(
                     content_hash=digest, defaults={"topic": t, "text": c["text"], "metadata": meta,
                                                    "origin": FactVariable.Origin.PROPOSED,
                                                    "status": FactVariable.Status.PENDING})
                 created += made
+                proposal_of[f"{topic}:{c['community']}"] = variable
+        for m in result_spans:
+            proposal = proposal_of.get(m["community"]) if m["method"] is None else None
+            m["proposal"] = proposal.pk if proposal is not None else None
+        store_mapping(project, result_spans, proposal_of)
     summary = {"project": project.slug, "threshold": threshold, "cluster_threshold": cluster_threshold,
                "spans": len(result_spans), "direct": sum(r["method"] == "direct" for r in result_spans),
                "indirect": sum(r["method"] == "indirect" for r in result_spans),
@@ -174,6 +183,42 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
     tmp.write_text(json.dumps({**summary, "mapping": result_spans}, indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
     return {**summary, "path": str(path)}
+
+
+def proposal_mapping(proposal) -> tuple[int | None, str]:
+    """``(variable id, method)`` a span of ``proposal``'s community maps to, given the proposal's review state:
+    accepted -> itself (``new``), merged -> its target (``merged``), pending / rejected -> unmapped."""
+    from corpus.models import FactVariable
+
+    if proposal is None:
+        return None, ""
+    if proposal.status == FactVariable.Status.ACTIVE:
+        return proposal.pk, "new"
+    if proposal.status == FactVariable.Status.MERGED and proposal.merged_into_id:
+        return proposal.merged_into_id, "merged"
+    return None, ""
+
+
+def store_mapping(project, mapping: list[dict], proposal_of: dict) -> int:
+    """Replace the :class:`~annotation.spans.models.SpanNormalisation` rows of ``project`` with ``mapping``
+    (:func:`normalise_project`'s per-span results; ``proposal_of``: community key -> proposed FactVariable).
+    Call inside a transaction. Returns the number of rows."""
+    from annotation.spans.models import SpanNormalisation
+
+    SpanNormalisation.objects.filter(item__project=project).delete()
+    rows, seen = [], set()
+    for m in mapping:
+        key = (m["item"], m["begin"], m["end"])
+        if key in seen:
+            continue
+        seen.add(key)
+        proposal = proposal_of.get(m["community"]) if m["method"] is None else None
+        variable, method = (m["variable"], m["method"]) if m["method"] else proposal_mapping(proposal)
+        rows.append(SpanNormalisation(item_id=m["item"], begin=m["begin"], end=m["end"], text=m["text"],
+                                      variable_id=variable, method=method, proposal=proposal,
+                                      score=m["score"] if m["method"] else None, community=m["community"][:300]))
+    SpanNormalisation.objects.bulk_create(rows, batch_size=500)
+    return len(rows)
 
 
 def normalise_pending(topic=None, *, threshold: float = DIRECT_THRESHOLD, cluster_threshold: float = CLUSTER_THRESHOLD,

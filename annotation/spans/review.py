@@ -1,6 +1,11 @@
 """Expert review of proposed KB variables: accept, merge into an existing variable, or reject (ArgU §3.2.4:
 "add those facts to the KB"). One named action per state change; each runs in a transaction with the row locked,
-so two experts clicking at once cannot both act on the same proposal."""
+so two experts clicking at once cannot both act on the same proposal.
+
+Each action also re-points the normalised spans of the proposal's community
+(:class:`annotation.spans.models.SpanNormalisation`, written by :func:`annotation.spans.normalisation.normalise_project`)
+in the same transaction: accept -> the spans map to the new variable (method ``new``), merge -> to the target
+(``merged``), reject -> they stay unmapped (Others). The export then emits those ids."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -56,6 +61,15 @@ def _stamp(v, action: str, user, **extra) -> None:
                                                    "at": timezone.now().isoformat(), **extra}}
 
 
+def _remap_spans(proposal) -> int:
+    """Point the spans of ``proposal``'s community where its new state says (see the module docstring)."""
+    from .models import SpanNormalisation
+    from .normalisation import proposal_mapping
+
+    variable, method = proposal_mapping(proposal)
+    return SpanNormalisation.objects.filter(proposal=proposal).update(variable_id=variable, method=method)
+
+
 def do_accept_variable(variable_id: int, *, user=None):
     """A pending proposal joins the KB (status active; origin stays ``proposed``)."""
     from corpus.models import FactVariable
@@ -65,6 +79,7 @@ def do_accept_variable(variable_id: int, *, user=None):
         v.status = FactVariable.Status.ACTIVE
         _stamp(v, "accept", user)
         v.save(update_fields=["status", "metadata"])
+        _remap_spans(v)
     return v
 
 
@@ -78,7 +93,7 @@ def do_merge_variable(variable_id: int, into_id, *, user=None):
         raise ReviewError("into", "choose the variable to merge into") from None
     with transaction.atomic():
         v = _locked_pending(variable_id)
-        target = FactVariable.objects.filter(pk=into_id).first()
+        target = FactVariable.objects.select_for_update().filter(pk=into_id).first()
         if target is None or target.pk == v.pk:
             raise ReviewError("into", f"no other fact variable {into_id}")
         if target.topic_id != v.topic_id:
@@ -89,6 +104,7 @@ def do_merge_variable(variable_id: int, into_id, *, user=None):
         v.merged_into = target
         _stamp(v, "merge", user, into=target.pk)
         v.save(update_fields=["status", "merged_into", "metadata"])
+        _remap_spans(v)
     return v
 
 
@@ -100,6 +116,7 @@ def do_reject_variable(variable_id: int, *, user=None):
         v.status = FactVariable.Status.REJECTED
         _stamp(v, "reject", user)
         v.save(update_fields=["status", "metadata"])
+        _remap_spans(v)
     return v
 
 

@@ -1,5 +1,6 @@
-"""Staff page: review the proposed KB variables (accept / merge into an existing variable / reject), and start the
-normalisation of pending proposals. Thin views over :mod:`annotation.spans.review` and :mod:`.tasks`."""
+"""Staff page: review the proposed KB variables (accept / merge into an existing variable / reject), start the
+normalisation of pending proposals, and see how annotators took the model's span suggestions (acceptance rate per
+span_grounding project). Thin views over :mod:`annotation.spans.review` and :mod:`.tasks`."""
 from __future__ import annotations
 
 from django.contrib import messages
@@ -16,10 +17,13 @@ from . import review as review_service
 @expert_required
 @require_GET
 def kb_review(request):
+    from .suggestions import span_projects_suggestion_stats
+
     topic = request.GET.get("topic") or None
     groups = review_service.pending_by_topic(topic)
     return render(request, "annotation/spans/kb_review.html", {
-        "groups": groups, "topic": topic, "n_pending": sum(len(g["pending"]) for g in groups)})
+        "groups": groups, "topic": topic, "n_pending": sum(len(g["pending"]) for g in groups),
+        "suggestion_stats": span_projects_suggestion_stats()})
 
 
 @expert_required

@@ -18,19 +18,29 @@ Item payload (:meth:`SpanGrounding.build_items` / :func:`build_payload`)::
      "variables": [{"id": 7, "text": "..."}, ...],   # 2-5 active variables of the topic, keys 1..5 in this order
      "suggestions": [{"begin", "end", "variable": id | null, "source": "model:<version>" | "silver"}, ...]}
 
+Suggestions come from the sentence's ``metadata["spans"]`` (silver) or, when a model is active, from
+:func:`ml.spans.suggest` (the project's active ``argspan`` version), which is given each item's offered variables so
+that its spans arrive grounded to one of them (or Others).
+
 Response (JSON)::
 
     {"spans": [{"begin": 0, "end": 14, "variable": 7 | null (= Others), "from_suggestion": false}, ...],
+     "rejected": [{"begin": 40, "end": 52}, ...],   # suggestions the annotator rejected (also "40:52" or [40, 52])
      "schemes": ["From Consequence"]}          # only when ask_schemes; [] = none
 
 No-JS form: ``item-<id>-spans[]`` = ``"begin:end:variable"`` (variable an id or ``other``),
-``item-<id>-suggested[]`` = ``"begin:end"`` of spans taken from suggestions, ``item-<id>-schemes[]``.
+``item-<id>-suggested[]`` = ``"begin:end"`` of the suggestions the annotator decided on: taken when a span has those
+offsets, else rejected (the no-JS page lists every suggestion, its menu's "leave it" is a rejection),
+``item-<id>-rejected[]`` = ``"begin:end"`` of rejected suggestions (what the script sends), ``item-<id>-schemes[]``.
 An empty span list is a valid answer (no factual span).
 
 Refusals (HTTP 400 ``responses.<item>.<field>``): ``spans`` (outside the text, not on token boundaries, empty,
-overlapping: "spans overlap: ..."), ``variable`` (not offered for this item), ``schemes`` (unknown scheme, or schemes
-sent to a project that does not ask them). Cleaned data: spans sorted by begin, each with its ``text``;
-``from_suggestion`` is kept only when the span's offsets are those of one of the item's suggestions.
+overlapping: "spans overlap: ..."), ``variable`` (not offered for this item), ``rejected`` (not one of the item's
+suggestions, or also taken as a span from that suggestion), ``schemes`` (unknown scheme, or schemes sent to a project
+that does not ask them). Cleaned data: spans sorted by begin, each with its ``text``; ``from_suggestion`` is kept only
+when the span's offsets are those of one of the item's suggestions; ``rejected`` (sorted ``{"begin", "end"}``) is
+stored when the annotator rejected a suggestion -- a suggestion neither taken nor rejected stays undecided
+(:mod:`annotation.spans.suggestions` counts the decisions: acceptance rate per project, per suggestion in the export).
 
 Gold: ``GoldItem.expected`` in the response shape; the score is the mean of token F1 and grounding accuracy
 (:mod:`annotation.spans.metrics`); no expected span -> 1.0 only for an empty answer.
@@ -52,7 +62,7 @@ from .base import ResponseInvalid, TaskType
 NAME = "span_grounding"
 DEFAULT_VARIABLES_PER_ITEM = [2, 5]
 MAX_VARIABLES = 5  # keys 1..5 on the page
-RESPONSE_FIELDS = {"spans", "suggested", "schemes"}
+RESPONSE_FIELDS = {"spans", "suggested", "rejected", "schemes"}
 _FORM_SPAN = re.compile(r"^\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*([^:\s]*)\s*)?$")
 _OTHER = {"", "other", "others", "null", "none"}
 
@@ -109,7 +119,11 @@ def clean_suggestions(raw, text: str, variable_ids: set, *, source: str = "silve
             continue
         v = s.get("variable")
         v = v if isinstance(v, int) and not isinstance(v, bool) and v in variable_ids else None
-        out.append({"begin": b, "end": e, "variable": v, "source": str(s.get("source") or source)})
+        row = {"begin": b, "end": e, "variable": v, "source": str(s.get("source") or source)}
+        conf = s.get("confidence")
+        if isinstance(conf, (int, float)) and not isinstance(conf, bool):
+            row["confidence"] = round(float(conf), 4)
+        out.append(row)
     out.sort(key=lambda s: (s["begin"], s["end"]))
     kept: list[dict] = []
     for s in out:
@@ -213,6 +227,52 @@ def parse_spans(raw_spans, raw_suggested) -> list[dict]:
     return out
 
 
+def parse_offsets(raw, field: str) -> list[tuple[int, int]]:
+    """``"begin:end"`` strings, ``[begin, end]`` pairs or ``{"begin", "end"}`` objects -> offsets (unchecked)."""
+    if raw is not None and not isinstance(raw, (str, dict, list, tuple)):
+        raise ResponseInvalid(field, "expected a list of begin:end")
+    out = []
+    for s in _as_list(raw):
+        if isinstance(s, str):
+            if not s.strip():
+                continue
+            m = _FORM_SPAN.match(s)
+            if not m or m.group(3):
+                raise ResponseInvalid(field, f"{s!r} is not begin:end")
+            out.append((int(m.group(1)), int(m.group(2))))
+            continue
+        if isinstance(s, (list, tuple)) and len(s) == 2:
+            s = {"begin": s[0], "end": s[1]}
+        if not isinstance(s, dict) or set(s) - {"begin", "end", "variable", "source", "text"}:
+            raise ResponseInvalid(field, f"{s!r} is not a suggestion {{begin, end}}")
+        b, e = _int(s.get("begin")), _int(s.get("end"))
+        if b is None or e is None:
+            raise ResponseInvalid(field, "begin and end must be whole numbers (character offsets)")
+        out.append((b, e))
+    return out
+
+
+def suggestion_decisions(text: str, suggestions, spans: list[dict], raw_rejected, raw_suggested) -> list[dict]:
+    """The rejected suggestions of a response: those named in ``rejected`` (each must be one of ``suggestions``
+    and not also taken as a span from it) plus those named in ``suggested`` that no span took."""
+    offered = {(int(s["begin"]), int(s["end"])) for s in suggestions or []}
+    taken = {(s["begin"], s["end"]) for s in spans if s["from_suggestion"]}
+    rejected: set[tuple[int, int]] = set()
+    for b, e in parse_offsets(raw_rejected, "rejected"):
+        if (b, e) not in offered:
+            what = repr(text[b:e]) if 0 <= b < e <= len(text) else "that"
+            raise ResponseInvalid("rejected", f"{b}:{e} ({what}) is not one of this item's suggestions")
+        if (b, e) in taken:
+            raise ResponseInvalid("rejected", f"the suggestion {text[b:e]!r} ({b}:{e}) is both taken as a span "
+                                              f"and rejected")
+        rejected.add((b, e))
+    span_offsets = {(s["begin"], s["end"]) for s in spans}
+    for b, e in parse_offsets(raw_suggested, "suggested"):
+        if (b, e) in offered and (b, e) not in span_offsets:
+            rejected.add((b, e))  # decided on (no-JS menu: "leave it") and not taken
+    return [{"begin": b, "end": e} for b, e in sorted(rejected)]
+
+
 def check_spans(text: str, tokens, spans: list[dict], offered: set) -> list[dict]:
     """Offsets on token boundaries inside the text, no empty or overlapping span, offered variables only."""
     starts = {int(b) for b, _ in tokens}
@@ -307,7 +367,9 @@ class SpanGrounding(TaskType):
             payloads.append(build_payload(sentence, chosen))
         hook = _suggest_hook()
         if hook is not None and payloads:
-            suggested = hook(project, [p["text"] for p in payloads]) or []
+            # the offered variables go with each text: the model grounds its spans to one of them (or Others)
+            suggested = hook(project, [p["text"] for p in payloads],
+                             [[dict(v) for v in p["variables"]] for p in payloads]) or []
             for payload, raw in zip(payloads, suggested):
                 if raw:
                     ids = {v["id"] for v in payload["variables"]}
@@ -350,11 +412,16 @@ class SpanGrounding(TaskType):
         tokens = payload.get("tokens") or token_offsets(text)
         offered = {v["id"] for v in payload.get("variables") or [] if isinstance(v, dict)}
         spans = check_spans(text, tokens, parse_spans(data.get("spans"), data.get("suggested")), offered)
-        suggestion_offsets = {(int(s["begin"]), int(s["end"])) for s in payload.get("suggestions") or []}
+        suggestions = payload.get("suggestions") or []
+        suggestion_offsets = {(int(s["begin"]), int(s["end"])) for s in suggestions}
         cleaned = {"spans": [{"begin": s["begin"], "end": s["end"], "variable": s["variable"],
                               "from_suggestion": bool(s["from_suggestion"]
                                                       and (s["begin"], s["end"]) in suggestion_offsets),
                               "text": text[s["begin"]:s["end"]]} for s in spans]}
+        rejected = suggestion_decisions(text, suggestions, cleaned["spans"], data.get("rejected"),
+                                        data.get("suggested"))
+        if rejected:
+            cleaned["rejected"] = rejected
         raw_schemes = data.get("schemes")
         raw_schemes = [] if raw_schemes in (None, "") else raw_schemes
         if isinstance(raw_schemes, str):
@@ -403,9 +470,14 @@ class SpanGrounding(TaskType):
         return out
 
     def export_row(self, project, item, responses):
+        """The ``spans`` export row (:func:`annotation.spans.export.export_row`: normalised spans, suggestion
+        decisions) without its ``annotations``: the generic exports (the ``annotations`` release, the project
+        export) add every response themselves, with its worker."""
         from annotation.spans.export import export_row
 
-        return export_row(project, item, responses, self.aggregate(project, item, responses))
+        row = export_row(project, item, responses, self.aggregate(project, item, responses))
+        row.pop("annotations", None)
+        return row
 
     # --- agreement ----------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):

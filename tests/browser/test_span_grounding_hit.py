@@ -3,8 +3,8 @@ project through its invite link, highlights two factual spans with the MOUSE (dr
 words snap to whole tokens), grounds one to a variable and one to Others with the KEYBOARD, sees an overlapping
 drag refused (role=alert), accepts the suggestion (A), confirms "no factual span" for the second argument, submits
 and gets the completion code; the stored offsets are exactly the words dragged over. A second test drives resize
-(keys and a handle drag), delete, reject and the refusal of an overlapping resize. Screenshots are saved under
-$ARGORA_VAR_DIR/artifacts/screenshots/."""
+(keys and a handle drag), delete, reject and the refusal of an overlapping resize; rejected suggestions are stored
+with the answer. Screenshots are saved under $ARGORA_VAR_DIR/artifacts/screenshots/."""
 from __future__ import annotations
 
 import os
@@ -134,6 +134,7 @@ def test_highlight_ground_accept_and_submit(live_server, page):
                                                           "economists"]
     assert [s["variable"] for s in spans] == [sugg["variable"], p["variables"][1]["id"], None]
     assert [s["from_suggestion"] for s in spans] == [True, False, False]
+    assert "rejected" not in stored[a.pk]  # the one suggestion was accepted: nothing rejected
     assert stored[b.pk]["spans"] == []
 
 
@@ -204,7 +205,40 @@ def test_keyboard_marking_resize_delete_and_reject(live_server, page):
     loc(f"#item-{a.pk}-text").focus()
     page.keyboard.press("Control+Enter")
     expect(loc("#completion-code")).to_be_visible()
-    assert Response.objects.get(assignment=assignment).data["spans"] == []
+    data = Response.objects.get(assignment=assignment).data
+    assert data["spans"] == []
+    # the suggestion was taken and then removed: recorded as rejected
+    sugg = p["suggestions"][0]
+    assert data["rejected"] == [{"begin": sugg["begin"], "end": sugg["end"]}]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_rejecting_a_suggestion_is_stored(live_server, page):
+    """R rejects the outlined suggestion: it disappears from the text and the chips, and the stored answer lists
+    it under "rejected" (the model-in-the-loop record); the grounded suggestion is shown first (screenshot)."""
+    project = make_span_project(n=1)
+    _worker, assignment, (a,) = open_hit(page, live_server, project)
+    p, text, loc = a.payload, a.payload["text"], page.locator
+    sugg = p["suggestions"][0]
+    assert sugg["variable"] == p["variables"][0]["id"]  # grounded: the chip names the suggested variable
+    chip = loc(f"#item-{a.pk} .sg-chip-sugg")
+    expect(chip).to_have_count(1)
+    expect(chip).to_contain_text("\u201c" + text[sugg["begin"]:sugg["end"]] + "\u201d")
+    expect(chip).to_contain_text("\u2192 1 " + p["variables"][0]["text"])
+    expect(loc(f"#item-{a.pk}-todo")).to_contain_text("accept or reject 1 suggestion")
+    page.mouse.move(0, 0)
+    screenshot(page, "span_hit_suggestion.png")
+    page.keyboard.press("r")
+    expect(chip).to_have_count(0)
+    expect(loc(f"#item-{a.pk}-text .sg-sugg")).to_have_count(0)
+    expect(loc(f"#item-{a.pk}-todo")).to_contain_text("tick the box")
+    loc(f"#item-{a.pk}-none").check()
+    expect(loc("#hit-answered")).to_have_text("1 of 1 answered")
+    loc("#hit-submit").click()
+    expect(loc("#completion-code")).to_be_visible()
+    data = Response.objects.get(assignment=assignment).data
+    assert data == {"spans": [], "rejected": [{"begin": sugg["begin"], "end": sugg["end"]}]}
 
 
 @pytest.mark.browser

@@ -8,7 +8,8 @@
     manage.py spans metrics --file eval.jsonl [--json]
 
 ``metrics``: each JSONL line ``{"text", "reference": [spans], "predicted": [spans]}`` (spans ``{"begin", "end",
-"variable"}``); prints span detection F1 (mean per example, and micro) and grounding label accuracy (Figure 7).
+"variable"}``); prints span detection F1 (mean per example, and micro), grounding label accuracy (Figure 7) and
+span-level F1 at partial / full / exact overlap (§3.2.2, Table 1).
 Bad input: ``file:line: reason`` on stderr, exit 2, nothing written.
 """
 from __future__ import annotations
@@ -51,7 +52,8 @@ class Command(BaseCommand):
         p.add_argument("--file", required=True, help="path, or - for stdout")
         p.add_argument("--include-unannotated", action="store_true")
         p.add_argument("--filters", action="store_true",
-                       help="apply ArgU §3.2.4's filters (<= 30%% unnormalised spans, 1-4 variables, <= 150 words)")
+                       help="apply ArgU §3.2.4's filters (<= 30%% unnormalised spans, 1-4 variables each "
+                            "present 2-4 times, <= 150 words)")
         p = sub.add_parser("metrics", help="span detection F1 + grounding accuracy of predictions vs reference")
         p.add_argument("--file", required=True)
         p.add_argument("--json", action="store_true")
@@ -170,7 +172,8 @@ class Command(BaseCommand):
         acc = "—" if r["label_accuracy"] is None else f"{r['label_accuracy']:.3f}"
         self.stdout.write(f"{r['n']} examples: span detection F1 {r['f1']:.3f} (mean per example; micro "
                           f"{r['micro_f1']:.3f}; TP {r['tp']} FP {r['fp']} FN {r['fn']}); label accuracy {acc} "
-                          f"({r['label_correct']}/{r['label_total']})")
+                          f"({r['label_correct']}/{r['label_total']}); span-level F1 partial "
+                          f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}")
 
     def _project(self, slug):
         from annotation.models import Project

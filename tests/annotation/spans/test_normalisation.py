@@ -152,3 +152,98 @@ def test_review_page_staff_only_and_actions(client, proposals, staff_user, djang
     assert dict(FactVariable.objects.filter(pk__in=[a.pk, b.pk, c.pk]).values_list("pk", "status")) == {
         a.pk: "active", b.pk: "merged", c.pk: "rejected"}
     assert "No proposals" in client.get(url).content.decode()
+
+
+# --- the mapping is stored per span, re-pointed by the review, and reaches the export ----------------------------
+
+def _mapping(project):
+    from annotation.spans.models import SpanNormalisation
+
+    return {m.text: (m.variable_id, m.method, m.proposal_id)
+            for m in SpanNormalisation.objects.filter(item__project=project)}
+
+
+def test_normalise_project_stores_the_mapping_per_span(project_with_others, monkeypatch):
+    from annotation.spans.models import SpanNormalisation
+
+    project, one = project_with_others
+    monkeypatch.setattr(normalisation, "_encode", lambda texts, encoder: toy_encoder(texts))
+    normalisation.normalise_project(project)
+    proposal = FactVariable.objects.get(status=FactVariable.Status.PENDING)
+    assert _mapping(project) == {"same as one": (one.pk, "direct", None), "near one": (one.pk, "indirect", None),
+                                 "brand new": (None, "", proposal.pk), "brand new too": (None, "", proposal.pk)}
+    assert SpanNormalisation.objects.get(text="near one").score == pytest.approx(0.8)
+    saved = json.loads(open(normalisation.artifact_path(project)).read())
+    assert {m["text"]: m["proposal"] for m in saved["mapping"]}["brand new"] == proposal.pk
+    normalisation.normalise_project(project)  # a rerun replaces the rows, it does not add to them
+    assert SpanNormalisation.objects.filter(item__project=project).count() == 4
+    normalisation.normalise_project(project, propose=False)
+    assert _mapping(project)["brand new"] == (None, "", None)
+
+
+@pytest.mark.parametrize("action", ["accept", "merge", "reject"])
+def test_review_actions_re_point_the_spans_of_the_proposal(project_with_others, monkeypatch, action):
+    from annotation.spans.export import project_rows
+
+    project, one = project_with_others
+    monkeypatch.setattr(normalisation, "_encode", lambda texts, encoder: toy_encoder(texts))
+    normalisation.normalise_project(project)
+    proposal = FactVariable.objects.get(status=FactVariable.Status.PENDING)
+    two = FactVariable.objects.get(text="KB two")
+    review.review(proposal.pk, action, into=two.pk)
+    expected = {"accept": (proposal.pk, "new"), "merge": (two.pk, "merged"), "reject": (None, "")}[action]
+    assert _mapping(project)["brand new"] == (*expected, proposal.pk)
+    assert _mapping(project)["brand new too"] == (*expected, proposal.pk)
+    assert _mapping(project)["near one"] == (one.pk, "indirect", None)  # other spans untouched
+    rows = {r["text"]: r for r in project_rows(project, include_unannotated=True)}
+    assert rows["brand new"]["spans"] == [[0, 9, expected[0]]]
+    detail = rows["brand new"]["span_details"][0]
+    assert (detail["annotated_variable"], detail["normalised"]) == (None, expected[1] or None)
+    assert rows["near one"]["spans"] == [[0, 8, one.pk]]
+    assert rows["near one"]["span_details"][0]["normalised"] == "indirect"
+    # a rerun keeps what the review decided
+    normalisation.normalise_project(project)
+    if action == "accept":  # the accepted variable is in the KB now: the spans map to it directly
+        assert _mapping(project)["brand new"][:2] == (proposal.pk, "direct")
+    else:
+        assert _mapping(project)["brand new"] == (*expected, proposal.pk)
+
+
+def test_real_minilm_maps_a_paraphrase_directly_and_clusters_the_rest(tmp_artifacts):
+    """The packaged all-MiniLM-L6-v2: a passive-voice paraphrase of a KB variable maps directly (cos ~0.94 >= 0.85);
+    "atomic reactors create nuclear waste" (cos ~0.79 to the variable) joins its community and maps indirectly; two
+    paraphrases about uranium mining (cos ~0.91 to each other, < 0.5 to the KB) form one proposal."""
+    from annotation.spans.export import project_rows
+    from annotation.spans.models import SpanNormalisation
+
+    from .helpers import span
+
+    topic, _ = make_kb(0, "Nuclear energy")
+    waste = FactVariable.objects.create(topic=topic, text="Nuclear power plants generate radioactive waste.",
+                                        content_hash="w")
+    cost = FactVariable.objects.create(topic=topic, text="Nuclear energy is expensive.", content_hash="c")
+    texts = ["Radioactive waste is produced by nuclear power plants, and uranium mining harms indigenous communities.",
+             "Atomic reactors create nuclear waste; mining uranium damages native communities."]
+    phrases = [["Radioactive waste is produced by nuclear power plants", "uranium mining harms indigenous communities"],
+               ["Atomic reactors create nuclear waste", "mining uranium damages native communities"]]
+    project = make_project()
+    services.add_items(project, [
+        {"argument_id": None, "text": t, "topic": "Nuclear energy", "stance": "con", "tokens": [],
+         "variables": [{"id": waste.pk, "text": waste.text}, {"id": cost.pk, "text": cost.text}],
+         "suggestions": [dict(span(t, p, None), source="silver") for p in ps]} for t, ps in zip(texts, phrases)])
+    r = normalisation.normalise_project(project)
+    assert (r["spans"], r["direct"], r["indirect"], r["unmapped"], r["proposed"]) == (4, 1, 1, 2, 1)
+    got = {m.text: m for m in SpanNormalisation.objects.filter(item__project=project)}
+    direct = got["Radioactive waste is produced by nuclear power plants"]
+    assert (direct.variable_id, direct.method) == (waste.pk, "direct") and direct.score >= 0.9
+    indirect = got["Atomic reactors create nuclear waste"]
+    assert (indirect.variable_id, indirect.method) == (waste.pk, "indirect") and indirect.score < 0.85
+    proposal = FactVariable.objects.get(status=FactVariable.Status.PENDING)
+    assert proposal.text in phrases[0][1:] + phrases[1][1:] and proposal.metadata["community_size"] == 2
+    assert {got[p[1]].proposal_id for p in phrases} == {proposal.pk}
+    review.do_accept_variable(proposal.pk)
+    rows = list(project_rows(project, include_unannotated=True))
+    assert [[v for _, _, v in row["spans"]] for row in rows] == [[waste.pk, proposal.pk], [waste.pk, proposal.pk]]
+    assert [[d["normalised"] for d in row["span_details"]] for row in rows] == [["direct", "new"], ["indirect", "new"]]
+    assert {"id": proposal.pk, "text": proposal.text} in rows[0]["variables"]
+    assert rows[0]["offered_variables"] == [waste.pk, cost.pk] and rows[0]["n_unnormalised"] == 1

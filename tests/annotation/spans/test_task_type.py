@@ -87,7 +87,8 @@ def test_validate_json_and_form_shapes(fig7_item):
     others = TT.validate_response(project, item, {"spans": ["0:14:other"], "schemes": []})
     assert others == {"spans": [{"begin": 0, "end": 14, "variable": None, "from_suggestion": False,
                                  "text": "Criminologists"}], "schemes": []}
-    assert TT.validate_response(project, item, {}) == {"spans": [], "schemes": []}  # no factual span
+    # no factual span; the suggestion left undecided (no decision sent)
+    assert TT.validate_response(project, item, {}) == {"spans": [], "schemes": []}
     # a claimed suggestion that is not one is not recorded as taken from a suggestion
     assert TT.validate_response(project, item, {"spans": [{"begin": 33, "end": 59, "variable": b,
                                                           "from_suggestion": True}]})["spans"][0][
@@ -170,3 +171,66 @@ def test_export_row_and_reliability(fig7_item):
     first = rel["units"].index(f"{item.pk}:0")
     assert rel["matrix"][0][first] == f"v{facts[0].pk}" and rel["matrix"][1][first] == f"v{facts[1].pk}"
     assert len(rel["unitized"]["spans"]) == 6
+
+
+# --- model suggestions (model-in-the-loop) ----------------------------------------------------------------------
+
+def test_build_items_give_the_suggestion_hook_the_offered_variables(monkeypatch):
+    """The hook (ml.spans.suggest) gets each item's offered variables, so its suggestions arrive grounded: the
+    variable ids reach the payload; an id that was not offered becomes Others (null)."""
+    import ml.spans
+
+    topic, facts = make_kb(6)
+    project = make_project(config={"variables_per_item": [3, 3]})
+    texts = ["The death penalty deters crime.", "Executions cost more than life sentences."]
+    for t in texts:
+        make_sentence(topic, t)
+    calls = []
+
+    def fake_suggest(project_arg, texts_arg, variables=None):
+        calls.append((project_arg, list(texts_arg), variables))
+        return [[{"begin": 0, "end": 3, "variable": offered[1]["id"], "source": "model:7", "confidence": 0.91234},
+                 {"begin": 4, "end": 9, "variable": 999999, "source": "model:7"}] for offered in variables]
+
+    monkeypatch.setattr(ml.spans, "suggest", fake_suggest)
+    payloads = TT.build_items(project, Sentence.objects.filter(topic=topic).order_by("id"))
+    [(got_project, got_texts, got_variables)] = calls
+    assert got_project == project and got_texts == texts
+    assert got_variables == [p["variables"] for p in payloads] and all(len(v) == 3 for v in got_variables)
+    for p in payloads:
+        assert p["suggestions"] == [
+            {"begin": 0, "end": 3, "variable": p["variables"][1]["id"], "source": "model:7", "confidence": 0.9123},
+            {"begin": 4, "end": 9, "variable": None, "source": "model:7"}]
+    assert {v["id"] for p in payloads for v in p["variables"]} <= {f.pk for f in facts}
+
+
+@pytest.mark.slow
+def test_build_items_with_an_active_tiny_argspan_model_suggest_grounded_spans(tmp_artifacts):
+    """End to end through ml.spans.suggest: a tiny ArgSpan trained on planted rows and activated for the project
+    suggests the planted span of each argument grounded to the offered KB variable with that text."""
+    from ml.registry import activate, train_version
+    from tests.ml.test_taggers import TINY, VARS, planted_span_rows
+
+    version = train_version("argspan", rows_train=planted_span_rows(120, 1), rows_dev=planted_span_rows(20, 2),
+                            seed=3, hyperparameters=dict(TINY, epochs=3, proj_dim=32))
+    assert version.status == "ready", version.error
+    project = make_project(config={"variables_per_item": [3, 3]})
+    version.project = project
+    version.save(update_fields=["project"])
+    assert activate(version)
+    topic, _ = make_kb(0, "Nuclear energy")
+    facts = {text: FactVariable.objects.create(topic=topic, text=text, content_hash=f"v{k}")
+             for k, text in VARS.items()}
+    wanted = {"People say that experts say that energy costs really.": "energy costs",
+              "We think it leads to because it leads to nuclear waste some.": "nuclear waste"}
+    for text, phrase in wanted.items():
+        make_sentence(topic, text, variables=[facts[phrase].pk])
+    payloads = TT.build_items(project, Sentence.objects.filter(topic=topic).order_by("id"))
+    for p in payloads:
+        phrase = wanted[p["text"]]
+        assert facts[phrase].pk in [v["id"] for v in p["variables"]]
+        grounded = [s for s in p["suggestions"] if s["variable"] is not None]
+        assert grounded, p["suggestions"]
+        assert all(s["source"] == f"model:{version.pk}" for s in p["suggestions"])
+        assert {s["variable"] for s in grounded} == {facts[phrase].pk}
+        assert phrase in " ".join(p["text"][s["begin"]:s["end"]] for s in grounded)

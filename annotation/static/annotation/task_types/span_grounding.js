@@ -17,6 +17,8 @@
  * An overlap (new span, resize, accepted suggestion) is refused with a warning (role=alert).
  * An item is answered when every span is grounded, no suggestion is undecided, the schemes (if asked) are chosen,
  * and, with no span at all, the "No factual span in this argument" box is ticked.
+ * The answer records the decisions on suggestions: spans taken from one carry from_suggestion, and "rejected" lists
+ * the suggestions turned down (rejected with R / ✗, or taken and then removed or resized).
  */
 (function () {
   "use strict";
@@ -57,6 +59,9 @@
     // the starting state: what was posted before a refused submission
     var suggested = {};
     $$(st.stateBox, 'input[name="item-' + iid + '-suggested[]"]').forEach(function (inp) { suggested[inp.value] = true; });
+    $$(st.stateBox, 'input[name="item-' + iid + '-rejected[]"]').forEach(function (inp) {
+      st.suggestions.forEach(function (s) { if (s.begin + ":" + s.end === inp.value) s.state = "rejected"; });
+    });
     $$(st.stateBox, 'input[name="item-' + iid + '-spans[]"]').forEach(function (inp) {
       var m = /^(\d+):(\d+):?(.*)$/.exec(inp.value);
       if (!m) return;
@@ -575,10 +580,22 @@
     ul.hidden = !rows.length;
   }
 
+  function rejectedSuggestions(st) {
+    // the suggestions turned down (R / ✗, or taken and then removed or resized): the server stores them
+    return st.suggestions.filter(function (s) { return s.state === "rejected"; });
+  }
+
   function renderState(st) {
     // the hidden inputs the plain form posts (hit.js falls back to it when the JSON API is not there)
     var box = st.stateBox, iid = st.iid;
     box.textContent = "";
+    rejectedSuggestions(st).forEach(function (g) {
+      var r = document.createElement("input");
+      r.type = "hidden";
+      r.name = "item-" + iid + "-rejected[]";
+      r.value = g.begin + ":" + g.end;
+      box.appendChild(r);
+    });
     st.spans.forEach(function (sp) {
       if (sp.variable === undefined) return; // not grounded: not an answer yet
       var inp = document.createElement("input");
@@ -613,6 +630,7 @@
                    from_suggestion: sp.sugg >= 0 };
         })
       };
+      if (st.suggestions.length) out.rejected = rejectedSuggestions(st).map(function (g) { return { begin: g.begin, end: g.end }; });
       if (st.askSchemes) out.schemes = schemeBoxes(st).filter(function (cb) { return cb.checked; }).map(function (cb) { return cb.value; });
       return out;
     },
