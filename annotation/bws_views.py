@@ -1,7 +1,9 @@
 """Staff pages of BWS projects: split-half reliability (like AugSBERT Table 3) and the pair scores; CSV download.
 
-Thin views over :func:`annotation.bws.project.report` (computed on request; ``?splits=N&seed=S`` override the
-project's ``n_splits`` / ``seed``).
+Thin views over :mod:`annotation.bws.project`. The report page shows the stored scores
+(:func:`~annotation.bws.project.latest_scores`, refreshed by the debounced recompute after submissions; stored on
+the first view when there are none) with their time of computation; ``?splits=N&seed=S`` (overriding the
+project's ``n_splits`` / ``seed``) compute a report now, which is not stored. The CSV is computed afresh.
 """
 from __future__ import annotations
 
@@ -49,10 +51,16 @@ def bws_report(request, slug: str):
         params = _params(request)
     except ValueError as exc:
         return notice(request, "Bad parameter", [str(exc)], status=400)
-    report = bws.report(project, **params)
+    snapshot = None
+    if params:
+        report = bws.report(project, **params)
+    else:
+        snapshot = bws.latest_scores(project) or bws.store_scores(project)
+        report = dict(snapshot.figures, rows=bws.stored_rows(snapshot, project))
     return render(request, "annotation/bws/report.html", {
         "project": project, "report": report, "sampling": (project.config or {}).get("sampling") or {},
         "split_half": report["split_half"], "n_pairs_sampled": len((project.config or {}).get("pairs") or {}),
+        "snapshot": snapshot, "submitted_now": bws.submitted_assignments(project),
     })
 
 

@@ -15,10 +15,19 @@ is reused) and an item of the project: a gold item (``GoldItem.expected = {"aspe
 ...}``) with ``as_gold=True``, else a plain item whose ``payload["reference"]`` keeps the imported aspects.
 Re-importing the same file into the same project adds nothing (items are keyed ``appf:<hash>``).
 
+A gold row's item also gets the quality-check instruction of App. A (``payload["instruction"]``, e.g. "Select
+'clean' and 'expensive' as the aspects of this sentence.", :func:`annotation.task_types.aspect.gold_instruction`)
+unless the project's ``config["gold_instructions"]`` is false. The first list has ``top_k`` or
+``top_k_cross_topic`` candidates (:func:`annotation.task_types.aspect.top_k_for`).
+
 Export (:func:`project_rows`) writes one row per item that has a final answer (see
 :func:`annotation.aspects.aggregation.final_answer`: adjudicated > gold > crowd vote > imported reference).
 Rows are sorted by hash, keys sorted, aspects ordered by begin; an item whose answer is still the imported
-one is written with the imported strings exactly, so import + export round-trips byte for byte.
+one is written with the imported strings exactly, so import + export round-trips byte for byte. App. F holds
+arguments only (``stance`` is ``Argument_for`` or ``Argument_against``, and import refuses anything else), so an
+item whose sentence is not an argument (stance ``none``, UKP's ``NoArgument``) is left out of every App. F export
+and counted (``stats["non_arguments"]``; the CLI prints it), as are unresolved items (``stats["unresolved"]``).
+:func:`export_appf` writes the unsplit file (``out``) and/or the split files (``split`` + ``out_dir``).
 
 Splits (:func:`split_rows`): ``cross-topic`` (test: gun control, school uniforms; dev: death penalty; train:
 the rest, App. F) and ``in-topic`` (a seeded random split whose sizes keep App. F's 3532 / 500 / 1000
@@ -145,7 +154,7 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
     """
     from annotation.models import GoldItem, Item
     from annotation.services import add_items
-    from annotation.task_types.aspect import build_payload
+    from annotation.task_types.aspect import build_payload, gold_instruction, gold_instructions_on, top_k_for
     from annotation.aspects.rankers import get_active_ranker
     from corpus.importers.writers import save
     from corpus.models import Sentence
@@ -164,7 +173,7 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
         present = set(Item.objects.filter(project=project, external_key__in=[f"appf:{r.hash}" for r in rows])
                       .values_list("external_key", flat=True))
         ranker = get_active_ranker(project)
-        top_k = (project.config or {}).get("top_k", 10)
+        instruct = as_gold and gold_instructions_on(project)
         plain, gold, skipped = [], [], 0
         for i, r in enumerate(rows, start=1):
             if f"appf:{r.hash}" in present:
@@ -172,10 +181,13 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
                 continue
             payload = build_payload(r.sentence, r.topic, stance=r.stance,
                                     sentence_id=by_hash.get(sentence_hash(r.topic, r.sentence)),
-                                    ranker=ranker, top_k=top_k, extra=r.spans)
+                                    ranker=ranker, top_k=top_k_for(project.config, ranker, r.topic), extra=r.spans)
             payload["reference"] = r.reference()
             if as_gold:
-                gold.append((payload, {"aspects": payload["reference"]["aspects"], "no_aspect": not r.spans}))
+                expected = {"aspects": payload["reference"]["aspects"], "no_aspect": not r.spans}
+                if instruct:
+                    payload["instruction"] = gold_instruction(expected, r.sentence)
+                gold.append((payload, expected))
             else:
                 plain.append(payload)
             if i % 200 == 0:
@@ -206,9 +218,20 @@ def format_pos(begin: int, length: int) -> str:
     return f"({begin},{length})"
 
 
+def is_argument(item) -> bool:
+    """Whether an item's sentence is an argument (App. F stance Argument_for / Argument_against): the imported
+    App. F stance, else the payload's ``pro`` / ``con``."""
+    payload = item.payload or {}
+    reference = payload.get("reference") if isinstance(payload.get("reference"), dict) else {}
+    if reference.get("stance"):
+        return reference["stance"] in STANCE_FROM_APPF
+    return payload.get("stance") in APPF_STANCE
+
+
 def appf_row(item, answer: dict) -> dict | None:
-    """The App. F row of an item with its final answer; ``None`` when the answer is unresolved."""
-    if not answer.get("resolved"):
+    """The App. F row of an item with its final answer; ``None`` when the answer is unresolved or the sentence is
+    not an argument (App. F has no stance for it; see the module docstring)."""
+    if not answer.get("resolved") or not is_argument(item):
         return None
     payload = item.payload or {}
     text = payload.get("text", "")
@@ -223,16 +246,18 @@ def appf_row(item, answer: dict) -> dict | None:
         pos = [format_pos(b, l) for b, l in spans]
         strings = [text[b:b + l] for b, l in spans]
     topic = reference.get("topic") or payload.get("topic", "")
-    stance = reference.get("stance") or APPF_STANCE.get(payload.get("stance", ""), "NoArgument")
+    stance = reference.get("stance") or APPF_STANCE[payload["stance"]]
     row = dict(reference.get("extra") or {})
     row.update({"hash": reference.get("hash") or sentence_hash(topic, text), "aspect_pos": pos,
                 "aspect_pos_string": strings, "stance": stance, "topic": topic, "sentence": text})
     return row
 
 
-def project_rows(project, *, include_gold: bool = True) -> list[dict]:
-    """App. F rows of every resolved item of ``project``, sorted by hash."""
+def project_rows(project, *, include_gold: bool = True, stats: dict | None = None) -> list[dict]:
+    """App. F rows of every resolved argument item of ``project``, sorted by hash. ``stats`` (a dict, optional)
+    receives ``{"rows", "unresolved", "non_arguments"}``: what was written and what was left out."""
     from annotation.models import Assignment, Item, Response
+    from annotation.selectors import unverified_q
 
     from .aggregation import final_answer
 
@@ -241,14 +266,23 @@ def project_rows(project, *, include_gold: bool = True) -> list[dict]:
         items = [i for i in items if not i.is_gold]
     by_item: dict[int, list[dict]] = {}
     for item_id, data in (Response.objects.filter(item__project=project, assignment__status__in=Assignment.DONE)
-                          .order_by("id").values_list("item_id", "data")):
+                          .exclude(unverified_q("assignment__")).order_by("id").values_list("item_id", "data")):
         by_item.setdefault(item_id, []).append(data)
     rows = []
+    counts = {"rows": 0, "unresolved": 0, "non_arguments": 0}
     for item in items:
+        if not is_argument(item):
+            counts["non_arguments"] += 1
+            continue
         row = appf_row(item, final_answer(project, item, by_item.get(item.pk, [])))
-        if row is not None:
+        if row is None:
+            counts["unresolved"] += 1
+        else:
             rows.append(row)
     rows.sort(key=lambda r: r["hash"])
+    counts["rows"] = len(rows)
+    if stats is not None:
+        stats.update(counts)
     return rows
 
 
@@ -314,16 +348,50 @@ def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[st
     raise ValueError(f"split: {mode!r} is not one of none, cross-topic, in-topic")
 
 
-def export_appf(project, directory, *, mode: str = "none", seed: int = 13, test=None, dev=None) -> dict[str, int]:
-    """Write the project's rows as App. F JSONL into ``directory``: ``aspects.jsonl`` (mode none) or
-    ``train/dev/test.jsonl``. Returns rows per file."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    rows = project_rows(project)
-    if mode == "none":
-        return {"aspects.jsonl": write_jsonl(rows, directory / "aspects.jsonl")}
-    parts = split_rows(rows, mode, test=test, dev=dev, seed=seed)
-    return {f"{part}.jsonl": write_jsonl(parts[part], directory / f"{part}.jsonl") for part in SPLITS}
+def export_appf(project, out=None, *, split: str | None = None, out_dir=None, seed: int = 13, test=None, dev=None,
+                stats: dict | None = None) -> dict[str, int]:
+    """Write the project's App. F rows: the unsplit file ``out`` (any name, e.g. ``aspects.jsonl``) and/or, with
+    ``split`` (``cross-topic`` / ``in-topic``), ``train.jsonl`` / ``dev.jsonl`` / ``test.jsonl`` in ``out_dir``.
+    Returns rows per written path; ``stats`` receives :func:`project_rows`' counts. Raises ``ValueError``
+    (nothing written) for a wrong combination (see :func:`check_export_args`)."""
+    split = None if split in ("none", "") else split
+    problem = check_export_args(out, split, out_dir)
+    if problem:
+        raise ValueError(problem)
+    rows = project_rows(project, stats=stats)
+    parts = split_rows(rows, split, test=test, dev=dev, seed=seed) if split else None
+    written: dict[str, int] = {}
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        written[str(out)] = write_jsonl(rows, out)
+    if parts is not None:
+        directory = Path(out_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        for part in SPLITS:
+            written[str(directory / f"{part}.jsonl")] = write_jsonl(parts[part], directory / f"{part}.jsonl")
+    return written
+
+
+def check_export_args(out, split: str | None, out_dir) -> str | None:
+    """Why ``(out, split, out_dir)`` is not a valid export request (``None`` when it is): ``out`` is a file (not a
+    folder); ``split`` (cross-topic / in-topic) goes with ``out_dir`` and ``out_dir`` with ``split``; at least
+    one of ``out`` and ``split`` is given."""
+    if split in ("none", ""):
+        split = None
+    if split is not None and split not in ("cross-topic", "in-topic"):
+        return f"--split: {split!r} is not one of cross-topic, in-topic"
+    if split is not None and out_dir is None:
+        return "--split needs --out-dir DIR (the folder for train.jsonl, dev.jsonl, test.jsonl)"
+    if out_dir is not None and split is None:
+        return "--out-dir needs --split cross-topic|in-topic (use --out FILE.jsonl for the unsplit file)"
+    if out is None and split is None:
+        return "give --out FILE.jsonl (the unsplit file) and/or --split cross-topic|in-topic --out-dir DIR"
+    if out is not None and Path(out).is_dir():
+        return (f"--out: {out} is a folder; give a file such as {Path(out) / 'aspects.jsonl'} "
+                f"(split files go to --out-dir)")
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        return f"--out-dir: {out_dir} is a file, not a folder"
+    return None
 
 
 def iter_lines(rows: Iterable[dict]) -> Iterator[str]:

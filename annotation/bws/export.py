@@ -7,6 +7,9 @@ Row: ``{"pair_id", "topic", "argument1", "argument2", "score", "best", "worst", 
   ``{"train": [...], "dev": [...], "test": [...]}``); every exported topic must be named in exactly one part.
 * in-topic: every topic's pairs shuffled (seeded) and cut in the paper's in-topic proportions (2471 / 478 / 451 of
   3400 for train / dev / test), so every part has about the same share of each topic.
+
+:func:`write_files` writes the unsplit file and/or the three split files (``manage.py bws export``; the release
+kind ``bws`` in :mod:`annotation.exporters` uses the same :func:`cross_topic` / :func:`in_topic`).
 """
 from __future__ import annotations
 
@@ -98,3 +101,49 @@ def write_jsonl(rows_: Iterable[dict], path) -> int:
             fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
             n += 1
     return n
+
+
+def check_export_args(out, split: str | None, out_dir) -> str | None:
+    """Why ``(out, split, out_dir)`` is not a valid export request (``None`` when it is): ``out`` is a file, not a
+    folder; ``split`` (cross-topic / in-topic) goes with ``out_dir`` and ``out_dir`` with ``split``; at least one of
+    ``out`` and ``split`` is given."""
+    if split is not None and split not in ("cross-topic", "in-topic"):
+        return f"--split: {split!r} is not one of cross-topic, in-topic"
+    if split is not None and out_dir is None:
+        return "--split needs --out-dir DIR (the folder for train.jsonl, dev.jsonl, test.jsonl)"
+    if out_dir is not None and split is None:
+        return "--out-dir needs --split cross-topic|in-topic (use --out FILE.jsonl for the unsplit file)"
+    if out is None and split is None:
+        return "give --out FILE.jsonl (the unsplit file) and/or --split cross-topic|in-topic --out-dir DIR"
+    if out is not None and Path(out).is_dir():
+        return f"--out: {out} is a folder; give a file such as {Path(out) / 'bws.jsonl'} (split files go to --out-dir)"
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        return f"--out-dir: {out_dir} is a file, not a folder"
+    return None
+
+
+def write_files(rows_: list[dict], out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None,
+                seed: int = 0) -> dict[str, int]:
+    """Write ``rows_`` to ``out`` (unsplit) and/or, with ``split``, to ``out_dir``/train|dev|test.jsonl
+    (``splits``: the cross-topic topics). Every check runs before anything is written (``ValueError``). Returns
+    rows per written path."""
+    problem = check_export_args(out, split, out_dir)
+    if problem:
+        raise ValueError(problem)
+    rows_ = list(rows_)
+    parts = None
+    if split == "cross-topic":
+        if not splits:
+            raise ValueError("splits: name the train / dev / test topics (--train/--dev/--test, or the project's "
+                             "config.splits)")
+        parts = cross_topic(rows_, splits)
+    elif split == "in-topic":
+        parts = in_topic(rows_, seed=seed)
+    written: dict[str, int] = {}
+    if out is not None:
+        written[str(out)] = write_jsonl(rows_, out)
+    if parts is not None:
+        for part in SPLITS:
+            path = Path(out_dir) / f"{part}.jsonl"
+            written[str(path)] = write_jsonl(parts[part], path)
+    return written

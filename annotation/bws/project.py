@@ -2,10 +2,20 @@
 collect the judgements, score them, compute split-half reliability and export.
 
 Nothing here needs a migration: sampled pairs live in ``project.config["pairs"]`` (with the sampling report in
-``project.config["sampling"]``), tuples are items, judgements are responses; scores are computed when asked.
+``project.config["sampling"]``), tuples are items, judgements are responses.
+
+Stored scores (:func:`store_scores`): the counting score of every pair with its counts (best, worst, appearances)
+and the split-half table are kept as an :class:`annotation.models.AgreementSnapshot` of scope ``"bws"`` (like the
+agreement snapshots; ``figures = {"pairs": [{"pair_id", "topic", "score", "best", "worst", "appearances"}, ...],
+"split_half", "table", "judgements", "n_splits", "seed"}``, ``computed_at``, ``based_on`` = submitted assignments).
+They are refreshed by the same debounced ``annotation.recompute_agreement`` task that refreshes the agreement
+figures after submissions (:func:`refresh_scores`, called from
+:func:`annotation.agreement.project.recompute`), stored on the report page's first view when there is none, and
+the report page shows them with their time of computation. Exports (:func:`export_rows`) always compute afresh.
 """
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -73,7 +83,8 @@ def sample(project, topic: str, n_pairs: int, *, seed: int | None = None, scorer
         raise BWSProjectError("scorer", f"unknown scorer {scorer!r} (known: {', '.join(sampling.scorer_names())})")
     if row.name in _built_topics(project):
         raise BWSProjectError("topic", f"topic {row.name!r} already has tasks; sample it in a new project")
-    drawn = sampling.sample_pairs([s.text for s in sentences], n_pairs, scorer=scorer, seed=seed)
+    scorer_fn, scorer_label = sampling.resolve_scorer(scorer, project)  # "cosine": the active bi-encoder
+    drawn = sampling.sample_pairs([s.text for s in sentences], n_pairs, scorer=scorer_fn, seed=seed)
     pairs = {pid: p for pid, p in (config.get("pairs") or {}).items() if p.get("topic") != row.name}
     for p in drawn:
         a, b = sentences[p.i], sentences[p.j]
@@ -81,7 +92,7 @@ def sample(project, topic: str, n_pairs: int, *, seed: int | None = None, scorer
                                    "ds": round(p.score, 6), "bin": p.bin}
     report = {"topic": row.name, "arguments": len(sentences), "candidates": len(sentences) * (len(sentences) - 1) // 2,
               "pairs": len(drawn), "requested": n_pairs, "bins": sampling.bin_counts(drawn), "seed": seed,
-              "scorer": scorer if isinstance(scorer, str) else getattr(scorer, "__name__", "custom")}
+              "scorer": scorer_label}
     config["pairs"] = pairs
     config.setdefault("sampling", {})[row.name] = report
     with transaction.atomic():
@@ -157,9 +168,11 @@ def build(project, *, seed: int | None = None) -> dict:
 def judgements(project) -> list[Judgement]:
     """Submitted / approved responses of the project's (non-gold) tasks as judgements."""
     from annotation.models import Assignment, Response
+    from annotation.selectors import unverified_q
 
     rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
                                     item__is_gold=False)
+            .exclude(unverified_q("assignment__"))
             .order_by("item_id", "assignment__worker_id")
             .values_list("item_id", "item__payload", "assignment__worker_id", "data"))
     out = []
@@ -169,13 +182,13 @@ def judgements(project) -> list[Judgement]:
     return out
 
 
-def report(project, *, n_splits: int | None = None, seed: int | None = None) -> dict:
-    """Scores and split-half reliability of a project (computed on request)."""
+def report(project, *, n_splits: int | None = None, seed: int | None = None, js: list | None = None) -> dict:
+    """Scores and split-half reliability of a project, computed now (``js``: its judgements, if already read)."""
     _check(project)
     config = project.config or {}
     n_splits = int(config.get("n_splits", 25) if n_splits is None else n_splits)
     seed = int(config.get("seed", 0) if seed is None else seed)
-    js = judgements(project)
+    js = judgements(project) if js is None else js
     pairs = config.get("pairs") or {}
     out: dict[str, Any] = {"n_splits": n_splits, "seed": seed, "judgements": len(js), "scores": {}, "rows": [],
                            "split_half": None, "table": []}
@@ -190,8 +203,88 @@ def report(project, *, n_splits: int | None = None, seed: int | None = None) -> 
     return out
 
 
+# --- stored scores --------------------------------------------------------------------------------
+SCORES_SCOPE = "bws"
+SCORE_KEYS = ("pair_id", "topic", "score", "best", "worst", "appearances")
+
+
+def _jsonable(value):
+    """numpy numbers -> Python numbers (what a JSONField can store)."""
+    return json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+def submitted_assignments(project) -> int:
+    from annotation.models import Assignment
+
+    return Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
+
+
+def store_scores(project):
+    """Compute :func:`report` with the project's ``n_splits`` / ``seed`` and store it (every pair's score and
+    counts, the split-half table) as an AgreementSnapshot of scope ``"bws"``; older ones beyond the last few are
+    dropped. Returns the snapshot."""
+    from annotation.agreement.project import SNAPSHOT_SCOPES_KEPT
+    from annotation.models import AgreementSnapshot
+
+    _check(project)
+    based_on = submitted_assignments(project)
+    js = judgements(project)
+    r = report(project, js=js)
+    figures = _jsonable({"pairs": [{k: row[k] for k in SCORE_KEYS} for row in r["rows"]],
+                         "split_half": r["split_half"], "table": r["table"], "judgements": r["judgements"],
+                         "n_splits": r["n_splits"], "seed": r["seed"]})
+    workers = len({j.annotator for j in js})
+    with transaction.atomic():
+        snap = AgreementSnapshot.objects.create(project=project, scope=SCORES_SCOPE, figures=figures,
+                                                n_units=len(figures["pairs"]), n_coders=workers, based_on=based_on)
+        old = list(AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
+                   .order_by("-computed_at", "-id").values_list("pk", flat=True)[SNAPSHOT_SCOPES_KEPT:])
+        if old:
+            AgreementSnapshot.objects.filter(pk__in=old).delete()
+    return snap
+
+
+def latest_scores(project):
+    """The newest stored scores of the project (an AgreementSnapshot of scope ``"bws"``), or ``None``."""
+    from annotation.models import AgreementSnapshot
+
+    return (AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
+            .order_by("-computed_at", "-id").first())
+
+
+def refresh_scores(project, *, force: bool = False):
+    """Store new scores unless the latest already covers every submitted assignment (``force``: anyway). For the
+    debounced recompute task; a project of another task type is left alone. Returns the snapshot stored or
+    ``None``."""
+    if project.task_type != TASK_TYPE:
+        return None
+    last = latest_scores(project)
+    if not force and last is not None and last.based_on == submitted_assignments(project):
+        return None
+    return store_scores(project)
+
+
+def stored_rows(snapshot, project) -> list[dict]:
+    """The stored pairs of a snapshot with their argument texts (from the project's sampled pairs)."""
+    pairs = (project.config or {}).get("pairs") or {}
+    return [dict(row, argument1=(pairs.get(row["pair_id"]) or {}).get("a", ""),
+                 argument2=(pairs.get(row["pair_id"]) or {}).get("b", ""))
+            for row in (snapshot.figures or {}).get("pairs") or []]
+
+
 def export_rows(project) -> list[dict]:
     """JSONL rows (topic, argument1, argument2, score, counts) of every scored pair."""
     _check(project)
     js = judgements(project)
     return export.rows(counting_scores(encode(js)), (project.config or {}).get("pairs") or {}) if js else []
+
+
+def export_files(project, out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None,
+                 seed: int | None = None) -> dict[str, int]:
+    """:func:`export_rows` written by :func:`annotation.bws.export.write_files`; the cross-topic topics default to
+    the project's ``config["splits"]``, the in-topic seed to its ``config["seed"]``. Raises ``ValueError``."""
+    _check(project)
+    config = project.config or {}
+    seed = int(config.get("seed", 0) if seed is None else seed)
+    return export.write_files(export_rows(project), out, split=split, out_dir=out_dir,
+                              splits=splits or config.get("splits"), seed=seed)

@@ -11,6 +11,7 @@ Item payload (built by :meth:`Aspect.build_items` / :func:`build_payload`)::
                           # what free spans snap to (config free_spans)
      "check": {"a": 3, "b": 4, "question": "3 + 4"},   # arithmetic asked with either checkbox
      "ranker": "baseline",
+     "instruction": "Select 'kill birds' as the aspect of this sentence."   # optional, shown above the sentence
      "reference": {...}        # optional: aspects imported with the sentence (App. F), never shown
      "adjudicated": {...}}     # optional: an expert's final answer (see annotation.aspects.aggregation)
 
@@ -41,11 +42,26 @@ Cleaned response (what is stored)::
 the App. F export and the unitized (alpha_u) data take spans as ``begin``/``length`` only, so free spans go
 through them like any other.
 
-Gold: ``GoldItem.expected = {"aspects": [{"begin", "length", "text"}], "no_aspect": false}``.
-Config: ``top_k`` (default 10; the paper used 10 in-topic and 15 cross-topic), ``threshold`` (votes needed
-to accept a span; default a strict majority of R), ``ranker`` (a name from annotation.aspects.rankers),
-``free_spans`` (default false: see above; the page then lets the annotator select words in the sentence with
-the mouse or the keyboard; the no-JS form stays candidate-only).
+Gold: ``GoldItem.expected = {"aspects": [{"begin", "length", "text"}], "no_aspect": false}``. Gold items are
+the quality checks of App. A ("some HITs include easy-to-answer quality control questions. These will ask you to
+select specific words as aspect(s)"): a gold item shows an instruction above its sentence, e.g. "Select 'kill
+birds' as the aspect of this sentence." (:func:`gold_instruction`). It is stored as ``payload["instruction"]``
+when gold is imported (``aspects import --as-gold``); a gold item added without one (``services.add_items(...,
+gold=...)``, the admin) gets it from its ``GoldItem.expected`` when the page is drawn. ``payload["instruction"] =
+""`` or ``config["gold_instructions"] = false`` turn it off (hidden gold).
+
+First-list size (:func:`top_k_for`): ``top_k`` (default 10) for a sentence whose topic the ranker was trained on,
+``top_k_cross_topic`` (default 15) for one it was not -- the paper's 10 in-topic and 15 cross-topic candidates,
+chosen to keep recall@k >= 80% (§3.1 Step 2c). A trained ranker knows its training topics (its ModelVersion
+records them, ``metrics["info"]["train_topics"]``): an item's topic that is not among them (case-insensitive)
+is cross-topic. The baseline ranker (and a trained one that recorded no topics) has no training topics: then
+``config["study"]`` decides for every item: ``"cross-topic"`` -> ``top_k_cross_topic``, ``"in-topic"`` (the
+default) -> ``top_k``.
+
+Config: ``top_k`` / ``top_k_cross_topic`` / ``study`` (above), ``threshold`` (votes needed to accept a span;
+default a strict majority of R), ``ranker`` (a name from annotation.aspects.rankers), ``free_spans`` (default
+false: see above; the page then lets the annotator select words in the sentence with the mouse or the keyboard;
+the no-JS form stays candidate-only), ``gold_instructions`` (default true: see Gold).
 """
 from __future__ import annotations
 
@@ -62,6 +78,8 @@ from . import register
 from .base import ResponseInvalid, TaskType
 
 DEFAULT_TOP_K = 10
+DEFAULT_TOP_K_CROSS_TOPIC = 15
+STUDIES = ("in-topic", "cross-topic")
 RESPONSE_FIELDS = {"aspects", "no_aspect", "not_in_lists", "check"}
 _SPAN = re.compile(r"^\s*\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?\s*$")
 _TRUE = {"1", "true", "on", "yes"}
@@ -88,14 +106,41 @@ def arithmetic_check(text: str) -> dict:
     return {"a": a, "b": b, "question": f"{a} + {b}"}
 
 
+def ranker_topics(ranker) -> set[str] | None:
+    """The (lower-cased) topics a trained ranker was trained on, from its registry version
+    (``metrics["info"]["train_topics"]``); ``None`` when unknown (the baseline, or a version that recorded none)."""
+    version = getattr(ranker, "version", None)
+    info = ((getattr(version, "metrics", None) or {}).get("info") or {}) if version is not None else {}
+    topics = info.get("train_topics")
+    if not isinstance(topics, list) or not topics:  # none recorded (e.g. label rows without topics): unknown
+        return None
+    return {str(t).strip().lower() for t in topics}
+
+
+def top_k_for(config: dict | None, ranker, topic: str) -> int:
+    """Size of the first list for a sentence of ``topic`` (see the module docstring): ``top_k`` when the ranker
+    saw the topic in training, ``top_k_cross_topic`` when it did not; without known training topics,
+    ``config["study"] == "cross-topic"`` picks ``top_k_cross_topic``, else ``top_k``."""
+    config = config or {}
+    in_topic = int(config.get("top_k", DEFAULT_TOP_K))
+    cross_topic = int(config.get("top_k_cross_topic", DEFAULT_TOP_K_CROSS_TOPIC))
+    topics = ranker_topics(ranker)
+    if topics is not None:
+        return in_topic if (topic or "").strip().lower() in topics else cross_topic
+    return cross_topic if config.get("study") == "cross-topic" else in_topic
+
+
 def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: int | None = None, ranker=None,
-                  top_k: int = DEFAULT_TOP_K, extra: list[tuple[int, int]] = (), project=None) -> dict:
+                  top_k: int | None = None, extra: list[tuple[int, int]] = (), project=None) -> dict:
     """The payload of one sentence: ranked first list (top-k), second list (the rest, sentence order).
 
+    ``top_k``: the first list's size; ``None`` = :func:`top_k_for` (the project's config and the ranker).
     ``extra``: spans that must be offered even if the filters drop them (e.g. an imported gold aspect with
     a stopword at its edge); they go to the second list unless already offered.
     """
     ranker = ranker or get_active_ranker(project)
+    if top_k is None:
+        top_k = top_k_for(getattr(project, "config", None), ranker, topic)
     cands = make_candidates(text)
     ranked = rank(ranker, text, topic, cands)
     first = ranked[:top_k]
@@ -112,6 +157,50 @@ def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: i
             "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
             "more": more, "tokens": token_offsets(text), "check": arithmetic_check(text),
             "ranker": getattr(ranker, "name", type(ranker).__name__)}
+
+
+def gold_instruction(expected: dict | None, text: str = "") -> str:
+    """What a gold item asks (App. A's quality checks): ``Select 'kill birds' as the aspect of this sentence.``,
+    ``Select 'clean' and 'expensive' as the aspects of this sentence.``, or, for "no aspect", ``Tick "No aspect in
+    the sentence" for this sentence.``; ``""`` for an expected answer it cannot phrase."""
+    expected = expected or {}
+    spans = []
+    for a in expected.get("aspects") or []:
+        if not isinstance(a, dict):
+            continue
+        phrase = a.get("text")
+        if not phrase and text and isinstance(a.get("begin"), int) and isinstance(a.get("length"), int):
+            phrase = text[a["begin"]:a["begin"] + a["length"]]
+        if phrase:
+            spans.append((int(a.get("begin", 0)), str(phrase)))
+    if not spans:
+        return 'Tick "No aspect in the sentence" for this sentence.' if expected.get("no_aspect") else ""
+    phrases = [f"'{p}'" for _, p in sorted(spans)]
+    listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    noun = "the aspect" if len(phrases) == 1 else "the aspects"
+    return f"Select {listed} as {noun} of this sentence."
+
+
+def gold_instructions_on(project) -> bool:
+    return (getattr(project, "config", None) or {}).get("gold_instructions", True) is not False
+
+
+def item_instruction(project, item) -> str:
+    """The instruction shown with ``item``: ``payload["instruction"]`` when the key is there (``""`` = none), else
+    for a gold item the one phrased from its ``GoldItem.expected`` (unless ``config["gold_instructions"]`` is
+    false); ``""`` for an ordinary item."""
+    payload = item.payload or {}
+    if "instruction" in payload:
+        return str(payload.get("instruction") or "")
+    if not getattr(item, "is_gold", False) or not gold_instructions_on(project):
+        return ""
+    from annotation.models import GoldItem
+
+    try:
+        expected = item.gold.expected
+    except GoldItem.DoesNotExist:
+        return ""
+    return gold_instruction(expected, payload.get("text", ""))
 
 
 def token_offsets(text: str) -> list[list[int]]:
@@ -174,6 +263,14 @@ class Aspect(TaskType):
         if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
             raise ResponseInvalid("top_k", "a whole number >= 1")
         config["top_k"] = top_k
+        cross = config.get("top_k_cross_topic", DEFAULT_TOP_K_CROSS_TOPIC)
+        if not isinstance(cross, int) or isinstance(cross, bool) or cross < 1:
+            raise ResponseInvalid("top_k_cross_topic", "a whole number >= 1")
+        config["top_k_cross_topic"] = cross
+        if "study" in config and config["study"] not in STUDIES:
+            raise ResponseInvalid("study", f"one of {', '.join(STUDIES)}")
+        if "gold_instructions" in config and not isinstance(config["gold_instructions"], bool):
+            raise ResponseInvalid("gold_instructions", "true or false")
         threshold = config.get("threshold")
         if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1):
             raise ResponseInvalid("threshold", "a whole number of votes >= 1 (or null for a majority of R)")
@@ -187,12 +284,12 @@ class Aspect(TaskType):
 
     def build_items(self, project, rows):
         ranker = get_active_ranker(project)
-        top_k = (project.config or {}).get("top_k", DEFAULT_TOP_K)
         items = []
         for sentence in rows:
             topic = getattr(sentence, "topic", None)
-            items.append(build_payload(sentence.text, str(topic) if topic else "", stance=sentence.stance,
-                                       sentence_id=sentence.pk, ranker=ranker, top_k=top_k))
+            topic = str(topic) if topic else ""
+            items.append(build_payload(sentence.text, topic, stance=sentence.stance, sentence_id=sentence.pk,
+                                       ranker=ranker, top_k=top_k_for(project.config, ranker, topic)))
         return items
 
     def item_links(self, payload):
@@ -214,9 +311,18 @@ class Aspect(TaskType):
         return {"item": item, "payload": payload, "text": text, "topic": payload.get("topic", ""),
                 "candidates": payload.get("candidates", []), "more": payload.get("more", []),
                 "check_question": (payload.get("check") or {}).get("question", ""),
+                "instruction": item_instruction(project, item),
                 # free mode: the page snaps selections to these (the server's own tokens, also for items
                 # built before the payload carried "tokens")
                 "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else ""}
+
+    def worker_payload(self, project, item, assignment=None):
+        payload = super().worker_payload(project, item, assignment=assignment)
+        payload.pop("instruction", None)  # "" (none) is not sent; a gold item's phrased one is
+        instruction = item_instruction(project, item)
+        if instruction:
+            payload["instruction"] = instruction
+        return payload
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data):

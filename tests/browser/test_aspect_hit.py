@@ -248,3 +248,38 @@ def test_wrong_sum_is_refused_by_the_server_and_shown_at_the_sentence(live_serve
     expect(page.locator(f"#item-{ids[1]}-input")).to_be_focused()  # hit.js focuses the item; it hands over to the field
     assert Response.objects.count() == 0
     assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
+    """App. A's quality checks: the gold item asks for specific words ("Select 'kill birds' as the aspect of this
+    sentence."); the instruction is visible above its sentence while the widget works as for any other sentence."""
+    from annotation.aspects.rankers import BaselineRanker
+    from annotation.task_types.aspect import build_payload
+
+    project = make_aspect_project(slug="aspects-gold-instruction")
+    text = "Wind turbines kill birds."
+    payload = build_payload(text, "nuclear energy", stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
+    begin = text.index("kill birds")
+    services.add_items(project, [], gold=[{"payload": payload, "expected": {
+        "aspects": [{"begin": begin, "length": 10}], "no_aspect": False}}])
+    project.gold_rate = 1 / 3
+    project.save()
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page.locator(".hit-item")).to_have_count(4)
+    gold = next(i for i in services.assignment_items(Assignment.objects.get(worker__source=Worker.Source.INVITE))
+                if i.is_gold)
+    note = page.locator(f"#item-{gold.pk}-instruction")
+    expect(note).to_be_visible()
+    expect(note).to_have_text("Note: Select 'kill birds' as the aspect of this sentence.")
+    expect(page.locator(".aspect-instruction")).to_have_count(1)
+    sentence = page.locator(f"#item-{gold.pk}-text")
+    assert note.bounding_box()["y"] < sentence.bounding_box()["y"]
+    expect(sentence).to_have_attribute("aria-describedby", f"item-{gold.pk}-instruction")
+    field = page.locator(f"#item-{gold.pk}-input")
+    field.focus()
+    page.keyboard.type("kill birds")
+    expect(page.locator(f"#item-{gold.pk}-listbox")).to_be_visible()
+    note.scroll_into_view_if_needed()
+    screenshot(page, "aspect_gold_instruction.png")

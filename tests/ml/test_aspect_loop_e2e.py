@@ -83,7 +83,8 @@ def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, sett
     settings.ARGORA_RETRAIN_DEBOUNCE_SECONDS = 1
     project = services.create_project(
         name="Demo aspects", slug="demo-aspects-loop", task_type="aspect", status="active", assignments_per_item=1,
-        items_per_hit=5, config={"top_k": 10, "retrain_every": N_LABELLED, "retrain_kinds": ["ranker", "span_ranker"]})
+        items_per_hit=5, config={"top_k": 10, "top_k_cross_topic": 10,  # later items' topics may be unseen in training
+                                 "retrain_every": N_LABELLED, "retrain_kinds": ["ranker", "span_ranker"]})
     services.add_items_from_rows(project, labelled)
     services.build_hits(project)
     assert {i.payload["ranker"] for i in Item.objects.filter(project=project)} == {"baseline"}

@@ -1,10 +1,15 @@
 """``manage.py aspects import|export|labels``: App. F aspect datasets and ranker training labels.
 
     manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits]
-    manage.py aspects export --project SLUG --out DIR [--split none|cross-topic|in-topic] [--seed N]
+    manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
+    manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
     manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
 
 Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
+Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
+(either or both). A wrong combination (``--split`` without ``--out-dir``, ``--out-dir`` without ``--split``,
+neither ``--out`` nor ``--split``, ``--out`` naming a folder) exits 2 and writes nothing. Sentences that are not
+arguments (stance none) and unresolved items are left out and counted.
 """
 from __future__ import annotations
 
@@ -29,9 +34,11 @@ class Command(BaseCommand):
         p.add_argument("--build-hits", action="store_true", help="put the new items into HITs")
         p = sub.add_parser("export", help="write a project's aspects as App. F JSONL")
         p.add_argument("--project", required=True)
-        p.add_argument("--out", required=True, help="folder to write aspects.jsonl or train/dev/test.jsonl into")
-        p.add_argument("--split", default="none", choices=["none", "cross-topic", "in-topic"])
-        p.add_argument("--seed", type=int, default=13)
+        p.add_argument("--out", help="the unsplit App. F file, e.g. aspects.jsonl")
+        p.add_argument("--split", default=None, choices=["none", "cross-topic", "in-topic"],
+                       help="also write the fixed split (App. F) as train/dev/test.jsonl into --out-dir")
+        p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
+        p.add_argument("--seed", type=int, default=13, help="seed of the in-topic split")
         p = sub.add_parser("labels", help="write Step 2a ranker labels (sentence, candidate, score) as JSONL")
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--project")
@@ -68,9 +75,16 @@ class Command(BaseCommand):
                     summary["hits_created"] = services.build_hits(project)
                 self.stdout.write(f"{options['file']}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
             elif action == "export":
+                problem = appf.check_export_args(options["out"], options["split"], options["out_dir"])
+                if problem:
+                    raise CommandError(problem, returncode=2)
                 project = self._project(options["project"])
-                files = appf.export_appf(project, options["out"], mode=options["split"], seed=options["seed"])
+                stats: dict = {}
+                files = appf.export_appf(project, options["out"], split=options["split"], out_dir=options["out_dir"],
+                                         seed=options["seed"], stats=stats)
                 self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
+                self.stdout.write(f"left out: {stats['non_arguments']} non-argument sentence(s) (stance none; App. F "
+                                  f"has arguments only), {stats['unresolved']} unresolved item(s)")
             else:
                 if options["appf"]:
                     rows = list(labels.appf_label_rows(options["appf"]))  # validate the whole file first

@@ -3,6 +3,13 @@
     manage.py bws score --file A.csv [--splits 25] [--seed 0] [--json]
     manage.py bws sample --project P --topic T --pairs N [--seed S] [--scorer cosine|jaccard] [--create]
     manage.py bws build --project P [--seed S]
+    manage.py bws export --project P --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR]
+                         [--train T,... --dev T --test T,...] [--seed S]
+
+``export``: the pairs with their counting scores and counts as JSONL (:mod:`annotation.bws.export`, the same rows
+and splits as the ``bws`` release kind): ``--out`` the unsplit file, ``--split`` + ``--out-dir`` train/dev/test.jsonl
+(cross-topic: the topics of ``--train/--dev/--test`` or of the project's ``config.splits``; in-topic: seeded, the
+paper's 2471 / 478 / 451 proportions). A wrong combination or an unknown topic exits 2 and writes nothing.
 
 ``score``: A.csv has the columns ``tuple,annotator,topic,best,worst,items`` (items = the tuple's pair ids joined by
 ``|``); prints counting scores and the split-half table (``--json``: ``{"scores": {pair: score}, "split_half":
@@ -38,6 +45,16 @@ class Command(BaseCommand):
         p = sub.add_parser("build", help="tuples -> items (+ attention checks) -> HITs for the sampled topics")
         p.add_argument("--project", required=True)
         p.add_argument("--seed", type=int, default=None)
+        p = sub.add_parser("export", help="write the scored pairs as JSONL, unsplit and/or in fixed splits")
+        p.add_argument("--project", required=True)
+        p.add_argument("--out", help="the unsplit file, e.g. bws.jsonl")
+        p.add_argument("--split", choices=["cross-topic", "in-topic"], default=None,
+                       help="also write train/dev/test.jsonl into --out-dir")
+        p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
+        for part in ("train", "dev", "test"):
+            p.add_argument(f"--{part}", default=None, help=f"cross-topic: comma-separated {part} topics "
+                                                          f"(default: the project's config.splits)")
+        p.add_argument("--seed", type=int, default=None, help="in-topic: the seed (default: the project's seed)")
 
     def handle(self, *args, action, **options):
         from annotation.bws.project import BWSProjectError
@@ -45,6 +62,8 @@ class Command(BaseCommand):
         try:
             if action == "score":
                 return self._score(options)
+            if action == "export":
+                return self._export(options)
             project = self._project(options["project"], create=action == "sample" and options["create"])
             from annotation.bws import project as bws
 
@@ -85,6 +104,24 @@ class Command(BaseCommand):
             raise CommandError(f"project {slug!r} is a {project.task_type!r} project, not {bws.TASK_TYPE!r}",
                                returncode=2)
         return project
+
+    def _export(self, options):
+        from annotation.bws import project as bws
+        from annotation.bws.export import check_export_args
+
+        problem = check_export_args(options["out"], options["split"], options["out_dir"])
+        given = [part for part in ("train", "dev", "test") if options[part]]
+        if not problem and given and options["split"] != "cross-topic":
+            problem = f"--{given[0]} names cross-topic topics: it needs --split cross-topic"
+        if not problem and given and len(given) != 3:
+            problem = "--train, --dev and --test go together (or none: the project's config.splits)"
+        if problem:
+            raise CommandError(problem, returncode=2)
+        project = self._project(options["project"])
+        splits = {part: [t.strip() for t in options[part].split(",") if t.strip()] for part in given} or None
+        files = bws.export_files(project, options["out"], split=options["split"], out_dir=options["out_dir"],
+                                 splits=splits, seed=options["seed"])
+        self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
 
     def _score(self, options):
         from annotation.bws.csvio import BWSInputError, read_csv

@@ -104,9 +104,15 @@ def test_import_as_gold(appf_file, project):
 @pytest.mark.parametrize("as_gold", [False, True])
 def test_round_trip_is_byte_for_byte(appf_file, project, tmp_path, as_gold):
     import_appf(appf_file, project, as_gold=as_gold)
-    files = appf.export_appf(project, tmp_path / "out")
-    assert files == {"aspects.jsonl": 8}
-    assert (tmp_path / "out" / "aspects.jsonl").read_bytes() == canonical(appf_file)
+    out = tmp_path / "out" / "aspects.jsonl"
+    files = appf.export_appf(project, out)
+    assert files == {str(out): 8}
+    assert out.read_bytes() == canonical(appf_file)
+    # and back: the exported file imports into a fresh project and exports to the same bytes
+    again = services.create_project(name="Again", slug="again", task_type="aspect", config={"top_k": 3})
+    assert import_appf(out, again, as_gold=as_gold)["rows"] == 8
+    appf.export_appf(again, tmp_path / "again.jsonl")
+    assert (tmp_path / "again.jsonl").read_bytes() == out.read_bytes()
 
 
 def test_malformed_line_names_file_and_line_and_writes_nothing(tmp_path, project):
@@ -153,8 +159,8 @@ def test_crowd_export_uses_the_aggregated_aspects(tmp_path, project):
     path.write_text("\n".join(appf_line(*r) for r in ROWS[5:7]) + "\n", encoding="utf-8")
     import_appf(path, project)
     services.build_hits(project)
-    w1 = services.worker_for_external_id("w1", source="mturk")
-    w2 = services.worker_for_external_id("w2", source="mturk")
+    w1 = services.worker_for_external_id("w1", source="prolific")
+    w2 = services.worker_for_external_id("w2", source="prolific")
     cloning = ROWS[6][3]
     clean = "18:5"
     unsafe, unnatural = f"{cloning.index('unsafe')}:6", f"{cloning.index('unnatural')}:9"
@@ -204,9 +210,22 @@ def test_cli_import_export_labels(appf_file, tmp_path):
     out = StringIO()
     call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", "--build-hits", stdout=out)
     assert "items_created 8" in out.getvalue() and "hits_created" in out.getvalue()
-    call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "x"), "--split", "cross-topic",
+    out = StringIO()
+    call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "all.jsonl"), stdout=out)
+    assert f"{tmp_path / 'all.jsonl'}: 8 rows" in out.getvalue()
+    assert (tmp_path / "all.jsonl").read_bytes() == canonical(appf_file)
+    call_command("aspects", "export", "--project", "cli", "--split", "cross-topic", "--out-dir", str(tmp_path / "x"),
                  stdout=StringIO())
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["dev.jsonl", "test.jsonl", "train.jsonl"]
+    test_rows = [json.loads(line) for line in (tmp_path / "x" / "test.jsonl").read_text().splitlines()]
+    assert {r["topic"] for r in test_rows} == {"gun control", "school uniforms"}
+    # both at once: the unsplit file and the in-topic split files
+    call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "both.jsonl"), "--split",
+                 "in-topic", "--out-dir", str(tmp_path / "y"), "--seed", "3", stdout=StringIO())
+    assert (tmp_path / "both.jsonl").read_bytes() == canonical(appf_file)
+    parts = {p: (tmp_path / "y" / f"{p}.jsonl").read_text().splitlines() for p in ("train", "dev", "test")}
+    assert sorted(line for lines in parts.values() for line in lines) == sorted(
+        (tmp_path / "both.jsonl").read_text().splitlines())
     call_command("aspects", "labels", "--project", "cli", "--out", str(tmp_path / "labels.jsonl"), stdout=StringIO())
     rows = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
     row = next(r for r in rows if r["candidate"] == "background checks")
@@ -234,3 +253,51 @@ def test_cli_exit_status_in_a_subprocess(tmp_path):
     assert result.returncode == 2, result.stderr
     assert f"{path}:2: expected a JSON object" in result.stderr
     assert not (tmp_path / "l.jsonl").exists()
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["--split", "cross-topic"], "--split needs --out-dir"),
+    (["--out-dir", "DIR"], "--out-dir needs --split"),
+    (["--out", "OUT", "--out-dir", "DIR"], "--out-dir needs --split"),
+    ([], "give --out FILE.jsonl"),
+    (["--out", "TMP"], "is a folder"),
+    (["--split", "none", "--out-dir", "DIR"], "--out-dir needs --split"),
+])
+def test_cli_export_wrong_combination_exits_2_and_writes_nothing(appf_file, tmp_path, args, reason):
+    call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", stdout=StringIO())
+    args = [str(tmp_path / "d") if a == "DIR" else str(tmp_path / "o.jsonl") if a == "OUT" else
+            str(tmp_path) if a == "TMP" else a for a in args]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(CommandError) as info:
+        call_command("aspects", "export", "--project", "cli", *args, stdout=StringIO())
+    assert info.value.returncode == 2 and reason in str(info.value), str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, project):
+    """App. F has Argument_for / Argument_against only (import refuses anything else): an item of a sentence with
+    stance none is not exported (and counted), so every exported file imports again."""
+    from annotation.task_types.aspect import build_payload
+    from annotation.aspects.rankers import BaselineRanker
+
+    path = tmp_path / "two.jsonl"
+    path.write_text("\n".join(appf_line(*r) for r in ROWS[5:7]) + "\n", encoding="utf-8")
+    import_appf(path, project, as_gold=True)
+    text = "My uncle visited a nuclear power station last summer."
+    payload = build_payload(text, "nuclear energy", stance="none", ranker=BaselineRanker(load_from_db=False))
+    visited = text.index("visited")
+    services.add_items(project, [], gold=[{"payload": payload, "expected": {
+        "aspects": [{"begin": visited, "length": 7}], "no_aspect": False}}])
+    item = Item.objects.get(project=project, payload__text=text)
+    assert appf.appf_row(item, {"resolved": True, "aspects": [{"begin": visited, "length": 7}]}) is None
+    stats = {}
+    out = tmp_path / "out.jsonl"
+    assert appf.export_appf(project, out, stats=stats) == {str(out): 2}
+    assert stats == {"rows": 2, "unresolved": 0, "non_arguments": 1}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["stance"] for r in rows} == {"Argument_for", "Argument_against"}
+    assert text not in out.read_text()
+    parse_appf(out)  # importable as it is
+    cli = StringIO()
+    call_command("aspects", "export", "--project", project.slug, "--out", str(tmp_path / "cli.jsonl"), stdout=cli)
+    assert "1 non-argument sentence(s)" in cli.getvalue() and "0 unresolved" in cli.getvalue()

@@ -107,8 +107,10 @@ def test_form_style_values_and_span_spellings():
 
 def test_config_is_checked():
     tt = get_task_type("aspect")
-    assert tt.clean_config({}) == {"top_k": 10, "ranker": "baseline"}
-    for bad, field in (({"top_k": 0}, "top_k"), ({"threshold": "3"}, "threshold"), ({"ranker": "nope"}, "ranker")):
+    assert tt.clean_config({}) == {"top_k": 10, "top_k_cross_topic": 15, "ranker": "baseline"}
+    for bad, field in (({"top_k": 0}, "top_k"), ({"threshold": "3"}, "threshold"), ({"ranker": "nope"}, "ranker"),
+                       ({"top_k_cross_topic": 0}, "top_k_cross_topic"), ({"study": "both"}, "study"),
+                       ({"gold_instructions": "yes"}, "gold_instructions")):
         with pytest.raises(ResponseInvalid) as info:
             tt.clean_config(bad)
         assert info.value.field == field
