@@ -8,11 +8,17 @@ App. F JSONL file with ``--appf``), then, in one run:
   first, then the median of ``--repeats`` timed passes), and the ratio span / cross-encoder (the span ranker should
   be >= 20x faster: one encoder pass per sentence instead of one per candidate).
 
+Both evaluation settings of Arg-CTRL Table 2: the dev split above is *in-topic* (dev sentences of the training
+topics); ``--cross-topic`` also trains each model once per topic on the other topics (leave-one-topic-out,
+:func:`ml.metrics.cross_topic` through the trainers' ``eval = "cross-topic"``) and prints the cross-topic recall@k
+next to it (the baseline's too). That costs one extra training per topic and model (8 topics on synthetic data).
+
 Usage::
 
     python bench/ranker.py                       # packaged all-MiniLM-L6-v2, synthetic data, cuda if available
     python bench/ranker.py --appf aspects.jsonl  # real App. F data (seeded sentence split)
     python bench/ranker.py --random-init         # a MiniLM-shaped BERT with random weights (no weights needed)
+    python bench/ranker.py --cross-topic         # also leave-one-topic-out recall@k (slower: a training per topic)
 
 Works without a configured Django project (no database is used): only the trainers, the metrics and the data
 helpers are imported.
@@ -74,6 +80,8 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizer")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--cross-topic", action="store_true",
+                   help="also leave-one-topic-out recall@k (one extra training per topic and model)")
     args = p.parse_args(argv)
 
     import torch
@@ -100,7 +108,8 @@ def main(argv=None) -> int:
     models = {}
     for name, module, steps in (("cross-encoder", ce_kind, args.ce_steps), ("span ranker", span_kind, args.span_steps)):
         out = Path(tempfile.mkdtemp(prefix=f"bench-{module.KIND}-"))
-        hp = {"max_steps": steps, "batch_size": args.batch_size, "max_length": args.max_length}
+        hp = {"max_steps": steps, "batch_size": args.batch_size, "max_length": args.max_length,
+              "eval": "cross-topic" if args.cross_topic else "in-topic"}
         started = time.perf_counter()
         result = module.train(TrainRequest(kind=module.KIND, rows_train=rows_train, rows_dev=rows_dev,
                                            base_model=base, seed=args.seed, hyperparameters=hp, output_dir=out))
@@ -108,12 +117,22 @@ def main(argv=None) -> int:
         models[name] = module.load(out)
         figures[name] = {"train_steps": steps, "train_seconds": round(train_s, 2),
                          **{k: round(v, 4) for k, v in result.metrics.items() if k.startswith(("recall", "mse"))}}
+        if args.cross_topic:
+            figures[name]["cross_topic"] = {k.replace("cross_topic_", ""): (None if v is None else round(v, 4))
+                                            for k, v in result.metrics.items() if k.startswith("cross_topic_")}
         print(f"{name}: trained {steps} steps in {train_s:.1f} s; dev recall@10 {result.metrics['recall@10']:.4f}",
               flush=True)
     figures["baseline"] = {k: round(v, 4) for k, v in evaluate_scorer(baseline_scorer(rows_train), dev_groups).items()
                            if k.startswith("recall")}
     figures["random"] = {k: round(v, 4) for k, v in evaluate_scorer(RandomScorer(args.seed), dev_groups).items()
                          if k.startswith("recall")}
+    if args.cross_topic:
+        from ml.metrics import cross_topic
+
+        ct = cross_topic(lambda tr, te: baseline_scorer(tr), list(rows_train) + list(rows_dev))
+        figures["baseline"]["cross_topic"] = {k: round(v, 4) for k, v in ct.items() if k.startswith("recall")}
+        ct = cross_topic(lambda tr, te: RandomScorer(args.seed), list(rows_train) + list(rows_dev))
+        figures["random"]["cross_topic"] = {k: round(v, 4) for k, v in ct.items() if k.startswith("recall")}
 
     n_candidates = sum(len(g.spans) for g in dev_groups)
     for name, model in models.items():
@@ -133,7 +152,7 @@ def main(argv=None) -> int:
     ratio = figures["span ranker"]["candidates_per_second"] / figures["cross-encoder"]["candidates_per_second"]
     figures["speedup_span_vs_cross_encoder"] = round(ratio, 2)
 
-    print()
+    print("\nin-topic (dev sentences of the training topics)" if args.cross_topic else "")
     print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10} {'cand/s':>11} "
           f"{'sent/s':>9}")
     for name in ("cross-encoder", "span ranker", "baseline", "random"):
@@ -142,6 +161,13 @@ def main(argv=None) -> int:
                  if "candidates_per_second" in f else f"{'-':>11} {'-':>9}")
         print(f"{name:<14} {f['recall@5']:>9.4f} {f['recall@10']:>10.4f} {f['recall@15']:>10.4f} "
               f"{f['recall@20']:>10.4f} {speed}")
+    if args.cross_topic:
+        print(f"\ncross-topic (leave-one-topic-out, mean over topics)")
+        print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10}")
+        for name in ("cross-encoder", "span ranker", "baseline", "random"):
+            f = figures[name]["cross_topic"]
+            cells = ["-" if f.get(f"recall@{k}") is None else f"{f[f'recall@{k}']:.4f}" for k in (5, 10, 15, 20)]
+            print(f"{name:<14} {cells[0]:>9} {cells[1]:>10} {cells[2]:>10} {cells[3]:>10}")
     print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second "
           f"({n_candidates} candidates of {len(dev_groups)} sentences, median of {args.repeats}); "
           f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "

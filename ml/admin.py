@@ -11,7 +11,7 @@ class ModelVersionAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status", "is_active", "project")
     search_fields = ("kind", "data_snapshot", "data_hash", "task_id", "base_model")
     readonly_fields = [f.name for f in ModelVersion._meta.fields]
-    actions = ["activate_selected"]
+    actions = ["activate_selected", "rollback_selected"]
 
     @admin.display(description="dev primary")
     def primary(self, obj):
@@ -28,3 +28,18 @@ class ModelVersionAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{version} activated")
             except ValueError as exc:
                 self.message_user(request, str(exc), level=messages.ERROR)
+
+    @admin.action(description="Roll back: archive the active version of each selected version's kind and project, "
+                              "re-activate the previous one")
+    def rollback_selected(self, request, queryset):
+        """The same as ``manage.py models rollback <kind> [--project SLUG]`` (:func:`ml.registry.rollback`), once
+        per (kind, project) among the selected versions."""
+        scopes = {(v.kind, v.project_id): v.project for v in queryset.select_related("project")}
+        for (kind, _), project in sorted(scopes.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+            where = f"{kind}" + (f" of project {project.slug}" if project is not None else " (global)")
+            previous = registry.rollback(kind, project)
+            if previous is None:
+                self.message_user(request, f"{where}: no earlier ready version to roll back to; nothing changed",
+                                  level=messages.WARNING)
+            else:
+                self.message_user(request, f"{where}: rolled back, version {previous.pk} is active")

@@ -13,7 +13,13 @@ Flow (:func:`start` -> :func:`process` in a worker or the CLI):
 - each batch's labels, the new checkpoint (``last_sentence_id``), the counters and the running scheme sums are
   committed in ONE transaction, with the run row locked: a crash loses at most the batch in flight, a resume starts
   after the checkpoint and never duplicates (and a unique (run, sentence) constraint guards it anyway);
-- ``cancel_requested`` is checked between batches (:func:`cancel`); progress goes to ``progress(done, total)``.
+- ``cancel_requested`` is checked between batches (:func:`cancel`); progress goes to ``progress(done, total)``;
+- every committed batch refreshes ``heartbeat_at``. A run left ``running`` by a worker that died outright (no
+  ``failed`` written) is found by :func:`recover_interrupted` (the beat task ``ml.recover_interrupted``, also
+  ``manage.py silver recover``): no heartbeat for ``older_than`` seconds (default 4 x the model heartbeat, or
+  ``ARGORA_SILVER_STALE_SECONDS``) marks it ``failed`` ("interrupted: ..."), and with ``requeue`` it is made
+  pending and sent to a worker again, continuing after its checkpoint. A live but slow worker that is recovered by
+  mistake loses nothing: the checkpoint check in each batch's transaction stops whichever of the two is behind.
 
 Filters (``options``, applied when rows are read back for a release, :func:`silver_rows`, since they need the
 scheme means over the whole run): ``scheme_ratio`` (default 0.2): keep a predicted scheme only if its
@@ -145,6 +151,51 @@ def cancel(run):
             fields += ["status", "finished_at"]
         run.save(update_fields=fields)
     return run
+
+
+def stale_seconds() -> float:
+    """How long a ``running`` run may go without a heartbeat before :func:`recover_interrupted` takes it."""
+    import os
+
+    from .registry import HEARTBEAT_SECONDS
+
+    raw = os.environ.get("ARGORA_SILVER_STALE_SECONDS", "").strip()
+    return float(raw) if raw else 4 * HEARTBEAT_SECONDS
+
+
+def recover_interrupted(*, older_than: float | None = None, requeue: bool = False) -> list[dict]:
+    """Runs still ``running`` with no heartbeat (last committed batch, or the start) for ``older_than`` seconds.
+
+    Each is marked ``failed`` with ``error = "interrupted: ..."`` (one guarded UPDATE, so two sweeps cannot both take
+    it); with ``requeue`` it is then resumed (pending again) and enqueued on commit (``ml.tasks.silver``), and it
+    continues after its checkpoint. Returns ``[{"run", "kind", "processed", "last_sentence_id", "requeued"}]``."""
+    from datetime import timedelta
+
+    SilverRun, _ = _models()
+    older_than = stale_seconds() if older_than is None else float(older_than)
+    cutoff = timezone.now() - timedelta(seconds=older_than)
+    found = []
+    for run in SilverRun.objects.filter(status=SilverRun.Status.RUNNING).order_by("pk"):
+        last = run.heartbeat_at or run.started_at or run.created_at
+        if last > cutoff:
+            continue
+        taken = SilverRun.objects.filter(pk=run.pk, status=SilverRun.Status.RUNNING, heartbeat_at=run.heartbeat_at
+                                         ).update(status=SilverRun.Status.FAILED,
+                                                  error=f"interrupted: no sign of life since {last.isoformat()}")
+        if not taken:  # it moved on (a batch committed) or another sweep took it
+            continue
+        requeued = False
+        if requeue:
+            try:
+                resume(run, enqueue=True)
+                requeued = True
+            except SilverError as exc:  # pragma: no cover - a done run is never "running"
+                log.warning("silver run %s: not requeued: %s", run.pk, exc)
+        log.warning("silver run %s: interrupted (no heartbeat since %s)%s", run.pk, last.isoformat(),
+                    "; requeued" if requeued else "")
+        found.append({"run": run.pk, "kind": run.kind, "processed": run.processed,
+                      "last_sentence_id": run.last_sentence_id, "requeued": requeued})
+    return found
 
 
 # --- the job ---------------------------------------------------------------------------------------

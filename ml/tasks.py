@@ -55,12 +55,14 @@ def silver(self, run_id) -> dict:
 
 @shared_task(name="ml.recover_interrupted", queue="default")
 def recover_interrupted() -> list:
-    """Periodic (beat): training runs with no heartbeat for 4 beats are failed and re-sent under their task id.
+    """Periodic (beat): training runs with no heartbeat for 4 beats are failed and re-sent under their task id;
+    silver runs left ``running`` without a heartbeat are marked interrupted and resumed from their checkpoint
+    (:func:`ml.silver.recover_interrupted`; their entries carry ``"run"``, the training ones ``"version"``).
 
     Needed where a broker loses the unacknowledged message of a worker killed outright (kombu's filesystem
     transport); harmless elsewhere. Not an ``ml.tasks.*`` name, so it runs on the default queue.
     """
-    from . import registry
+    from . import registry, silver
 
-    return registry.recover_interrupted(requeue=True)
+    return registry.recover_interrupted(requeue=True) + silver.recover_interrupted(requeue=True)
 

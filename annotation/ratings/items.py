@@ -12,6 +12,13 @@ Reading is all-or-nothing: every row is checked first, the first bad one raises
 the new rows become items (rows whose key the project already has are skipped, so a re-import adds nothing) and the
 new items are put into HITs.
 
+Corpus references: :func:`read_corpus_pairs` reads a file of candidate (e.g. generated) arguments,
+``{"topic", "stance": "pro" | "con", "text"}`` (+ optional ``"id"``, ``"system"``), and pairs each with a reference
+argument from the corpus (:class:`corpus.models.Sentence`) of the same topic (by name, case-insensitive) and stance,
+chosen seeded: the references of a topic and stance are shuffled with the seed and handed out in turn, so a
+re-run gives the same pairs and references repeat only when candidates outnumber them. A row whose topic is not in
+the corpus or that has no reference argument of its stance is refused (``file:line: reason``, nothing written).
+
 Debate trees: :func:`tree_debates` turns root-to-leaf paths of :class:`corpus.models.DebateTree` rows into human
 debates (debate trees §3): the root's text is the topic; the next ``length`` nodes of a path are the turns, the
 speakers alternating (Alice, Bob, ...). Paths shorter than ``length`` are left out; longer ones are cut, and paths that
@@ -100,6 +107,73 @@ def read_pairs(path) -> list[dict]:
             key = f"pair:{base}#{occurrences[base]}"
         payloads.append({"topic": topic, "stance": stance, "a": sides["a"], "b": sides["b"], "key": key,
                          "_line": line})
+    _unique_keys(path, payloads)
+    return payloads
+
+
+REFERENCE_SYSTEM = "reference"
+
+
+def read_corpus_pairs(path, *, system: str | None = None, seed: int = 13, source: str | None = None,
+                      reference_system: str = REFERENCE_SYSTEM) -> list[dict]:
+    """Item payloads pairing each candidate argument of ``path`` with a corpus reference (module docstring).
+
+    ``system`` names the candidates' system when a row has none (default ``"candidate"``); ``source`` keeps only
+    corpus sentences whose ``source`` is that; ``ImportFailed`` on the first bad row, before anything is written."""
+    import random
+
+    from corpus.models import Sentence, Stance, Topic
+
+    rows = []
+    for line, obj in _rows(path):
+        topic_name = _text(path, line, obj, "topic")
+        stance = _text(path, line, obj, "stance").lower()
+        if stance not in (Stance.PRO, Stance.CON):
+            raise ImportFailed(path, line, f'"stance" must be "pro" or "con", got "{stance}"')
+        text = _text(path, line, obj, "text")
+        cand_system = obj.get("system", system or "candidate")
+        if not isinstance(cand_system, str) or not cand_system.strip():
+            raise ImportFailed(path, line, '"system" must be a non-empty string')
+        cand_system = cand_system.strip()
+        if cand_system == reference_system:
+            raise ImportFailed(path, line, f'"system" is "{cand_system}", the name of the corpus references; '
+                                           f'a pair compares two systems')
+        rows.append((line, obj, topic_name, stance, text, cand_system))
+    topics = {name: Topic.objects.filter(name__iexact=name).order_by("id").first()
+              for name in {r[2].lower() for r in rows}}
+    pools: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    used: Counter = Counter()
+    payloads, occurrences = [], Counter()
+    for line, obj, topic_name, stance, text, cand_system in rows:
+        topic = topics.get(topic_name.lower())
+        if topic is None:
+            raise ImportFailed(path, line, f'topic "{topic_name}" is not in the corpus (import its arguments first '
+                                           f'or check the spelling)')
+        key = (topic.pk, stance)
+        if key not in pools:
+            qs = Sentence.objects.filter(topic=topic, stance=stance)
+            if source:
+                qs = qs.filter(source=source)
+            pool = list(qs.order_by("id").values_list("id", "text"))
+            random.Random(f"{seed}:{topic.pk}:{stance}").shuffle(pool)
+            pools[key] = pool
+        pool = [(sid, t) for sid, t in pools[key] if t.strip() != text]
+        if not pool:
+            where = f" with source {source!r}" if source else ""
+            raise ImportFailed(path, line, f'no reference argument in the corpus for topic "{topic.name}" and stance '
+                                           f'{stance}{where} (other than this text)')
+        sentence_id, ref_text = pool[used[key] % len(pool)]
+        used[key] += 1
+        sides = {"a": {"system": cand_system, "text": text},
+                 "b": {"system": reference_system, "text": ref_text.strip()[:MAX_TEXT]}}
+        if obj.get("id") not in (None, ""):
+            pair_key = f"pair:{str(obj['id'])[:150]}"
+        else:
+            base = _digest(topic.name, stance, cand_system, text, reference_system, sides["b"]["text"])
+            occurrences[base] += 1
+            pair_key = f"pair:{base}#{occurrences[base]}"
+        payloads.append({"topic": topic.name, "stance": stance, "a": sides["a"], "b": sides["b"], "key": pair_key,
+                         "source": {"sentence": sentence_id}, "_line": line})
     _unique_keys(path, payloads)
     return payloads
 
@@ -232,6 +306,10 @@ def import_pairs(project, path) -> dict:
     return import_payloads(project, read_pairs(path))
 
 
+def import_corpus_pairs(project, path, **options) -> dict:
+    return import_payloads(project, read_corpus_pairs(path, **options))
+
+
 def import_debates(project, path) -> dict:
     return import_payloads(project, read_debates(path))
 
@@ -243,5 +321,5 @@ def import_trees(project, *, length: int = 10, limit: int | None = None, trees=N
     return import_payloads(project, payloads)
 
 
-__all__ = ["DEFAULTS", "ImportFailed", "get_project", "import_debates", "import_pairs", "import_payloads",
-           "import_trees", "read_debates", "read_pairs", "tree_debates"]
+__all__ = ["DEFAULTS", "ImportFailed", "get_project", "import_corpus_pairs", "import_debates", "import_pairs",
+           "import_payloads", "import_trees", "read_corpus_pairs", "read_debates", "read_pairs", "tree_debates"]

@@ -9,6 +9,8 @@ Item payload (built by :mod:`.items`)::
 Response: ``{"style": 1..4, "content": 1..4, "strategy": 1..4, "overall": 1..4}`` (ints; the no-JS form posts
 digits). Workers never see ``system`` (:func:`public_payload`).
 
+Reviewers: 5-10 per debate (§3); :func:`reviewer_warning` says so when a project's R is outside that range.
+
 Results (:func:`criteria_table`): per criterion, mean and standard deviation of the individual ratings for human
 debates, for all generated debates, and per model when there are several -- the layout of Table 6. The standard
 deviation is the sample one (n - 1), as for a sample of raters. Krippendorff's alpha (ordinal) per criterion over a
@@ -33,6 +35,8 @@ SCALE = (1, 2, 3, 4)
 SCALE_WORDS = {1: "poor", 2: "fair", 3: "good", 4: "very good"}
 HUMAN = "human"
 GENERATED = "generated"
+# reviewers per debate in the debate-trees evaluation (§3): 5 to 10
+REVIEWERS = (5, 10)
 
 
 class Invalid(ValueError):
@@ -46,6 +50,22 @@ def public_payload(payload: dict) -> dict:
     payload = payload or {}
     return {"topic": payload.get("topic", ""),
             "turns": [{"speaker": t.get("speaker", ""), "text": t.get("text", "")} for t in payload.get("turns") or []]}
+
+
+def reviewer_warning(project) -> str | None:
+    """A warning (not an error) when a ``likert_debate`` project asks for fewer than 5 or more than 10 reviewers
+    per debate (R = ``assignments_per_item``); None otherwise and for other task types. Shown by the CLI
+    (``manage.py ratings debates``), the admin (on save) and the results page."""
+    if getattr(project, "task_type", None) != "likert_debate":
+        return None
+    r = project.assignments_per_item
+    low, high = REVIEWERS
+    if r is None or low <= r <= high:
+        return None
+    return (f"project {project.slug!r}: R = {r} reviewer{'s' if r != 1 else ''} per debate is outside the "
+            f"{low}-{high} of the debate-trees evaluation (§3); "
+            f"{'means and alpha rest on few ratings' if r < low else 'more reviewers than the protocol asks for'}"
+            f" (set assignments_per_item, e.g. --r {low})")
 
 
 def is_human(system: str) -> bool:

@@ -5,13 +5,26 @@ Item payload (built by :mod:`.items`)::
     {"topic": "...", "stance": "pro", "key": "pair:<hash>#1",
      "a": {"system": "arg-ctrl", "text": "..."}, "b": {"system": "reference", "text": "..."}}
 
-Placement: which of ``a`` / ``b`` is shown on the left is decided per assignment, seeded by assignment id + item id
-(:func:`swapped`; deterministic, so a reload shows the same order, and about half of the assignments see each
-order). Workers never see system names (:func:`public_payload`).
+Placement (the server decides it; :func:`left_side`): which of ``a`` / ``b`` is shown on the left for an assignment
+is ``coin(item) XOR (slot mod 2)``, where ``coin(item)`` is a coin seeded by the item id and ``slot`` is the
+assignment's place among the assignments of its HIT (0 for the first reservation, 1 for the second, ...; expired
+reservations keep their place). So the R assignments of an item alternate the order: with R = 2 every pair is seen
+once in each order, with any R the orders differ by at most one, and which order comes first is itself random per
+item. Expired reservations still count, so after an expiry the balance can be off by one more. The placement is
+deterministic (a reload shows the same order), the HIT page and the JSON API payload (``"left"``) show it, and a
+submission that claims another placement is refused (``left``). Without an assignment (a preview, gold answers)
+the payload order is used. Workers never see system names (:func:`public_payload`).
+
+The slot is stable: reserving an assignment takes the HIT's row lock before the assignment row is inserted, so the
+assignments of one HIT get increasing ids in the order they commit, and the count of earlier ones never changes --
+unless staff delete an earlier assignment of the same HIT (``services.do_release_assignment``): then the later ones
+move up a slot, an open reservation among them shows the other order on its next load, and a submission made from
+the old page is refused (``left``) rather than stored under the wrong placement.
 
 Response (positions, as the worker saw them)::
 
-    {"left": "a" | "b",                 # which payload argument was shown on the left
+    {"left": "a" | "b",                 # which payload argument was shown on the left (may be left out when
+                                        # submitted for an assignment: the server fills in its placement)
      "left_system": "<system>",         # stored by the server (optional on input; must match)
      "choice": "left" | "right" | "equal",
      "fluent_left": true | false, "fluent_right": true | false}
@@ -41,27 +54,62 @@ class Invalid(ValueError):
 
 
 # --- placement ------------------------------------------------------------------------------------
-def swapped(assignment_id: Any, item_id: Any) -> bool:
-    """True when argument ``b`` goes on the left for this assignment and item (no assignment: never)."""
-    if assignment_id in (None, "") or item_id in (None, ""):
-        return False
-    digest = hashlib.sha256(f"argora-pairwise:{assignment_id}:{item_id}".encode()).digest()
+def item_coin(item_id: Any) -> bool:
+    """A coin seeded by the item id: does the first assignment of the item see ``b`` on the left?"""
+    digest = hashlib.sha256(f"argora-pairwise:{item_id}".encode()).digest()
     return bool(digest[0] & 1)
 
 
-def left_side(assignment_id: Any, item_id: Any) -> str:
-    return "b" if swapped(assignment_id, item_id) else "a"
+def swapped_at(item_id: Any, slot: int) -> bool:
+    """True when argument ``b`` goes on the left for the assignment in ``slot`` (0, 1, ...) of the item's HIT."""
+    return item_coin(item_id) != bool(int(slot) % 2)
+
+
+def assignment_slot(assignment: Any) -> int | None:
+    """The assignment's place among the assignments of its HIT, by id (an Assignment, or its id; None: none).
+    Cached on the instance, so a page or a submission asks once."""
+    from annotation.models import Assignment
+
+    if assignment in (None, ""):
+        return None
+    if not isinstance(assignment, Assignment):
+        assignment = Assignment.objects.filter(pk=assignment).only("pk", "hit_id").first()
+        if assignment is None:
+            return None
+    slot = getattr(assignment, "_argora_pair_slot", None)
+    if slot is None:
+        slot = Assignment.objects.filter(hit_id=assignment.hit_id, pk__lt=assignment.pk).count()
+        assignment._argora_pair_slot = slot
+    return slot
+
+
+def _item_id(item: Any) -> Any:
+    return getattr(item, "pk", item)
+
+
+def swapped(assignment: Any, item: Any) -> bool:
+    """True when argument ``b`` goes on the left for this assignment (an Assignment or its id) and item (an Item or
+    its id); no assignment (a preview): never."""
+    slot = assignment_slot(assignment)
+    if slot is None or _item_id(item) in (None, ""):
+        return False
+    return swapped_at(_item_id(item), slot)
+
+
+def left_side(assignment: Any, item: Any) -> str:
+    """The payload side (``"a"`` / ``"b"``) shown on the left for this assignment and item."""
+    return "b" if swapped(assignment, item) else "a"
 
 
 class SwapRule:
-    """``assignment_id in rule``: is the pair swapped for that assignment? (lets a template decide the order with
-    ``{% if assignment.id in ctx.swap %}``, since item contexts are built without the assignment)."""
+    """``assignment in rule``: is the pair swapped for that assignment? (lets a template decide the order with
+    ``{% if assignment in ctx.swap %}``, since item contexts are built without the assignment)."""
 
     def __init__(self, item_id: int):
         self.item_id = item_id
 
-    def __contains__(self, assignment_id) -> bool:
-        return swapped(assignment_id, self.item_id)
+    def __contains__(self, assignment) -> bool:
+        return swapped(assignment, self.item_id)
 
 
 def other(side: str) -> str:
@@ -72,12 +120,17 @@ def system_of(payload: dict, side: str) -> str:
     return str(((payload or {}).get(side) or {}).get("system", ""))
 
 
-def public_payload(payload: dict) -> dict:
-    """What a worker's client may see: topic, stance and the two texts, never the system names."""
+def public_payload(payload: dict, left: str | None = None) -> dict:
+    """What a worker's client may see: topic, stance and the two texts, never the system names; with ``left``
+    (the placement for the worker's assignment) also ``"left"`` / ``"right"``: show ``payload[left]`` as
+    "Argument 1" (left) and ``payload[right]`` as "Argument 2" (right)."""
     payload = payload or {}
-    return {"topic": payload.get("topic", ""), "stance": payload.get("stance", ""),
-            "a": {"text": (payload.get("a") or {}).get("text", "")},
-            "b": {"text": (payload.get("b") or {}).get("text", "")}}
+    out = {"topic": payload.get("topic", ""), "stance": payload.get("stance", ""),
+           "a": {"text": (payload.get("a") or {}).get("text", "")},
+           "b": {"text": (payload.get("b") or {}).get("text", "")}}
+    if left in SIDES:
+        out.update({"left": left, "right": other(left)})
+    return out
 
 
 # --- responses ------------------------------------------------------------------------------------
@@ -95,8 +148,12 @@ def _flag(field: str, value) -> bool:
     raise Invalid(field, f"{value!r} is not yes or no")
 
 
-def clean_response(payload: dict, data) -> dict:
-    """The stored form of a response, or :class:`Invalid` naming the field."""
+def clean_response(payload: dict, data, *, placement: str | None = None) -> dict:
+    """The stored form of a response, or :class:`Invalid` naming the field.
+
+    ``placement`` is the side the server showed on the left for the worker's assignment (:func:`left_side`): then
+    ``left`` may be left out (the server fills it in) and a ``left`` that differs from it is refused. Without it
+    (gold answers, imports) ``left`` is required."""
     if not isinstance(data, dict):
         raise Invalid("choice", 'expected an object {"left", "choice", "fluent_left", "fluent_right"}')
     extra = set(data) - set(FIELDS)
@@ -106,6 +163,8 @@ def clean_response(payload: dict, data) -> dict:
     if isinstance(left, list):
         left = left[-1] if left else None
     systems = {side: system_of(payload, side) for side in SIDES}
+    if left in (None, "") and placement in SIDES:
+        left = placement
     if left in (None, ""):
         raise Invalid("left", "say which argument (a or b) was shown on the left")
     if left not in SIDES:
@@ -114,6 +173,9 @@ def clean_response(payload: dict, data) -> dict:
         if len(named) != 1:
             raise Invalid("left", f"{left!r} is neither a nor b")
         left = named[0]
+    if placement in SIDES and left != placement:
+        raise Invalid("left", f"argument {placement} was shown on the left for this assignment, not {left}; "
+                              f"show the pair in the order the server gives (the payload's \"left\")")
     left_system = data.get("left_system")
     if left_system not in (None, "") and left_system != systems[left]:
         raise Invalid("left_system", f"{left_system!r} is not the system of argument {left}")
@@ -225,5 +287,5 @@ def agreement_cells(records: list[dict], payloads: dict[int, dict]) -> tuple[dic
 
 
 __all__ = ["CHOICES", "FIELDS", "Invalid", "SIDES", "SwapRule", "TIE", "aggregate", "agreement_cells",
-           "clean_response", "judgement", "left_side", "position_table", "public_payload", "swapped",
-           "system_table"]
+           "assignment_slot", "clean_response", "item_coin", "judgement", "left_side", "position_table",
+           "public_payload", "swapped", "swapped_at", "system_table"]

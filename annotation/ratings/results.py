@@ -68,8 +68,9 @@ def likert_results(project) -> dict:
         table["rows"] = [{**row, "cells": [likert.mean_sd([]) for _ in table["columns"]]} for row in table["rows"]]
     debates = {"human": sum(1 for p in payloads.values() if likert.is_human((p or {}).get("system", ""))),
                "generated": sum(1 for p in payloads.values() if not likert.is_human((p or {}).get("system", "")))}
+    warning = likert.reviewer_warning(project)
     return {"kind": LIKERT, **_counts(project, records, payloads), "table": table,
-            "alpha": likert.alpha_ordinal(records), "debates": debates}
+            "alpha": likert.alpha_ordinal(records), "debates": debates, "warnings": [warning] if warning else []}
 
 
 def project_results(project) -> dict:
@@ -176,6 +177,7 @@ def text_report(res: dict) -> str:
             lines.append(f"{name}: Cohen's kappa {kappa} (percentage agreement {pa}; {a['n_units']} units)")
         return "\n".join(lines)
     cols = res["table"]["columns"]
+    lines.extend(f"warning: {w}" for w in res.get("warnings") or ())
     lines.append(f"{'criterion':<10} " + " ".join(f"{c['title'][:17]:>17}" for c in cols) + "  alpha(ordinal)")
     for row in res["table"]["rows"]:
         cells = " ".join(f"{'—':>17}" if cell["mean"] is None else

@@ -51,7 +51,7 @@ class LikertDebate(TaskType):
         key = payload.get("key")
         return {"external_key": str(key)[:200]} if key else {}
 
-    def worker_payload(self, project, item):
+    def worker_payload(self, project, item, assignment=None):
         return likert.public_payload(item.payload)
 
     # --- rendering ------------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 fluent? (Arg-CTRL §7.1: generated vs. reference arguments, judged blind and in random order.)
 
 The payload holds the two arguments with their system names (``a`` / ``b``); the HIT shows them as "Argument 1"
-(left) and "Argument 2" (right), the placement randomised per assignment (seeded by assignment id + item id, so a
-reload shows the same order) and never showing system names. The response records the placement (``left`` and
-``left_system``), the choice (left / right / equal) and the fluency of both arguments; aggregation and results map
-it back to systems (:mod:`annotation.ratings.pairwise`). Refusals (HTTP 400 naming the field): an unknown field, a
-missing choice / fluency / placement, a value that is not a choice.
+(left) and "Argument 2" (right), never showing system names. The server decides the placement per assignment
+(:func:`annotation.ratings.pairwise.left_side`: a seeded per-item coin XOR the assignment's slot parity, so the R
+assignments of an item alternate the order and a reload shows the same one); the HIT page renders it and the JSON
+API payload says it (``"left"`` / ``"right"``). The response records the placement (``left`` and ``left_system``;
+``left`` may be left out, the server fills it in), the choice (left / right / equal) and the fluency of both
+arguments; aggregation and results map it back to systems. Refusals (HTTP 400 naming the field): an unknown field,
+a missing choice / fluency, a ``left`` other than the server's placement for the assignment (or, without an
+assignment, a missing one), a value that is not a choice.
 """
 from __future__ import annotations
 
@@ -56,8 +59,10 @@ class PairwisePreference(TaskType):
         key = payload.get("key")
         return {"external_key": str(key)[:200]} if key else {}
 
-    def worker_payload(self, project, item):
-        return pairwise.public_payload(item.payload)
+    def worker_payload(self, project, item, assignment=None):
+        """Texts without system names; for an assignment also the placement (``"left"``/``"right"``)."""
+        left = pairwise.left_side(assignment, item) if assignment is not None else None
+        return pairwise.public_payload(item.payload, left)
 
     # --- rendering ------------------------------------------------------------------------------
     def item_context(self, project, item):
@@ -67,9 +72,11 @@ class PairwisePreference(TaskType):
                 "swap": pairwise.SwapRule(item.pk)}
 
     # --- responses ------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
+        """With the ``assignment`` the server's placement is authoritative (``left`` filled in or checked)."""
+        placement = pairwise.left_side(assignment, item) if assignment is not None else None
         try:
-            return pairwise.clean_response(item.payload or {}, data)
+            return pairwise.clean_response(item.payload or {}, data, placement=placement)
         except pairwise.Invalid as exc:
             raise ResponseInvalid(exc.field, exc.reason) from None
 

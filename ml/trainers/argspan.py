@@ -3,8 +3,10 @@
 
 Rows: the span-grounding export (``annotation/spans/export.py``; ``manage.py train argspan --data spans.jsonl``)::
 
-    {"text", "variables": [{"id", "text"}], "spans": [{"begin", "end", "variable": id | null}],
+    {"text", "variables": [{"id", "text"}], "spans": [[begin, end, variable id | null], ...],
      "schemes": [...] (or "scheme": "...")}
+
+(a span may also be an object ``{"begin", "end", "variable"}``; ``[begin, end]`` means Others).
 
 Architecture (one encoder, :class:`SpanModel`; ``base_model`` default: the packaged all-MiniLM-L6-v2)
 
@@ -21,7 +23,9 @@ Architecture (one encoder, :class:`SpanModel`; ``base_model`` default: the packa
   ``hyperparameters["scheme_pooling"] = "cls"`` uses ``[CLS]``. The pipelined variant (masked attention) is not built.
 
 Loss: cross entropy (tags) + cross entropy (grounding) + binary cross entropy (schemes); AdamW, gradient clipping to
-unit norm, mixed precision on CUDA (App. A.1/A.2); the best dev epoch is kept.
+unit norm, mixed precision on CUDA (App. A.1/A.2); the best dev epoch is kept. Seed optimisation (AugSBERT §3.1) as
+for the tagger: ``hyperparameters["seeds"] = [...]`` probes each seed to ``probe_fraction`` of the steps (dev
+``combined_f1``) and trains only the best one on (:func:`ml.trainers.tagger.train_with_seeds`).
 
 Metrics (:func:`evaluate`, Table 1), spans on annotation-token (word) indices, counts pooled over the dev rows:
 
@@ -58,7 +62,7 @@ META = "argora-argspan.json"
 HEADS = "heads.pt"
 DEFAULTS = {"epochs": 4, "lr": 5e-5, "head_lr": 1e-3, "batch_size": 32, "max_length": 128, "weight_decay": 0.01,
             "warmup_ratio": 0.1, "max_steps": None, "proj_dim": 256, "scheme_pooling": "mean",
-            "scheme_threshold": 0.5, "max_variable_length": 48}
+            "scheme_threshold": 0.5, "max_variable_length": 48, "seeds": [], "probe_fraction": 0.2}
 
 
 # --- the model -------------------------------------------------------------------------------------
@@ -143,6 +147,21 @@ def _schemes_of(row: dict) -> list[str] | None:
     return None
 
 
+def _span_of(s) -> tuple[int, int, object]:
+    """``[begin, end, variable]`` (the export's form; ``[begin, end]`` = Others) or ``{"begin", "end", "variable"}``."""
+    if isinstance(s, dict):
+        if "begin" not in s or "end" not in s:
+            raise TrainerError(f"span {s!r}: give begin and end")
+        b, e, var = s["begin"], s["end"], s.get("variable")
+    elif isinstance(s, (list, tuple)) and len(s) in (2, 3):
+        b, e, var = s[0], s[1], (s[2] if len(s) == 3 else None)
+    else:
+        raise TrainerError(f"span {s!r}: expected [begin, end, variable] or {{\"begin\", \"end\", \"variable\"}}")
+    if isinstance(b, bool) or isinstance(e, bool) or not isinstance(b, int) or not isinstance(e, int):
+        raise TrainerError(f"span {s!r}: begin and end must be whole numbers")
+    return b, e, var
+
+
 def parse_row(row: dict) -> dict:
     text = row.get("text", row.get("sentence"))
     if not isinstance(text, str):
@@ -150,11 +169,11 @@ def parse_row(row: dict) -> dict:
     words = words_of(text)
     spans = []
     for s in row.get("spans") or []:
-        b, e = int(s["begin"]), int(s["end"])
+        b, e, var = _span_of(s)
         if not 0 <= b < e <= len(text):
             raise TrainerError(f"span ({b},{e}) lies outside the text ({len(text)} characters)")
-        spans.append((b, e, s.get("variable")))
-    spans.sort()
+        spans.append((b, e, var))
+    spans.sort(key=lambda t: (t[0], t[1]))
     tags = bio_from_spans(words, [(b, e) for b, e, _ in spans])
     word_spans = spans_from_bio(tags)
     variables = [{"id": v["id"], "text": str(v["text"])} for v in row.get("variables") or []]
@@ -318,34 +337,8 @@ class SpanPredictor:
 
 # --- metrics ---------------------------------------------------------------------------------------
 
-def _f(p, r):
-    return 2 * p * r / (p + r) if p + r else 0.0
-
-
-def span_f1(gold: Sequence[Sequence[tuple[int, int]]], pred: Sequence[Sequence[tuple[int, int]]], mode: str) -> dict:
-    """Span-level P/R/F1 (Table 1) over word-index spans ``(first, last + 1)``, pooled over rows.
-
-    ``mode``: ``partial`` (>= 50 % of the predicted span's tokens inside the gold span), ``full`` (all of them),
-    ``exact`` (same boundaries). Nothing predicted and nothing gold anywhere: P = R = F1 = 1.
-    """
-    def ok(p, g):
-        if mode == "exact":
-            return p == g
-        overlap = max(0, min(p[1], g[1]) - max(p[0], g[0]))
-        size = p[1] - p[0]
-        return overlap * 2 >= size if mode == "partial" else overlap == size
-
-    n_pred = n_gold = tp = found = 0
-    for g_row, p_row in zip(gold, pred):
-        n_pred += len(p_row)
-        n_gold += len(g_row)
-        tp += sum(1 for p in p_row if any(ok(p, g) for g in g_row))
-        found += sum(1 for g in g_row if any(ok(p, g) for p in p_row))
-    if n_pred == n_gold == 0:
-        return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    precision = tp / n_pred if n_pred else 0.0
-    recall = found / n_gold if n_gold else 0.0
-    return {"precision": precision, "recall": recall, "f1": _f(precision, recall)}
+# span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
+from annotation.spans.metrics import span_f1  # noqa: E402,F401
 
 
 def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], schemes: Sequence[str]) -> dict:
@@ -421,12 +414,38 @@ def make_train(kind: str):
     grounding = kind == "argspan"
 
     def train(request: TrainRequest) -> TrainResult:
-        torch, nn = _torch()
+        torch, _ = _torch()
         params = T.hp(request, DEFAULTS)
-        T.set_seed(request.seed)
+        schemes = _scheme_list(request.rows_train, params) if kind == "argspanscheme" else []
+        total, _ = T.total_steps_for(len(request.rows_train), params)
+
+        def make_run(seed: int) -> T.LoopRun:
+            box: dict = {}
+            return T.LoopRun(train_loop(request, params, seed, schemes, box),
+                             lambda: float(box["dev_metrics"]().get("combined_f1") or 0.0) if box else 0.0)
+
+        (model, tokenizer, best, history, step), seed, probes = T.train_with_seeds(request, params, make_run, total)
+        max_length = int(params["max_length"])
+        model.to("cpu").float()
+        out = Path(request.output_dir)
+        model.encoder.save_pretrained(str(out / "encoder"))
+        tokenizer.save_pretrained(str(out / "encoder"))
+        torch.save({k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}, out / HEADS)
+        (out / META).write_text(json.dumps({
+            "kind": kind, "labels": list(BIO), "schemes": schemes, "grounding": grounding,
+            "proj_dim": int(params["proj_dim"]), "scheme_pooling": str(params["scheme_pooling"]),
+            "max_length": max_length, "max_variable_length": int(params["max_variable_length"]),
+            "scheme_threshold": float(params["scheme_threshold"]), "history": history, "seed": seed}, indent=2))
+        return TrainResult(metrics=best or {"combined_f1": 0.0}, info={"steps": step, "history": history,
+                                                                        "seed": seed, "seed_probes": probes})
+
+    def train_loop(request: TrainRequest, params: dict, seed: int, schemes: list, box: dict):
+        """One seed's training, a generator: yields the step count after each step; returns ``(model with the best
+        dev epoch's weights, tokenizer, best dev metrics, history, steps)``."""
+        torch, nn = _torch()
+        T.set_seed(seed)
         path = T.base_path(request)
         tokenizer = T.load_tokenizer(path)
-        schemes = _scheme_list(request.rows_train, params) if kind == "argspanscheme" else []
         model = build_span_model(_encoder(path, params), grounding=grounding, schemes=schemes,
                                  proj_dim=int(params["proj_dim"]), pooling=str(params["scheme_pooling"]))
         device = pick_device(params.get("device"))
@@ -442,7 +461,7 @@ def make_train(kind: str):
                                               head_names=("tagger", "reduce", "biaffine", "others", "scheme_head"))
         scaler = torch.amp.GradScaler("cuda") if device.startswith("cuda") else None
         pad_id = tokenizer.pad_token_id or 0
-        rng = random.Random(request.seed)
+        rng = random.Random(seed)
         bs = int(params["batch_size"])
         ce = nn.CrossEntropyLoss(ignore_index=IGNORE)
         bce = nn.BCEWithLogitsLoss()
@@ -450,10 +469,12 @@ def make_train(kind: str):
         def dev_metrics():
             if not request.rows_dev:
                 return {}
-            predictor = SpanPredictor(model, tokenizer, kind=kind, max_length=max_length, device=device,
-                                      quantize=False, scheme_threshold=float(params["scheme_threshold"]),
+            predictor = SpanPredictor(T.for_eval(model, device), tokenizer, kind=kind, max_length=max_length,
+                                      device=device, quantize=False, scheme_threshold=float(params["scheme_threshold"]),
                                       max_variable_length=int(params["max_variable_length"]))
             return evaluate(predictor, request.rows_dev)
+
+        box["dev_metrics"] = dev_metrics
 
         best, best_state, history, step = None, None, [], 0
         for epoch in range(epochs):
@@ -524,6 +545,8 @@ def make_train(kind: str):
                 sched.step()
                 step += 1
                 request.progress(step, total, f"epoch {epoch + 1}/{epochs} loss {loss.item():.4f}")
+                yield step
+                model.train()  # a seed probe may have evaluated in between
             metrics = dev_metrics()
             history.append({"epoch": epoch + 1, "step": step, "combined_f1": metrics.get("combined_f1")})
             if best is None or (metrics.get("combined_f1") or 0.0) > (best.get("combined_f1") or 0.0):
@@ -533,17 +556,7 @@ def make_train(kind: str):
                 break
         if best_state is not None:
             model.load_state_dict(best_state)
-        model.to("cpu").float()
-        out = Path(request.output_dir)
-        model.encoder.save_pretrained(str(out / "encoder"))
-        tokenizer.save_pretrained(str(out / "encoder"))
-        torch.save({k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}, out / HEADS)
-        (out / META).write_text(json.dumps({
-            "kind": kind, "labels": list(BIO), "schemes": schemes, "grounding": grounding,
-            "proj_dim": int(params["proj_dim"]), "scheme_pooling": str(params["scheme_pooling"]),
-            "max_length": max_length, "max_variable_length": int(params["max_variable_length"]),
-            "scheme_threshold": float(params["scheme_threshold"]), "history": history}, indent=2))
-        return TrainResult(metrics=best or {"combined_f1": 0.0}, info={"steps": step, "history": history})
+        return model, tokenizer, best, history, step
 
     return train
 

@@ -14,12 +14,19 @@ CPU worker), the request's ``hyperparameters``:
 
     epochs, max_steps (> 0: train exactly this many steps instead), batch_size, lr, weight_decay, warmup_ratio,
     max_length (tokens of the pair), eval_batch_size, seeds (a list: seed optimisation, AugSBERT §3.1 -- each seed
-    is trained for probe_fraction of the steps, the best on dev recall@10 is trained to the end), probe_fraction.
+    is trained for probe_fraction of the steps, the best on dev recall@10 is trained to the end), probe_fraction,
+    eval (``"in-topic"``, the default, or ``"cross-topic"``; see below; ``manage.py train ... --eval``).
 
 Training: length-bucketed dynamic padding, AdamW with linear warm-up/decay, fp16 autocast + grad scaling on CUDA.
 Inference: batches sorted by length, dynamic padding, ``torch.inference_mode()``, half precision on CUDA.
 Metrics on ``rows_dev``: recall@5/10/15/20 (primary ``recall@10``, :mod:`ml.metrics`), MSE, and the baseline
-ranker's recall@10 on the same rows for reference. Artifact: ``<output_dir>/model`` (``CrossEncoder.save_pretrained``)
+ranker's recall@10 on the same rows for reference. These dev figures are the *in-topic* setting of Table 2 (dev
+sentences of the training topics). With ``eval = "cross-topic"`` the trainer also reports the *cross-topic* setting,
+leave-one-topic-out over train + dev rows (:func:`ml.metrics.cross_topic`): for each topic a fresh model (same
+hyperparameters, the request's seed, no seed optimisation) is trained on the other topics and ranks that topic's
+sentences; ``cross_topic_recall@5/10/15/20`` are the means over the held-out topics (per-topic figures in the
+version's ``info["cross_topic"]``). It costs one extra training per topic and needs rows of >= 2 topics; the
+primary metric stays the in-topic dev recall@10. Artifact: ``<output_dir>/model`` (``CrossEncoder.save_pretrained``)
 + ``ranker.json`` (max_length).
 """
 from __future__ import annotations
@@ -41,8 +48,9 @@ from ml.rankers import length_sorted_batches, torch_device
 
 KIND = "ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,
-            "max_length": 128, "eval_batch_size": 128, "seeds": [], "probe_fraction": 0.2}
+            "max_length": 128, "eval_batch_size": 128, "seeds": [], "probe_fraction": 0.2, "eval": "in-topic"}
 ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
+EVAL_SETTINGS = ("in-topic", "cross-topic")
 
 
 # --- shared by the ranker trainers -----------------------------------------------------------------
@@ -62,6 +70,9 @@ def resolve_hyperparameters(kind: str, defaults: dict, given: dict | None) -> di
     if unknown:
         raise registry.TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
                                     f"(known: {', '.join(sorted(defaults))})")
+    if "eval" in defaults and hp["eval"] not in EVAL_SETTINGS:
+        raise registry.TrainerError(f"hyperparameters: eval must be one of {', '.join(EVAL_SETTINGS)}, "
+                                    f"got {hp['eval']!r}")
     return hp
 
 
@@ -169,6 +180,35 @@ def train_with_seeds(request, hp: dict, make_run: Callable[[int], StepRun], step
         run, probes = make_run(seed), {}
     run.train_to(steps_total)
     return run, seed, probes
+
+
+def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str], object]) -> tuple[dict, dict]:
+    """Leave-one-topic-out recall@k over the request's train + dev rows (the cross-topic setting of Arg-CTRL
+    Table 2). ``train_fold(rows_of_the_other_topics, held_out_topic)`` trains a fresh model and returns its scorer.
+    Returns ``(flat metrics {"cross_topic_recall@k": mean over topics}, {"topics", "per_topic": {topic: ...}})``."""
+    from ml.metrics import cross_topic
+
+    rows = list(request.rows_train) + list(request.rows_dev)
+    topics = sorted({str(r.get("topic") or "") for r in rows})
+    if len(topics) < 2:
+        raise registry.TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
+                                    f"({', '.join(repr(t) for t in topics) or 'none'})")
+    count = iter(range(1, len(topics) + 1))
+
+    def train_fn(rows_train, rows_test):
+        topic = str(rows_test[0].get("topic") or "")
+        request.progress(next(count), len(topics), f"cross-topic: held-out topic {topic!r}")
+        return train_fold(rows_train, topic)
+
+    res = cross_topic(train_fn, rows, ks=KS)
+
+    def clean(v):
+        return None if isinstance(v, float) and math.isnan(v) else v
+
+    flat = {f"cross_topic_recall@{k}": clean(res[f"recall@{k}"]) for k in KS}
+    per_topic = {t: {key: clean(m[key]) for key in (*(f"recall@{k}" for k in KS), "sentences")}
+                 for t, m in res["per_topic"].items()}
+    return flat, {"setting": "cross-topic (leave-one-topic-out)", "topics": len(per_topic), "per_topic": per_topic}
 
 
 def finish_metrics(scorer, rows_train, rows_dev, dev_groups) -> dict:
@@ -287,6 +327,17 @@ def train(request) -> registry.TrainResult:
     run, seed, probes = train_with_seeds(request, hp, make_run, steps)
     scorer = run.scorer()
     metrics = finish_metrics(scorer, rows_train, request.rows_dev, dev_groups)
+    extra = {}
+    if hp["eval"] == "cross-topic":
+        def train_fold(fold_rows: list[dict], topic: str) -> CrossEncoderRanker:
+            fold = CrossEncoderRun(base_model=base_model, rows_train=fold_rows, seed=int(request.seed), hp=hp,
+                                   steps_total=total_steps(hp, len(fold_rows)), dev_groups=[], device=device,
+                                   progress=registry.null_progress)
+            fold.train_to(fold.steps_total)
+            return fold.scorer()
+
+        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
+        metrics.update(flat)
     out = Path(request.output_dir)
     run.cross_encoder.save_pretrained(str(out / "model"))
     (out / "ranker.json").write_text(json.dumps({"kind": KIND, "max_length": int(hp["max_length"]),
@@ -294,7 +345,9 @@ def train(request) -> registry.TrainResult:
     return registry.TrainResult(metrics=metrics, info={
         "seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
         "train_rows": len(rows_train), "final_loss": run.losses[-1] if run.losses else None,
-        "train_seconds": round(time.monotonic() - started, 3)})
+        "train_seconds": round(time.monotonic() - started, 3),
+        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
+        **extra})
 
 
 def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:

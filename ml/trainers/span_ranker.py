@@ -15,7 +15,8 @@ Model
 Hyperparameters (merged as for ``ranker``: :data:`DEFAULTS` < ``$ARGORA_TRAINER_HYPERPARAMETERS["span_ranker"]``
 < request): epochs, max_steps, batch_size (sentences per step), lr (encoder), head_lr, weight_decay,
 warmup_ratio, max_length (sentence tokens), hidden (MLP width), dropout, max_width (width embeddings; wider spans
-share the last), eval_batch_size (sentences), seeds / probe_fraction (seed optimisation).
+share the last), eval_batch_size (sentences), seeds / probe_fraction (seed optimisation), eval (``"in-topic"`` or
+``"cross-topic"``: also leave-one-topic-out recall@k, as for ``ranker``).
 
 Inference: sentences sorted by length, dynamic padding, ``torch.inference_mode()``, half precision on CUDA.
 Artifact: ``encoder/`` (model + tokenizer, ``save_pretrained``), ``head.pt`` (width embedding + MLP),
@@ -37,13 +38,13 @@ from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker
 from ml.metrics import KS, PRIMARY, evaluate_scorer
 from ml.rankers import length_sorted_batches, torch_device
 
-from .ranker import StepRun, default_base_model, finish_metrics, resolve_hyperparameters, set_seed, total_steps, \
-    train_with_seeds
+from .ranker import StepRun, cross_topic_metrics, default_base_model, finish_metrics, resolve_hyperparameters, \
+    set_seed, total_steps, train_with_seeds
 
 KIND = "span_ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "head_lr": 1e-3, "weight_decay": 0.01,
             "warmup_ratio": 0.1, "max_length": 256, "hidden": 256, "dropout": 0.1, "max_width": 16,
-            "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2}
+            "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2, "eval": "in-topic"}
 OUTSIDE_SCORE = -1.0
 WIDTH_DIM = 32
 
@@ -231,6 +232,18 @@ def train(request) -> registry.TrainResult:
     run, seed, probes = train_with_seeds(request, hp, make_run, steps)
     scorer = run.scorer()
     metrics = finish_metrics(scorer, rows_train, request.rows_dev, dev_groups)
+    extra = {}
+    if hp["eval"] == "cross-topic":
+        def train_fold(fold_rows: list[dict], topic: str) -> SpanRanker:
+            fold_groups = group_sentences(fold_rows)
+            fold = SpanRun(base_model=base_model, groups=fold_groups, seed=int(request.seed), hp=hp,
+                           steps_total=total_steps(hp, len(fold_groups)), dev_groups=[], device=device,
+                           progress=registry.null_progress)
+            fold.train_to(fold.steps_total)
+            return fold.scorer()
+
+        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
+        metrics.update(flat)
     out = Path(request.output_dir)
     run.module.encoder.save_pretrained(str(out / "encoder"))
     run.tokenizer.save_pretrained(str(out / "encoder"))
@@ -242,7 +255,9 @@ def train(request) -> registry.TrainResult:
     return registry.TrainResult(metrics=metrics, info={
         "seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
         "train_sentences": len(groups), "final_loss": run.losses[-1] if run.losses else None,
-        "train_seconds": round(time.monotonic() - started, 3)})
+        "train_seconds": round(time.monotonic() - started, 3),
+        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
+        **extra})
 
 
 def load(path: Path, *, device: str | None = None) -> SpanRanker:

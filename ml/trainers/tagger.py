@@ -12,6 +12,11 @@ Model
     tokenizer still comes from ``base_model``): tests use it where the point is the plumbing.
     AdamW, linear warm-up/decay, gradient clipping to unit norm (ArgU App. A.1), mixed precision on CUDA; the
     weights of the best dev epoch (``f1_macro``) are kept.
+    Seed optimisation (AugSBERT §3.1): ``hyperparameters["seeds"] = [1, 2, 3]`` trains one model per seed to
+    ``probe_fraction`` (default 0.2) of the steps, scores each on dev (``f1_macro`` at that step) and trains only
+    the best one to the end (:func:`ml.registry.seed_optimise_runs`; the training loop is a generator that yields
+    after every step, :class:`LoopRun`, so a probed run continues where it stopped). ``info["seed"]`` is the seed
+    kept, ``info["seed_probes"]`` the probe scores.
 
 Metrics (:func:`bio_metrics`, Table 3)
     All dev words are flattened; per class (B, I, O) precision / recall / F1 (0 when undefined, like scikit-learn's
@@ -38,7 +43,7 @@ from ml.registry import TrainerSpec, TrainRequest, TrainResult, TrainerError, re
 KIND = "tagger"
 META = "argora-tagger.json"
 DEFAULTS = {"epochs": 3, "lr": 5e-5, "batch_size": 32, "max_length": 128, "weight_decay": 0.01,
-            "warmup_ratio": 0.1, "max_steps": None, "head_lr": None}
+            "warmup_ratio": 0.1, "max_steps": None, "head_lr": None, "seeds": [], "probe_fraction": 0.2}
 _POS = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
@@ -232,17 +237,97 @@ def build_model(request: TrainRequest, params: dict, n_labels: int, labels: Sequ
     return model, load_tokenizer(path)
 
 
+def for_eval(model, device: str):
+    """The model to hand to a predictor during training: on CUDA a copy, since the predictors convert their model to
+    fp16 in place (:func:`ml.inference.prepare_for_inference`) and training would go on in fp16 (GradScaler refuses
+    fp16 gradients); on CPU (fp32 unless int8 is asked for, never here) the model itself."""
+    return copy.deepcopy(model) if str(device).startswith("cuda") else model
+
+
+class LoopRun:
+    """A training loop written as a generator (it yields the step count after every optimisation step and returns
+    its result) as a run that can be continued: ``run(steps)`` trains until ``steps`` steps are done and returns
+    ``probe()`` (the dev primary metric at that point) -- the interface of :func:`ml.registry.seed_optimise_runs`;
+    :meth:`finish` trains to the end and returns what the loop returned."""
+
+    def __init__(self, loop, probe):
+        self._loop, self._probe = loop, probe
+        self.done = 0
+        self.result = None
+        self._finished = False
+
+    def train_to(self, steps: float) -> None:
+        while not self._finished and self.done < steps:
+            try:
+                self.done = next(self._loop)
+            except StopIteration as stop:
+                self.result, self._finished = stop.value, True
+
+    def __call__(self, steps: int) -> float:
+        self.train_to(steps)
+        return float(self._probe())
+
+    def finish(self):
+        self.train_to(math.inf)
+        return self.result
+
+
+def train_with_seeds(request: TrainRequest, params: dict, make_run, total: int):
+    """``(result of the kept run's loop, seed, probe scores)``: seed optimisation when ``params["seeds"]`` lists
+    several seeds, else one run with ``request.seed`` (or the single listed seed)."""
+    from ml.registry import seed_optimise_runs
+
+    seeds = [int(x) for x in (params.get("seeds") or [])]
+    if len(seeds) > 1:
+        seed, run, probes = seed_optimise_runs(make_run, seeds, total_steps=total,
+                                               probe_fraction=float(params.get("probe_fraction") or 0.2),
+                                               progress=request.progress)
+    else:
+        seed = seeds[0] if seeds else int(request.seed)
+        run, probes = make_run(seed), {}
+    return run.finish(), seed, probes
+
+
 def train(request: TrainRequest) -> TrainResult:
+    params = hp(request, DEFAULTS)
+    labels = list(BIO)
+    total, _ = total_steps_for(len(request.rows_train), params)
+
+    def make_run(seed: int) -> LoopRun:
+        box: dict = {}
+
+        def probe() -> float:
+            if not request.rows_dev or "model" not in box:
+                return 0.0
+            tagger = TokenTagger(for_eval(box["model"], box["device"]), box["tokenizer"], labels=labels,
+                                 max_length=int(params["max_length"]), device=box["device"], quantize=False)
+            return float(evaluate(tagger, request.rows_dev).get("f1_macro") or 0.0)
+
+        return LoopRun(_train_loop(request, params, seed, labels, box), probe)
+
+    (model, tokenizer, best, history, step), seed, probes = train_with_seeds(request, params, make_run, total)
+    model.to("cpu").float()
+    model.save_pretrained(str(request.output_dir))
+    tokenizer.save_pretrained(str(request.output_dir))
+    (Path(request.output_dir) / META).write_text(json.dumps(
+        {"kind": KIND, "labels": labels, "max_length": int(params["max_length"]), "words": "annotation tokens",
+         "history": history, "seed": seed}, indent=2))
+    return TrainResult(metrics=best or {}, info={"steps": step, "history": history, "seed": seed,
+                                                  "seed_probes": probes})
+
+
+def _train_loop(request: TrainRequest, params: dict, seed: int, labels: list, box: dict):
+    """The training loop of one seed, a generator: yields the step count after each step; returns
+    ``(model with the best dev epoch's weights, tokenizer, best dev metrics, history, steps)``."""
     import numpy as np
     import torch
 
-    params = hp(request, DEFAULTS)
-    set_seed(request.seed)
-    labels = list(BIO)
+    set_seed(seed)
     label_ids = {l: i for i, l in enumerate(labels)}
     model, tokenizer = build_model(request, params, len(labels), labels)
     device = pick_device(params.get("device"))
     model.to(device)
+    box.update(model=model, tokenizer=tokenizer, device=device)
 
     texts, tags = [], []
     for row in request.rows_train:
@@ -255,7 +340,7 @@ def train(request: TrainRequest) -> TrainResult:
     opt, sched = optimizer_and_schedule(model, params, total, head_names=("classifier",))
     scaler = torch.amp.GradScaler("cuda") if device.startswith("cuda") else None
     pad_id = tokenizer.pad_token_id or 0
-    rng = random.Random(request.seed)
+    rng = random.Random(seed)
     bs = int(params["batch_size"])
     best, best_state, history, step = None, None, [], 0
     for epoch in range(epochs):
@@ -288,8 +373,11 @@ def train(request: TrainRequest) -> TrainResult:
             sched.step()
             step += 1
             request.progress(step, total, f"epoch {epoch + 1}/{epochs} loss {out.loss.item():.4f}")
-        metrics = evaluate(TokenTagger(model, tokenizer, labels=labels, max_length=int(params["max_length"]),
-                                       device=device, quantize=False), request.rows_dev) if request.rows_dev else {}
+            yield step
+            model.train()  # a seed probe may have evaluated in between
+        metrics = evaluate(TokenTagger(for_eval(model, device), tokenizer, labels=labels,
+                                       max_length=int(params["max_length"]), device=device, quantize=False),
+                           request.rows_dev) if request.rows_dev else {}
         history.append({"epoch": epoch + 1, "step": step, "f1_macro": metrics.get("f1_macro")})
         if best is None or (metrics.get("f1_macro") or 0.0) > best.get("f1_macro", 0.0):
             best = metrics
@@ -298,13 +386,7 @@ def train(request: TrainRequest) -> TrainResult:
             break
     if best_state is not None:
         model.load_state_dict(best_state)
-    model.to("cpu").float()
-    model.save_pretrained(str(request.output_dir))
-    tokenizer.save_pretrained(str(request.output_dir))
-    (Path(request.output_dir) / META).write_text(json.dumps(
-        {"kind": KIND, "labels": labels, "max_length": int(params["max_length"]), "words": "annotation tokens",
-         "history": history}, indent=2))
-    return TrainResult(metrics=best or {}, info={"steps": step, "history": history})
+    return model, tokenizer, best, history, step
 
 
 def load(path: Path, *, quantize: bool | None = None, device: str | None = None) -> TokenTagger:

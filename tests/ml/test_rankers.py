@@ -222,3 +222,70 @@ def test_active_ranker_prefers_project_then_global_and_span_ranker_then_ranker(
     registry.clear_model_cache()
     assert rankers.active_ranker(aspect_project).name == f"ranker#{p_ranker.pk}"
     assert "could not be loaded" in caplog.text
+
+
+# --- cross-topic (leave-one-topic-out) recall@k ---------------------------------------------------------------
+
+def test_cross_topic_metrics_are_the_mean_over_held_out_topics():
+    """``eval = cross-topic`` through the shared helper, with the baseline ranker as the fold "model": each held-out
+    topic is scored by a scorer trained on the other topics only, the figure is the mean over topics."""
+    from ml.metrics import cross_topic
+    from ml.trainers.ranker import cross_topic_metrics, resolve_hyperparameters, DEFAULTS
+
+    rows = synthetic_ranker_rows(24, seed=5, topics=("abortion", "cloning", "gun control"))
+    train, dev = split_by_sentence(rows, dev_fraction=0.25, seed=1)
+    seen = []
+
+    def fold(rows_other, topic):
+        assert topic not in {r["topic"] for r in rows_other}  # never trained on the held-out topic
+        seen.append(topic)
+        return baseline_scorer(rows_other)
+
+    request = TrainRequest(kind="ranker", rows_train=train, rows_dev=dev, base_model=None, seed=1,
+                           hyperparameters={}, output_dir=None)
+    flat, info = cross_topic_metrics(request, {}, fold)
+    assert seen == ["abortion", "cloning", "gun control"] and info["topics"] == 3
+    expected = cross_topic(lambda tr, te: baseline_scorer(tr), rows)
+    for k in (5, 10, 15, 20):
+        per = [m[f"recall@{k}"] for m in info["per_topic"].values()]
+        assert flat[f"cross_topic_recall@{k}"] == pytest.approx(sum(per) / 3)
+        assert flat[f"cross_topic_recall@{k}"] == pytest.approx(expected[f"recall@{k}"])
+    one = [r for r in rows if r["topic"] == "cloning"]
+    with pytest.raises(TrainerError, match="at least 2 topics"):
+        cross_topic_metrics(TrainRequest(kind="ranker", rows_train=one, rows_dev=[], base_model=None, seed=1,
+                                         hyperparameters={}, output_dir=None), {}, fold)
+    with pytest.raises(TrainerError, match="eval must be one of"):
+        resolve_hyperparameters("ranker", DEFAULTS, {"eval": "sideways"})
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_train_cli_reports_in_and_cross_topic_recall(tiny_bert, tmp_path, tmp_artifacts):
+    """``manage.py train span_ranker --eval cross-topic --json`` (and ``ranker``) on tiny App. F data of 3 topics."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    rows = synthetic_appf(24, seed=4, topics=("abortion", "cloning", "gun control"))
+    data = tmp_path / "appf.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for kind in ("span_ranker", "ranker"):
+        buf = StringIO()
+        call_command("train", kind, "--data", str(data), "--base-model", tiny_bert, "--eval", "cross-topic",
+                     "--hp", "max_steps=3", "--hp", "batch_size=4", "--hp", "max_length=48", "--json", stdout=buf)
+        outcome = json.loads(buf.getvalue())
+        dev = outcome["metrics"]["dev"]
+        assert outcome["status"] == "ready"
+        for k in (5, 10, 15, 20):
+            assert 0.0 <= dev[f"recall@{k}"] <= 1.0 and 0.0 <= dev[f"cross_topic_recall@{k}"] <= 1.0
+        info = outcome["metrics"]["info"]["cross_topic"]
+        assert set(info["per_topic"]) == {"abortion", "cloning", "gun control"}
+        per = [m["recall@10"] for m in info["per_topic"].values()]
+        assert dev["cross_topic_recall@10"] == pytest.approx(sum(per) / len(per))
+    text = StringIO()
+    call_command("train", "span_ranker", "--data", str(data), "--base-model", tiny_bert, "--eval", "cross-topic",
+                 "--hp", "max_steps=2", "--hp", "batch_size=4", "--hp", "max_length=48", stdout=text)
+    assert "in-topic recall @5" in text.getvalue() and "cross-topic recall @5" in text.getvalue()
+    with pytest.raises(CommandError) as exc:
+        call_command("train", "tagger", "--data", str(data), "--eval", "cross-topic")
+    assert exc.value.returncode == 2 and "--eval" in str(exc.value)

@@ -349,6 +349,7 @@ def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_t
         os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
 
 
+@pytest.mark.django_db  # the task also sweeps silver runs (none here)
 def test_beat_recovers_interrupted_runs_on_the_default_queue(settings):
     """The periodic task is scheduled, routes to `default` (not the busy gpu queue) and calls the registry."""
     from unittest import mock
@@ -361,3 +362,26 @@ def test_beat_recovers_interrupted_runs_on_the_default_queue(settings):
     with mock.patch("ml.registry.recover_interrupted", return_value=[{"version": 7}]) as recover:
         assert tasks.recover_interrupted() == [{"version": 7}]
     recover.assert_called_once_with(requeue=True)
+
+
+@pytest.mark.django_db
+def test_admin_rollback_action_uses_the_registry_like_the_cli(fake_kind, admin_client):
+    """The admin's rollback action does what ``manage.py models rollback`` does: the active version is archived and
+    the previous one re-activated, per (kind, project) of the selected versions; with nothing older, a warning."""
+    project = _project()
+    a, b = (_train(s, project=project) for s in (0.5, 0.6))
+    g1, g2 = _train(0.1), _train(0.2)  # global scope
+    for v in (a, b, g1, g2):
+        registry.activate(v)
+    url = "/admin/ml/modelversion/"
+    r = admin_client.post(url, {"action": "rollback_selected", "_selected_action": [b.pk, a.pk, g2.pk]}, follow=True)
+    assert r.status_code == 200
+    texts = [str(m) for m in r.context["messages"]]
+    assert f"fake of project p1: rolled back, version {a.pk} is active" in texts
+    assert f"fake (global): rolled back, version {g1.pk} is active" in texts
+    assert registry.active_version("fake", project).pk == a.pk
+    assert ModelVersion.objects.get(pk=b.pk).status == "archived"
+    assert registry.active_version("fake", None).pk == g1.pk
+    r = admin_client.post(url, {"action": "rollback_selected", "_selected_action": [a.pk]}, follow=True)
+    assert any("no earlier ready version" in str(m) for m in r.context["messages"])
+    assert registry.active_version("fake", project).pk == a.pk  # nothing changed

@@ -169,3 +169,92 @@ def test_end_to_end_with_a_trained_tagger_and_the_cli(corpus, tmp_artifacts, cap
     assert [s["text"] for s in label.spans] == ["safety"]
     call_command("silver", "status", str(run.pk))
     assert '"status": "done"' in capsys.readouterr().out
+
+
+# --- --json and recovery of runs left "running" ------------------------------------------------------------------
+
+def _cmd_json(*args):
+    from io import StringIO
+
+    out = StringIO()
+    call_command("silver", *[str(a) for a in args], stdout=out)
+    text = out.getvalue()
+    return json.loads(text), text  # json.loads fails on anything but one JSON document
+
+
+def test_silver_cli_json_start_resume_status(corpus, version, monkeypatch, django_capture_on_commit_callbacks):
+    from unittest import mock
+
+    fake = FakeTagger()
+    monkeypatch.setattr("ml.registry.load_model", lambda v, **kw: fake)
+    out, _ = _cmd_json("start", "--kind", "tagger", "--topic", "nuclear-energy", "--source", "cc",
+                       "--batch-size", 8, "--json")
+    run = SilverRun.objects.get()
+    assert out["run"] == run.pk and out["status"] == "done" and out["processed"] == 20 and out["batches"] == 3
+    assert out["model_version"] == version.pk
+    # a crashed run, resumed with --json
+    crashed = silver.start("tagger", topic=corpus, batch_size=5)
+    with pytest.raises(RuntimeError):
+        silver.process(crashed.pk, model=FakeTagger(crash_on=2))
+    out, _ = _cmd_json("resume", crashed.pk, "--json")
+    assert (out["run"], out["status"], out["processed"]) == (crashed.pk, "done", 23)
+    # status: one object with a run id, a list without
+    out, _ = _cmd_json("status", run.pk, "--json")
+    assert out["run"] == run.pk and out["status"] == "done"
+    out, _ = _cmd_json("status", "--json")
+    assert sorted(r["run"] for r in out) == sorted([run.pk, crashed.pk])
+    # --queue --json: the pending run's summary, enqueued after the commit
+    with mock.patch("ml.tasks.silver.apply_async") as send, django_capture_on_commit_callbacks(execute=True):
+        out, _ = _cmd_json("start", "--kind", "tagger", "--all", "--queue", "--json")
+    assert out["queued"] is True and out["status"] == "pending"
+    send.assert_called_once_with(args=[out["run"]])
+    # errors still exit 2 (nothing on stdout)
+    with pytest.raises(CommandError) as err:
+        _cmd_json("resume", 999, "--json")
+    assert err.value.returncode == 2
+
+
+def _stale(run, seconds):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    SilverRun.objects.filter(pk=run.pk).update(status="running",
+                                               heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_recover_interrupted_marks_stale_running_runs_and_requeues_from_the_checkpoint(
+        corpus, version, django_capture_on_commit_callbacks):
+    from unittest import mock
+
+    from ml import tasks
+
+    dead = silver.start("tagger", topic=corpus, batch_size=5)
+    with pytest.raises(RuntimeError):
+        silver.process(dead.pk, model=FakeTagger(crash_on=3))  # 10 sentences committed
+    _stale(dead, 600)  # as if the worker was SIGKILLed 10 minutes ago: still "running"
+    alive = silver.start("tagger", topic=corpus, batch_size=5)
+    _stale(alive, 5)  # a heartbeat 5 s ago: left alone
+    checkpoint = SilverRun.objects.get(pk=dead.pk).last_sentence_id
+    assert silver.recover_interrupted(older_than=60) == [
+        {"run": dead.pk, "kind": "tagger", "processed": 10, "last_sentence_id": checkpoint, "requeued": False}]
+    dead.refresh_from_db()
+    assert dead.status == "failed" and dead.error.startswith("interrupted: no sign of life")
+    assert SilverRun.objects.get(pk=alive.pk).status == "running"
+    assert silver.recover_interrupted(older_than=60) == []  # taken once
+    # the beat task: requeue -> pending + ml.tasks.silver sent again; the run continues after its checkpoint
+    _stale(dead, 600)
+    with mock.patch("ml.registry.recover_interrupted", return_value=[]), \
+            mock.patch("ml.tasks.silver.apply_async") as send, django_capture_on_commit_callbacks(execute=True):
+        found = tasks.recover_interrupted()
+    assert [f["run"] for f in found] == [dead.pk] and found[0]["requeued"] is True
+    send.assert_called_once_with(args=[dead.pk])
+    dead.refresh_from_db()
+    assert dead.status == "pending" and dead.error == ""
+    result = silver.process(dead.pk, model=FakeTagger())  # what the requeued task does
+    assert result["status"] == "done" and result["processed"] == 23
+    assert SilverLabel.objects.filter(run=dead).count() == 23  # no sentence twice
+    # the CLI does the same sweep
+    _stale(alive, 600)
+    out, _ = _cmd_json("recover", "--older-than", 60, "--json")
+    assert [r["run"] for r in out["recovered"]] == [alive.pk] and out["recovered"][0]["requeued"] is False

@@ -184,3 +184,140 @@ def test_argspanscheme_learns_schemes_and_spans(tmp_artifacts):
     assert dev["span_partial_f1"] > 0.8
     assert dev["scheme_f1_micro"] > dev["majority_scheme_f1_micro"] + 0.1
     assert set(k for k in dev if k.startswith("scheme_f1_")) >= {"scheme_f1_From Consequence", "scheme_f1_micro"}
+
+
+# --- a real span_grounding export as ArgSpan data ----------------------------------------------------
+
+def _exported_span_project(tmp_path, django_user_model, n=10):
+    """A span_grounding project answered through the services, exported with ``manage.py spans export``."""
+    from django.core.management import call_command
+
+    from annotation import services
+    from annotation.task_types.span_grounding import token_offsets
+    from tests.annotation.spans.helpers import TOPIC, make_kb, make_project, span
+
+    _, facts = make_kb(3)
+    project = make_project(slug="argspan-export", items_per_hit=1, assignments_per_item=1)
+    texts, payloads = [], []
+    for i in range(n):
+        fact = facts[i % 3]
+        text = f"Experts say that {fact.text} matters in case {i} , not my neighbour {i} ."
+        texts.append(text)
+        payloads.append({"argument_id": None, "text": text, "topic": TOPIC, "stance": "con",
+                         "tokens": token_offsets(text), "suggestions": [],
+                         "variables": [{"id": v.pk, "text": v.text} for v in facts]})
+    services.add_items(project, payloads)
+    services.build_hits(project)
+    worker = services.worker_for_user(django_user_model.objects.create_user("annot", password="pw-123456789"))
+    while (a := services.reserve_next_assignment(project, worker)) is not None:
+        item = services.assignment_items(a)[0]
+        text = item.payload["text"]
+        i = texts.index(text)
+        spans = [span(text, facts[i % 3].text, facts[i % 3].pk), span(text, f"my neighbour {i}", None)]
+        services.submit_assignment(a, worker, {item.pk: {"spans": spans}})
+    out = tmp_path / "spans.jsonl"
+    call_command("spans", "export", "--project", project.slug, "--file", str(out))
+    return project, facts, texts, out
+
+
+@pytest.mark.django_db
+def test_argspan_reads_a_real_span_grounding_export(tmp_path, django_user_model):
+    """The export writes ``"spans": [[begin, end, variable], ...]``; ArgSpan reads that file (and the project)."""
+    from ml.registry import TrainerError, get_trainer
+    from ml.trainers.argspan import parse_row
+
+    project, facts, texts, out = _exported_span_project(tmp_path, django_user_model)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 10 and all(isinstance(s, list) for r in rows for s in r["spans"])  # the list form
+    train, dev = get_trainer("argspan").rows_from_file(out)
+    assert len(train) + len(dev) == 10 and train and dev
+    ids = [f.pk for f in facts]
+    for row in rows:
+        parsed = parse_row(row)
+        i = texts.index(row["text"])
+        # two word spans: the fact (grounded to its variable's position) and "my neighbour i" (Others)
+        assert [" ".join(w[0] for w in parsed["words"][a:b]) for a, b in parsed["word_spans"]] == \
+            [facts[i % 3].text, f"my neighbour {i}"]
+        assert parsed["targets"] == [ids.index(facts[i % 3].pk), len(parsed["variables"])]
+    p_train, p_dev, n = get_trainer("argspan").rows_from_project(project)
+    assert n == 10 and len(p_train) + len(p_dev) == 10
+    assert parse_row(p_train[0])["word_spans"]
+    # the dict form still reads; bad span shapes name the line
+    assert parse_row({"text": "ab cd", "spans": [{"begin": 3, "end": 5, "variable": None}]})["word_spans"] == [(1, 2)]
+    assert parse_row({"text": "ab cd", "spans": [[0, 2]]})["targets"] == [0]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n" + json.dumps(dict(rows[1], spans=[[0, "x", None]])) + "\n")
+    with pytest.raises(TrainerError, match=r"bad.jsonl:2: span .*whole numbers"):
+        get_trainer("argspan").rows_from_file(bad)
+    bad.write_text(json.dumps(dict(rows[1], spans=[[3]])) + "\n")
+    with pytest.raises(TrainerError, match=r"bad.jsonl:1: span \[3\]: expected"):
+        get_trainer("argspan").rows_from_file(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_train_argspan_cli_on_a_real_export(tmp_path, tmp_artifacts, django_user_model):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from ml.models import ModelVersion
+
+    _, _, _, out = _exported_span_project(tmp_path, django_user_model)
+    buf = StringIO()
+    call_command("train", "argspan", "--data", str(out), "--json", "--epochs", "1",
+                 "--hp", "from_config=" + json.dumps(TINY["from_config"]), "--hp", "batch_size=8",
+                 "--hp", "max_length=32", "--hp", "proj_dim=16", stdout=buf)
+    outcome = json.loads(buf.getvalue())  # JSON only on stdout
+    version = ModelVersion.objects.get(pk=outcome["version"])
+    assert outcome["status"] == version.status == "ready", version.error
+    assert version.n_train + version.n_dev == 10
+    assert {"span_partial_f1", "label_accuracy", "combined_f1"} <= set(outcome["metrics"]["dev"])
+
+
+# --- seed optimisation (AugSBERT §3.1) for the tagger and ArgSpan -------------------------------------------
+
+def test_loop_run_continues_a_generator_loop_and_seed_optimisation_keeps_the_best():
+    """The generator-based run: probing stops mid-loop, the best seed's run continues to the end; the others are
+    dropped after their probe."""
+    from ml.registry import TrainRequest
+    from ml.trainers.tagger import LoopRun, train_with_seeds
+
+    trained = {}
+
+    def loop(seed, total=10):
+        for step in range(1, total + 1):
+            trained[seed] = step
+            yield step
+        return ("result", seed)
+
+    def make_run(seed):
+        return LoopRun(loop(seed), lambda: {1: 0.2, 2: 0.9, 3: 0.5}[seed] * trained[seed])
+
+    request = TrainRequest(kind="tagger", rows_train=[], rows_dev=[], base_model=None, seed=7, hyperparameters={},
+                           output_dir=None)
+    result, seed, probes = train_with_seeds(request, {"seeds": [1, 2, 3], "probe_fraction": 0.2}, make_run, 10)
+    assert probes == {1: pytest.approx(0.4), 2: pytest.approx(1.8), 3: pytest.approx(1.0)}  # each probed at 2 steps
+    assert seed == 2 and result == ("result", 2)
+    assert trained == {1: 2, 2: 10, 3: 2}  # only the best went on
+    result, seed, probes = train_with_seeds(request, {}, make_run, 10)  # no seeds: the request's seed, no probes
+    assert (result, seed, probes) == (("result", 7), 7, {})
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["tagger", "argspan"])
+def test_tagger_and_argspan_accept_seeds(kind, tmp_artifacts):
+    from ml.registry import train_version
+
+    rows = (planted_tagger_rows(24, 1), planted_tagger_rows(8, 2)) if kind == "tagger" else \
+        (planted_span_rows(24, 1), planted_span_rows(8, 2))
+    version = train_version(kind, rows_train=rows[0], rows_dev=rows[1], seed=3,
+                            hyperparameters=dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7], proj_dim=16)
+                            if kind == "argspan" else dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7]))
+    assert version.status == "ready", version.error
+    info = version.metrics["info"]
+    probes = {int(k): v for k, v in info["seed_probes"].items()}
+    assert set(probes) == {5, 6, 7}
+    assert info["seed"] == max(probes, key=lambda s: (probes[s], -s))  # ties: the earlier seed
+    assert info["steps"] == 6  # the kept run trained to the end (24 rows / 4 per step, 1 epoch)

@@ -1,6 +1,9 @@
 """``manage.py ratings``: human evaluation of generated arguments and debates.
 
     manage.py ratings pairwise --project P --file PAIRS.jsonl        # pairwise_preference items (+ HITs)
+    manage.py ratings pairwise --project P --from-corpus CANDIDATES.jsonl [--system NAME] [--source SRC] [--seed N]
+                                                                     # each candidate {topic, stance, text} against
+                                                                     # a corpus argument of its topic and stance
     manage.py ratings debates  --project P --file DEBATES.jsonl      # likert_debate items from a generation run
     manage.py ratings debates  --project P --from-trees --length 10 [--tree ID ...] [--limit N]
                                                                      # human debates: root-to-leaf tree paths
@@ -10,6 +13,9 @@
 5 pairs / 1 debate per HIT unless ``--r`` / ``--items-per-hit`` say otherwise; ``--activate`` opens it). Every row is
 checked before anything is written: a bad one prints ``file:line: reason`` on stderr and exits 2 with nothing
 changed. Re-importing a file adds nothing (rows are keyed by their id, or a hash of their content).
+``--from-corpus`` pairs each candidate with a reference sentence of the corpus (seeded; see
+:func:`annotation.ratings.items.read_corpus_pairs`); a candidate whose topic or stance has no corpus argument is a
+bad row. A ``likert_debate`` project with R outside 5-10 reviewers per debate gets a warning on stderr (not an error).
 """
 from __future__ import annotations
 
@@ -35,6 +41,13 @@ class Command(BaseCommand):
             p.add_argument("--r", type=int, default=None, help="annotators per item for a new project")
             p.add_argument("--items-per-hit", type=int, default=None)
             p.add_argument("--activate", action="store_true", help="set the project active (open to workers)")
+            if name == "pairwise":
+                p.add_argument("--from-corpus", metavar="CANDIDATES", dest="from_corpus",
+                               help="JSONL of candidate arguments {topic, stance, text, id?, system?}: each is paired "
+                                    "with a corpus argument of the same topic and stance")
+                p.add_argument("--system", help="system name of candidates without one (default: candidate)")
+                p.add_argument("--source", help="only corpus sentences with this source as references")
+                p.add_argument("--seed", type=int, default=13, help="seed of the reference choice (default 13)")
             if name == "debates":
                 p.add_argument("--from-trees", action="store_true", help="human debates from imported debate trees")
                 p.add_argument("--length", type=int, default=10, help="turns per tree debate (default 10)")
@@ -47,7 +60,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, action, **options):
         from annotation import services
-        from annotation.ratings import LIKERT, PAIRWISE, RatingsError, items, results
+        from annotation.ratings import LIKERT, PAIRWISE, RatingsError, items, likert, results
         from corpus.importers.base import ImportFailed
 
         try:
@@ -70,13 +83,17 @@ class Command(BaseCommand):
                         self.stdout.write(f"wrote {options[key]}")
                 return
             task_type = PAIRWISE if action == "pairwise" else LIKERT
-            from_trees = options.get("from_trees")
+            from_trees = options.get("from_trees") or options.get("from_corpus")
+            other = "--from-trees" if action == "debates" else "--from-corpus"
             if from_trees and options.get("file"):
-                raise RatingsError("give either --file or --from-trees, not both")
+                raise RatingsError(f"give either --file or {other}, not both")
             if not from_trees and not options.get("file"):
-                raise RatingsError("--file is required" + (" (or --from-trees)" if action == "debates" else ""))
+                raise RatingsError(f"--file is required (or {other})")
             # read and check everything before creating or changing anything
-            if action == "pairwise":
+            if action == "pairwise" and options.get("from_corpus"):
+                payloads = items.read_corpus_pairs(options["from_corpus"], system=options.get("system"),
+                                                   seed=options["seed"], source=options.get("source"))
+            elif action == "pairwise":
                 payloads = items.read_pairs(options["file"])
             elif options.get("file"):
                 payloads = items.read_debates(options["file"])
@@ -96,6 +113,9 @@ class Command(BaseCommand):
                                         assignments_per_item=options.get("r"),
                                         items_per_hit=options.get("items_per_hit"))
             summary = items.import_payloads(project, payloads)
+            warning = likert.reviewer_warning(project)
+            if warning:
+                sys.stderr.write(f"warning: {warning}\n")
             if options.get("activate"):
                 services.set_project_status(project, "active")
             self.stdout.write(f"{project.slug}: {summary['created']} items created, {summary['skipped']} already "

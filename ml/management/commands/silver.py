@@ -3,13 +3,18 @@
 ::
 
     manage.py silver start --kind tagger --topic T [--source S] [--all] [--project SLUG] [--version ID]
-        [--batch-size 64] [--arguments-only] [--scheme-ratio 0.2] [--keep-others] [--queue]
-    manage.py silver resume <run> [--queue]
+        [--batch-size 64] [--arguments-only] [--scheme-ratio 0.2] [--keep-others] [--queue] [--json]
+    manage.py silver resume <run> [--queue] [--json]
     manage.py silver cancel <run>
-    manage.py silver status [<run>]
+    manage.py silver status [<run>] [--json]
+    manage.py silver recover [--older-than SECONDS] [--requeue] [--json]
 
-Without ``--queue`` the run is processed here with a progress bar; with it, ``ml.tasks.silver`` runs it on a
-``gpu`` worker. Exit 2 with the reason for a bad request.
+Without ``--queue`` the run is processed here with a progress bar (on stderr); with it, ``ml.tasks.silver`` runs it
+on a ``gpu`` worker. ``--json``: stdout is JSON only -- one object for ``start`` / ``resume`` (the run's summary,
+:func:`ml.silver.summary`, after processing, or with ``"queued": true``) and ``recover``
+(``{"recovered": [...]}``), a list of summaries for ``status`` without a run id, one summary with it. ``recover``
+marks runs left ``running`` without a heartbeat as interrupted (and with ``--requeue`` resumes them on a worker),
+what the beat task does. Exit 2 with the reason for a bad request.
 """
 from __future__ import annotations
 
@@ -39,13 +44,22 @@ class Command(BaseCommand):
                            help="keep sentences whose top scheme is Others")
         start.add_argument("--min-confidence", dest="min_confidence", type=float, default=0.0)
         start.add_argument("--queue", action="store_true", help="run it on a gpu worker (ml.tasks.silver)")
+        start.add_argument("--json", action="store_true", help="stdout: the run's summary as one JSON object")
         for name in ("resume", "cancel"):
             p = sub.add_parser(name)
             p.add_argument("run", type=int)
             if name == "resume":
                 p.add_argument("--queue", action="store_true")
+                p.add_argument("--json", action="store_true", help="stdout: the run's summary as one JSON object")
         status = sub.add_parser("status")
         status.add_argument("run", type=int, nargs="?")
+        status.add_argument("--json", action="store_true",
+                            help="stdout: one JSON summary (with a run id) or a JSON list of them")
+        recover = sub.add_parser("recover", help="mark runs left running without a heartbeat as interrupted")
+        recover.add_argument("--older-than", dest="older_than", type=float, default=None,
+                             help="seconds without a heartbeat (default: ml.silver.stale_seconds())")
+        recover.add_argument("--requeue", action="store_true", help="resume them on a gpu worker")
+        recover.add_argument("--json", action="store_true")
 
     def _run(self, pk):
         from ml.models import SilverRun
@@ -55,12 +69,18 @@ class Command(BaseCommand):
             raise CommandError(f"run: no silver run {pk}", returncode=2)
         return run
 
-    def _process(self, run):
+    def _process(self, run, *, as_json: bool = False):
         from ml.silver import process
 
         with cli_progress(f"silver {run.kind} #{run.pk}") as progress:
             result = process(run.pk, progress=progress)
-        self.stdout.write(json.dumps(result))
+        self.stdout.write(json.dumps(result, sort_keys=as_json))
+
+    def _queued(self, run) -> None:
+        from ml.silver import summary
+
+        run.refresh_from_db()
+        self.stdout.write(json.dumps({**summary(run), "queued": True}, sort_keys=True))
 
     def handle(self, *args, **opts):
         from ml import silver
@@ -88,14 +108,28 @@ class Command(BaseCommand):
                                             "discard_others": not opts["keep_others"],
                                             "min_confidence": opts["min_confidence"]},
                                    enqueue=opts["queue"])
-                self.stdout.write(f"silver run {run.pk}: {run.kind} with model version {run.model_version_id}")
+                if not opts["json"]:
+                    self.stdout.write(f"silver run {run.pk}: {run.kind} with model version {run.model_version_id}")
                 if not opts["queue"]:
-                    self._process(run)
+                    self._process(run, as_json=opts["json"])
+                elif opts["json"]:
+                    self._queued(run)
             elif action == "resume":
                 run = silver.resume(self._run(opts["run"]), enqueue=opts["queue"])
-                self.stdout.write(f"silver run {run.pk} resumes after sentence {run.last_sentence_id}")
+                if not opts["json"]:
+                    self.stdout.write(f"silver run {run.pk} resumes after sentence {run.last_sentence_id}")
                 if not opts["queue"]:
-                    self._process(run)
+                    self._process(run, as_json=opts["json"])
+                elif opts["json"]:
+                    self._queued(run)
+            elif action == "recover":
+                found = silver.recover_interrupted(older_than=opts["older_than"], requeue=opts["requeue"])
+                if opts["json"]:
+                    self.stdout.write(json.dumps({"recovered": found}, sort_keys=True))
+                else:
+                    for item in found:
+                        self.stdout.write(json.dumps(item))
+                    self.stdout.write(f"{len(found)} interrupted silver run(s)")
             elif action == "cancel":
                 run = silver.cancel(self._run(opts["run"]))
                 self.stdout.write(f"silver run {run.pk}: {run.status}"
@@ -104,6 +138,10 @@ class Command(BaseCommand):
                 from ml.models import SilverRun
 
                 runs = [self._run(opts["run"])] if opts["run"] else list(SilverRun.objects.all()[:50])
+                if opts["json"]:
+                    summaries = [silver.summary(run) for run in runs]
+                    self.stdout.write(json.dumps(summaries[0] if opts["run"] else summaries, sort_keys=True))
+                    return
                 for run in runs:
                     self.stdout.write(json.dumps(silver.summary(run)))
         except silver.SilverError as exc:

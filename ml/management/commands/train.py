@@ -4,14 +4,15 @@
 
     manage.py train ranker --data appf_train.jsonl [--dev appf_dev.jsonl] [--project SLUG] [--seed 13]
         [--epochs 3] [--base-model PATH] [--hp lr=2e-5 --hp batch_size=16] [--activate if_better|always|never]
-        [--json] [--queue]
+        [--json] [--queue] [--eval in-topic|cross-topic]
 
 ``--data``: a file (Arg-CTRL App. F aspect JSONL; the span-grounding ``spans.jsonl`` export; any JSONL of the
 kind's rows) or a folder with ``train.jsonl`` + ``dev.jsonl``. The kind's ``TrainerSpec.rows_from_file`` turns it
 into (train, dev) rows; without one, the default reader of :mod:`ml.loop` does (App. F -> §3.1 Step 2a label rows
 for ``ranker``; a file without a ``split`` field is split by sentence hash). Without ``--data``, ``--project`` alone
 trains on the project's aggregated labels. ``--queue`` sends it to a ``gpu`` worker (``ml.tasks.train``) instead
-of training here. Exit 2 with ``FILE:LINE: reason`` for bad data or options.
+of training here. ``--eval cross-topic`` (ranker, span_ranker) also reports leave-one-topic-out recall@k
+(``cross_topic_recall@k`` in the dev metrics). Exit 2 with ``FILE:LINE: reason`` for bad data or options.
 """
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from argora.progress import cli_progress
+
+SAMPLING_KINDS = ("augsbert",)  # kinds whose hyperparameters include strategy and k (AugSBERT §3.1)
+
+
+EVAL_KINDS = ("ranker", "span_ranker")  # kinds with the "eval" hyperparameter (in-topic / cross-topic recall@k)
 
 
 def parse_hp(values: list[str]) -> dict:
@@ -35,6 +41,29 @@ def parse_hp(values: list[str]) -> dict:
     return out
 
 
+def sampling_options(kind: str, strategy: str | None, k: int | None) -> dict:
+    """``--strategy`` / ``--k`` as hyperparameters (checked here, so a bad value trains nothing)."""
+    out: dict = {}
+    if strategy is None and k is None:
+        return out
+    flag = "--strategy" if strategy is not None else "--k"
+    if kind not in SAMPLING_KINDS:
+        raise CommandError(f"{flag}: only for {', '.join(SAMPLING_KINDS)} (kind {kind!r} samples no silver pairs)",
+                           returncode=2)
+    if strategy is not None:
+        from ml.similarity.sampling import SamplingError, canonical
+
+        try:
+            out["strategy"] = canonical(strategy)
+        except SamplingError as exc:
+            raise CommandError(f"--{exc}", returncode=2) from None
+    if k is not None:
+        if k < 1:
+            raise CommandError(f"--k: must be >= 1, got {k}", returncode=2)
+        out["k"] = k
+    return out
+
+
 class Command(BaseCommand):
     help = "Train a model version of a registered kind (see ml/registry.py) from a data file or a project."
 
@@ -47,9 +76,16 @@ class Command(BaseCommand):
         parser.add_argument("--epochs", type=int, help="hyperparameter epochs")
         parser.add_argument("--base-model", dest="base_model", help="name or local path to start from")
         parser.add_argument("--hp", action="append", default=[], help="hyperparameter key=value (JSON value), repeatable")
+        parser.add_argument("--strategy", help="augsbert: silver pair sampling strategy (random, kde, bm25, semantic, "
+                                               "bm25+semantic; default bm25); same as --hp strategy=...")
+        parser.add_argument("--k", type=int, help="augsbert: top-k neighbours per sentence for bm25 / semantic "
+                                                  "sampling (default 3); same as --hp k=...")
         parser.add_argument("--activate", choices=["if_better", "always", "never"], default="if_better")
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
         parser.add_argument("--queue", action="store_true", help="enqueue ml.tasks.train on the gpu queue instead")
+        parser.add_argument("--eval", choices=["in-topic", "cross-topic"], default=None,
+                            help="ranker / span_ranker: cross-topic also reports leave-one-topic-out recall@5/10/15/20 "
+                                 "(Arg-CTRL Table 2; one extra training per topic); in-topic (default): dev recall@k")
 
     def handle(self, *args, **opts):
         from annotation.models import Project
@@ -70,6 +106,12 @@ class Command(BaseCommand):
         hyperparameters = parse_hp(opts["hp"])
         if opts["epochs"] is not None:
             hyperparameters["epochs"] = opts["epochs"]
+        hyperparameters.update(sampling_options(opts["kind"], opts.get("strategy"), opts.get("k")))
+        if opts.get("eval"):
+            if opts["kind"] not in EVAL_KINDS:
+                raise CommandError(f"--eval: only {' and '.join(EVAL_KINDS)} report in-/cross-topic recall@k, "
+                                   f"not {opts['kind']!r}", returncode=2)
+            hyperparameters["eval"] = opts["eval"]
 
         if opts["queue"]:
             from ml.tasks import train
@@ -96,5 +138,11 @@ class Command(BaseCommand):
         metric = (outcome["metrics"] or {}).get("primary_metric", "primary")
         self.stdout.write(f"version {outcome['version']} ({outcome['kind']}): {outcome['status']}, dev {metric} = "
                           f"{(outcome['metrics'] or {}).get('primary')}")
+        dev = (outcome["metrics"] or {}).get("dev") or {}
+        if any(k.startswith("cross_topic_recall@") for k in dev):
+            for setting, prefix in (("in-topic", ""), ("cross-topic", "cross_topic_")):
+                figures = ", ".join(f"@{k} {dev[f'{prefix}recall@{k}']:.4f}" for k in (5, 10, 15, 20)
+                                    if dev.get(f"{prefix}recall@{k}") is not None)
+                self.stdout.write(f"{setting} recall {figures}")
         self.stdout.write("activated" if outcome["activated"] else
                           f"not activated (active: {outcome['active'] or 'none'})")

@@ -30,16 +30,16 @@ def reserve(c, slug):
     return r.json()
 
 
-PGOOD = {"left": "a", "choice": "left", "fluent_left": "yes", "fluent_right": "no"}
+PGOOD = {"choice": "left", "fluent_left": "yes", "fluent_right": "no"}  # "left": the server's placement
 LGOOD = {"style": 3, "content": 2, "strategy": 4, "overall": 1}
 
 
 @pytest.mark.parametrize("bad, field, reason", [
-    ({"left": "a", "choice": "left", "fluent_left": "yes"}, "fluent_right", "fluent"),           # missing dimension
-    ({"left": "a", "fluent_left": "yes", "fluent_right": "no"}, "choice", "choose"),
-    ({"left": "a", "choice": "A", "fluent_left": "yes", "fluent_right": "no"}, "choice", "not a choice"),
-    ({"left": "a", "choice": "left", "fluent_left": 3, "fluent_right": "no"}, "fluent_left", "not yes or no"),
-    ({"choice": "left", "fluent_left": "yes", "fluent_right": "no"}, "left", "shown on the left"),
+    ({"choice": "left", "fluent_left": "yes"}, "fluent_right", "fluent"),           # missing dimension
+    ({"fluent_left": "yes", "fluent_right": "no"}, "choice", "choose"),
+    ({"choice": "A", "fluent_left": "yes", "fluent_right": "no"}, "choice", "not a choice"),
+    ({"choice": "left", "fluent_left": 3, "fluent_right": "no"}, "fluent_left", "not yes or no"),
+    ({"left": "c", "choice": "left", "fluent_left": "yes", "fluent_right": "no"}, "left", "neither a nor b"),
     ({**PGOOD, "score": 5}, "score", "unknown field"),
 ])
 def test_pairwise_bad_input_400_writes_nothing(tmp_path, alice, bad, field, reason):
@@ -94,8 +94,12 @@ def test_unknown_item_400_writes_nothing_then_good_submission(tmp_path, alice, k
     if kind == "likert":
         assert stored == [LGOOD, LGOOD]
     else:
-        assert all(d["left"] == "a" and d["choice"] == "left" and d["fluent_left"] is True
-                   and d["fluent_right"] is False and d["left_system"] for d in stored)
+        a = Assignment.objects.get(pk=body["assignment"])
+        for item in services.assignment_items(a):  # the server's placement was used
+            left = left_side(a, item)
+            d = Response.objects.get(item=item).data
+            assert (d["left"], d["left_system"]) == (left, item.payload[left]["system"])
+            assert d["choice"] == "left" and d["fluent_left"] is True and d["fluent_right"] is False
 
 
 def test_api_payload_hides_system_names(tmp_path, alice):
@@ -107,6 +111,41 @@ def test_api_payload_hides_system_names(tmp_path, alice):
         text = str(body["items"])
         for secret in ("arg-ctrl", "reference", "bart", "human", "debate:"):
             assert secret not in text, (slug, secret)
+
+
+def test_api_payload_gives_the_placement_and_a_claimed_other_placement_is_refused(tmp_path, alice):
+    """The server is authoritative: the payload says which argument goes left; a submission claiming the other
+    order gets HTTP 400 naming ``left`` and writes nothing; the right order (or none) is stored."""
+    pairwise_project(tmp_path, items_per_hit=2)
+    c = client_for(alice)
+    body = reserve(c, "pp")
+    a = Assignment.objects.get(pk=body["assignment"])
+    by_id = {i.pk: i for i in services.assignment_items(a)}
+    for entry in body["items"]:
+        left = left_side(a, by_id[entry["id"]])
+        assert entry["payload"]["left"] == left and entry["payload"]["right"] == ("b" if left == "a" else "a")
+    again = reserve(c, "pp")  # asking again gives the held assignment, with the same placement
+    assert again["assignment"] == a.pk
+    assert [i["payload"]["left"] for i in again["items"]] == [i["payload"]["left"] for i in body["items"]]
+    first, second = body["items"]
+    wrong = "b" if second["payload"]["left"] == "a" else "a"
+    responses = {str(first["id"]): {**PGOOD, "left": first["payload"]["left"]},
+                 str(second["id"]): {**PGOOD, "left": wrong}}
+    r = c.post(f"/api/assignments/{a.pk}/submit/", {"responses": responses}, format="json")
+    assert r.status_code == 400, r.content
+    err = r.json()["errors"][f"responses.{second['id']}.left"]
+    assert f"argument {second['payload']['left']} was shown on the left" in err
+    assert Response.objects.count() == 0
+    # naming the system shown on the left is the same claim
+    system = by_id[second["id"]].payload[wrong]["system"]
+    r = c.post(f"/api/assignments/{a.pk}/submit/",
+               {"responses": {**responses, str(second["id"]): {**PGOOD, "left": system}}}, format="json")
+    assert r.status_code == 400 and Response.objects.count() == 0
+    responses[str(second["id"])] = PGOOD
+    r = c.post(f"/api/assignments/{a.pk}/submit/", {"responses": responses}, format="json")
+    assert r.status_code == 200, r.content
+    for entry in body["items"]:
+        assert Response.objects.get(item_id=entry["id"]).data["left"] == entry["payload"]["left"]
 
 
 def test_pairwise_page_order_and_no_js_form(tmp_path, client, alice):

@@ -12,13 +12,17 @@ from .helpers import PAIRS, pairwise_project, run_worker
 P = {"topic": "t", "stance": "pro", "a": {"system": "gen", "text": "A text"}, "b": {"system": "ref", "text": "B text"}}
 
 
-def test_placement_is_deterministic_and_uses_both_orders():
-    assert swapped(17, 4) == swapped(17, 4) == swapped("17", "4")
-    assert left_side(17, 4) == ("b" if swapped(17, 4) else "a")
-    orders = {swapped(a, i) for a in range(1, 6) for i in range(1, 6)}
-    assert orders == {True, False}
-    assert swapped(None, 4) is False  # no assignment (preview): the payload order
-    assert (3 in pairwise.SwapRule(9)) == swapped(3, 9)
+def test_placement_coin_and_slot_parity():
+    from annotation.ratings.pairwise import item_coin, swapped_at
+
+    assert item_coin(4) == item_coin("4") == item_coin(4)
+    # consecutive slots alternate the order; which order comes first is the item's coin
+    for item_id in range(1, 30):
+        assert swapped_at(item_id, 0) == item_coin(item_id)
+        assert [swapped_at(item_id, s) for s in range(4)] == [item_coin(item_id), not item_coin(item_id)] * 2
+    assert {item_coin(i) for i in range(1, 30)} == {True, False}
+    assert swapped(None, 4) is False and left_side(None, 4) == "a"  # no assignment (preview): the payload order
+    assert (None in pairwise.SwapRule(9)) is False
 
 
 def test_clean_response_records_placement_and_system():
@@ -124,3 +128,47 @@ def test_end_to_end_debiasing_and_agreement(tmp_path):
     assert by_sys["reference"]["kappa"] is None  # every label "fluent": kappa 0/0, reported as undefined
     text = results.text_report(res)
     assert "persuasiveness: Cohen's kappa 0.636" in text
+
+
+@pytest.mark.django_db
+def test_counterbalanced_per_item_with_r2_and_a_position_bias_cancels(tmp_path):
+    """R = 2: each pair is shown once in each order (slot parity XOR the item's coin). Two annotators who always
+    pick the left argument (pure position bias) then give every system the same number of wins, and each item ends
+    in a tie; the results still name the right systems."""
+    project = pairwise_project(tmp_path, assignments_per_item=2, items_per_hit=4)
+    seen: dict[int, list[str]] = {}
+
+    def always_left(item, a):
+        seen.setdefault(item.pk, []).append(left_side(a, item))
+        return {"choice": "left", "fluent_left": True, "fluent_right": True}  # "left" filled in by the server
+
+    for name in ("w1", "w2"):
+        assert len(run_worker(project, Worker.objects.create(source="prolific", external_id=name), always_left)) == 1
+    assert len(seen) == 4 and all(sorted(orders) == ["a", "b"] for orders in seen.values()), seen
+    from annotation.models import Response
+
+    stored = {(r.item_id, r.data["left"]) for r in Response.objects.all()}
+    assert stored == {(i, side) for i in seen for side in ("a", "b")}  # the placements were stored as shown
+    res = results.pairwise_results(project)
+    rows = {r["system"]: r for r in res["systems"]}
+    assert set(rows) == {"arg-ctrl", "reference"}
+    assert rows["arg-ctrl"]["wins"] == rows["reference"]["wins"] == 4 and rows["reference"]["ties"] == 0
+    assert rows["arg-ctrl"]["shown_left"] == rows["reference"]["shown_left"] == 4
+    from annotation.models import Item
+
+    for item in Item.objects.filter(project=project):
+        agg = pairwise.aggregate(item.payload, list(Response.objects.filter(item=item).values_list("data", flat=True)))
+        assert agg["winner"] == "tie" and agg["wins"] == {"arg-ctrl": 1, "reference": 1}
+
+
+@pytest.mark.django_db
+def test_slot_counts_the_hits_earlier_assignments(tmp_path):
+    project = pairwise_project(tmp_path, assignments_per_item=3, items_per_hit=4)
+    from annotation import services
+
+    slots = []
+    for name in ("w1", "w2", "w3"):
+        a = services.reserve_next_assignment(project, Worker.objects.create(source="prolific", external_id=name))
+        slots.append(pairwise.assignment_slot(a))
+        assert pairwise.assignment_slot(a.pk) == slots[-1]  # by id: the same
+    assert slots == [0, 1, 2]
