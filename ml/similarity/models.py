@@ -1,0 +1,301 @@
+"""Training and scoring the similarity models with sentence-transformers (AugSBERT §5).
+
+Cross-encoder
+    :class:`sentence_transformers.CrossEncoder` with ``num_labels=1``: a linear layer on ``[CLS]`` with sigmoid
+    activation, scores in [0, 1]; trained with ``CrossEncoderTrainer`` and ``BinaryCrossEntropyLoss`` on the BWS
+    scores (soft labels). Paper: lr 1e-5, batch 16.
+Bi-encoder (SBERT)
+    :class:`sentence_transformers.SentenceTransformer` (the base model's modules, or Transformer + mean pooling for
+    a plain Hugging Face model); trained with ``SentenceTransformerTrainer`` and ``CosineSimilarityLoss``; the
+    score of a pair is the cosine of the two embeddings. Paper: lr 2e-5, batch 16, AdamW.
+
+Seed optimisation (§3.1, App. D) when ``seeds`` lists several seeds: each seed is trained to ``probe_fraction``
+(20 %) of the steps (the Trainer stops there and writes a checkpoint), the best on the dev Spearman is resumed from
+its checkpoint to the end (:func:`ml.registry.seed_optimise_runs`); checkpoints of the others are deleted.
+
+Hyperparameters (:data:`CROSS_DEFAULTS`, :data:`BI_DEFAULTS`): epochs, max_steps (> 0: exactly this many steps),
+batch_size, lr, head_lr (cross-encoder: the learning rate of the new classifier head; 0 = ``lr``; a higher one lets
+a tiny gold set train the randomly initialised head), warmup_ratio, weight_decay, max_length, eval_batch_size,
+seeds, probe_fraction, freeze_embeddings (keep the word-piece embedding matrix fixed: half the parameters of a
+MiniLM, so 2-3x faster steps on a CPU and less room to memorise a tiny gold set).
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from argora.progress import Progress, null_progress
+
+from .evaluation import spearman100
+
+log = logging.getLogger(__name__)
+
+COMMON = {"epochs": 1, "max_steps": 0, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.01,
+          "max_length": 128, "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2, "freeze_embeddings": False}
+CROSS_DEFAULTS = dict(COMMON, lr=1e-5, head_lr=0.0)
+BI_DEFAULTS = dict(COMMON, lr=2e-5)
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def set_seed(seed: int) -> None:
+    from transformers import set_seed as hf_set_seed
+
+    hf_set_seed(int(seed))
+
+
+# --- models ----------------------------------------------------------------------------------------
+
+def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
+    from sentence_transformers import CrossEncoder
+
+    set_seed(seed)  # the classifier head is initialised here
+    return CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=_device())
+
+
+def new_bi_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
+    from sentence_transformers import SentenceTransformer
+
+    set_seed(seed)
+    model = SentenceTransformer(str(base_model), device=_device())
+    model.max_seq_length = int(max_length)
+    return model
+
+
+def load_cross_encoder(path):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(str(path), device=_device())
+
+
+def load_bi_encoder(path):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device=_device())
+
+
+def is_cross_encoder(model) -> bool:
+    from sentence_transformers import CrossEncoder
+
+    return isinstance(model, CrossEncoder)
+
+
+def predict(model, pairs: Sequence[tuple[str, str]], *, batch_size: int = 64) -> np.ndarray:
+    """Scores of ``(a, b)`` pairs: the cross-encoder's sigmoid output, or the bi-encoder's cosine."""
+    pairs = [(str(a), str(b)) for a, b in pairs]
+    if not pairs:
+        return np.zeros(0, dtype=np.float32)
+    if is_cross_encoder(model):
+        return np.asarray(model.predict(pairs, batch_size=batch_size, show_progress_bar=False), dtype=np.float32)
+    texts = list(dict.fromkeys([a for a, _ in pairs] + [b for _, b in pairs]))
+    emb = encode(model, texts, batch_size=batch_size)
+    index = {t: i for i, t in enumerate(texts)}
+    a = emb[[index[p[0]] for p in pairs]]
+    b = emb[[index[p[1]] for p in pairs]]
+    return (a * b).sum(axis=1)
+
+
+def encode(model, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    return np.asarray(model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+
+
+def score_rows(model, rows: Sequence[dict], *, batch_size: int = 64) -> np.ndarray:
+    return predict(model, [(r["argument1"], r["argument2"]) for r in rows], batch_size=batch_size)
+
+
+def dev_spearman(model, rows: Sequence[dict], *, batch_size: int = 64) -> float:
+    if not rows:
+        return 0.0
+    return spearman100(score_rows(model, rows, batch_size=batch_size), [r["score"] for r in rows])
+
+
+# --- training --------------------------------------------------------------------------------------
+
+def total_steps(hp: dict, n_rows: int) -> int:
+    if int(hp.get("max_steps") or 0) > 0:
+        return int(hp["max_steps"])
+    return max(1, int(hp["epochs"]) * -(-max(1, n_rows) // int(hp["batch_size"])))
+
+
+def _dataset(rows: Sequence[dict]):
+    from datasets import Dataset
+
+    return Dataset.from_dict({"sentence1": [r["argument1"] for r in rows], "sentence2": [r["argument2"] for r in rows],
+                              "score": [float(r["score"]) for r in rows]})
+
+
+def _freeze_word_embeddings(model, freeze: bool) -> None:
+    if freeze:
+        for name, param in model.named_parameters():
+            if "word_embeddings" in name:
+                param.requires_grad_(False)
+
+
+def _cross_optimizer(model, hp: dict):
+    """AdamW over the encoder (``lr``) and the head (``head_lr``, default ``lr``): the new classifier and the pooler
+    under it (a sentence-embedding checkpoint such as all-MiniLM-L6-v2 never trained its pooler: near-zero weights).
+    Handed to the ``CrossEncoderTrainer`` (``optimizers=``), which builds the linear warm-up / decay schedule on it."""
+    import torch
+
+    lr = float(hp["lr"])
+    head_lr = float(hp.get("head_lr") or 0) or lr
+    decay = float(hp["weight_decay"])
+    groups: dict[tuple[bool, bool], list] = {}
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        head = ".classifier." in f".{name}." or ".pooler." in f".{name}."
+        no_decay = name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
+        groups.setdefault((head, no_decay), []).append(param)
+    return torch.optim.AdamW([{"params": params, "lr": head_lr if head else lr,
+                               "weight_decay": 0.0 if no_decay else decay}
+                              for (head, no_decay), params in groups.items()], lr=lr)
+
+
+class _Run:
+    """One seed's training run with a sentence-transformers Trainer, continuable: ``run(steps)`` trains until
+    ``steps`` optimisation steps are done (stopping at a probe writes a checkpoint; continuing resumes from it) and
+    returns the dev Spearman x 100 (the interface of :func:`ml.registry.seed_optimise_runs`)."""
+
+    def __init__(self, which: str, *, rows_train, rows_dev, base_model, hp, seed, steps_total, workdir: Path,
+                 progress: Progress, label: str):
+        from transformers import PrinterCallback, TrainerCallback
+
+        self.which, self.rows_dev, self.hp, self.seed = which, list(rows_dev), hp, int(seed)
+        self.steps_total, self.done, self.checkpoint = int(steps_total), 0, None
+        self.workdir = Path(workdir) / f"{which}-seed-{seed}"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
+        cuda = _device() == "cuda"
+        common = dict(output_dir=str(self.workdir), max_steps=self.steps_total,
+                      per_device_train_batch_size=int(hp["batch_size"]), learning_rate=float(hp["lr"]),
+                      warmup_steps=float(hp["warmup_ratio"]), weight_decay=float(hp["weight_decay"]),
+                      save_strategy="no", eval_strategy="no", logging_strategy="no", report_to="none",
+                      disable_tqdm=True, seed=self.seed, data_seed=self.seed, use_cpu=not cuda, fp16=cuda,
+                      dataloader_drop_last=False)
+        outer = self
+
+        class Steps(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                if state.global_step % 10 == 0 or state.global_step == outer.steps_total:
+                    progress(state.global_step, outer.steps_total, f"{label}seed {outer.seed}: step "
+                                                                   f"{state.global_step}/{outer.steps_total}")
+                if outer.stop_at and state.global_step >= outer.stop_at:
+                    control.should_training_stop = True
+                    control.should_save = True
+                return control
+
+        self.stop_at = 0
+        freeze = bool(hp.get("freeze_embeddings"))
+        if which == "cross":
+            from sentence_transformers.cross_encoder import (CrossEncoderTrainer, CrossEncoderTrainingArguments,
+                                                             losses)
+
+            self.model = new_cross_encoder(base_model, max_length=hp["max_length"], seed=self.seed)
+            _freeze_word_embeddings(self.model, freeze)
+            self.trainer = CrossEncoderTrainer(model=self.model, args=CrossEncoderTrainingArguments(**common),
+                                               train_dataset=_dataset(rows_train),
+                                               loss=losses.BinaryCrossEntropyLoss(self.model), callbacks=[Steps()],
+                                               optimizers=(_cross_optimizer(self.model, hp), None))
+        else:
+            from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+            from sentence_transformers.sentence_transformer import losses
+
+            self.model = new_bi_encoder(base_model, max_length=hp["max_length"], seed=self.seed)
+            _freeze_word_embeddings(self.model, freeze)
+            self.trainer = SentenceTransformerTrainer(model=self.model,
+                                                      args=SentenceTransformerTrainingArguments(**common),
+                                                      train_dataset=_dataset(rows_train),
+                                                      loss=losses.CosineSimilarityLoss(self.model),
+                                                      callbacks=[Steps()])
+        self.trainer.remove_callback(PrinterCallback)  # it prints the logs to stdout (the CLI's --json lives there)
+
+    def __call__(self, steps: int) -> float:
+        steps = min(int(steps), self.steps_total)
+        if steps > self.done:
+            if self.done == 0:
+                self.stop_at = steps if steps < self.steps_total else 0
+                self.trainer.train()
+            else:
+                self.stop_at = 0
+                self.trainer.train(resume_from_checkpoint=self.checkpoint)
+            self.done = steps
+            if self.stop_at:
+                self.checkpoint = str(self.workdir / f"checkpoint-{self.trainer.state.global_step}")
+        return dev_spearman(self.model, self.rows_dev, batch_size=int(self.hp["eval_batch_size"]))
+
+
+def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str, hp: dict,
+          seed: int = 13, progress: Progress = null_progress, label: str = "") -> tuple[object, dict]:
+    """Train a cross-encoder (``which="cross"``) or bi-encoder (``"bi"``) on ``rows_train``; returns
+    ``(model, info)`` with ``info = {"seed", "probe_scores", "steps", "dev_spearman"}``."""
+    if which not in ("cross", "bi"):
+        raise ValueError(f"which: {which!r}")
+    from ml import registry
+
+    rows_train = list(rows_train)
+    if not rows_train:
+        raise registry.TrainerError("data: no training rows")
+    steps = total_steps(hp, len(rows_train))
+    workdir = Path(tempfile.mkdtemp(prefix=f"argora-{which}-"))
+    try:
+        def make(seed_):
+            return _Run(which, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model, hp=hp, seed=seed_,
+                        steps_total=steps, workdir=workdir, progress=progress, label=label)
+
+        seeds = [int(s) for s in (hp.get("seeds") or [])]
+        probes: dict[int, float] = {}
+        if len(seeds) > 1:
+            chosen, run, probes = registry.seed_optimise_runs(make, seeds, total_steps=steps,
+                                                              probe_fraction=float(hp["probe_fraction"]),
+                                                              progress=progress)
+        else:
+            chosen = seeds[0] if seeds else int(seed)
+            run = make(chosen)
+        score = run(steps)
+        return run.model, {"seed": chosen, "probe_scores": {str(k): v for k, v in probes.items()}, "steps": steps,
+                           "dev_spearman": score}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def resolve_hyperparameters(kind: str, defaults: dict, given: dict | None, *, extra: dict | None = None) -> dict:
+    """defaults (+ ``extra``) < ``$ARGORA_TRAINER_HYPERPARAMETERS[kind]`` < ``given``; unknown names refused."""
+    import json
+    import os
+
+    from ml import registry
+
+    base = dict(defaults, **(extra or {}))
+    hp = dict(base)
+    raw = os.environ.get("ARGORA_TRAINER_HYPERPARAMETERS", "").strip()
+    if raw:
+        try:
+            hp.update((json.loads(raw) or {}).get(kind) or {})
+        except json.JSONDecodeError as exc:
+            raise registry.TrainerError(f"ARGORA_TRAINER_HYPERPARAMETERS: not JSON ({exc.msg})") from None
+    hp.update(given or {})
+    unknown = sorted(set(hp) - set(base))
+    if unknown:
+        raise registry.TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
+                                    f"(known: {', '.join(sorted(base))})")
+    return hp
+
+
+def sub_hp(hp: dict, prefix: str, defaults: dict) -> dict:
+    """The hyperparameters of one stage: ``<prefix>_<name>`` overrides the shared ``<name>``."""
+    out = {}
+    for name, default in defaults.items():
+        out[name] = hp.get(f"{prefix}_{name}", hp.get(name, default))
+    return out

@@ -1,0 +1,50 @@
+"""Trainer kind ``augsbert``: Augmented SBERT (AugSBERT §3): cross-encoder on gold -> silver pairs sampled by a
+strategy and labelled by it -> bi-encoder on gold + silver (:mod:`ml.similarity.augsbert`).
+
+Hyperparameters (:data:`ml.similarity.augsbert.AUG_DEFAULTS`): ``strategy`` (random | kde | bm25 | semantic |
+bm25+semantic, default bm25), ``k`` (top-k neighbours, default 3), ``n_random`` (random / KDE pool size),
+``within_topic``, ``kde_bandwidth``, ``mode`` (in-domain | domain-adaptation), ``cross_encoder`` (``version:<id>``
+or a folder: reuse instead of training), ``gold_bi_encoder`` (for semantic search), ``source_data`` (domain
+adaptation: the source BWS file), the bi-encoder's epochs / max_steps / batch_size / lr / seeds / ... and the
+cross-encoder's ``cross_<name>`` overrides (``cross_lr`` default 1e-5).
+
+    manage.py train augsbert --data bws.jsonl --hp strategy=bm25 --hp k=3 --json
+
+The loaded model is the bi-encoder; ``metrics.info`` records the strategy, k, silver set size and the
+cross-encoder's own dev / test Spearman.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ml import registry
+from ml.similarity import augsbert as pipeline
+from ml.similarity import data as sim_data
+from ml.similarity import models as sim_models
+from ml.similarity.sampling import SamplingError
+from ml.trainers.crossencoder import default_base_model, evaluate
+
+KIND = "augsbert"
+
+
+def train(request: registry.TrainRequest) -> registry.TrainResult:
+    hp = sim_models.resolve_hyperparameters(KIND, sim_models.BI_DEFAULTS, request.hyperparameters,
+                                            extra=pipeline.AUG_EXTRA)
+    try:
+        out = pipeline.run(request.rows_train, request.rows_dev, base_model=request.base_model, hp=hp,
+                           seed=request.seed, output_dir=Path(request.output_dir), progress=request.progress)
+    except (pipeline.AugSBERTError, SamplingError) as exc:
+        raise registry.TrainerError(f"hyperparameters: {exc}") from None
+    return registry.TrainResult(metrics=out["dev"], test_metrics=out["test"], info=out["info"])
+
+
+def load(path: Path):
+    return sim_models.load_bi_encoder(Path(path) / "model")
+
+
+SPEC = registry.register_trainer(registry.TrainerSpec(
+    kind=KIND, train=train, load=load, primary_metric="spearman", higher_is_better=True,
+    description="Augmented SBERT: bi-encoder on gold + cross-encoder-labelled silver pairs (strategy, k)",
+    rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
+    default_base_model=default_base_model,
+    data_formats="BWS JSONL export (topic, argument1, argument2, score[, split]) or a bws release folder"))
