@@ -95,7 +95,7 @@ class NextAssignment(APIView):
         project = get_object_or_404(Project, slug=slug)
         worker = services.worker_for_user(request.user)
         try:
-            assignment = services.reserve_next_assignment(project, worker)
+            assignment = services.reserve_next_assignment(project, worker, fresh=True)
         except services.QuotaReached:
             return HttpResponse(status=status.HTTP_204_NO_CONTENT)
         except services.AllocationError as exc:
@@ -115,19 +115,20 @@ class SubmitAssignment(APIView):
         body = SubmitSerializer(data=request.data)
         if not body.is_valid():
             return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
-        assignment = get_object_or_404(Assignment.objects.select_related("project"), pk=pk)
+        assignment = get_object_or_404(services.submittable_assignments(), pk=pk)
         worker = selectors.worker_of_user(request.user)
         if worker is None or worker.pk != assignment.worker_id:
             return HttpResponse({"detail": "this assignment is not held by you"}, status=status.HTTP_403_FORBIDDEN)
         try:
             done = services.submit_assignment(assignment, worker, body.validated_data["responses"],
                                               feedback=body.validated_data["feedback"],
-                                              client_seconds=body.validated_data["client_seconds"])
+                                              client_seconds=body.validated_data["client_seconds"], fresh=True)
         except services.ValidationFailed as exc:
             return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.SubmissionError as exc:
             return HttpResponse({"detail": str(exc)}, status=exc.status)
-        worker.refresh_from_db(fields=["blocked"])
+        if getattr(done, "gold_scored", True):  # only scoring gold answers can have blocked the worker
+            worker.refresh_from_db(fields=["blocked"])
         return HttpResponse({"assignment": done.pk, "status": done.status, "submitted_at": done.submitted_at,
                              "work_seconds": done.work_seconds, "blocked": worker.blocked})
 

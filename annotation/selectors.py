@@ -35,7 +35,10 @@ def project_by_invite_token(token: str) -> Project | None:
 def worker_of_user(user) -> Worker | None:
     if not getattr(user, "is_authenticated", False):
         return None
-    return Worker.objects.filter(user=user).first()
+    from .auth import cached_worker
+
+    known, worker = cached_worker(user)
+    return worker if known else Worker.objects.filter(user=user).first()
 
 
 def worker_assignments(worker: Worker, project: Project | None = None) -> QuerySet[Assignment]:

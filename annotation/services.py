@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Iterable
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -94,14 +94,20 @@ def _skip_locked() -> bool:
 # --- workers ------------------------------------------------------------------------------------
 def worker_for_user(user, *, source: str = "local") -> Worker:
     """The Worker of a Django user, created on first use."""
-    worker = Worker.objects.filter(user=user).first()
+    from .auth import cached_worker
+
+    known, worker = cached_worker(user)
+    if not known:
+        worker = Worker.objects.filter(user=user).first()
     if worker is not None:
         return worker
     try:
         with transaction.atomic():
-            return Worker.objects.create(user=user, source=source)
+            worker = Worker.objects.create(user=user, source=source)
     except IntegrityError:  # created by a concurrent request
-        return Worker.objects.get(user=user)
+        worker = Worker.objects.get(user=user)
+    type(user).annotation_worker.related.set_cached_value(user, worker)  # later lookups in this request see it
+    return worker
 
 
 def worker_for_external_id(external_id: str, *, source: str) -> Worker:
@@ -289,14 +295,17 @@ def _pick_gold(project: Project, worker: Worker, n: int, rng: random.Random) -> 
     return rng.sample(pool, min(n, len(pool)))
 
 
-def reserve_next_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
+def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh: bool = False
+                            ) -> Assignment | None:
     """Reserve a HIT that still needs assignments and that this worker has not had; ``None`` = nothing left.
 
     A worker who already holds an unexpired reservation in the project gets that one back. Raises
-    :class:`WorkerBlocked`, :class:`ProjectNotActive` or :class:`QuotaReached`.
+    :class:`WorkerBlocked`, :class:`ProjectNotActive` or :class:`QuotaReached`. ``fresh=True``: the caller has
+    just read ``project`` (a request handler), so its settings and status are not read again.
     """
     now = now or timezone.now()
-    project = Project.objects.get(pk=project.pk)  # fresh settings and status
+    if not fresh:
+        project = Project.objects.get(pk=project.pk)  # fresh settings and status
     if project.status != Project.Status.ACTIVE:
         raise ProjectNotActive(f"project {project.name!r} is {project.get_status_display().lower()}, not active")
     for attempt in range(2):
@@ -501,8 +510,15 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
     return cleaned
 
 
+def submittable_assignments() -> QuerySet[Assignment]:
+    """What :func:`submit_assignment` reads an assignment with (its project, whether gold items were added);
+    a request handler that reads it this way passes ``fresh=True`` and saves the second read."""
+    gold_links = Assignment.gold_items.through.objects.filter(assignment_id=OuterRef("pk"))
+    return Assignment.objects.select_related("project").annotate(has_gold=Exists(gold_links))
+
+
 def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
-                      client_seconds: float | None = None, now=None) -> Assignment:
+                      client_seconds: float | None = None, now=None, fresh: bool = False) -> Assignment:
     """Validate, then store all responses of an assignment in one transaction.
 
     A retried identical submission returns the stored assignment and writes nothing. Raises
@@ -513,6 +529,8 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     The transaction is short: everything is read and validated before it starts; inside it, one
     ``UPDATE ... WHERE status = 'reserved'`` claims the assignment (the row lock is taken here, so two
     concurrent submissions cannot both pass) and the responses are inserted in one statement.
+    ``fresh=True``: ``assignment`` was just read with :func:`submittable_assignments`. The returned assignment's
+    ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it).
     """
     now = now or timezone.now()
     feedback = feedback or ""
@@ -529,9 +547,9 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
         raise ValidationFailed({"feedback": "at most 10000 characters"})
     key = submission_key(responses if isinstance(responses, dict) else {}, feedback)
     cached_items = getattr(assignment, "_argora_items", None)
-    gold_links = Assignment.gold_items.through.objects.filter(assignment_id=OuterRef("pk"))
-    assignment = (Assignment.objects.select_related("project").annotate(has_gold=Exists(gold_links))
-                  .get(pk=assignment.pk))
+    if not (fresh and hasattr(assignment, "has_gold")):
+        assignment = submittable_assignments().get(pk=assignment.pk)
+    assignment.gold_scored = False
     if assignment.status in Assignment.DONE and assignment.submission_key == key:
         return assignment  # retried submission: a no-op
     _check_open(assignment, key)
@@ -564,6 +582,7 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
                     setattr(assignment, name, value)
                 if golds:
                     _score_gold(assignment, worker, project, tt, golds, cleaned, now)
+                    assignment.gold_scored = True
                 transaction.on_commit(
                     lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
                 return assignment

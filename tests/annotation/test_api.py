@@ -134,3 +134,47 @@ def test_next_never_sends_reference_answers_to_the_worker(alice):
     for item in body["items"]:
         assert item["payload"]["text"].startswith("h")
         assert not {"reference", "adjudicated", "extra", "_note"} & set(item["payload"]), item["payload"]
+
+
+def test_submit_reports_the_block_its_gold_answers_caused(alice):
+    p = services.create_project(name="Gold api", slug="gold-api", task_type="sentence_label", status="active",
+                                config={"labels": ["pro", "con"]}, items_per_hit=1, assignments_per_item=1,
+                                gold_rate=1.0, gold_min_items=2, gold_min_accuracy=0.7)
+    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)],
+                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
+                             for i in range(4)])
+    services.build_hits(p)
+    c = client_for(alice)
+    seen = []
+    for _ in range(2):
+        body = next_hit(c, "gold-api").json()
+        assert len(body["items"]) == 2  # one item + one gold item
+        payload = {"responses": {str(i["id"]): {"label": "con"} for i in body["items"]}}  # the gold answer is wrong
+        r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
+        assert r.status_code == 200, r.content
+        seen.append(r.json()["blocked"])
+        retry = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
+        assert retry.json()["blocked"] == seen[-1]  # a retry reports the state the submission left
+    assert seen == [False, True]  # judged after the second gold item: 0% < 70%
+    assert next_hit(c, "gold-api").status_code == 403
+
+
+def test_token_auth_reads_the_worker_with_the_user(project, alice, django_assert_num_queries):
+    from annotation.auth import WorkerTokenAuthentication
+    from annotation.selectors import worker_of_user
+
+    key = Token.objects.create(user=alice).key
+    user, _ = WorkerTokenAuthentication().authenticate_credentials(key)
+    worker = services.worker_for_user(user)      # no worker yet (the token read None): created
+    with django_assert_num_queries(0):
+        assert services.worker_for_user(user) == worker and worker_of_user(user) == worker
+    user, _ = WorkerTokenAuthentication().authenticate_credentials(key)
+    with django_assert_num_queries(0):           # read with the token
+        assert worker_of_user(user) == worker and services.worker_for_user(user) == worker
+    services.block_worker(worker, "test")
+    user, _ = WorkerTokenAuthentication().authenticate_credentials(key)
+    assert services.worker_for_user(user).blocked  # each authentication reads the current row
+    from rest_framework.exceptions import AuthenticationFailed
+
+    with pytest.raises(AuthenticationFailed):
+        WorkerTokenAuthentication().authenticate_credentials("nope")

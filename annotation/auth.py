@@ -1,0 +1,33 @@
+"""API token authentication that reads the user's Worker row in the same query.
+
+Every annotation request (next HIT, submit) needs the calling user's :class:`~annotation.models.Worker`; DRF's
+``TokenAuthentication`` already joins token and user, and this subclass adds the worker (a reverse one-to-one), so
+:func:`annotation.services.worker_for_user` / :func:`annotation.selectors.worker_of_user` answer from it without a
+query of their own. Configured in ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``.
+"""
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+
+
+class WorkerTokenAuthentication(TokenAuthentication):
+    def authenticate_credentials(self, key):
+        model = self.get_model()
+        try:
+            token = model.objects.select_related("user", "user__annotation_worker").get(key=key)
+        except model.DoesNotExist:
+            raise exceptions.AuthenticationFailed(_("Invalid token.")) from None
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        return token.user, token
+
+
+def cached_worker(user):
+    """``(True, worker or None)`` when the user's Worker was read with the user (by
+    :class:`WorkerTokenAuthentication`), else ``(False, None)``."""
+    related = type(user).annotation_worker.related
+    if related.is_cached(user):
+        return True, related.get_cached_value(user)
+    return False, None
