@@ -24,10 +24,21 @@ class WorkerTokenAuthentication(TokenAuthentication):
         return token.user, token
 
 
+def _worker_relation():
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().annotation_worker.related  # not type(user): request.user is a SimpleLazyObject
+
+
+def remember_worker(user, worker) -> None:
+    """Put a just-created worker in the user's cache, so later look-ups in this request see it."""
+    _worker_relation().set_cached_value(user, worker)
+
+
 def cached_worker(user):
     """``(True, worker or None)`` when the user's Worker was read with the user (by
     :class:`WorkerTokenAuthentication`), else ``(False, None)``."""
-    related = type(user).annotation_worker.related
+    related = _worker_relation()
     if related.is_cached(user):
         return True, related.get_cached_value(user)
     return False, None

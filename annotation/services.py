@@ -94,7 +94,7 @@ def _skip_locked() -> bool:
 # --- workers ------------------------------------------------------------------------------------
 def worker_for_user(user, *, source: str = "local") -> Worker:
     """The Worker of a Django user, created on first use."""
-    from .auth import cached_worker
+    from .auth import cached_worker, remember_worker
 
     known, worker = cached_worker(user)
     if not known:
@@ -106,7 +106,7 @@ def worker_for_user(user, *, source: str = "local") -> Worker:
             worker = Worker.objects.create(user=user, source=source)
     except IntegrityError:  # created by a concurrent request
         worker = Worker.objects.get(user=user)
-    type(user).annotation_worker.related.set_cached_value(user, worker)  # later lookups in this request see it
+    remember_worker(user, worker)
     return worker
 
 

@@ -43,15 +43,16 @@ def read_progress(task_id: str) -> dict | None:
 
 
 def celery_progress(task, min_interval: float = 0.5) -> Progress:
-    """Report progress as the task's PROGRESS state; throttled to one write per ``min_interval`` s."""
-    last = [0.0]
+    """Report progress as the task's PROGRESS state; throttled to one write per ``min_interval`` s, except that the
+    first report of a new phase (another ``description``) and the last one (``done >= total``) always go out."""
+    last = [0.0, None]
 
     def report(done: int, total: int | None, description: str = "") -> None:
         now = time.monotonic()
         finished = total is not None and done >= total
-        if not finished and now - last[0] < min_interval:
+        if not finished and description == last[1] and now - last[0] < min_interval:
             return
-        last[0] = now
+        last[0], last[1] = now, description
         task_id = getattr(task.request, "id", None)
         if task_id is None:  # called directly, not through a worker
             return
