@@ -67,7 +67,9 @@ def appf_ranker_rows(path) -> list[dict]:
     return rows
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def read_jsonl_objects(path: Path) -> list[tuple[int, dict]]:
+    """``(line number, object)`` of every non-blank line of a JSONL file; ``TrainerError("file:line: reason")`` when
+    it cannot be read, a line is not a JSON object, or there is none."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -109,7 +111,7 @@ def read_ranker_rows(path) -> list[dict]:
     """Ranker rows from an App. F JSONL file or a JSONL of label rows (``sentence, candidate, score, begin,
     length`` [+ ``topic``, ``aspects``, ``split``])."""
     path = Path(path)
-    lines = _read_jsonl(path)
+    lines = read_jsonl_objects(path)
     if "aspect_pos" in lines[0][1]:
         return appf_ranker_rows(path)
     return [_check_label_row(path, number, row) for number, row in lines]

@@ -188,22 +188,16 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
         def encode(texts, _model=gold_bi):
             return sim_models.encode(_model, texts, batch_size=batch)
 
-    # 3. the silver set
-    if mode == "domain-adaptation":
-        target_pairs = [{"topic": r.get("topic", ""), "argument1": r["argument1"], "argument2": r["argument2"],
-                         "source": "target"} for r in rows_train]
-        gold_scores = [r["score"] for r in (source_rows or [])] or None
-        silver, stats = silver_set(strategy, rows_train, cross, k=k, seed=seed, encode=encode,
-                                   n_random=int(hp["n_random"]), within_topic=bool(hp["within_topic"]),
-                                   kde_bandwidth=float(hp["kde_bandwidth"]) or None, extra_pairs=target_pairs,
-                                   gold_scores=gold_scores, batch_size=batch, exclude=rows_dev, progress=progress)
-        train_rows = silver
-    else:
-        silver, stats = silver_set(strategy, rows_train, cross, k=k, seed=seed, encode=encode,
-                                   n_random=int(hp["n_random"]), within_topic=bool(hp["within_topic"]),
-                                   kde_bandwidth=float(hp["kde_bandwidth"]) or None, batch_size=batch,
-                                   exclude=rows_dev, progress=progress)
-        train_rows = list(rows_train) + silver
+    # 3. the silver set (domain adaptation: the target's own pairs are labelled too, and they are all it trains on)
+    adapt = mode == "domain-adaptation"
+    target_pairs = [{"topic": r.get("topic", ""), "argument1": r["argument1"], "argument2": r["argument2"],
+                     "source": "target"} for r in rows_train] if adapt else []
+    gold_scores = ([r["score"] for r in (source_rows or [])] or None) if adapt else None
+    silver, stats = silver_set(strategy, rows_train, cross, k=k, seed=seed, encode=encode,
+                               n_random=int(hp["n_random"]), within_topic=bool(hp["within_topic"]),
+                               kde_bandwidth=float(hp["kde_bandwidth"]) or None, extra_pairs=target_pairs,
+                               gold_scores=gold_scores, batch_size=batch, exclude=rows_dev, progress=progress)
+    train_rows = silver if adapt else list(rows_train) + silver
     info.update(stats)
     with open(output_dir / "silver.jsonl", "w", encoding="utf-8") as fh:
         for row in silver:

@@ -24,10 +24,11 @@ test metrics. Nothing is ever trained on a ``dev`` or ``test`` row.
 """
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from ml.data import read_jsonl_objects
 
 SPLITS = ("train", "dev", "test")
 SETTINGS = ("in-topic", "cross-topic")
@@ -74,26 +75,12 @@ def pair_row(obj: dict, *, where: str = "row") -> dict:
 def read_pairs(path) -> list[dict]:
     """Validated pair rows of one JSONL file (``FILE:LINE: reason`` errors; a missing pair id becomes ``L<line>``)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _error(f"{path}:0: cannot read ({exc.strerror or exc})") from None
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _error(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise _error(f"{path}:{number}: a line must be a JSON object")
+    for number, obj in read_jsonl_objects(path):
         row = pair_row(obj, where=f"{path}:{number}")
         if not row["pair_id"]:
             row["pair_id"] = f"L{number}"
         rows.append(row)
-    if not rows:
-        raise _error(f"{path}:0: no rows: the file is empty")
     return rows
 
 

@@ -268,34 +268,3 @@ def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, b
                            "dev_spearman": score}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def resolve_hyperparameters(kind: str, defaults: dict, given: dict | None, *, extra: dict | None = None) -> dict:
-    """defaults (+ ``extra``) < ``$ARGORA_TRAINER_HYPERPARAMETERS[kind]`` < ``given``; unknown names refused."""
-    import json
-    import os
-
-    from ml import registry
-
-    base = dict(defaults, **(extra or {}))
-    hp = dict(base)
-    raw = os.environ.get("ARGORA_TRAINER_HYPERPARAMETERS", "").strip()
-    if raw:
-        try:
-            hp.update((json.loads(raw) or {}).get(kind) or {})
-        except json.JSONDecodeError as exc:
-            raise registry.TrainerError(f"ARGORA_TRAINER_HYPERPARAMETERS: not JSON ({exc.msg})") from None
-    hp.update(given or {})
-    unknown = sorted(set(hp) - set(base))
-    if unknown:
-        raise registry.TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
-                                    f"(known: {', '.join(sorted(base))})")
-    return hp
-
-
-def sub_hp(hp: dict, prefix: str, defaults: dict) -> dict:
-    """The hyperparameters of one stage: ``<prefix>_<name>`` overrides the shared ``<name>``."""
-    out = {}
-    for name, default in defaults.items():
-        out[name] = hp.get(f"{prefix}_{name}", hp.get(name, default))
-    return out

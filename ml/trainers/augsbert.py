@@ -23,13 +23,13 @@ from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
 from ml.similarity.sampling import SamplingError
 from ml.trainers.crossencoder import default_base_model, evaluate
+from ml.trainers.ranker import resolve_hyperparameters
 
 KIND = "augsbert"
 
 
 def train(request: registry.TrainRequest) -> registry.TrainResult:
-    hp = sim_models.resolve_hyperparameters(KIND, sim_models.BI_DEFAULTS, request.hyperparameters,
-                                            extra=pipeline.AUG_EXTRA)
+    hp = resolve_hyperparameters(KIND, pipeline.AUG_DEFAULTS, request.hyperparameters)
     try:
         out = pipeline.run(request.rows_train, request.rows_dev, base_model=request.base_model, hp=hp,
                            seed=request.seed, output_dir=Path(request.output_dir), progress=request.progress)

@@ -17,13 +17,14 @@ from ml import registry
 from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
 from ml.similarity.evaluation import evaluate_model
+from ml.trainers.ranker import resolve_hyperparameters
 
 KIND = "crossencoder"
 
 
 def train_pairs(request: registry.TrainRequest, which: str, kind: str, defaults: dict) -> registry.TrainResult:
     """Shared by ``crossencoder`` and ``biencoder``: one model on the gold train rows."""
-    hp = sim_models.resolve_hyperparameters(kind, defaults, request.hyperparameters)
+    hp = resolve_hyperparameters(kind, defaults, request.hyperparameters)
     dev, test = sim_data.split_eval(request.rows_dev)
     rows_train = [r for r in request.rows_train if r.get("split", "train") == "train"]
     model, info = sim_models.train(which, rows_train, dev, base_model=request.base_model, hp=hp, seed=request.seed,
