@@ -34,7 +34,7 @@ class ProjectAdmin(admin.ModelAdmin):
         if not change and obj.created_by_id is None:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
-        from annotation.ratings.likert import reviewer_warning  # likert_debate: 5-10 reviewers per debate
+        from annotation.task_types.likert_debate.likert import reviewer_warning  # likert_debate: 5-10 reviewers per debate
 
         if warning := reviewer_warning(obj):
             self.message_user(request, warning, level=messages.WARNING)

@@ -7,3 +7,6 @@ class AnnotationConfig(AppConfig):
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)
+        from .task_types import autodiscover
+
+        autodiscover()

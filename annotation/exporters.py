@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from corpus.releases import CardContext, register_exporter
 
-from annotation.aspects import appf
+from annotation.task_types.aspect import appf
 
 
 def prepare_aspects(config: dict) -> dict:
@@ -118,7 +118,7 @@ def prepare_bws(config: dict) -> dict:
     """``{"project": slug, "split": {"mode": "cross-topic", "train": [...], "dev": [...], "test": [...]}
     | {"mode": "in-topic", "seed": 0} | {"mode": "none"}}``; cross-topic topics default to the project's
     ``config["splits"]``."""
-    from annotation.bws.export import check_cross_topic
+    from annotation.task_types.bws_similarity.export import check_cross_topic
     from annotation.models import Project
 
     unknown = set(config) - {"project", "split"}
@@ -155,7 +155,7 @@ def prepare_bws(config: dict) -> dict:
 
 
 def _bws_rows(config: dict) -> list[dict]:
-    from annotation.bws.project import export_rows
+    from annotation.task_types.bws_similarity.project import export_rows
     from annotation.models import Project
 
     return export_rows(Project.objects.get(slug=config["project"]))
@@ -180,7 +180,7 @@ def bws_card(ctx: CardContext) -> list[tuple[str, str]]:
                    count_by=("topic",),
                    description="BWS argument similarity pairs with counting scores (AugSBERT sec. 4.1).")
 def export_bws(config: dict):
-    from annotation.bws import export as bws_export
+    from annotation.task_types.bws_similarity import export as bws_export
 
     rows = _bws_rows(config)
     split = config["split"]
@@ -196,7 +196,7 @@ def export_bws(config: dict):
 
 
 # --- spans: KB-grounded factual spans (ArgU sec. 3.1) ------------------------------------------------
-from annotation.spans.export import register_release_kind  # noqa: E402
+from annotation.task_types.span_grounding.export import register_release_kind  # noqa: E402
 
 register_release_kind()
 

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from . import task_types
+
 
 def new_invite_token() -> str:
     return secrets.token_urlsafe(24)
@@ -283,4 +285,5 @@ class Adjudication(models.Model):
         return f"adjudication of item {self.item_id}"
 
 
-from annotation.spans.models import SpanNormalisation  # noqa: E402,F401  (KB normalisation of spans; migration 0003)
+# Models that belong to one task type live in its package (annotation/task_types/<name>/models.py), in this app.
+task_types.package_modules("models")

@@ -1,7 +1,7 @@
 """Celery tasks of the annotation engine: one-line calls into services (safe to retry)."""
 from celery import shared_task
 
-from . import services
+from . import services, task_types
 
 
 @shared_task(name="annotation.expire_reservations")
@@ -17,4 +17,6 @@ def recompute_agreement(project_id: int, force: bool = False) -> dict:
 
     return recompute(project_id, force=force)
 
-from .spans.tasks import *  # noqa
+
+# the task types' own Celery tasks (annotation/task_types/<name>/tasks.py)
+task_types.package_modules("tasks")

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import views
+from . import task_types, views
 
 app_name = "annotation"
 
@@ -12,10 +12,7 @@ urlpatterns = [
     path("work/<slug:slug>/instructions/", views.instructions, name="instructions"),
     path("projects/", views.project_list, name="project-list"),
     path("projects/<slug:slug>/progress/", views.project_progress, name="project-progress"),
-    # Feature pages, one urls module each (so features grow without touching each other):
     path("", include("annotation.dashboard_urls")),  # agreement dashboards, adjudication
-    path("", include("annotation.bws_urls")),  # BWS scores and split-half reliability
-    path("", include("annotation.valnov_urls")),  # validity/novelty results
-    path("", include("annotation.rating_urls")),  # pairwise preference and Likert debate results
-    path("", include("annotation.span_urls")),
 ]
+# each task type's own pages (annotation/task_types/<name>/urls.py), in this namespace
+urlpatterns += [path("", include(module)) for module in task_types.package_modules("urls")]

@@ -79,8 +79,13 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
-        "APP_DIRS": True,
         "OPTIONS": {
+            # task type packages bring their own templates (annotation/task_types/<name>/templates/)
+            "loaders": [("django.template.loaders.cached.Loader", [
+                "django.template.loaders.filesystem.Loader",
+                "django.template.loaders.app_directories.Loader",
+                "annotation.task_types.assets.Loader",
+            ])],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -124,6 +129,13 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("ARGORA_STATIC_ROOT", VAR_DIR / "static"))
 STATICFILES_DIRS = [BASE_DIR / "argora" / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "annotation.task_types.assets.Finder",  # annotation/task_types/<name>/static/
+]
+# Task type packages outside annotation/task_types/ (dotted paths, comma-separated); see annotation.task_types.
+ARGORA_TASK_TYPE_PACKAGES = env_list("ARGORA_TASK_TYPE_PACKAGES", "")
 try:  # whitenoise serves STATIC_ROOT (filled by collectstatic; run_demo does it) and warns when it is missing
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 except OSError:

@@ -5,7 +5,7 @@
 Data: AugSBERT-sized synthetic judgements -- 3,400 tuples of 4 pairs (8 topics; 2N design, so 1,700 pairs, each in 8
 tuples) x 4 annotators whose best/worst follow a hidden similarity plus noise. Timed on the same input:
 
-* ours:      ``annotation.bws.scoring.counting_scores`` + ``annotation.bws.reliability.split_half`` (numpy: one bincount
+* ours:      ``annotation.task_types.bws_similarity.scoring.counting_scores`` + ``annotation.task_types.bws_similarity.reliability.split_half`` (numpy: one bincount
              over S x P bins per half, row-wise rank correlation), from the encoded arrays;
 * loop:      ``counting_scores_loop`` + ``split_half_loop`` (dicts and scipy.stats.spearmanr per topic and split) --
              the same random splits, so its numbers must equal ours (checked);
@@ -26,9 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from annotation.bws.design import make_tuples  # noqa: E402
-from annotation.bws.reliability import split_half, split_half_loop  # noqa: E402
-from annotation.bws.scoring import Judgement, counting_scores, counting_scores_loop, encode  # noqa: E402
+from annotation.task_types.bws_similarity.design import make_tuples  # noqa: E402
+from annotation.task_types.bws_similarity.reliability import split_half, split_half_loop  # noqa: E402
+from annotation.task_types.bws_similarity.scoring import Judgement, counting_scores, counting_scores_loop, encode  # noqa: E402
 
 
 def synthetic(n_tuples: int, annotators: int, topics: int, seed: int) -> list[Judgement]:

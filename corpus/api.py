@@ -63,7 +63,7 @@ def create_fact(*, topic: Topic, text: str, metadata: dict | None = None, **fiel
 def delete_fact(fact: FactVariable) -> None:
     """Delete a fact variable that nothing refers to; else HTTP 400 on ``id`` naming the uses (retire a variable in
     use by rejecting or merging it: ``status`` / the KB review page)."""
-    from annotation.spans.kb import fact_uses
+    from annotation.task_types.span_grounding.kb import fact_uses
 
     with transaction.atomic():
         fact = FactVariable.objects.select_for_update().get(pk=fact.pk)

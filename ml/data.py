@@ -5,7 +5,7 @@ Aspect ranker rows (Arg-CTRL §3.1 Step 2a), one per 1-4-gram of a sentence (unf
     {"sentence": "...", "candidate": "background checks", "score": 1.0, "begin": 18, "length": 17,
      "topic": "gun control", "aspects": [[18, 17]]}
 
-``score`` = #aspect tokens in the n-gram / n (:func:`annotation.aspects.labels.label_rows`); ``aspects`` (the
+``score`` = #aspect tokens in the n-gram / n (:func:`annotation.task_types.aspect.labels.label_rows`); ``aspects`` (the
 sentence's gold spans ``[begin, length]``, the same list on every row of the sentence) is what recall@k is
 computed against (:mod:`ml.metrics`). Rows without ``aspects`` (label rows written elsewhere) still work: the gold
 spans are then the maximal runs of aspect tokens (1-grams with score 1), see :func:`group_sentences`.
@@ -37,7 +37,7 @@ LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
 def ranker_rows(sentence: str, spans: Iterable[Sequence[int]], *, topic: str = "") -> list[dict]:
     """§3.1 Step 2a rows of one sentence, each carrying the gold ``aspects``."""
-    from annotation.aspects.labels import label_rows
+    from annotation.task_types.aspect.labels import label_rows
 
     spans = sorted((int(b), int(l)) for b, l in spans)
     rows = label_rows(sentence, spans, topic=topic)
@@ -54,7 +54,7 @@ def _trainer_error(message: str) -> Exception:
 
 def appf_ranker_rows(path) -> list[dict]:
     """Ranker rows of every sentence of an App. F file (validated; ``TrainerError("file:line: reason")``)."""
-    from annotation.aspects.appf import parse_appf
+    from annotation.task_types.aspect.appf import parse_appf
     from corpus.importers.base import ImportFailed
 
     try:
@@ -151,7 +151,7 @@ def ranker_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """(train, dev, n_labels) from the project's final answers; dev = the sentences whose stable hash falls in
     the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev sentences.
     ``n_labels`` = sentences with a final answer (a "no aspect" answer gives all-zero rows: negatives)."""
-    from annotation.aspects.appf import _POS, project_rows
+    from annotation.task_types.aspect.appf import _POS, project_rows
     from ml.registry import stable_split
 
     answers = project_rows(project)
@@ -188,15 +188,15 @@ class SentenceRows:
     gold: list[tuple[int, int]] = field(default_factory=list)
 
     def candidates(self):
-        """The rows as :class:`annotation.aspects.candidates.Candidate` objects (what a Ranker scores)."""
-        from annotation.aspects.candidates import Candidate
+        """The rows as :class:`annotation.task_types.aspect.candidates.Candidate` objects (what a Ranker scores)."""
+        from annotation.task_types.aspect.candidates import Candidate
 
         return [Candidate(b, l, t, n) for (b, l), t, n in zip(self.spans, self.texts, self.n_tokens)]
 
 
 def _gold_from_unigrams(sentence: str, unigram_scores: dict[tuple[int, int], float]) -> list[tuple[int, int]]:
     """Maximal runs of consecutive aspect tokens (1-grams scoring 1)."""
-    from annotation.aspects.candidates import tokenize
+    from annotation.task_types.aspect.candidates import tokenize
 
     out: list[tuple[int, int]] = []
     run: list = []
@@ -212,7 +212,7 @@ def _gold_from_unigrams(sentence: str, unigram_scores: dict[tuple[int, int], flo
 
 def group_sentences(rows: Iterable[dict]) -> list[SentenceRows]:
     """Rows grouped by (topic, sentence), in order of first appearance; duplicate spans are kept once."""
-    from annotation.aspects.candidates import tokenize
+    from annotation.task_types.aspect.candidates import tokenize
 
     groups: dict[tuple[str, str], SentenceRows] = {}
     seen: dict[tuple[str, str], set] = {}

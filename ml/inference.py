@@ -1,6 +1,6 @@
 """Fast batched token-classification inference (and the word/sub-word alignment the trainers share).
 
-Words are the tokens of :func:`annotation.aspects.candidates.tokenize` (the HIT pages' tokens, with character
+Words are the tokens of :func:`annotation.task_types.aspect.candidates.tokenize` (the HIT pages' tokens, with character
 offsets), so predictions come back as word-level BIO tags and character spans that the annotation side and the
 App. F / span-grounding files understand. Sub-words are aligned with ``is_split_into_words=True``; a word's tag is
 the tag of its first sub-word.
@@ -32,7 +32,7 @@ IGNORE = -100
 
 def words_of(text: str) -> list[tuple[str, int, int]]:
     """``[(word, begin, end)]`` of a text (the annotation tokens)."""
-    from annotation.aspects.candidates import tokenize
+    from annotation.task_types.aspect.candidates import tokenize
 
     return [(t.text, t.begin, t.end) for t in tokenize(text)]
 

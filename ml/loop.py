@@ -6,7 +6,7 @@ Rows for a kind
 
     - an Arg-CTRL App. F aspect JSONL file (keys ``hash, aspect_pos, sentence, ...``) and, for the ``ranker`` kind,
       turns it into §3.1 Step 2a label rows (every 1-4-gram with ``#aspect tokens / N``,
-      :func:`annotation.aspects.labels.label_rows`); other kinds get the App. F rows themselves;
+      :func:`annotation.task_types.aspect.labels.label_rows`); other kinds get the App. F rows themselves;
     - any other JSONL (the span-grounding export ``spans.jsonl`` included): one row per line, as written;
     - a folder holding ``train.jsonl`` and ``dev.jsonl`` (an App. F export with splits): those two files.
 
@@ -16,7 +16,7 @@ Rows for a kind
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
     n_labels)``; the default for the ``ranker`` kind on an ``aspect`` project uses the project's final answers
-    (:func:`annotation.aspects.appf.project_rows`: adjudicated > gold > crowd vote > imported reference), turned into
+    (:func:`annotation.task_types.aspect.appf.project_rows`: adjudicated > gold > crowd vote > imported reference), turned into
     label rows, split by sentence hash; ``n_labels`` = sentences with a final answer.
 
 Retrain loop (:func:`maybe_retrain`)
@@ -90,8 +90,8 @@ def _is_appf(rows: list[dict]) -> bool:
 
 
 def _appf_rows(path: Path, kind: str) -> list[dict]:
-    from annotation.aspects.appf import parse_appf
-    from annotation.aspects.labels import label_rows
+    from annotation.task_types.aspect.appf import parse_appf
+    from annotation.task_types.aspect.labels import label_rows
     from corpus.importers.base import ImportFailed
 
     try:
@@ -150,8 +150,8 @@ def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[
 # --- rows from a project ---------------------------------------------------------------------------
 
 def _aspect_project_rows(project) -> tuple[list[dict], list[dict], int]:
-    from annotation.aspects.appf import _POS, project_rows
-    from annotation.aspects.labels import label_rows
+    from annotation.task_types.aspect.appf import _POS, project_rows
+    from annotation.task_types.aspect.labels import label_rows
 
     rows = []
     answers = project_rows(project)

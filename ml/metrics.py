@@ -3,7 +3,7 @@
 recall@k, precisely
     For one sentence with gold aspect spans ``G`` (``(begin, length)`` character spans, ``|G| >= 1``) and ranked
     candidates ``c_1, c_2, ...`` (sorted by score, best first; ties go to the longer n-gram, then the earlier
-    ``begin``, then the shorter ``length`` -- the order :func:`annotation.aspects.rankers.rank` shows workers)::
+    ``begin``, then the shorter ``length`` -- the order :func:`annotation.task_types.aspect.rankers.rank` shows workers)::
 
         recall@k(sentence) = |{ g in G : g == span(c_i) for some i <= k }| / |G|
 
@@ -19,7 +19,7 @@ Evaluation settings (Table 2)
       on it; the figures are the mean over the topics (per-topic figures are kept too).
 
 A *scorer* is anything with ``score(sentence_text, topic, candidates) -> list[float]`` (the Ranker interface of
-:mod:`annotation.aspects.rankers`); when it also has ``score_groups(groups)`` (the trained models of
+:mod:`annotation.task_types.aspect.rankers`); when it also has ``score_groups(groups)`` (the trained models of
 :mod:`ml.rankers`) that batched path is used.
 """
 from __future__ import annotations
@@ -92,9 +92,9 @@ def evaluate_scorer(scorer, rows: Iterable[dict] | Sequence[SentenceRows], ks: S
 
 
 def baseline_scorer(rows_train: Iterable[dict]):
-    """:class:`annotation.aspects.rankers.BaselineRanker` with document frequencies from the training sentences
+    """:class:`annotation.task_types.aspect.rankers.BaselineRanker` with document frequencies from the training sentences
     (no database), the reference a trained ranker must beat."""
-    from annotation.aspects.rankers import BaselineRanker
+    from annotation.task_types.aspect.rankers import BaselineRanker
 
     texts: dict[str, list[str]] = {}
     for group in group_sentences(rows_train):

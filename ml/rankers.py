@@ -1,6 +1,6 @@
-"""Trained aspect rankers as :mod:`annotation.aspects.rankers` Rankers, and the hook that picks the active one.
+"""Trained aspect rankers as :mod:`annotation.task_types.aspect.rankers` Rankers, and the hook that picks the active one.
 
-``active_ranker(project)`` (called by :func:`annotation.aspects.rankers.get_active_ranker` whenever items are
+``active_ranker(project)`` (called by :func:`annotation.task_types.aspect.rankers.get_active_ranker` whenever items are
 built) returns the active trained ranker wrapped as a Ranker, looking in this order and taking the first that
 loads:
 

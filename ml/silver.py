@@ -348,7 +348,7 @@ def filter_label(run, label_spans: list, schemes: dict, means: dict, options: di
 
 def silver_rows(run, *, options: dict | None = None) -> Iterator[dict]:
     """The run's labels as release rows (streamed), filtered by the run's options (overridden by ``options``)."""
-    from annotation.aspects.appf import APPF_STANCE, format_pos
+    from annotation.task_types.aspect.appf import APPF_STANCE, format_pos
 
     SilverRun, SilverLabel = _models()
     opts = dict(run.options or {})

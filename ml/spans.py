@@ -1,4 +1,4 @@
-"""Model suggestions for span grounding items (the hook ``annotation.task_types.span_grounding`` calls).
+"""Model suggestions for span grounding items (the hook ``annotation.task_types.span_grounding.task_type`` calls).
 
 :func:`suggest` uses the active ``argspan`` version of the project (else the global one); without one it returns
 an empty list per text, so building items never depends on a model being there.

@@ -33,7 +33,7 @@ and the latest adjudicated answer of each item (an adjudication wins over a gold
 is compared with them on exactly those items (their responses to gold items included), and
 ``crowd_vs_expert["expert_source"]`` says which of ``"staff"`` / ``"reference"`` was used.
 
-Coders are named ``"worker:<Worker id>"`` everywhere (the convention of :mod:`annotation.aspects.unitized`).
+Coders are named ``"worker:<Worker id>"`` everywhere (the convention of :mod:`annotation.task_types.aspect.unitized`).
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def load_responses(project, *, gold: bool = False) -> list[dict]:
     from annotation.models import Assignment, Item, Response
     from annotation.selectors import unverified_q
 
-    from ..selectors import EXPERT_GROUP
+    from annotation.selectors import EXPERT_GROUP
 
     assignments = list(Assignment.objects.filter(project=project, status__in=Assignment.DONE)
                        .order_by("submitted_at", "id")
@@ -184,7 +184,7 @@ def sentence_label_reliability(project, records: list[dict]) -> dict:
 
 @register_reliability("aspect")
 def aspect_reliability(project, records: list[dict]) -> dict:
-    """Spans: alpha_u over the per-annotator spans (category ``"aspect"``, as :mod:`annotation.aspects.unitized`
+    """Spans: alpha_u over the per-annotator spans (category ``"aspect"``, as :mod:`annotation.task_types.aspect.unitized`
     gives them; taken from ``records`` so that reference answers count too), and a binary nominal matrix for the other
     coefficients: one unit per (item, span chosen by anyone), 1 when the coder chose the span, 0 when the coder
     answered the item without it. A coder's later answer to the same item wins."""
@@ -853,8 +853,8 @@ def recompute(project_id: int, *, force: bool = False) -> dict:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return {"project": project_id, "stored": 0, "reason": "no such project"}
-    if project.task_type == "bws_similarity":  # BWS pair scores are stored alongside (annotation.bws.project)
-        from annotation.bws.project import refresh_scores
+    if project.task_type == "bws_similarity":  # BWS pair scores are stored alongside (annotation.task_types.bws_similarity.project)
+        from annotation.task_types.bws_similarity.project import refresh_scores
 
         refresh_scores(project, force=force)
     done = Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
@@ -906,7 +906,7 @@ def adjudicate_item(item, answer: dict, *, expert, note: str = ""):
     """Record an expert's final answer for ``item`` (who and when), validated like a worker's response.
 
     ``sentence_label``: ``{"label": ...}``; ``aspect``: ``{"aspects": ["b:l", ...], "no_aspect": bool}`` -- also
-    stored in ``item.payload["adjudicated"]`` through :func:`annotation.aspects.aggregation.adjudicate`, so exports
+    stored in ``item.payload["adjudicated"]`` through :func:`annotation.task_types.aspect.aggregation.adjudicate`, so exports
     use it. Other task types: their response format. Raises :class:`AdjudicationRefused`.
     """
     from django.db import transaction
@@ -920,7 +920,7 @@ def adjudicate_item(item, answer: dict, *, expert, note: str = ""):
         raise AdjudicationRefused("answer", "expected an object")
     with transaction.atomic():
         if tt.name == "aspect":
-            from annotation.aspects.aggregation import AdjudicationInvalid, adjudicate
+            from annotation.task_types.aspect.aggregation import AdjudicationInvalid, adjudicate
 
             try:
                 decided = adjudicate(item, answer.get("aspects") or [], no_aspect=bool(answer.get("no_aspect")),

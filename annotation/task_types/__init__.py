@@ -1,23 +1,106 @@
-"""Registry of task types. A module registers its class with :func:`register`; adding a task type
-touches no other task type (import it at the bottom of this file)."""
+"""Registry of task types: one package per task type, found without naming it anywhere else.
+
+A task type is a package (``annotation/task_types/<name>/``, or any importable package named in the setting
+``ARGORA_TASK_TYPE_PACKAGES``) with a module ``task_type.py`` that defines a :class:`~.base.TaskType` subclass and
+registers it with :func:`register`. What else the package holds is found by module name, the way Django finds an
+app's ``models`` or ``admin`` (:func:`package_modules`):
+
+==============  ===============================================================================================
+``urls``        ``urlpatterns`` of its staff pages, included by ``annotation/urls.py`` (namespace ``annotation``)
+``models``      models of the ``annotation`` app that only this task type uses (imported by ``annotation.models``)
+``release``     release kinds (:func:`corpus.releases.register_exporter`), imported with ``annotation.exporters``
+``tasks``       Celery tasks, imported with ``annotation.tasks``
+``cli``         a management command ``Command`` (Django finds commands only in ``annotation/management/commands``,
+                where a one-line module re-exports it)
+``templates/``  templates named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Loader`)
+``static/``     static files named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Finder`)
+==============  ===============================================================================================
+
+Packages here without a ``task_type`` module (``ratings``: what the two rating task types share) are support
+packages: their modules, templates and static files are found the same way.
+"""
 from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from pathlib import Path
+from types import ModuleType
+
+from django.conf import settings
 
 from .base import ResponseInvalid, TaskType
 
 _REGISTRY: dict[str, type[TaskType]] = {}
 _INSTANCES: dict[str, TaskType] = {}
+_PACKAGES: dict[str, str] = {}  # short name -> dotted path of every known package (built-in and loaded)
+_DISCOVERED = False
+_HERE = Path(__file__).resolve().parent
 
 
 def register(cls: type[TaskType]) -> type[TaskType]:
+    """Class decorator: make ``cls`` the task type named ``cls.name``."""
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
+    package = cls.__module__.rpartition(".")[0] or cls.__module__
+    cls.package = package
+    _PACKAGES.setdefault(package.rpartition(".")[2], package)
     _REGISTRY[cls.name] = cls
     _INSTANCES.pop(cls.name, None)
     return cls
 
 
+def _builtin_packages() -> dict[str, str]:
+    return {m.name: f"{__name__}.{m.name}" for m in pkgutil.iter_modules([str(_HERE)]) if m.ispkg}
+
+
+def load_package(dotted: str) -> None:
+    """Import the task type package ``dotted`` (its ``task_type`` module registers it)."""
+    _PACKAGES[dotted.rpartition(".")[2]] = dotted
+    importlib.import_module(f"{dotted}.task_type")
+
+
+def autodiscover() -> None:
+    """Import every task type package once: the built-in ones under this folder, then those named in
+    ``ARGORA_TASK_TYPE_PACKAGES``."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for name, dotted in _builtin_packages().items():
+        _PACKAGES.setdefault(name, dotted)
+        if (_HERE / name / "task_type.py").exists():
+            importlib.import_module(f"{dotted}.task_type")
+    for dotted in getattr(settings, "ARGORA_TASK_TYPE_PACKAGES", ()):
+        load_package(dotted)
+
+
+def packages() -> dict[str, str]:
+    """``{short name: dotted path}`` of every task type and support package (without importing any)."""
+    return {**_builtin_packages(), **_PACKAGES}
+
+
+def package_dir(short_name: str) -> Path | None:
+    """The folder of a known package, found without importing it (template and static lookups)."""
+    dotted = packages().get(short_name)
+    if dotted is None:
+        return None
+    spec = importlib.util.find_spec(dotted)
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def package_modules(module: str) -> list[ModuleType]:
+    """Import ``<package>.<module>`` of every package that has one (e.g. ``"urls"``, ``"release"``), in name order."""
+    out = []
+    for _name, dotted in sorted(packages().items()):
+        if importlib.util.find_spec(f"{dotted}.{module}") is not None:
+            out.append(importlib.import_module(f"{dotted}.{module}"))
+    return out
+
+
 def get_task_type(name: str) -> TaskType:
     """The task type registered as ``name``; ``KeyError`` if there is none."""
+    autodiscover()
     if name not in _INSTANCES:
         try:
             _INSTANCES[name] = _REGISTRY[name]()
@@ -27,6 +110,7 @@ def get_task_type(name: str) -> TaskType:
 
 
 def all_task_types() -> list[TaskType]:
+    autodiscover()
     return [get_task_type(name) for name in sorted(_REGISTRY)]
 
 
@@ -34,16 +118,5 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-def _discover() -> None:
-    """Import every module of this package: each task type registers itself, so adding one touches no other file."""
-    import importlib
-    import pkgutil
-
-    for module in pkgutil.iter_modules(__path__):
-        if module.name != "base" and not module.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{module.name}")
-
-
-_discover()
-
-__all__ = ["ResponseInvalid", "TaskType", "register", "get_task_type", "all_task_types", "task_type_choices"]
+__all__ = ["ResponseInvalid", "TaskType", "register", "autodiscover", "load_package", "packages", "package_dir",
+           "package_modules", "get_task_type", "all_task_types", "task_type_choices"]

@@ -152,7 +152,7 @@ class RunRatings(APIView):
     @extend_schema(operation_id="generate_runs_ratings", request=inline_serializer("RunRatingsRequest", {"project": serializers.CharField(required=False)}),
                    responses=dict)
     def post(self, request, run_id: str):
-        from annotation.ratings import RatingsError
+        from annotation.task_types.ratings import RatingsError
         from corpus.importers.base import ImportFailed
 
         try:

@@ -8,7 +8,7 @@ database readers (:func:`gold_aspect_rows`, :func:`tree_nodes`, :func:`span_rows
 ------------------------------------------------------------------
 Input rows ``{"topic", "stance", "sentence", "aspects": [str]}`` (also accepted: App. F rows with
 ``aspect_pos_string`` and ``Argument_for``/``Argument_against``; ``text`` for ``sentence``). Gold rows come from
-aspect projects' final answers (:func:`gold_aspect_rows`, via :func:`annotation.aspects.appf.project_rows`);
+aspect projects' final answers (:func:`gold_aspect_rows`, via :func:`annotation.task_types.aspect.appf.project_rows`);
 silver rows from any iterable of the same shape (the silver tagger's output).
 
 :func:`build_aspect_documents` does, in this order:
@@ -66,7 +66,7 @@ debate is in the same split.
 
 3. ArgU inputs (ArgU §4.1)
 --------------------------
-From span-grounding export rows (:mod:`annotation.spans.export`: ``text``, ``topic``, ``stance``, ``scheme`` /
+From span-grounding export rows (:mod:`annotation.task_types.span_grounding.export`: ``text``, ``topic``, ``stance``, ``scheme`` /
 ``schemes``, ``variables`` [{id, text}], ``spans`` [[begin, end, variable_id | null]]). The input variables are
 the distinct KB variables grounded in the argument (1 to ``max_variables`` = 4, else the row is skipped),
 shuffled with ``random.Random(f"{seed}:{key}")`` (key: argument id, else item id, else the text: independent of
@@ -82,7 +82,7 @@ row order) and tagged ``<VAR_0>``..``<VAR_3>`` in that order. :func:`argu_input`
 Spans grounded to "Others" (variable null) stay text in the template. The scheme is the most voted of the
 aggregated ``schemes`` (ties: listed order), else the imported ``scheme``; "Goal from Means" becomes "Means for
 Goal" (ArgU §3.1.3) unless ``merge_goal_from_means=False``; codes follow
-:func:`annotation.spans.schemes.control_code`. :func:`special_tokens` lists the 13 tokens to add to a tokenizer (Table 6).
+:func:`annotation.task_types.span_grounding.schemes.control_code`. :func:`special_tokens` lists the 13 tokens to add to a tokenizer (Table 6).
 """
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def normalise_aspect_row(row: dict) -> dict:
 def gold_aspect_rows(projects: Iterable) -> Iterator[dict]:
     """Gold aspect rows of ``aspect`` projects (objects or slugs): each resolved item's final answer
     (adjudicated > gold > crowd vote > imported reference) as an App. F row, normalised."""
-    from annotation.aspects import appf
+    from annotation.task_types.aspect import appf
     from annotation.models import Project
 
     for project in projects:
@@ -583,14 +583,14 @@ STANCE_TOKENS = {"pro": "<pro>", "con": "<con>"}
 
 
 def scheme_code(name: str | None) -> str | None:
-    from annotation.spans.schemes import control_code as _code
+    from annotation.task_types.span_grounding.schemes import control_code as _code
 
     return _code(name) if name else None
 
 
 def special_tokens(schemes: Sequence[str] | None = None, *, merge_goal_from_means: bool = True) -> list[str]:
     """ArgU Table 6's special tokens: scheme codes, stance codes, ``<VAR_0..3>``, ``<pattern>``, ``<argument>``."""
-    from annotation.spans.schemes import MERGED, WALTON_SCHEMES
+    from annotation.task_types.span_grounding.schemes import MERGED, WALTON_SCHEMES
 
     names = list(schemes) if schemes is not None else list(WALTON_SCHEMES)
     if merge_goal_from_means:
@@ -601,7 +601,7 @@ def special_tokens(schemes: Sequence[str] | None = None, *, merge_goal_from_mean
 
 def row_scheme(row: dict, *, merge_goal_from_means: bool = True) -> str | None:
     """The generator's single scheme for a span export row (most voted aggregated scheme, else imported)."""
-    from annotation.spans.schemes import MERGED
+    from annotation.task_types.span_grounding.schemes import MERGED
 
     name = None
     schemes = row.get("schemes")
@@ -711,7 +711,7 @@ def argu_inputs(rows: Iterable[dict], *, seed: int = 13, max_variables: int = 4,
 def span_rows(projects: Iterable, *, filters=None) -> Iterator[dict]:
     """Span export rows of ``span_grounding`` projects (objects or slugs), optionally ArgU §3.2.4-filtered."""
     from annotation.models import Project
-    from annotation.spans.export import project_rows
+    from annotation.task_types.span_grounding.export import project_rows
 
     for project in projects:
         if isinstance(project, str):

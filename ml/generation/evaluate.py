@@ -19,7 +19,7 @@ run's ``metrics.json``:
 
 ``encode`` (a function ``list[str] -> array``) replaces the default sentence encoder (tests).
 
-:func:`send_to_ratings` creates human-evaluation items through :mod:`annotation.ratings.items` in one step:
+:func:`send_to_ratings` creates human-evaluation items through :mod:`annotation.task_types.ratings.items` in one step:
 argument outputs become ``pairwise_preference`` pairs (generated vs. a reference argument of the same topic and
 stance, preferring one with the same aspect stem; seeded choice), debates become ``likert_debate`` items. The
 rows are written to ``pairs.jsonl`` / ``debates.jsonl`` in the run folder and imported all-or-nothing; the
@@ -194,8 +194,8 @@ def send_to_ratings(run_id: str, *, project_slug: str | None = None, references:
     ``{"project", "task_type", "created", "skipped", "hits", "file"}``."""
     from django.db import transaction
 
-    from annotation.ratings import LIKERT, PAIRWISE
-    from annotation.ratings.items import get_project, import_payloads, read_debates, read_pairs
+    from annotation.task_types.ratings import LIKERT, PAIRWISE
+    from annotation.task_types.ratings.items import get_project, import_payloads, read_debates, read_pairs
 
     from .corpora import write_jsonl
 

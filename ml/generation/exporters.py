@@ -212,7 +212,7 @@ def export_debate_paths(config: dict):
 # --- argu-inputs ----------------------------------------------------------------------------------------
 
 def prepare_argu_inputs(config: dict) -> dict:
-    from annotation.spans.export import clean_filters
+    from annotation.task_types.span_grounding.export import clean_filters
 
     _unknown(config, {"project", "projects", "rows_file", "filters", "seed", "max_variables", "min_variables",
                       "merge_goal_from_means", "require_scheme"})
@@ -229,7 +229,7 @@ def prepare_argu_inputs(config: dict) -> dict:
 
 
 def span_input_rows(config: dict):
-    from annotation.spans.export import filter_reason
+    from annotation.task_types.span_grounding.export import filter_reason
 
     if config.get("rows_file"):
         def rows():

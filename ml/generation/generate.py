@@ -15,7 +15,7 @@ Loaded models (``ml.registry.load_model(version)`` of a ``generator`` / ``seq2se
     Each sentence is one generated argument; ``text`` is the first.
     ``counter_arguments(argument, topic, stance)`` (Arg-CTRL §7.2): the aspects of the input argument are
     detected with the active ``tagger`` model (:func:`detect_aspects`; without one, the best baseline candidates of
-    :mod:`annotation.aspects`), the stance is flipped and one argument is generated per aspect.
+    :mod:`annotation.task_types.aspect`), the stance is flipped and one argument is generated per aspect.
 
 :class:`Seq2SeqGenerator` (ArgU §4, App. A.3; debate trees §2.3)
     Beam search (5 beams), ``no_repeat_ngram_size=3`` (trigram blocking), at most 50 new tokens by default.
@@ -292,7 +292,7 @@ class CausalGenerator(_Base):
 def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int = 3, use_tagger: bool = True,
                    ranker=None, max_n: int = 2) -> tuple[list[str], str]:
     """Aspects of one argument: the active ``tagger`` (``"tagger #<id>"``), else the baseline candidates of
-    :mod:`annotation.aspects` ranked by ``ranker`` (default: its baseline ranker over the topic's corpus
+    :mod:`annotation.task_types.aspect` ranked by ``ranker`` (default: its baseline ranker over the topic's corpus
     sentences; candidates of at most ``max_n`` words, as aspects mostly are; ``"baseline"``). At most ``max_aspects``, not overlapping, lower-cased, distinct, in text order."""
     from ml import registry
 
@@ -312,8 +312,8 @@ def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int 
             aspects = []
     if not aspects:
         source = "baseline"
-        from annotation.aspects.candidates import candidates
-        from annotation.aspects.rankers import BaselineRanker, rank
+        from annotation.task_types.aspect.candidates import candidates
+        from annotation.task_types.aspect.rankers import BaselineRanker, rank
 
         cands = [c for c in candidates(argument) if c.n <= max_n]
         ranked = rank(ranker or BaselineRanker(), argument, topic, cands) if cands else []

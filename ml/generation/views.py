@@ -3,7 +3,7 @@
     /ml/generation/                      generate: model version, mode, inputs (one a line), decoding -> a stored run;
                                          the latest runs
     /ml/generation/runs/<id>/            one run: inputs, outputs, its evaluation; buttons "Evaluate" and
-                                         "Send to human evaluation" (pairwise or Likert items via annotation.ratings)
+                                         "Send to human evaluation" (pairwise or Likert items via annotation.task_types.ratings)
     /ml/generation/runs/<id>/evaluate/   POST: compute and store the run's metrics
     /ml/generation/runs/<id>/ratings/    POST (project = optional slug): create the rating items
     /ml/generation/evaluation/           every evaluated run side by side (key metrics per mode)
@@ -134,7 +134,7 @@ def run_evaluate(request, run_id: str):
 @staff_required
 @require_POST
 def run_ratings(request, run_id: str):
-    from annotation.ratings import RatingsError
+    from annotation.task_types.ratings import RatingsError
     from corpus.importers.base import ImportFailed
 
     _run_or_404(run_id)

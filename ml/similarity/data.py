@@ -4,13 +4,13 @@ Row (what every trainer of this package reads)::
 
     {"pair_id": "...", "topic": "...", "argument1": "...", "argument2": "...", "score": 0.75, "split": "train"}
 
-``score`` is the BWS counting score in [0, 1] (:mod:`annotation.bws.export`); other keys of the export
+``score`` is the BWS counting score in [0, 1] (:mod:`annotation.task_types.bws_similarity.export`); other keys of the export
 (``best``, ``worst``, ``appearances``) are dropped. ``split`` is ``train`` / ``dev`` / ``test``.
 
 Sources
     * the BWS JSONL export (``bws.jsonl`` of a ``bws`` release with ``split: none``, or any JSONL of such rows;
       ``argument 1`` / ``argument_1`` / ``sentence1`` are accepted for ``argument1``): rows carrying ``split`` keep
-      it, otherwise the file is cut in-topic (:func:`annotation.bws.export.in_topic`, seed 0: each topic's pairs in
+      it, otherwise the file is cut in-topic (:func:`annotation.task_types.bws_similarity.export.in_topic`, seed 0: each topic's pairs in
       the paper's 2471 / 478 / 451 proportions);
     * a ``bws`` release folder with ``train.jsonl``, ``dev.jsonl`` (+ ``test.jsonl``): cross-topic or in-topic, as
       the release was cut;
@@ -102,9 +102,9 @@ def default_cross_topic(topics: Iterable[str], *, seed: int = 0) -> dict[str, li
 def split_rows(rows: Sequence[dict], setting: str = "in-topic", *, seed: int = 0,
                topics: dict | None = None) -> dict[str, list[dict]]:
     """``{"train", "dev", "test"}`` rows (tagged with ``split``) of one setting: ``in-topic`` (every topic cut
-    2471 / 478 / 451, seeded; :func:`annotation.bws.export.in_topic`) or ``cross-topic`` (``topics`` =
+    2471 / 478 / 451, seeded; :func:`annotation.task_types.bws_similarity.export.in_topic`) or ``cross-topic`` (``topics`` =
     ``{"train": [...], "dev": [...], "test": [...]}``, else :func:`default_cross_topic`)."""
-    from annotation.bws import export as bws_export
+    from annotation.task_types.bws_similarity import export as bws_export
 
     rows = [{k: v for k, v in r.items() if k != "split"} for r in rows]
     if setting == "in-topic":
@@ -167,7 +167,7 @@ def split_eval(rows_dev: Sequence[dict]) -> tuple[list[dict], list[dict]]:
 def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """``TrainerSpec.rows_from_project``: the scored pairs of a ``bws_similarity`` project, cut cross-topic when
     ``config["splits"]`` names the topics (else in-topic with ``config["seed"]``). ``n_labels`` = scored pairs."""
-    from annotation.bws.project import export_rows
+    from annotation.task_types.bws_similarity.project import export_rows
 
     if project.task_type != "bws_similarity":
         raise _error(f"project: {project.slug!r} is a {project.task_type!r} project, not 'bws_similarity'")

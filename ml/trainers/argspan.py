@@ -1,7 +1,7 @@
 """Kinds ``argspan`` and ``argspanscheme``: factual spans grounded to KB variables, and spans + argument schemes
 (ArgU §3.1.2, §3.2.1, Table 1, App. A.1-A.2).
 
-Rows: the span-grounding export (``annotation/spans/export.py``; ``manage.py train argspan --data spans.jsonl``)::
+Rows: the span-grounding export (``annotation/task_types/span_grounding/export.py``; ``manage.py train argspan --data spans.jsonl``)::
 
     {"text", "variables": [{"id", "text"}], "spans": [[begin, end, variable id | null], ...],
      "schemes": [...] (or "scheme": "...")}
@@ -33,7 +33,7 @@ Metrics (:func:`evaluate`, Table 1), spans on annotation-token (word) indices, c
   span is found if some prediction is a true positive against it); ``span_full_f1``: all of its tokens lie in the
   gold span; ``span_exact_f1``: same boundaries; ``span_overall_f1``: token-level macro F1 over B/I/O (as the
   tagger's Table 3 figure, :func:`ml.trainers.tagger.bio_metrics`).
-- ``detection_f1`` / ``label_accuracy``: :func:`annotation.spans.metrics.evaluate` (ArgU §3.1.3, Figure 7:
+- ``detection_f1`` / ``label_accuracy``: :func:`annotation.task_types.span_grounding.metrics.evaluate` (ArgU §3.1.3, Figure 7:
   token F1 averaged over examples; grounding accuracy over the gold spans); ``majority_label_accuracy``: always the
   most frequent grounding target class ("Others" or a variable's position).
 - schemes: ``scheme_f1_<name>`` (binary F1 per scheme), ``scheme_f1_micro`` (pooled, Table 1 "Overall"),
@@ -216,7 +216,7 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 
 def rows_from_project(project):
-    from annotation.spans.export import project_rows
+    from annotation.task_types.span_grounding.export import project_rows
     from ml.registry import stable_split
 
     rows = list(project_rows(project))
@@ -338,7 +338,7 @@ class SpanPredictor:
 # --- metrics ---------------------------------------------------------------------------------------
 
 # span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
-from annotation.spans.metrics import span_f1  # noqa: E402,F401
+from annotation.task_types.span_grounding.metrics import span_f1  # noqa: E402,F401
 
 
 def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], schemes: Sequence[str]) -> dict:
@@ -359,7 +359,7 @@ def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
 
 
 def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64) -> dict:
-    from annotation.spans.metrics import evaluate as span_eval
+    from annotation.task_types.span_grounding.metrics import evaluate as span_eval
 
     parsed = [parse_row(r) for r in rows]
     preds = predictor.predict([p["text"] for p in parsed], [p["variables"] for p in parsed], batch_size=batch_size)
@@ -400,7 +400,7 @@ def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64
 # --- training --------------------------------------------------------------------------------------
 
 def _scheme_list(rows: list[dict], params: dict) -> list[str]:
-    from annotation.spans.schemes import DEFAULT_SCHEMES
+    from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
 
     if params.get("schemes"):
         return [str(s) for s in params["schemes"]]

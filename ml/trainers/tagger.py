@@ -438,7 +438,7 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 def rows_from_project(project):
     """The final answers of an ``aspect`` project (App. F rows), split by sentence hash."""
-    from annotation.aspects.appf import project_rows
+    from annotation.task_types.aspect.appf import project_rows
     from ml.registry import stable_split
 
     rows = project_rows(project)

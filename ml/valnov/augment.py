@@ -510,7 +510,7 @@ def augment_file(path, target_size: int, *, out=None, seed: int = 13, paraphrase
     summary with ``out``. Raises ``ImportFailed`` (``file:line: reason``) for a bad input file."""
     from pathlib import Path
 
-    from annotation.valnov.csvio import guess_format, merge_columns, read_file, write_csv, write_jsonl
+    from annotation.task_types.validity_novelty.csvio import guess_format, merge_columns, read_file, write_csv, write_jsonl
 
     from .data import WEIGHT_COLUMN, row_from_columns
 

@@ -20,7 +20,7 @@ Instance weights (:func:`effective_weights`, the trainer's ``weighting`` hyperpa
 * ``dataset`` -- one weight per dataset (``dataset_weights``; default ``task-internal: 3``, any other 1), times
   ``synthetic_factor`` for a synthetic row;
 * ``individual`` -- the row's ``weight``: ``Instance-Weight`` when the file has it, else
-  :func:`annotation.valnov.weights.instance_weight` of the two confidence words (1 = no agreement ... 5 = full
+  :func:`annotation.task_types.validity_novelty.weights.instance_weight` of the two confidence words (1 = no agreement ... 5 = full
   agreement). :mod:`.augment` writes a synthetic row's weight already scaled (source weight x its factor).
 
 Splits: rows with a ``split`` go where it says (``test`` rows are left out); otherwise :func:`ml.registry.stable_split`
@@ -60,8 +60,8 @@ def _float(value: Any, default: float | None = None) -> float | None:
 
 def row_from_columns(columns: dict, *, line: int = 0, source: str = "") -> dict:
     """A training row from shared-task columns (``topic, Premise, Conclusion, Validity, ...``); labels as ints."""
-    from annotation.valnov.aggregation import target
-    from annotation.valnov.weights import instance_weight
+    from annotation.task_types.validity_novelty.aggregation import target
+    from annotation.task_types.validity_novelty.weights import instance_weight
 
     v, n = int(columns["Validity"]), int(columns["Novelty"])
     vc, nc = str(columns["Validity-Confidence"]), str(columns["Novelty-Confidence"])
@@ -83,7 +83,7 @@ def row_from_columns(columns: dict, *, line: int = 0, source: str = "") -> dict:
 
 
 def rows_from_table(table) -> list[dict]:
-    """Rows of a :class:`annotation.valnov.csvio.Table` (raises ``ImportFailed`` for a bad extra column)."""
+    """Rows of a :class:`annotation.task_types.validity_novelty.csvio.Table` (raises ``ImportFailed`` for a bad extra column)."""
     from corpus.importers.base import ImportFailed
 
     out = []
@@ -97,7 +97,7 @@ def rows_from_table(table) -> list[dict]:
 
 def read_rows(path) -> list[dict]:
     """All rows of a shared-task CSV / JSONL file; ``TrainerError("FILE:LINE: reason")`` for a bad file."""
-    from annotation.valnov.csvio import read_file
+    from annotation.task_types.validity_novelty.csvio import read_file
     from corpus.importers.base import ImportFailed
     from ml.registry import TrainerError
 
@@ -133,8 +133,8 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """``TrainerSpec.rows_from_project``: the project's labels (crowd aggregate, else imported reference; see
-    :func:`annotation.valnov.results.export_records`) with individual weights, split by topic."""
-    from annotation.valnov.results import export_records
+    :func:`annotation.task_types.validity_novelty.results.export_records`) with individual weights, split by topic."""
+    from annotation.task_types.validity_novelty.results import export_records
 
     _, records, summary = export_records(project, labels="auto", with_weights=True)
     rows = [row_from_columns(rec, line=i) for i, rec in enumerate(records, 1)]

@@ -25,7 +25,7 @@ PRIMARY = "valnov"
 
 def gold_label(value) -> int | None:
     """A gold value as 1 / 0, or None when unknown: 1 / True -> 1; 0 / False / -1 -> 0; None, 0.5 or anything
-    else -> None. (Shared-task labels: convert a tie ``0`` with :func:`annotation.valnov.aggregation.target` first.)"""
+    else -> None. (Shared-task labels: convert a tie ``0`` with :func:`annotation.task_types.validity_novelty.aggregation.target` first.)"""
     if value is None:
         return None
     try:

@@ -9,7 +9,7 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-import annotation.task_types.aspect  # noqa: F401  (registers the "aspect" task type)
+import annotation.task_types.aspect.task_type  # noqa: F401  (registers the "aspect" task type)
 from annotation import services
 from annotation.models import Assignment, Item, Project, Response, Worker
 from corpus.hashing import sentence_hash
@@ -31,7 +31,7 @@ def make_aspect_project(*, top_k: int = 5, slug: str = "aspects-nuclear", config
                  for t, s in TEXTS]
     project = services.create_project(
         name="Nuclear energy: aspects", slug=slug, task_type="aspect", config={"top_k": top_k, **(config or {})},
-        guidelines=render_to_string("annotation/guidelines/aspect.html"),
+        guidelines=render_to_string("task_types/aspect/guidelines.html"),
         assignments_per_item=1, items_per_hit=len(TEXTS), time_estimate_seconds=120, reward_cents=40,
         status=Project.Status.ACTIVE)
     services.add_items_from_rows(project, sentences)
@@ -78,8 +78,8 @@ def test_page_lists_sentences_topic_both_lists_and_the_sum(client, project):
     items = services.assignment_items(assignment)
     assert len(items) == 3
     assert 'data-task-type="aspect"' in html
-    assert "annotation/task_types/aspect.js" in html and "annotation/task_types/aspect.css" in html
-    assert html.count("annotation/task_types/aspect.css") == 1  # linked once, not per sentence
+    assert "task_types/aspect/hit.js" in html and "task_types/aspect/hit.css" in html
+    assert html.count("task_types/aspect/hit.css") == 1  # linked once, not per sentence
     for item in items:
         p = item.payload
         assert f'id="item-{item.pk}-text">{p["text"]}</p>' in html
@@ -107,8 +107,8 @@ def test_page_does_not_leak_reference_answers_of_an_item(client, project):
 
 
 def test_gold_item_looks_like_any_other(client, project):
-    from annotation.aspects.rankers import BaselineRanker
-    from annotation.task_types.aspect import build_payload
+    from annotation.task_types.aspect.rankers import BaselineRanker
+    from annotation.task_types.aspect.task_type import build_payload
 
     text = "Wind turbines kill birds."
     payload = build_payload(text, TOPIC, stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
@@ -210,7 +210,7 @@ def test_no_js_post_refuses_no_aspect_together_with_aspects(client, project):
 
 
 def test_guidelines_fragment_renders_on_its_own():
-    html = render_to_string("annotation/guidelines/aspect.html")
+    html = render_to_string("task_types/aspect/guidelines.html")
     assert html.count("<details") == 3 and "<summary>Examples</summary>" in html
     assert "Alt</kbd>+<kbd>M" in html and "digits only" in html
     assert "Add selected span" in html and "whole words" in html  # free-span projects
@@ -218,7 +218,7 @@ def test_guidelines_fragment_renders_on_its_own():
 
 
 def test_free_span_page_carries_the_tokens_and_the_add_button(client):
-    from annotation.aspects.candidates import tokenize
+    from annotation.task_types.aspect.candidates import tokenize
 
     project = make_aspect_project(slug="aspects-free", config={"free_spans": True})
     _, assignment, html = join(client, project)

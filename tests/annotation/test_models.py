@@ -21,7 +21,7 @@ def make_project(n=10, **kw):
 
 def test_registry_knows_sentence_label():
     tt = get_task_type("sentence_label")
-    assert tt.name == "sentence_label" and tt.template.endswith("sentence_label.html")
+    assert tt.name == "sentence_label" and tt.template == "task_types/sentence_label/hit.html"
     assert "sentence_label" in [t.name for t in all_task_types()]
     with pytest.raises(KeyError):
         get_task_type("no_such_type")

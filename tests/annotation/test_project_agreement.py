@@ -452,7 +452,7 @@ def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
 
 
 def test_span_grounding_token_kappa_by_hand_and_cli_alpha_u():
-    """Token-level Cohen's kappa of a span_grounding project (annotation.spans.agreement), and the CLI's alpha_u."""
+    """Token-level Cohen's kappa of a span_grounding project (annotation.task_types.span_grounding.agreement), and the CLI's alpha_u."""
     project = services.create_project(name="Spans", slug="spans-kappa", task_type="span_grounding",
                                       status=Project.Status.ACTIVE, config={})
     text = "a b c d e f g h i j"  # token i = [2i, 2i+1)
@@ -481,7 +481,7 @@ def test_span_grounding_token_kappa_by_hand_and_cli_alpha_u():
 
 
 def test_adjudicate_an_aspect_project_from_the_dashboard(client, staff_user):
-    from tests.annotation.aspects.helpers import aspect_project, span
+    from tests.annotation.task_types.aspect.helpers import aspect_project, span
 
     project = aspect_project("asp-adjudicate", r=2)
     item = Item.objects.filter(project=project).order_by("position").first()

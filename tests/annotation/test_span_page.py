@@ -12,10 +12,10 @@ import pytest
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-import annotation.task_types.span_grounding  # noqa: F401  (registers the "span_grounding" task type)
+import annotation.task_types.span_grounding.task_type  # noqa: F401  (registers the "span_grounding" task type)
 from annotation import services
 from annotation.models import Assignment, Project, Response, Worker
-from annotation.task_types.span_grounding import build_payload
+from annotation.task_types.span_grounding.task_type import build_payload
 from corpus.hashing import sentence_hash
 from corpus.models import FactVariable, Sentence, Topic
 
@@ -38,7 +38,7 @@ def make_span_project(*, slug: str = "spans-minimum-wage", config: dict | None =
     project = services.create_project(
         name="Minimum wage: factual spans", slug=slug, task_type="span_grounding",
         config={"variables_per_item": [3, 3], **(config or {})},
-        guidelines=render_to_string("annotation/guidelines/span_grounding.html"),
+        guidelines=render_to_string("task_types/span_grounding/guidelines.html"),
         assignments_per_item=1, items_per_hit=n, time_estimate_seconds=120, reward_cents=40,
         status=Project.Status.ACTIVE)
     payloads = []
@@ -97,8 +97,8 @@ def test_page_shows_the_argument_its_variables_with_keys_and_the_suggestions(cli
     items = services.assignment_items(assignment)
     assert len(items) == 2
     assert 'data-task-type="span_grounding"' in html
-    assert "annotation/task_types/span_grounding.js" in html
-    assert html.count("annotation/task_types/span_grounding.css") == 1  # linked once, not per argument
+    assert "task_types/span_grounding/hit.js" in html
+    assert html.count("task_types/span_grounding/hit.css") == 1  # linked once, not per argument
     for n, item in enumerate(items, start=1):
         p, part = item.payload, item_html(html, item.pk)
         assert f"Argument {n} of 2" in part

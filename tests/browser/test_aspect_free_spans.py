@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import services
-from annotation.aspects.candidates import tokenize
+from annotation.task_types.aspect.candidates import tokenize
 from annotation.models import Assignment, Response, Worker
 from tests.annotation.test_aspect_page import make_aspect_project
 

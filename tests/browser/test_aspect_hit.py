@@ -23,7 +23,7 @@ def overlap(a, b):
 
 
 def first_option(payload, chosen, revealed, typed):
-    """The candidate the page highlights after typing ``typed`` (the order of aspect.js: matching first-list
+    """The candidate the page highlights after typing ``typed`` (the order of the aspect hit.js: matching first-list
     candidates by rank, then, once revealed, matching second-list candidates in sentence order)."""
     t = typed.strip().lower()
     pool = list(payload["candidates"]) + (sorted(payload["more"], key=lambda c: (c["begin"], c["length"])) if revealed else [])
@@ -255,8 +255,8 @@ def test_wrong_sum_is_refused_by_the_server_and_shown_at_the_sentence(live_serve
 def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
     """App. A's quality checks: the gold item asks for specific words ("Select 'kill birds' as the aspect of this
     sentence."); the instruction is visible above its sentence while the widget works as for any other sentence."""
-    from annotation.aspects.rankers import BaselineRanker
-    from annotation.task_types.aspect import build_payload
+    from annotation.task_types.aspect.rankers import BaselineRanker
+    from annotation.task_types.aspect.task_type import build_payload
 
     project = make_aspect_project(slug="aspects-gold-instruction")
     text = "Wind turbines kill birds."

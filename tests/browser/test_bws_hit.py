@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import services
-from annotation.bws import project as bws
+from annotation.task_types.bws_similarity import project as bws
 from annotation.models import Assignment, Project, Response, Worker
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic

@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Assignment, Response, Worker
-from annotation.ratings import LIKERT, PAIRWISE, items
-from annotation.ratings.pairwise import judgement, left_side
+from annotation.task_types.ratings import LIKERT, PAIRWISE, items
+from annotation.task_types.pairwise_preference.pairwise import judgement, left_side
 
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
 PAIRS = [

@@ -29,7 +29,7 @@ def screenshot(page, name):
 
 
 def word(page, item_id, begin):
-    """The rendered segment of the token starting at ``begin`` (span_grounding.js renders the text as segments)."""
+    """The rendered segment of the token starting at ``begin`` (the span_grounding hit.js renders the text as segments)."""
     return page.locator(f'#item-{item_id}-text span[data-b="{begin}"]')
 
 

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Assignment, Response, Worker
-from annotation.valnov import results
+from annotation.task_types.validity_novelty import results
 
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
 CSV = """topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from annotation import services
-from annotation.aspects.rankers import rank
+from annotation.task_types.aspect.rankers import rank
 from annotation.models import Item
 from corpus.models import Sentence
 from ml import rankers, registry
@@ -72,7 +72,7 @@ def wait_for_active(kind, project, worker_proc):
 @pytest.mark.django_db(transaction=True)
 def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, settings, monkeypatch,
                                                        django_user_model):
-    import annotation.task_types.aspect  # noqa: F401
+    import annotation.task_types.aspect.task_type  # noqa: F401
     from argora.management.commands.load_demo import import_demo_files
 
     import_demo_files()
@@ -129,7 +129,7 @@ def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, sett
     for item in items:
         payload = item.payload
         assert payload["ranker"] == active.name
-        from annotation.aspects.candidates import candidates as make_candidates
+        from annotation.task_types.aspect.candidates import candidates as make_candidates
 
         ranked = rank(active, payload["text"], payload["topic"], make_candidates(payload["text"]))[:10]
         assert [c["id"] for c in payload["candidates"]] == [c.id for c, _ in ranked]

@@ -409,7 +409,7 @@ def test_gencorpus_command(tmp_path, capsys):
 @pytest.mark.django_db
 def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     from annotation import services
-    from annotation.aspects.appf import import_appf
+    from annotation.task_types.aspect.appf import import_appf
     from corpus.releases import build_release, release_path
 
     lines = []

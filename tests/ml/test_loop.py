@@ -7,7 +7,7 @@ import json
 import pytest
 
 from annotation import services
-from annotation.aspects.appf import import_appf
+from annotation.task_types.aspect.appf import import_appf
 from ml import loop, registry
 from ml.models import ModelVersion
 from ml.registry import TrainerSpec, TrainResult

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from annotation.aspects.candidates import candidates as make_candidates
+from annotation.task_types.aspect.candidates import candidates as make_candidates
 from ml import rankers, registry
 from ml.data import group_sentences, split_by_sentence, synthetic_appf, synthetic_ranker_rows
 from ml.metrics import RandomScorer, baseline_scorer, evaluate_scorer, ranking_order
@@ -169,7 +169,7 @@ def test_seed_optimisation_probes_every_seed_and_keeps_the_best(tiny_bert, plant
 
 @pytest.fixture
 def aspect_project(db):
-    import annotation.task_types.aspect  # noqa: F401
+    import annotation.task_types.aspect.task_type  # noqa: F401
     from annotation import services
 
     return services.create_project(name="rank", slug="rank", task_type="aspect", status="active",
@@ -180,8 +180,8 @@ def aspect_project(db):
 @pytest.mark.django_db
 def test_active_ranker_prefers_project_then_global_and_span_ranker_then_ranker(
         tiny_bert, planted, tmp_artifacts, aspect_project, caplog):
-    from annotation.aspects.rankers import get_active_ranker, rank
-    from annotation.task_types.aspect import build_payload
+    from annotation.task_types.aspect.rankers import get_active_ranker, rank
+    from annotation.task_types.aspect.task_type import build_payload
 
     rows_train, rows_dev = planted
     rows_train = rows_train[:400]

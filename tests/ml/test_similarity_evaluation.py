@@ -83,7 +83,7 @@ def test_table5_mean_and_sample_std_over_seeds_by_hand():
 # --- the pair reader ---------------------------------------------------------------------------------
 
 def export_line(pid, topic, a, b, score):
-    from annotation.bws import export
+    from annotation.task_types.bws_similarity import export
 
     (row,) = export.rows({pid: {"score": score, "best": 2, "worst": 0, "appearances": 4, "topic": topic}},
                          {pid: {"topic": topic, "a": a, "b": b}})

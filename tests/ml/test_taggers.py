@@ -193,8 +193,8 @@ def _exported_span_project(tmp_path, django_user_model, n=10):
     from django.core.management import call_command
 
     from annotation import services
-    from annotation.task_types.span_grounding import token_offsets
-    from tests.annotation.spans.helpers import TOPIC, make_kb, make_project, span
+    from annotation.task_types.span_grounding.task_type import token_offsets
+    from tests.annotation.task_types.span_grounding.helpers import TOPIC, make_kb, make_project, span
 
     _, facts = make_kb(3)
     project = make_project(slug="argspan-export", items_per_hit=1, assignments_per_item=1)

@@ -218,7 +218,7 @@ def test_balance_to_target_size(tmp_path):
                   (-1, -1): NOT_VALID_NOT_NOVEL}[(int(r["Validity"]), int(r["Novelty"]))]
         assert op in A.operations_for(src_class, target)
         source_row = _imbalanced_rows()[int(r["Source-Line"]) - 2]
-        from annotation.valnov.weights import instance_weight
+        from annotation.task_types.validity_novelty.weights import instance_weight
 
         assert float(r["Instance-Weight"]) == pytest.approx(0.5 * instance_weight(source_row[4], source_row[6]))
     # not-valid & novel can only come from negating a v/n conclusion or moving a ¬v/¬n premise sentence

@@ -13,10 +13,10 @@
 ``run``: inputs are JSON objects (``--file``, one a line) or text lines (``--input`` / ``--lines``; the formats of
 :data:`ml.generation.generate.LINE_FORMATS`); without ``--model-version`` the active model of the mode's kind is used.
 ``--evaluate`` evaluates the new run at once. ``ratings`` creates ``pairwise_preference`` (argument runs; needs
-reference arguments) or ``likert_debate`` (debate runs) items through :mod:`annotation.ratings`.
+reference arguments) or ``likert_debate`` (debate runs) items through :mod:`annotation.task_types.ratings`.
 
 ``demo``: trains two tiny models on the demo corpus (``argora/demo_data``): an Arg-CTRL causal LM on the demo
-arguments (aspects from the baseline candidates of :mod:`annotation.aspects`, documents of >= 1 argument) and a
+arguments (aspects from the baseline candidates of :mod:`annotation.task_types.aspect`, documents of >= 1 argument) and a
 seq2seq debate model on the paths of the demo Kialo tree; then generates arguments for a few control codes,
 counter-arguments and two short debates, evaluates the runs and prints the evaluation page URL. ``--base-model``
 warm-starts both from that checkpoint (e.g. the packaged MiniLM) instead of tiny models from a config (slower).
@@ -69,7 +69,7 @@ def _jsonl(path) -> list[dict]:
 def demo_aspect_rows(directory: Path = DEMO_DIR, *, max_aspects: int = 2) -> tuple[list[dict], list[dict]]:
     """(train, dev) aspect rows of the demo arguments (``set`` train vs. val/test); aspects are the best
     baseline candidates (document frequencies from the demo file itself)."""
-    from annotation.aspects.rankers import BaselineRanker
+    from annotation.task_types.aspect.rankers import BaselineRanker
     from corpus.importers.parsers import parse_ukp_tsv
     from ml.generation.generate import detect_aspects
 
@@ -196,7 +196,7 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False) if opts["json"] else text)
 
     def handle(self, *args, **opts):
-        from annotation.ratings import RatingsError
+        from annotation.task_types.ratings import RatingsError
         from corpus.importers.base import ImportFailed
         from ml.generation import evaluate as ev
         from ml.generation import generate as gen

@@ -1,0 +1,98 @@
+"""``manage.py aspects import|export|labels``: App. F aspect datasets and ranker training labels.
+
+    manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits]
+    manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
+    manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
+    manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
+
+Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
+Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
+(either or both). A wrong combination (``--split`` without ``--out-dir``, ``--out-dir`` without ``--split``,
+neither ``--out`` nor ``--split``, ``--out`` naming a folder) exits 2 and writes nothing. Sentences that are not
+arguments (stance none) and unresolved items are left out and counted.
+"""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from argora.progress import cli_progress
+from corpus.importers import ImportFailed
+
+import annotation.task_types.aspect.task_type  # noqa: F401  (registers the task type)
+
+
+class Command(BaseCommand):
+    help = "Aspect datasets (Arg-CTRL App. F): import into a project, export with splits, write ranker labels."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        p = sub.add_parser("import", help="import an App. F JSONL file into an aspect project")
+        p.add_argument("file")
+        p.add_argument("--project", required=True, help="slug of the aspect project")
+        p.add_argument("--as-gold", action="store_true", help="create gold items (expected = the file's aspects)")
+        p.add_argument("--create", action="store_true", help="create the project (task type aspect) if missing")
+        p.add_argument("--build-hits", action="store_true", help="put the new items into HITs")
+        p = sub.add_parser("export", help="write a project's aspects as App. F JSONL")
+        p.add_argument("--project", required=True)
+        p.add_argument("--out", help="the unsplit App. F file, e.g. aspects.jsonl")
+        p.add_argument("--split", default=None, choices=["none", "cross-topic", "in-topic"],
+                       help="also write the fixed split (App. F) as train/dev/test.jsonl into --out-dir")
+        p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
+        p.add_argument("--seed", type=int, default=13, help="seed of the in-topic split")
+        p = sub.add_parser("labels", help="write Step 2a ranker labels (sentence, candidate, score) as JSONL")
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--project")
+        src.add_argument("--appf", help="an App. F file instead of a project")
+        p.add_argument("--out", required=True)
+
+    def _project(self, slug: str, *, create: bool = False):
+        from annotation import services
+        from annotation.models import Project
+
+        project = Project.objects.filter(slug=slug).first()
+        if project is None and create:
+            return services.create_project(name=slug, slug=slug, task_type="aspect")
+        if project is None:
+            raise CommandError(f"no project with slug {slug!r} (use --create to make one)", returncode=2)
+        if project.task_type != "aspect":
+            raise CommandError(f"project {slug!r} is a {project.task_type!r} project, not 'aspect'", returncode=2)
+        return project
+
+    def handle(self, *args, action, **options):
+        from annotation.task_types.aspect import appf, labels
+
+        try:
+            if action == "import":
+                from annotation import services
+                from annotation.task_types.aspect.appf import parse_appf
+
+                rows = parse_appf(options["file"])  # validate before creating anything
+                project = self._project(options["project"], create=options["create"])
+                with cli_progress("import aspects") as progress:
+                    summary = appf.import_appf(options["file"], project, as_gold=options["as_gold"],
+                                               progress=progress, rows=rows)
+                if options["build_hits"]:
+                    summary["hits_created"] = services.build_hits(project)
+                self.stdout.write(f"{options['file']}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+            elif action == "export":
+                problem = appf.check_export_args(options["out"], options["split"], options["out_dir"])
+                if problem:
+                    raise CommandError(problem, returncode=2)
+                project = self._project(options["project"])
+                stats: dict = {}
+                files = appf.export_appf(project, options["out"], split=options["split"], out_dir=options["out_dir"],
+                                         seed=options["seed"], stats=stats)
+                self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
+                self.stdout.write(f"left out: {stats['non_arguments']} non-argument sentence(s) (stance none; App. F "
+                                  f"has arguments only), {stats['unresolved']} unresolved item(s)")
+            else:
+                if options["appf"]:
+                    rows = list(labels.appf_label_rows(options["appf"]))  # validate the whole file first
+                else:
+                    rows = labels.project_label_rows(self._project(options["project"]))
+                n = appf.write_jsonl(rows, options["out"])
+                self.stdout.write(f"{options['out']}: {n} label rows")
+        except ImportFailed as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        except ValueError as exc:
+            raise CommandError(str(exc), returncode=2) from None

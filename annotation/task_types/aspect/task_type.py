@@ -1,0 +1,426 @@
+"""``aspect``: choose the aspects of an argument from ranked candidates (Arg-CTRL §3.1 Step 3, App. A).
+
+Item payload (built by :meth:`Aspect.build_items` / :func:`build_payload`)::
+
+    {"sentence_id": 12 | null, "text": "...", "topic": "nuclear energy", "stance": "pro" | "con" | "none",
+     "candidates": [{"id": "18:5", "begin": 18, "length": 5, "text": "clean", "score": 0.73}, ...],
+                          # first list: the ranker's top-k (config top_k, default 10), best first
+     "more": [{"id": "0:7", "begin": 0, "length": 7, "text": "Nuclear"}, ...],
+                          # second list: every other filtered 1-4-gram, in sentence order (begin, length)
+     "tokens": [[0, 7], [8, 14], ...],   # [begin, end) character offsets of every token (candidates.tokenize),
+                          # what free spans snap to (config free_spans)
+     "check": {"a": 3, "b": 4, "question": "3 + 4"},   # arithmetic asked with either checkbox
+     "ranker": "baseline",
+     "instruction": "Select 'kill birds' as the aspect of this sentence."   # optional, shown above the sentence
+     "reference": {...}        # optional: aspects imported with the sentence (App. F), never shown
+     "adjudicated": {...}}     # optional: an expert's final answer (see annotation.task_types.aspect.aggregation)
+
+Response (JSON API, or the no-JS form ``item-<id>-aspects[]``, ``item-<id>-no_aspect``, ...)::
+
+    {"aspects": ["18:5", ...],   # candidate ids "begin:length"; [18, 5] or {"begin": 18, "length": 5} also work
+     "no_aspect": false,         # "The sentence contains no aspects"
+     "not_in_lists": false,      # "The sentence contains aspects, but they are not in any of the lists"
+     "check": "7"}               # digits: a + b; required when either checkbox is ticked
+
+Refusals (HTTP 400 naming the field): unknown field; nothing chosen; a span outside the sentence, not among
+the offered candidates (either list), or overlapping another chosen span (``aspects``); "no aspect" together
+with aspects or with "not in lists" (``no_aspect``); a missing or wrong sum (``check``).
+
+Free spans (``config["free_spans"] = true``; Arg-CTRL §3.1 Step 1, the experts' preliminary study with free
+token-level spans): besides the offered candidates, any span of one or more whole tokens is accepted, of any
+length (the study had aspects longer than 4 tokens): its begin must be a token's begin and its end a token's
+end (:func:`annotation.task_types.aspect.candidates.tokenize`, the payload's ``tokens``). A span that cuts a token, covers
+only whitespace, lies outside the sentence or overlaps another is refused (``aspects``) as in normal mode. In
+normal mode a span that was not offered is refused.
+
+Cleaned response (what is stored)::
+
+    {"aspects": [{"begin": 18, "length": 5, "text": "clean", "list": "ranked" | "more" | "free"}, ...],  # by begin
+     "no_aspect": false, "not_in_lists": false}
+
+``"list": "free"`` marks a free span that was in neither list (an offered span keeps its list). Aggregation,
+the App. F export and the unitized (alpha_u) data take spans as ``begin``/``length`` only, so free spans go
+through them like any other.
+
+Gold: ``GoldItem.expected = {"aspects": [{"begin", "length", "text"}], "no_aspect": false}``. Gold items are
+the quality checks of App. A ("some HITs include easy-to-answer quality control questions. These will ask you to
+select specific words as aspect(s)"): a gold item shows an instruction above its sentence, e.g. "Select 'kill
+birds' as the aspect of this sentence." (:func:`gold_instruction`). It is stored as ``payload["instruction"]``
+when gold is imported (``aspects import --as-gold``); a gold item added without one (``services.add_items(...,
+gold=...)``, the admin) gets it from its ``GoldItem.expected`` when the page is drawn. ``payload["instruction"] =
+""`` or ``config["gold_instructions"] = false`` turn it off (hidden gold).
+
+First-list size (:func:`top_k_for`): ``top_k`` (default 10) for a sentence whose topic the ranker was trained on,
+``top_k_cross_topic`` (default 15) for one it was not -- the paper's 10 in-topic and 15 cross-topic candidates,
+chosen to keep recall@k >= 80% (§3.1 Step 2c). A trained ranker knows its training topics (its ModelVersion
+records them, ``metrics["info"]["train_topics"]``): an item's topic that is not among them (case-insensitive)
+is cross-topic. The baseline ranker (and a trained one that recorded no topics) has no training topics: then
+``config["study"]`` decides for every item: ``"cross-topic"`` -> ``top_k_cross_topic``, ``"in-topic"`` (the
+default) -> ``top_k``.
+
+Config: ``top_k`` / ``top_k_cross_topic`` / ``study`` (above), ``threshold`` (votes needed to accept a span;
+default a strict majority of R), ``ranker`` (a name from annotation.task_types.aspect.rankers), ``free_spans`` (default
+false: see above; the page then lets the annotator select words in the sentence with the mouse or the keyboard;
+the no-JS form stays candidate-only), ``gold_instructions`` (default true: see Gold).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+
+from annotation.task_types.aspect.aggregation import final_answer
+from annotation.task_types.aspect.candidates import candidates as make_candidates, span_id, tokenize
+from annotation.task_types.aspect.rankers import get_active_ranker, rank, ranker_names
+
+from .. import register
+from ..base import ResponseInvalid, TaskType
+
+DEFAULT_TOP_K = 10
+DEFAULT_TOP_K_CROSS_TOPIC = 15
+STUDIES = ("in-topic", "cross-topic")
+RESPONSE_FIELDS = {"aspects", "no_aspect", "not_in_lists", "check"}
+_SPAN = re.compile(r"^\s*\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?\s*$")
+_TRUE = {"1", "true", "on", "yes"}
+_FALSE = {"", "0", "false", "off", "no"}
+
+
+def parse_span(raw) -> tuple[int, int] | None:
+    """``"18:5"``, ``"(18,5)"``, ``[18, 5]`` or ``{"begin": 18, "length": 5}`` -> ``(18, 5)``; else None."""
+    if isinstance(raw, str):
+        m = _SPAN.match(raw)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+    if isinstance(raw, dict):
+        raw = (raw.get("begin"), raw.get("length"))
+    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in raw):
+        return int(raw[0]), int(raw[1])
+    return None
+
+
+def arithmetic_check(text: str) -> dict:
+    """A small sum, fixed per sentence text (so a rebuilt item asks the same question)."""
+    rng = random.Random(int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16))
+    a, b = rng.randint(1, 9), rng.randint(1, 9)
+    return {"a": a, "b": b, "question": f"{a} + {b}"}
+
+
+def ranker_topics(ranker) -> set[str] | None:
+    """The (lower-cased) topics a trained ranker was trained on, from its registry version
+    (``metrics["info"]["train_topics"]``); ``None`` when unknown (the baseline, or a version that recorded none)."""
+    version = getattr(ranker, "version", None)
+    info = ((getattr(version, "metrics", None) or {}).get("info") or {}) if version is not None else {}
+    topics = info.get("train_topics")
+    if not isinstance(topics, list) or not topics:  # none recorded (e.g. label rows without topics): unknown
+        return None
+    return {str(t).strip().lower() for t in topics}
+
+
+def top_k_for(config: dict | None, ranker, topic: str) -> int:
+    """Size of the first list for a sentence of ``topic`` (see the module docstring): ``top_k`` when the ranker
+    saw the topic in training, ``top_k_cross_topic`` when it did not; without known training topics,
+    ``config["study"] == "cross-topic"`` picks ``top_k_cross_topic``, else ``top_k``."""
+    config = config or {}
+    in_topic = int(config.get("top_k", DEFAULT_TOP_K))
+    cross_topic = int(config.get("top_k_cross_topic", DEFAULT_TOP_K_CROSS_TOPIC))
+    topics = ranker_topics(ranker)
+    if topics is not None:
+        return in_topic if (topic or "").strip().lower() in topics else cross_topic
+    return cross_topic if config.get("study") == "cross-topic" else in_topic
+
+
+def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: int | None = None, ranker=None,
+                  top_k: int | None = None, extra: list[tuple[int, int]] = (), project=None) -> dict:
+    """The payload of one sentence: ranked first list (top-k), second list (the rest, sentence order).
+
+    ``top_k``: the first list's size; ``None`` = :func:`top_k_for` (the project's config and the ranker).
+    ``extra``: spans that must be offered even if the filters drop them (e.g. an imported gold aspect with
+    a stopword at its edge); they go to the second list unless already offered.
+    """
+    ranker = ranker or get_active_ranker(project)
+    if top_k is None:
+        top_k = top_k_for(getattr(project, "config", None), ranker, topic)
+    cands = make_candidates(text)
+    ranked = rank(ranker, text, topic, cands)
+    first = ranked[:top_k]
+    first_ids = {c.id for c, _ in first}
+    more = [c.as_dict() for c in cands if c.id not in first_ids]
+    offered = first_ids | {c["id"] for c in more}
+    for begin, length in extra:
+        if span_id(begin, length) not in offered and 0 <= begin and length > 0 and begin + length <= len(text):
+            more.append({"id": span_id(begin, length), "begin": begin, "length": length,
+                         "text": text[begin:begin + length]})
+            offered.add(span_id(begin, length))
+    more.sort(key=lambda c: (c["begin"], c["length"]))
+    return {"sentence_id": sentence_id, "text": text, "topic": topic, "stance": stance,
+            "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
+            "more": more, "tokens": token_offsets(text), "check": arithmetic_check(text),
+            "ranker": getattr(ranker, "name", type(ranker).__name__)}
+
+
+def gold_instruction(expected: dict | None, text: str = "") -> str:
+    """What a gold item asks (App. A's quality checks): ``Select 'kill birds' as the aspect of this sentence.``,
+    ``Select 'clean' and 'expensive' as the aspects of this sentence.``, or, for "no aspect", ``Tick "No aspect in
+    the sentence" for this sentence.``; ``""`` for an expected answer it cannot phrase."""
+    expected = expected or {}
+    spans = []
+    for a in expected.get("aspects") or []:
+        if not isinstance(a, dict):
+            continue
+        phrase = a.get("text")
+        if not phrase and text and isinstance(a.get("begin"), int) and isinstance(a.get("length"), int):
+            phrase = text[a["begin"]:a["begin"] + a["length"]]
+        if phrase:
+            spans.append((int(a.get("begin", 0)), str(phrase)))
+    if not spans:
+        return 'Tick "No aspect in the sentence" for this sentence.' if expected.get("no_aspect") else ""
+    phrases = [f"'{p}'" for _, p in sorted(spans)]
+    listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    noun = "the aspect" if len(phrases) == 1 else "the aspects"
+    return f"Select {listed} as {noun} of this sentence."
+
+
+def gold_instructions_on(project) -> bool:
+    return (getattr(project, "config", None) or {}).get("gold_instructions", True) is not False
+
+
+def item_instruction(project, item) -> str:
+    """The instruction shown with ``item``: ``payload["instruction"]`` when the key is there (``""`` = none), else
+    for a gold item the one phrased from its ``GoldItem.expected`` (unless ``config["gold_instructions"]`` is
+    false); ``""`` for an ordinary item."""
+    payload = item.payload or {}
+    if "instruction" in payload:
+        return str(payload.get("instruction") or "")
+    if not getattr(item, "is_gold", False) or not gold_instructions_on(project):
+        return ""
+    from annotation.models import GoldItem
+
+    try:
+        expected = item.gold.expected
+    except GoldItem.DoesNotExist:
+        return ""
+    return gold_instruction(expected, payload.get("text", ""))
+
+
+def token_offsets(text: str) -> list[list[int]]:
+    """``[[begin, end], ...]``: the character offsets of every token of ``text`` (what free spans snap to)."""
+    return [[t.begin, t.end] for t in tokenize(text)]
+
+
+def free_spans(project) -> bool:
+    """Whether the project lets annotators mark any token span (``config["free_spans"]``)."""
+    return (getattr(project, "config", None) or {}).get("free_spans") is True
+
+
+def token_span_error(text: str, begin: int, length: int) -> str | None:
+    """Why ``text[begin:begin + length]`` is not a span of whole tokens (``None`` when it is one)."""
+    tokens = tokenize(text)
+    starts = {t.begin: i for i, t in enumerate(tokens)}
+    ends = {t.end: i for i, t in enumerate(tokens)}
+    end = begin + length
+    if begin not in starts and end not in ends:
+        return "neither starts nor ends on a word boundary"
+    if begin not in starts:
+        return "does not start at the beginning of a word"
+    if end not in ends:
+        return "does not end at the end of a word"
+    if ends[end] < starts[begin]:  # cannot happen for length > 0, kept for safety
+        return "covers no word"
+    return None
+
+
+def _flag(data: dict, name: str) -> bool:
+    value = data.get(name, False)
+    if isinstance(value, list):  # a no-JS form may repeat a checkbox
+        value = value[-1] if value else False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ResponseInvalid(name, "expected true or false")
+
+
+@register
+class Aspect(TaskType):
+    name = "aspect"
+    label = "Aspects (ranked candidates)"
+    template = "task_types/aspect/hit.html"
+    script = "task_types/aspect/hit.js"
+    guidelines_template = "task_types/aspect/guidelines.html"
+    keys_help = (
+        ("type, <kbd>↑</kbd> <kbd>↓</kbd>, <kbd>Enter</kbd>/<kbd>Tab</kbd>", "filter the candidates, move, pick"),
+        ("<kbd>Backspace</kbd>", "in an empty field removes the last chosen aspect"),
+        ("<kbd>Alt</kbd>+<kbd>M</kbd>", "show the second list (aspect not in the first list)"),
+    )
+
+    # --- set-up ---------------------------------------------------------------------------------
+    def clean_config(self, config):
+        config = dict(config or {})
+        top_k = config.get("top_k", DEFAULT_TOP_K)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            raise ResponseInvalid("top_k", "a whole number >= 1")
+        config["top_k"] = top_k
+        cross = config.get("top_k_cross_topic", DEFAULT_TOP_K_CROSS_TOPIC)
+        if not isinstance(cross, int) or isinstance(cross, bool) or cross < 1:
+            raise ResponseInvalid("top_k_cross_topic", "a whole number >= 1")
+        config["top_k_cross_topic"] = cross
+        if "study" in config and config["study"] not in STUDIES:
+            raise ResponseInvalid("study", f"one of {', '.join(STUDIES)}")
+        if "gold_instructions" in config and not isinstance(config["gold_instructions"], bool):
+            raise ResponseInvalid("gold_instructions", "true or false")
+        threshold = config.get("threshold")
+        if threshold is not None and (not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1):
+            raise ResponseInvalid("threshold", "a whole number of votes >= 1 (or null for a majority of R)")
+        ranker = config.get("ranker", "baseline")
+        if ranker not in ranker_names():
+            raise ResponseInvalid("ranker", f"unknown ranker {ranker!r} (known: {', '.join(ranker_names())})")
+        config["ranker"] = ranker
+        if "free_spans" in config and not isinstance(config["free_spans"], bool):
+            raise ResponseInvalid("free_spans", "true or false")
+        return config
+
+    def build_items(self, project, rows):
+        ranker = get_active_ranker(project)
+        items = []
+        for sentence in rows:
+            topic = getattr(sentence, "topic", None)
+            topic = str(topic) if topic else ""
+            items.append(build_payload(sentence.text, topic, stance=sentence.stance, sentence_id=sentence.pk,
+                                       ranker=ranker, top_k=top_k_for(project.config, ranker, topic)))
+        return items
+
+    def item_links(self, payload):
+        links = {}
+        sentence_id = payload.get("sentence_id")
+        if isinstance(sentence_id, int):
+            links["sentence_id"] = sentence_id
+        reference = payload.get("reference")
+        if isinstance(reference, dict) and reference.get("hash"):
+            links["external_key"] = f"appf:{reference['hash']}"[:200]
+        elif isinstance(sentence_id, int):
+            links["external_key"] = f"sentence:{sentence_id}"
+        return links
+
+    def item_context(self, project, item):
+        payload = item.payload or {}
+        text = payload.get("text", "")
+        free = free_spans(project)
+        return {"item": item, "payload": payload, "text": text, "topic": payload.get("topic", ""),
+                "candidates": payload.get("candidates", []), "more": payload.get("more", []),
+                "check_question": (payload.get("check") or {}).get("question", ""),
+                "instruction": item_instruction(project, item),
+                # free mode: the page snaps selections to these (the server's own tokens, also for items
+                # built before the payload carried "tokens")
+                "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else ""}
+
+    def worker_payload(self, project, item, assignment=None):
+        payload = super().worker_payload(project, item, assignment=assignment)
+        payload.pop("instruction", None)  # "" (none) is not sent; a gold item's phrased one is
+        instruction = item_instruction(project, item)
+        if instruction:
+            payload["instruction"] = instruction
+        return payload
+
+    # --- responses ------------------------------------------------------------------------------
+    def validate_response(self, project, item, data):
+        if not isinstance(data, dict):
+            raise ResponseInvalid("aspects", 'expected an object {"aspects": [...], "no_aspect": false, ...}')
+        extra = set(data) - RESPONSE_FIELDS
+        if extra:
+            raise ResponseInvalid(sorted(extra)[0], "unknown field")
+        payload = item.payload or {}
+        text = payload.get("text", "")
+        offered = {c["id"]: "ranked" for c in payload.get("candidates", [])}
+        for c in payload.get("more", []):
+            offered.setdefault(c["id"], "more")
+        free = free_spans(project)
+        lists: dict[tuple[int, int], str] = {}
+
+        raw = data.get("aspects", [])
+        if raw is None or raw == "":
+            raw = []
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise ResponseInvalid("aspects", "expected a list of candidate ids")
+        spans: list[tuple[int, int]] = []
+        for value in raw:
+            span = parse_span(value)
+            if span is None:
+                raise ResponseInvalid("aspects", f"{value!r} is not a candidate id (begin:length)")
+            begin, length = span
+            if begin < 0 or length <= 0 or begin + length > len(text):
+                raise ResponseInvalid("aspects", f"{span_id(begin, length)} is outside the sentence "
+                                                 f"({len(text)} characters)")
+            if span_id(begin, length) in offered:
+                lists[span] = offered[span_id(begin, length)]
+            elif free:
+                why = token_span_error(text, begin, length)
+                if why:
+                    raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
+                                                     f"{why}: a free span must cover whole words")
+                lists[span] = "free"
+            else:
+                raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
+                                                 f"was not offered as a candidate")
+            spans.append(span)
+        spans.sort()
+        for (b1, l1), (b2, l2) in zip(spans, spans[1:]):
+            if b2 < b1 + l1:
+                raise ResponseInvalid("aspects", f"aspects must not overlap: {text[b1:b1 + l1]!r} and "
+                                                 f"{text[b2:b2 + l2]!r}")
+        no_aspect = _flag(data, "no_aspect")
+        not_in_lists = _flag(data, "not_in_lists")
+        if no_aspect and spans:
+            raise ResponseInvalid("no_aspect", "you ticked 'no aspect' but also chose aspects")
+        if no_aspect and not_in_lists:
+            raise ResponseInvalid("no_aspect", "tick either 'no aspect' or 'not in the lists', not both")
+        if not spans and not no_aspect and not not_in_lists:
+            raise ResponseInvalid("aspects", "choose at least one aspect, or tick one of the checkboxes")
+        # The sum is asked with either checkbox. An expected answer being set up for a gold item (an item not
+        # saved yet, see services.add_items) is not a worker's answer and is not asked.
+        if (no_aspect or not_in_lists) and item.pk is not None:
+            check = payload.get("check") or {}
+            answer = data.get("check")
+            if isinstance(answer, int) and not isinstance(answer, bool):
+                answer = str(answer)
+            if not isinstance(answer, str) or not answer.strip():
+                raise ResponseInvalid("check", "solve the sum (digits only)")
+            if not answer.strip().isdigit():
+                raise ResponseInvalid("check", "digits only")
+            if "a" in check and "b" in check and int(answer.strip()) != int(check["a"]) + int(check["b"]):
+                raise ResponseInvalid("check", "the sum is not right")
+        return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l], "list": lists[(b, l)]}
+                            for b, l in spans],
+                "no_aspect": no_aspect, "not_in_lists": not_in_lists}
+
+    def score_gold(self, project, gold, data):
+        """F1 of the chosen spans against the expected spans (exact match; with ``tolerance > 0`` any overlap
+        counts); "no aspect" expected -> 1.0 only for a "no aspect" answer."""
+        expected = gold.expected or {}
+        want = {(int(a["begin"]), int(a["length"])) for a in expected.get("aspects") or []}
+        got = {(int(a["begin"]), int(a["length"])) for a in data.get("aspects") or []}
+        if expected.get("no_aspect") or not want:
+            return 1.0 if data.get("no_aspect") or (not got and not data.get("not_in_lists")) else 0.0
+        if not got:
+            return 0.0
+
+        def hit(span, pool):
+            if gold.tolerance > 0:
+                return any(span[0] < b + l and b < span[0] + span[1] for b, l in pool)
+            return span in pool
+
+        precision = sum(hit(s, want) for s in got) / len(got)
+        recall = sum(hit(s, got) for s in want) / len(want)
+        return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+    def aggregate(self, project, item, responses):
+        return final_answer(project, item, responses)
+
+    def export_row(self, project, item, responses):
+        from annotation.task_types.aspect.appf import appf_row
+
+        return appf_row(item, final_answer(project, item, responses))

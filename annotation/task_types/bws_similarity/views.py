@@ -1,0 +1,80 @@
+"""Staff pages of BWS projects: split-half reliability (like AugSBERT Table 3) and the pair scores; CSV download.
+
+Thin views over :mod:`annotation.task_types.bws_similarity.project`. The report page shows the stored scores
+(:func:`~annotation.task_types.bws_similarity.project.latest_scores`, refreshed by the debounced recompute after submissions; stored on
+the first view when there are none) with their time of computation; ``?splits=N&seed=S`` (overriding the
+project's ``n_splits`` / ``seed``) compute a report now, which is not stored. The CSV is computed afresh.
+"""
+from __future__ import annotations
+
+import csv
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from . import project as bws
+from annotation.models import Project
+from annotation.views import expert_required, notice
+
+
+def _params(request):
+    out = {}
+    for key, name, lo, hi in (("splits", "n_splits", 1, 1000), ("seed", "seed", 0, 2 ** 32 - 1)):
+        raw = request.GET.get(key)
+        if raw in (None, ""):
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"{key}: a whole number, got {raw!r}") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"{key}: between {lo} and {hi}")
+        out[name] = value
+    return out
+
+
+def _project(slug):
+    project = get_object_or_404(Project, slug=slug)
+    if project.task_type != bws.TASK_TYPE:
+        return project, f"{project.name} is a {project.task_type} project, not a BWS similarity project."
+    return project, None
+
+
+@expert_required
+@require_GET
+def bws_report(request, slug: str):
+    project, wrong = _project(slug)
+    if wrong:
+        return notice(request, "Not a BWS project", [wrong], status=404)
+    try:
+        params = _params(request)
+    except ValueError as exc:
+        return notice(request, "Bad parameter", [str(exc)], status=400)
+    snapshot = None
+    if params:
+        report = bws.report(project, **params)
+    else:
+        snapshot = bws.latest_scores(project) or bws.store_scores(project)
+        report = dict(snapshot.figures, rows=bws.stored_rows(snapshot, project))
+    return render(request, "task_types/bws_similarity/report.html", {
+        "project": project, "report": report, "sampling": (project.config or {}).get("sampling") or {},
+        "split_half": report["split_half"], "n_pairs_sampled": len((project.config or {}).get("pairs") or {}),
+        "snapshot": snapshot, "submitted_now": bws.submitted_assignments(project),
+    })
+
+
+@expert_required
+@require_GET
+def bws_scores_csv(request, slug: str):
+    project, wrong = _project(slug)
+    if wrong:
+        return notice(request, "Not a BWS project", [wrong], status=404)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-bws-scores.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["pair_id", "topic", "argument1", "argument2", "score", "best", "worst", "appearances"])
+    for row in bws.export_rows(project):
+        writer.writerow([row["pair_id"], row["topic"], row["argument1"], row["argument2"], f"{row['score']:.6f}",
+                         row["best"], row["worst"], row["appearances"]])
+    return response

@@ -1,0 +1,1 @@
+"""The ``likert_debate`` task type (see :mod:`.task_type`)."""

@@ -1,0 +1,1 @@
+"""The ``pairwise_preference`` task type (see :mod:`.task_type`)."""

@@ -1,0 +1,67 @@
+"""Staff pages of rating projects (pairwise_preference, likert_debate): the results tables with an SVG chart, and
+CSV downloads (the tables; one row per response in system terms). Thin views over :mod:`annotation.task_types.ratings.results`."""
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from annotation.models import Project
+from . import LIKERT, PAIRWISE, TASK_TYPES
+from annotation.task_types.likert_debate import likert as likert_mod
+from . import results as ratings
+from annotation.views import expert_required, notice
+
+
+def _project(request, slug):
+    project = get_object_or_404(Project, slug=slug)
+    if project.task_type not in TASK_TYPES:
+        return project, notice(request, "Not a rating project",
+                               [f"{project.name} is a {project.task_type} project; results here are for pairwise "
+                                f"preference and debate rating projects."], status=404)
+    return project, None
+
+
+@expert_required
+@require_GET
+def results(request, slug: str):
+    project, wrong = _project(request, slug)
+    if wrong:
+        return wrong
+    res = ratings.project_results(project)
+    context = {"project": project, "res": res, "chart": ratings.chart(res),
+               "is_pairwise": project.task_type == PAIRWISE, "is_likert": project.task_type == LIKERT}
+    if project.task_type == PAIRWISE:
+        fl = {f["system"]: f["fluency"] for f in res["agreement"]["fluency_by_system"]}
+        context["systems"] = [{**row, "fluency_agreement": fl.get(row["system"])} for row in res["systems"]]
+        context["agreement"] = [("Persuasiveness", "winning system or tie, per pair", res["agreement"]["persuasiveness"]),
+                                ("Fluency", "fluent or not, per argument", res["agreement"]["fluency"])]
+    else:
+        context["rows"] = [{**row, "alpha": res["alpha"][row["criterion"]]} for row in res["table"]["rows"]]
+        context["scale_words"] = likert_mod.SCALE_WORDS
+    return render(request, "task_types/ratings/results.html", context)
+
+
+def _csv(project, rows, name):
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-{name}.csv"'
+    ratings.write_csv(response, rows)
+    return response
+
+
+@expert_required
+@require_GET
+def summary_csv(request, slug: str):
+    project, wrong = _project(request, slug)
+    if wrong:
+        return wrong
+    return _csv(project, ratings.summary_rows(ratings.project_results(project)), "results")
+
+
+@expert_required
+@require_GET
+def responses_csv(request, slug: str):
+    project, wrong = _project(request, slug)
+    if wrong:
+        return wrong
+    return _csv(project, ratings.response_rows(project), "responses")

@@ -1,0 +1,1 @@
+"""The ``sentence_label`` task type (see :mod:`.task_type`)."""

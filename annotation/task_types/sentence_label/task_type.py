@@ -1,0 +1,93 @@
+"""``sentence_label``: choose one label from a list for each sentence.
+
+payload ``{"sentence_id", "text", "topic"}``; ``project.config["labels"]`` a list of strings;
+response ``{"label": "<one of labels>"}``; aggregate = majority label with counts and share.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .. import register
+from ..base import ResponseInvalid, TaskType
+
+DEFAULT_LABELS = ["pro", "con", "none"]
+
+
+@register
+class SentenceLabel(TaskType):
+    name = "sentence_label"
+    label = "Sentence label (choose one)"
+    template = "task_types/sentence_label/hit.html"
+    script = "task_types/sentence_label/hit.js"
+    keys_help = (
+        ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
+        ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items; <kbd>←</kbd> <kbd>→</kbd> change the choice"),
+    )
+
+    def labels(self, project) -> list[str]:
+        labels = (project.config or {}).get("labels") or DEFAULT_LABELS
+        return [str(label) for label in labels]
+
+    def clean_config(self, config):
+        config = dict(config or {})
+        labels = config.get("labels", DEFAULT_LABELS)
+        if not isinstance(labels, list) or not labels:
+            raise ResponseInvalid("labels", "give a non-empty list of labels")
+        cleaned = [str(label).strip() for label in labels]
+        if any(not label for label in cleaned):
+            raise ResponseInvalid("labels", "labels must not be empty strings")
+        if len(set(cleaned)) != len(cleaned):
+            raise ResponseInvalid("labels", "labels must be distinct")
+        config["labels"] = cleaned
+        return config
+
+    def build_items(self, project, rows):
+        items = []
+        for sentence in rows:
+            topic = getattr(sentence, "topic", None)
+            items.append({"sentence_id": sentence.pk, "text": sentence.text, "topic": str(topic) if topic else ""})
+        return items
+
+    def item_links(self, payload):
+        sentence_id = payload.get("sentence_id")
+        links = {}
+        if isinstance(sentence_id, int):
+            links["sentence_id"] = sentence_id
+            links["external_key"] = f"sentence:{sentence_id}"
+        return links
+
+    def item_context(self, project, item):
+        return {"item": item, "payload": item.payload, "text": item.payload.get("text", ""),
+                "topic": item.payload.get("topic", ""), "labels": self.labels(project)}
+
+    def validate_response(self, project, item, data):
+        if not isinstance(data, dict):
+            raise ResponseInvalid("label", "expected an object {\"label\": ...}")
+        extra = set(data) - {"label"}
+        if extra:
+            raise ResponseInvalid(sorted(extra)[0], "unknown field")
+        label = data.get("label")
+        if label is None or label == "":
+            raise ResponseInvalid("label", "choose a label")
+        if not isinstance(label, str) or label not in self.labels(project):
+            raise ResponseInvalid("label", f"must be one of: {', '.join(self.labels(project))}")
+        return {"label": label}
+
+    def score_gold(self, project, gold, data):
+        return 1.0 if data.get("label") == (gold.expected or {}).get("label") else 0.0
+
+    def aggregate(self, project, item, responses):
+        counts = Counter(r.get("label") for r in responses if r.get("label") is not None)
+        total = sum(counts.values())
+        if not total:
+            return {"label": None, "counts": {}, "share": 0.0, "n": 0}
+        order = {label: i for i, label in enumerate(self.labels(project))}
+        # majority; ties broken by the order of the labels in the config (stable, documented)
+        label, count = min(counts.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), str(kv[0])))
+        return {"label": label, "counts": dict(counts), "share": count / total, "n": total}
+
+    def export_row(self, project, item, responses):
+        agg = self.aggregate(project, item, responses)
+        return {"item_id": item.pk, "sentence_id": item.payload.get("sentence_id"), "text": item.payload.get("text"),
+                "topic": item.payload.get("topic"), "labels": [r.get("label") for r in responses],
+                "label": agg["label"], "share": agg["share"], "n": agg["n"]}

@@ -1,0 +1,118 @@
+"""Aggregating yes / no / don't-know votes per dimension, as in the ValNov paper (Heinisch et al. 2022, sec. 4.1).
+
+Every response rates two dimensions of a conclusion given its premise: ``validity`` and ``novelty``, each ``"yes"``,
+``"no"`` or ``"dont_know"``. Per dimension the votes are counted and:
+
+* the **label** is the majority: the choice with strictly more votes than each other choice. ``yes`` -> ``1``,
+  ``no`` -> ``-1``. A tie at the top, or a majority of "don't know", gives ``0`` (the shared task's "tie / unknown").
+* the **training target** follows the paper: validity ``1 -> 1.0``, ``-1 -> 0.0``, ``0 -> None`` (unknown: the
+  validity loss is not computed); novelty ``1 -> 1.0``, ``-1 -> 0.0``, ``0 -> 0.5`` ("a tie in novelty as 1/2, since
+  the conclusion seems to contain degrees of novelty").
+* the **confidence word** is the one of the shared-task data description (written for R = 3, generalised to any R):
+
+  ================ ======================================================= ===================
+  word             votes                                                   R = 3 example
+  ================ ======================================================= ===================
+  very confident   every vote is the majority choice (unanimous yes / no)  yes, yes, yes
+  confident        a yes / no majority and nobody voted the opposite;      yes, yes, don't know
+                   the rest said "don't know"
+  majority         a yes / no majority and at least one opposite vote      yes, yes, no
+  defeasible       no majority: a tie at the top or "don't know" wins       yes, no, don't know;
+                   (label 0)                                               dk, dk, yes; dk, dk, dk
+  ================ ======================================================= ===================
+
+  No votes at all: label 0, ``defeasible``, ``n = 0``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Iterable, Mapping
+
+YES, NO, DONT_KNOW = "yes", "no", "dont_know"
+CHOICES = (YES, NO, DONT_KNOW)
+CHOICE_TEXT = {YES: "yes", NO: "no", DONT_KNOW: "don't know"}
+DIMENSIONS = ("validity", "novelty")
+
+VERY_CONFIDENT, CONFIDENT, MAJORITY, DEFEASIBLE = "very confident", "confident", "majority", "defeasible"
+CONFIDENCE_WORDS = (VERY_CONFIDENT, CONFIDENT, MAJORITY, DEFEASIBLE)  # most to least agreement
+
+LABELS = (1, -1, 0)  # the shared task's labels: 1 yes, -1 no, 0 tie / unknown
+LABEL_OF_CHOICE = {YES: 1, NO: -1}
+CHOICE_OF_LABEL = {1: YES, -1: NO}
+
+
+@dataclass(frozen=True)
+class DimensionResult:
+    """The aggregate of one dimension of one item."""
+
+    label: int                 # 1, -1 or 0
+    confidence: str            # one of CONFIDENCE_WORDS
+    target: float | None       # the training target (see :func:`target`)
+    counts: dict               # {"yes": n, "no": n, "dont_know": n}
+    n: int                     # votes counted
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def target(dimension: str, label: int) -> float | None:
+    """The paper's regression target of a label: 1 -> 1.0, -1 -> 0.0; 0 -> None (validity) or 0.5 (novelty)."""
+    if dimension not in DIMENSIONS:
+        raise ValueError(f"unknown dimension {dimension!r} (expected validity or novelty)")
+    if label == 1:
+        return 1.0
+    if label == -1:
+        return 0.0
+    if label == 0:
+        return None if dimension == "validity" else 0.5
+    raise ValueError(f"label must be 1, -1 or 0, got {label!r}")
+
+
+def count_votes(votes: Iterable[str | None]) -> dict[str, int]:
+    """``{"yes", "no", "dont_know"}`` counts; ``None`` / empty votes are skipped, anything else is a ValueError."""
+    counts = Counter()
+    for vote in votes:
+        if vote is None or vote == "":
+            continue
+        if vote not in CHOICES:
+            raise ValueError(f"a vote must be one of {', '.join(CHOICES)}, got {vote!r}")
+        counts[vote] += 1
+    return {choice: counts[choice] for choice in CHOICES}
+
+
+def aggregate_dimension(dimension: str, votes: Iterable[str | None]) -> DimensionResult:
+    """Majority label, confidence word and target of one dimension (rules in the module docstring)."""
+    counts = count_votes(votes)
+    n = sum(counts.values())
+    top = max(counts.values()) if n else 0
+    leaders = [c for c in CHOICES if counts[c] == top] if n else []
+    if len(leaders) == 1 and leaders[0] in LABEL_OF_CHOICE:
+        winner = leaders[0]
+        label = LABEL_OF_CHOICE[winner]
+        opposite = counts[NO if winner == YES else YES]
+        if counts[winner] == n:
+            confidence = VERY_CONFIDENT
+        elif opposite == 0:
+            confidence = CONFIDENT
+        else:
+            confidence = MAJORITY
+    else:
+        label, confidence = 0, DEFEASIBLE
+    return DimensionResult(label=label, confidence=confidence, target=target(dimension, label), counts=counts, n=n)
+
+
+def aggregate_responses(responses: Iterable[Mapping]) -> dict:
+    """The aggregate of an item from its responses ``{"validity": choice, "novelty": choice}``::
+
+        {"validity": DimensionResult.as_dict(), "novelty": {...}, "weight": w, "n": responses}
+
+    ``weight`` is :func:`annotation.task_types.validity_novelty.weights.instance_weight` of the two confidence words.
+    """
+    from .weights import instance_weight
+
+    responses = [r for r in responses if isinstance(r, Mapping)]
+    out: dict = {dim: aggregate_dimension(dim, (r.get(dim) for r in responses)).as_dict() for dim in DIMENSIONS}
+    out["weight"] = instance_weight(out["validity"]["confidence"], out["novelty"]["confidence"])
+    out["n"] = len(responses)
+    return out

@@ -1,0 +1,55 @@
+"""Staff pages of validity / novelty projects: label distribution per dimension, agreement (Krippendorff's alpha and
+Fleiss' kappa per dimension), the instance-weight distribution, and the shared-task CSV download.
+
+Thin views over :mod:`annotation.task_types.validity_novelty.results` (computed on request).
+"""
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from annotation.models import Project
+from . import TASK_TYPE
+from . import results as valnov
+from .weights import CONFIDENCE_POINTS
+from annotation.views import expert_required, notice
+
+
+def _project(slug):
+    project = get_object_or_404(Project, slug=slug)
+    if project.task_type != TASK_TYPE:
+        return project, f"{project.name} is a {project.task_type} project, not a validity / novelty project."
+    return project, None
+
+
+@expert_required
+@require_GET
+def valnov_results(request, slug: str):
+    project, wrong = _project(slug)
+    if wrong:
+        return notice(request, "Not a validity / novelty project", [wrong], status=404)
+    res = valnov.project_results(project)
+    peak = max([w["count"] for w in res["weights"]["crowd"] + res["weights"]["reference"]] + [1])
+    return render(request, "task_types/validity_novelty/results.html", {
+        "project": project, "res": res, "peak": peak, "points": CONFIDENCE_POINTS,
+        "dims": [{"name": dim, "title": title, "crowd": res["crowd"][dim],
+                  "reference": res["reference"][dim] if res["reference"] else None,
+                  "agreement": res["agreement"][dim], "vs": res["crowd_vs_reference"][dim]}
+                 for dim, title in (("validity", "Validity"), ("novelty", "Novelty"))],
+    })
+
+
+@expert_required
+@require_GET
+def valnov_export_csv(request, slug: str):
+    project, wrong = _project(slug)
+    if wrong:
+        return notice(request, "Not a validity / novelty project", [wrong], status=404)
+    labels = request.GET.get("labels", "auto")
+    if labels not in valnov.LABEL_MODES:
+        return notice(request, "Bad parameter", [f"labels: one of {', '.join(valnov.LABEL_MODES)}"], status=400)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{project.slug}-valnov.csv"'
+    valnov.export(project, response, fmt="csv", labels=labels, with_weights=request.GET.get("weights") == "1")
+    return response
