@@ -1,12 +1,14 @@
 """Expert dashboards: per-project agreement, the lowest-agreement drill-down with adjudication, CSV downloads.
 
-Thin views over :mod:`annotation.agreement.project`: the figures come from the latest stored
+Thin views over :mod:`annotation.agreement` (:mod:`~annotation.agreement.table`, :mod:`~annotation.agreement.snapshots`,
+:mod:`~annotation.agreement.scheduling`) and :func:`annotation.services.adjudicate_item`: the figures come from the latest stored
 :class:`~annotation.models.AgreementSnapshot`. When a project has none yet, a small project (at most
 :data:`SYNC_MAX_RESPONSES` = 2,000 responses, tens of milliseconds) is computed and stored in the request; a larger
 one enqueues ``annotation.recompute_agreement`` after commit (once per :data:`FIRST_VIEW_LOCK_SECONDS`) and the pages
 say "computing" (CSV downloads answer 503 with ``Retry-After``) until the worker has stored it. "Recompute now"
 enqueues the task after commit; charts are server-side SVG (:mod:`annotation.agreement.svg`). Task types with a
-results page of their own (BWS split-half, ValNov, ratings) are linked from the index and the agreement page.
+results page of their own (``TaskType.results_page``: BWS split-half, ValNov, ratings) are linked from the index and
+the agreement page. The adjudication form of an item is the task type's (``TaskType.adjudication_template``).
 Staff / experts only: anonymous -> login, crowdworkers -> 403.
 
 URLs (``annotation/dashboard_urls.py``)::
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
@@ -30,24 +31,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .agreement import project as pa
+from . import services
 from .agreement import svg
+from .agreement.scheduling import schedule_first_snapshot, schedule_recompute
+from .agreement.snapshots import latest_snapshot, store_snapshots
 from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project, Response
 from .views import expert_required
 
 CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
 SYNC_MAX_RESPONSES = 2000        # first view of a project without a snapshot: compute in the request up to this size
-FIRST_VIEW_LOCK_SECONDS = 600    # ... above it, enqueue the recompute at most once per this many seconds
-FIRST_VIEW_KEY = "argora:agreement-first-view:{}"
 COMPUTING_RETRY_SECONDS = 5
-
-# task types whose own results page carries their reliability figures: (url name, link text)
-RESULTS_PAGES = {
-    "bws_similarity": ("annotation:bws", "BWS scores and split-half reliability"),
-    "validity_novelty": ("annotation:valnov", "Validity / novelty results"),
-    "pairwise_preference": ("annotation:ratings-results", "Rating results"),
-    "likert_debate": ("annotation:ratings-results", "Rating results"),
-}
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -61,27 +54,15 @@ def _raw(v) -> str:
 
 def _snapshot(project: Project) -> AgreementSnapshot | None:
     """The latest snapshot; without one, compute it now (small project) or enqueue it and return None."""
-    snap = pa.latest_snapshot(project)
+    snap = latest_snapshot(project)
     if snap is not None:
         return snap
     n = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE).count()
     if n <= SYNC_MAX_RESPONSES:
-        pa.store_snapshots(project)
-        return pa.latest_snapshot(project)
-    _enqueue_first_snapshot(project)
+        store_snapshots(project)
+        return latest_snapshot(project)
+    schedule_first_snapshot(project.pk)
     return None
-
-
-def _enqueue_first_snapshot(project: Project) -> bool:
-    from django.core.cache import cache
-    from django.db import transaction
-
-    from .tasks import recompute_agreement
-
-    if not cache.add(FIRST_VIEW_KEY.format(project.pk), 1, timeout=FIRST_VIEW_LOCK_SECONDS):
-        return False
-    transaction.on_commit(lambda: recompute_agreement.apply_async(args=[project.pk]), robust=True)
-    return True
 
 
 def _computing(request, project: Project, *, csv: bool = False):
@@ -97,7 +78,7 @@ def _computing(request, project: Project, *, csv: bool = False):
 
 def results_page(project: Project) -> dict | None:
     """``{"url", "text"}`` of the task type's own results page, or None."""
-    entry = RESULTS_PAGES.get(project.task_type)
+    entry = project.get_task_type().results_page
     if entry is None:
         return None
     return {"url": reverse(entry[0], args=[project.slug]), "text": entry[1]}
@@ -108,10 +89,11 @@ def _submitted(project: Project) -> int:
 
 
 def _current_adjudications(project: Project) -> dict[int, dict]:
+    answer_text = project.get_task_type().answer_text
     out: dict[int, dict] = {}
     for a in (Adjudication.objects.filter(item__project=project).select_related("expert")
               .order_by("item_id", "created_at", "id")):
-        out[a.item_id] = {"answer": a.answer, "text": pa.answer_text(a.answer), "note": a.note,
+        out[a.item_id] = {"answer": a.answer, "text": answer_text(a.answer), "note": a.note,
                           "by": a.expert.get_username() if a.expert else "", "at": a.created_at}
     return out
 
@@ -145,8 +127,9 @@ def _summary_scopes(table: dict) -> list[tuple[str, dict]]:
     return scopes
 
 
-def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adjudications=None):
-    """(header, rows) of one CSV table of a project table."""
+def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adjudications=None,
+              answer_text=str):
+    """(header, rows) of one CSV table of a project table (``answer_text``: the task type's reading of an answer)."""
     if name == "summary":
         header = ["scope"] + FIGURE_COLUMNS + ["computed_at", "based_on"]
         rows = [[scope] + _figure_row(f) + [snap.computed_at.isoformat() if snap else "", table.get("based_on")]
@@ -166,7 +149,7 @@ def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adj
         for it in _lowest_first(table.get("items", [])):
             adj = adjudications.get(it["item_id"])
             rows.append([it["item_id"], it["position"], it["topic"], it["text"], it["n"], it["agreement"],
-                         it["majority"], "; ".join(f'{r["coder"]}={pa.answer_text(r["data"])}'
+                         it["majority"], "; ".join(f'{r["coder"]}={answer_text(r["data"])}'
                                                    for r in it["responses"]),
                          adj["text"] if adj else "", adj["by"] if adj else "",
                          adj["at"].isoformat() if adj else ""])
@@ -240,7 +223,7 @@ def _figure_rows(table: dict) -> list[dict]:
 def dashboards(request):
     rows = []
     for project in Project.objects.all():
-        snap = pa.latest_snapshot(project)
+        snap = latest_snapshot(project)
         submitted = _submitted(project)
         f = snap.figures if snap else {}
         rows.append({"project": project, "snap": snap, "submitted": submitted, "results_page": results_page(project),
@@ -294,25 +277,10 @@ def agreement(request, slug: str):
 @require_POST
 def agreement_recompute(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
-    pa.schedule_recompute(project.pk, force=True)
+    schedule_recompute(project.pk, force=True)
     messages.success(request, "Recomputation queued: the figures update when the worker has finished "
                               "(reload this page).")
     return redirect("annotation:agreement", slug=project.slug)
-
-
-def _answer_choices(project: Project, item: dict) -> dict:
-    """What the adjudication form offers: labels (sentence_label), spans seen in the responses (aspect)."""
-    tt = project.get_task_type()
-    if tt.name == "sentence_label":
-        return {"kind": "label", "labels": tt.labels(project)}
-    if tt.name == "aspect":
-        spans = {}
-        for r in item["responses"]:
-            for a in r["data"].get("aspects") or []:
-                if isinstance(a, dict):
-                    spans[f'{a["begin"]}:{a["length"]}'] = a.get("text") or f'{a["begin"]}:{a["length"]}'
-        return {"kind": "aspects", "spans": sorted(spans.items(), key=lambda kv: tuple(map(int, kv[0].split(":"))))}
-    return {"kind": "json"}
 
 
 @expert_required
@@ -328,7 +296,7 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
     table = snap.figures
     adjudications = _current_adjudications(project)
     if request.GET.get("format") == "csv":
-        header, rows = table_csv(table, "items", snap, adjudications)
+        header, rows = table_csv(table, "items", snap, adjudications, project.get_task_type().answer_text)
         return _csv_response(f"{project.slug}-items.csv", header, rows)
     try:
         limit = max(1, min(1000, int(request.GET.get("limit", 50))))
@@ -336,12 +304,14 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
         limit = 50
     items = _lowest_first(table.get("items", []))
     names = {w["coder"]: w["name"] for w in table.get("workers", [])}
+    tt = project.get_task_type()
     rows = []
     for it in items[:limit]:
         rows.append({**it, "agreement_text": _num(it["agreement"]),
                      "answers": [{"who": names.get(r["coder"], r["coder"]), "expert": r["is_expert"],
-                                  "text": pa.answer_text(r["data"])} for r in it["responses"]],
-                     "adjudication": adjudications.get(it["item_id"]), "form": _answer_choices(project, it),
+                                  "text": tt.answer_text(r["data"])} for r in it["responses"]],
+                     "adjudication": adjudications.get(it["item_id"]), "form": tt.adjudication_form(project, it),
+                     "form_template": tt.adjudication_template,
                      "error": (error or {}).get(it["item_id"])})
     return render(request, "annotation/dashboard/items.html", {
         "project": project, "snap": snap, "rows": rows, "total": len(items), "limit": limit,
@@ -354,19 +324,10 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
 def adjudicate(request, slug: str, item_id: int):
     project = get_object_or_404(Project, slug=slug)
     item = get_object_or_404(Item, pk=item_id, project=project)
-    tt = project.get_task_type()
-    if tt.name == "sentence_label":
-        answer = {"label": request.POST.get("label", "")}
-    elif tt.name == "aspect":
-        answer = {"aspects": request.POST.getlist("aspects"), "no_aspect": bool(request.POST.get("no_aspect"))}
-    else:
-        try:
-            answer = json.loads(request.POST.get("answer") or "")
-        except ValueError:
-            answer = None
+    answer = project.get_task_type().parse_adjudication(project, request.POST)
     try:
-        pa.adjudicate_item(item, answer, expert=request.user, note=request.POST.get("note", "")[:2000])
-    except pa.AdjudicationRefused as exc:
+        services.adjudicate_item(item, answer, expert=request.user, note=request.POST.get("note", "")[:2000])
+    except services.AdjudicationRefused as exc:
         return _items_page(request, project, error={item.pk: f"{exc.field}: {exc.reason}"}, status=400)
     messages.success(request, f"Item {item.pk}: final answer recorded.")
     return redirect(reverse("annotation:agreement-items", args=[project.slug]) + f"#item-{item.pk}")
@@ -381,6 +342,7 @@ def agreement_csv(request, slug: str, table: str):
     snap = _snapshot(project)
     if snap is None:
         return _computing(request, project, csv=True)
-    header, rows = table_csv(snap.figures, table, snap, _current_adjudications(project))
+    header, rows = table_csv(snap.figures, table, snap, _current_adjudications(project),
+                             project.get_task_type().answer_text)
     return _csv_response(f"{project.slug}-{table}.csv", header, rows)
 

@@ -66,7 +66,7 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
             f"invite link /invite/{project.invite_token}/")
     n = simulate_workers(project)
     if n:
-        from .agreement.project import store_snapshots
+        from .agreement.snapshots import store_snapshots
 
         store_snapshots(project)  # the dashboard opens on current figures (the debounced task would come later)
         say(f"annotation demo: {n} HITs answered by simulated workers "

@@ -1,7 +1,7 @@
 """Signal receivers of the annotation app (imported once from ``AnnotationConfig.ready``).
 
 * ``assignment_submitted`` -> a debounced ``annotation.recompute_agreement`` for the assignment's project
-  (at most one enqueued per ``annotation.agreement.project.DEBOUNCE_SECONDS`` per project).
+  (at most one enqueued per ``annotation.agreement.scheduling.DEBOUNCE_SECONDS`` per project).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 def recompute_agreement_on_submit(sender, assignment=None, **kwargs):
     if assignment is None:
         return
-    from .agreement.project import schedule_recompute
+    from .agreement.scheduling import schedule_recompute
 
     try:
         schedule_recompute(assignment.project_id)

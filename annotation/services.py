@@ -20,8 +20,11 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
+from argora.errors import FieldError
+
 from .models import (
     HIT,
+    Adjudication,
     Assignment,
     GoldItem,
     GoldRecord,
@@ -78,13 +81,12 @@ class AssignmentNotOpen(SubmissionError):
     status = 409
 
 
-class ProjectInvalid(ValueError):
-    """A project / item set-up error naming the field (``field``, ``reason``)."""
+class ProjectInvalid(FieldError):
+    """A project / item set-up error naming the field."""
 
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+
+class AdjudicationRefused(FieldError):
+    """An adjudicated answer the task type refuses (HTTP 400)."""
 
 
 def _skip_locked() -> bool:
@@ -167,6 +169,10 @@ def create_project(*, name: str, task_type: str, slug: str | None = None, config
         config = tt.clean_config(config)
     except ResponseInvalid as exc:
         raise ProjectInvalid(f"config.{exc.field}", exc.reason) from None
+    for key, value in tt.project_defaults.items():  # the task type's defaults for what the caller left out
+        if settings.get(key) is None:
+            settings[key] = value
+    settings = {key: value for key, value in settings.items() if value is not None}
     if slug:
         if Project.objects.filter(slug=slug).exists():
             raise ProjectInvalid("slug", f"a project with slug {slug!r} exists")
@@ -485,8 +491,6 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
     items = {item.pk: item for item in assignment_items(assignment)}
     errors: dict[str, str] = {}
     cleaned: dict[int, tuple[Item, dict]] = {}
-    import inspect  # task types whose validation depends on the assignment (pairwise placement) take it
-    extra = {"assignment": assignment} if "assignment" in inspect.signature(tt.validate_response).parameters else {}
     for key, data in responses.items():
         try:
             item_id = int(key)
@@ -498,7 +502,7 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
             errors[f"responses.{key}"] = "unknown item: not part of this assignment"
             continue
         try:
-            cleaned[item_id] = (item, tt.validate_response(project, item, data, **extra))
+            cleaned[item_id] = (item, tt.validate_response(project, item, data, assignment=assignment))
         except ResponseInvalid as exc:
             errors[f"responses.{item_id}.{exc.field}"] = exc.reason
     for item_id in items:
@@ -710,3 +714,21 @@ def do_release_assignment(assignment: Assignment) -> bool:
             HIT.objects.filter(pk=locked["hit_id"], taken__gt=0).update(taken=F("taken") - 1)
         Assignment.objects.filter(pk=assignment.pk).delete()
     return True
+
+
+# --- experts: the final answer of an item -----------------------------------------------------------------
+def adjudicate_item(item: Item, answer: dict, *, expert, note: str = "") -> Adjudication:
+    """Record an expert's final answer for ``item`` (who and when), checked by the task type like a worker's
+    response (:meth:`~annotation.task_types.base.TaskType.adjudicate`, which also applies what the task type keeps
+    besides the :class:`~annotation.models.Adjudication` row, e.g. the aspect export's ``payload["adjudicated"]``).
+    All or nothing; raises :class:`AdjudicationRefused` naming the field."""
+    project = item.project
+    tt = get_task_type(project.task_type)
+    if not isinstance(answer, dict):
+        raise AdjudicationRefused("answer", "expected an object")
+    with transaction.atomic():
+        try:
+            cleaned = tt.adjudicate(project, item, answer, expert=expert)
+        except ResponseInvalid as exc:
+            raise AdjudicationRefused(exc.field, exc.reason) from None
+        return Adjudication.objects.create(item=item, answer=cleaned, expert=expert, note=note or "")

@@ -2,6 +2,7 @@
 from celery import shared_task
 
 from . import services, task_types
+from .agreement.snapshots import recompute
 
 
 @shared_task(name="annotation.expire_reservations")
@@ -13,8 +14,6 @@ def expire_reservations() -> int:
 @shared_task(name="annotation.recompute_agreement")
 def recompute_agreement(project_id: int, force: bool = False) -> dict:
     """Compute and store the project's agreement snapshots (skipped when the latest covers every submission)."""
-    from .agreement.project import recompute
-
     return recompute(project_id, force=force)
 
 

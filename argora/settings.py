@@ -159,6 +159,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": int(os.environ.get("ARGORA_API_PAGE_SIZE", "50")),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",  # FieldError -> 400 {"errors": {field: reason}}
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Argora API",

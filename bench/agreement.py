@@ -259,14 +259,17 @@ def project_table_case(rng, args, rows):
 
     db_dir = None if args.no_db else tempfile.mkdtemp(prefix="argora-bench-agreement-")
     setup_django(db_dir)
-    from annotation.agreement import project as pa
+    from annotation.agreement import snapshots
+    from annotation.agreement import table as agreement_table
+    from annotation.task_types import get_task_type
 
     records, gold = synthetic_records(rng)
-    t, cpu, table = best_wall_and_cpu(lambda: pa.compute_table(pa.sentence_label_reliability(None, records), records,
-                                                               gold_records=gold), args.repeat)
+    reliability = get_task_type("sentence_label").reliability_data
+    t, cpu, table = best_wall_and_cpu(lambda: agreement_table.compute_table(reliability(None, records), records,
+                                                                            gold_records=gold), args.repeat)
     n_scopes = 1 + len(table["topics"]) + (3 if table["crowd_vs_expert"] else 0)
     print(f"\nproject table, 8 coders x 5,032 units (synthetic records: {len(records):,} responses; "
-          f"{n_scopes} scopes x {pa.BOOTSTRAP} bootstrap resamples, kappa over 28 pairs, Dawid-Skene, "
+          f"{n_scopes} scopes x {agreement_table.BOOTSTRAP} bootstrap resamples, kappa over 28 pairs, Dawid-Skene, "
           f"leave-one-out, {len(table['over_time'])} over-time points)  alpha = {table['alpha']:.4f}")
     print(f"  ours      {fmt_s(t):>10}   CPU {fmt_s(cpu)} (reliability_data + compute_table)")
     print("  package   none: the `krippendorff` package computes alpha only (see the alpha cases above)")
@@ -281,8 +284,8 @@ def project_table_case(rng, args, rows):
         t0 = time.perf_counter()
         project, n = fill_database(rng)
         t_fill = time.perf_counter() - t0
-        t_db, cpu_db, table = best_wall_and_cpu(lambda: pa.project_table(project), args.repeat)
-        t_store, cpu_store, _ = best_wall_and_cpu(lambda: pa.store_snapshots(project), 1)
+        t_db, cpu_db, table = best_wall_and_cpu(lambda: agreement_table.project_table(project), args.repeat)
+        t_store, cpu_store, _ = best_wall_and_cpu(lambda: snapshots.store_snapshots(project), 1)
         print(f"  database  {fmt_s(t_db):>10}   CPU {fmt_s(cpu_db)}: project_table on SQLite ({n:,} responses; "
               f"loading, worker names, item texts and majority answers included; set-up {t_fill:.0f} s)")
         print(f"            store_snapshots (the recompute task: the table + writing it) {fmt_s(t_store)}, "

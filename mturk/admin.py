@@ -5,7 +5,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
-from . import publishing, sync
+from . import publishing
 from .client import MTurkError
 from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
 

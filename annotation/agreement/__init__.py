@@ -1,5 +1,5 @@
 """Argora's agreement engine (issue 5): plain functions over plain data, shared by the CLI
-(``manage.py agreement``), the project dashboards (``annotation.agreement.project``) and Celery tasks.
+(``manage.py agreement``), the project dashboards (:mod:`.records`, :mod:`.table`, :mod:`.snapshots`, :mod:`.scheduling`) and Celery tasks.
 
 * :func:`krippendorff_alpha` / :func:`alpha_report` / :func:`bootstrap_alpha` -- alpha for nominal, ordinal, interval
   and ratio data with missing values, any number of distinct values, bounded memory;

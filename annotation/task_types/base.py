@@ -1,52 +1,64 @@
-"""The task-type plug-in interface. One task type = one module under ``annotation/task_types/``.
+"""The task-type contract. One task type = one package under ``annotation/task_types/<name>/`` (see the package doc).
 
-A task type says how to build items from corpus rows, how to render one item inside the HIT page
-(a template + an optional small script), how to validate a response (always on the server), how to
-score a gold item, how to aggregate the responses of an item and how to export it.
+The engine (allocation, submission, the HIT page, the agreement dashboards, releases, ``create_project``, the retrain
+loop) never names a task type: it asks the registered :class:`TaskType` what it needs to know. A task type says how
+to build items (from corpus sentences or its own rows), how to render one item in the HIT page (a template + an
+optional script), how to validate a response (always on the server), how to score a gold item, aggregate and export
+an item, what its reliability data for the agreement engine are, how an expert adjudicates an item, where its
+results page is, and what the engine should do on its behalf after a recompute or when labels grow.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
+from django.template.loader import render_to_string
 
-class ResponseInvalid(Exception):
-    """A response (or a config / gold answer) that breaks the task type's schema.
+from argora.errors import FieldError
 
-    ``field`` names what is wrong (e.g. ``"label"``); the API answers HTTP 400 ``{"errors": {field: reason}}``.
-    """
 
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+class ResponseInvalid(FieldError):
+    """A response (or a config / gold answer / adjudication) that breaks the task type's schema; the API answers
+    HTTP 400 ``{"errors": {field: reason}}``."""
 
 
 class TaskType:
     name: str = ""
     label: str = ""
+    package: str = ""  # dotted path of the task type's package (set by ``register``)
     template: str = ""
     script: str | None = None
     # Task-specific keyboard help for the instructions panel: (keys as HTML, what they do). The panel adds the
     # keys every HIT shares (Enter submits, ? toggles the instructions).
     keys_help: tuple[tuple[str, str], ...] = ()
-    # Guidelines shown when the project has none of its own (a template under templates/annotation/guidelines/).
+    # Guidelines shown when the project has none of its own (a template name, e.g. task_types/<name>/guidelines.html)
     guidelines_template: str | None = None
+    # The task type ``create_project`` makes when none is named (exactly one registered task type says so).
+    is_default: bool = False
+    # Settings of a new project of this type unless given (e.g. {"assignments_per_item": 4}).
+    project_defaults: dict = {}
 
     def default_guidelines(self) -> str:
-        if not self.guidelines_template:
-            return ""
-        from django.template.loader import render_to_string
-
-        return render_to_string(self.guidelines_template)
+        return render_to_string(self.guidelines_template) if self.guidelines_template else ""
 
     # --- project set-up -----------------------------------------------------------------------
     def clean_config(self, config: dict | None) -> dict:
         """Check and normalise ``project.config``; raise :class:`ResponseInvalid` naming the key."""
         return dict(config or {})
 
+    # Whether build_items takes corpus Sentence rows (``manage.py create_project`` and the project set-up use it);
+    # a task type whose items come from its own files or designs says how in ``items_howto``.
+    builds_from_sentences: bool = False
+    items_howto: str = ""
+
     def build_items(self, project, rows: Iterable[Any]) -> list[dict]:
-        """Corpus rows (e.g. a Sentence queryset) -> item payloads."""
+        """Rows (corpus Sentences when :attr:`builds_from_sentences`, else the task type's own) -> item payloads."""
         raise NotImplementedError
+
+    def gold_from_sentence(self, project, sentence, payload: dict) -> dict | None:
+        """The expected answer of a gold item built from a corpus sentence (its imported label, e.g. the stance),
+        or ``None`` when the sentence carries no answer for this task type."""
+        return None
 
     def item_links(self, payload: dict) -> dict:
         """Model fields of the Item that a payload implies (``sentence_id``, ``external_key``)."""
@@ -72,8 +84,7 @@ class TaskType:
     # --- responses ----------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None) -> dict:
         """Cleaned data, or raise :class:`ResponseInvalid`. ``assignment``: the assignment the response is
-        submitted for (None for gold answers and imports). It is passed only to task types whose method takes it,
-        so an override may leave it out."""
+        submitted for (None for gold answers, adjudications and imports)."""
         raise NotImplementedError
 
     def score_gold(self, project, gold, data: dict) -> float:
@@ -87,12 +98,58 @@ class TaskType:
         return {"item_id": item.pk, "external_key": item.external_key, "payload": item.payload,
                 "responses": responses, "aggregate": self.aggregate(project, item, responses)}
 
+    def answer_text(self, answer) -> str:
+        """A one-line reading of a response or final answer (dashboards, CSV)."""
+        if not isinstance(answer, dict):
+            return str(answer)
+        return ", ".join(f"{k}={v}" for k, v in answer.items())
+
+    def aggregate_text(self, aggregate: dict) -> str:
+        """A one-line reading of :meth:`aggregate`'s result (the dashboards' "majority" column); empty by default."""
+        return ""
+
     def __repr__(self) -> str:
         return f"<TaskType {self.name}>"
 
     # --- agreement --------------------------------------------------------------------------------
-    def reliability_data(self, project, items_responses) -> dict:
-        """Reliability data for agreement figures (see :mod:`annotation.agreement.project`): ``{"level",
-        "coders", "units", "unit_item", "matrix"}`` (+ ``"unitized"`` for spans) from the response records
-        ``items_responses``. Task types without one are given by ``annotation.agreement.project``'s registry."""
+    def reliability_data(self, project, records: list[dict]) -> dict:
+        """Reliability data for the agreement engine (:mod:`annotation.agreement.table`): ``{"level", "coders",
+        "units", "unit_item", "matrix"}`` (build it with :func:`annotation.agreement.records.build_matrix`;
+        + ``"unitized"`` for spans) from the response records. A task type whose reliability is not a coders x
+        units matrix raises ``NotImplementedError`` and says where it is reported in :attr:`reliability_note`."""
         raise NotImplementedError(f"task type {self.name!r} gives no reliability data")
+
+    reliability_note: str = ""
+
+    def on_recompute(self, project, *, force: bool = False) -> None:
+        """Called by the debounced agreement recompute after submissions (e.g. to refresh stored scores)."""
+
+    # --- adjudication: an expert's final answer for one item --------------------------------------
+    # A template fragment inside the adjudication <form> (context: ``project``, ``it`` = the item row of the
+    # dashboard, ``form`` = :meth:`adjudication_form`); the default asks for the answer as JSON.
+    adjudication_template: str = "annotation/dashboard/_adjudicate_json.html"
+
+    def adjudication_form(self, project, item_row: dict) -> dict:
+        """What the adjudication form offers for one item row of the dashboard (labels, spans seen...)."""
+        return {}
+
+    def parse_adjudication(self, project, post) -> Any:
+        """The answer an expert posted with :attr:`adjudication_template` (``None`` when it cannot be read)."""
+        try:
+            return json.loads(post.get("answer") or "")
+        except ValueError:
+            return None
+
+    def adjudicate(self, project, item, answer: dict, *, expert) -> dict:
+        """Check an expert's final answer (like a worker's response) and apply what the task type keeps besides
+        the :class:`~annotation.models.Adjudication` row; returns the cleaned answer to store. Runs inside the
+        adjudication service's transaction; raises :class:`ResponseInvalid`."""
+        return self.validate_response(project, item, answer)
+
+    # --- pages ------------------------------------------------------------------------------------
+    # ``(url name, link text)`` of the task type's own results page (its urls module), linked from the dashboards.
+    results_page: tuple[str, str] | None = None
+
+    # --- models in the loop ----------------------------------------------------------------------
+    # Trainer kinds the retrain loop trains from a project of this type unless its config names others.
+    retrain_kinds: tuple[str, ...] = ()

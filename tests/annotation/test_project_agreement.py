@@ -1,4 +1,4 @@
-"""Per-project agreement (annotation.agreement.project), the recompute task, the dashboards and adjudication."""
+"""Per-project agreement (annotation.agreement: records, table, snapshots, scheduling), the recompute task, the dashboards and adjudication."""
 from __future__ import annotations
 
 import csv
@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.agreement import krippendorff_alpha
-from annotation.agreement import project as pa
+from annotation.agreement import records, scheduling, snapshots
+from annotation.agreement import table as agreement_table
 from annotation.models import (Adjudication, AgreementSnapshot, GoldItem, GoldRecord, Item, Project, Response,
                                Worker)
 from annotation.selectors import EXPERT_GROUP
@@ -60,7 +61,7 @@ def build_project(answers: dict[str, list[str]], *, topics: list[str] | None = N
 
 
 def coder(username: str) -> str:
-    return pa.coder_name(Worker.objects.get(user__username=username).pk)
+    return records.coder_name(Worker.objects.get(user__username=username).pk)
 
 
 # --- project_table on hand-made data --------------------------------------------------------------
@@ -68,7 +69,7 @@ def test_two_coders_known_kappa_and_percent_agreement():
     # a: pro pro con con ; b: pro con con con -> agree on 3 of 4; p_o = .75,
     # p_e = P(pro) P(pro) + P(con) P(con) = (2/4)(1/4) + (2/4)(3/4) = .5 -> kappa = (.75 - .5) / .5 = .5
     project = build_project({"a": ["pro", "pro", "con", "con"], "b": ["pro", "con", "con", "con"]})
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     assert t["n_units"] == 4 and t["n_coders"] == 2 and t["n_responses"] == 8 and t["based_on"] == 2
     assert t["percent_agreement"] == pytest.approx(0.75)
     assert t["kappa"] == pytest.approx(0.5)
@@ -89,7 +90,7 @@ def test_three_coders_alpha_equals_library_alpha_on_the_same_matrix():
                "b": ["pro", "con", "con", "pro", "none", "pro"],
                "c": ["con", "con", "none", "pro", "con", None]}
     project = build_project(answers)
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     matrix = [answers[u] for u in ("a", "b", "c")]
     assert t["alpha"] == pytest.approx(krippendorff_alpha(matrix, "nominal"))
     assert t["n_coders"] == 3 and t["n_units"] == 6
@@ -112,7 +113,7 @@ def test_topics_and_crowd_vs_expert():
     answers = {"crowd1": ["pro", "con", "pro", "con"], "crowd2": ["pro", "con", "con", "con"],
                "boss": ["pro", "con", "pro", "pro"]}
     project = build_project(answers, topics=["nuclear", "nuclear", "guns", "guns"], experts=("boss",))
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     topics = {row["topic"]: row for row in t["topics"]}
     assert set(topics) == {"nuclear", "guns"}
     assert topics["nuclear"]["percent_agreement"] == pytest.approx(1.0)
@@ -132,7 +133,7 @@ def test_gold_accuracy_in_worker_quality():
     GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
     a = Worker.objects.get(user__username="a")
     GoldRecord.objects.create(worker=a, item=gold_item, assignment=a.assignments.first(), correct=True, score=1.0)
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     w = {row["coder"]: row for row in t["workers"]}
     assert w[coder("a")]["gold_accuracy"] == 1.0 and w[coder("a")]["gold_n"] == 1
     assert w[coder("b")]["gold_accuracy"] is None
@@ -140,7 +141,7 @@ def test_gold_accuracy_in_worker_quality():
 
 def test_undefined_coefficients_are_none_with_a_reason():
     project = build_project({"a": ["pro", "pro"], "b": ["pro", "pro"]})
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     assert t["alpha"] is None and "alpha" in t["reasons"]
     assert t["percent_agreement"] == 1.0
     json.dumps(t, allow_nan=False)
@@ -148,7 +149,7 @@ def test_undefined_coefficients_are_none_with_a_reason():
 
 def test_unknown_project_is_a_lookup_error_and_cli_exit_2():
     with pytest.raises(LookupError):
-        pa.project_table("nope")
+        agreement_table.project_table("nope")
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError) as exc:
@@ -161,7 +162,7 @@ def test_cli_json_equals_project_table():
     out = io.StringIO()
     call_command("agreement", "project", project.slug, "--json", stdout=out)
     printed = json.loads(out.getvalue())
-    table = json.loads(json.dumps(pa.project_table(project.slug), default=str))
+    table = json.loads(json.dumps(agreement_table.project_table(project.slug), default=str))
     for key in ("alpha", "percent_agreement", "kappa", "n_units", "n_coders", "fleiss_kappa"):
         assert printed[key] == table[key]
 
@@ -181,9 +182,9 @@ def test_recompute_task_stores_snapshots_and_is_idempotent():
                             topics=["x", "x", "y"])
     result = recompute_agreement(project.pk)
     assert result["stored"] == 3  # project, topic:x, topic:y
-    snap = pa.latest_snapshot(project)
+    snap = snapshots.latest_snapshot(project)
     assert snap.based_on == 2 and snap.n_units == 3 and snap.n_coders == 2 and snap.computed_at is not None
-    assert snap.figures["alpha"] == pytest.approx(pa.project_table(project)["alpha"])
+    assert snap.figures["alpha"] == pytest.approx(agreement_table.project_table(project)["alpha"])
     assert AgreementSnapshot.objects.filter(project=project, scope="topic:y").count() == 1
     # nothing new submitted: a retry stores nothing
     assert recompute_agreement(project.pk)["stored"] == 0
@@ -197,7 +198,7 @@ def test_submission_signal_schedules_a_debounced_recompute(django_capture_on_com
     from annotation.signals import assignment_submitted
 
     project = build_project({"a": ["pro", "con"], "b": ["pro", "pro"]})
-    cache.delete(pa.DEBOUNCE_KEY.format(project.pk))
+    cache.delete(scheduling.DEBOUNCE_KEY.format(project.pk))
     assignment = Assignment.objects.filter(project=project).first()
     with mock.patch("annotation.tasks.recompute_agreement.apply_async") as apply_async:
         with django_capture_on_commit_callbacks(execute=True):
@@ -205,13 +206,13 @@ def test_submission_signal_schedules_a_debounced_recompute(django_capture_on_com
                 assignment_submitted.send(sender=Assignment, assignment=assignment)
         assert apply_async.call_count == 1
         assert apply_async.call_args.kwargs["args"] == [project.pk]
-        assert apply_async.call_args.kwargs["countdown"] == pa.DEBOUNCE_SECONDS
+        assert apply_async.call_args.kwargs["countdown"] == scheduling.DEBOUNCE_SECONDS
         # the window is over (lock gone): the next submission schedules again
-        cache.delete(pa.DEBOUNCE_KEY.format(project.pk))
+        cache.delete(scheduling.DEBOUNCE_KEY.format(project.pk))
         with django_capture_on_commit_callbacks(execute=True):
             assignment_submitted.send(sender=Assignment, assignment=assignment)
         assert apply_async.call_count == 2
-    cache.delete(pa.DEBOUNCE_KEY.format(project.pk))
+    cache.delete(scheduling.DEBOUNCE_KEY.format(project.pk))
 
 
 # --- pages ---------------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def test_agreement_page_shows_figures_and_charts(client, staff_user, project3):
     r = client.get(reverse("annotation:agreement", args=[project3.slug]))
     assert r.status_code == 200
     html = r.content.decode()
-    t = pa.project_table(project3.slug)
+    t = agreement_table.project_table(project3.slug)
     assert f'{t["alpha"]:.3f}' in html and f'{t["percent_agreement"]:.3f}' in html
     for chart in ("chart-histogram", "chart-workers", "chart-time", "chart-topics"):
         assert f'id="{chart}"' in html
@@ -308,7 +309,7 @@ def _csv(client, url):
 
 def test_csv_downloads_parse_and_match_the_figures(client, staff_user, project3):
     client.force_login(staff_user)
-    t = pa.project_table(project3.slug)
+    t = agreement_table.project_table(project3.slug)
     summary = _csv(client, reverse("annotation:agreement-csv", args=[project3.slug, "summary"]))
     assert summary == _csv(client, reverse("annotation:agreement", args=[project3.slug]) + "?format=csv")
     overall = summary[0]
@@ -346,12 +347,12 @@ def test_unitized_figures_equal_alpha_u_of_the_same_spans():
            "unitized": {"items": items, "spans": spans, "coders": coders,
                         "item_coders": {10: coders, 11: coders}}}
     flat, total = spans_on_continuum(spans, items)
-    f = pa.figures(rel, bootstrap=0)
+    f = agreement_table.figures(rel, bootstrap=0)
     assert f["level"] == "unitized"
     assert f["alpha"] == pytest.approx(unitized_alpha(flat, total, coders=coders).alpha_u)
     # items answered by different coder sets are separate groups: a coder who never saw an item is not a gap there
     rel["unitized"]["item_coders"] = {10: coders, 11: ["worker:1", "worker:2"]}
-    f2 = pa.figures(rel, bootstrap=0)
+    f2 = agreement_table.figures(rel, bootstrap=0)
     assert f2["alpha_u_groups"] == 2
     a10 = unitized_alpha(*spans_on_continuum([s for s in spans if s[1] == 10], [items[0]]), coders=coders).alpha_u
     a11 = unitized_alpha(*spans_on_continuum([s for s in spans if s[1] == 11], [items[1]]),
@@ -368,7 +369,7 @@ def test_recompute_runs_on_a_real_worker(celery_worker_proc):
     AgreementSnapshot.objects.filter(project=project).delete()  # whatever the submissions scheduled
     result = recompute_agreement.apply_async(args=[project.pk], kwargs={"force": True})
     assert result.get(timeout=120)["stored"] == 2
-    assert pa.latest_snapshot(project).based_on == 2
+    assert snapshots.latest_snapshot(project).based_on == 2
 
 
 # --- gaps closed after the audit -------------------------------------------------------------------------------
@@ -407,7 +408,7 @@ def test_reference_answers_are_the_expert_when_no_staff_submitted(django_user_mo
     for name, label in (("a", "con"), ("b", "con"), ("c", "pro")):  # the crowd's answers to the gold item
         Response.objects.create(assignment=Worker.objects.get(user__username=name).assignments.get(),
                                 item=gold_item, data={"label": label})
-    t = pa.project_table(project.slug)
+    t = agreement_table.project_table(project.slug)
     assert t["n_units"] == 4  # gold responses stay out of the project's own figures
     cve = t["crowd_vs_expert"]
     assert cve["expert_source"] == "reference" and cve["n_reference_items"] == 3
@@ -424,7 +425,7 @@ def test_reference_answers_are_the_expert_when_no_staff_submitted(django_user_mo
     assert cve["expert"]["alpha"] is None and cve["expert"]["n_coders"] == 1
     # once an expert submits, the experts are the staff again
     submit_raw(project, {"boss": {items[0].pk: {"label": "pro"}, items[1].pk: {"label": "con"}}})
-    assert pa.project_table(project.slug)["crowd_vs_expert"]["expert_source"] == "staff"
+    assert agreement_table.project_table(project.slug)["crowd_vs_expert"]["expert_source"] == "staff"
 
 
 def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
@@ -437,9 +438,9 @@ def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
            "matrix": [["1", "0", "0"], ["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]],
            "unitized": {"items": [(10, 10)], "spans": spans, "coders": coders, "item_coders": {10: coders}}}
     # crowd: [2, 5) chosen by 2 of 3 (a strict majority), [5, 7) by 1 of 3 (dropped); expert: [2, 6)
-    assert pa._group_spans(spans, {10: coders}, crowd, experts) == [("crowd", 10, 2, 3, "aspect"),
+    assert agreement_table._group_spans(spans, {10: coders}, crowd, experts) == [("crowd", 10, 2, 3, "aspect"),
                                                                      ("expert", 10, 2, 4, "aspect")]
-    out = pa._crowd_vs_expert(rel, crowd, experts, 0)
+    out = agreement_table._crowd_vs_expert(rel, crowd, experts, 0)
     between = out["between"]
     assert between["level"] == "unitized" and between["alpha_u"] == between["alpha"]
     # R = 2 coders, L = 10. D_o: one intersecting pair, (2-2)^2 + (5-6)^2 = 1 -> 2 * 1 / (2 * 1 * 10^2) = 0.01.
@@ -462,13 +463,13 @@ def test_span_grounding_token_kappa_by_hand_and_cli_alpha_u():
         "s1": {item.pk: {"spans": [{"begin": 0, "end": 3, "variable": 7}, {"begin": 8, "end": 11, "variable": None}]}},
         "s2": {item.pk: {"spans": [{"begin": 0, "end": 5, "variable": 7}, {"begin": 10, "end": 13, "variable": 9}]}},
     })
-    rel = pa.reliability_data(project, pa.load_responses(project))
+    rel = agreement_table.reliability_data(project, records.load_responses(project))
     # tokens:  0   1   2   3   4      5      6   7  8  9
     # s1:      v7  v7  O   O   other  other  O   O  O  O
     # s2:      v7  v7  v7  O   O      v9     v9  O  O  O
     assert rel["matrix"] == [["v7", "v7", "O", "O", "other", "other", "O", "O", "O", "O"],
                              ["v7", "v7", "v7", "O", "O", "v9", "v9", "O", "O", "O"]]
-    f = pa.figures(rel, bootstrap=0)
+    f = agreement_table.figures(rel, bootstrap=0)
     # p_o = 6/10; p_e = (v7 2*3 + O 6*5) / 100 = 0.36; kappa = (0.6 - 0.36) / 0.64 = 0.375
     assert f["percent_agreement"] == pytest.approx(0.6)
     assert f["kappa"] == pytest.approx(0.375)
@@ -519,7 +520,7 @@ def test_dashboards_index_csv(client, staff_user, project3):
     rows = _csv(client, reverse("annotation:dashboards") + "?format=csv")
     by_slug = {row["project"]: row for row in rows}
     assert set(by_slug) == {project3.slug, empty.slug}
-    snap = pa.latest_snapshot(project3)
+    snap = snapshots.latest_snapshot(project3)
     row = by_slug[project3.slug]
     assert row["task_type"] == "sentence_label" and row["submitted_assignments"] == "3" and row["based_on"] == "3"
     assert float(row["alpha"]) == pytest.approx(snap.figures["alpha"], abs=1e-12)
@@ -534,7 +535,7 @@ def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff
     from annotation.tasks import recompute_agreement
 
     monkeypatch.setattr(dashboards, "SYNC_MAX_RESPONSES", 5)  # project3 has 12 responses: "large"
-    cache.delete(dashboards.FIRST_VIEW_KEY.format(project3.pk))
+    cache.delete(scheduling.FIRST_VIEW_KEY.format(project3.pk))
     client.force_login(staff_user)
     url = reverse("annotation:agreement", args=[project3.slug])
     with mock.patch("annotation.tasks.recompute_agreement.apply_async") as apply_async:
@@ -554,7 +555,7 @@ def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff
     recompute_agreement(project3.pk)  # what the worker does
     html = client.get(url).content.decode()
     assert 'id="computing"' not in html and 'id="fig-alpha"' in html
-    cache.delete(dashboards.FIRST_VIEW_KEY.format(project3.pk))
+    cache.delete(scheduling.FIRST_VIEW_KEY.format(project3.pk))
 
 
 def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(client, staff_user, project3):
@@ -569,7 +570,7 @@ def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(c
     GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
     a = Worker.objects.get(user__username="a")
     GoldRecord.objects.create(worker=a, item=gold_item, assignment=a.assignments.first(), correct=True, score=1.0)
-    pa.store_snapshots(project3)
+    snapshots.store_snapshots(project3)
     html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
     scatter = html[html.index('id="chart-workers"'):]
     scatter = scatter[:scatter.index("</svg>")]
@@ -591,4 +592,4 @@ def test_task_types_with_their_own_results_page_are_linked(client, staff_user, t
     assert f'id="results-page" href="{target}"' in html
     if task_type == "bws_similarity":  # no coders x units data: the page says so and points to split-half
         assert "reports its reliability on its own page" in html
-        assert "own results page" in pa.project_table(project.slug)["reasons"]["alpha"]
+        assert "own results page" in agreement_table.project_table(project.slug)["reasons"]["alpha"]

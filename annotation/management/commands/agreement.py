@@ -94,7 +94,7 @@ class Command(BaseCommand):
         return res, "Cohen's kappa" if len(table.coders) == 2 else "Cohen's kappa, mean over coder pairs"
 
     def _project(self, o):
-        from annotation.agreement.project import project_table
+        from annotation.agreement.table import project_table
 
         try:
             res = project_table(o["project"])

@@ -24,7 +24,11 @@ from typing import Iterable
 
 from django.db import transaction
 
-from .candidates import span_id
+from annotation.models import Assignment, Item, Response
+from annotation.selectors import unverified_q
+
+from ..base import ResponseInvalid
+from .candidates import parse_span, span_id
 
 
 def default_threshold(r: int) -> int:
@@ -128,17 +132,8 @@ def final_answer(project, item, responses: list[dict] | None = None) -> dict:
 
 def item_responses(item) -> list[dict]:
     """Cleaned response data of submitted / approved assignments of ``item``."""
-    from annotation.models import Assignment, Response
-    from annotation.selectors import unverified_q
-
     return list(Response.objects.filter(item=item, assignment__status__in=Assignment.DONE)
                 .exclude(unverified_q("assignment__")).order_by("id").values_list("data", flat=True))
-
-
-class AdjudicationInvalid(ValueError):
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field, self.reason = field, reason
 
 
 def adjudicate(item, aspects: list, *, no_aspect: bool = False, by: str = "") -> dict:
@@ -147,26 +142,22 @@ def adjudicate(item, aspects: list, *, no_aspect: bool = False, by: str = "") ->
     ``aspects``: spans as ``{"begin", "length"}`` / ``[begin, length]`` / ``"begin:length"``; they must lie
     inside the sentence and must not overlap (they need not be among the offered candidates).
     """
-    from annotation.models import Item
-
-    from annotation.task_types.aspect.task_type import parse_span
-
     text = (item.payload or {}).get("text", "")
     spans = []
     for i, raw in enumerate(aspects or []):
         span = parse_span(raw)
         if span is None:
-            raise AdjudicationInvalid(f"aspects[{i}]", f"not a span: {raw!r}")
+            raise ResponseInvalid(f"aspects[{i}]", f"not a span: {raw!r}")
         begin, length = span
         if begin < 0 or length <= 0 or begin + length > len(text):
-            raise AdjudicationInvalid(f"aspects[{i}]", f"{span_id(begin, length)} is outside the sentence")
+            raise ResponseInvalid(f"aspects[{i}]", f"{span_id(begin, length)} is outside the sentence")
         spans.append((begin, length))
     spans.sort()
     for (b1, l1), (b2, l2) in zip(spans, spans[1:]):
         if b2 < b1 + l1:
-            raise AdjudicationInvalid("aspects", f"{span_id(b1, l1)} and {span_id(b2, l2)} overlap")
+            raise ResponseInvalid("aspects", f"{span_id(b1, l1)} and {span_id(b2, l2)} overlap")
     if no_aspect and spans:
-        raise AdjudicationInvalid("no_aspect", "an answer with aspects cannot also be 'no aspect'")
+        raise ResponseInvalid("no_aspect", "an answer with aspects cannot also be 'no aspect'")
     decided = {"aspects": [{"begin": b, "length": l, "text": text[b:b + l]} for b, l in spans],
                "no_aspect": bool(no_aspect), "by": str(by)}
     with transaction.atomic():

@@ -82,6 +82,22 @@ def span_id(begin: int, length: int) -> str:
     return f"{begin}:{length}"
 
 
+_SPAN = re.compile(r"^\s*\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?\s*$")
+
+
+def parse_span(raw) -> tuple[int, int] | None:
+    """``"18:5"``, ``"(18,5)"``, ``[18, 5]`` or ``{"begin": 18, "length": 5}`` -> ``(18, 5)``; else None."""
+    if isinstance(raw, str):
+        m = _SPAN.match(raw)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+    if isinstance(raw, dict):
+        raw = (raw.get("begin"), raw.get("length"))
+    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in raw):
+        return int(raw[0]), int(raw[1])
+    return None
+
+
 def is_stopword(word: str) -> bool:
     return word.lower().replace("’", "'") in STOPWORDS
 

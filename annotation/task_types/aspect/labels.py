@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from .candidates import MAX_N, Candidate, ngrams, tokenize
+from .candidates import MAX_N, Candidate, tokenize
 
 
 def ngram_scores(sentence: str, spans: Iterable[tuple[int, int]], max_n: int = MAX_N) -> list[tuple[Candidate, float]]:

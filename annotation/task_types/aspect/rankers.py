@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from typing import Callable, Iterable, Protocol, Sequence
 
-from .candidates import Candidate, is_stopword, tokenize
+from .candidates import Candidate, is_stopword
 
 
 class Ranker(Protocol):

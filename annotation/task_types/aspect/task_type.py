@@ -68,10 +68,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 
-from annotation.task_types.aspect.aggregation import final_answer
-from annotation.task_types.aspect.candidates import candidates as make_candidates, span_id, tokenize
+from annotation.task_types.aspect import unitized
+from annotation.task_types.aspect.aggregation import adjudicate, final_answer
+from annotation.task_types.aspect.candidates import candidates as make_candidates, parse_span, span_id, tokenize
 from annotation.task_types.aspect.rankers import get_active_ranker, rank, ranker_names
 
 from .. import register
@@ -81,22 +81,8 @@ DEFAULT_TOP_K = 10
 DEFAULT_TOP_K_CROSS_TOPIC = 15
 STUDIES = ("in-topic", "cross-topic")
 RESPONSE_FIELDS = {"aspects", "no_aspect", "not_in_lists", "check"}
-_SPAN = re.compile(r"^\s*\(?\s*(\d+)\s*[:,]\s*(\d+)\s*\)?\s*$")
 _TRUE = {"1", "true", "on", "yes"}
 _FALSE = {"", "0", "false", "off", "no"}
-
-
-def parse_span(raw) -> tuple[int, int] | None:
-    """``"18:5"``, ``"(18,5)"``, ``[18, 5]`` or ``{"begin": 18, "length": 5}`` -> ``(18, 5)``; else None."""
-    if isinstance(raw, str):
-        m = _SPAN.match(raw)
-        return (int(m.group(1)), int(m.group(2))) if m else None
-    if isinstance(raw, dict):
-        raw = (raw.get("begin"), raw.get("length"))
-    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in raw):
-        return int(raw[0]), int(raw[1])
-    return None
 
 
 def arithmetic_check(text: str) -> dict:
@@ -250,6 +236,9 @@ class Aspect(TaskType):
     template = "task_types/aspect/hit.html"
     script = "task_types/aspect/hit.js"
     guidelines_template = "task_types/aspect/guidelines.html"
+    adjudication_template = "task_types/aspect/adjudicate.html"
+    builds_from_sentences = True
+    retrain_kinds = ("ranker",)  # the retrain loop trains a ranker from the project's final answers
     keys_help = (
         ("type, <kbd>↑</kbd> <kbd>↓</kbd>, <kbd>Enter</kbd>/<kbd>Tab</kbd>", "filter the candidates, move, pick"),
         ("<kbd>Backspace</kbd>", "in an empty field removes the last chosen aspect"),
@@ -325,7 +314,7 @@ class Aspect(TaskType):
         return payload
 
     # --- responses ------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
             raise ResponseInvalid("aspects", 'expected an object {"aspects": [...], "no_aspect": false, ...}')
         extra = set(data) - RESPONSE_FIELDS
@@ -424,3 +413,42 @@ class Aspect(TaskType):
         from annotation.task_types.aspect.appf import appf_row
 
         return appf_row(item, final_answer(project, item, responses))
+
+    def answer_text(self, answer):
+        if not isinstance(answer, dict) or "aspects" not in answer:
+            return super().answer_text(answer)
+        if answer.get("no_aspect"):
+            return "no aspect"
+        return ", ".join(str(a.get("text") or f'{a.get("begin")}:{a.get("length")}') if isinstance(a, dict)
+                         else str(a) for a in answer["aspects"] or []) or "—"
+
+    def aggregate_text(self, aggregate):
+        if not isinstance(aggregate, dict):
+            return ""
+        return ", ".join(str(a.get("text", a)) if isinstance(a, dict) else str(a)
+                         for a in aggregate.get("aspects") or [])
+
+    # --- agreement and adjudication -----------------------------------------------------------
+    def reliability_data(self, project, records):
+        return unitized.reliability_data(project, records)
+
+    def adjudication_form(self, project, item_row):
+        """The spans any response chose, as checkboxes."""
+        spans = {}
+        for r in item_row["responses"]:
+            for a in r["data"].get("aspects") or []:
+                if isinstance(a, dict):
+                    spans[f'{a["begin"]}:{a["length"]}'] = a.get("text") or f'{a["begin"]}:{a["length"]}'
+        return {"spans": sorted(spans.items(), key=lambda kv: tuple(map(int, kv[0].split(":"))))}
+
+    def parse_adjudication(self, project, post):
+        return {"aspects": post.getlist("aspects"), "no_aspect": bool(post.get("no_aspect"))}
+
+    def adjudicate(self, project, item, answer, *, expert):
+        """``{"aspects": ["b:l", ...], "no_aspect": bool}``, also stored in ``item.payload["adjudicated"]``
+        (:func:`annotation.task_types.aspect.aggregation.adjudicate`) so that exports use it."""
+        decided = adjudicate(item, answer.get("aspects") or [], no_aspect=bool(answer.get("no_aspect")),
+                             by=expert.get_username() if expert else "")
+        if not decided["aspects"] and not decided["no_aspect"]:
+            raise ResponseInvalid("aspects", "choose aspects or tick 'no aspect'")
+        return {"aspects": decided["aspects"], "no_aspect": decided["no_aspect"]}

@@ -10,7 +10,7 @@ agreement snapshots; ``figures = {"pairs": [{"pair_id", "topic", "score", "best"
 "split_half", "table", "judgements", "n_splits", "seed"}``, ``computed_at``, ``based_on`` = submitted assignments).
 They are refreshed by the same debounced ``annotation.recompute_agreement`` task that refreshes the agreement
 figures after submissions (:func:`refresh_scores`, called from
-:func:`annotation.agreement.project.recompute`), stored on the report page's first view when there is none, and
+:func:`annotation.agreement.snapshots.recompute`, through ``TaskType.on_recompute``), stored on the report page's first view when there is none, and
 the report page shows them with their time of computation. Exports (:func:`export_rows`) always compute afresh.
 """
 from __future__ import annotations
@@ -223,7 +223,7 @@ def store_scores(project):
     """Compute :func:`report` with the project's ``n_splits`` / ``seed`` and store it (every pair's score and
     counts, the split-half table) as an AgreementSnapshot of scope ``"bws"``; older ones beyond the last few are
     dropped. Returns the snapshot."""
-    from annotation.agreement.project import SNAPSHOT_SCOPES_KEPT
+    from annotation.agreement.snapshots import SNAPSHOT_SCOPES_KEPT
     from annotation.models import AgreementSnapshot
 
     _check(project)

@@ -31,6 +31,9 @@ from collections import Counter
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
+from .export import check_cross_topic
+from .project import refresh_scores
+from .sampling import scorer_names
 
 FIELDS = ("best", "worst")
 DEFAULTS = {"scorer": "cosine", "seed": 0, "tuples_per_pair": 2, "attention_checks": 2, "n_splits": 25}
@@ -49,6 +52,10 @@ class BWSSimilarity(TaskType):
     label = "Argument similarity (Best-Worst Scaling)"
     template = "task_types/bws_similarity/hit.html"
     script = "task_types/bws_similarity/hit.js"
+    # the paper's defaults: R = 4 workers per tuple, 5 tuples per HIT, an attention check in about every fifth task
+    project_defaults = {"assignments_per_item": 4, "items_per_hit": 5, "gold_rate": 0.2}
+    items_howto = "sample pairs and build the tuples with `manage.py bws sample` and `manage.py bws build`"
+    results_page = ("annotation:bws", "BWS scores and split-half reliability")
     keys_help = (
         ("<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the MOST similar"),
         ("<kbd>Shift</kbd>+<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the LEAST similar (it must differ from the most similar)"),
@@ -56,9 +63,6 @@ class BWSSimilarity(TaskType):
 
     # --- set-up ---------------------------------------------------------------------------------
     def clean_config(self, config):
-        from annotation.task_types.bws_similarity.export import check_cross_topic
-        from annotation.task_types.bws_similarity.sampling import scorer_names
-
         config = dict(config or {})
         scorer = config.get("scorer", DEFAULTS["scorer"])
         if scorer not in scorer_names():
@@ -99,7 +103,7 @@ class BWSSimilarity(TaskType):
                 "pairs": [dict(p, number=n) for n, p in enumerate(payload.get("pairs") or [], start=1)]}
 
     # --- responses ------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
             raise ResponseInvalid("best", 'expected an object {"best": pair id, "worst": pair id}')
         extra = set(data) - set(FIELDS)
@@ -132,6 +136,10 @@ class BWSSimilarity(TaskType):
         if expected.get("worst") and data.get("worst") != expected["worst"]:
             return 0.5
         return 1.0
+
+    def on_recompute(self, project, *, force=False):
+        """BWS pair scores are stored beside the agreement snapshots (:func:`.project.refresh_scores`)."""
+        refresh_scores(project, force=force)
 
     def aggregate(self, project, item, responses):
         best = Counter(r.get("best") for r in responses if r.get("best"))

@@ -20,6 +20,9 @@ class LikertDebate(TaskType):
     label = "Debate rating (style, content, strategy, overall; 1-4)"
     template = "task_types/likert_debate/hit.html"
     script = "task_types/likert_debate/hit.js"
+    project_defaults = {"assignments_per_item": 5, "items_per_hit": 1}
+    items_howto = "import debates with `manage.py ratings likert` (a JSONL file or imported debate trees)"
+    results_page = ("annotation:ratings-results", "Rating results")
     guidelines_template = "task_types/likert_debate/guidelines.html"
     keys_help = (
         ("<kbd>1</kbd>…<kbd>4</kbd>", "rate the highlighted criterion (style, content, strategy, overall in turn), "
@@ -70,7 +73,7 @@ class LikertDebate(TaskType):
                 "scale": [{"value": v, "word": likert.SCALE_WORDS[v]} for v in likert.SCALE]}
 
     # --- responses ------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         try:
             return likert.clean_response(data, partial=item.pk is None)
         except likert.Invalid as exc:
@@ -96,7 +99,7 @@ class LikertDebate(TaskType):
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):
         """Ordinal; one unit per (debate, criterion). The results page reports each criterion separately."""
-        from annotation.agreement.project import _matrix
+        from annotation.agreement.records import build_matrix
 
         cells, units = {}, {}
         for r in items_responses:
@@ -105,4 +108,4 @@ class LikertDebate(TaskType):
                 if isinstance(value, int):
                     cells[(r["coder"], (r["item_id"], c))] = value
                     units[(r["item_id"], c)] = r["item_id"]
-        return _matrix(cells, units, "ordinal")
+        return build_matrix(cells, units, "ordinal")

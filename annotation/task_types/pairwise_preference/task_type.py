@@ -25,6 +25,9 @@ class PairwisePreference(TaskType):
     label = "Pairwise preference (persuasiveness and fluency)"
     template = "task_types/pairwise_preference/hit.html"
     script = "task_types/pairwise_preference/hit.js"
+    project_defaults = {"assignments_per_item": 2, "items_per_hit": 5}
+    items_howto = "import argument pairs with `manage.py ratings pairwise` (a JSONL file of a generation run)"
+    results_page = ("annotation:ratings-results", "Rating results")
     guidelines_template = "task_types/pairwise_preference/guidelines.html"
     keys_help = (
         ("<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>", "argument 1 / argument 2 / equally persuasive; then the fluency "
@@ -99,10 +102,10 @@ class PairwisePreference(TaskType):
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):
         """Nominal, one unit per item: the winning system or "tie" (placement-independent)."""
-        from annotation.agreement.project import _matrix
+        from annotation.agreement.records import build_matrix
         from annotation.models import Item
 
         ids = {r["item_id"] for r in items_responses}
         payloads = dict(Item.objects.filter(pk__in=ids).values_list("pk", "payload"))
         cells, units, _, _ = pairwise.agreement_cells(items_responses, payloads)
-        return _matrix(cells, units, "nominal")
+        return build_matrix(cells, units, "nominal")

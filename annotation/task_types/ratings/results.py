@@ -20,7 +20,7 @@ from annotation.task_types.pairwise_preference import pairwise
 
 
 def _records(project) -> tuple[list[dict], dict[int, dict]]:
-    from annotation.agreement.project import load_responses
+    from annotation.agreement.records import load_responses
     from annotation.models import Item
 
     records = load_responses(project)
@@ -29,9 +29,10 @@ def _records(project) -> tuple[list[dict], dict[int, dict]]:
 
 
 def _figures(cells: dict, units: dict) -> dict:
-    from annotation.agreement.project import _matrix, figures
+    from annotation.agreement.records import build_matrix
+    from annotation.agreement.table import figures
 
-    return figures(_matrix(cells, units, "nominal"), bootstrap=0)
+    return figures(build_matrix(cells, units, "nominal"), bootstrap=0)
 
 
 def _counts(project, records: list[dict], payloads: dict) -> dict:

@@ -6,6 +6,9 @@ response ``{"label": "<one of labels>"}``; aggregate = majority label with count
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+
+from annotation.agreement.records import build_matrix
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
@@ -18,6 +21,9 @@ class SentenceLabel(TaskType):
     name = "sentence_label"
     label = "Sentence label (choose one)"
     template = "task_types/sentence_label/hit.html"
+    is_default = True  # what create_project makes when no task type is named
+    builds_from_sentences = True
+    adjudication_template = "task_types/sentence_label/adjudicate.html"
     script = "task_types/sentence_label/hit.js"
     keys_help = (
         ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
@@ -48,6 +54,10 @@ class SentenceLabel(TaskType):
             items.append({"sentence_id": sentence.pk, "text": sentence.text, "topic": str(topic) if topic else ""})
         return items
 
+    def gold_from_sentence(self, project, sentence, payload):
+        """A sentence's corpus stance as the expected label (``create_project --gold-from-stance``)."""
+        return {"label": sentence.stance}
+
     def item_links(self, payload):
         sentence_id = payload.get("sentence_id")
         links = {}
@@ -60,7 +70,7 @@ class SentenceLabel(TaskType):
         return {"item": item, "payload": item.payload, "text": item.payload.get("text", ""),
                 "topic": item.payload.get("topic", ""), "labels": self.labels(project)}
 
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
             raise ResponseInvalid("label", "expected an object {\"label\": ...}")
         extra = set(data) - {"label"}
@@ -91,3 +101,28 @@ class SentenceLabel(TaskType):
         return {"item_id": item.pk, "sentence_id": item.payload.get("sentence_id"), "text": item.payload.get("text"),
                 "topic": item.payload.get("topic"), "labels": [r.get("label") for r in responses],
                 "label": agg["label"], "share": agg["share"], "n": agg["n"]}
+
+    def answer_text(self, answer):
+        return str(answer.get("label")) if isinstance(answer, dict) and "label" in answer else super().answer_text(answer)
+
+    def aggregate_text(self, aggregate):
+        return "" if not isinstance(aggregate, dict) or aggregate.get("label") is None else str(aggregate["label"])
+
+    # --- agreement and adjudication -----------------------------------------------------------
+    def reliability_data(self, project, records):
+        """Nominal: one unit per item, the coder's label (a coder's later answer to the same item wins)."""
+        cells: dict[tuple[str, Any], Any] = {}
+        unit_item: dict[Any, int] = {}
+        for r in records:
+            label = r["data"].get("label")
+            if label in (None, ""):
+                continue
+            cells[(r["coder"], r["item_id"])] = str(label)
+            unit_item[r["item_id"]] = r["item_id"]
+        return build_matrix(cells, unit_item, "nominal")
+
+    def adjudication_form(self, project, item_row):
+        return {"labels": self.labels(project)}
+
+    def parse_adjudication(self, project, post):
+        return {"label": post.get("label", "")}

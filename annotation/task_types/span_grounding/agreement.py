@@ -1,4 +1,4 @@
-"""Reliability data of span_grounding projects (for :mod:`annotation.agreement.project`).
+"""Reliability data of span_grounding projects (for :mod:`annotation.agreement.table`).
 
 The paper reports Cohen's kappa between two experts (0.79 over 66 samples, ArgU §3.1.1). The units here are
 tokens: every token of an answered item is one unit, its value the coder's label for it -- ``"O"`` outside any
@@ -18,7 +18,7 @@ def token_label(variable) -> str:
 
 
 def reliability_data(project, records: list[dict]) -> dict:
-    from annotation.agreement.project import _coder_key, _matrix
+    from annotation.agreement.records import build_matrix, coder_key
     from annotation.models import Item
     from annotation.task_types.span_grounding.task_type import token_offsets
 
@@ -43,9 +43,9 @@ def reliability_data(project, records: list[dict]) -> dict:
         for s in spans:
             spans_u.append((r["coder"], r["item_id"], int(s["begin"]), int(s["end"]) - int(s["begin"]),
                             token_label(s.get("variable"))))
-    out = _matrix(cells, unit_item, "nominal")
-    coders = sorted({r["coder"] for r in records}, key=_coder_key)
-    out["answered"] = {pk: sorted(c, key=_coder_key) for pk, c in answered.items()}
+    out = build_matrix(cells, unit_item, "nominal")
+    coders = sorted({r["coder"] for r in records}, key=coder_key)
+    out["answered"] = {pk: sorted(c, key=coder_key) for pk, c in answered.items()}
     out["unitized"] = {"items": [(pk, len((payloads.get(pk) or {}).get("text", ""))) for pk in item_ids],
                        "spans": spans_u, "coders": coders, "item_coders": dict(out["answered"])}
     return out

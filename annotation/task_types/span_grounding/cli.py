@@ -15,7 +15,6 @@ Bad input: ``file:line: reason`` on stderr, exit 2, nothing written.
 from __future__ import annotations
 
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 

@@ -49,14 +49,20 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from annotation.models import Item, Project
+from annotation.releases import check_keys, config_projects
+from annotation.selectors import item_responses
+
+from .models import SpanNormalisation
+from .suggestions import suggestion_rows
+from .task_type import NAME
+
 KIND = "spans"
 UNNORMALISED_METHODS = (None, "new")
 
 
 def normalisation_by_item(item_ids) -> dict[int, dict[tuple[int, int], dict]]:
     """``{item id: {(begin, end): {"variable", "variable_text", "method", "score", "text"}}}`` of the mapped spans."""
-    from .models import SpanNormalisation
-
     out: dict[int, dict] = {}
     rows = (SpanNormalisation.objects.filter(item_id__in=list(item_ids), variable__isnull=False)
             .values_list("item_id", "begin", "end", "text", "variable_id", "variable__text", "method", "score"))
@@ -84,8 +90,6 @@ def normalised_spans(text: str, spans: list[dict], mapping: dict | None) -> list
 
 def export_row(project, item, responses: list[dict], aggregate: dict, *, mapping: dict | None = None) -> dict:
     """One export row. ``mapping``: this item's normalised spans (:func:`normalisation_by_item`); looked up when None."""
-    from .suggestions import suggestion_rows
-
     payload = item.payload or {}
     text = payload.get("text", "")
     if mapping is None:
@@ -193,9 +197,6 @@ def project_rows(project, *, include_unannotated: bool = False, filters=None) ->
 
 
 def _project_rows(project, *, include_unannotated: bool) -> Iterator[dict]:
-    from annotation.models import Item
-    from annotation.selectors import item_responses
-
     tt = project.get_task_type()
     responses = item_responses(project)
     items = list(Item.objects.filter(project=project, is_gold=False).order_by("position", "id"))
@@ -233,24 +234,8 @@ def write_jsonl(rows: Iterable[dict], path: str | Path) -> int:
 # --- release kind "spans" ------------------------------------------------------------------------------
 def prepare_release(config: dict) -> dict:
     """``{"projects": [slug, ...] (or "project"), "include_unannotated": false, "filters": false}``."""
-    from annotation.models import Project
-
-    unknown = set(config) - {"project", "projects", "include_unannotated", "filters"}
-    if unknown:
-        raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected projects, "
-                         f"include_unannotated, filters)")
-    slugs = config.get("projects") or ([config["project"]] if config.get("project") else [])
-    if isinstance(slugs, str):
-        slugs = [s.strip() for s in slugs.split(",") if s.strip()]
-    if not slugs or not all(isinstance(s, str) for s in slugs):
-        raise ValueError("config.projects: name the span_grounding project(s) to export (their slugs)")
-    for slug in slugs:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise ValueError(f"config.projects: no project with slug {slug!r}")
-        if project.task_type != "span_grounding":
-            raise ValueError(f"config.projects: project {slug!r} is a {project.task_type!r} project, "
-                             f"not 'span_grounding'")
+    check_keys(config, ("project", "projects", "include_unannotated", "filters"))
+    slugs = config_projects(config, task_type=NAME)
     flag = config.get("include_unannotated", False)
     if not isinstance(flag, bool):
         raise ValueError("config.include_unannotated: true or false")
@@ -259,8 +244,6 @@ def prepare_release(config: dict) -> dict:
 
 
 def release_rows(config: dict) -> Iterator[dict]:
-    from annotation.models import Project
-
     for slug in config["projects"]:
         for row in project_rows(Project.objects.get(slug=slug), include_unannotated=config["include_unannotated"],
                                 filters=config.get("filters")):
@@ -285,13 +268,3 @@ def release_card(ctx) -> list[tuple[str, str]]:
 
 def export_release(config: dict):
     yield "spans.jsonl", release_rows(config)
-
-
-def register_release_kind() -> None:
-    """Register the ``spans`` release kind (called from ``annotation/exporters.py``)."""
-    from corpus.releases import register_exporter
-
-    register_exporter(KIND, prepare=prepare_release, count=count_release, card=release_card,
-                      count_by=("topic", "stance"),
-                      description="KB-grounded factual spans (+ argument schemes) from span_grounding projects "
-                                  "(ArgU §3.1).")(export_release)

@@ -303,6 +303,7 @@ class SpanGrounding(TaskType):
     label = "Factual spans grounded to the KB (+ argument schemes)"
     template = "task_types/span_grounding/hit.html"
     script = "task_types/span_grounding/hit.js"
+    builds_from_sentences = True
     guidelines_template = "task_types/span_grounding/guidelines.html"
     keys_help = (
         ("drag over words, or <kbd>←</kbd><kbd>→</kbd> and <kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>, then <kbd>Enter</kbd>",
@@ -400,7 +401,7 @@ class SpanGrounding(TaskType):
                 "suggestions_json": json.dumps(payload.get("suggestions") or [])}
 
     # --- responses ----------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
             raise ResponseInvalid("spans", 'expected an object {"spans": [...]}')
         extra = set(data) - RESPONSE_FIELDS

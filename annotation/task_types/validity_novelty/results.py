@@ -227,7 +227,8 @@ def _distribution(rows: list[dict]) -> dict:
 def agreement(project, records: list[dict] | None = None) -> dict:
     """Per dimension: Krippendorff's alpha (nominal; "don't know" is a category), Fleiss' kappa (over the items with
     the most common number of ratings), percent agreement, units and coders -- via :mod:`annotation.agreement`."""
-    from annotation.agreement.project import _matrix, figures, load_responses
+    from annotation.agreement.records import build_matrix, load_responses
+    from annotation.agreement.table import figures
 
     records = load_responses(project) if records is None else records
     out = {}
@@ -239,7 +240,7 @@ def agreement(project, records: list[dict] | None = None) -> dict:
                 continue
             cells[(r["coder"], r["item_id"])] = str(value)
             unit_item[r["item_id"]] = r["item_id"]
-        out[dim] = figures(_matrix(cells, unit_item, "nominal"), bootstrap=0)
+        out[dim] = figures(build_matrix(cells, unit_item, "nominal"), bootstrap=0)
     return out
 
 

@@ -45,6 +45,9 @@ class ValidityNovelty(TaskType):
     label = "Validity and novelty of a conclusion"
     template = "task_types/validity_novelty/hit.html"
     script = "task_types/validity_novelty/hit.js"
+    project_defaults = {"assignments_per_item": 3}
+    items_howto = "import the shared-task CSV / JSONL with `manage.py valnov import`"
+    results_page = ("annotation:valnov", "Validity / novelty results")
     guidelines_template = "task_types/validity_novelty/guidelines.html"
     keys_help = (
         ("<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>", "yes / no / don't know for the highlighted question: validity "
@@ -96,7 +99,7 @@ class ValidityNovelty(TaskType):
                               for dim in DIMENSIONS]}
 
     # --- responses ------------------------------------------------------------------------------
-    def validate_response(self, project, item, data):
+    def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
             raise ResponseInvalid("validity", 'expected an object {"validity": ..., "novelty": ...}')
         extra = set(data) - set(DIMENSIONS)
@@ -140,7 +143,7 @@ class ValidityNovelty(TaskType):
     def reliability_data(self, project, items_responses):
         """Nominal; one unit per (item, dimension), "don't know" is a category of its own. The staff results page
         (:mod:`annotation.task_types.validity_novelty.results`) reports each dimension separately."""
-        from annotation.agreement.project import _matrix
+        from annotation.agreement.records import build_matrix
 
         cells, unit_item = {}, {}
         for r in items_responses:
@@ -150,4 +153,4 @@ class ValidityNovelty(TaskType):
                     continue
                 cells[(r["coder"], (r["item_id"], dim))] = str(value)
                 unit_item[(r["item_id"], dim)] = r["item_id"]
-        return _matrix(cells, unit_item, "nominal")
+        return build_matrix(cells, unit_item, "nominal")

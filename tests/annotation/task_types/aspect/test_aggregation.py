@@ -1,8 +1,9 @@
 """Threshold voting (t = strict majority of R unless configured), ties, "no aspect", overrides."""
 import pytest
 
+from annotation.task_types import ResponseInvalid
 from annotation.task_types.aspect.aggregation import (
-    AdjudicationInvalid, adjudicate, aggregate_responses, default_threshold, final_answer)
+    adjudicate, aggregate_responses, default_threshold, final_answer)
 from annotation.models import GoldItem, Item
 
 from .helpers import aspect_project
@@ -61,9 +62,9 @@ def test_project_threshold_adjudication_and_gold_override():
     item.refresh_from_db()
     answer = final_answer(project, item, rs)
     assert answer["source"] == "adjudicated" and [a["text"] for a in answer["aspects"]] == ["buyers"]
-    with pytest.raises(AdjudicationInvalid):
+    with pytest.raises(ResponseInvalid):
         adjudicate(item, ["8:17", "19:6"])
-    with pytest.raises(AdjudicationInvalid):
+    with pytest.raises(ResponseInvalid):
         adjudicate(item, ["30:60"])
     # gold overrides the crowd on a gold item
     gold_item = Item.objects.create(project=project, payload=dict(item.payload, adjudicated=None), is_gold=True,

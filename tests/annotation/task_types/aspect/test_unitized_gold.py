@@ -54,7 +54,7 @@ def test_score_gold():
 def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement_until_a_sync_matches_them():
     """A worker of source ``mturk`` whose assignment no MTurk sync has matched yet (it could be a made-up
     assignmentId/workerId pair) counts nowhere; once a sync links the assignment it counts everywhere."""
-    from annotation.agreement.project import load_responses
+    from annotation.agreement.records import load_responses
     from annotation.task_types.aspect.aggregation import item_responses
     from django.utils import timezone
 

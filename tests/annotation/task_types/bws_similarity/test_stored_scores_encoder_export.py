@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 
 from annotation import services
-from annotation.agreement import project as pa
+from annotation.agreement import snapshots
 from annotation.task_types.bws_similarity import project as bws
 from annotation.task_types.bws_similarity import sampling
 from annotation.models import AgreementSnapshot, Assignment, Response
@@ -160,7 +160,7 @@ def test_scores_are_stored_per_pair_with_counts_and_refreshed_by_the_recompute(d
     submit(project, django_user_model, "w0")
     submit(project, django_user_model, "w1", hits=1)
     assert bws.latest_scores(project) is None
-    pa.recompute(project.pk)  # the body of the debounced annotation.recompute_agreement task
+    snapshots.recompute(project.pk)  # the body of the debounced annotation.recompute_agreement task
     snap = bws.latest_scores(project)
     assert snap is not None and snap.scope == "bws" and snap.computed_at is not None
     done = Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
@@ -180,17 +180,17 @@ def test_scores_are_stored_per_pair_with_counts_and_refreshed_by_the_recompute(d
     assert snap.figures["split_half"]["all"]["n_pairs"] == live["split_half"]["all"]["n_pairs"] > 0
     assert [list(t) for t in live["table"]] == snap.figures["table"]
     # up to date: the next recompute stores nothing new; a new submission makes it store again
-    pa.recompute(project.pk)
+    snapshots.recompute(project.pk)
     assert AgreementSnapshot.objects.filter(project=project, scope="bws").count() == 1
     submit(project, django_user_model, "w2", hits=1)
-    pa.recompute(project.pk)
+    snapshots.recompute(project.pk)
     assert AgreementSnapshot.objects.filter(project=project, scope="bws").count() == 2
     newer = bws.latest_scores(project)
     assert newer.based_on == done + 1
     assert {r["pair_id"]: r["appearances"] for r in newer.figures["pairs"]} == {
         pid: c["appearances"] for pid, c in recount(project).items()}
     # the agreement snapshots of the project are not disturbed by the bws ones
-    assert pa.latest_snapshot(project).scope == "project"
+    assert snapshots.latest_snapshot(project).scope == "project"
 
 
 def test_a_submission_schedules_the_recompute_of_a_bws_project(django_user_model, django_capture_on_commit_callbacks):
@@ -222,7 +222,7 @@ def test_report_page_shows_the_stored_scores_and_when_they_were_computed(client,
     html = client.get(f"/projects/{project.slug}/bws/").content.decode()
     assert f"{n_judgements} judgements" in html and 'id="bws-stale"' in html
     assert AgreementSnapshot.objects.filter(project=project, scope="bws").count() == 1
-    pa.recompute(project.pk)
+    snapshots.recompute(project.pk)
     html = client.get(f"/projects/{project.slug}/bws/").content.decode()
     assert f"{bws.latest_scores(project).figures['judgements']} judgements" in html and 'id="bws-stale"' not in html
     # ?splits= computes a report now, not stored

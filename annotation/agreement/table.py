@@ -1,39 +1,32 @@
-"""Per-project agreement figures (issue 5, part 2): what ``manage.py agreement project <slug>``, the dashboards and the
-``annotation.recompute_agreement`` task show.
+"""Per-project agreement figures: what ``manage.py agreement project <slug>``, the dashboards and the
+``annotation.recompute_agreement`` task show. Plain functions over plain data, with no task type named:
 
-The flow is plain functions over plain data:
-
-1. :func:`load_responses` reads the submitted / approved responses of a project's non-gold items, in submission order;
-2. :func:`reliability_data` asks the task type for its reliability data -- a coders x units matrix (``"matrix"``,
-   with ``"level"``, ``"coders"``, ``"units"``, ``"unit_item"``) and, for span tasks, unitized data
-   (``"unitized"``: ``spans``, ``items``, ``coders``) for Krippendorff's alpha_u. Task types either implement
-   :meth:`annotation.task_types.base.TaskType.reliability_data` or are registered here with
-   :func:`register_reliability` (``sentence_label`` and ``aspect`` are, so their modules stay untouched). A task type
-   with neither (``bws_similarity``: its reliability is split-half, on its own page) gets a table of ``None``s with
-   the reason;
+1. :func:`annotation.agreement.records.load_responses` reads the submitted / approved responses of a project's
+   non-gold items, in submission order;
+2. :func:`reliability_data` asks the project's task type for its reliability data
+   (:meth:`annotation.task_types.base.TaskType.reliability_data`) -- a coders x units matrix (``"matrix"``, with
+   ``"level"``, ``"coders"``, ``"units"``, ``"unit_item"``) and, for span tasks, unitized data (``"unitized"``:
+   ``spans``, ``items``, ``coders``) for Krippendorff's alpha_u. A task type without one (its reliability is reported
+   on its own results page, e.g. split-half for BWS) gets a table of ``None``s with the reason;
 3. :func:`figures` turns one reliability data set into the coefficients (alpha with a bootstrap CI, percent
    agreement, Cohen's kappa averaged over coder pairs, Fleiss' kappa, n_units, n_coders; for span tasks ``alpha`` and
-   ``alpha_u`` are alpha_u) using :mod:`annotation.agreement`; a coefficient that is undefined on the data is ``None``
-   with a ``reasons`` entry;
+   ``alpha_u`` are alpha_u); a coefficient that is undefined on the data is ``None`` with a ``reasons`` entry;
 4. :func:`compute_table` assembles every figure of the table from the reliability data and the response records
    (no database): overall, by topic, crowd vs expert, per worker, per item, over time. :func:`project_table` loads
    the data, calls it and adds what needs the database (worker names, item texts, majority answers,
-   adjudications); :func:`store_snapshots` keeps the result as :class:`annotation.models.AgreementSnapshot` rows.
+   adjudications). Storing it is :mod:`annotation.agreement.snapshots`' job.
 
 Speed: the matrix is integer-coded once (:func:`_coded`; subsets for topics, crowd and experts slice that array) and
 every coefficient runs on arrays -- alpha and its bootstrap (all resamples as one matrix product, the same 500 draws
 for every scope), Cohen's kappa from per-pair code counts, Fleiss' kappa, per-unit agreement, the leave-one-out
 majority and Dawid-Skene (a numpy EM identical to crowd-kit's, tested against it). The whole table of 8 coders x
-5,032 units takes well under a second (``bench/agreement.py`` prints it; it was ~7 s with 28 scikit-learn calls, a
-Python bootstrap loop and pandas EM).
+5,032 units takes well under a second (``bench/agreement.py`` prints it).
 
 Crowd vs expert: experts are staff / members of the experts group who submitted HITs themselves. When none did, the
 project's reference answers stand in as one expert coder named ``"reference"``: the expected answers of its gold items
 and the latest adjudicated answer of each item (an adjudication wins over a gold answer of the same item); the crowd
 is compared with them on exactly those items (their responses to gold items included), and
 ``crowd_vs_expert["expert_source"]`` says which of ``"staff"`` / ``"reference"`` was used.
-
-Coders are named ``"worker:<Worker id>"`` everywhere (the convention of :mod:`annotation.task_types.aspect.unitized`).
 """
 from __future__ import annotations
 
@@ -41,184 +34,35 @@ import contextlib
 import gc
 import math
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from . import AgreementError, alpha_report, bootstrap_alpha, fleiss_kappa, gold_accuracy, unitized_alpha
+from annotation.models import Adjudication, Assignment, GoldRecord, Item, Project, Worker
+
+from . import AgreementError, alpha_report, bootstrap_alpha, fleiss_kappa, gold_accuracy, spans_on_continuum, unitized_alpha
 from .alpha import _is_missing
 from .kappa import _norm, pairwise_kappa_codes, percent_agreement_codes, unit_agreement_codes
 from .quality import dawid_skene_codes, loo_majority_codes
+from .records import REFERENCE_CODER, build_matrix, coder_key, coder_name, load_responses, reference_records
 
 BOOTSTRAP = 500          # resamples for the CI of alpha (seeded: the same data gives the same CI), every scope
 BOOTSTRAP_SEED = 0
 OVER_TIME_POINTS = 10    # points of the "agreement over submission order" series
-SNAPSHOT_SCOPES_KEPT = 20
-REFERENCE_CODER = "reference"   # gold expected answers + adjudications, as one expert coder (see the module doc)
 _ARRAY_MAX = 20_000_000  # count tables (units x labels) above this many cells fall back to per-unit Python
 
-_RELIABILITY: dict[str, Callable[[Any, list[dict]], dict]] = {}
 
-
-def register_reliability(task_type_name: str):
-    """Register ``fn(project, records) -> reliability data`` for a task type (decorator)."""
-
-    def deco(fn):
-        _RELIABILITY[task_type_name] = fn
-        return fn
-
-    return deco
-
-
-def coder_name(worker_id: int) -> str:
-    return f"worker:{worker_id}"
-
-
-# --- 1. responses -------------------------------------------------------------------------------
-def load_responses(project, *, gold: bool = False) -> list[dict]:
-    """Submitted/approved responses to the project's non-gold items (``gold=True``: to its gold items), oldest
-    submission first.
-
-    Each record: ``item_id, worker_id, coder, assignment_id, submitted_at, data, topic, is_expert``.
-    """
-    from django.contrib.auth import get_user_model
-    from django.db.models import Q
-
-    from annotation.models import Assignment, Item, Response
-    from annotation.selectors import unverified_q
-
-    from annotation.selectors import EXPERT_GROUP
-
-    assignments = list(Assignment.objects.filter(project=project, status__in=Assignment.DONE)
-                       .order_by("submitted_at", "id")
-                       .values_list("id", "worker_id", "submitted_at", "worker__user_id"))
-    order = {a[0]: k for k, a in enumerate(assignments)}
-    items = {pk: (position, topic) for pk, position, topic in
-             Item.objects.filter(project=project, is_gold=gold).values_list("pk", "position", "payload__topic")}
-    rows = list(Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
-                                        item__is_gold=gold).exclude(unverified_q("assignment__"))
-                .values_list("item_id", "assignment_id", "data"))
-    rows.sort(key=lambda r: (order[r[1]], items[r[0]][0], r[0]))  # submission order, then the item's position
-    # the same rule as selectors.user_is_expert, for all of the project's users in one query
-    user_ids = {a[3] for a in assignments if a[3] is not None}
-    experts = set(get_user_model().objects.filter(pk__in=user_ids)
-                  .filter(Q(is_staff=True) | Q(is_superuser=True) | Q(groups__name=EXPERT_GROUP))
-                  .values_list("pk", flat=True)) if user_ids else set()
-    by_assignment = {a[0]: (a[1], a[2], a[3] in experts) for a in assignments}
-    out = []
-    for item_id, assignment_id, data in rows:
-        worker_id, submitted_at, is_expert = by_assignment[assignment_id]
-        topic = items[item_id][1]
-        out.append({"item_id": item_id, "worker_id": worker_id, "coder": coder_name(worker_id),
-                    "assignment_id": assignment_id, "submitted_at": submitted_at, "data": data or {},
-                    "topic": "" if topic is None else str(topic), "is_expert": is_expert})
-    return out
-
-
-def reference_records(project) -> list[dict]:
-    """The project's reference answers as records of the coder :data:`REFERENCE_CODER`: every gold item's expected
-    answer, then the latest adjudication of each item (which replaces a gold answer of the same item)."""
-    from annotation.models import Adjudication, GoldItem, Item
-
-    answers: dict[int, dict] = {}
-    for item_id, expected in GoldItem.objects.filter(item__project=project).values_list("item_id", "expected"):
-        if isinstance(expected, dict):
-            answers[item_id] = expected
-    for item_id, answer in (Adjudication.objects.filter(item__project=project).order_by("created_at", "id")
-                            .values_list("item_id", "answer")):
-        if isinstance(answer, dict):
-            answers[item_id] = answer
-    topics = {pk: str((payload or {}).get("topic") or "") for pk, payload in
-              Item.objects.filter(pk__in=list(answers)).values_list("pk", "payload")}
-    return [{"item_id": item_id, "worker_id": None, "coder": REFERENCE_CODER, "assignment_id": None,
-             "submitted_at": None, "data": answers[item_id], "topic": topics.get(item_id, ""), "is_expert": True}
-            for item_id in sorted(answers)]
-
-
-# --- 2. reliability data per task type -------------------------------------------------------------
 def reliability_data(project, records: list[dict]) -> dict:
     """The task type's reliability data for ``records`` (see the module docstring)."""
     tt = project.get_task_type()
-    fn = _RELIABILITY.get(tt.name)
-    if fn is not None:
-        return fn(project, records)
     try:
         return tt.reliability_data(project, records)
     except NotImplementedError:
-        out = _matrix({}, {}, "nominal")
-        out["unsupported"] = (f"{tt.name} projects have no coders x units matrix for alpha or kappa; their "
-                              f"reliability is reported on the task type's own results page")
+        out = build_matrix({}, {}, "nominal")
+        out["unsupported"] = tt.reliability_note or (
+            f"{tt.name} projects have no coders x units matrix for alpha or kappa; their reliability is reported "
+            f"on the task type's own results page")
         return out
-
-
-def _matrix(cells: dict[tuple[str, Any], Any], unit_item: dict[Any, int], level: str) -> dict:
-    coders = sorted({c for c, _ in cells}, key=_coder_key)
-    units = sorted(unit_item, key=lambda u: (unit_item[u], str(u)))
-    ci = {c: i for i, c in enumerate(coders)}
-    ui = {u: j for j, u in enumerate(units)}
-    M: list[list[Any]] = [[None] * len(units) for _ in coders]
-    for (c, u), v in cells.items():
-        M[ci[c]][ui[u]] = v
-    return {"level": level, "coders": coders, "units": units, "unit_item": [unit_item[u] for u in units],
-            "matrix": M}
-
-
-def _coder_key(c: str):
-    head, _, tail = str(c).partition(":")
-    return (head, int(tail)) if tail.isdigit() else (head, 0, tail)
-
-
-@register_reliability("sentence_label")
-def sentence_label_reliability(project, records: list[dict]) -> dict:
-    """Nominal: one unit per item, the coder's label (a coder's later answer to the same item wins)."""
-    cells: dict[tuple[str, Any], Any] = {}
-    unit_item: dict[Any, int] = {}
-    for r in records:
-        label = r["data"].get("label")
-        if label in (None, ""):
-            continue
-        cells[(r["coder"], r["item_id"])] = str(label)
-        unit_item[r["item_id"]] = r["item_id"]
-    return _matrix(cells, unit_item, "nominal")
-
-
-@register_reliability("aspect")
-def aspect_reliability(project, records: list[dict]) -> dict:
-    """Spans: alpha_u over the per-annotator spans (category ``"aspect"``, as :mod:`annotation.task_types.aspect.unitized`
-    gives them; taken from ``records`` so that reference answers count too), and a binary nominal matrix for the other
-    coefficients: one unit per (item, span chosen by anyone), 1 when the coder chose the span, 0 when the coder
-    answered the item without it. A coder's later answer to the same item wins."""
-    from annotation.models import Item
-
-    answered: dict[int, set[str]] = defaultdict(set)
-    chosen: dict[int, set[tuple[int, int]]] = defaultdict(set)
-    by_coder: dict[tuple[str, int], set[tuple[int, int]]] = {}
-    for r in records:
-        spans = {(int(a["begin"]), int(a["length"])) for a in (r["data"].get("aspects") or [])
-                 if isinstance(a, dict) and "begin" in a and "length" in a}
-        answered[r["item_id"]].add(r["coder"])
-        by_coder[(r["coder"], r["item_id"])] = spans
-    for (coder, item_id), spans in by_coder.items():
-        chosen[item_id] |= spans
-    cells: dict[tuple[str, Any], Any] = {}
-    unit_item: dict[Any, int] = {}
-    for item_id, spans in chosen.items():
-        for span in spans:
-            unit = f"{item_id}:{span[0]}:{span[1]}"
-            unit_item[unit] = item_id
-            for coder in answered[item_id]:
-                cells[(coder, unit)] = "1" if span in by_coder[(coder, item_id)] else "0"
-    out = _matrix(cells, unit_item, "nominal")
-    out["answered"] = {item_id: sorted(c, key=_coder_key) for item_id, c in answered.items()}
-    lengths = {pk: len(str((payload or {}).get("text", ""))) for pk, payload in
-               Item.objects.filter(pk__in=list(answered)).values_list("pk", "payload")}
-    spans_u = [(coder, item_id, b, ln, "aspect") for (coder, item_id), spans in sorted(
-        by_coder.items(), key=lambda kv: (kv[0][1], _coder_key(kv[0][0]))) for b, ln in sorted(spans)
-        if item_id in lengths]
-    out["unitized"] = {"items": [(pk, lengths[pk]) for pk in sorted(lengths)], "spans": spans_u,
-                       "coders": sorted({r["coder"] for r in records}, key=_coder_key),
-                       "item_coders": {pk: out["answered"].get(pk, []) for pk in sorted(lengths)}}
-    return out
 
 
 # --- integer coding (once per data set; subsets slice it) --------------------------------------------------
@@ -332,7 +176,7 @@ def _subset(rel: dict, coders: set[str] | None = None, items: set[int] | None = 
     return out
 
 
-# --- 3. coefficients ------------------------------------------------------------------------------
+# --- coefficients ------------------------------------------------------------------------------
 def _finite(v):
     if v is None:
         return None
@@ -407,8 +251,6 @@ def _alpha_u(unitized: dict) -> tuple[float | None, int]:
     """alpha_u for crowd data: items are grouped by the set of coders who answered them (typically one HIT), alpha_u
     is computed per group over that group's continuum (a coder who never saw an item must not count as having marked
     it as gap), and the groups' values are averaged weighted by continuum length. One group = plain alpha_u."""
-    from . import spans_on_continuum
-
     item_coders = unitized.get("item_coders") or {}
     groups: dict[frozenset, list[tuple[Any, int]]] = defaultdict(list)
     for pk, n in unitized["items"]:
@@ -425,7 +267,7 @@ def _alpha_u(unitized: dict) -> tuple[float | None, int]:
             flat, total = spans_on_continuum(spans, items)
             if total <= 0:
                 continue
-            res = unitized_alpha(flat, total, coders=sorted(coders, key=_coder_key))
+            res = unitized_alpha(flat, total, coders=sorted(coders, key=coder_key))
         except AgreementError as exc:
             last_error = exc
             continue
@@ -456,20 +298,8 @@ def _fleiss(codes: np.ndarray, per_unit: np.ndarray) -> tuple[float | None, int,
         return None, int(cols.size), str(exc)
 
 
-def unit_agreement(values: list[Any]) -> float | None:
-    """Share of agreeing pairs among the values of one unit (None with fewer than 2 values)."""
-    vals = [str(v) for v in values if v is not None]
-    m = len(vals)
-    if m < 2:
-        return None
-    c = Counter(vals)
-    return sum(k * (k - 1) for k in c.values()) / (m * (m - 1))
-
-
-# --- 4. the table --------------------------------------------------------------------------------
-def _get_project(project_or_slug):
-    from annotation.models import Project
-
+# --- the table --------------------------------------------------------------------------------
+def get_project(project_or_slug):
     if isinstance(project_or_slug, Project):
         return project_or_slug
     project = Project.objects.filter(slug=project_or_slug).first()
@@ -487,7 +317,7 @@ def project_table(project_slug, *, bootstrap: int = BOOTSTRAP) -> dict:
     None), ``workers``, ``items``, ``item_agreement_histogram``, ``over_time``.
     """
     with _no_gc():
-        return _project_table(_get_project(project_slug), bootstrap)
+        return _project_table(get_project(project_slug), bootstrap)
 
 
 @contextlib.contextmanager
@@ -504,8 +334,6 @@ def _no_gc():
 
 
 def _project_table(project, bootstrap: int) -> dict:
-    from annotation.models import Assignment, GoldRecord, Item, Worker
-
     records = load_responses(project)
     rel = reliability_data(project, records)
     reference = None
@@ -691,7 +519,7 @@ def _workers(rel: dict, records: list[dict], gold_records) -> list[dict]:
     n_resp = Counter(r["coder"] for r in records)
     experts = {r["coder"]: r["is_expert"] for r in records}
     out = []
-    for coder in sorted(set(n_resp) | set(gold), key=_coder_key):
+    for coder in sorted(set(n_resp) | set(gold), key=coder_key):
         lo, g = loo.get(coder, (None, 0)), gold.get(coder) or {}
         out.append({"coder": coder, "worker_id": _worker_id(coder), "name": coder,
                     "is_expert": experts.get(coder, False), "n_responses": n_resp.get(coder, 0),
@@ -727,8 +555,6 @@ def _item_agreement(rel: dict, records: list[dict]) -> list[dict]:
 
 def _items(project, rows: list[dict], items) -> list[dict]:
     """The per-item rows with what needs the database: position, topic, text, majority answer, adjudication."""
-    from annotation.models import Adjudication
-
     adjudications = {}
     for a in Adjudication.objects.filter(item__in=list(items)).select_related("expert").order_by("created_at", "id"):
         adjudications[a.item_id] = {"answer": a.answer, "by": a.expert.get_username() if a.expert else "",
@@ -745,19 +571,9 @@ def _items(project, rows: list[dict], items) -> list[dict]:
         payload = (item.payload or {}) if item else {}
         out.append({"item_id": row["item_id"], "position": item.position if item else 0,
                     "topic": str(payload.get("topic") or ""), "text": str(payload.get("text") or ""),
-                    "n": row["n"], "agreement": row["agreement"], "majority": _summary(agg),
+                    "n": row["n"], "agreement": row["agreement"], "majority": tt.aggregate_text(agg),
                     "responses": row["responses"], "adjudication": adjudications.get(row["item_id"])})
     return out
-
-
-def _summary(agg: dict) -> str:
-    if not isinstance(agg, dict):
-        return ""
-    if "label" in agg:
-        return "" if agg["label"] is None else str(agg["label"])
-    if "aspects" in agg:
-        return ", ".join(str(a.get("text", a)) if isinstance(a, dict) else str(a) for a in agg["aspects"] or [])
-    return ""
 
 
 def _over_time(rel, records) -> list[dict]:
@@ -807,147 +623,3 @@ def _over_time(rel, records) -> list[dict]:
             point["reason"] = "undefined on this data"
         out.append(point)
     return out
-
-
-# --- 5. snapshots --------------------------------------------------------------------------------
-def store_snapshots(project_or_slug) -> list:
-    """Compute :func:`project_table` and store one AgreementSnapshot per scope ("project", "topic:<name>",
-    "crowd-vs-expert"); older snapshots beyond the last ``SNAPSHOT_SCOPES_KEPT`` per scope are dropped."""
-    from django.db import transaction
-
-    from annotation.models import AgreementSnapshot
-
-    project = _get_project(project_or_slug)
-    table = project_table(project)
-    rows = [AgreementSnapshot(project=project, scope="project", figures=table, n_units=table["n_units"],
-                              n_coders=table["n_coders"], based_on=table["based_on"])]
-    for t in table["topics"]:
-        rows.append(AgreementSnapshot(project=project, scope=f"topic:{t['topic']}"[:200], figures=t,
-                                      n_units=t["n_units"], n_coders=t["n_coders"], based_on=table["based_on"]))
-    cve = table["crowd_vs_expert"]
-    if cve:
-        rows.append(AgreementSnapshot(project=project, scope="crowd-vs-expert", figures=cve,
-                                      n_units=cve["between"]["n_units"], n_coders=cve["between"]["n_coders"],
-                                      based_on=table["based_on"]))
-    with transaction.atomic():
-        created = AgreementSnapshot.objects.bulk_create(rows)
-        for scope in {r.scope for r in rows}:
-            old = list(AgreementSnapshot.objects.filter(project=project, scope=scope)
-                       .order_by("-computed_at", "-id").values_list("pk", flat=True)[SNAPSHOT_SCOPES_KEPT:])
-            if old:
-                AgreementSnapshot.objects.filter(pk__in=old).delete()
-    return created
-
-
-def latest_snapshot(project, scope: str = "project"):
-    from annotation.models import AgreementSnapshot
-
-    return AgreementSnapshot.objects.filter(project=project, scope=scope).order_by("-computed_at", "-id").first()
-
-
-def recompute(project_id: int, *, force: bool = False) -> dict:
-    """The body of the ``annotation.recompute_agreement`` task (idempotent): store new snapshots unless the latest
-    one already covers every submitted assignment (``force`` recomputes anyway)."""
-    from annotation.models import Assignment, Project
-
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None:
-        return {"project": project_id, "stored": 0, "reason": "no such project"}
-    if project.task_type == "bws_similarity":  # BWS pair scores are stored alongside (annotation.task_types.bws_similarity.project)
-        from annotation.task_types.bws_similarity.project import refresh_scores
-
-        refresh_scores(project, force=force)
-    done = Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
-    last = latest_snapshot(project)
-    if not force and last is not None and last.based_on == done:
-        return {"project": project.slug, "stored": 0, "snapshot": last.pk, "based_on": done}
-    created = store_snapshots(project)
-    return {"project": project.slug, "stored": len(created), "snapshot": created[0].pk, "based_on": done}
-
-
-# --- debounce ------------------------------------------------------------------------------------
-DEBOUNCE_SECONDS = 30
-DEBOUNCE_KEY = "argora:agreement-recompute:{}"
-
-
-def schedule_recompute(project_id: int, *, delay: int | None = None, force: bool = False) -> bool:
-    """Enqueue ``annotation.recompute_agreement`` (after commit) at most once per ``delay`` seconds per project.
-
-    The first call in a window takes a cache lock that lives ``delay`` seconds and enqueues the task with
-    ``countdown=delay``, so every submission in the window is in the figures the task computes. Returns whether
-    a task was enqueued. ``force`` (the "recompute now" button) skips the window and the countdown.
-    """
-    from django.core.cache import cache
-    from django.db import transaction
-
-    from annotation.tasks import recompute_agreement
-
-    delay = DEBOUNCE_SECONDS if delay is None else delay
-    if not force and not cache.add(DEBOUNCE_KEY.format(project_id), 1, timeout=max(1, delay)):
-        return False
-    kwargs = {"force": True} if force else {}
-    countdown = 0 if force else delay
-    # robust: a broker that is down is logged, and never fails the submission that triggered the recompute
-    transaction.on_commit(lambda: recompute_agreement.apply_async(args=[project_id], kwargs=kwargs,
-                                                                  countdown=countdown), robust=not force)
-    return True
-
-
-# --- adjudication --------------------------------------------------------------------------------
-class AdjudicationRefused(ValueError):
-    """An adjudicated answer the task type refuses; ``field`` and ``reason`` say why (HTTP 400)."""
-
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field, self.reason = field, reason
-
-
-def adjudicate_item(item, answer: dict, *, expert, note: str = ""):
-    """Record an expert's final answer for ``item`` (who and when), validated like a worker's response.
-
-    ``sentence_label``: ``{"label": ...}``; ``aspect``: ``{"aspects": ["b:l", ...], "no_aspect": bool}`` -- also
-    stored in ``item.payload["adjudicated"]`` through :func:`annotation.task_types.aspect.aggregation.adjudicate`, so exports
-    use it. Other task types: their response format. Raises :class:`AdjudicationRefused`.
-    """
-    from django.db import transaction
-
-    from annotation.models import Adjudication
-    from annotation.task_types import ResponseInvalid
-
-    project = item.project
-    tt = project.get_task_type()
-    if not isinstance(answer, dict):
-        raise AdjudicationRefused("answer", "expected an object")
-    with transaction.atomic():
-        if tt.name == "aspect":
-            from annotation.task_types.aspect.aggregation import AdjudicationInvalid, adjudicate
-
-            try:
-                decided = adjudicate(item, answer.get("aspects") or [], no_aspect=bool(answer.get("no_aspect")),
-                                     by=expert.get_username() if expert else "")
-            except AdjudicationInvalid as exc:
-                raise AdjudicationRefused(exc.field, exc.reason) from None
-            cleaned = {"aspects": decided["aspects"], "no_aspect": decided["no_aspect"]}
-            if not cleaned["aspects"] and not cleaned["no_aspect"]:
-                transaction.set_rollback(True)
-                raise AdjudicationRefused("aspects", "choose aspects or tick 'no aspect'")
-        else:
-            try:
-                cleaned = tt.validate_response(project, item, answer)
-            except ResponseInvalid as exc:
-                raise AdjudicationRefused(exc.field, exc.reason) from None
-        return Adjudication.objects.create(item=item, answer=cleaned, expert=expert, note=note or "")
-
-
-def answer_text(answer) -> str:
-    """A one-line reading of an answer (label, or the aspects' texts)."""
-    if not isinstance(answer, dict):
-        return str(answer)
-    if "label" in answer:
-        return str(answer["label"])
-    if "aspects" in answer:
-        if answer.get("no_aspect"):
-            return "no aspect"
-        return ", ".join(str(a.get("text") or f'{a.get("begin")}:{a.get("length")}') if isinstance(a, dict)
-                         else str(a) for a in answer["aspects"] or []) or "—"
-    return ", ".join(f"{k}={v}" for k, v in answer.items())

@@ -1,0 +1,48 @@
+"""The one error type for input a person can fix, and how each surface shows it.
+
+:class:`FieldError` names the field that is wrong and says why. Services raise it (or a subclass that only names the
+situation, e.g. ``annotation.task_types.ResponseInvalid``); the surfaces turn it into their answer:
+
+- the API: :func:`api_exception_handler` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) answers HTTP 400
+  ``{"errors": {field: reason}}``;
+- the CLI: :func:`command_error` gives the ``CommandError`` that exits with status 2 and ``field: reason`` (or
+  ``file:line: reason`` for an error in a file);
+- pages render ``str(exc)`` (``field: reason``).
+"""
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+
+class FieldError(ValueError):
+    """Bad input: ``field`` names what is wrong (``"label"``, ``"config.top_k"``, ``"responses.12.aspects"``),
+    ``reason`` says why in words a person can act on."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+    def as_dict(self) -> dict[str, str]:
+        return {self.field: self.reason}
+
+    def under(self, prefix: str) -> "FieldError":
+        """The same error of the same class, its field named inside ``prefix`` (``config`` -> ``config.labels``)."""
+        return type(self)(f"{prefix}.{self.field}" if prefix else self.field, self.reason)
+
+
+def command_error(exc: Exception) -> CommandError:
+    """The ``CommandError`` a management command raises for ``exc``: exit status 2, ``field: reason``."""
+    return CommandError(str(exc), returncode=2)
+
+
+def api_exception_handler(exc, context):
+    """DRF's handler, plus: a :class:`FieldError` is HTTP 400 ``{"errors": {field: reason}}``."""
+    # DRF's views module is imported here, not at the top: this module is imported while Django loads its apps
+    from rest_framework import status
+    from rest_framework.response import Response
+    from rest_framework.views import exception_handler
+
+    if isinstance(exc, FieldError):
+        return Response({"errors": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
+    return exception_handler(exc, context)
