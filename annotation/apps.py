@@ -7,6 +7,7 @@ class AnnotationConfig(AppConfig):
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)
-        from .task_types import autodiscover
+        from .task_types import autodiscover, package_modules
 
         autodiscover()
+        package_modules("receivers")  # each task type's signal receivers

@@ -350,16 +350,76 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
                 return None
             assignment.hit_id = hit_id
             assignment.save(force_insert=True)
-        hit_id = assignment.hit_id
-        gold_ids: list[int] = []
-        if project.gold_rate > 0:
-            rng = random.Random()
-            n_items = HITItem.objects.filter(hit_id=hit_id).count()
-            gold_ids = _pick_gold(project, worker, _gold_count(project, n_items, rng), rng)
-            if gold_ids:
-                assignment.gold_items.add(*gold_ids)
-        assignment._argora_gold_ids = sorted(gold_ids)  # assignment_items need not ask again
+        _add_gold(project, worker, assignment)
         return assignment
+
+
+def _add_gold(project: Project, worker: Worker, assignment: Assignment) -> None:
+    """Interleave gold items (``gold_rate`` of the HIT's items, ones this worker has not seen) into a new assignment."""
+    gold_ids: list[int] = []
+    if project.gold_rate > 0:
+        rng = random.Random()
+        n_items = HITItem.objects.filter(hit_id=assignment.hit_id).count()
+        gold_ids = _pick_gold(project, worker, _gold_count(project, n_items, rng), rng)
+        if gold_ids:
+            assignment.gold_items.add(*gold_ids)
+    assignment._argora_gold_ids = sorted(gold_ids)  # assignment_items need not ask again
+
+
+class HITFull(AllocationError):
+    """Every slot of the HIT a platform named is taken."""
+
+    status = 409
+
+
+class HITAlreadyDone(AllocationError):
+    """The worker has done (or was rejected on) the HIT a platform named."""
+
+    status = 409
+
+
+def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: str, expires_at, now=None
+                ) -> Assignment:
+    """Reserve a slot of one given HIT for a worker, for a platform that hands out HITs itself (MTurk: the worker
+    accepted that HIT there). ``external_id``: the platform's assignment id, stored on the assignment.
+
+    The same rules as :func:`reserve_next_assignment`, in one transaction with the worker row locked: a blocked
+    worker is refused (:class:`WorkerBlocked`); a slot is taken only with ``UPDATE ... WHERE taken < R``; gold items
+    are interleaved. A worker who returned the HIT on the platform and accepted it again keeps their assignment
+    (a new ``external_id``; an expired one is revived if a slot is free). Raises :class:`HITAlreadyDone` when the
+    worker submitted it, :class:`HITFull` when no slot is left (after giving stale reservations back once).
+    """
+    now = now or timezone.now()
+    r = project.assignments_per_item
+    for attempt in range(2):
+        with transaction.atomic():
+            locked = Worker.objects.select_for_update(no_key=True).get(pk=worker.pk)
+            if locked.blocked:
+                raise WorkerBlocked(locked.blocked_reason)
+            existing = Assignment.objects.select_for_update(no_key=True).filter(hit_id=hit_id, worker=worker).first()
+            if existing is not None:
+                if existing.status in Assignment.DONE or existing.status == Assignment.Status.REJECTED:
+                    raise HITAlreadyDone("you have already done this HIT; please return it")
+                revived = existing.status != Assignment.Status.EXPIRED or bool(
+                    HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1))
+                if revived:
+                    if existing.status == Assignment.Status.EXPIRED:
+                        existing.status = Assignment.Status.RESERVED
+                        existing.reserved_at = now
+                    existing.external_id = external_id
+                    existing.expires_at = expires_at
+                    existing.save(update_fields=["status", "reserved_at", "external_id", "expires_at"])
+                    return existing
+            elif HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1):
+                assignment = Assignment.objects.create(
+                    project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.RESERVED,
+                    reserved_at=now, expires_at=expires_at, external_id=external_id)
+                _add_gold(project, worker, assignment)
+                return assignment
+        if attempt == 0 and expire_reservations(now=now, project=project):
+            continue  # stale reservations gave slots back: try once more
+        break
+    raise HITFull("every slot of this HIT is taken in Argora; please return the HIT")
 
 
 def _insert_columns(obj, raw: dict[str, str] | None = None) -> tuple[list[str], list[str], list]:

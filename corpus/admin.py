@@ -1,7 +1,9 @@
 from django import forms
 from django.contrib import admin
 
-from . import models
+from argora.errors import FieldError
+
+from . import models, services
 from .hashing import fact_hash
 
 
@@ -44,6 +46,12 @@ class FactVariableForm(forms.ModelForm):
             if models.FactVariable.objects.filter(content_hash=digest).exclude(pk=self.instance.pk).exists():
                 raise forms.ValidationError("This fact variable is already in the KB of that topic.")
             self.instance.content_hash = digest
+        if topic is not None and data.get("status") == models.FactVariable.Status.MERGED:
+            probe = models.FactVariable(pk=self.instance.pk, topic=topic)
+            try:  # the service's rules, as a form error (the service checks them again under a row lock)
+                services.check_merge(probe, data.get("merged_into"))
+            except FieldError as exc:
+                self.add_error("merged_into", exc.reason)
         return data
 
 
@@ -55,6 +63,15 @@ class FactVariableAdmin(admin.ModelAdmin):
     search_fields = ("text",)
     readonly_fields = ("content_hash",)
     raw_id_fields = ("merged_into",)
+
+    def save_model(self, request, obj, form, change):
+        """Through :mod:`corpus.services` like the API and the review page (a merge is checked and re-points spans)."""
+        fields = {name: form.cleaned_data[name] for name in form.changed_data if name in form.cleaned_data}
+        if change:
+            saved = services.update_fact(models.FactVariable.objects.get(pk=obj.pk), user=request.user, **fields)
+        else:
+            saved = services.create_fact(**{k: v for k, v in form.cleaned_data.items() if k != "content_hash"})
+        obj.pk, obj.content_hash, obj.status = saved.pk, saved.content_hash, saved.status
 
 
 class DebateNodeInline(admin.TabularInline):

@@ -119,13 +119,6 @@ class FactVariableSerializer(serializers.ModelSerializer):
         if same is not None:
             raise serializers.ValidationError(
                 {"text": f"Fact {same.pk} on topic {topic.name!r} already has this text (same content hash)."})
-        merged_into = attrs.get("merged_into", getattr(self.instance, "merged_into", None))
-        if merged_into is not None:
-            if pk is not None and merged_into.pk == pk:
-                raise serializers.ValidationError({"merged_into": "A fact cannot be merged into itself."})
-            if merged_into.topic_id != topic.pk:
-                raise serializers.ValidationError(
-                    {"merged_into": f"Fact {merged_into.pk} belongs to another topic ({merged_into.topic_id})."})
         return attrs
 
 

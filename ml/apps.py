@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from annotation import providers
+
 
 class MlConfig(AppConfig):
     name = "ml"
@@ -7,3 +9,10 @@ class MlConfig(AppConfig):
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)
+
+        # what annotation asks of trained models (dotted paths: imported on first use, nothing heavy at start-up)
+        providers.ranker.fill("ml.rankers.active_ranker")
+        providers.span_suggester.fill("ml.spans.suggest")
+        providers.encode.fill("ml.encoders.encode")
+        providers.default_encoder.fill("ml.encoders.default_encoder_path")
+        providers.pair_encoder.fill("ml.bi_encoders.active_encoder")

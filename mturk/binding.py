@@ -21,12 +21,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from annotation import services as annotation_services
-from annotation.models import HIT, Assignment, Project, Worker
+from annotation.models import Assignment, Project, Worker
 
 from .models import MTurkHIT, MTurkProjectSettings
 
@@ -143,60 +141,12 @@ def bind(project: Project, mhit: MTurkHIT, *, assignment_id: str, worker_id: str
             raise BindingRefused("this assignmentId belongs to another worker or HIT")
         return Binding(assignment_id, worker_id, mhit.mturk_hit_id, bound.pk, turk_submit_to, project.slug)
     worker = annotation_services.worker_for_external_id(worker_id, source=Worker.Source.MTURK)
-    r = project.assignments_per_item
-    expires = now + _timeout(project)
-    for attempt in range(2):
-        with transaction.atomic():
-            locked = Worker.objects.select_for_update(no_key=True).get(pk=worker.pk)
-            if locked.blocked:
-                raise annotation_services.WorkerBlocked(locked.blocked_reason)
-            existing = Assignment.objects.select_for_update(no_key=True).filter(hit=mhit.hit, worker=worker).first()
-            if existing is not None:
-                # the worker returned the HIT on MTurk and accepted it again: a new assignmentId
-                if existing.status in Assignment.DONE or existing.status == Assignment.Status.REJECTED:
-                    raise BindingConflict("you have already done this HIT; please return it")
-                if existing.status == Assignment.Status.EXPIRED:
-                    if not HIT.objects.filter(pk=mhit.hit_id, taken__lt=r).update(taken=F("taken") + 1):
-                        existing = None
-                    else:
-                        existing.status = Assignment.Status.RESERVED
-                        existing.reserved_at = now
-                if existing is not None:
-                    existing.external_id = assignment_id
-                    existing.expires_at = expires
-                    existing.save(update_fields=["status", "reserved_at", "external_id", "expires_at"])
-                    return Binding(assignment_id, worker_id, mhit.mturk_hit_id, existing.pk, turk_submit_to,
-                                   project.slug)
-            elif HIT.objects.filter(pk=mhit.hit_id, taken__lt=r).update(taken=F("taken") + 1):
-                assignment = Assignment.objects.create(
-                    project=project, hit_id=mhit.hit_id, worker=worker, status=Assignment.Status.RESERVED,
-                    reserved_at=now, expires_at=expires, external_id=assignment_id)
-                _add_gold(project, worker, assignment)
-                return Binding(assignment_id, worker_id, mhit.mturk_hit_id, assignment.pk, turk_submit_to,
-                               project.slug)
-        if attempt == 0 and annotation_services.expire_reservations(now=now, project=project):
-            continue  # stale reservations gave slots back: try once more
-        break
-    raise BindingConflict("every slot of this HIT is taken in Argora; please return the HIT")
-
-
-def _add_gold(project: Project, worker: Worker, assignment: Assignment) -> None:
-    """Gold items, as annotation.services.reserve_next_assignment adds them."""
-    if project.gold_rate <= 0:
-        return
-    import random
-
-    from annotation.models import HITItem
-
-    gold_count = getattr(annotation_services, "_gold_count", None)
-    pick_gold = getattr(annotation_services, "_pick_gold", None)
-    if gold_count is None or pick_gold is None:
-        return
-    rng = random.Random()
-    n_items = HITItem.objects.filter(hit_id=assignment.hit_id).count()
-    gold_ids = pick_gold(project, worker, gold_count(project, n_items, rng), rng)
-    if gold_ids:
-        assignment.gold_items.add(*gold_ids)
+    try:
+        assignment = annotation_services.reserve_hit(project, worker, mhit.hit_id, external_id=assignment_id,
+                                                     expires_at=now + _timeout(project), now=now)
+    except (annotation_services.HITFull, annotation_services.HITAlreadyDone) as exc:
+        raise BindingConflict(str(exc)) from None
+    return Binding(assignment_id, worker_id, mhit.mturk_hit_id, assignment.pk, turk_submit_to, project.slug)
 
 
 def netloc(url: str) -> str:

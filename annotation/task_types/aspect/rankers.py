@@ -4,9 +4,9 @@ Interface: ``ranker.score(sentence_text, topic, candidates) -> list[float]``, on
 (higher = more likely an aspect), same order as ``candidates`` (:class:`~.candidates.Candidate` objects).
 :func:`rank` turns scores into the ranked list with deterministic tie breaks.
 
-Which ranker a project uses: :func:`get_active_ranker` asks ``ml.rankers.active_ranker(project)`` when that
-function exists (a trained model registered by the ML side); when it is missing or returns ``None`` the
-project's ``config["ranker"]`` names a ranker registered here (default ``"baseline"``).
+Which ranker a project uses: :func:`get_active_ranker` asks the ``ranker`` slot of :mod:`annotation.providers`
+(filled by the ML side with the active trained ranker); when it is empty or answers ``None`` the project's
+``config["ranker"]`` names a ranker known here (only ``"baseline"``).
 
 :class:`BaselineRanker` (no training needed) scores a candidate as a weighted sum, each part in [0, 1]:
 
@@ -29,6 +29,9 @@ import math
 import re
 from collections import Counter
 from typing import Callable, Iterable, Protocol, Sequence
+
+from annotation import providers
+from corpus.models import Sentence
 
 from .candidates import Candidate, is_stopword
 
@@ -92,8 +95,6 @@ class BaselineRanker:
         if key not in self._df:
             texts: list[str] = []
             if self._load_from_db and key:
-                from corpus.models import Sentence
-
                 texts = list(Sentence.objects.filter(topic__name__iexact=topic).values_list("text", flat=True))
             self._df[key] = self._count(texts)
         return self._df[key]
@@ -120,11 +121,6 @@ class BaselineRanker:
 _RANKERS: dict[str, Callable[[], Ranker]] = {"baseline": BaselineRanker}
 
 
-def register_ranker(name: str, factory: Callable[[], Ranker]) -> None:
-    """Make ``project.config["ranker"] = name`` choose ``factory()``."""
-    _RANKERS[name] = factory
-
-
 def ranker_names() -> list[str]:
     return sorted(_RANKERS)
 
@@ -137,15 +133,10 @@ def get_ranker(name: str = "baseline") -> Ranker:
 
 
 def get_active_ranker(project=None) -> Ranker:
-    """A trained ranker from ``ml.rankers.active_ranker(project)`` when the ML side provides one, else the
+    """A trained ranker from the ``ranker`` slot (:mod:`annotation.providers`, filled by the ML side), else the
     ranker named in ``project.config["ranker"]`` (default: :class:`BaselineRanker`)."""
-    try:
-        from ml.rankers import active_ranker  # optional: not every installation has trained rankers
-    except ImportError:
-        active_ranker = None
-    if active_ranker is not None:
-        trained = active_ranker(project)
-        if trained is not None:
-            return trained
+    trained = providers.ranker.get(project)
+    if trained is not None:
+        return trained
     name = ((getattr(project, "config", None) or {}).get("ranker") or "baseline") if project is not None else "baseline"
     return get_ranker(name)

@@ -7,11 +7,9 @@ scorers: ``"cosine"`` (cosine of the active bi-encoder's normalised embeddings; 
 and ``"jaccard"`` (token-set overlap, cheap, for tests). :func:`register_scorer` adds more; :func:`resolve_scorer`
 binds a name to a project and says which model it uses.
 
-"The active bi-encoder" (:func:`active_encoder`): the first of the project's active ``augsbert`` version, the
-project's active ``biencoder`` version, the global active ``augsbert``, the global active ``biencoder`` (model
-registry, :func:`ml.registry.active_version`, loaded once per process by :func:`ml.registry.load_model`) that
-loads; with none (or none that loads, which is logged) the packaged all-MiniLM-L6-v2 (:func:`ml.encoders.encode`).
-AugSBERT comes first because it is the bi-encoder trained on the gold and the silver pairs.
+"The active bi-encoder" is what the ``pair_encoder`` slot of :mod:`annotation.providers` gives (the ml app fills it:
+the project's, then the global active ``augsbert`` / ``biencoder`` version, :mod:`ml.bi_encoders`); with none, the
+default encoder of the ``encode`` slot (the packaged all-MiniLM-L6-v2).
 
 Binning is by rank (ties broken by a seeded shuffle, so a constant scorer still gives 1% / 49% / 50% bins):
 ``top = ceil(1% of P)`` pairs, ``mid`` = the next pairs up to ``ceil(50% of P)``, ``rest`` = the others.
@@ -29,11 +27,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from annotation import providers
+
 Scorer = Callable[[Sequence[str], Sequence[str]], Sequence[float]]
 log = logging.getLogger(__name__)
 
-ENCODER_KINDS = ("augsbert", "biencoder")  # registry kinds that are bi-encoders, preferred first
-DEFAULT_ENCODER_NAME = "default encoder"  # ml.encoders.default_encoder_path(): the packaged MiniLM
+DEFAULT_ENCODER_NAME = "default encoder"  # providers.default_encoder(): the packaged MiniLM
 
 BIN_NAMES = ("top1", "top2_50", "rest")
 DEFAULT_PROBS = (0.5, 0.25, 0.25)
@@ -73,56 +72,23 @@ def _unique(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list[str], 
     return list(index), ia, ib
 
 
-def active_encoder_versions(project=None) -> list:
-    """Active bi-encoder versions in preference order: the project's augsbert, biencoder, then the global ones."""
-    from ml import registry
-
-    found = []
-    for scope in ([project] if project is not None else []) + [None]:
-        for kind in ENCODER_KINDS:
-            version = registry.active_version(kind, scope, exact=True)
-            if version is not None:
-                found.append(version)
-    return found
-
-
-def active_encoder(project=None):
-    """``(model, "<kind>#<version id>")`` of the active bi-encoder (see the module doc), or ``None`` (then the
-    packaged default is used). A version whose artifact does not load is logged and skipped."""
-    from ml import registry
-
-    try:
-        versions = active_encoder_versions(project)
-    except Exception:  # noqa: BLE001 - no registry table (a fresh database): the default encoder
-        log.exception("could not look up the active bi-encoder versions")
-        return None
-    for version in versions:
-        try:
-            return registry.load_model(version), f"{version.kind}#{version.pk}"
-        except Exception:  # noqa: BLE001 - a broken artifact must not stop sampling
-            log.exception("active %s version %s could not be loaded; trying the next", version.kind, version.pk)
-    return None
-
-
 @register_scorer("cosine")
 def cosine_scorer(texts_a: Sequence[str], texts_b: Sequence[str], *, encoder: str | None = None, model=None,
                   project=None) -> np.ndarray:
     """Cosine similarity of (normalised) embeddings; each distinct text encoded once. The encoder: ``model`` (a
     loaded one with ``encode``), else ``encoder`` (a name or path), else the active bi-encoder of ``project``
-    (:func:`active_encoder`), else the packaged default."""
+    (``providers.pair_encoder``), else the default encoder (``providers.encode``)."""
     texts, ia, ib = _unique(texts_a, texts_b)
     if not texts:
         return np.zeros(0)
     if model is None and encoder is None:
-        active = active_encoder(project)
+        active = providers.pair_encoder.get(project)
         model = active[0] if active is not None else None
     if model is not None:
         emb = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                            show_progress_bar=False)
     else:
-        from ml.encoders import encode
-
-        emb = encode(texts, encoder)
+        emb = providers.encode(texts, encoder)
     emb = np.asarray(emb, dtype=np.float32)
     return np.einsum("ij,ij->i", emb[ia], emb[ib]).astype(np.float64)
 
@@ -135,11 +101,10 @@ def resolve_scorer(scorer: str | Scorer | None = None, project=None) -> tuple[Sc
     name = scorer or "cosine"
     fn = get_scorer(name)
     if fn is cosine_scorer:
-        active = active_encoder(project)
+        active = providers.pair_encoder.get(project)
         if active is None:
-            from ml.encoders import default_encoder_path
-
-            return partial(cosine_scorer, encoder=default_encoder_path()), f"{name} ({DEFAULT_ENCODER_NAME})"
+            return (partial(cosine_scorer, encoder=providers.default_encoder()),
+                    f"{name} ({DEFAULT_ENCODER_NAME})")
         model, label = active
         return partial(cosine_scorer, model=model), f"{name} ({label})"
     return fn, name

@@ -118,7 +118,10 @@ class Command(BaseCommand):
 
     # --- export / metrics -------------------------------------------------------------------------------------
     def _export(self, o):
-        from annotation.task_types.span_grounding.export import project_rows, write_jsonl
+        from annotation.task_types.span_grounding.export import (
+            project_rows,
+            write_jsonl,
+        )
 
         project = self._project(o["project"])
         rows = project_rows(project, include_unannotated=o["include_unannotated"], filters=o["filters"])

@@ -13,7 +13,18 @@ import io
 import json
 from pathlib import Path
 
+from django.db import transaction
+
+from annotation.models import Item
 from argora.progress import null_progress
+from corpus.hashing import fact_hash
+from corpus.importers import ImportFailed, import_file
+from corpus.importers.parsers import PARSERS
+from corpus.importers.readers import read_text
+from corpus.models import FactVariable
+
+from .models import SpanNormalisation
+from .task_type import NAME
 
 FORMATS = {"csv": "facts-csv", "jsonl": "facts-jsonl"}
 COLUMNS = ["id", "topic", "text", "origin", "status", "merged_into", "content_hash", "metadata_json"]
@@ -34,8 +45,6 @@ def guess_format(path, fmt: str | None = None) -> str:
 
 def kb_rows(*, topic: str | None = None, statuses=("active",)) -> list[dict]:
     """The KB as dicts, by topic then id. ``statuses`` None = every status."""
-    from corpus.models import FactVariable
-
     qs = FactVariable.objects.select_related("topic").order_by("topic__name", "id")
     if topic:
         qs = qs.filter(topic__name__iexact=topic) | qs.filter(topic__slug=topic)
@@ -84,14 +93,6 @@ def import_kb(path, fmt: str | None = None, *, topic: str | None = None, progres
 
     Raises :class:`corpus.importers.ImportFailed` (nothing written) on a bad row. Returns the import summary.
     """
-    from django.db import transaction
-
-    from corpus.hashing import fact_hash
-    from corpus.importers import ImportFailed, import_file
-    from corpus.importers.parsers import PARSERS
-    from corpus.importers.readers import read_text
-    from corpus.models import FactVariable
-
     try:
         fmt = guess_format(path, fmt)
     except ValueError as exc:
@@ -105,24 +106,18 @@ def import_kb(path, fmt: str | None = None, *, topic: str | None = None, progres
     return summary
 
 
-def fact_uses(fact) -> list[str]:
-    """What still refers to a fact variable (empty = it can be deleted): variables merged into it, span_grounding
-    items that offer it (their responses and exports name its id), normalised spans mapped to it or proposing it.
-    A variable in use is retired by rejecting it (status ``rejected``) or merging it, never by deleting it."""
-    from annotation.models import Item
-    from annotation.task_types.span_grounding.models import SpanNormalisation
-
+def fact_uses(sender, fact=None, **kwargs) -> list[str]:
+    """Receiver of :data:`corpus.signals.fact_uses` (connected in :mod:`.receivers`): span_grounding items that
+    offer the variable (their responses and exports name its id) and normalised spans mapped to it or proposing it.
+    A variable in use is retired by rejecting or merging it, never by deleting it."""
     uses = []
-    merged = fact.merged.count()
-    if merged:
-        uses.append(f"{merged} variable{'s' if merged != 1 else ''} merged into it")
     offered = 0
-    rows = Item.objects.filter(project__task_type="span_grounding").values_list("payload__variables", flat=True)
+    rows = Item.objects.filter(project__task_type=NAME).values_list("payload__variables", flat=True)
     for variables in rows.iterator(chunk_size=2000):
         if any(isinstance(v, dict) and v.get("id") == fact.pk for v in variables or []):
             offered += 1
     if offered:
-        uses.append(f"{offered} span_grounding item{'s' if offered != 1 else ''} offer it")
+        uses.append(f"{offered} {NAME} item{'s' if offered != 1 else ''} offer it")
     mapped = SpanNormalisation.objects.filter(variable=fact).count() + SpanNormalisation.objects.filter(
         proposal=fact).count()
     if mapped:

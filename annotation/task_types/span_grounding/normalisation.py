@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from annotation import providers
 from argora.progress import null_progress
 
 DIRECT_THRESHOLD = 0.85
@@ -35,9 +36,7 @@ CLUSTER_THRESHOLD = 0.75
 
 def _encode(texts, encoder):
     if encoder is None:
-        from ml.encoders import encode
-
-        encoder = encode
+        encoder = providers.encode
     emb = np.asarray(encoder(list(texts)), dtype=np.float32)
     norms = np.linalg.norm(emb, axis=1, keepdims=True)
     return emb / np.where(norms == 0, 1, norms)

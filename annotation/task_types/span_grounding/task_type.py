@@ -51,10 +51,16 @@ import json
 import random
 import re
 
+from annotation import providers
 from annotation.task_types.aspect.candidates import tokenize
 from annotation.task_types.span_grounding import metrics
 from annotation.task_types.span_grounding.aggregation import aggregate_spans
-from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES, aggregate_schemes, clean_scheme_list, match_scheme
+from annotation.task_types.span_grounding.schemes import (
+    DEFAULT_SCHEMES,
+    aggregate_schemes,
+    clean_scheme_list,
+    match_scheme,
+)
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
@@ -97,14 +103,6 @@ def choose_variables(candidates: list, k_range, *, seed, key: str, required=()) 
     chosen += rng.sample(rest, min(k - len(chosen), len(rest)))
     rng.shuffle(chosen)
     return chosen
-
-
-def _suggest_hook():
-    try:
-        from ml import spans as ml_spans  # optional: a model that proposes spans (ArgSpan silver annotation)
-    except ImportError:
-        return None
-    return getattr(ml_spans, "suggest", None)
 
 
 def clean_suggestions(raw, text: str, variable_ids: set, *, source: str = "silver") -> list[dict]:
@@ -366,10 +364,9 @@ class SpanGrounding(TaskType):
             chosen = choose_variables(candidates, config["variables_per_item"], seed=seed,
                                       key=sentence.content_hash or str(sentence.pk), required=required)
             payloads.append(build_payload(sentence, chosen))
-        hook = _suggest_hook()
-        if hook is not None and payloads:
+        if providers.span_suggester.filled and payloads:
             # the offered variables go with each text: the model grounds its spans to one of them (or Others)
-            suggested = hook(project, [p["text"] for p in payloads],
+            suggested = providers.span_suggester(project, [p["text"] for p in payloads],
                              [[dict(v) for v in p["variables"]] for p in payloads]) or []
             for payload, raw in zip(payloads, suggested):
                 if raw:

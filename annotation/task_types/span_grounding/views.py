@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.views import expert_required, notice
+from argora.errors import FieldError
 
 from . import review as review_service
 
@@ -32,7 +33,7 @@ def kb_review_action(request, variable_id: int):
     action = request.POST.get("action", "")
     try:
         v = review_service.review(variable_id, action, into=request.POST.get("into") or None, user=request.user)
-    except review_service.ReviewError as exc:
+    except FieldError as exc:
         return notice(request, "Review not applied", [f"{exc.field}: {exc.reason}"], status=400,
                       link={"url": reverse("annotation:spans-kb-review"), "text": "Back to the review"})
     verb = {"accept": "accepted", "merge": "merged", "reject": "rejected"}[action]

@@ -66,15 +66,15 @@ def test_get_active_ranker_falls_back_to_the_baseline(monkeypatch):
     class P:
         config = {}
 
-    assert isinstance(get_active_ranker(P()), BaselineRanker)
-    import sys
     import types
 
+    from annotation import providers
+
+    monkeypatch.setattr(providers.ranker, "provider", None)  # no ML side
+    assert isinstance(get_active_ranker(P()), BaselineRanker)
     trained = types.SimpleNamespace(name="trained", score=lambda s, t, c: [0.0] * len(c))
-    fake = types.ModuleType("ml.rankers")
-    fake.active_ranker = lambda project: trained
-    monkeypatch.setitem(sys.modules, "ml.rankers", fake)
+    monkeypatch.setattr(providers.ranker, "provider", lambda project: trained)
     assert get_active_ranker(P()) is trained
-    fake.active_ranker = lambda project: None
+    monkeypatch.setattr(providers.ranker, "provider", lambda project: None)  # the ML side has no trained ranker
     assert isinstance(get_active_ranker(P()), BaselineRanker)
     assert "baseline" in rankers.ranker_names()

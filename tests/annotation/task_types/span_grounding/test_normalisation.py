@@ -8,6 +8,7 @@ from django.core.management import call_command
 
 from annotation import services
 from annotation.task_types.span_grounding import normalisation, review
+from argora.errors import FieldError
 from corpus.models import FactVariable
 
 from .helpers import make_kb, make_project
@@ -112,7 +113,7 @@ def test_review_actions(proposals, staff_user):
     a.refresh_from_db(), b.refresh_from_db(), c.refresh_from_db()
     assert (a.status, b.status, b.merged_into_id, c.status) == ("active", "merged", facts[1].pk, "rejected")
     assert a.metadata["review"]["by"] == "expert" and b.metadata["review"]["into"] == facts[1].pk
-    with pytest.raises(review.ReviewError, match="not pending"):
+    with pytest.raises(FieldError, match="not pending"):
         review.do_reject_variable(a.pk)
 
 
@@ -120,7 +121,7 @@ def test_merge_refusals(proposals):
     facts, other_facts, (a, b, c) = proposals
     for into, needle in [(other_facts[0].pk, "another topic"), (c.pk, "pending; merge into an active"),
                          (a.pk, "no other"), ("x", "choose")]:
-        with pytest.raises(review.ReviewError, match=needle):
+        with pytest.raises(FieldError, match=needle):
             review.do_merge_variable(a.pk, into)
     a.refresh_from_db()
     assert a.status == "pending"

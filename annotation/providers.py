@@ -1,0 +1,60 @@
+"""Slots that another app fills with what annotation needs from trained models, so that annotation never imports it.
+
+``ml`` fills them when its app is ready (:meth:`ml.apps.MlConfig.ready`); without ``ml`` (or before it is ready) a
+slot is empty and annotation falls back to what it has itself (the baseline ranker, no span suggestions) or says
+clearly that an encoder is needed. A slot holds a callable or the dotted path of one, imported on first use (so
+filling a slot costs nothing at start-up, and replacing the function in its module replaces the provider).
+
+==================  ====================================================================================
+slot                called as
+==================  ====================================================================================
+``ranker``          ``ranker(project) -> Ranker | None``: the active trained aspect ranker (``name``, ``score``)
+``span_suggester``  ``span_suggester(project, texts, variables) -> [[{"begin", "end", "variable", ...}], ...]``
+``encode``          ``encode(texts, name_or_path=None) -> array (n x d)``: sentence embeddings
+``default_encoder`` ``default_encoder() -> str``: the name or path ``encode`` uses by default
+``pair_encoder``    ``pair_encoder(project) -> (model with .encode, label) | None``: the active bi-encoder
+==================  ====================================================================================
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from django.utils.module_loading import import_string
+
+
+class ProviderMissing(LookupError):
+    """A slot nobody filled was called."""
+
+
+class Slot:
+    def __init__(self, name: str, needs: str):
+        self.name = name
+        self.needs = needs  # what to install or configure when the slot is empty (for the error message)
+        self.provider: Callable | str | None = None
+
+    def fill(self, provider: Callable | str) -> None:
+        self.provider = provider
+
+    @property
+    def filled(self) -> bool:
+        return self.provider is not None
+
+    def __call__(self, *args, **kwargs) -> Any:
+        if self.provider is None:
+            raise ProviderMissing(f"no {self.name} provider: {self.needs}")
+        fn = import_string(self.provider) if isinstance(self.provider, str) else self.provider
+        return fn(*args, **kwargs)
+
+    def get(self, *args, **kwargs) -> Any:
+        """The provider's answer, or ``None`` when the slot is empty."""
+        return self(*args, **kwargs) if self.filled else None
+
+    def __repr__(self) -> str:
+        return f"<Slot {self.name}: {self.provider!r}>"
+
+
+ranker = Slot("ranker", "trained rankers come from the ml app")
+span_suggester = Slot("span_suggester", "span suggestions come from the ml app")
+encode = Slot("encode", "sentence embeddings need the ml app (INSTALLED_APPS) and its encoder")
+default_encoder = Slot("default_encoder", "sentence embeddings need the ml app (INSTALLED_APPS) and its encoder")
+pair_encoder = Slot("pair_encoder", "trained bi-encoders come from the ml app")

@@ -1,0 +1,14 @@
+"""Signals of the corpus, for apps above it (``corpus`` never imports them).
+
+``fact_changed``: sent by :func:`corpus.services.change_fact_status` inside its transaction, after a fact variable's
+status or merge target changed, with ``sender=FactVariable, fact=<the variable>``; receivers update what refers to it
+(span grounding re-points its normalised spans) in the same transaction.
+
+``fact_uses``: sent by :func:`corpus.services.delete_fact` with ``sender=FactVariable, fact=<the variable>``; each
+receiver returns a list of readable uses (``"3 span_grounding items offer it"``). A variable with any use is not
+deleted.
+"""
+from django.dispatch import Signal
+
+fact_changed = Signal()
+fact_uses = Signal()
