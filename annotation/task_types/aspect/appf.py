@@ -218,6 +218,12 @@ def format_pos(begin: int, length: int) -> str:
     return f"({begin},{length})"
 
 
+def parse_pos(value: str) -> tuple[int, int] | None:
+    """``"(18,5)"`` -> ``(18, 5)`` (the App. F ``aspect_pos`` form; :func:`format_pos` the other way), else None."""
+    m = _POS.match(value) if isinstance(value, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def is_argument(item) -> bool:
     """Whether an item's sentence is an argument (App. F stance Argument_for / Argument_against): the imported
     App. F stance, else the payload's ``pro`` / ``con``."""
@@ -240,7 +246,7 @@ def appf_row(item, answer: dict) -> dict | None:
     ref_spans = sorted((int(a["begin"]), int(a["length"])) for a in reference.get("aspects") or [])
     if reference and spans == ref_spans and "aspect_pos" in reference:
         pairs = sorted(zip(reference["aspect_pos"], reference["aspect_pos_string"]),
-                       key=lambda ps: tuple(int(x) for x in _POS.match(ps[0]).groups()))
+                       key=lambda ps: parse_pos(ps[0]))
         pos, strings = [p for p, _ in pairs], [s for _, s in pairs]
     else:
         pos = [format_pos(b, l) for b, l in spans]
