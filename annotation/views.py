@@ -18,7 +18,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from . import selectors, services
-from .forms import FEEDBACK_MAX, HITSubmitForm, errors_by_item, parse_item_responses
+from .forms import HITSubmitForm, parse_item_responses
+from .hit_page import hit_context, refused_submission
 from .models import Assignment, Project, Worker
 
 DONE_STATUSES = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
@@ -58,12 +59,6 @@ def _closed(request, project: Project):
 
 def _hits_done(project: Project, worker: Worker) -> int:
     return Assignment.objects.filter(project=project, worker=worker, status__in=DONE_STATUSES).count()
-
-
-def _duration(seconds: int) -> str:
-    if seconds < 90:
-        return f"{seconds} s"
-    return f"{round(seconds / 60)} min"
 
 
 def _new_invite_user():
@@ -137,42 +132,16 @@ def _blocked(request, project: Project, worker: Worker):
     return render(request, "annotation/blocked.html", {"project": project, "code": code}, status=403)
 
 
-def _render_hit(request, project, worker, assignment, *, values=None, item_errors=None, general_errors=(),
-                feedback="", feedback_error="", status=200):
-    task_type = project.get_task_type()
-    values = values or {}
-    item_errors = item_errors or {}
-    entries = []
-    for number, item in enumerate(services.assignment_items(assignment), start=1):
-        ctx = {"text": item.payload.get("text", ""), "topic": item.payload.get("topic", ""),
-               "labels": (project.config or {}).get("labels", [])}
-        ctx.update(task_type.item_context(project, item))
-        entries.append({"item": item, "ctx": ctx, "number": number, "value": values.get(item.pk, {}),
-                        "error": item_errors.get(item.pk, "")})
+def _render_hit(request, project, worker, assignment, *, status=200, **answers):
     seen_key = f"annotation:instructions-seen:{project.pk}"
     show_instructions = not request.session.get(seen_key)
     request.session[seen_key] = True
     counts = selectors.worker_project_counts(project, worker)
-    context = {
-        "project": project,
-        "task_type": task_type,
-        "assignment": assignment,
-        "items": entries,
-        "answered": sum(1 for e in entries if e["value"]),
-        "general_errors": list(general_errors),
-        "feedback": feedback,
-        "feedback_error": feedback_error,
-        "feedback_max": FEEDBACK_MAX,
-        "show_instructions": show_instructions,
-        "hits_done": counts["submitted"],
-        "hits_available": counts["available"],
-        "max_hits": counts["max"],
-        "expires_at": assignment.expires_at,
-        "time_estimate": _duration(project.time_estimate_seconds),
-        "reward": f"${project.reward_cents / 100:.2f}",
-        "submit_url": reverse("api-annotation-submit", args=[assignment.pk]),
-        "next_url": reverse("annotation:work", args=[project.slug]),
-    }
+    context = hit_context(project, services.assignment_items(assignment), assignment=assignment,
+                          submit_url=reverse("api-annotation-submit", args=[assignment.pk]),
+                          next_url=reverse("annotation:work", args=[project.slug]),
+                          show_instructions=show_instructions, hits_done=counts["submitted"],
+                          hits_available=counts["available"], max_hits=counts["max"], **answers)
     return render(request, "annotation/hit.html", context, status=status)
 
 
@@ -205,11 +174,8 @@ def _submit(request, project: Project, worker: Worker):
         services.submit_assignment(assignment, worker, responses, feedback=feedback,
                                    client_seconds=form.cleaned_data["client_seconds"])
     except services.ValidationFailed as exc:
-        item_errors, general = errors_by_item(exc.errors, item_ids)
-        feedback_error = exc.errors.get("feedback", "")
-        general = [g for g in general if not g.startswith("feedback:")]
-        return _render_hit(request, project, worker, assignment, values=responses, item_errors=item_errors,
-                           general_errors=general, feedback=feedback, feedback_error=feedback_error, status=400)
+        return _render_hit(request, project, worker, assignment, values=responses, feedback=feedback, status=400,
+                           **refused_submission(exc.errors, item_ids))
     except services.NotYourAssignment as exc:
         return notice(request, "Not your HIT", [str(exc)], status=403)
     except services.AssignmentNotOpen as exc:

@@ -6,7 +6,7 @@ situation, e.g. ``annotation.task_types.ResponseInvalid``); the surfaces turn it
 - the API: :func:`api_exception_handler` (``REST_FRAMEWORK["EXCEPTION_HANDLER"]``) answers HTTP 400
   ``{"errors": {field: reason}}``;
 - the CLI: :func:`command_error` gives the ``CommandError`` that exits with status 2 and ``field: reason`` (or
-  ``file:line: reason`` for an error in a file);
+  ``file:line: reason`` for a :class:`FileLineError`, an error in a file);
 - pages render ``str(exc)`` (``field: reason``).
 """
 from __future__ import annotations
@@ -29,6 +29,21 @@ class FieldError(ValueError):
     def under(self, prefix: str) -> "FieldError":
         """The same error of the same class, its field named inside ``prefix`` (``config`` -> ``config.labels``)."""
         return type(self)(f"{prefix}.{self.field}" if prefix else self.field, self.reason)
+
+
+class FileLineError(ValueError):
+    """Bad input in a file: ``str(e) == f"{file}:{line}: {reason}"`` (``line`` 1-based; 0 = not a particular line,
+    e.g. a missing or empty file). Importers raise it (``corpus.importers.ImportFailed`` is one), so do the JSONL
+    reader and the trainers' data readers; the CLI exits 2 with that text."""
+
+    def __init__(self, file, line: int, reason: str):
+        self.file = str(file)
+        self.line = int(line)
+        self.reason = reason
+        super().__init__(f"{self.file}:{self.line}: {reason}")
+
+    def __reduce__(self):  # picklable across Celery / multiprocessing boundaries
+        return (type(self), (self.file, self.line, self.reason))
 
 
 def command_error(exc: Exception) -> CommandError:

@@ -24,7 +24,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import services as annotation_services
-from annotation.forms import FEEDBACK_MAX, HITSubmitForm, errors_by_item, parse_item_responses
+from annotation.forms import HITSubmitForm, parse_item_responses
+from annotation.hit_page import hit_context, refused_submission
 from annotation.models import HITItem, Project
 
 from . import binding as binding_mod
@@ -40,34 +41,6 @@ def _notice(request, heading, lines, *, status):
     return response
 
 
-def _duration(seconds: int) -> str:
-    return f"{seconds} s" if seconds < 90 else f"{round(seconds / 60)} min"
-
-
-def _hit_context(request, project, *, items, assignment=None, preview=False, submit_url="", next_url="",
-                 values=None, item_errors=None, general_errors=(), feedback="", feedback_error="", reward_cents=0):
-    task_type = project.get_task_type()
-    values = values or {}
-    item_errors = item_errors or {}
-    entries = []
-    for number, item in enumerate(items, start=1):
-        ctx = {"text": item.payload.get("text", ""), "topic": item.payload.get("topic", ""),
-               "labels": (project.config or {}).get("labels", [])}
-        ctx.update(task_type.item_context(project, item))
-        entries.append({"item": item, "ctx": ctx, "number": number, "value": values.get(item.pk, {}),
-                        "error": item_errors.get(item.pk, "")})
-    return {
-        "project": project, "task_type": task_type, "assignment": assignment, "items": entries,
-        "answered": sum(1 for e in entries if e["value"]), "general_errors": list(general_errors),
-        "feedback": feedback, "feedback_error": feedback_error, "feedback_max": FEEDBACK_MAX,
-        "show_instructions": True, "hits_done": 0, "hits_available": 0, "max_hits": None,
-        "expires_at": assignment.expires_at if assignment is not None else None,
-        "time_estimate": _duration(project.time_estimate_seconds),
-        "reward": f"${reward_cents / 100:.2f}", "submit_url": submit_url, "next_url": next_url,
-        "preview": preview, "mturk": True,
-    }
-
-
 def _bound_urls(project, b: binding_mod.Binding) -> str:
     query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
                        "binding": b.dumps()})
@@ -77,9 +50,9 @@ def _bound_urls(project, b: binding_mod.Binding) -> str:
 def _render_hit(request, project, assignment, b, *, status=200, **extra):
     url = _bound_urls(project, b)
     mhit = MTurkHIT.objects.filter(mturk_hit_id=b.hit_id).first()
-    context = _hit_context(request, project, items=annotation_services.assignment_items(assignment),
-                           assignment=assignment, submit_url=url, next_url=url,
-                           reward_cents=mhit.reward_cents if mhit else project.reward_cents, **extra)
+    context = hit_context(project, annotation_services.assignment_items(assignment), assignment=assignment,
+                          submit_url=url, next_url=url, reward_cents=mhit.reward_cents if mhit else None,
+                          preview=False, mturk=True, **extra)
     return render(request, "mturk/hit.html", context, status=status)
 
 
@@ -101,8 +74,8 @@ def external(request, slug: str):
         hit = mhit.hit if mhit is not None else project.hits.order_by("position").first()
         items = [hi.item for hi in HITItem.objects.filter(hit=hit).select_related("item").order_by("position")] \
             if hit is not None else []
-        context = _hit_context(request, project, items=items, preview=True, next_url=request.get_full_path(),
-                               reward_cents=mhit.reward_cents if mhit else project.reward_cents)
+        context = hit_context(project, items, preview=True, mturk=True, next_url=request.get_full_path(),
+                              reward_cents=mhit.reward_cents if mhit else None)
         return render(request, "mturk/hit.html", context)
     if mhit is None:
         return _notice(request, "Unknown HIT", ["This HIT is not part of this project. Please return it."],
@@ -193,10 +166,8 @@ def _submit_form(request, project, assignment, worker, b):
         annotation_services.submit_assignment(assignment, worker, responses, feedback=feedback,
                                               client_seconds=form.cleaned_data["client_seconds"])
     except annotation_services.ValidationFailed as exc:
-        item_errors, general = errors_by_item(exc.errors, item_ids)
-        return _render_hit(request, project, assignment, b, values=responses, item_errors=item_errors,
-                           general_errors=[g for g in general if not g.startswith("feedback:")], feedback=feedback,
-                           feedback_error=exc.errors.get("feedback", ""), status=400)
+        return _render_hit(request, project, assignment, b, values=responses, feedback=feedback, status=400,
+                           **refused_submission(exc.errors, item_ids))
     except annotation_services.SubmissionError as exc:
         return _notice(request, "Could not submit", [str(exc)], status=exc.status)
     assignment.refresh_from_db()

@@ -5,23 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from argora.errors import FileLineError
+
 CREATED_KEYS = ("topics", "sentences", "debate_trees", "debate_nodes", "facts", "documents")
 
 
-class ImportFailed(Exception):
+class ImportFailed(FileLineError):
     """A file that cannot be imported. ``str(e) == f"{file}:{line}: {reason}"``.
 
     ``line`` is 1-based; 0 means the problem is not on a particular line (missing file, empty folder).
     """
-
-    def __init__(self, file, line: int, reason: str):
-        self.file = str(file)
-        self.line = int(line)
-        self.reason = reason
-        super().__init__(f"{self.file}:{self.line}: {reason}")
-
-    def __reduce__(self):  # picklable across Celery / multiprocessing boundaries
-        return (type(self), (self.file, self.line, self.reason))
 
 
 @dataclass
