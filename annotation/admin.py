@@ -34,9 +34,7 @@ class ProjectAdmin(admin.ModelAdmin):
         if not change and obj.created_by_id is None:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
-        from annotation.task_types.likert_debate.likert import reviewer_warning  # likert_debate: 5-10 reviewers per debate
-
-        if warning := reviewer_warning(obj):
+        for warning in obj.get_task_type().project_warnings(obj):  # e.g. likert_debate: 5-10 reviewers per debate
             self.message_user(request, warning, level=messages.WARNING)
 
     @admin.action(description="Build HITs from items not yet in a HIT")

@@ -14,11 +14,13 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from corpus.models import Sentence
 
 from . import services
+from .agreement.snapshots import store_snapshots
 from .models import Assignment, GoldItem, Item, Project, Worker
 
 DEMO_SLUG = "demo-stance"
@@ -66,8 +68,6 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
             f"invite link /invite/{project.invite_token}/")
     n = simulate_workers(project)
     if n:
-        from .agreement.snapshots import store_snapshots
-
         store_snapshots(project)  # the dashboard opens on current figures (the debounced task would come later)
         say(f"annotation demo: {n} HITs answered by simulated workers "
             f"({', '.join(name for name, _ in SIMULATED_WORKERS)}, {EXPERT_USERNAME}); dashboard "
@@ -76,8 +76,6 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
 
 
 def _simulated_workers() -> list[tuple[Worker, float]]:
-    from django.contrib.auth import get_user_model
-
     people = [(services.worker_for_external_id(name, source=Worker.Source.INVITE), skill)
               for name, skill in SIMULATED_WORKERS]
     expert = get_user_model().objects.filter(username=EXPERT_USERNAME).first()

@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import Q
 
 from . import task_types
+from .task_types import get_task_type
 
 
 def new_invite_token() -> str:
@@ -74,8 +75,6 @@ class Project(models.Model):
         return self.status == self.Status.ACTIVE
 
     def get_task_type(self):
-        from .task_types import get_task_type
-
         return get_task_type(self.task_type)
 
 

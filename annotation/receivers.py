@@ -9,6 +9,7 @@ import logging
 
 from django.dispatch import receiver
 
+from .agreement.scheduling import schedule_recompute
 from .signals import assignment_submitted
 
 log = logging.getLogger(__name__)
@@ -18,7 +19,6 @@ log = logging.getLogger(__name__)
 def recompute_agreement_on_submit(sender, assignment=None, **kwargs):
     if assignment is None:
         return
-    from .agreement.scheduling import schedule_recompute
 
     try:
         schedule_recompute(assignment.project_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.apps import apps
 from django.db.models import Count, Q, QuerySet
 
+from .auth import cached_worker
 from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
 
 EXPERT_GROUP = "experts"
@@ -35,7 +36,6 @@ def project_by_invite_token(token: str) -> Project | None:
 def worker_of_user(user) -> Worker | None:
     if not getattr(user, "is_authenticated", False):
         return None
-    from .auth import cached_worker
 
     known, worker = cached_worker(user)
     return worker if known else Worker.objects.filter(user=user).first()

@@ -22,6 +22,7 @@ from django.utils.text import slugify
 
 from argora.errors import FieldError
 
+from .auth import cached_worker, remember_worker
 from .models import (
     HIT,
     Adjudication,
@@ -96,8 +97,6 @@ def _skip_locked() -> bool:
 # --- workers ------------------------------------------------------------------------------------
 def worker_for_user(user, *, source: str = "local") -> Worker:
     """The Worker of a Django user, created on first use."""
-    from .auth import cached_worker, remember_worker
-
     known, worker = cached_worker(user)
     if not known:
         worker = Worker.objects.filter(user=user).first()
@@ -735,7 +734,7 @@ def set_assignment_status(assignment: Assignment, status: str) -> Assignment:
     return locked
 
 
-# --- completion codes and progress --------------------------------------------------------------
+# --- completion codes --------------------------------------------------------------
 def completion_code(project: Project, worker: Worker) -> str:
     """A random code, stable per worker x project, created on first call."""
     code = WorkerProjectCode.objects.filter(project=project, worker=worker).values_list("code", flat=True).first()
@@ -746,13 +745,6 @@ def completion_code(project: Project, worker: Worker) -> str:
             return WorkerProjectCode.objects.create(project=project, worker=worker).code
     except IntegrityError:
         return WorkerProjectCode.objects.get(project=project, worker=worker).code
-
-
-def project_progress(project: Project) -> dict:
-    """Items done / needed, HITs, assignments by status and per-worker counts (read only)."""
-    from .selectors import project_progress as _progress
-
-    return _progress(project)
 
 
 # --- staff: removing an assignment ------------------------------------------------------------------

@@ -211,7 +211,7 @@ def instructions(request, slug: str):
 def project_list(request):
     rows = []
     for project in Project.objects.all():
-        progress = services.project_progress(project)
+        progress = selectors.project_progress(project)
         rows.append({"project": project, "progress": progress,
                      "blocked": sum(1 for w in progress["workers"] if w["blocked"]),
                      "percent": round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0})
@@ -222,7 +222,7 @@ def project_list(request):
 @require_GET
 def project_progress(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
-    progress = services.project_progress(project)
+    progress = selectors.project_progress(project)
     invite_url = request.build_absolute_uri(reverse("annotation:invite", args=[project.invite_token]))
     percent = round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0
     return render(request, "annotation/project_progress.html", {

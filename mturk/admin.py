@@ -7,7 +7,14 @@ from django.utils.html import format_html
 
 from . import publishing
 from .client import MTurkError
-from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
+from .models import (
+    MTurkAssignment,
+    MTurkBonus,
+    MTurkHIT,
+    MTurkOperation,
+    MTurkProjectSettings,
+)
+from .tasks import sync_project_task
 
 
 @admin.register(MTurkProjectSettings)
@@ -24,8 +31,6 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync with MTurk (list, approve/reject, pay bonuses) as a background job")
     def sync_now(self, request, queryset):
-        from .tasks import sync_project_task
-
         for cfg in queryset:
             transaction.on_commit(lambda pk=cfg.project_id: sync_project_task.delay(pk))
         self.message_user(request, f"queued {queryset.count()} sync(s)")

@@ -22,6 +22,8 @@ from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 from annotation.models import HIT, Assignment, Project
 
+from .models import MTurkHIT, MTurkProjectSettings
+
 BASE_COMMISSION = Decimal("0.20")
 LARGE_HIT_EXTRA = Decimal("0.20")     # 10 or more assignments per HIT
 LARGE_HIT_ASSIGNMENTS = 10
@@ -123,8 +125,6 @@ class CostPreview:
 
 
 def _settings_for(project: Project):
-    from .models import MTurkProjectSettings
-
     return MTurkProjectSettings.objects.filter(project=project).first()
 
 
@@ -141,8 +141,6 @@ def reward_cents_for(project: Project, *, pilot: bool = True) -> tuple[int, floa
 def cost_preview(project: Project, *, pilot: bool = True, hits: int | None = None) -> CostPreview:
     """What publishing costs: reward from the wage floor, MTurk's fee, totals (``hits`` default: the project's
     Argora HITs not yet on MTurk)."""
-    from .models import MTurkHIT
-
     cfg = _settings_for(project)
     wage = cfg.target_hourly_wage_cents if cfg is not None else 760
     masters = bool(cfg and cfg.require_masters)
@@ -171,8 +169,6 @@ def wage_check(project: Project) -> dict:
     """Effective hourly pay of the submitted work (reward actually set on MTurk / median work_seconds).
 
     ``{"ok": bool, "median_seconds", "effective_hourly_cents", "target_hourly_cents", "n", "warning"}``."""
-    from .models import MTurkHIT
-
     cfg = _settings_for(project)
     target = cfg.target_hourly_wage_cents if cfg is not None else 760
     times = pilot_seconds(project)

@@ -32,6 +32,7 @@ from . import binding as binding_mod
 from . import payments, publishing, sync
 from .client import MTurkError, account_balance
 from .models import MTurkHIT, MTurkOperation, MTurkProjectSettings
+from .tasks import sync_project_task
 
 RECEIVED: list[dict] = []  # what the local MTurk stand-in received (tests read it)
 
@@ -223,8 +224,6 @@ def panel(request, slug: str):
                     messages.success(request, f"published {len(rows)} HIT(s) on "
                                               f"{publishing.env_name(cfg.sandbox)}")
             elif action == "sync":
-                from .tasks import sync_project_task
-
                 transaction.on_commit(lambda: sync_project_task.delay(project.pk))
                 messages.success(request, "sync queued (see Jobs)")
             elif action == "sync_blocks":

@@ -50,6 +50,12 @@ def register(cls: type[TaskType]) -> type[TaskType]:
     return cls
 
 
+def unregister(name: str) -> None:
+    """Forget the task type ``name`` (projects of that type then fail to load it, like an uninstalled plug-in)."""
+    _REGISTRY.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
 def _builtin_packages() -> dict[str, str]:
     return {m.name: f"{__name__}.{m.name}" for m in pkgutil.iter_modules([str(_HERE)]) if m.ispkg}
 
@@ -118,5 +124,5 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-__all__ = ["ResponseInvalid", "TaskType", "register", "autodiscover", "load_package", "packages", "package_dir",
+__all__ = ["ResponseInvalid", "TaskType", "register", "unregister", "autodiscover", "load_package", "packages", "package_dir",
            "package_modules", "get_task_type", "all_task_types", "task_type_choices"]

@@ -38,6 +38,10 @@ class TaskType:
     # Settings of a new project of this type unless given (e.g. {"assignments_per_item": 4}).
     project_defaults: dict = {}
 
+    def project_warnings(self, project) -> list[str]:
+        """Set-up choices the researcher should hear about (the admin shows them on save); none by default."""
+        return []
+
     def default_guidelines(self) -> str:
         return render_to_string(self.guidelines_template) if self.guidelines_template else ""
 

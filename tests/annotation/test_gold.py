@@ -1,7 +1,7 @@
 """Gold items: scored at submission, recorded once per worker, and a worker below the threshold is blocked."""
 import pytest
 
-from annotation import services
+from annotation import selectors, services
 from annotation.models import GoldRecord, Response
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,7 @@ def test_gold_scored_and_recorded(worker):
     assert list(GoldRecord.objects.filter(worker=worker).order_by("id").values_list("correct", flat=True)) == [True, False]
     # gold responses are stored like any response but do not count towards items done
     assert Response.objects.filter(item__is_gold=True).count() == 2
-    assert services.project_progress(project)["done"] == 4
+    assert selectors.project_progress(project)["done"] == 4
 
 
 def test_worker_blocked_after_n_gold_items_below_threshold(worker):
@@ -54,7 +54,7 @@ def test_worker_blocked_after_n_gold_items_below_threshold(worker):
     with pytest.raises(services.WorkerBlocked) as exc:
         services.reserve_next_assignment(project, worker)
     assert "gold accuracy" in str(exc.value)
-    rows = {r["worker"]: r for r in services.project_progress(project)["workers"]}
+    rows = {r["worker"]: r for r in selectors.project_progress(project)["workers"]}
     assert rows[worker.pk]["blocked"] and rows[worker.pk]["gold_accuracy"] == 0.0
     assert rows[worker.pk]["reason"] == worker.blocked_reason
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation import services
+from annotation import selectors, services
 from annotation.models import Assignment, Project, Response, Worker
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_retried_form_post_does_not_double_count(client, project):
     assert first.status_code == again.status_code == 302
     assert Response.objects.filter(assignment=assignment).count() == 3
     assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() == 1
-    assert services.project_progress(project)["done"] == 3
+    assert selectors.project_progress(project)["done"] == 3
 
 
 def test_bad_label_gets_400_page_with_the_reason_and_writes_nothing(client, project):
@@ -143,7 +143,7 @@ def test_bad_label_gets_400_page_with_the_reason_and_writes_nothing(client, proj
     assert Response.objects.count() == 0
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.RESERVED
-    assert services.project_progress(project)["done"] == 0
+    assert selectors.project_progress(project)["done"] == 0
 
 
 def test_missing_answer_gets_400_naming_the_item(client, project):

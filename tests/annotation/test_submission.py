@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation import services
+from annotation import selectors, services
 from annotation.models import Assignment, Response
 
 pytestmark = pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_progress_counts(setup):
     project, w, other, a, items = setup
     services.submit_assignment(a, w, {i.pk: {"label": "pro"} for i in items})
     services.reserve_next_assignment(project, other)
-    p = services.project_progress(project)
+    p = selectors.project_progress(project)
     assert p["items"] == 6 and p["needed"] == 18 and p["done"] == 3 and p["hits"] == 2
     assert p["assignments"]["submitted"] == 1 and p["assignments"]["reserved"] == 1
     rows = {r["worker"]: r for r in p["workers"]}

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.agreement import LEVELS, AgreementError, alpha_report, kappa_report
 from annotation.agreement.io import read_matrix_csv, unitized_alpha_from_csv
+from annotation.agreement.table import project_table
 
 
 def _fmt(v) -> str:
@@ -94,8 +95,6 @@ class Command(BaseCommand):
         return res, "Cohen's kappa" if len(table.coders) == 2 else "Cohen's kappa, mean over coder pairs"
 
     def _project(self, o):
-        from annotation.agreement.table import project_table
-
         try:
             res = project_table(o["project"])
         except LookupError as exc:

@@ -35,6 +35,10 @@ class LikertDebate(TaskType):
     private_payload_keys = TaskType.private_payload_keys + ("system", "source", "key", "debate_id")
 
     # --- set-up ---------------------------------------------------------------------------------
+    def project_warnings(self, project):
+        warning = likert.reviewer_warning(project)
+        return [warning] if warning else []
+
     def build_items(self, project, rows):
         """Rows ``{id, system, topic?, turns: [{speaker, text}...]}`` -> payloads (files: :mod:`.items`)."""
         items = []

@@ -1,9 +1,9 @@
 """``manage.py load_demo``: the demo corpus and accounts (what ``make demo`` loads). Idempotent.
 
-Imports the files in ``argora/demo_data/`` through :func:`corpus.importers.import_file` (content hashes make a
-second run add nothing), creates the demo accounts, then calls every installed app's optional
-``<app>.demo.load(stdout)`` hook (after the corpus and the accounts exist), so an app (e.g. annotation's demo project) adds its own demo data without
-touching this command. A hook must be idempotent too.
+Creates the demo accounts, then calls every installed app's optional ``<app>.demo.load(stdout)`` hook in the order of
+``INSTALLED_APPS``: the corpus imports the files in ``argora/demo_data/`` (:mod:`corpus.demo`; content hashes make a
+second run add nothing), then the apps above it add theirs (e.g. annotation's demo project) without touching this
+command. A hook must be idempotent too; a bad demo file exits with status 2 and ``file:line: reason``.
 
 Accounts (``ARGORA_DEMO_PASSWORD`` replaces all passwords):
 
@@ -24,23 +24,13 @@ import importlib
 import importlib.util
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import transaction
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
-DEMO_SOURCE = "argora-demo"
-
-# (file, import format, topic for the file or None)
-DEMO_FILES = (
-    ("arguments.tsv", "ukp-tsv", None),
-    ("school-uniforms.kialo.txt", "kialo", "school uniforms"),
-    ("facts.jsonl", "facts-jsonl", None),
-)
-
+from argora.errors import FileLineError, command_error
 
 @dataclass(frozen=True)
 class DemoAccount:
@@ -61,19 +51,6 @@ DEMO_ACCOUNTS = (
     DemoAccount("worker1", "argora-worker", "crowdworker"),
     DemoAccount("worker2", "argora-worker", "crowdworker"),
 )
-
-
-def import_demo_files(stdout=None) -> dict[str, dict]:
-    """Import every demo file; returns ``{file name: summary dict}``."""
-    from corpus.importers import import_file
-
-    summaries = {}
-    for name, fmt, topic in DEMO_FILES:
-        summary = import_file(DEMO_DIR / name, fmt, topic=topic, source=DEMO_SOURCE)
-        summaries[name] = summary.as_dict() if hasattr(summary, "as_dict") else dict(summary)
-        if stdout is not None:
-            stdout.write(f"  {name} ({fmt}): {summary}")
-    return summaries
 
 
 def ensure_accounts(reset_passwords: bool = False) -> dict[str, bool]:
@@ -131,15 +108,11 @@ class Command(BaseCommand):
                             help="set the demo passwords on existing demo accounts too")
 
     def handle(self, *args, reset_passwords=False, **options):
-        from corpus.importers.base import ImportFailed
-
-        self.stdout.write("Demo corpus:")
-        try:
-            import_demo_files(self.stdout)
-        except ImportFailed as exc:
-            raise CommandError(str(exc), returncode=2) from exc
         created = ensure_accounts(reset_passwords=reset_passwords)
-        hooks = run_app_demo_hooks(self.stdout)
+        try:
+            hooks = run_app_demo_hooks(self.stdout)  # corpus first (its files), then the apps that build on it
+        except FileLineError as exc:
+            raise command_error(exc) from exc
         if hooks:
             self.stdout.write(f"Demo data from apps: {', '.join(hooks)}")
         made = [name for name, was_created in created.items() if was_created]

@@ -25,6 +25,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from argora.tasks import ping
+
+from .load_demo import accounts_table
+
 BIN = Path(sys.executable).parent
 STOP_GRACE_S = 15.0
 _CSS_LINK = re.compile(r'<link[^>]+href="([^"]+\.css)"', re.IGNORECASE)
@@ -191,8 +195,6 @@ class Command(BaseCommand):
     def _ping_worker(self, deadline: float) -> dict:
         from celery.exceptions import TimeoutError as CeleryTimeout
 
-        from argora.tasks import ping
-
         result = ping.apply_async(queue="default")
         while True:
             self._check_children()
@@ -222,8 +224,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  GET {href}: {status} {ctype} ({len(body)} bytes)")
 
     def _banner(self, base: str) -> None:
-        from .load_demo import accounts_table
-
         self.stdout.write(self.style.SUCCESS(f"\nArgora demo is running at {base}/"))
         for path, what in (("/", "home"), ("/admin/", "Django admin"), ("/api/docs/", "OpenAPI docs"),
                            ("/jobs/", "background jobs and their progress")):
