@@ -71,6 +71,7 @@ import random
 
 from annotation.task_types.aspect import unitized
 from annotation.task_types.aspect.aggregation import adjudicate, final_answer
+from annotation.task_types.aspect.appf import appf_row
 from annotation.task_types.aspect.candidates import candidates as make_candidates, parse_span, span_id, tokenize
 from annotation.task_types.aspect.rankers import get_active_ranker, rank, ranker_names
 
@@ -410,9 +411,16 @@ class Aspect(TaskType):
         return final_answer(project, item, responses)
 
     def export_row(self, project, item, responses):
-        from annotation.task_types.aspect.appf import appf_row
-
-        return appf_row(item, final_answer(project, item, responses))
+        """The item's App. F row; an item App. F has no row for (unresolved, or not an argument) gets its final
+        answer as it stands, so that every item is in the ``annotations`` release."""
+        answer = final_answer(project, item, responses)
+        row = appf_row(item, answer)
+        if row is None:
+            payload = item.payload or {}
+            row = {"item_id": item.pk, "sentence": payload.get("text", ""), "topic": payload.get("topic", ""),
+                   "stance": payload.get("stance", ""), "aspects": answer["aspects"],
+                   "no_aspect": answer["no_aspect"], "resolved": answer["resolved"]}
+        return row
 
     def answer_text(self, answer):
         if not isinstance(answer, dict) or "aspects" not in answer:
