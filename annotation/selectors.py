@@ -4,6 +4,8 @@ from __future__ import annotations
 from django.apps import apps
 from django.db.models import Count, Q, QuerySet
 
+from argora.errors import FieldError
+
 from .auth import cached_worker
 from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
 
@@ -21,16 +23,15 @@ def project_list() -> QuerySet[Project]:
     return Project.objects.order_by("-created_at", "id")
 
 
-def active_projects() -> QuerySet[Project]:
-    return Project.objects.filter(status=Project.Status.ACTIVE).order_by("name")
-
-
-def project_by_slug(slug: str) -> Project | None:
-    return Project.objects.filter(slug=slug).first()
-
-
-def project_by_invite_token(token: str) -> Project | None:
-    return Project.objects.filter(invite_token=token).first() if token else None
+def project_of_type(slug: str, task_type: str) -> Project:
+    """The project ``slug``, which must be a ``task_type`` project (a task type's own pages and commands use it);
+    a :class:`~argora.errors.FieldError` on ``project`` otherwise."""
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise FieldError("project", f"no project with slug {slug!r}")
+    if project.task_type != task_type:
+        raise FieldError("project", f"{slug!r} is a {project.task_type} project, not {task_type}")
+    return project
 
 
 def worker_of_user(user) -> Worker | None:
@@ -39,11 +40,6 @@ def worker_of_user(user) -> Worker | None:
 
     known, worker = cached_worker(user)
     return worker if known else Worker.objects.filter(user=user).first()
-
-
-def worker_assignments(worker: Worker, project: Project | None = None) -> QuerySet[Assignment]:
-    qs = Assignment.objects.filter(worker=worker).select_related("project", "hit")
-    return qs.filter(project=project) if project is not None else qs
 
 
 def worker_project_counts(project: Project, worker: Worker) -> dict:
