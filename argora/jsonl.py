@@ -40,7 +40,7 @@ def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as exc:
                 raise error(path, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
             except UnicodeDecodeError:
