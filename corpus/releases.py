@@ -36,6 +36,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from argora.jsonl import dumps
 from argora.progress import Progress, null_progress
 
 from .models import Release, ReleaseFile, Sentence, Stance, Topic
@@ -184,17 +185,13 @@ def _claim(name: str, version: str, kind: str, config: dict, creator) -> Release
                             f"releases are immutable: choose a new version") from None
 
 
-def _dumps(row: dict) -> bytes:
-    return (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
 def _write_rows(path: Path, rows: Rows, on_row: Callable[[dict], None]) -> dict:
     """Stream rows to ``path`` as JSONL, hashing while writing. Never holds more than one row."""
     digest = hashlib.sha256()
     count = size = 0
     with open(path, "xb") as fh:
         for row in rows:
-            line = _dumps(row)
+            line = (dumps(row) + "\n").encode("utf-8")
             fh.write(line)
             digest.update(line)
             size += len(line)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from pathlib import Path
 from typing import Callable
 
+from argora.jsonl import read_jsonl
 from corpus.hashing import content_hash, normalise
 
 from .base import FactRecord, ImportFailed, NodeRecord, ParsedFile, SentenceRecord, TreeRecord
@@ -129,19 +129,6 @@ def parse_ukp_tsv(path, text: str, *, topic: str | None = None, source: str | No
 
 # --- JSONL arguments ---------------------------------------------------------------------------------
 
-def _json_lines(path, text: str):
-    for line, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportFailed(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise ImportFailed(path, line, f"expected a JSON object, got {type(obj).__name__}")
-        yield line, obj
-
-
 def _stance(path, line, value) -> str:
     if not isinstance(value, str):
         raise ImportFailed(path, line, f'"stance" must be a string, got {type(value).__name__}')
@@ -158,7 +145,7 @@ def parse_jsonl(path, text: str, *, topic: str | None = None, source: str | None
     ``source`` optional; other keys (``hash``, ``split``...) ignored."""
     parsed = ParsedFile()
     total = _count_lines(text)
-    for n, (line, obj) in enumerate(_json_lines(path, text), start=1):
+    for n, (line, obj) in enumerate(read_jsonl(path, error=ImportFailed, text=text), start=1):
         for key in ("topic", "sentence", "stance"):
             if key not in obj and not (key == "topic" and topic):
                 raise ImportFailed(path, line, f'missing key "{key}"')
@@ -206,7 +193,7 @@ def parse_facts_jsonl(path, text: str, *, topic: str | None = None, source: str 
                       progress=None) -> ParsedFile:
     parsed = ParsedFile()
     total = _count_lines(text)
-    for n, (line, obj) in enumerate(_json_lines(path, text), start=1):
+    for n, (line, obj) in enumerate(read_jsonl(path, error=ImportFailed, text=text), start=1):
         for key in ("topic", "text"):
             if key not in obj and not (key == "topic" and topic):
                 raise ImportFailed(path, line, f'missing key "{key}"')

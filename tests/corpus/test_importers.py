@@ -180,6 +180,16 @@ def test_jsonl_malformed_line_is_refused_with_its_line(tmp_path, line3, reason):
     assert reason in err.reason
 
 
+@pytest.mark.xfail(strict=True, reason="argora.jsonl.read_jsonl(text=...) splits lines with str.splitlines(), which "
+                   "also breaks at U+2028 / U+2029 / U+0085 inside a JSON string (json.dumps(ensure_ascii=False) and "
+                   "argora.jsonl.dumps write them raw); fix: text.split('\\n') in argora/jsonl.py, then drop this marker")
+def test_jsonl_line_separator_inside_a_string_is_not_a_line_break(tmp_path):
+    rows = [{"topic": "Cloning", "sentence": "Cloning is fine.\u2028Really.", "stance": "pro"},
+            {"topic": "Cloning", "sentence": "Cloning is risky.", "stance": "con"}]
+    path = write(tmp_path, "separators.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    assert import_file(path, "jsonl").created["sentences"] == 2
+
+
 def test_jsonl_topic_option_fills_rows_without_topic(tmp_path):
     path = write(tmp_path, "no_topic.jsonl", '{"sentence": "Uniforms cost money.", "stance": "con"}\n')
     refused(path, "jsonl")

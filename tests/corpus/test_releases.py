@@ -180,6 +180,19 @@ def test_checksums_match_files_and_verify_detects_tampering(tmp_artifacts, corpu
     assert "dev.jsonl: file is missing" in verify_release(release)
 
 
+def test_release_lines_keep_their_bytes(tmp_path):
+    """A release file's bytes (and so its checksum) are sorted keys, real UTF-8, ``", "`` / ``": "`` separators, one
+    row a line: the same bytes as before argora.jsonl.dumps wrote them."""
+    rows = [{"text": "Zürich – “quoted” \u2028 ok", "b": [None, True, 1.5, -0], "a": {"z": 1, "y": "é"}},
+            {"stance": "pro", "id": 3}]
+    path = tmp_path / "rows.jsonl"
+    info = releases._write_rows(path, iter(rows), lambda row: None)
+    expected = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+    assert path.read_bytes() == expected
+    assert expected.startswith('{"a": {"y": "é", "z": 1}, "b": [null, true, 1.5, 0], "text": "Zürich'.encode())
+    assert info["sha256"] == hashlib.sha256(expected).hexdigest() and info["rows"] == 2
+
+
 def test_card_lists_config_files_counts_and_agreement(tmp_artifacts, corpus_data, admin_user_obj):
     release = build_release("card", "2.0", config={"split": {"mode": "cross-topic"}}, creator=admin_user_obj)
     card = (release_path(release) / "README.md").read_text(encoding="utf-8")

@@ -35,19 +35,19 @@ proportions for the number of rows at hand, :func:`in_topic_sizes`).
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from django.db import transaction
 
+from argora.jsonl import read_jsonl, write_jsonl
 from argora.progress import null_progress
 from corpus.hashing import sentence_hash
 from corpus.importers.base import ImportFailed, ParsedFile, SentenceRecord
-from corpus.importers.readers import numbered_lines, read_text
+from corpus.importers.readers import read_text
 
 APPF_STANCE = {"pro": "Argument_for", "con": "Argument_against"}
 STANCE_FROM_APPF = {v: k for k, v in APPF_STANCE.items()}
@@ -81,13 +81,8 @@ class AppFRow:
 
 
 # --- parsing -------------------------------------------------------------------------------------------
-def parse_line(path, number: int, line: str) -> AppFRow:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ImportFailed(path, number, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise ImportFailed(path, number, f"expected a JSON object, got {type(obj).__name__}")
+def parse_row(path, number: int, obj: dict) -> AppFRow:
+    """One App. F row (a JSON object read from line ``number``), validated."""
     missing = [k for k in REQUIRED if k not in obj]
     if missing:
         raise ImportFailed(path, number, f"missing key(s) {', '.join(missing)}")
@@ -132,16 +127,12 @@ def parse_appf(path, text: str | None = None) -> list[AppFRow]:
     text = read_text(path) if text is None else text
     rows: list[AppFRow] = []
     first: dict[str, int] = {}
-    for number, line in numbered_lines(text):
-        if not line.strip():
-            continue
-        row = parse_line(path, number, line)
+    for number, obj in read_jsonl(path, error=ImportFailed, require_rows=True, text=text):
+        row = parse_row(path, number, obj)
         if row.hash in first:
             raise ImportFailed(path, number, f"duplicate hash {row.hash!r} (first on line {first[row.hash]})")
         first[row.hash] = number
         rows.append(row)
-    if not rows:
-        raise ImportFailed(path, 0, "no rows: the file is empty")
     return rows
 
 
@@ -154,13 +145,15 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
     """
     from annotation.models import GoldItem, Item
     from annotation.services import add_items
+    from annotation.task_types import wrong_task_type
     from annotation.task_types.aspect.task_type import build_payload, gold_instruction, gold_instructions_on, top_k_for
     from annotation.task_types.aspect.rankers import get_active_ranker
     from corpus.importers.writers import save
     from corpus.models import Sentence
 
-    if project.task_type != "aspect":
-        raise ImportFailed(path, 0, f"project {project.slug!r} is a {project.task_type!r} project, not 'aspect'")
+    wrong = wrong_task_type(project, "aspect")
+    if wrong:
+        raise ImportFailed(path, 0, f"project {wrong}")
     rows = parse_appf(path) if rows is None else rows
     total = len(rows)
     progress(0, total, "parsed")
@@ -292,20 +285,6 @@ def project_rows(project, *, include_gold: bool = True, stats: dict | None = Non
     return rows
 
 
-def dumps(row: dict) -> str:
-    """One canonical JSONL line (keys sorted, UTF-8 kept), the same as corpus.releases writes."""
-    return json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def write_jsonl(rows: Iterable[dict], path) -> int:
-    n = 0
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for row in rows:
-            fh.write(dumps(row))
-            n += 1
-    return n
-
-
 # --- splits --------------------------------------------------------------------------------------------
 def in_topic_sizes(n: int, proportions: dict | None = None) -> dict[str, int]:
     """Split sizes for ``n`` rows with App. F's proportions (3532 / 500 / 1000 of 5032); dev and test are
@@ -368,11 +347,9 @@ def export_appf(project, out=None, *, split: str | None = None, out_dir=None, se
     parts = split_rows(rows, split, test=test, dev=dev, seed=seed) if split else None
     written: dict[str, int] = {}
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
         written[str(out)] = write_jsonl(rows, out)
     if parts is not None:
         directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
         for part in SPLITS:
             written[str(directory / f"{part}.jsonl")] = write_jsonl(parts[part], directory / f"{part}.jsonl")
     return written
@@ -399,7 +376,3 @@ def check_export_args(out, split: str | None, out_dir) -> str | None:
         return f"--out-dir: {out_dir} is a file, not a folder"
     return None
 
-
-def iter_lines(rows: Iterable[dict]) -> Iterator[str]:
-    for row in rows:
-        yield dumps(row)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
 from corpus.importers import ImportFailed
 
@@ -47,16 +48,13 @@ class Command(BaseCommand):
 
     def _project(self, slug: str, *, create: bool = False):
         from annotation import services
-        from annotation.models import Project
+        from annotation.task_types import project_of_type
 
-        project = Project.objects.filter(slug=slug).first()
-        if project is None and create:
+        def make():
             return services.create_project(name=slug, slug=slug, task_type="aspect")
-        if project is None:
-            raise CommandError(f"no project with slug {slug!r} (use --create to make one)", returncode=2)
-        if project.task_type != "aspect":
-            raise CommandError(f"project {slug!r} is a {project.task_type!r} project, not 'aspect'", returncode=2)
-        return project
+
+        return project_of_type(slug, "aspect", error=lambda reason: CommandError(reason, returncode=2),
+                               create=make if create else None, hint=" (use --create to make one)")
 
     def handle(self, *args, action, **options):
         from annotation.task_types.aspect import appf, labels
@@ -90,7 +88,7 @@ class Command(BaseCommand):
                     rows = list(labels.appf_label_rows(options["appf"]))  # validate the whole file first
                 else:
                     rows = labels.project_label_rows(self._project(options["project"]))
-                n = appf.write_jsonl(rows, options["out"])
+                n = write_jsonl(rows, options["out"])
                 self.stdout.write(f"{options['out']}: {n} label rows")
         except ImportFailed as exc:
             raise CommandError(str(exc), returncode=2) from None

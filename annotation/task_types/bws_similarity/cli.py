@@ -92,18 +92,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
 
     def _project(self, slug: str, *, create: bool = False):
+        from annotation.task_types import project_of_type
         from annotation.task_types.bws_similarity import project as bws
-        from annotation.models import Project
 
-        project = Project.objects.filter(slug=slug).first()
-        if project is None and create:
-            return bws.create_project(name=slug, slug=slug)
-        if project is None:
-            raise CommandError(f"no project with slug {slug!r} (sample --create makes one)", returncode=2)
-        if project.task_type != bws.TASK_TYPE:
-            raise CommandError(f"project {slug!r} is a {project.task_type!r} project, not {bws.TASK_TYPE!r}",
-                               returncode=2)
-        return project
+        return project_of_type(slug, bws.TASK_TYPE, error=lambda reason: CommandError(reason, returncode=2),
+                               hint=" (sample --create makes one)",
+                               create=(lambda: bws.create_project(name=slug, slug=slug)) if create else None)
 
     def _export(self, options):
         from annotation.task_types.bws_similarity import project as bws

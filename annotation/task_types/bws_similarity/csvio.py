@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import csv
 
+from argora.errors import FileLineError
+
 from .scoring import Judgement, check_judgement
 
 COLUMNS = ("tuple", "annotator", "topic", "best", "worst", "items")
 
 
-class BWSInputError(ValueError):
-    def __init__(self, path: str, line: int, reason: str):
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path, self.line, self.reason = path, line, reason
+class BWSInputError(FileLineError):
+    """A bad judgements file: ``str(e) == f"{file}:{line}: {reason}"``."""
 
 
 def read_csv(path: str) -> list[Judgement]:

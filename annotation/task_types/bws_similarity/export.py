@@ -13,10 +13,11 @@ kind ``bws`` in :mod:`annotation.exporters` uses the same :func:`cross_topic` / 
 """
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Iterable
+
+from argora.jsonl import write_jsonl
 
 SPLITS = ("train", "dev", "test")
 IN_TOPIC_SIZES = (2471, 478, 451)
@@ -90,17 +91,6 @@ def in_topic(rows_: Iterable[dict], *, seed: int = 0, sizes: tuple[int, int, int
     for part in SPLITS:
         out[part].sort(key=lambda r: (r["topic"], r["pair_id"]))
     return out
-
-
-def write_jsonl(rows_: Iterable[dict], path) -> int:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for row in rows_:
-            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-            n += 1
-    return n
 
 
 def check_export_args(out, split: str | None, out_dir) -> str | None:

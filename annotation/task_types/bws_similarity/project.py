@@ -21,23 +21,23 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.task_types import wrong_task_type
+from argora.errors import FieldError
+
 from . import design, export, reliability, sampling
 from .scoring import Judgement, counting_scores, encode
 
 TASK_TYPE = "bws_similarity"
 
 
-class BWSProjectError(ValueError):
+class BWSProjectError(FieldError):
     """A problem a person can fix (``field``: ``reason``)."""
-
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field, self.reason = field, reason
 
 
 def _check(project) -> None:
-    if project.task_type != TASK_TYPE:
-        raise BWSProjectError("project", f"{project.slug!r} is a {project.task_type!r} project, not {TASK_TYPE!r}")
+    reason = wrong_task_type(project, TASK_TYPE)
+    if reason:
+        raise BWSProjectError("project", reason)
 
 
 def create_project(*, name: str, slug: str | None = None, config: dict | None = None, **settings):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from annotation.models import Project
 from annotation.releases import check_keys
+from annotation.task_types import project_of_type
 from corpus.releases import CardContext, register_exporter
 
 from . import export as bws_export
@@ -17,12 +18,9 @@ def prepare_bws(config: dict) -> dict:
     ``config["splits"]``."""
     check_keys(config, ("project", "split"))
     slug = config.get("project")
-    project = Project.objects.filter(slug=slug).first() if isinstance(slug, str) else None
-    if project is None:
+    if not isinstance(slug, str):
         raise ValueError(f"config.project: no project with slug {slug!r}")
-    if project.task_type != BWSSimilarity.name:
-        raise ValueError(f"config.project: project {slug!r} is a {project.task_type!r} project, "
-                         f"not {BWSSimilarity.name!r}")
+    project = project_of_type(slug, BWSSimilarity.name, error=lambda reason: ValueError(f"config.project: {reason}"))
     split = config.get("split") or {"mode": "cross-topic"}
     if isinstance(split, str):
         split = {"mode": split}

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from . import project as bws
 from annotation.models import Project
+from annotation.task_types import wrong_task_type
 from annotation.views import expert_required, notice
 
 
@@ -36,9 +37,8 @@ def _params(request):
 
 def _project(slug):
     project = get_object_or_404(Project, slug=slug)
-    if project.task_type != bws.TASK_TYPE:
-        return project, f"{project.name} is a {project.task_type} project, not a BWS similarity project."
-    return project, None
+    wrong = wrong_task_type(project, bws.TASK_TYPE)
+    return project, wrong and f"Project {wrong}."
 
 
 @expert_required

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from ..base import ResponseInvalid
+
 CRITERIA = ("style", "content", "strategy", "overall")
 TITLES = {"style": "Style", "content": "Content", "strategy": "Strategy", "overall": "Overall"}
 # key that moves the highlight to a criterion in the HIT
@@ -39,11 +41,8 @@ GENERATED = "generated"
 REVIEWERS = (5, 10)
 
 
-class Invalid(ValueError):
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+class Invalid(ResponseInvalid):
+    """A Likert rating response that breaks the schema (``field``: ``reason``)."""
 
 
 def public_payload(payload: dict) -> dict:

@@ -78,10 +78,7 @@ class LikertDebate(TaskType):
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
-        try:
-            return likert.clean_response(data, partial=item.pk is None)
-        except likert.Invalid as exc:
-            raise ResponseInvalid(exc.field, exc.reason) from None
+        return likert.clean_response(data, partial=item.pk is None)  # likert.Invalid is a ResponseInvalid
 
     def score_gold(self, project, gold, data):
         """Mean over the expected criteria of 1 - |difference| / 3 (a rating one off scores 2/3)."""

@@ -38,6 +38,8 @@ import hashlib
 from collections import Counter, defaultdict
 from typing import Any
 
+from ..base import ResponseInvalid
+
 SIDES = ("a", "b")
 CHOICES = ("left", "right", "equal")
 TIE = "tie"
@@ -46,11 +48,8 @@ _YES = {"yes", "true", "1", "fluent"}
 _NO = {"no", "false", "0", "not_fluent"}
 
 
-class Invalid(ValueError):
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+class Invalid(ResponseInvalid):
+    """A pairwise response that breaks the schema (``field``: ``reason``)."""
 
 
 # --- placement ------------------------------------------------------------------------------------

@@ -78,10 +78,7 @@ class PairwisePreference(TaskType):
     def validate_response(self, project, item, data, *, assignment=None):
         """With the ``assignment`` the server's placement is authoritative (``left`` filled in or checked)."""
         placement = pairwise.left_side(assignment, item) if assignment is not None else None
-        try:
-            return pairwise.clean_response(item.payload or {}, data, placement=placement)
-        except pairwise.Invalid as exc:
-            raise ResponseInvalid(exc.field, exc.reason) from None
+        return pairwise.clean_response(item.payload or {}, data, placement=placement)  # pairwise.Invalid is a ResponseInvalid
 
     def score_gold(self, project, gold, data):
         """1 when the winner (in system terms) matches the expected one, else 0."""

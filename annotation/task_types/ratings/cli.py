@@ -66,11 +66,9 @@ class Command(BaseCommand):
 
         try:
             if action == "results":
-                from annotation.models import Project
+                from annotation.task_types import project_of_type
 
-                project = Project.objects.filter(slug=options["project"]).first()
-                if project is None:
-                    raise RatingsError(f"no project with slug {options['project']!r}")
+                project = project_of_type(options["project"], (PAIRWISE, LIKERT), error=RatingsError)
                 res = results.project_results(project)
                 self.stdout.write(results.text_report(res))
                 for key, rows in (("csv", lambda: results.summary_rows(res)),

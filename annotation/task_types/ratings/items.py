@@ -27,12 +27,12 @@ share the same first ``length`` turns give one debate.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Iterator
 
 from django.db import transaction
 
+from argora.jsonl import read_jsonl
 from corpus.importers.base import ImportFailed
 from corpus.importers.readers import read_text
 
@@ -43,22 +43,8 @@ MAX_TEXT = 20000
 
 
 # --- reading files --------------------------------------------------------------------------------
-def _rows(path) -> Iterable[tuple[int, dict]]:
-    text = read_text(path)
-    seen_any = False
-    for line, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportFailed(path, line, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise ImportFailed(path, line, f"expected a JSON object, got {type(obj).__name__}")
-        seen_any = True
-        yield line, obj
-    if not seen_any:
-        raise ImportFailed(path, 0, "no rows: the file is empty")
+def _rows(path) -> Iterator[tuple[int, dict]]:
+    return read_jsonl(path, error=ImportFailed, require_rows=True, text=read_text(path))
 
 
 def _text(path, line, obj: dict, name: str, *, where: str = "") -> str:
@@ -267,21 +253,15 @@ DEFAULTS = {PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
 def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
     """The project ``slug`` (of ``task_type``), created as a draft when missing and ``create``."""
     from annotation import services
-    from annotation.models import Project
+    from annotation.task_types import project_of_type
 
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        if not create:
-            raise RatingsError(f"no project with slug {slug!r}")
-        for key, value in DEFAULTS[task_type].items():
-            if settings.get(key) is None:
-                settings[key] = value
-        settings = {k: v for k, v in settings.items() if v is not None}
-        return services.create_project(name=settings.pop("name", None) or slug, slug=slug, task_type=task_type,
-                                       **settings)
-    if project.task_type != task_type:
-        raise RatingsError(f"project {slug!r} is a {project.task_type} project, not {task_type}")
-    return project
+    def make():
+        values = {**{k: v for k, v in DEFAULTS[task_type].items() if settings.get(k) is None},
+                  **{k: v for k, v in settings.items() if v is not None}}
+        return services.create_project(name=values.pop("name", None) or slug, slug=slug, task_type=task_type,
+                                       **values)
+
+    return project_of_type(slug, task_type, error=RatingsError, create=make if create else None)
 
 
 def import_payloads(project, payloads: list[dict]) -> dict:

@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Project
+from annotation.task_types import wrong_task_type
 from . import LIKERT, PAIRWISE, TASK_TYPES
 from annotation.task_types.likert_debate import likert as likert_mod
 from . import results as ratings
@@ -15,10 +16,9 @@ from annotation.views import expert_required, notice
 
 def _project(request, slug):
     project = get_object_or_404(Project, slug=slug)
-    if project.task_type not in TASK_TYPES:
-        return project, notice(request, "Not a rating project",
-                               [f"{project.name} is a {project.task_type} project; results here are for pairwise "
-                                f"preference and debate rating projects."], status=404)
+    wrong = wrong_task_type(project, TASK_TYPES)
+    if wrong:
+        return project, notice(request, "Not a rating project", [f"Project {wrong}."], status=404)
     return project, None
 
 

@@ -18,6 +18,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from argora.errors import FileLineError, command_error
+from argora.jsonl import dumps, read_jsonl, write_jsonl
+
 import annotation.task_types.span_grounding.task_type  # noqa: F401  (registers the task type)
 
 
@@ -118,16 +121,13 @@ class Command(BaseCommand):
 
     # --- export / metrics -------------------------------------------------------------------------------------
     def _export(self, o):
-        from annotation.task_types.span_grounding.export import (
-            project_rows,
-            write_jsonl,
-        )
+        from annotation.task_types.span_grounding.export import project_rows
 
         project = self._project(o["project"])
         rows = project_rows(project, include_unannotated=o["include_unannotated"], filters=o["filters"])
         if o["file"] == "-":
             for row in rows:
-                self.stdout.write(json.dumps(row, sort_keys=True, ensure_ascii=False))
+                self.stdout.write(dumps(row))
             return
         n = write_jsonl(rows, o["file"])
         self.stdout.write(f"{o['file']}: {n} argument{'s' if n != 1 else ''}")
@@ -136,36 +136,24 @@ class Command(BaseCommand):
         from annotation.task_types.span_grounding.metrics import evaluate
 
         path = o["file"]
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        except OSError as exc:
-            raise _fail(f"{path}:0: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise _fail(f"{path}:0: not UTF-8") from None
         examples = []
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _fail(f"{path}:{n}: invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise _fail(f'{path}:{n}: expected an object with "text", "reference", "predicted"')
-            for key in ("reference", "predicted"):
-                spans = obj.get(key, [])
-                if not isinstance(spans, list):
-                    raise _fail(f'{path}:{n}: "{key}" must be a list of spans')
-                for s in spans:
-                    ok = isinstance(s, dict) and all(isinstance(s.get(k), int) and not isinstance(s.get(k), bool)
-                                                     for k in ("begin", "end"))
-                    if not ok or not 0 <= s["begin"] < s["end"] <= len(obj["text"]):
-                        raise _fail(f'{path}:{n}: "{key}": {s!r} is not a span inside the text '
-                                    f'({{"begin", "end", "variable"}})')
-            examples.append(obj)
-        if not examples:
-            raise _fail(f"{path}:0: no examples")
+        try:
+            for n, obj in read_jsonl(path, require_rows=True):
+                if not isinstance(obj.get("text"), str):
+                    raise FileLineError(path, n, 'expected an object with "text", "reference", "predicted"')
+                for key in ("reference", "predicted"):
+                    spans = obj.get(key, [])
+                    if not isinstance(spans, list):
+                        raise FileLineError(path, n, f'"{key}" must be a list of spans')
+                    for s in spans:
+                        ok = isinstance(s, dict) and all(isinstance(s.get(k), int) and not isinstance(s.get(k), bool)
+                                                         for k in ("begin", "end"))
+                        if not ok or not 0 <= s["begin"] < s["end"] <= len(obj["text"]):
+                            raise FileLineError(path, n, f'"{key}": {s!r} is not a span inside the text '
+                                                         f'({{"begin", "end", "variable"}})')
+                examples.append(obj)
+        except FileLineError as exc:
+            raise command_error(exc) from None
         r = evaluate(examples)
         if o["json"]:
             r = {k: v for k, v in r.items() if k != "examples"}
@@ -178,11 +166,6 @@ class Command(BaseCommand):
                           f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}")
 
     def _project(self, slug):
-        from annotation.models import Project
+        from annotation.task_types import project_of_type
 
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise _fail(f"--project: no project {slug!r}")
-        if project.task_type != "span_grounding":
-            raise _fail(f"--project: {slug!r} is a {project.task_type!r} project, not span_grounding")
-        return project
+        return project_of_type(slug, "span_grounding", error=lambda reason: _fail(f"--project: {reason}"))

@@ -45,9 +45,7 @@ not applied.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from annotation.models import Item, Project
 from annotation.releases import check_keys, config_projects
@@ -215,20 +213,6 @@ def _project_rows(project, *, include_unannotated: bool) -> Iterator[dict]:
             row = export_row(project, item, [], {"spans": spans}, mapping=mapping.get(item.pk, {}))
             row["source"] = "suggestions"
             yield row
-
-
-def write_jsonl(rows: Iterable[dict], path: str | Path) -> int:
-    """Write rows as JSONL (keys sorted, UTF-8) atomically; returns the number of rows."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".part")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
 
 
 # --- release kind "spans" ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from django.db import transaction
 
 from annotation.models import Item
+from argora.jsonl import dumps, write_jsonl
 from argora.progress import null_progress
 from corpus.hashing import fact_hash
 from corpus.importers import ImportFailed, import_file
@@ -58,7 +59,7 @@ def kb_rows(*, topic: str | None = None, statuses=("active",)) -> list[dict]:
 def write_kb(rows: list[dict], fmt: str, stream) -> int:
     if fmt == "jsonl":
         for row in rows:
-            stream.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+            stream.write(dumps(row) + "\n")
     else:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(COLUMNS)
@@ -73,6 +74,8 @@ def export_kb(path, fmt: str | None = None, *, topic: str | None = None, statuse
     """Write the KB to ``path`` (``-`` is not handled here; see the command). Returns the number of rows."""
     fmt = guess_format(path, fmt)
     rows = kb_rows(topic=topic, statuses=statuses)
+    if fmt == "jsonl":
+        return write_jsonl(rows, path)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")

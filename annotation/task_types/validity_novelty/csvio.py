@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
+from argora import jsonl
 from corpus.importers.base import ImportFailed
 
 from .aggregation import CONFIDENCE_WORDS
@@ -164,18 +165,9 @@ def read_csv(path) -> Table:
 
 
 def read_jsonl(path) -> Table:
-    text = _read_text(path)
     columns: list[str] = []
     rows: list[Row] = []
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ImportFailed(path, line, f"not JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise ImportFailed(path, line, f"expected a JSON object, got {type(obj).__name__}")
+    for line, obj in jsonl.read_jsonl(path, error=ImportFailed, require_rows=True, text=_read_text(path)):
         missing = [c for c in COLUMNS if c not in obj]
         if missing:
             raise ImportFailed(path, line, f"missing key(s) {', '.join(missing)}")
@@ -183,8 +175,6 @@ def read_jsonl(path) -> Table:
             if key not in columns:
                 columns.append(key)
         rows.append(_row(path, line, obj, [k for k in obj if k not in COLUMNS]))
-    if not rows:
-        raise ImportFailed(path, 1, "no rows (empty file)")
     return Table(columns=columns, rows=rows, fmt="jsonl")
 
 

@@ -48,17 +48,13 @@ class ValNovError(ValueError):
 # --- projects -------------------------------------------------------------------------------------
 def get_project(slug: str, *, create: bool = False, **settings):
     from annotation import services
-    from annotation.models import Project
+    from annotation.task_types import project_of_type
 
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        if not create:
-            raise ValNovError(f"no project with slug {slug!r}")
-        settings.setdefault("assignments_per_item", 3)
-        return services.create_project(name=slug, slug=slug, task_type=TASK_TYPE, **settings)
-    if project.task_type != TASK_TYPE:
-        raise ValNovError(f"project {slug!r} is a {project.task_type} project, not {TASK_TYPE}")
-    return project
+    def make():
+        return services.create_project(name=slug, slug=slug, task_type=TASK_TYPE,
+                                       **{"assignments_per_item": 3, **settings})
+
+    return project_of_type(slug, TASK_TYPE, error=ValNovError, create=make if create else None)
 
 
 # --- import ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Project
+from annotation.task_types import wrong_task_type
 from . import TASK_TYPE
 from . import results as valnov
 from .weights import CONFIDENCE_POINTS
@@ -18,9 +19,8 @@ from annotation.views import expert_required, notice
 
 def _project(slug):
     project = get_object_or_404(Project, slug=slug)
-    if project.task_type != TASK_TYPE:
-        return project, f"{project.name} is a {project.task_type} project, not a validity / novelty project."
-    return project, None
+    wrong = wrong_task_type(project, TASK_TYPE)
+    return project, wrong and f"Project {wrong}."
 
 
 @expert_required

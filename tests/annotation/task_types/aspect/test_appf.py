@@ -118,7 +118,7 @@ def test_round_trip_is_byte_for_byte(appf_file, project, tmp_path, as_gold):
 def test_malformed_line_names_file_and_line_and_writes_nothing(tmp_path, project):
     good = [appf_line(*r) for r in ROWS[:3]]
     cases = [
-        ("{not json", "not valid JSON"),
+        ("{not json", "invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for", "aspect_pos": ["(0,9)"],
                      "aspect_pos_string": ["abc"]}), "outside the sentence"),
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for", "aspect_pos": ["(0,2)"],

@@ -172,6 +172,15 @@ def test_report_page_is_for_staff_only(client, django_user_model):
     assert client.get("/projects/bws/bws/").status_code == 302
 
 
+def test_report_page_of_another_task_type_is_404(client, staff_user):
+    services.create_project(name="Other", slug="other", task_type="sentence_label")
+    client.force_login(staff_user)
+    response = client.get("/projects/other/bws/")
+    assert response.status_code == 404
+    assert ("Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;bws_similarity&#x27;."
+            in response.content.decode())
+
+
 def test_report_page_without_judgements(client, staff_user):
     make_project(pairs=8)
     client.force_login(staff_user)

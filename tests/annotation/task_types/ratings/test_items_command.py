@@ -87,7 +87,7 @@ def test_wrong_task_type_and_missing_file(tmp_path, capsys):
     items.get_project("ld", "likert_debate", create=True)
     with pytest.raises(SystemExit):
         run("pairwise", "--project", "ld", "--file", write_jsonl(tmp_path, PAIRS))
-    assert "is a likert_debate project" in capsys.readouterr().err
+    assert "project 'ld' is a 'likert_debate' project, not 'pairwise_preference'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run("pairwise", "--project", "x", "--file", tmp_path / "nope.jsonl")
     assert "nope.jsonl:0: file not found" in capsys.readouterr().err

@@ -22,7 +22,10 @@ def test_permissions_and_wrong_type(tmp_path, client, django_user_model, staff_u
     from annotation import services
 
     services.create_project(name="labels", slug="labels", task_type="sentence_label")
-    assert client.get("/projects/labels/results/").status_code == 404
+    response = client.get("/projects/labels/results/")
+    assert response.status_code == 404
+    assert ("Project &#x27;labels&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;pairwise_preference&#x27; "
+            "or &#x27;likert_debate&#x27;." in response.content.decode())
     assert client.get("/projects/none/results/").status_code == 404
 
 

@@ -86,7 +86,15 @@ def test_metrics_command(tmp_path, capsys):
     path.write_text(json.dumps({"text": FIG7, "reference": human, "predicted": model}) + "\n{oops\n")
     with pytest.raises(CommandError) as exc:
         call_command("spans", "metrics", "--file", str(path))
-    assert exc.value.returncode == 2 and str(exc.value).startswith(f"{path}:2: invalid JSON")
+    assert exc.value.returncode == 2
+    assert str(exc.value) == f"{path}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)"
+    for text, where, reason in [("\n", 0, "no rows: the file is empty"),
+                                ("[1, 2]\n", 1, "expected a JSON object, got list"),
+                                ('{"reference": []}\n', 1, 'expected an object with "text", "reference", "predicted"')]:
+        path.write_text(text)
+        with pytest.raises(CommandError) as exc:
+            call_command("spans", "metrics", "--file", str(path))
+        assert exc.value.returncode == 2 and str(exc.value) == f"{path}:{where}: {reason}"
 
 
 def test_argu_3_2_4_filters():

@@ -172,4 +172,7 @@ def test_results_page_permissions_and_figures(project, client, alice, staff_user
 def test_results_page_of_another_task_type_is_404(client, staff_user):
     services.create_project(name="Other", slug="other", task_type="sentence_label")
     client.force_login(staff_user)
-    assert client.get("/projects/other/valnov/").status_code == 404
+    response = client.get("/projects/other/valnov/")
+    assert response.status_code == 404
+    assert ("Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;validity_novelty&#x27;."
+            in response.content.decode())

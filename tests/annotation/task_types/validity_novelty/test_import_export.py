@@ -145,10 +145,15 @@ def test_missing_column_invalid_utf8_and_empty(tmp_path):
         read_jsonl(write(tmp_path, '{"topic": "t", "Premise": "p", "Conclusion": "c", "Validity": 1, '
                                    '"Validity-Confidence": "majority", "Novelty-Confidence": "majority"}\n',
                          name="a.jsonl"))
-    with pytest.raises(ImportFailed, match=r"b\.jsonl:2: not JSON"):
+    with pytest.raises(ImportFailed, match=r"b\.jsonl:2: invalid JSON: Expecting property name enclosed in double "
+                                           r"quotes \(column 2\)$"):
         read_file(write(tmp_path, json.dumps(dict(zip(HEADER.split(",")[:7], ["t", "p", "c", 1, "majority", 1,
                                                                           "majority"]))) + "\n{oops\n",
                         name="b.jsonl"))
+    with pytest.raises(ImportFailed, match=r"c\.jsonl:0: no rows: the file is empty$"):
+        read_file(write(tmp_path, "\n\n", name="c.jsonl"))
+    with pytest.raises(ImportFailed, match=r"d\.jsonl:1: expected a JSON object, got list$"):
+        read_file(write(tmp_path, "[1]\n", name="d.jsonl"))
 
 
 def run_cli(*args):
@@ -175,7 +180,7 @@ def test_cli_refuses_a_project_of_another_task_type(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         call_command("valnov", "import", str(write(tmp_path, csv_text())), "--project", "other")
     assert exc.value.code == 2
-    assert "not validity_novelty" in capsys.readouterr().err
+    assert "project 'other' is a 'sentence_label' project, not 'validity_novelty'" in capsys.readouterr().err
     assert Item.objects.count() == 0
 
 
