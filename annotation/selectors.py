@@ -1,10 +1,10 @@
 """Read side of the annotation engine (no writes)."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from django.apps import apps
 from django.db.models import Count, Q, QuerySet
-
-from argora.errors import FieldError
 
 from .auth import cached_worker
 from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
@@ -23,14 +23,30 @@ def project_list() -> QuerySet[Project]:
     return Project.objects.order_by("-created_at", "id")
 
 
-def project_of_type(slug: str, task_type: str) -> Project:
-    """The project ``slug``, which must be a ``task_type`` project (a task type's own pages and commands use it);
-    a :class:`~argora.errors.FieldError` on ``project`` otherwise."""
+def wrong_task_type(project, task_types: str | tuple[str, ...]) -> str | None:
+    """Why ``project`` is not a project of ``task_types`` (a name, or a tuple of names any of which will do);
+    ``None`` when it is. E.g. ``'ld' is a 'likert_debate' project, not 'pairwise_preference'``."""
+    names = (task_types,) if isinstance(task_types, str) else tuple(task_types)
+    if project.task_type in names:
+        return None
+    return f"{project.slug!r} is a {project.task_type!r} project, not {' or '.join(map(repr, names))}"
+
+
+def project_of_type(slug: str, task_types: str | tuple[str, ...], *,
+                    error: Callable[[str], Exception] = ValueError, create: Callable[[], Any] | None = None,
+                    hint: str = ""):
+    """The project ``slug`` when it is of ``task_types`` (:func:`wrong_task_type`). A missing project is made by
+    ``create()`` when given, else raises ``error("no project with slug 'x'" + hint)``; a project of another task
+    type raises ``error("project 'x' is a ... project, not ...")``. ``error``: the caller's exception class (or a
+    function returning the exception, e.g. a CLI's exit-2 ``CommandError``)."""
     project = Project.objects.filter(slug=slug).first()
     if project is None:
-        raise FieldError("project", f"no project with slug {slug!r}")
-    if project.task_type != task_type:
-        raise FieldError("project", f"{slug!r} is a {project.task_type} project, not {task_type}")
+        if create is None:
+            raise error(f"no project with slug {slug!r}{hint}")
+        return create()
+    reason = wrong_task_type(project, task_types)
+    if reason:
+        raise error(f"project {reason}")
     return project
 
 

@@ -33,7 +33,7 @@ def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows
         except OSError as exc:
             raise error(path, 0, f"cannot read ({exc.strerror or exc})") from None
     else:
-        fh = iter(text.splitlines())
+        fh = iter(text.split("\n"))
     seen = False
     try:
         for number, line in enumerate(fh, start=1):

@@ -26,7 +26,6 @@ import importlib.util
 import pkgutil
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
 
 from django.conf import settings
 
@@ -125,35 +124,5 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-def wrong_task_type(project, task_types: str | tuple[str, ...]) -> str | None:
-    """Why ``project`` is not a project of ``task_types`` (a name, or a tuple of names any of which will do);
-    ``None`` when it is. E.g. ``'ld' is a 'likert_debate' project, not 'pairwise_preference'``."""
-    names = (task_types,) if isinstance(task_types, str) else tuple(task_types)
-    if project.task_type in names:
-        return None
-    return f"{project.slug!r} is a {project.task_type!r} project, not {' or '.join(map(repr, names))}"
-
-
-def project_of_type(slug: str, task_types: str | tuple[str, ...], *,
-                    error: Callable[[str], Exception] = ValueError, create: Callable[[], Any] | None = None,
-                    hint: str = ""):
-    """The project ``slug`` when it is of ``task_types`` (:func:`wrong_task_type`). A missing project is made by
-    ``create()`` when given, else raises ``error("no project with slug 'x'" + hint)``; a project of another task
-    type raises ``error("project 'x' is a ... project, not ...")``. ``error``: the caller's exception class (or a
-    function returning the exception, e.g. a CLI's exit-2 ``CommandError``)."""
-    from annotation.models import Project
-
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        if create is None:
-            raise error(f"no project with slug {slug!r}{hint}")
-        return create()
-    reason = wrong_task_type(project, task_types)
-    if reason:
-        raise error(f"project {reason}")
-    return project
-
-
 __all__ = ["ResponseInvalid", "TaskType", "register", "unregister", "autodiscover", "load_package", "packages", "package_dir",
-           "package_modules", "get_task_type", "all_task_types", "task_type_choices", "project_of_type",
-           "wrong_task_type"]
+           "package_modules", "get_task_type", "all_task_types", "task_type_choices"]

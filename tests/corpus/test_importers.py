@@ -180,9 +180,6 @@ def test_jsonl_malformed_line_is_refused_with_its_line(tmp_path, line3, reason):
     assert reason in err.reason
 
 
-@pytest.mark.xfail(strict=True, reason="argora.jsonl.read_jsonl(text=...) splits lines with str.splitlines(), which "
-                   "also breaks at U+2028 / U+2029 / U+0085 inside a JSON string (json.dumps(ensure_ascii=False) and "
-                   "argora.jsonl.dumps write them raw); fix: text.split('\\n') in argora/jsonl.py, then drop this marker")
 def test_jsonl_line_separator_inside_a_string_is_not_a_line_break(tmp_path):
     rows = [{"topic": "Cloning", "sentence": "Cloning is fine.\u2028Really.", "stance": "pro"},
             {"topic": "Cloning", "sentence": "Cloning is risky.", "stance": "con"}]

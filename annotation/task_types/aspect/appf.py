@@ -145,7 +145,7 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
     """
     from annotation.models import GoldItem, Item
     from annotation.services import add_items
-    from annotation.task_types import wrong_task_type
+    from annotation.selectors import wrong_task_type
     from annotation.task_types.aspect.task_type import build_payload, gold_instruction, gold_instructions_on, top_k_for
     from annotation.task_types.aspect.rankers import get_active_ranker
     from corpus.importers.writers import save

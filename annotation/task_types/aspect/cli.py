@@ -48,7 +48,7 @@ class Command(BaseCommand):
 
     def _project(self, slug: str, *, create: bool = False):
         from annotation import services
-        from annotation.task_types import project_of_type
+        from annotation.selectors import project_of_type
 
         def make():
             return services.create_project(name=slug, slug=slug, task_type="aspect")

@@ -92,7 +92,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
 
     def _project(self, slug: str, *, create: bool = False):
-        from annotation.task_types import project_of_type
+        from annotation.selectors import project_of_type
         from annotation.task_types.bws_similarity import project as bws
 
         return project_of_type(slug, bws.TASK_TYPE, error=lambda reason: CommandError(reason, returncode=2),

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation.task_types import wrong_task_type
+from annotation.selectors import wrong_task_type
 from argora.errors import FieldError
 
 from . import design, export, reliability, sampling

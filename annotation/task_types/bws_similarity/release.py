@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from annotation.models import Project
 from annotation.releases import check_keys
-from annotation.task_types import project_of_type
+from annotation.selectors import project_of_type
 from corpus.releases import CardContext, register_exporter
 
 from . import export as bws_export

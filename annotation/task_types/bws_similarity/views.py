@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from . import project as bws
 from annotation.models import Project
-from annotation.task_types import wrong_task_type
+from annotation.selectors import wrong_task_type
 from annotation.views import expert_required, notice
 
 

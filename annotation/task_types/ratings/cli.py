@@ -66,7 +66,7 @@ class Command(BaseCommand):
 
         try:
             if action == "results":
-                from annotation.task_types import project_of_type
+                from annotation.selectors import project_of_type
 
                 project = project_of_type(options["project"], (PAIRWISE, LIKERT), error=RatingsError)
                 res = results.project_results(project)

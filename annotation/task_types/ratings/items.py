@@ -253,7 +253,7 @@ DEFAULTS = {PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
 def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
     """The project ``slug`` (of ``task_type``), created as a draft when missing and ``create``."""
     from annotation import services
-    from annotation.task_types import project_of_type
+    from annotation.selectors import project_of_type
 
     def make():
         values = {**{k: v for k, v in DEFAULTS[task_type].items() if settings.get(k) is None},

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Project
-from annotation.task_types import wrong_task_type
+from annotation.selectors import wrong_task_type
 from . import LIKERT, PAIRWISE, TASK_TYPES
 from annotation.task_types.likert_debate import likert as likert_mod
 from . import results as ratings

@@ -166,6 +166,6 @@ class Command(BaseCommand):
                           f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}")
 
     def _project(self, slug):
-        from annotation.task_types import project_of_type
+        from annotation.selectors import project_of_type
 
         return project_of_type(slug, "span_grounding", error=lambda reason: _fail(f"--project: {reason}"))

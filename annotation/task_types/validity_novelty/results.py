@@ -48,7 +48,7 @@ class ValNovError(ValueError):
 # --- projects -------------------------------------------------------------------------------------
 def get_project(slug: str, *, create: bool = False, **settings):
     from annotation import services
-    from annotation.task_types import project_of_type
+    from annotation.selectors import project_of_type
 
     def make():
         return services.create_project(name=slug, slug=slug, task_type=TASK_TYPE,

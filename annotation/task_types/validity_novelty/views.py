@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Project
-from annotation.task_types import wrong_task_type
+from annotation.selectors import wrong_task_type
 from . import TASK_TYPE
 from . import results as valnov
 from .weights import CONFIDENCE_POINTS

@@ -1,10 +1,10 @@
-"""The one project-of-a-task-type lookup (annotation.task_types.project_of_type / wrong_task_type)."""
+"""The one project-of-a-task-type lookup (annotation.selectors.project_of_type / wrong_task_type)."""
 from __future__ import annotations
 
 import pytest
 
 from annotation import services
-from annotation.task_types import project_of_type, wrong_task_type
+from annotation.selectors import project_of_type, wrong_task_type
 from annotation.task_types.bws_similarity.project import BWSProjectError, _check
 from annotation.task_types.ratings import RatingsError
 from annotation.task_types.ratings.items import get_project as ratings_project
