@@ -7,6 +7,7 @@ query of their own. Configured in ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASS
 """
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
@@ -25,8 +26,6 @@ class WorkerTokenAuthentication(TokenAuthentication):
 
 
 def _worker_relation():
-    from django.contrib.auth import get_user_model
-
     return get_user_model().annotation_worker.related  # not type(user): request.user is a SimpleLazyObject
 
 

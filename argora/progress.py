@@ -17,6 +17,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, Protocol
 
+from django.core.cache import cache
+
 
 class Progress(Protocol):
     def __call__(self, done: int, total: int | None, description: str = "") -> None: ...
@@ -31,14 +33,10 @@ PROGRESS_TTL = 7 * 24 * 3600
 
 
 def write_progress(task_id: str, meta: dict) -> None:
-    from django.core.cache import cache
-
     cache.set(PROGRESS_KEY.format(task_id), meta, PROGRESS_TTL)
 
 
 def read_progress(task_id: str) -> dict | None:
-    from django.core.cache import cache
-
     return cache.get(PROGRESS_KEY.format(task_id))
 
 

@@ -15,6 +15,7 @@ from django.utils.html import format_html, format_html_join
 
 from . import releases
 from .models import Release, ReleaseFile, Topic
+from .tasks.releases import build_release_task
 
 
 class ReleaseFileInline(admin.TabularInline):
@@ -158,8 +159,6 @@ def publish_sentence_release(modeladmin, request, queryset):
     topics = sorted(queryset.values_list("name", flat=True))
     form = PublishReleaseForm(request.POST if "apply" in request.POST else None, topics=topics)
     if form.is_bound and form.is_valid():
-        from .tasks.releases import build_release_task
-
         data = form.cleaned_data
         task_id = str(uuid.uuid4())
         kwargs = {"name": data["release_name"], "version": data["release_version"], "kind": "sentences",

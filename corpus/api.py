@@ -16,7 +16,6 @@ from argora.errors import FieldError
 
 from . import selectors, services
 from .filters import DebateFilter, FactFilter, SentenceFilter
-from .models import FactVariable, Sentence, Topic
 from .serializers import (DebateTreeDetailSerializer, DebateTreeSerializer, FactVariableSerializer,
                           ReleaseSerializer, SentenceSerializer, TopicSerializer)
 

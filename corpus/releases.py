@@ -35,6 +35,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.module_loading import autodiscover_modules
 
 from argora.jsonl import dumps
 from argora.progress import Progress, null_progress
@@ -101,7 +102,6 @@ def register_exporter(kind: str, *, prepare=None, count=None, card=None, count_b
 def get_exporter(kind: str) -> Exporter:
     if kind not in _EXPORTERS:
         # Apps contribute exporters from an ``exporters`` module; import them once, on demand.
-        from django.utils.module_loading import autodiscover_modules
 
         autodiscover_modules("exporters")
     try:

@@ -9,6 +9,8 @@ wrapped in ``botocore.stub.Stubber``.
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import hashlib
 import logging
 from typing import Any, Callable
@@ -72,9 +74,6 @@ def _error_text(exc: Exception) -> str:
 
 
 def _jsonable(value):
-    import datetime
-    import decimal
-
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items() if k != "ResponseMetadata"}
     if isinstance(value, (list, tuple)):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from typing import Any, Hashable, Sequence
 
 import numpy as np
@@ -73,7 +74,6 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, weights: str | 
     if len(set(x) | set(y)) == 1:
         raise AgreementUndefined("kappa is undefined: both coders used one and the same label for every unit "
                                  "(chance agreement = 1, kappa = 0/0)")
-    import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

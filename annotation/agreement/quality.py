@@ -5,6 +5,7 @@ Records are plain tuples so that the same functions serve the CLI, the dashboard
 """
 from __future__ import annotations
 
+import warnings
 from collections import Counter, defaultdict
 from typing import Any, Hashable, Iterable
 
@@ -66,8 +67,6 @@ def crowd_competence(records: Iterable[tuple[Hashable, Hashable, Hashable]], *, 
     worker is not spamming (MACE's 1 - theta); ``n_restarts`` (MACE only) trades time for a better optimum.
     Returns ``{"method", "competence": {worker: float}, "labels": {unit: label}}``.
     """
-    import warnings
-
     import pandas as pd
 
     rows = [(unit, worker, label) for worker, unit, label in records]

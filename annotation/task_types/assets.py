@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from django.contrib.staticfiles.finders import BaseFinder
+from django.contrib.staticfiles.utils import get_files
 from django.core.files.storage import FileSystemStorage
 from django.template import Origin
 from django.template.loaders.filesystem import Loader as FileSystemLoader
@@ -69,8 +70,6 @@ class Finder(BaseFinder):
         return [full] if find_all else full
 
     def list(self, ignore_patterns):
-        from django.contrib.staticfiles.utils import get_files
-
         for short, storage in self._storages():
             storage.prefix = f"{PREFIX}/{short}"
             for path in get_files(storage, ignore_patterns):

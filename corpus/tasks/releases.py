@@ -4,6 +4,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from argora.progress import celery_progress
+from corpus.releases import build_release, release_summary
 
 __all__ = ["build_release_task"]
 
@@ -15,7 +16,5 @@ def build_release_task(self, name: str, version: str, kind: str = "sentences", c
 
     Safe to retry: a failed attempt is rebuilt from scratch, a published one is refused (ReleaseExists).
     """
-    from corpus.releases import build_release, release_summary
-
     return release_summary(build_release(name, version, kind=kind, config=config, creator=creator_id,
                                          progress=celery_progress(self)))

@@ -108,7 +108,7 @@ def test_page_does_not_leak_reference_answers_of_an_item(client, project):
 
 def test_gold_item_looks_like_any_other(client, project):
     from annotation.task_types.aspect.rankers import BaselineRanker
-    from annotation.task_types.aspect.task_type import build_payload
+    from annotation.task_types.aspect.items import build_payload
 
     text = "Wind turbines kill birds."
     payload = build_payload(text, TOPIC, stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)

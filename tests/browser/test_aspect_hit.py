@@ -256,7 +256,7 @@ def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
     """App. A's quality checks: the gold item asks for specific words ("Select 'kill birds' as the aspect of this
     sentence."); the instruction is visible above its sentence while the widget works as for any other sentence."""
     from annotation.task_types.aspect.rankers import BaselineRanker
-    from annotation.task_types.aspect.task_type import build_payload
+    from annotation.task_types.aspect.items import build_payload
 
     project = make_aspect_project(slug="aspects-gold-instruction")
     text = "Wind turbines kill birds."

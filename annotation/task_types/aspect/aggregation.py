@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
 from annotation.models import Assignment, Item, Response
@@ -110,8 +111,6 @@ def final_answer(project, item, responses: list[dict] | None = None) -> dict:
     if isinstance(adjudicated, dict):
         return _answer(adjudicated.get("aspects"), adjudicated.get("no_aspect", False), "adjudicated", text)
     if item.pk is not None and getattr(item, "is_gold", False):
-        from django.core.exceptions import ObjectDoesNotExist
-
         try:
             gold = item.gold  # one query, or none when loaded with select_related("gold")
         except ObjectDoesNotExist:

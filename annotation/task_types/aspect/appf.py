@@ -43,11 +43,25 @@ from typing import Iterable
 
 from django.db import transaction
 
+from annotation.models import Assignment, GoldItem, Item, Response
+from annotation.selectors import unverified_q, wrong_task_type
+from annotation.services import add_items
+from annotation.task_types.aspect.items import (
+    build_payload,
+    gold_instruction,
+    gold_instructions_on,
+    top_k_for,
+)
+from annotation.task_types.aspect.rankers import get_active_ranker
 from argora.jsonl import read_jsonl, write_jsonl
 from argora.progress import null_progress
 from corpus.hashing import sentence_hash
 from corpus.importers.base import ImportFailed, ParsedFile, SentenceRecord
 from corpus.importers.readers import read_text
+from corpus.importers.writers import save
+from corpus.models import Sentence
+
+from .aggregation import final_answer
 
 APPF_STANCE = {"pro": "Argument_for", "con": "Argument_against"}
 STANCE_FROM_APPF = {v: k for k, v in APPF_STANCE.items()}
@@ -143,14 +157,6 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
 
     Returns ``{"rows", "sentences_created", "items_created", "gold_created", "skipped"}``.
     """
-    from annotation.models import GoldItem, Item
-    from annotation.services import add_items
-    from annotation.selectors import wrong_task_type
-    from annotation.task_types.aspect.task_type import build_payload, gold_instruction, gold_instructions_on, top_k_for
-    from annotation.task_types.aspect.rankers import get_active_ranker
-    from corpus.importers.writers import save
-    from corpus.models import Sentence
-
     wrong = wrong_task_type(project, "aspect")
     if wrong:
         raise ImportFailed(path, 0, f"project {wrong}")
@@ -255,11 +261,6 @@ def appf_row(item, answer: dict) -> dict | None:
 def project_rows(project, *, include_gold: bool = True, stats: dict | None = None) -> list[dict]:
     """App. F rows of every resolved argument item of ``project``, sorted by hash. ``stats`` (a dict, optional)
     receives ``{"rows", "unresolved", "non_arguments"}``: what was written and what was left out."""
-    from annotation.models import Assignment, Item, Response
-    from annotation.selectors import unverified_q
-
-    from .aggregation import final_answer
-
     items = list(Item.objects.filter(project=project).select_related("gold").order_by("position", "id"))
     if not include_gold:
         items = [i for i in items if not i.is_gold]

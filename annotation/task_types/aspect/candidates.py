@@ -1,4 +1,4 @@
-"""Tokens with character offsets and the aspect candidates of a sentence (Arg-CTRL §3.1 Step 2c, App. A).
+"""The aspect candidates of a sentence (Arg-CTRL §3.1 Step 2c, App. A).
 
 A candidate is any 1- to 4-gram of consecutive tokens. :func:`ngrams` gives all of them (used for the
 Step 2a training labels, where "no other limitations or filtering mechanisms are applied"); :func:`candidates`
@@ -8,8 +8,8 @@ applies the App. A filters for what a worker is offered: a candidate is removed 
 - any of its tokens contains a digit,
 - its first or its last token is a stopword (:data:`STOPWORDS`, case-insensitive).
 
-Tokens are runs of word characters, joined across an inner apostrophe or hyphen (``don't``,
-``anti-abortion`` are one token each); every other non-space character is a one-character token.
+Tokens are :func:`corpus.tokens.tokenize`'s (runs of word characters joined across an inner apostrophe or hyphen;
+every other non-space character is a token of its own); stopwords are :data:`corpus.tokens.STOPWORDS`.
 A candidate's ``begin``/``length`` are character offsets into the sentence exactly as given, and its
 ``text`` is ``sentence[begin:begin + length]`` (inner whitespace kept as written).
 """
@@ -18,43 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from corpus.tokens import STOPWORDS, Token, is_stopword, tokenize  # noqa: F401  (STOPWORDS: this module's API)
+
 MAX_N = 4
-
-# NLTK's English stopword list (179 words, nltk 3.x ``stopwords.words("english")``), shipped here because
-# the NLTK data download is not available offline. Matching is case-insensitive; ’ counts as '.
-STOPWORDS: frozenset[str] = frozenset("""
-i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
-himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom
-this that that'll these those am is are was were be been being have has had having do does did doing a an
-the and but if or because as until while of at by for with about against between into through during before
-after above below to from up down in out on off over under again further then once here there when where why
-how all any both each few more most other some such no nor not only own same so than too very s t can will
-just don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn
-doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan
-shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
-""".split())
-
-_TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]")
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str
-    begin: int
-    end: int
-
-    @property
-    def is_punct(self) -> bool:
-        return not any(ch.isalnum() for ch in self.text)
-
-    @property
-    def has_digit(self) -> bool:
-        return any(ch.isdigit() for ch in self.text)
-
-    @property
-    def is_stopword(self) -> bool:
-        return is_stopword(self.text)
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -96,15 +62,6 @@ def parse_span(raw) -> tuple[int, int] | None:
             isinstance(v, int) and not isinstance(v, bool) for v in raw):
         return int(raw[0]), int(raw[1])
     return None
-
-
-def is_stopword(word: str) -> bool:
-    return word.lower().replace("’", "'") in STOPWORDS
-
-
-def tokenize(sentence: str) -> list[Token]:
-    """Tokens of ``sentence`` with their character offsets."""
-    return [Token(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(sentence)]
 
 
 def ngrams(sentence: str, max_n: int = MAX_N, tokens: list[Token] | None = None) -> list[Candidate]:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+import annotation.task_types.aspect.task_type  # noqa: F401  (registers the task type)
+from annotation import services
+from annotation.selectors import project_of_type
+from annotation.task_types.aspect import appf, labels
+from annotation.task_types.aspect.appf import parse_appf
 from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
 from corpus.importers import ImportFailed
-
-import annotation.task_types.aspect.task_type  # noqa: F401  (registers the task type)
 
 
 class Command(BaseCommand):
@@ -47,9 +50,6 @@ class Command(BaseCommand):
         p.add_argument("--out", required=True)
 
     def _project(self, slug: str, *, create: bool = False):
-        from annotation import services
-        from annotation.selectors import project_of_type
-
         def make():
             return services.create_project(name=slug, slug=slug, task_type="aspect")
 
@@ -57,13 +57,8 @@ class Command(BaseCommand):
                                create=make if create else None, hint=" (use --create to make one)")
 
     def handle(self, *args, action, **options):
-        from annotation.task_types.aspect import appf, labels
-
         try:
             if action == "import":
-                from annotation import services
-                from annotation.task_types.aspect.appf import parse_appf
-
                 rows = parse_appf(options["file"])  # validate before creating anything
                 project = self._project(options["project"], create=options["create"])
                 with cli_progress("import aspects") as progress:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from .appf import _POS, parse_appf, project_rows
 from .candidates import MAX_N, Candidate, tokenize
 
 
@@ -41,8 +42,6 @@ def label_rows(sentence: str, spans: Iterable[tuple[int, int]], *, topic: str = 
 
 def appf_label_rows(path) -> Iterator[dict]:
     """Label rows of every sentence of an App. F file (validated first)."""
-    from .appf import parse_appf
-
     for row in parse_appf(path):
         yield from label_rows(row.sentence, row.spans, topic=row.topic)
 
@@ -50,8 +49,6 @@ def appf_label_rows(path) -> Iterator[dict]:
 def project_label_rows(project) -> Iterator[dict]:
     """Label rows of every item of ``project`` that has a resolved final answer (crowd / gold / adjudicated /
     reference); a "no aspect" sentence gives all-zero rows (negatives)."""
-    from .appf import project_rows, _POS
-
     for row in project_rows(project):
         spans = [tuple(int(x) for x in _POS.match(p).groups()) for p in row["aspect_pos"]]
         yield from label_rows(row["sentence"], spans, topic=row["topic"])

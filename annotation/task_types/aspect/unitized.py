@@ -15,15 +15,13 @@ from collections import defaultdict
 from typing import Any
 
 from annotation.agreement.records import build_matrix, coder_key
-from annotation.models import Item
+from annotation.models import Assignment, Item, Response
+from annotation.selectors import unverified_q
 
 CATEGORY = "aspect"
 
 
 def unitized_data(project, *, include_gold: bool = False, item_ids=None) -> dict:
-    from annotation.models import Assignment, Item, Response
-    from annotation.selectors import unverified_q
-
     items_qs = Item.objects.filter(project=project)
     if not include_gold:
         items_qs = items_qs.filter(is_gold=False)

@@ -23,6 +23,13 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 import annotation.task_types.bws_similarity.task_type  # noqa: F401  (registers the task type)
+from annotation.selectors import project_of_type
+from annotation.task_types.bws_similarity import project as bws
+from annotation.task_types.bws_similarity.csvio import BWSInputError, read_csv
+from annotation.task_types.bws_similarity.export import check_export_args
+from annotation.task_types.bws_similarity.project import BWSProjectError
+from annotation.task_types.bws_similarity.reliability import ALL, split_half, table
+from annotation.task_types.bws_similarity.scoring import counting_scores, encode
 
 
 class Command(BaseCommand):
@@ -57,15 +64,12 @@ class Command(BaseCommand):
         p.add_argument("--seed", type=int, default=None, help="in-topic: the seed (default: the project's seed)")
 
     def handle(self, *args, action, **options):
-        from annotation.task_types.bws_similarity.project import BWSProjectError
-
         try:
             if action == "score":
                 return self._score(options)
             if action == "export":
                 return self._export(options)
             project = self._project(options["project"], create=action == "sample" and options["create"])
-            from annotation.task_types.bws_similarity import project as bws
 
             if action == "sample":
                 if options["pairs"] < 1:
@@ -92,17 +96,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
 
     def _project(self, slug: str, *, create: bool = False):
-        from annotation.selectors import project_of_type
-        from annotation.task_types.bws_similarity import project as bws
-
         return project_of_type(slug, bws.TASK_TYPE, error=lambda reason: CommandError(reason, returncode=2),
                                hint=" (sample --create makes one)",
                                create=(lambda: bws.create_project(name=slug, slug=slug)) if create else None)
 
     def _export(self, options):
-        from annotation.task_types.bws_similarity import project as bws
-        from annotation.task_types.bws_similarity.export import check_export_args
-
         problem = check_export_args(options["out"], options["split"], options["out_dir"])
         given = [part for part in ("train", "dev", "test") if options[part]]
         if not problem and given and options["split"] != "cross-topic":
@@ -118,10 +116,6 @@ class Command(BaseCommand):
         self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
 
     def _score(self, options):
-        from annotation.task_types.bws_similarity.csvio import BWSInputError, read_csv
-        from annotation.task_types.bws_similarity.reliability import ALL, split_half, table
-        from annotation.task_types.bws_similarity.scoring import counting_scores, encode
-
         if options["splits"] < 1:
             raise CommandError("--splits: at least 1", returncode=2)
         try:

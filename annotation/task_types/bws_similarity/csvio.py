@@ -7,7 +7,7 @@ import csv
 
 from argora.errors import FileLineError
 
-from .scoring import Judgement, check_judgement
+from .scoring import InvalidJudgement, Judgement, check_judgement, encode
 
 COLUMNS = ("tuple", "annotator", "topic", "best", "worst", "items")
 
@@ -18,8 +18,6 @@ class BWSInputError(FileLineError):
 
 def read_csv(path: str) -> list[Judgement]:
     """All judgements of the file, checked row by row and across rows (see :func:`.scoring.encode`)."""
-    from .scoring import InvalidJudgement, encode
-
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:

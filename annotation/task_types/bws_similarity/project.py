@@ -21,8 +21,12 @@ from typing import Any
 
 from django.db import transaction
 
-from annotation.selectors import wrong_task_type
+from annotation import services
+from annotation.agreement.snapshots import SNAPSHOT_SCOPES_KEPT
+from annotation.models import AgreementSnapshot, Assignment, Item, Project, Response
+from annotation.selectors import unverified_q, wrong_task_type
 from argora.errors import FieldError
+from corpus.models import Sentence, Topic
 
 from . import design, export, reliability, sampling
 from .scoring import Judgement, counting_scores, encode
@@ -43,8 +47,6 @@ def _check(project) -> None:
 def create_project(*, name: str, slug: str | None = None, config: dict | None = None, **settings):
     """A ``bws_similarity`` project with the paper's defaults: R = 4 workers per tuple, 5 tuples per HIT and one
     attention check in about every fifth task."""
-    from annotation import services
-
     settings.setdefault("assignments_per_item", 4)
     settings.setdefault("items_per_hit", 5)
     settings.setdefault("gold_rate", 0.2)
@@ -53,8 +55,6 @@ def create_project(*, name: str, slug: str | None = None, config: dict | None = 
 
 def topic_arguments(topic: str):
     """The arguments (corpus sentences) of a topic, by name (any case) or slug, in id order."""
-    from corpus.models import Sentence, Topic
-
     row = Topic.objects.filter(name__iexact=topic).first() or Topic.objects.filter(slug=topic).first()
     if row is None:
         raise BWSProjectError("topic", f"no topic named {topic!r}")
@@ -62,16 +62,12 @@ def topic_arguments(topic: str):
 
 
 def _built_topics(project) -> set[str]:
-    from annotation.models import Item
-
     return {p.get("topic") for p in Item.objects.filter(project=project).values_list("payload", flat=True)}
 
 
 def sample(project, topic: str, n_pairs: int, *, seed: int | None = None, scorer=None) -> dict:
     """Sample ``n_pairs`` pairs of the topic's arguments (regardless of stance) into ``project.config["pairs"]``,
     replacing the topic's earlier sample (refused once the topic's tuples are built). Returns the report."""
-    from annotation.models import Project
-
     _check(project)
     row, sentences = topic_arguments(topic)
     if len(sentences) < 2:
@@ -124,8 +120,6 @@ def _attention_checks(project, topic: str, pair_ids: list[str], n: int, rng: ran
 def build(project, *, seed: int | None = None) -> dict:
     """Tuples (2N per topic by default) -> items (+ attention checks as gold items) -> HITs, for every sampled topic
     that has no tasks yet. All or nothing. Returns ``{"topics": {topic: {"pairs", "tuples", ...}}, "hits": n}``."""
-    from annotation import services
-
     _check(project)
     config = project.config or {}
     seed = config.get("seed", 0) if seed is None else seed
@@ -167,9 +161,6 @@ def build(project, *, seed: int | None = None) -> dict:
 
 def judgements(project) -> list[Judgement]:
     """Submitted / approved responses of the project's (non-gold) tasks as judgements."""
-    from annotation.models import Assignment, Response
-    from annotation.selectors import unverified_q
-
     rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
                                     item__is_gold=False)
             .exclude(unverified_q("assignment__"))
@@ -214,8 +205,6 @@ def _jsonable(value):
 
 
 def submitted_assignments(project) -> int:
-    from annotation.models import Assignment
-
     return Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
 
 
@@ -223,9 +212,6 @@ def store_scores(project):
     """Compute :func:`report` with the project's ``n_splits`` / ``seed`` and store it (every pair's score and
     counts, the split-half table) as an AgreementSnapshot of scope ``"bws"``; older ones beyond the last few are
     dropped. Returns the snapshot."""
-    from annotation.agreement.snapshots import SNAPSHOT_SCOPES_KEPT
-    from annotation.models import AgreementSnapshot
-
     _check(project)
     based_on = submitted_assignments(project)
     js = judgements(project)
@@ -246,8 +232,6 @@ def store_scores(project):
 
 def latest_scores(project):
     """The newest stored scores of the project (an AgreementSnapshot of scope ``"bws"``), or ``None``."""
-    from annotation.models import AgreementSnapshot
-
     return (AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
             .order_by("-computed_at", "-id").first())
 

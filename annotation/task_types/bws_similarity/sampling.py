@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from functools import partial
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np

@@ -13,10 +13,11 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from . import project as bws
 from annotation.models import Project
 from annotation.selectors import wrong_task_type
 from annotation.views import expert_required, notice
+
+from . import project as bws
 
 
 def _params(request):

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from annotation.agreement import AgreementError, krippendorff_alpha
+
 from ..base import ResponseInvalid
 
 CRITERIA = ("style", "content", "strategy", "overall")
@@ -163,8 +165,6 @@ def rating_matrix(records: list[dict], criterion: str) -> tuple[list[str], list[
 
 def alpha_ordinal(records: list[dict]) -> dict:
     """Per criterion: ``{"alpha", "n_units", "n_coders", "reason"}`` (Krippendorff's alpha, ordinal level)."""
-    from annotation.agreement import AgreementError, krippendorff_alpha
-
     out = {}
     for c in CRITERIA:
         coders, items, M = rating_matrix(records, c)

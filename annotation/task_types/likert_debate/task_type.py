@@ -8,10 +8,11 @@ a missing criterion, a rating that is not 1, 2, 3 or 4. See :mod:`annotation.tas
 """
 from __future__ import annotations
 
-from . import likert
+from annotation.agreement.records import build_matrix
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
+from . import likert
 
 
 @register
@@ -100,8 +101,6 @@ class LikertDebate(TaskType):
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):
         """Ordinal; one unit per (debate, criterion). The results page reports each criterion separately."""
-        from annotation.agreement.records import build_matrix
-
         cells, units = {}, {}
         for r in items_responses:
             for c in likert.CRITERIA:

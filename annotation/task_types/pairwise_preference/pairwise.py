@@ -38,6 +38,8 @@ import hashlib
 from collections import Counter, defaultdict
 from typing import Any
 
+from annotation.models import Assignment
+
 from ..base import ResponseInvalid
 
 SIDES = ("a", "b")
@@ -67,8 +69,6 @@ def swapped_at(item_id: Any, slot: int) -> bool:
 def assignment_slot(assignment: Any) -> int | None:
     """The assignment's place among the assignments of its HIT, by id (an Assignment, or its id; None: none).
     Cached on the instance, so a page or a submission asks once."""
-    from annotation.models import Assignment
-
     if assignment in (None, ""):
         return None
     if not isinstance(assignment, Assignment):

@@ -13,10 +13,12 @@ assignment, a missing one), a value that is not a choice.
 """
 from __future__ import annotations
 
-from . import pairwise
+from annotation.agreement.records import build_matrix
+from annotation.models import Item
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
+from . import pairwise
 
 
 @register
@@ -99,9 +101,6 @@ class PairwisePreference(TaskType):
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):
         """Nominal, one unit per item: the winning system or "tie" (placement-independent)."""
-        from annotation.agreement.records import build_matrix
-        from annotation.models import Item
-
         ids = {r["item_id"] for r in items_responses}
         payloads = dict(Item.objects.filter(pk__in=ids).values_list("pk", "payload"))
         cells, units, _, _ = pairwise.agreement_cells(items_responses, payloads)

@@ -25,6 +25,12 @@ from django.core.management.base import BaseCommand
 
 import annotation.task_types.likert_debate.task_type  # noqa: F401  (registers the task types)
 import annotation.task_types.pairwise_preference.task_type  # noqa: F401
+from annotation import services
+from annotation.selectors import project_of_type
+from annotation.task_types.likert_debate import likert
+from annotation.task_types.ratings import LIKERT, PAIRWISE, RatingsError, items, results
+from corpus.importers.base import ImportFailed
+from corpus.models import DebateTree
 
 
 class Command(BaseCommand):
@@ -59,15 +65,8 @@ class Command(BaseCommand):
         p.add_argument("--responses", help="also write one CSV row per judgement to this file")
 
     def handle(self, *args, action, **options):
-        from annotation import services
-        from annotation.task_types.likert_debate import likert
-        from annotation.task_types.ratings import LIKERT, PAIRWISE, RatingsError, items, results
-        from corpus.importers.base import ImportFailed
-
         try:
             if action == "results":
-                from annotation.selectors import project_of_type
-
                 project = project_of_type(options["project"], (PAIRWISE, LIKERT), error=RatingsError)
                 res = results.project_results(project)
                 self.stdout.write(results.text_report(res))
@@ -97,8 +96,6 @@ class Command(BaseCommand):
             elif options.get("file"):
                 payloads = items.read_debates(options["file"])
             else:
-                from corpus.models import DebateTree
-
                 trees = None
                 if options.get("tree"):
                     trees = list(DebateTree.objects.filter(pk__in=options["tree"]).order_by("id"))

@@ -27,14 +27,19 @@ share the same first ``length`` turns give one debate.
 from __future__ import annotations
 
 import hashlib
+import random
 from collections import Counter
 from typing import Any, Iterator
 
 from django.db import transaction
 
+from annotation import services
+from annotation.models import Item, Project
+from annotation.selectors import project_of_type
 from argora.jsonl import read_jsonl
 from corpus.importers.base import ImportFailed
 from corpus.importers.readers import read_text
+from corpus.models import DebateNode, DebateTree, Sentence, Stance, Topic
 
 from . import LIKERT, PAIRWISE, RatingsError
 
@@ -106,10 +111,6 @@ def read_corpus_pairs(path, *, system: str | None = None, seed: int = 13, source
 
     ``system`` names the candidates' system when a row has none (default ``"candidate"``); ``source`` keeps only
     corpus sentences whose ``source`` is that; ``ImportFailed`` on the first bad row, before anything is written."""
-    import random
-
-    from corpus.models import Sentence, Stance, Topic
-
     rows = []
     for line, obj in _rows(path):
         topic_name = _text(path, line, obj, "topic")
@@ -203,8 +204,6 @@ def _unique_keys(path, payloads: list[dict]) -> None:
 # --- debate trees ---------------------------------------------------------------------------------
 def tree_debates(trees=None, *, length: int = 10, limit: int | None = None) -> list[dict]:
     """Human debates (item payloads) from root-to-leaf paths of debate trees (all trees when ``trees`` is None)."""
-    from corpus.models import DebateNode, DebateTree
-
     if length < 2:
         raise RatingsError("--length: a debate needs at least 2 turns")
     qs = DebateTree.objects.all().order_by("id") if trees is None else trees
@@ -252,9 +251,6 @@ DEFAULTS = {PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
 
 def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
     """The project ``slug`` (of ``task_type``), created as a draft when missing and ``create``."""
-    from annotation import services
-    from annotation.selectors import project_of_type
-
     def make():
         values = {**{k: v for k, v in DEFAULTS[task_type].items() if settings.get(k) is None},
                   **{k: v for k, v in settings.items() if v is not None}}
@@ -267,9 +263,6 @@ def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
 def import_payloads(project, payloads: list[dict]) -> dict:
     """Items for ``payloads`` (skipping keys the project has), then HITs; one transaction.
     Returns ``{"created", "skipped", "hits"}``."""
-    from annotation import services
-    from annotation.models import Item, Project
-
     payloads = [{k: v for k, v in p.items() if k != "_line"} for p in payloads]
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)

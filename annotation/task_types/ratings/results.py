@@ -14,24 +14,22 @@ from __future__ import annotations
 import csv
 from typing import Any
 
-from . import LIKERT, PAIRWISE, TASK_TYPES, RatingsError
+from annotation.agreement.records import build_matrix, load_responses
+from annotation.agreement.table import figures
+from annotation.models import Item
 from annotation.task_types.likert_debate import likert
 from annotation.task_types.pairwise_preference import pairwise
 
+from . import LIKERT, PAIRWISE, TASK_TYPES, RatingsError, svg
+
 
 def _records(project) -> tuple[list[dict], dict[int, dict]]:
-    from annotation.agreement.records import load_responses
-    from annotation.models import Item
-
     records = load_responses(project)
     payloads = dict(Item.objects.filter(project=project, is_gold=False).values_list("pk", "payload"))
     return records, payloads
 
 
 def _figures(cells: dict, units: dict) -> dict:
-    from annotation.agreement.records import build_matrix
-    from annotation.agreement.table import figures
-
     return figures(build_matrix(cells, units, "nominal"), bootstrap=0)
 
 
@@ -85,8 +83,6 @@ def project_results(project) -> dict:
 
 
 def chart(res: dict) -> str:
-    from . import svg
-
     if res["kind"] == PAIRWISE:
         return svg.shares("ratings-chart", [{"label": r["system"], "win": r["win_share"], "tie": r["tie_share"],
                                              "loss": r["loss_share"]} for r in res["systems"]],

@@ -8,10 +8,11 @@ from django.views.decorators.http import require_GET
 
 from annotation.models import Project
 from annotation.selectors import wrong_task_type
-from . import LIKERT, PAIRWISE, TASK_TYPES
 from annotation.task_types.likert_debate import likert as likert_mod
-from . import results as ratings
 from annotation.views import expert_required, notice
+
+from . import LIKERT, PAIRWISE, TASK_TYPES
+from . import results as ratings
 
 
 def _project(request, slug):

@@ -12,3 +12,5 @@
 - :mod:`.suggestions`: what annotators did with suggested spans (accepted / rejected / undecided, acceptance rate);
 - :mod:`.export`: JSONL rows (normalised variable ids, §3.2.4 filters) and the ``spans`` release kind.
 """
+
+NAME = "span_grounding"  # the task type (task_type.py registers it under this name)

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from annotation.agreement.records import build_matrix, coder_key
+from annotation.models import Item
+from corpus.tokens import token_offsets
+
 from .metrics import covered_tokens
 
 
@@ -18,10 +22,6 @@ def token_label(variable) -> str:
 
 
 def reliability_data(project, records: list[dict]) -> dict:
-    from annotation.agreement.records import build_matrix, coder_key
-    from annotation.models import Item
-    from annotation.task_types.span_grounding.task_type import token_offsets
-
     item_ids = sorted({r["item_id"] for r in records})
     payloads = dict(Item.objects.filter(pk__in=item_ids).values_list("pk", "payload"))
     cells: dict = {}

@@ -18,10 +18,15 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+import annotation.task_types.span_grounding.task_type  # noqa: F401  (registers the task type)
+from annotation.selectors import project_of_type
+from annotation.task_types.span_grounding import kb, normalisation
+from annotation.task_types.span_grounding.export import project_rows
+from annotation.task_types.span_grounding.metrics import evaluate
 from argora.errors import FileLineError, command_error
 from argora.jsonl import dumps, read_jsonl, write_jsonl
-
-import annotation.task_types.span_grounding.task_type  # noqa: F401  (registers the task type)
+from corpus.importers import ImportFailed
+from corpus.models import FactVariable, Topic
 
 
 def _fail(msg: str):
@@ -65,10 +70,7 @@ class Command(BaseCommand):
 
     # --- KB --------------------------------------------------------------------------------------------
     def _kb_export(self, o):
-        from annotation.task_types.span_grounding import kb
-
         statuses = None if o["status"] == "all" else [s.strip() for s in o["status"].split(",") if s.strip()]
-        from corpus.models import FactVariable
 
         bad = [s for s in statuses or [] if s not in FactVariable.Status.values]
         if bad:
@@ -83,9 +85,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{o['file']}: {n} fact variable{'s' if n != 1 else ''}")
 
     def _kb_import(self, o):
-        from annotation.task_types.span_grounding import kb
-        from corpus.importers import ImportFailed
-
         try:
             summary = kb.import_kb(o["file"], o["format"], topic=o["topic"])
         except ImportFailed as exc:
@@ -94,15 +93,11 @@ class Command(BaseCommand):
 
     # --- normalisation ------------------------------------------------------------------------------------
     def _normalise(self, o):
-        from annotation.task_types.span_grounding import normalisation
-
         if o["pending"] == bool(o["project"]):
             raise _fail("normalise: give either --project SLUG or --pending")
         if not 0 < o["threshold"] <= 1 or not 0 < o["cluster_threshold"] <= 1:
             raise _fail("--threshold / --cluster-threshold: a cosine in (0, 1]")
         if o["pending"]:
-            from corpus.models import Topic
-
             topic = None
             if o["topic"]:
                 topic = Topic.objects.filter(name__iexact=o["topic"]).first() or Topic.objects.filter(
@@ -121,8 +116,6 @@ class Command(BaseCommand):
 
     # --- export / metrics -------------------------------------------------------------------------------------
     def _export(self, o):
-        from annotation.task_types.span_grounding.export import project_rows
-
         project = self._project(o["project"])
         rows = project_rows(project, include_unannotated=o["include_unannotated"], filters=o["filters"])
         if o["file"] == "-":
@@ -133,8 +126,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{o['file']}: {n} argument{'s' if n != 1 else ''}")
 
     def _metrics(self, o):
-        from annotation.task_types.span_grounding.metrics import evaluate
-
         path = o["file"]
         examples = []
         try:
@@ -166,6 +157,4 @@ class Command(BaseCommand):
                           f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}")
 
     def _project(self, slug):
-        from annotation.selectors import project_of_type
-
         return project_of_type(slug, "span_grounding", error=lambda reason: _fail(f"--project: {reason}"))

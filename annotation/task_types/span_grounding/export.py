@@ -53,7 +53,7 @@ from annotation.selectors import item_responses
 
 from .models import SpanNormalisation
 from .suggestions import suggestion_rows
-from .task_type import NAME
+from . import NAME
 
 KIND = "spans"
 UNNORMALISED_METHODS = (None, "new")

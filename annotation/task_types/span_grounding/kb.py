@@ -25,7 +25,7 @@ from corpus.importers.readers import read_text
 from corpus.models import FactVariable
 
 from .models import SpanNormalisation
-from .task_type import NAME
+from . import NAME
 
 FORMATS = {"csv": "facts-csv", "jsonl": "facts-jsonl"}
 COLUMNS = ["id", "topic", "text", "origin", "status", "merged_into", "content_hash", "metadata_json"]

@@ -17,13 +17,13 @@ accuracy 2/3 ("Criminologists" grounded to [2] instead of [1]).
   does not deter crime"), exact 1/3.
 
 Spans are dicts ``{"begin", "end" (exclusive), "variable"}`` (the span_grounding response shape) or tuples
-``(begin, end[, variable])``. Tokens come from :func:`annotation.task_types.aspect.candidates.tokenize` (the HIT page's tokens).
+``(begin, end[, variable])``. Tokens come from :func:`corpus.tokens.tokenize` (the HIT page's tokens).
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from annotation.task_types.aspect.candidates import tokenize
+from corpus.tokens import tokenize
 
 OUTSIDE = None
 SPAN_MODES = ("partial", "full", "exact")

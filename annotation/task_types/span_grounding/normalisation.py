@@ -26,9 +26,16 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+from django.conf import settings
+from django.db import transaction
 
 from annotation import providers
+from annotation.models import Item
+from annotation.selectors import item_responses
+from annotation.task_types.span_grounding.models import SpanNormalisation
 from argora.progress import null_progress
+from corpus.hashing import fact_hash
+from corpus.models import FactVariable, Topic
 
 DIRECT_THRESHOLD = 0.85
 CLUSTER_THRESHOLD = 0.75
@@ -95,9 +102,6 @@ def normalise_spans(spans: Sequence[str], kb: Sequence[tuple[int, str]], *, thre
 def others_spans(project) -> list[dict]:
     """The spans of a span_grounding project grounded to Others: from each item's aggregate when it has
     responses, else from its suggestions. ``[{"item", "topic", "begin", "end", "text"}]``."""
-    from annotation.models import Item
-    from annotation.selectors import item_responses
-
     tt = project.get_task_type()
     responses = item_responses(project)
     out = []
@@ -114,8 +118,6 @@ def others_spans(project) -> list[dict]:
 
 
 def artifact_path(project) -> Path:
-    from django.conf import settings
-
     return Path(settings.ARTIFACT_ROOT) / "spans" / project.slug / "normalisation.json"
 
 
@@ -125,11 +127,6 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
 
     Returns ``{"spans": n, "direct": n, "indirect": n, "unmapped": n, "proposed": n created, "path"}``.
     """
-    from django.db import transaction
-
-    from corpus.hashing import fact_hash
-    from corpus.models import FactVariable, Topic
-
     spans = others_spans(project)
     by_topic: dict[str, list[dict]] = defaultdict(list)
     for s in spans:
@@ -187,8 +184,6 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
 def proposal_mapping(proposal) -> tuple[int | None, str]:
     """``(variable id, method)`` a span of ``proposal``'s community maps to, given the proposal's review state:
     accepted -> itself (``new``), merged -> its target (``merged``), pending / rejected -> unmapped."""
-    from corpus.models import FactVariable
-
     if proposal is None:
         return None, ""
     if proposal.status == FactVariable.Status.ACTIVE:
@@ -202,8 +197,6 @@ def store_mapping(project, mapping: list[dict], proposal_of: dict) -> int:
     """Replace the :class:`~annotation.task_types.span_grounding.models.SpanNormalisation` rows of ``project`` with ``mapping``
     (:func:`normalise_project`'s per-span results; ``proposal_of``: community key -> proposed FactVariable).
     Call inside a transaction. Returns the number of rows."""
-    from annotation.task_types.span_grounding.models import SpanNormalisation
-
     SpanNormalisation.objects.filter(item__project=project).delete()
     rows, seen = [], set()
     for m in mapping:
@@ -225,10 +218,6 @@ def normalise_pending(topic=None, *, threshold: float = DIRECT_THRESHOLD, cluste
     """Map the pending proposed variables (of ``topic`` or all topics) onto the active KB of their topic and store
     ``metadata["normalisation"] = {"action": "merge" | "accept", "into": id | None, "method", "score",
     "community"}`` -- a suggestion for the expert, nothing is merged here. Returns counts."""
-    from django.db import transaction
-
-    from corpus.models import FactVariable
-
     qs = FactVariable.objects.filter(status=FactVariable.Status.PENDING).select_related("topic")
     if topic is not None:
         qs = qs.filter(topic=topic)

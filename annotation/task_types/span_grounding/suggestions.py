@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from annotation.models import Item, Project
+from annotation.selectors import item_responses
+
 ACCEPTED, REJECTED = "accepted", "rejected"
 
 
@@ -70,9 +73,6 @@ def totals(rows: Iterable[dict]) -> dict:
 def project_suggestion_stats(project) -> dict:
     """Totals over the non-gold items of a span_grounding project that offered suggestions (counted responses),
     plus ``items`` (items with suggestions) and ``by_source`` (``"model:<version>"`` / ``"silver"`` -> totals)."""
-    from annotation.models import Item
-    from annotation.selectors import item_responses
-
     responses = item_responses(project)
     rows: list[dict] = []
     items = 0
@@ -91,8 +91,6 @@ def project_suggestion_stats(project) -> dict:
 def span_projects_suggestion_stats() -> list[dict]:
     """:func:`project_suggestion_stats` of every span_grounding project whose items carry suggestions (newest
     first), each with its ``project_obj``; projects without suggestions are left out."""
-    from annotation.models import Project
-
     out = []
     for project in Project.objects.filter(task_type="span_grounding").order_by("-created_at", "id"):
         stats = project_suggestion_stats(project)

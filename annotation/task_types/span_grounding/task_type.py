@@ -52,29 +52,29 @@ import random
 import re
 
 from annotation import providers
-from annotation.task_types.aspect.candidates import tokenize
+from annotation.services import ProjectInvalid
 from annotation.task_types.span_grounding import metrics
 from annotation.task_types.span_grounding.aggregation import aggregate_spans
+from annotation.task_types.span_grounding.agreement import reliability_data
+from annotation.task_types.span_grounding.export import export_row
 from annotation.task_types.span_grounding.schemes import (
     DEFAULT_SCHEMES,
     aggregate_schemes,
     clean_scheme_list,
     match_scheme,
 )
+from corpus.models import FactVariable
+from corpus.tokens import token_offsets
 
 from .. import register
+from . import NAME
 from ..base import ResponseInvalid, TaskType
 
-NAME = "span_grounding"
 DEFAULT_VARIABLES_PER_ITEM = [2, 5]
 MAX_VARIABLES = 5  # keys 1..5 on the page
 RESPONSE_FIELDS = {"spans", "suggested", "rejected", "schemes"}
 _FORM_SPAN = re.compile(r"^\s*(-?\d+)\s*:\s*(-?\d+)\s*(?::\s*([^:\s]*)\s*)?$")
 _OTHER = {"", "other", "others", "null", "none"}
-
-
-def token_offsets(text: str) -> list[list[int]]:
-    return [[t.begin, t.end] for t in tokenize(text)]
 
 
 def config_of(project) -> dict:
@@ -342,8 +342,6 @@ class SpanGrounding(TaskType):
     def build_items(self, project, rows):
         """One item per corpus Sentence, offering ``variables_per_item`` active KB variables of its topic
         (the sentence's own ``metadata["variables"]`` ids first, when it has them), seeded per sentence."""
-        from corpus.models import FactVariable
-
         config = config_of(project)
         seed = config.get("seed", 0)
         rows = list(rows)
@@ -356,8 +354,6 @@ class SpanGrounding(TaskType):
             candidates = by_topic[sentence.topic_id]
             lo = config["variables_per_item"][0]
             if len(candidates) < lo:
-                from annotation.services import ProjectInvalid
-
                 raise ProjectInvalid("variables", f"topic {str(sentence.topic)!r} has {len(candidates)} active fact "
                                                    f"variable(s); an item needs at least {lo} (import the KB first)")
             required = [v for v in ((sentence.metadata or {}).get("variables") or []) if isinstance(v, int)]
@@ -471,14 +467,10 @@ class SpanGrounding(TaskType):
         """The ``spans`` export row (:func:`annotation.task_types.span_grounding.export.export_row`: normalised spans, suggestion
         decisions) without its ``annotations``: the generic exports (the ``annotations`` release, the project
         export) add every response themselves, with its worker."""
-        from annotation.task_types.span_grounding.export import export_row
-
         row = export_row(project, item, responses, self.aggregate(project, item, responses))
         row.pop("annotations", None)
         return row
 
     # --- agreement ----------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):
-        from annotation.task_types.span_grounding.agreement import reliability_data
-
         return reliability_data(project, items_responses)

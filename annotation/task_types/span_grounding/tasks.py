@@ -2,18 +2,18 @@
 the ``gpu`` queue."""
 from __future__ import annotations
 
+from annotation.models import Project
 from argora.celery import gpu_task
 from argora.progress import celery_progress
+from corpus.models import Topic
+
+from .normalisation import normalise_pending, normalise_project
 
 __all__ = ["normalise_project_task", "normalise_pending_task"]
 
 
 @gpu_task(name="annotation.spans.normalise_project")
 def normalise_project_task(self, project_id: int, threshold: float = 0.85, cluster_threshold: float = 0.75) -> dict:
-    from annotation.models import Project
-
-    from .normalisation import normalise_project
-
     return normalise_project(Project.objects.get(pk=project_id), threshold=threshold,
                              cluster_threshold=cluster_threshold, progress=celery_progress(self))
 
@@ -21,10 +21,6 @@ def normalise_project_task(self, project_id: int, threshold: float = 0.85, clust
 @gpu_task(name="annotation.spans.normalise_pending")
 def normalise_pending_task(self, topic_id: int | None = None, threshold: float = 0.85,
                            cluster_threshold: float = 0.75) -> dict:
-    from corpus.models import Topic
-
-    from .normalisation import normalise_pending
-
     topic = Topic.objects.get(pk=topic_id) if topic_id else None
     return normalise_pending(topic, threshold=threshold, cluster_threshold=cluster_threshold,
                              progress=celery_progress(self))

@@ -13,13 +13,13 @@ from annotation.views import expert_required, notice
 from argora.errors import FieldError
 
 from . import review as review_service
+from .suggestions import span_projects_suggestion_stats
+from .tasks import normalise_pending_task
 
 
 @expert_required
 @require_GET
 def kb_review(request):
-    from .suggestions import span_projects_suggestion_stats
-
     topic = request.GET.get("topic") or None
     groups = review_service.pending_by_topic(topic)
     return render(request, "task_types/span_grounding/kb_review.html", {
@@ -46,8 +46,6 @@ def kb_review_action(request, variable_id: int):
 @require_POST
 def kb_normalise(request):
     """Enqueue the normalisation of pending proposals (suggests a merge target for each) after commit."""
-    from .tasks import normalise_pending_task
-
     topic_id = request.POST.get("topic_id") or None
     transaction.on_commit(lambda: normalise_pending_task.delay(int(topic_id) if topic_id else None))
     messages.info(request, "Normalisation started; reload in a moment to see the suggested merges.")

@@ -16,6 +16,9 @@ import sys
 from django.core.management.base import BaseCommand
 
 import annotation.task_types.validity_novelty.task_type  # noqa: F401  (registers the task type)
+from annotation.task_types.validity_novelty import results
+from annotation.task_types.validity_novelty.csvio import guess_format, read_file
+from corpus.importers.base import ImportFailed
 
 
 class Command(BaseCommand):
@@ -36,14 +39,8 @@ class Command(BaseCommand):
         p.add_argument("--with-weights", action="store_true", help="append an Instance-Weight column (1..5)")
 
     def handle(self, *args, action, **options):
-        from annotation.task_types.validity_novelty import results
-        from annotation.task_types.validity_novelty.csvio import guess_format
-        from corpus.importers.base import ImportFailed
-
         try:
             if action == "import":
-                from annotation.task_types.validity_novelty.csvio import read_file
-
                 table = read_file(options["file"], options["format"])  # every row checked before any write
                 project = results.get_project(options["project"], create=True)
                 s = results.import_table(project, table, as_gold=options["as_gold"])

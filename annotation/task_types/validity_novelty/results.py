@@ -29,12 +29,36 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation import services
+from annotation.agreement.records import build_matrix, load_responses
+from annotation.agreement.table import figures
+from annotation.models import Assignment, Item, Project, Response
+from annotation.selectors import project_of_type, unverified_q
 from corpus.importers.base import ImportFailed
 
 from . import TASK_TYPE
-from .aggregation import CHOICE_OF_LABEL, CONFIDENCE_WORDS, DIMENSIONS, LABELS, aggregate_responses
-from .csvio import (CONCLUSION, NOVELTY, NOVELTY_CONF, PREMISE, TOPIC, VALIDITY, VALIDITY_CONF, Row, Table,
-                    merge_columns, read_file)
+from .aggregation import (
+    CHOICE_OF_LABEL,
+    CONFIDENCE_WORDS,
+    DIMENSIONS,
+    LABELS,
+    aggregate_responses,
+)
+from .csvio import (
+    CONCLUSION,
+    NOVELTY,
+    NOVELTY_CONF,
+    PREMISE,
+    TOPIC,
+    VALIDITY,
+    VALIDITY_CONF,
+    Row,
+    Table,
+    merge_columns,
+    read_file,
+    write_csv,
+    write_jsonl,
+)
 from .weights import instance_weight, weight_distribution
 
 LABEL_MODES = ("auto", "crowd", "reference")
@@ -47,9 +71,6 @@ class ValNovError(ValueError):
 
 # --- projects -------------------------------------------------------------------------------------
 def get_project(slug: str, *, create: bool = False, **settings):
-    from annotation import services
-    from annotation.selectors import project_of_type
-
     def make():
         return services.create_project(name=slug, slug=slug, task_type=TASK_TYPE,
                                        **{"assignments_per_item": 3, **settings})
@@ -82,9 +103,6 @@ def expected_of(row: Row) -> dict:
 def import_table(project, table: Table, *, as_gold: bool = False) -> dict:
     """Items (or gold items) for the rows of ``table``, in one transaction. Returns ``{"created", "skipped",
     "gold", "hits"}``; rows whose key the project already has are skipped."""
-    from annotation import services
-    from annotation.models import Item, Project
-
     occurrences: Counter = Counter()
     keyed = []
     for row in table.rows:
@@ -118,9 +136,6 @@ def import_file(project, path, *, fmt: str | None = None, as_gold: bool = False)
 # --- responses and aggregates ------------------------------------------------------------------------
 def responses_by_item(project) -> dict[int, list[dict]]:
     """Submitted / approved responses per item id, in submission order."""
-    from annotation.models import Assignment, Response
-    from annotation.selectors import unverified_q
-
     out: dict[int, list[dict]] = defaultdict(list)
     rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
             .exclude(unverified_q("assignment__"))
@@ -154,8 +169,6 @@ def _crowd_labels(agg: dict) -> dict:
 def export_records(project, *, labels: str = "auto", with_weights: bool = False) -> tuple[list[str], list[dict], dict]:
     """``(columns, records, summary)``: the shared-task columns (the imported header, merged) and one record per
     exported item (labels as ints). ``summary``: ``{"rows", "crowd", "reference", "left_out"}``."""
-    from annotation.models import Item
-
     if labels not in LABEL_MODES:
         raise ValNovError(f"labels must be one of {', '.join(LABEL_MODES)}, got {labels!r}")
     columns = merge_columns((project.config or {}).get("columns") or [])
@@ -192,8 +205,6 @@ def export_records(project, *, labels: str = "auto", with_weights: bool = False)
 
 def export(project, fh, *, fmt: str = "csv", labels: str = "auto", with_weights: bool = False) -> dict:
     """Write the export to the open text file ``fh`` (``newline=""`` for CSV); returns the summary."""
-    from .csvio import write_csv, write_jsonl
-
     columns, records, summary = export_records(project, labels=labels, with_weights=with_weights)
     if fmt == "csv":
         write_csv(fh, columns, records)
@@ -223,9 +234,6 @@ def _distribution(rows: list[dict]) -> dict:
 def agreement(project, records: list[dict] | None = None) -> dict:
     """Per dimension: Krippendorff's alpha (nominal; "don't know" is a category), Fleiss' kappa (over the items with
     the most common number of ratings), percent agreement, units and coders -- via :mod:`annotation.agreement`."""
-    from annotation.agreement.records import build_matrix, load_responses
-    from annotation.agreement.table import figures
-
     records = load_responses(project) if records is None else records
     out = {}
     for dim in DIMENSIONS:
@@ -242,8 +250,6 @@ def agreement(project, records: list[dict] | None = None) -> dict:
 
 def project_results(project) -> dict:
     """Everything the staff results page shows (see :mod:`annotation.task_types.validity_novelty.views`)."""
-    from annotation.models import Item
-
     votes = responses_by_item(project)
     items = list(Item.objects.filter(project=project).order_by("position", "id").values("pk", "is_gold", "payload"))
     crowd, reference, matches = [], [], {dim: [0, 0] for dim in DIMENSIONS}

@@ -27,6 +27,9 @@ majority is unknown (0), a tie in novelty is 0 with target 0.5; a confidence wor
 """
 from __future__ import annotations
 
+from annotation.agreement.records import build_matrix
+from annotation.task_types.validity_novelty.aggregation import aggregate_responses
+
 from .. import register
 from ..base import ResponseInvalid, TaskType
 
@@ -128,8 +131,6 @@ class ValidityNovelty(TaskType):
         return sum(1.0 for d, v in expected.items() if data.get(d) == v) / len(expected)
 
     def aggregate(self, project, item, responses):
-        from annotation.task_types.validity_novelty.aggregation import aggregate_responses
-
         return aggregate_responses(responses)
 
     def export_row(self, project, item, responses):
@@ -143,8 +144,6 @@ class ValidityNovelty(TaskType):
     def reliability_data(self, project, items_responses):
         """Nominal; one unit per (item, dimension), "don't know" is a category of its own. The staff results page
         (:mod:`annotation.task_types.validity_novelty.results`) reports each dimension separately."""
-        from annotation.agreement.records import build_matrix
-
         cells, unit_item = {}, {}
         for r in items_responses:
             for dim in DIMENSIONS:

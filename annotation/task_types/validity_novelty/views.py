@@ -11,10 +11,11 @@ from django.views.decorators.http import require_GET
 
 from annotation.models import Project
 from annotation.selectors import wrong_task_type
+from annotation.views import expert_required, notice
+
 from . import TASK_TYPE
 from . import results as valnov
 from .weights import CONFIDENCE_POINTS
-from annotation.views import expert_required, notice
 
 
 def _project(slug):

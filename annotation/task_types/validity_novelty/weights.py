@@ -30,7 +30,13 @@ from collections import Counter
 from itertools import product
 from typing import Iterable
 
-from .aggregation import CONFIDENCE_WORDS, CONFIDENT, DEFEASIBLE, MAJORITY, VERY_CONFIDENT
+from .aggregation import (
+    CONFIDENCE_WORDS,
+    CONFIDENT,
+    DEFEASIBLE,
+    MAJORITY,
+    VERY_CONFIDENT,
+)
 
 CONFIDENCE_POINTS = {VERY_CONFIDENT: 2.0, CONFIDENT: 1.0, MAJORITY: 0.25, DEFEASIBLE: 0.0}
 MIN_WEIGHT, MAX_WEIGHT = 1.0, 5.0

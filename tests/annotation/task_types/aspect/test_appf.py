@@ -141,7 +141,7 @@ def test_a_failure_while_writing_rolls_everything_back(appf_file, project, monke
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("annotation.services.add_items", boom)
+    monkeypatch.setattr("annotation.task_types.aspect.appf.add_items", boom)
     with pytest.raises(RuntimeError):
         import_appf(appf_file, project)
     assert Sentence.objects.count() == 0 and Item.objects.count() == 0 and Topic.objects.count() == 0
@@ -277,7 +277,7 @@ def test_cli_export_wrong_combination_exits_2_and_writes_nothing(appf_file, tmp_
 def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, project):
     """App. F has Argument_for / Argument_against only (import refuses anything else): an item of a sentence with
     stance none is not exported (and counted), so every exported file imports again."""
-    from annotation.task_types.aspect.task_type import build_payload
+    from annotation.task_types.aspect.items import build_payload
     from annotation.task_types.aspect.rankers import BaselineRanker
 
     path = tmp_path / "two.jsonl"

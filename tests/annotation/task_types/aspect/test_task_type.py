@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Assignment, Item, Response
 from annotation.task_types import ResponseInvalid, get_task_type
-from annotation.task_types.aspect.task_type import parse_span
+from annotation.task_types.aspect.candidates import parse_span
 
 from .helpers import aspect_project, span
 

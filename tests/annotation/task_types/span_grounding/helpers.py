@@ -44,7 +44,7 @@ def make_project(slug="spans", config=None, **kw):
 
 
 def fig7_payload(variables) -> dict:
-    from annotation.task_types.span_grounding.task_type import token_offsets
+    from corpus.tokens import token_offsets
 
     return {"argument_id": None, "text": FIG7, "topic": TOPIC, "stance": "con", "tokens": token_offsets(FIG7),
             "variables": [{"id": v.pk, "text": v.text} for v in variables], "suggestions": []}

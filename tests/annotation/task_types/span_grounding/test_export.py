@@ -166,7 +166,7 @@ def others_answered(django_user_model):
     one = FactVariable.objects.create(topic=topic, text="KB one", content_hash="k1")
     two = FactVariable.objects.create(topic=topic, text="KB two", content_hash="k2")
     project = make_project(items_per_hit=1, assignments_per_item=1)
-    from annotation.task_types.span_grounding.task_type import token_offsets
+    from corpus.tokens import token_offsets
 
     services.add_items(project, [{"argument_id": None, "text": MAPPED_TEXT, "topic": "Toy", "stance": "pro",
                                   "tokens": token_offsets(MAPPED_TEXT),
