@@ -25,7 +25,7 @@ def project_list() -> QuerySet[Project]:
 
 def wrong_task_type(project, task_types: str | tuple[str, ...]) -> str | None:
     """Why ``project`` is not a project of ``task_types`` (a name, or a tuple of names any of which will do);
-    ``None`` when it is. E.g. ``'ld' is a 'likert_debate' project, not 'pairwise_preference'``."""
+    ``None`` when it is. E.g. ``'p2' is a 'x' project, not 'y'``."""
     names = (task_types,) if isinstance(task_types, str) else tuple(task_types)
     if project.task_type in names:
         return None

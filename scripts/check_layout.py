@@ -58,7 +58,8 @@ def task_type_names() -> dict[str, Path]:
 def registered_names(task_type_file: Path) -> set[str]:
     """The ``name = "..."`` of the TaskType classes in a task_type module (constants followed one step)."""
     tree = ast.parse(task_type_file.read_text(encoding="utf-8"))
-    consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+    package = ast.parse((task_type_file.parent / "__init__.py").read_text(encoding="utf-8"))
+    consts = {t.id: n.value.value for n in package.body + tree.body if isinstance(n, ast.Assign)
               for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
     names = set()
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
