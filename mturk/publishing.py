@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from annotation.models import HIT, Project, Worker
+from argora.errors import FieldError
 
 from . import payments
 from .client import MTurkError, call_once, get_client, request_token
@@ -32,13 +33,8 @@ from .models import (
 EXTERNAL_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
 
 
-class PublishError(ValueError):
-    """A set-up problem naming the field to fix (``field``, ``reason``)."""
-
-    def __init__(self, field: str, reason: str):
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+class PublishError(FieldError):
+    """A set-up problem naming the field to fix."""
 
 
 def env_name(sandbox: bool) -> str:
