@@ -30,6 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from annotation.task_types.aspect.appf import parse_appf, parse_pos, project_rows
+from annotation.task_types.aspect.candidates import Candidate, tokenize
+from annotation.task_types.aspect.labels import label_rows
+from corpus.importers.base import ImportFailed
+from ml.registry import TrainerError, stable_split
+
 LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
 
@@ -37,8 +43,6 @@ LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
 def ranker_rows(sentence: str, spans: Iterable[Sequence[int]], *, topic: str = "") -> list[dict]:
     """§3.1 Step 2a rows of one sentence, each carrying the gold ``aspects``."""
-    from annotation.task_types.aspect.labels import label_rows
-
     spans = sorted((int(b), int(l)) for b, l in spans)
     rows = label_rows(sentence, spans, topic=topic)
     for row in rows:
@@ -46,21 +50,12 @@ def ranker_rows(sentence: str, spans: Iterable[Sequence[int]], *, topic: str = "
     return rows
 
 
-def _trainer_error(message: str) -> Exception:
-    from ml.registry import TrainerError
-
-    return TrainerError(message)
-
-
 def appf_ranker_rows(path) -> list[dict]:
     """Ranker rows of every sentence of an App. F file (validated; ``TrainerError("file:line: reason")``)."""
-    from annotation.task_types.aspect.appf import parse_appf
-    from corpus.importers.base import ImportFailed
-
     try:
         parsed = parse_appf(path)
     except ImportFailed as exc:
-        raise _trainer_error(str(exc)) from None
+        raise TrainerError(str(exc)) from None
     rows: list[dict] = []
     for r in parsed:
         rows.extend(ranker_rows(r.sentence, r.spans, topic=r.topic))
@@ -70,40 +65,41 @@ def appf_ranker_rows(path) -> list[dict]:
 def read_jsonl_objects(path: Path) -> list[tuple[int, dict]]:
     """``(line number, object)`` of every non-blank line of a JSONL file; ``TrainerError("file:line: reason")`` when
     it cannot be read, a line is not a JSON object, or there is none."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _trainer_error(f"{path}:0: cannot read ({exc.strerror or exc})") from None
     out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _trainer_error(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise _trainer_error(f"{path}:{number}: a line must be a JSON object")
-        out.append((number, obj))
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise TrainerError(f"{path}:0: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TrainerError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise TrainerError(f"{path}:{number}: a line must be a JSON object")
+            out.append((number, obj))
     if not out:
-        raise _trainer_error(f"{path}:0: no rows: the file is empty")
+        raise TrainerError(f"{path}:0: no rows: the file is empty")
     return out
 
 
 def _check_label_row(path, number: int, row: dict) -> dict:
     missing = [k for k in LABEL_KEYS if k not in row]
     if missing:
-        raise _trainer_error(f"{path}:{number}: missing key(s) {', '.join(missing)} (neither an App. F row nor a "
+        raise TrainerError(f"{path}:{number}: missing key(s) {', '.join(missing)} (neither an App. F row nor a "
                              f"ranker label row)")
     try:
         begin, length, score = int(row["begin"]), int(row["length"]), float(row["score"])
     except (TypeError, ValueError):
-        raise _trainer_error(f"{path}:{number}: begin/length must be integers and score a number") from None
+        raise TrainerError(f"{path}:{number}: begin/length must be integers and score a number") from None
     sentence = row["sentence"]
     if not isinstance(sentence, str) or begin < 0 or length <= 0 or begin + length > len(sentence):
-        raise _trainer_error(f"{path}:{number}: candidate span ({begin},{length}) is outside the sentence")
+        raise TrainerError(f"{path}:{number}: candidate span ({begin},{length}) is outside the sentence")
     if not 0.0 <= score <= 1.0:
-        raise _trainer_error(f"{path}:{number}: score {score} is outside [0, 1]")
+        raise TrainerError(f"{path}:{number}: score {score} is outside [0, 1]")
     return dict(row, begin=begin, length=length, score=score, topic=str(row.get("topic") or ""))
 
 
@@ -151,13 +147,10 @@ def ranker_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """(train, dev, n_labels) from the project's final answers; dev = the sentences whose stable hash falls in
     the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev sentences.
     ``n_labels`` = sentences with a final answer (a "no aspect" answer gives all-zero rows: negatives)."""
-    from annotation.task_types.aspect.appf import _POS, project_rows
-    from ml.registry import stable_split
-
     answers = project_rows(project)
     rows: list[dict] = []
     for answer in answers:
-        spans = [tuple(int(x) for x in _POS.match(p).groups()) for p in answer["aspect_pos"]]
+        spans = [parse_pos(p) for p in answer["aspect_pos"]]
         rows.extend(ranker_rows(answer["sentence"], spans, topic=answer["topic"]))
     train, dev = stable_split(rows, key=lambda r: [r.get("topic") or "", r["sentence"]])
     return train, dev, len(answers)
@@ -189,15 +182,11 @@ class SentenceRows:
 
     def candidates(self):
         """The rows as :class:`annotation.task_types.aspect.candidates.Candidate` objects (what a Ranker scores)."""
-        from annotation.task_types.aspect.candidates import Candidate
-
         return [Candidate(b, l, t, n) for (b, l), t, n in zip(self.spans, self.texts, self.n_tokens)]
 
 
 def _gold_from_unigrams(sentence: str, unigram_scores: dict[tuple[int, int], float]) -> list[tuple[int, int]]:
     """Maximal runs of consecutive aspect tokens (1-grams scoring 1)."""
-    from annotation.task_types.aspect.candidates import tokenize
-
     out: list[tuple[int, int]] = []
     run: list = []
     for tok in tokenize(sentence) + [None]:
@@ -212,8 +201,6 @@ def _gold_from_unigrams(sentence: str, unigram_scores: dict[tuple[int, int], flo
 
 def group_sentences(rows: Iterable[dict]) -> list[SentenceRows]:
     """Rows grouped by (topic, sentence), in order of first appearance; duplicate spans are kept once."""
-    from annotation.task_types.aspect.candidates import tokenize
-
     groups: dict[tuple[str, str], SentenceRows] = {}
     seen: dict[tuple[str, str], set] = {}
     explicit: dict[tuple[str, str], bool] = {}
@@ -311,21 +298,3 @@ def synthetic_ranker_rows(n: int, *, seed: int = 13, topics: Sequence[str] = SYN
         spans = [tuple(int(x) for x in p.strip("()").split(",")) for p in row["aspect_pos"]]
         rows.extend(ranker_rows(row["sentence"], spans, topic=row["topic"]))
     return rows
-
-
-# --- tagger / argspan rows (appended by the taggers engineer; the readers live with the trainers) ------------------
-
-def tagger_rows_from_file(path) -> tuple[list[dict], list[dict]]:
-    """(train, dev) tagger rows: an Arg-CTRL App. F file (or ``{text, spans}`` JSONL; ``split`` field or a stable
-    split by sentence) or a folder with ``train.jsonl`` + ``dev.jsonl`` (:func:`ml.trainers.tagger.rows_from_file`)."""
-    from ml.trainers.tagger import rows_from_file
-
-    return rows_from_file(path)
-
-
-def argspan_rows_from_file(path) -> tuple[list[dict], list[dict]]:
-    """(train, dev) argspan / argspanscheme rows from a span-grounding JSONL export (``spans.jsonl``) or a folder
-    with ``train.jsonl`` + ``dev.jsonl`` (:func:`ml.trainers.argspan.rows_from_file`)."""
-    from ml.trainers.argspan import rows_from_file
-
-    return rows_from_file(path)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from corpus.releases import register_exporter
 
+from .models import SilverLabel, SilverRun
+from .silver import silver_rows
+
 FILTER_KEYS = ("scheme_ratio", "discard_others", "min_confidence", "drop_unlabelled", "scheme_threshold")
 
 
 def prepare(config: dict) -> dict:
-    from .models import SilverRun
-
     unknown = set(config) - {"run", "runs", *FILTER_KEYS}
     if unknown:
         raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected runs, {', '.join(FILTER_KEYS)})")
@@ -39,23 +40,16 @@ def prepare(config: dict) -> dict:
 
 
 def _rows(config: dict):
-    from .models import SilverRun
-    from .silver import silver_rows
-
     overrides = {k: config[k] for k in FILTER_KEYS if k in config}
     for pk in config["runs"]:
         yield from silver_rows(SilverRun.objects.get(pk=pk), options=overrides)
 
 
 def count(config: dict) -> int:
-    from .models import SilverLabel
-
     return SilverLabel.objects.filter(run_id__in=config["runs"]).count()
 
 
 def card(ctx) -> list[tuple[str, str]]:
-    from .models import SilverRun
-
     lines = []
     for run in SilverRun.objects.filter(pk__in=ctx.config["runs"]).select_related("model_version", "topic"):
         mv = run.model_version

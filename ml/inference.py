@@ -24,6 +24,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from annotation.task_types.aspect.candidates import tokenize
+from ml.training import pick_device
+
 BIO = ("O", "B", "I")
 IGNORE = -100
 
@@ -32,8 +35,6 @@ IGNORE = -100
 
 def words_of(text: str) -> list[tuple[str, int, int]]:
     """``[(word, begin, end)]`` of a text (the annotation tokens)."""
-    from annotation.task_types.aspect.candidates import tokenize
-
     return [(t.text, t.begin, t.end) for t in tokenize(text)]
 
 
@@ -65,14 +66,6 @@ def spans_from_bio(tags: Sequence[str]) -> list[tuple[int, int]]:
 
 
 # --- devices and quantisation ----------------------------------------------------------------------
-
-def pick_device(device: str | None = None) -> str:
-    if device:
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
 
 def want_int8(quantize: bool | None, device: str) -> bool:
     if device != "cpu":

@@ -15,9 +15,10 @@ Rows for a kind
     key): all n-grams of a sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
-    n_labels)``; the default for the ``ranker`` kind on an ``aspect`` project uses the project's final answers
-    (:func:`annotation.task_types.aspect.appf.project_rows`: adjudicated > gold > crowd vote > imported reference), turned into
-    label rows, split by sentence hash; ``n_labels`` = sentences with a final answer.
+    n_labels)``; the default for the ``ranker`` kind on an ``aspect`` project is the ranker kinds' own reader,
+    :func:`ml.data.ranker_rows_from_project` (the project's final answers -- adjudicated > gold > crowd vote >
+    imported reference -- turned into label rows, split by sentence hash; ``n_labels`` = sentences with a final
+    answer).
 
 Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
@@ -42,9 +43,13 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
+from annotation.task_types.aspect.appf import parse_appf
+from annotation.task_types.aspect.labels import label_rows
 from argora.progress import Progress, null_progress
+from corpus.importers.base import ImportFailed
 
 from . import registry
+from .data import ranker_rows_from_project, read_jsonl_objects
 from .registry import TrainerError
 
 log = logging.getLogger(__name__)
@@ -63,37 +68,11 @@ def debounce_seconds() -> int:
 
 # --- rows from files -------------------------------------------------------------------------------
 
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise TrainerError(f"{path}:0: cannot read ({exc.strerror or exc})") from None
-    with fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrainerError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise TrainerError(f"{path}:{number}: a line must be a JSON object")
-            rows.append(row)
-    if not rows:
-        raise TrainerError(f"{path}:0: no rows")
-    return rows
-
-
 def _is_appf(rows: list[dict]) -> bool:
     return all(k in rows[0] for k in ("aspect_pos", "sentence", "topic"))
 
 
 def _appf_rows(path: Path, kind: str) -> list[dict]:
-    from annotation.task_types.aspect.appf import parse_appf
-    from annotation.task_types.aspect.labels import label_rows
-    from corpus.importers.base import ImportFailed
-
     try:
         parsed = parse_appf(path)
     except ImportFailed as exc:
@@ -108,7 +87,7 @@ def _appf_rows(path: Path, kind: str) -> list[dict]:
 
 
 def _read_any(path: Path, kind: str) -> list[dict]:
-    rows = read_jsonl(path)
+    rows = [row for _, row in read_jsonl_objects(path)]
     return _appf_rows(path, kind) if _is_appf(rows) else rows
 
 
@@ -149,26 +128,13 @@ def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[
 
 # --- rows from a project ---------------------------------------------------------------------------
 
-def _aspect_project_rows(project) -> tuple[list[dict], list[dict], int]:
-    from annotation.task_types.aspect.appf import _POS, project_rows
-    from annotation.task_types.aspect.labels import label_rows
-
-    rows = []
-    answers = project_rows(project)
-    for row in answers:
-        spans = [tuple(int(x) for x in _POS.match(p).groups()) for p in row["aspect_pos"]]
-        rows.extend(label_rows(row["sentence"], spans, topic=row["topic"]))
-    train, dev = registry.stable_split(rows, key="sentence")
-    return train, dev, len(answers)
-
-
 def rows_from_project(kind: str, project) -> tuple[list[dict], list[dict], int]:
     """(train, dev, n_labels) for ``kind`` from the project's aggregated labels."""
     spec = registry.get_trainer(kind)
     if spec.rows_from_project is not None:
         return spec.rows_from_project(project)
     if kind == "ranker" and project.task_type == "aspect":
-        return _aspect_project_rows(project)
+        return ranker_rows_from_project(project)
     raise TrainerError(f"kind: trainer {kind!r} cannot build rows from a {project.task_type!r} project "
                        f"(its spec has no rows_from_project)")
 
@@ -272,7 +238,7 @@ def schedule_maybe_retrain(project_id: int) -> bool:
     """Enqueue ``ml.tasks.maybe_retrain`` after commit, at most once per debounce window per project."""
     from django.db import transaction
 
-    from .tasks import maybe_retrain as task
+    from .tasks import maybe_retrain as task  # cycle: ml.tasks imports this module
 
     delay = debounce_seconds()
     if not cache.add(DEBOUNCE_KEY.format(project_id), 1, timeout=max(1, delay)):

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable, Sequence
 
+from annotation.task_types.aspect.rankers import BaselineRanker
+
 from .data import SentenceRows, group_sentences, leave_one_topic_out, split_by_sentence
 
 KS = (5, 10, 15, 20)
@@ -94,8 +96,6 @@ def evaluate_scorer(scorer, rows: Iterable[dict] | Sequence[SentenceRows], ks: S
 def baseline_scorer(rows_train: Iterable[dict]):
     """:class:`annotation.task_types.aspect.rankers.BaselineRanker` with document frequencies from the training sentences
     (no database), the reference a trained ranker must beat."""
-    from annotation.task_types.aspect.rankers import BaselineRanker
-
     texts: dict[str, list[str]] = {}
     for group in group_sentences(rows_train):
         texts.setdefault(group.topic, []).append(group.sentence)

@@ -16,13 +16,15 @@ already have ``score(sentence_text, topic, candidates)`` and a batched ``score_g
 :class:`TrainedRanker` adds the name workers' payloads record (``"<kind>#<version id>"``, e.g. ``"span_ranker#7"``,
 payload key ``"ranker"``) and the version.
 
-Shared inference helpers (torch is imported lazily: annotation imports this module on every item build):
-:func:`torch_device`, :func:`length_sorted_batches`.
+Shared inference helper (no torch at import: annotation imports this module on every item build):
+:func:`length_sorted_batches`.
 """
 from __future__ import annotations
 
 import logging
 from typing import Iterator, Sequence
+
+from . import registry
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +52,12 @@ class TrainedRanker:
 
 def wrap(version, model=None) -> TrainedRanker:
     """A registry version as a Ranker (loads its artifact through the registry cache unless ``model`` is given)."""
-    from . import registry
-
     model = model if model is not None else registry.load_model(version)
     return TrainedRanker(model, name=f"{version.kind}#{version.pk}", version=version)
 
 
 def active_versions(project=None) -> list:
     """The active ranker versions in preference order (project's span_ranker, ranker, then global ones)."""
-    from . import registry
-
     found = []
     scopes = ([project] if project is not None else []) + [None]
     for scope in scopes:
@@ -86,15 +84,6 @@ def active_ranker(project=None) -> TrainedRanker | None:
 
 
 # --- shared inference helpers ----------------------------------------------------------------------
-
-def torch_device(device: str | None = None) -> str:
-    """``device`` if given, else ``"cuda"`` when available, else ``"cpu"``."""
-    if device:
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
     """Indices in batches of ``batch_size``, longest first (so each batch pads to similar lengths)."""

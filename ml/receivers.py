@@ -12,6 +12,8 @@ from django.dispatch import receiver
 
 from annotation.signals import assignment_submitted
 
+from .loop import retrain_every, retrain_kinds, schedule_maybe_retrain
+
 log = logging.getLogger(__name__)
 
 
@@ -20,8 +22,6 @@ def retrain_on_submit(sender, assignment=None, **kwargs):
     if assignment is None:
         return
     try:
-        from .loop import retrain_every, retrain_kinds, schedule_maybe_retrain
-
         project = assignment.project
         if not retrain_kinds(project) or retrain_every(project) <= 0:
             return

@@ -51,6 +51,8 @@ from django.utils import timezone
 
 from argora.progress import Progress, null_progress
 
+from .models import ModelVersion
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "argora-model.json"
@@ -128,7 +130,7 @@ def unregister_trainer(kind: str) -> None:
 
 
 def _discover() -> None:
-    import ml.trainers  # noqa: F401  (imports every trainer module)
+    import ml.trainers  # noqa: F401  (every trainer module; cycle: they import this one; torch: start-up cost)
 
 
 def get_trainer(kind: str) -> TrainerSpec:
@@ -213,8 +215,6 @@ class _Heartbeat:
         return self
 
     def _run(self) -> None:
-        from .models import ModelVersion
-
         try:
             while not self._stop.wait(self.interval):
                 try:
@@ -237,8 +237,6 @@ class _Heartbeat:
 def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapshot, digest, n_train, n_dev,
                task_id, request, snapshot_labels, parent):
     """The row this run trains: a new one, or (same task_id) the row of an earlier delivery of the same task."""
-    from .models import ModelVersion
-
     now = timezone.now()
     values = dict(kind=kind, project=project, base_model=base_model or "", seed=seed,
                   hyperparameters=hyperparameters, data_snapshot=data_snapshot, data_hash=digest,
@@ -271,8 +269,6 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
 
     Exceptions of the trainer are recorded on the row (``failed`` + ``error``) and re-raised.
     """
-    from .models import ModelVersion
-
     spec = get_trainer(kind)
     rows_train, rows_dev = list(rows_train), list(rows_dev)
     if not rows_train:
@@ -360,8 +356,6 @@ def _scope(qs, kind: str, project):
 
 def active_version(kind: str, project=None, *, exact: bool = False):
     """The active version of ``kind`` for ``project`` (else the global one unless ``exact``); None if none."""
-    from .models import ModelVersion
-
     if project is not None:
         found = _scope(ModelVersion.objects.filter(is_active=True), kind, project).first()
         if found is not None or exact:
@@ -376,8 +370,6 @@ def activate(version, *, only_if_better: bool = False) -> bool:
     the same scope (per the spec's ``higher_is_better``); with no active version it always wins.
     Raises ``ValueError`` for a version that is not ready (or archived with its artifact).
     """
-    from .models import ModelVersion
-
     with transaction.atomic():
         version = ModelVersion.objects.select_for_update().get(pk=version.pk)
         if version.status not in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or not version.artifact_path:
@@ -403,8 +395,6 @@ def activate(version, *, only_if_better: bool = False) -> bool:
 
 
 def deactivate(kind: str, project=None) -> None:
-    from .models import ModelVersion
-
     _scope(ModelVersion.objects.filter(is_active=True), kind, project).update(is_active=False)
 
 
@@ -412,8 +402,6 @@ def rollback(kind: str, project=None):
     """Archive the active version of (kind, project) and re-activate the one that was active before it
     (else the newest other ready version trained before it). Returns the re-activated version or None (then
     nothing changed)."""
-    from .models import ModelVersion
-
     with transaction.atomic():
         scope = _scope(ModelVersion.objects.select_for_update(), kind, project)
         current = scope.filter(is_active=True).first()
@@ -516,8 +504,6 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
     """
     from datetime import timedelta
 
-    from .models import ModelVersion
-
     older_than = 4 * HEARTBEAT_SECONDS if older_than is None else older_than
     cutoff = timezone.now() - timedelta(seconds=older_than)
     found = []
@@ -532,7 +518,7 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
         item = {"version": version.pk, "kind": version.kind, "task_id": version.task_id, "requeued": None}
         req = version.request or {}
         if requeue and req.get("kind") and not req.get("loop"):
-            from .tasks import train
+            from .tasks import train  # cycle: ml.tasks imports this module
 
             kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
                                              "base_model", "activate") if k in req}

@@ -35,7 +35,13 @@ from typing import Iterator
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.task_types.aspect.appf import APPF_STANCE, format_pos
 from argora.progress import Progress, null_progress
+from corpus.models import FactVariable, Sentence, Stance, Topic
+
+from . import registry
+from .models import SilverLabel, SilverRun
+from .registry import HEARTBEAT_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +55,9 @@ class SilverError(ValueError):
     """A request the silver service refuses (unknown kind, no active model, bad selection...)."""
 
 
-def _models():
-    from .models import SilverLabel, SilverRun
-
-    return SilverRun, SilverLabel
-
-
 # --- selection -------------------------------------------------------------------------------------
 
 def resolve_topic(topic):
-    from corpus.models import Topic
-
     if topic is None or topic == "" or hasattr(topic, "pk"):
         return topic or None
     found = (Topic.objects.filter(slug=str(topic)).first() or Topic.objects.filter(name__iexact=str(topic)).first())
@@ -72,8 +70,6 @@ def resolve_topic(topic):
 
 def selection(run):
     """The run's sentences after its checkpoint, in id order."""
-    from corpus.models import Sentence, Stance
-
     qs = Sentence.objects.all()
     if run.topic_id:
         qs = qs.filter(topic_id=run.topic_id)
@@ -89,9 +85,6 @@ def selection(run):
 def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = False, project=None, version=None,
           batch_size: int = 64, options: dict | None = None, enqueue: bool = False):
     """Create a pending run with the active ``kind`` model (or ``version``); enqueue it on commit if asked."""
-    from . import registry
-
-    SilverRun, _ = _models()
     if kind not in KINDS:
         raise SilverError(f"kind: {kind!r} is not a silver kind ({', '.join(KINDS)})")
     topic = resolve_topic(topic)
@@ -118,14 +111,13 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
 
 
 def _enqueue(run) -> None:
-    from .tasks import silver as task
+    from .tasks import silver as task  # cycle: ml.tasks imports this module
 
     transaction.on_commit(lambda: task.apply_async(args=[run.pk]))
 
 
 def resume(run, *, enqueue: bool = False):
     """Make a failed / cancelled / interrupted run pending again (it continues after its checkpoint)."""
-    SilverRun, _ = _models()
     with transaction.atomic():
         run = SilverRun.objects.select_for_update().get(pk=run.pk)
         if run.status == SilverRun.Status.DONE:
@@ -139,7 +131,6 @@ def resume(run, *, enqueue: bool = False):
 
 def cancel(run):
     """Ask a run to stop after its current batch (a run that is not running is cancelled at once)."""
-    SilverRun, _ = _models()
     with transaction.atomic():
         run = SilverRun.objects.select_for_update().get(pk=run.pk)
         if run.status in (SilverRun.Status.DONE, SilverRun.Status.CANCELLED):
@@ -157,8 +148,6 @@ def stale_seconds() -> float:
     """How long a ``running`` run may go without a heartbeat before :func:`recover_interrupted` takes it."""
     import os
 
-    from .registry import HEARTBEAT_SECONDS
-
     raw = os.environ.get("ARGORA_SILVER_STALE_SECONDS", "").strip()
     return float(raw) if raw else 4 * HEARTBEAT_SECONDS
 
@@ -171,7 +160,6 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
     continues after its checkpoint. Returns ``[{"run", "kind", "processed", "last_sentence_id", "requeued"}]``."""
     from datetime import timedelta
 
-    SilverRun, _ = _models()
     older_than = stale_seconds() if older_than is None else float(older_than)
     cutoff = timezone.now() - timedelta(seconds=older_than)
     found = []
@@ -201,8 +189,6 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
 # --- the job ---------------------------------------------------------------------------------------
 
 def _variables_for(topic_ids) -> dict:
-    from corpus.models import FactVariable
-
     out: dict = {}
     for v in FactVariable.objects.filter(topic_id__in=set(topic_ids), status=FactVariable.Status.ACTIVE).order_by("id"):
         out.setdefault(v.topic_id, []).append({"id": v.pk, "text": v.text})
@@ -227,9 +213,6 @@ def process(run_id: int, *, progress: Progress = null_progress, task_id: str = "
 
     Idempotent: a done or cancelled run returns at once; a redelivered task continues from the checkpoint.
     """
-    from . import registry
-
-    SilverRun, SilverLabel = _models()
     run = SilverRun.objects.select_related("model_version").get(pk=run_id)
     if run.status in (SilverRun.Status.DONE, SilverRun.Status.CANCELLED):
         return summary(run)
@@ -276,7 +259,6 @@ class _Stop(Exception):
 def _commit_batch(run, model, batch, cache, progress, total) -> bool:
     """Predict one batch and commit labels + checkpoint together. False when the run must stop (cancelled, or
     another worker moved the checkpoint)."""
-    SilverRun, SilverLabel = _models()
     if SilverRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
         SilverRun.objects.filter(pk=run.pk).update(status=SilverRun.Status.CANCELLED, finished_at=timezone.now())
         run.refresh_from_db()
@@ -348,9 +330,6 @@ def filter_label(run, label_spans: list, schemes: dict, means: dict, options: di
 
 def silver_rows(run, *, options: dict | None = None) -> Iterator[dict]:
     """The run's labels as release rows (streamed), filtered by the run's options (overridden by ``options``)."""
-    from annotation.task_types.aspect.appf import APPF_STANCE, format_pos
-
-    SilverRun, SilverLabel = _models()
     opts = dict(run.options or {})
     opts.update(options or {})
     means = run.scheme_means()

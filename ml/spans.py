@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from . import registry
+
 
 def suggest(project, texts: Sequence[str], variables: Sequence[Sequence[dict]] | None = None) -> list[list[dict]]:
     """``[[{"begin", "end", "variable": id | None, "source": "model:<version id>", "confidence"}...] per text]``.
@@ -14,8 +16,6 @@ def suggest(project, texts: Sequence[str], variables: Sequence[Sequence[dict]] |
     ``variables[i]`` (optional): the ``[{"id", "text"}]`` offered with text ``i``; spans are grounded to one of them
     or to Others (``None``). Without it every suggestion is ungrounded (``variable: None``).
     """
-    from . import registry
-
     texts = list(texts)
     version = registry.active_version("argspan", project)
     if version is None or not texts:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from annotation.models import Project
 from argora.celery import gpu_task
 from argora.progress import celery_progress
+
+from . import registry
+from . import silver as silver_runs
+from .loop import maybe_retrain as retrain_loop
+from .loop import train_and_activate
 
 
 def _project(project_id):
     if project_id is None:
         return None
-    from annotation.models import Project
-
     return Project.objects.get(pk=project_id)
 
 
@@ -25,8 +29,6 @@ def _project(project_id):
 def train(self, kind, project_id=None, data=None, seed=13, hyperparameters=None, activate="if_better",
           base_model=None, dev_data=None) -> dict:
     """Train a version of ``kind`` from ``data`` (a file or folder readable on the worker) or the project's labels."""
-    from .loop import train_and_activate
-
     return train_and_activate(kind, project=_project(project_id), data=data, dev_data=dev_data, seed=int(seed),
                               hyperparameters=hyperparameters, base_model=base_model, activate=activate,
                               progress=celery_progress(self), task_id=self.request.id or "")
@@ -35,22 +37,16 @@ def train(self, kind, project_id=None, data=None, seed=13, hyperparameters=None,
 @gpu_task(name="ml.tasks.maybe_retrain")
 def maybe_retrain(self, project_id, force=False) -> list:
     """The retrain loop for one project (enqueued, debounced, after submissions; see :mod:`ml.loop`)."""
-    from annotation.models import Project
-
-    from .loop import maybe_retrain as run
-
     project = Project.objects.filter(pk=project_id).first()
     if project is None:  # deleted since
         return []
-    return run(project, progress=celery_progress(self), task_id=self.request.id or "", force=bool(force))
+    return retrain_loop(project, progress=celery_progress(self), task_id=self.request.id or "", force=bool(force))
 
 
 @gpu_task(name="ml.tasks.silver")
 def silver(self, run_id) -> dict:
     """Silver annotation run ``run_id`` (see :mod:`ml.silver`); a redelivered task continues from the checkpoint."""
-    from .silver import process
-
-    return process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")
+    return silver_runs.process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")
 
 
 @shared_task(name="ml.recover_interrupted", queue="default")
@@ -62,7 +58,5 @@ def recover_interrupted() -> list:
     Needed where a broker loses the unacknowledged message of a worker killed outright (kombu's filesystem
     transport); harmless elsewhere. Not an ``ml.tasks.*`` name, so it runs on the default queue.
     """
-    from . import registry, silver
-
-    return registry.recover_interrupted(requeue=True) + silver.recover_interrupted(requeue=True)
+    return registry.recover_interrupted(requeue=True) + silver_runs.recover_interrupted(requeue=True)
 

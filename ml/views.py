@@ -24,6 +24,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.agreement import svg
+from annotation.models import Project
 
 from . import registry
 from .models import ModelVersion
@@ -142,8 +143,6 @@ def model_activate(request, pk: int):
 @staff_required
 @require_POST
 def model_rollback(request):
-    from annotation.models import Project
-
     kind = request.POST.get("kind", "")
     slug = request.POST.get("project", "")
     project = get_object_or_404(Project, slug=slug) if slug and slug != "-" else None

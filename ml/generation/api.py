@@ -19,6 +19,9 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.task_types.ratings import RatingsError
+from corpus.importers.base import ImportFailed
+
 from . import evaluate as ev
 from . import generate as gen
 
@@ -152,9 +155,6 @@ class RunRatings(APIView):
     @extend_schema(operation_id="generate_runs_ratings", request=inline_serializer("RunRatingsRequest", {"project": serializers.CharField(required=False)}),
                    responses=dict)
     def post(self, request, run_id: str):
-        from annotation.task_types.ratings import RatingsError
-        from corpus.importers.base import ImportFailed
-
         try:
             gen.get_run(run_id)
         except gen.GenerationError as exc:

@@ -94,7 +94,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
+from annotation.models import Project
+from annotation.task_types.aspect import appf
+from annotation.task_types.span_grounding.export import project_rows
+from annotation.task_types.span_grounding.schemes import MERGED, WALTON_SCHEMES, control_code as scheme_control_code
 from argora.progress import Progress, null_progress
+from corpus.models import DebateNode, DebateTree
 
 # --- shared text helpers ------------------------------------------------------------------------------
 
@@ -187,9 +192,6 @@ def normalise_aspect_row(row: dict) -> dict:
 def gold_aspect_rows(projects: Iterable) -> Iterator[dict]:
     """Gold aspect rows of ``aspect`` projects (objects or slugs): each resolved item's final answer
     (adjudicated > gold > crowd vote > imported reference) as an App. F row, normalised."""
-    from annotation.task_types.aspect import appf
-    from annotation.models import Project
-
     for project in projects:
         if isinstance(project, str):
             project = Project.objects.get(slug=project)
@@ -512,8 +514,6 @@ def clean_fractions(fractions) -> dict[str, float]:
 
 def tree_nodes(tree) -> list[Node]:
     """The :class:`Node` s of a :class:`corpus.models.DebateTree` (one query)."""
-    from corpus.models import DebateNode
-
     rows = DebateNode.objects.filter(tree=tree).values_list("id", "parent_id", "path", "stance", "text")
     paths = {pk: path for pk, _, path, _, _ in rows}
     return [Node(path=path, parent=paths.get(parent_id) if parent_id else None, stance=stance, text=text)
@@ -522,8 +522,6 @@ def tree_nodes(tree) -> list[Node]:
 
 def debate_trees(trees=None, topics: Sequence[str] | None = None):
     """The selected trees (ids, objects, a queryset or None = all), optionally only those of ``topics``."""
-    from corpus.models import DebateTree
-
     qs = DebateTree.objects.select_related("topic").order_by("id")
     if trees is not None:
         ids = [getattr(t, "pk", t) for t in trees]
@@ -583,15 +581,11 @@ STANCE_TOKENS = {"pro": "<pro>", "con": "<con>"}
 
 
 def scheme_code(name: str | None) -> str | None:
-    from annotation.task_types.span_grounding.schemes import control_code as _code
-
-    return _code(name) if name else None
+    return scheme_control_code(name) if name else None
 
 
 def special_tokens(schemes: Sequence[str] | None = None, *, merge_goal_from_means: bool = True) -> list[str]:
     """ArgU Table 6's special tokens: scheme codes, stance codes, ``<VAR_0..3>``, ``<pattern>``, ``<argument>``."""
-    from annotation.task_types.span_grounding.schemes import MERGED, WALTON_SCHEMES
-
     names = list(schemes) if schemes is not None else list(WALTON_SCHEMES)
     if merge_goal_from_means:
         names = [MERGED.get(n, n) for n in names]
@@ -601,8 +595,6 @@ def special_tokens(schemes: Sequence[str] | None = None, *, merge_goal_from_mean
 
 def row_scheme(row: dict, *, merge_goal_from_means: bool = True) -> str | None:
     """The generator's single scheme for a span export row (most voted aggregated scheme, else imported)."""
-    from annotation.task_types.span_grounding.schemes import MERGED
-
     name = None
     schemes = row.get("schemes")
     if isinstance(schemes, list) and schemes:
@@ -710,9 +702,6 @@ def argu_inputs(rows: Iterable[dict], *, seed: int = 13, max_variables: int = 4,
 
 def span_rows(projects: Iterable, *, filters=None) -> Iterator[dict]:
     """Span export rows of ``span_grounding`` projects (objects or slugs), optionally ArgU §3.2.4-filtered."""
-    from annotation.models import Project
-    from annotation.task_types.span_grounding.export import project_rows
-
     for project in projects:
         if isinstance(project, str):
             project = Project.objects.get(slug=project)

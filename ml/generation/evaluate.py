@@ -33,9 +33,14 @@ import random
 from collections import defaultdict
 from typing import Callable, Sequence
 
+from annotation.task_types.ratings import LIKERT, PAIRWISE
+from annotation.task_types.ratings.items import get_project, import_payloads, read_debates, read_pairs
+from ml.models import ModelVersion
+
 from . import metrics as M
-from .corpora import aspect_stem, normalise_stance
+from .corpora import aspect_stem, normalise_stance, write_jsonl
 from .generate import GenerationError, _write_json_atomic, get_run, run_dir, update_run
+from .train import TRAIN_ARGUMENTS
 
 
 def _texts(outputs: Sequence[dict]) -> list[str]:
@@ -63,10 +68,6 @@ def _common(outputs: list[dict]) -> dict:
 def _model_info(version_id) -> tuple[dict | None, list[dict]]:
     """(dev metrics, training arguments) of the run's model version."""
     from pathlib import Path
-
-    from ml.models import ModelVersion
-
-    from .train import TRAIN_ARGUMENTS
 
     if version_id is None:
         return None, []
@@ -193,11 +194,6 @@ def send_to_ratings(run_id: str, *, project_slug: str | None = None, references:
     """Create rating items for a run in one step (module docstring). Returns
     ``{"project", "task_type", "created", "skipped", "hits", "file"}``."""
     from django.db import transaction
-
-    from annotation.task_types.ratings import LIKERT, PAIRWISE
-    from annotation.task_types.ratings.items import get_project, import_payloads, read_debates, read_pairs
-
-    from .corpora import write_jsonl
 
     run = get_run(run_id)
     folder = run_dir(run_id)

@@ -30,10 +30,12 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from annotation.models import Project
+from annotation.task_types.span_grounding.export import clean_filters, filter_reason
+from corpus.models import DebateTree, Topic
 from corpus.releases import CardContext, register_exporter
 
 from . import corpora
-
 
 
 def _int(config: dict, key: str, default: int, minimum: int = 0) -> int:
@@ -58,8 +60,6 @@ def _unknown(config: dict, allowed: set[str]) -> None:
 
 
 def _projects(config: dict, task_type: str) -> list[str]:
-    from annotation.models import Project
-
     slugs = config.get("projects") or ([config["project"]] if config.get("project") else [])
     if isinstance(slugs, str):
         slugs = [s.strip() for s in slugs.split(",") if s.strip()]
@@ -139,8 +139,6 @@ def export_aspect_docs(config: dict) -> Iterator[tuple[str, Iterator[dict]]]:
 # --- debate-paths ---------------------------------------------------------------------------------------
 
 def prepare_debate_paths(config: dict) -> dict:
-    from corpus.models import DebateTree, Topic
-
     _unknown(config, {"trees", "topics", "strategies", "seed", "fractions", "anchor", "node_sep", "turn_sep"})
     trees = config.get("trees")
     if trees is not None:
@@ -212,8 +210,6 @@ def export_debate_paths(config: dict):
 # --- argu-inputs ----------------------------------------------------------------------------------------
 
 def prepare_argu_inputs(config: dict) -> dict:
-    from annotation.task_types.span_grounding.export import clean_filters
-
     _unknown(config, {"project", "projects", "rows_file", "filters", "seed", "max_variables", "min_variables",
                       "merge_goal_from_means", "require_scheme"})
     out = _source(config, "span_grounding")
@@ -229,8 +225,6 @@ def prepare_argu_inputs(config: dict) -> dict:
 
 
 def span_input_rows(config: dict):
-    from annotation.task_types.span_grounding.export import filter_reason
-
     if config.get("rows_file"):
         def rows():
             for number, row in corpora.read_jsonl(config["rows_file"]):

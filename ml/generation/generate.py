@@ -54,8 +54,16 @@ from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from annotation.task_types.aspect.candidates import candidates
+from annotation.task_types.aspect.rankers import BaselineRanker, rank
+from ml import registry
+from ml.models import ModelVersion
+from ml.training import pick_device, without_denormals
+
 from . import corpora
-from .train import DEV_ARGUMENTS, META, TRAIN_ARGUMENTS, pick_device, read_meta, without_denormals
+from .metrics import perplexity
+from .train import (DEV_ARGUMENTS, META, SEQ2SEQ_DEFAULTS, TRAIN_ARGUMENTS, code_argument_pairs, encode_pairs,
+                    read_meta, seq2seq_loss, seq2seq_pair)
 
 MODES = ("arguments", "counter", "argu", "responses", "debate")
 SPEAKERS = ("Alice", "Bob")
@@ -263,9 +271,6 @@ class CausalGenerator(_Base):
     def dev_metrics(self, rows_dev: list[dict]) -> dict:
         import math
 
-        from .metrics import perplexity
-        from .train import code_argument_pairs
-
         pairs = code_argument_pairs(rows_dev)
         if not pairs:
             return {}
@@ -294,8 +299,6 @@ def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int 
     """Aspects of one argument: the active ``tagger`` (``"tagger #<id>"``), else the baseline candidates of
     :mod:`annotation.task_types.aspect` ranked by ``ranker`` (default: its baseline ranker over the topic's corpus
     sentences; candidates of at most ``max_n`` words, as aspects mostly are; ``"baseline"``). At most ``max_aspects``, not overlapping, lower-cased, distinct, in text order."""
-    from ml import registry
-
     aspects: list[str] = []
     source = "baseline"
     version = registry.active_version("tagger", project) if use_tagger else None
@@ -312,9 +315,6 @@ def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int 
             aspects = []
     if not aspects:
         source = "baseline"
-        from annotation.task_types.aspect.candidates import candidates
-        from annotation.task_types.aspect.rankers import BaselineRanker, rank
-
         cands = [c for c in candidates(argument) if c.n <= max_n]
         ranked = rank(ranker or BaselineRanker(), argument, topic, cands) if cands else []
         chosen = []
@@ -471,8 +471,6 @@ class Seq2SeqGenerator(_Base):
         return {"topic": history[0], "turns": out_turns}
 
     def dev_metrics(self, rows_dev: list[dict]) -> dict:
-        from .train import SEQ2SEQ_DEFAULTS, encode_pairs, seq2seq_loss, seq2seq_pair
-
         argu = self.meta.get("argu") or "mono"
         pairs = [seq2seq_pair(r, argu=argu) for r in rows_dev]
         if not pairs:
@@ -612,9 +610,6 @@ def list_runs(limit: int = 50) -> list[dict]:
 
 def resolve_version(version=None, *, kind: str | None = None, project=None):
     """A ready ModelVersion: the given one (object or id) or the active one of ``kind``."""
-    from ml import registry
-    from ml.models import ModelVersion
-
     if version is not None and not isinstance(version, ModelVersion):
         try:
             pk = int(version)
@@ -807,8 +802,6 @@ def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | N
     Argument runs without ``references`` store the model's held-out dev arguments as their references (METEOR /
     ROUGE-L per control code, and the reference side of pairwise human evaluation).
     Returns the run's dict (``outputs`` included; ``id`` None when ``store`` is False)."""
-    from ml import registry
-
     if mode not in MODES:
         raise GenerationError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
     decoding, options = clean_decoding(decoding), clean_options(options)

@@ -54,6 +54,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ml.encoders import encode as default_encode
+
 from .corpora import aspect_stem, normalise_stance, stem, words
 
 Encode = Callable[[list[str]], "np.ndarray"]
@@ -217,7 +219,6 @@ def reference_scores(generated: Iterable[Mapping], references: Iterable[Mapping]
 def _encoder(encode: Encode | None) -> Encode:
     if encode is not None:
         return encode
-    from ml.encoders import encode as default_encode
 
     return default_encode
 

@@ -31,10 +31,10 @@ Seq2seq (kind ``seq2seq``; ArgU §4.1, App. A.3; debate trees §2.3)
     ``AutoModelForSeq2SeqLM``. Targets are ``tokens(target) + [eos]``; the model shifts them right after its
     ``decoder_start_token_id``. Dev: teacher-forced token cross-entropy (``loss``) and ``perplexity``.
 
-Both: AdamW, linear warm-up/decay, gradients clipped to unit norm (ArgU App. A.3), fp16 autocast on CUDA, the
-weights of the best dev epoch kept (``keep_best``; dev evaluated at most ``max_evals`` times), early stop after
-``patience`` evaluations without improvement. Every optimisation
-step's training loss is logged (``info["history"]``: ``[{"step", "epoch", "loss"}]``, also written into the
+Both (the step loop of :mod:`ml.training`): AdamW, linear warm-up/decay, gradients clipped to unit norm (ArgU
+App. A.3), fp16 autocast on CUDA, the weights of the best dev epoch kept (``keep_best``; dev evaluated at most
+``max_evals`` times), early stop after ``patience`` evaluations without improvement. Every optimisation step's
+training loss is logged (``info["history"]``: ``[{"step", "epoch", "loss"}]``, also written into the
 artifact's ``argora-generator.json``). Artifacts: ``save_pretrained`` model + tokenizer, ``argora-generator.json``
 (architecture, hyperparameters, special tokens, control codes seen in training, history) and, for the causal LM,
 ``train_arguments.jsonl`` (the training arguments with their topic/stance/aspect: the novelty and retrieval
@@ -44,7 +44,7 @@ default reference arguments of a generation run, :func:`ml.generation.generate.r
 from __future__ import annotations
 
 import contextlib
-import copy
+import hashlib
 import json
 import math
 import random
@@ -53,9 +53,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ml.registry import TrainRequest, TrainResult, TrainerError
+from ml import training
+from ml.encoders import resolve
+from ml.registry import TrainRequest, TrainResult, TrainerError, stable_split
 
 from . import corpora
+from . import metrics as gen_metrics
 
 META = "argora-generator.json"
 TRAIN_ARGUMENTS = "train_arguments.jsonl"
@@ -76,78 +79,7 @@ SEQ2SEQ_DEFAULTS = dict(COMMON_DEFAULTS, lr=1e-5, batch_size=24, max_source_leng
 
 # --- shared helpers --------------------------------------------------------------------------------
 
-def params_of(request: TrainRequest, defaults: dict) -> dict:
-    out = dict(defaults)
-    out.update({k: v for k, v in (request.hyperparameters or {}).items()})
-    return out
-
-
-def set_seed(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % (2 ** 32))
-    torch.manual_seed(seed)
-
-
-def pick_device(device: str | None = None) -> str:
-    import torch
-
-    if device:
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-_guard_depth = 0
-
-
-@contextlib.contextmanager
-def without_denormals(device: str):
-    """On CPU, run the block with denormal floats flushed to zero, on one intra-op thread (both restored after).
-
-    Small and warm-started models drift into denormal values within a few steps (softmax tails over a 30k
-    vocabulary) and every CPU operation on them then takes the slow path. ``torch.set_flush_denormal`` sets only
-    the calling thread's FTZ/DAZ flags; OpenMP worker threads keep the flags they were started with, so the block
-    runs on the calling thread alone. Measured on this machine (2 cores): a 2-layer BERT decoder (hidden 32) took
-    0.7-1.1 s per training step on 2 threads with denormals and 0.08 s on 1 thread without; the warm-started
-    MiniLM decoder 7.8 s and 0.67 s. ``ARGORA_FLUSH_DENORMALS=0`` turns the guard off; on CUDA it does nothing.
-    """
-    global _guard_depth
-    import os
-
-    import torch
-
-    if str(device).startswith("cuda") or os.environ.get("ARGORA_FLUSH_DENORMALS", "1") == "0":
-        yield
-        return
-    threads = torch.get_num_threads()
-    if _guard_depth == 0:
-        torch.set_flush_denormal(True)
-        torch.set_num_threads(1)
-    _guard_depth += 1
-    try:
-        yield
-    finally:
-        _guard_depth -= 1
-        if _guard_depth == 0:
-            torch.set_flush_denormal(False)
-            torch.set_num_threads(threads)
-
-
-def autocast(device: str):
-    import contextlib
-
-    import torch
-
-    if str(device).startswith("cuda"):
-        return torch.autocast("cuda", dtype=torch.float16)
-    return contextlib.nullcontext()
-
-
 def base_path(base_model: str | None) -> str:
-    from ml.encoders import resolve
-
     return resolve(base_model)
 
 
@@ -191,106 +123,35 @@ def pad_id(tokenizer) -> int:
     return int(value) if value is not None else eos_id(tokenizer)
 
 
-def optimizer_and_schedule(model, params: dict, total_steps: int):
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
-    groups = [{"params": decay, "weight_decay": float(params["weight_decay"])},
-              {"params": no_decay, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=float(params["lr"]))
-    warmup = int(total_steps * float(params["warmup_ratio"]))
-    return opt, get_linear_schedule_with_warmup(opt, warmup, max(1, total_steps))
-
-
 def plan_steps(n_examples: int, params: dict) -> tuple[int, int]:
-    """(total optimisation steps, epochs) from epochs / batch size / max_steps."""
-    per_epoch = max(1, math.ceil(n_examples / int(params["batch_size"])))
-    epochs = max(1, int(params["epochs"]))
-    total = per_epoch * epochs
-    if params.get("max_steps"):
-        total = int(params["max_steps"])
-        epochs = max(1, math.ceil(total / per_epoch))
-    return total, epochs
-
-
-@dataclass
-class LoopResult:
-    step: int
-    history: list[dict]
-    epochs: list[dict]
-    best: dict | None
+    """(total optimisation steps, epochs) from epochs / batch size / max_steps (which replaces the total)."""
+    return training.plan_steps(n_examples, int(params["batch_size"]), max(1, int(params["epochs"])),
+                               int(params.get("max_steps") or 0))
 
 
 def training_loop(model, batches_of_epoch, evaluate_dev, params: dict, total: int, epochs: int, device: str,
-                  progress, seed: int) -> LoopResult:
-    """The loop shared by both kinds: ``batches_of_epoch(rng)`` yields model kwargs (tensors on ``device``);
-    ``evaluate_dev()`` returns dev metrics with ``loss``. Keeps the best dev epoch's weights (in place)."""
-    with without_denormals(device):
-        return _training_loop(model, batches_of_epoch, evaluate_dev, params, total, epochs, device, progress, seed)
-
-
-def _training_loop(model, batches_of_epoch, evaluate_dev, params, total, epochs, device, progress, seed):
-    import torch
-
-    opt, sched = optimizer_and_schedule(model, params, total)
-    scaler = torch.amp.GradScaler("cuda") if str(device).startswith("cuda") else None
-    rng = random.Random(seed)
-    history: list[dict] = []
-    per_epoch: list[dict] = []
-    best, best_state, since_best, step = None, None, 0, 0
+                  progress) -> training.TrainLoop:
+    """The loop of both kinds (:class:`ml.training.TrainLoop`): ``batches_of_epoch()`` yields model kwargs (tensors
+    on ``device``, the loss is the model's ``loss``); ``evaluate_dev()`` returns dev metrics with ``loss`` (lower is
+    better), evaluated at most ``max_evals`` times; the best epoch's weights are kept (``keep_best``), ``patience``
+    evaluations without improvement stop it. Runs with denormals flushed on CPU."""
+    groups = training.decay_groups(model, lr=float(params["lr"]), weight_decay=float(params["weight_decay"]))
+    opt, sched = training.adamw(groups, total_steps=total, warmup_ratio=float(params["warmup_ratio"]))
     every = max(1, math.ceil(epochs / max(1, int(params.get("max_evals") or epochs))))
-    for epoch in range(epochs):
-        model.train()
-        for kwargs in batches_of_epoch(rng):
-            if step >= total:
-                break
-            with autocast(device):
-                out = model(**kwargs)
-            loss = out.loss
-            opt.zero_grad(set_to_none=True)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                scaler.step(opt)
-                scaler.update()
-            else:
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-            sched.step()
-            step += 1
-            value = float(loss.detach().float().item())
-            history.append({"step": step, "epoch": epoch + 1, "loss": round(value, 6)})
-            progress(step, total, f"epoch {epoch + 1}/{epochs} loss {value:.4f}")
-        last = epoch + 1 == epochs or step >= total
-        if not last and (epoch + 1) % every:
-            continue  # dev evaluation only every few epochs when there are many short ones (max_evals)
-        metrics = evaluate_dev()
-        per_epoch.append({"epoch": epoch + 1, "step": step, **{k: metrics.get(k) for k in ("loss", "perplexity")}})
-        if best is None or (metrics.get("loss", math.inf) < best.get("loss", math.inf)):
-            best, since_best = dict(metrics, epoch=epoch + 1), 0
-            if not last and params.get("keep_best", True):  # only worth a copy when more epochs follow
-                best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
-            else:
-                best_state = None  # the current weights are the best
-        else:
-            since_best += 1
-            if since_best >= int(params.get("patience") or 10 ** 9):
-                break
-        if last:
-            break
-    if best is not None and best.get("epoch") != per_epoch[-1]["epoch"]:
-        if best_state is not None:
-            model.load_state_dict(best_state)
-        else:  # keep_best off: the last weights stay, and so do their metrics
-            best = dict(evaluate_dev() or {}, epoch=per_epoch[-1]["epoch"])
-    return LoopResult(step=step, history=history, epochs=per_epoch, best=best)
+    loop = training.TrainLoop(model, opt, sched, lambda kwargs: model(**kwargs).loss, lambda epoch: batches_of_epoch(),
+                              device=device, total=total, epochs=epochs, progress=progress, evaluate=evaluate_dev,
+                              eval_epochs=every, better=training.lower("loss"),
+                              keep_best=bool(params.get("keep_best", True)), patience=params.get("patience"))
+    with training.without_denormals(device):
+        return loop.run()
+
+
+def loop_history(loop: training.TrainLoop) -> tuple[list[dict], list[dict]]:
+    """``(every step's {"step", "epoch", "loss"}, every dev evaluation's {"epoch", "step", "loss", "perplexity"})``."""
+    steps = [{"step": h["step"], "epoch": h["epoch"], "loss": round(h["loss"], 6)} for h in loop.history]
+    evals = [{"epoch": e["epoch"], "step": e["step"], **{k: e["metrics"].get(k) for k in ("loss", "perplexity")}}
+             for e in loop.evals]
+    return steps, evals
 
 
 def write_meta(output_dir, meta: dict) -> None:
@@ -401,18 +262,16 @@ def build_causal_lm(base: str, params: dict):
 def train_causal(request: TrainRequest) -> TrainResult:
     import torch
 
-    from . import metrics as gen_metrics
-
-    params = params_of(request, CAUSAL_DEFAULTS)
+    params = training.with_defaults(CAUSAL_DEFAULTS, request.hyperparameters)
     params.setdefault("seed", request.seed)
-    set_seed(request.seed)
+    training.set_seed(request.seed)
     base = base_path(request.base_model)
     docs = documents_from_rows(request.rows_train, dict(params, seed=request.seed))
     if not docs:
         raise TrainerError(f"data: no training document has at least min_args={params['min_args']} arguments "
                            f"(lower --hp min_args=N for small data)")
     model, tokenizer, architecture = build_causal_lm(base, params)
-    device = pick_device(params.get("device"))
+    device = training.pick_device(params.get("device"))
     model.to(device)
     suffix = str(params.get("code_suffix") or "")
     block = int(params["block_size"])
@@ -430,13 +289,11 @@ def train_causal(request: TrainRequest) -> TrainResult:
     total, epochs = plan_steps(len(sequences), params)
     bs = int(params["batch_size"])
     pid = pad_id(tokenizer)
+    rng = random.Random(request.seed)
 
-    def batches(rng):
-        order = list(range(len(sequences)))
-        if params.get("seed_shuffle", True):
-            rng.shuffle(order)
-        for k in range(0, len(order), bs):
-            chunk = [sequences[i] for i in order[k:k + bs]]
+    def batches():
+        for batch in training.shuffled_batches(rng, len(sequences), bs, shuffle=params.get("seed_shuffle", True)):
+            chunk = [sequences[i] for i in batch]
             width = max(len(ids) for ids, _ in chunk)
             ids_t = torch.full((len(chunk), width), pid, dtype=torch.long)
             mask = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -455,13 +312,14 @@ def train_causal(request: TrainRequest) -> TrainResult:
                                      batch_size=int(params["eval_batch_size"]), device=device)
         return {"perplexity": float(ppl), "loss": float(math.log(ppl)), "n_dev": len(dev_pairs)}
 
-    loop = training_loop(model, batches, evaluate_dev, params, total, epochs, device, request.progress,
-                         request.seed)
+    loop = training_loop(model, batches, evaluate_dev, params, total, epochs, device, request.progress)
+    best = loop.best
     if not dev_pairs:  # no dev rows: report the training perplexity so the registry has its metric
         train_pairs = [{"control_code": d.control_code, "text": a} for d in docs for a in d.arguments][:500]
         ppl = gen_metrics.perplexity(model, tokenizer, [p["text"] for p in train_pairs],
                                      contexts=[p["control_code"] + suffix for p in train_pairs], device=device)
-        loop.best = {"perplexity": float(ppl), "loss": float(math.log(ppl)), "n_dev": 0, "on": "train"}
+        best = {"perplexity": float(ppl), "loss": float(math.log(ppl)), "n_dev": 0, "on": "train"}
+    history, epochs_seen = loop_history(loop)
     out = Path(request.output_dir)
     model.to("cpu").float()
     model.config.use_cache = True
@@ -483,16 +341,15 @@ def train_causal(request: TrainRequest) -> TrainResult:
         for p in dev_pairs[:MAX_STORED_ARGUMENTS]:
             fh.write(json.dumps({k: p[k] for k in ("topic", "stance", "aspect", "control_code", "text")},
                                 ensure_ascii=False) + "\n")
-    info = {"steps": loop.step, "history": loop.history, "epochs": loop.epochs, "documents": len(docs),
+    info = {"steps": loop.step, "history": history, "epochs": epochs_seen, "documents": len(docs),
             "sequences": len(sequences), "architecture": architecture,
-            "first_loss": loop.history[0]["loss"] if loop.history else None,
-            "last_loss": loop.history[-1]["loss"] if loop.history else None}
+            "first_loss": history[0]["loss"] if history else None,
+            "last_loss": history[-1]["loss"] if history else None}
     write_meta(out, {"kind": "generator", "architecture": "causal", "model": architecture, "code_suffix": suffix,
                      "block_size": block, "eos_token_id": eos_id(tokenizer), "pad_token_id": pid,
-                     "control_codes": codes, "hyperparameters": params, "history": loop.history,
-                     "epochs": loop.epochs})
-    metrics = dict(loop.best or {})
-    metrics.pop("epoch", None)
+                     "control_codes": codes, "hyperparameters": params, "history": history,
+                     "epochs": epochs_seen})
+    metrics = dict(best or {})
     return TrainResult(metrics=metrics, info=info)
 
 
@@ -635,8 +492,8 @@ def seq2seq_loss(model, tokenizer, encoded: Sequence[tuple[list[int], list[int]]
 
 
 def train_seq2seq(request: TrainRequest) -> TrainResult:
-    params = params_of(request, SEQ2SEQ_DEFAULTS)
-    set_seed(request.seed)
+    params = training.with_defaults(SEQ2SEQ_DEFAULTS, request.hyperparameters)
+    training.set_seed(request.seed)
     base = base_path(request.base_model)
     argu = str(params.get("argu") or "mono")
 
@@ -653,19 +510,18 @@ def train_seq2seq(request: TrainRequest) -> TrainResult:
     dev_pairs = pairs_of(request.rows_dev, "dev")
     tasks = sorted({p["task"] for p in train_pairs})
     model, tokenizer, architecture = build_seq2seq(base, params, seq2seq_special_tokens())
-    device = pick_device(params.get("device"))
+    device = training.pick_device(params.get("device"))
     model.to(device)
     train_enc = encode_pairs(tokenizer, train_pairs, params)
     dev_enc = encode_pairs(tokenizer, dev_pairs, params)
     total, epochs = plan_steps(len(train_enc), params)
     bs = int(params["batch_size"])
 
-    def batches(rng):
-        order = list(range(len(train_enc)))
-        if params.get("seed_shuffle", True):
-            rng.shuffle(order)
-        for k in range(0, len(order), bs):
-            yield seq2seq_batch(tokenizer, [train_enc[i] for i in order[k:k + bs]], device)
+    rng = random.Random(request.seed)
+
+    def batches():
+        for batch in training.shuffled_batches(rng, len(train_enc), bs, shuffle=params.get("seed_shuffle", True)):
+            yield seq2seq_batch(tokenizer, [train_enc[i] for i in batch], device)
 
     def evaluate_dev():
         if not dev_enc:
@@ -674,25 +530,25 @@ def train_seq2seq(request: TrainRequest) -> TrainResult:
         return {"loss": m["loss"], "perplexity": m["perplexity"], "n_dev": len(dev_enc)}
 
     with quiet_encoder_decoder():
-        loop = training_loop(model, batches, evaluate_dev, params, total, epochs, device, request.progress,
-                             request.seed)
+        loop = training_loop(model, batches, evaluate_dev, params, total, epochs, device, request.progress)
+    best = loop.best
     if not dev_enc:
         m = seq2seq_loss(model, tokenizer, train_enc[:500], device=device)
-        loop.best = {"loss": m["loss"], "perplexity": m["perplexity"], "n_dev": 0, "on": "train"}
+        best = {"loss": m["loss"], "perplexity": m["perplexity"], "n_dev": 0, "on": "train"}
+    history, epochs_seen = loop_history(loop)
     out = Path(request.output_dir)
     model.to("cpu").float()
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    info = {"steps": loop.step, "history": loop.history, "epochs": loop.epochs, "architecture": architecture,
-            "tasks": tasks, "first_loss": loop.history[0]["loss"] if loop.history else None,
-            "last_loss": loop.history[-1]["loss"] if loop.history else None}
+    info = {"steps": loop.step, "history": history, "epochs": epochs_seen, "architecture": architecture,
+            "tasks": tasks, "first_loss": history[0]["loss"] if history else None,
+            "last_loss": history[-1]["loss"] if history else None}
     write_meta(out, {"kind": "seq2seq", "architecture": "seq2seq", "model": architecture, "tasks": tasks,
                      "argu": argu, "special_tokens": seq2seq_special_tokens(), "turn_token": TURN_TOKEN,
                      "max_source_length": int(params["max_source_length"]), "hyperparameters": params,
-                     "history": loop.history, "epochs": loop.epochs,
+                     "history": history, "epochs": epochs_seen,
                      "examples": [dict(p) for p in train_pairs[:20]]})
-    metrics = dict(loop.best or {})
-    metrics.pop("epoch", None)
+    metrics = dict(best or {})
     return TrainResult(metrics=metrics, info=info)
 
 
@@ -728,8 +584,6 @@ def _split_by_field(rows: list[dict]) -> tuple[list[dict], list[dict]] | None:
 
 def split_document_rows(rows: list[dict], dev_fraction: float = 0.1) -> tuple[list[dict], list[dict]]:
     """Hold out a stable share of each document's arguments (documents with >= 2 arguments) as dev rows."""
-    import hashlib
-
     train, dev = [], []
     for row in rows:
         args = list(row.get("arguments") or [])
@@ -745,25 +599,32 @@ def split_document_rows(rows: list[dict], dev_fraction: float = 0.1) -> tuple[li
     return train, dev
 
 
-def causal_rows_from_file(path) -> tuple[list[dict], list[dict]]:
-    """(train, dev) rows of ``generator``: a folder with train/dev.jsonl, or one JSONL of document rows
-    (``gencorpus aspect-docs``) or aspect rows (``split`` field, else a stable hash split)."""
-    from ml.registry import stable_split
-
+def _rows_from_file(path, checked, split) -> tuple[list[dict], list[dict]]:
+    """(train, dev) of a folder with train/dev.jsonl (each read by ``checked``), or of one JSONL: by the rows'
+    ``split`` field, else by ``split(rows)``."""
     path = Path(path)
     if path.is_dir():
         if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
             raise TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
-        return causal_rows_checked(path / "train.jsonl"), causal_rows_checked(path / "dev.jsonl")
+        return checked(path / "train.jsonl"), checked(path / "dev.jsonl")
     if not path.exists():
         raise TrainerError(f"{path}:0: no such file")
-    rows = causal_rows_checked(path)
+    rows = checked(path)
     by_field = _split_by_field(rows)
     if by_field:
         return by_field
-    if all(is_document_row(r) for r in rows):
-        return _need_dev(path, *split_document_rows(rows))
-    return _need_dev(path, *stable_split(rows, key=lambda r: r.get("sentence") or r.get("text"), dev_fraction=0.1))
+    return _need_dev(path, *split(rows))
+
+
+def causal_rows_from_file(path) -> tuple[list[dict], list[dict]]:
+    """(train, dev) rows of ``generator``: a folder with train/dev.jsonl, or one JSONL of document rows
+    (``gencorpus aspect-docs``) or aspect rows (``split`` field, else a stable hash split)."""
+    def split(rows):
+        if all(is_document_row(r) for r in rows):
+            return split_document_rows(rows)
+        return stable_split(rows, key=lambda r: r.get("sentence") or r.get("text"), dev_fraction=0.1)
+
+    return _rows_from_file(path, causal_rows_checked, split)
 
 
 def _need_dev(path, train: list[dict], dev: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -808,26 +669,12 @@ def seq2seq_rows_checked(path) -> list[dict]:
 def seq2seq_rows_from_file(path) -> tuple[list[dict], list[dict]]:
     """(train, dev) rows of ``seq2seq``: a folder with train/dev.jsonl, or one JSONL (``split`` field -- the
     ``gencorpus`` debate-path and ArgU rows carry one -- else a stable hash split on the source)."""
-    from ml.registry import stable_split
-
-    path = Path(path)
-    if path.is_dir():
-        if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
-            raise TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
-        return seq2seq_rows_checked(path / "train.jsonl"), seq2seq_rows_checked(path / "dev.jsonl")
-    if not path.exists():
-        raise TrainerError(f"{path}:0: no such file")
-    rows = seq2seq_rows_checked(path)
-    by_field = _split_by_field(rows)
-    if by_field:
-        return by_field
-    return _need_dev(path, *stable_split(rows, key=lambda r: seq2seq_pair(r)["source"], dev_fraction=0.1))
+    return _rows_from_file(path, seq2seq_rows_checked,
+                           lambda rows: stable_split(rows, key=lambda r: seq2seq_pair(r)["source"], dev_fraction=0.1))
 
 
 def causal_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """Gold aspect rows of an ``aspect`` project, split by sentence hash."""
-    from ml.registry import stable_split
-
     rows = list(corpora.gold_aspect_rows([project]))
     train, dev = stable_split(rows, key="sentence", dev_fraction=0.1)
     return train, dev, len(rows)
@@ -835,8 +682,6 @@ def causal_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
 
 def seq2seq_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """ArgU inputs of a ``span_grounding`` project (ArgU §3.2.4 filters), split by argument hash."""
-    from ml.registry import stable_split
-
     rows = list(corpora.argu_inputs(corpora.span_rows([project], filters=True)))
     train, dev = stable_split(rows, key="argument", dev_fraction=0.1)
     return train, dev, len(rows)

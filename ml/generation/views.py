@@ -19,6 +19,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation.task_types.ratings import RatingsError
+from corpus.importers.base import ImportFailed
+from ml.models import ModelVersion
 from ml.views import staff_required
 
 from . import evaluate as ev
@@ -30,8 +33,6 @@ OPTION_FIELDS = {"turns": int, "context_turns": int, "max_aspects": int, "argu":
 
 
 def _versions():
-    from ml.models import ModelVersion
-
     return list(ModelVersion.objects.filter(kind__in=("generator", "seq2seq"), status="ready")
                 .select_related("project").order_by("kind", "-id")[:100])
 
@@ -134,9 +135,6 @@ def run_evaluate(request, run_id: str):
 @staff_required
 @require_POST
 def run_ratings(request, run_id: str):
-    from annotation.task_types.ratings import RatingsError
-    from corpus.importers.base import ImportFailed
-
     _run_or_404(run_id)
     try:
         outcome = ev.send_to_ratings(run_id, project_slug=(request.POST.get("project") or "").strip() or None)

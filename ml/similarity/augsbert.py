@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Sequence
 
 from argora.progress import Progress, null_progress
+from ml.models import ModelVersion
+from ml.registry import TrainerError
 
 from . import models as sim_models
 from . import sampling
@@ -46,8 +48,6 @@ class AugSBERTError(ValueError):
 
 
 def _error(message: str) -> Exception:
-    from ml.registry import TrainerError
-
     return TrainerError(message)
 
 
@@ -70,8 +70,6 @@ def resolve_model_path(ref: str, which: str) -> Path:
     ``crossencoder`` / ``biencoder`` / ``augsbert`` version) or by a path (an artifact folder or the model itself)."""
     ref = str(ref).strip()
     if ref.startswith("version:"):
-        from ml.models import ModelVersion
-
         try:
             v = ModelVersion.objects.get(pk=int(ref.split(":", 1)[1]))
         except (ValueError, ModelVersion.DoesNotExist):

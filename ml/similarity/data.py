@@ -28,7 +28,10 @@ import random
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from annotation.task_types.bws_similarity import export as bws_export
+from annotation.task_types.bws_similarity.project import export_rows
 from ml.data import read_jsonl_objects
+from ml.registry import TrainerError
 
 SPLITS = ("train", "dev", "test")
 SETTINGS = ("in-topic", "cross-topic")
@@ -37,8 +40,6 @@ _A2 = ("argument2", "argument 2", "argument_2", "sentence2", "text2", "b")
 
 
 def _error(message: str) -> Exception:
-    from ml.registry import TrainerError
-
     return TrainerError(message)
 
 
@@ -104,8 +105,6 @@ def split_rows(rows: Sequence[dict], setting: str = "in-topic", *, seed: int = 0
     """``{"train", "dev", "test"}`` rows (tagged with ``split``) of one setting: ``in-topic`` (every topic cut
     2471 / 478 / 451, seeded; :func:`annotation.task_types.bws_similarity.export.in_topic`) or ``cross-topic`` (``topics`` =
     ``{"train": [...], "dev": [...], "test": [...]}``, else :func:`default_cross_topic`)."""
-    from annotation.task_types.bws_similarity import export as bws_export
-
     rows = [{k: v for k, v in r.items() if k != "split"} for r in rows]
     if setting == "in-topic":
         parts = bws_export.in_topic(rows, seed=seed)
@@ -167,8 +166,6 @@ def split_eval(rows_dev: Sequence[dict]) -> tuple[list[dict], list[dict]]:
 def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """``TrainerSpec.rows_from_project``: the scored pairs of a ``bws_similarity`` project, cut cross-topic when
     ``config["splits"]`` names the topics (else in-topic with ``config["seed"]``). ``n_labels`` = scored pairs."""
-    from annotation.task_types.bws_similarity.project import export_rows
-
     if project.task_type != "bws_similarity":
         raise _error(f"project: {project.slug!r} is a {project.task_type!r} project, not 'bws_similarity'")
     config = project.config or {}

@@ -21,6 +21,9 @@ import statistics
 from typing import Iterable, Sequence
 
 from argora.progress import Progress, null_progress
+from ml import registry
+
+from .data import split_rows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SETTINGS = ("in-topic", "cross-topic")
@@ -61,7 +64,7 @@ def metrics(pred: Sequence[float], rows: Sequence[dict]) -> dict:
 
 
 def evaluate_model(model, rows: Sequence[dict], *, batch_size: int = 64) -> dict:
-    from .models import score_rows
+    from .models import score_rows  # cycle: .models imports this module
 
     if not rows:
         return {"spearman": 0.0, "jaccard_spearman": 0.0, "n": 0}
@@ -142,10 +145,6 @@ def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), s
     (``hyperparameters`` go to every kind; ``seed_opt`` > 1 gives each run that many seeds to optimise over, as the
     paper's 5) and return ``{"table": table(versions), "versions": [ids]}``. The versions stay in the registry
     (their metrics are what the staff page shows)."""
-    from ml import registry
-
-    from .data import split_rows
-
     hp = dict(hyperparameters or {})
     versions = []
     plan = [(s, seed) for s in settings for seed in seeds]

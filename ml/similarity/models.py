@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from argora.progress import Progress, null_progress
+from ml import registry, training
 
 from .evaluation import spearman100
 
@@ -42,32 +43,20 @@ CROSS_DEFAULTS = dict(COMMON, lr=1e-5, head_lr=0.0)
 BI_DEFAULTS = dict(COMMON, lr=2e-5)
 
 
-def _device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def set_seed(seed: int) -> None:
-    from transformers import set_seed as hf_set_seed
-
-    hf_set_seed(int(seed))
-
-
 # --- models ----------------------------------------------------------------------------------------
 
 def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
     from sentence_transformers import CrossEncoder
 
-    set_seed(seed)  # the classifier head is initialised here
-    return CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=_device())
+    training.set_seed(seed)  # the classifier head is initialised here
+    return CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=training.pick_device())
 
 
 def new_bi_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
     from sentence_transformers import SentenceTransformer
 
-    set_seed(seed)
-    model = SentenceTransformer(str(base_model), device=_device())
+    training.set_seed(seed)
+    model = SentenceTransformer(str(base_model), device=training.pick_device())
     model.max_seq_length = int(max_length)
     return model
 
@@ -75,13 +64,13 @@ def new_bi_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
 def load_cross_encoder(path):
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(str(path), device=_device())
+    return CrossEncoder(str(path), device=training.pick_device())
 
 
 def load_bi_encoder(path):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(path), device=_device())
+    return SentenceTransformer(str(path), device=training.pick_device())
 
 
 def is_cross_encoder(model) -> bool:
@@ -121,12 +110,6 @@ def dev_spearman(model, rows: Sequence[dict], *, batch_size: int = 64) -> float:
 
 
 # --- training --------------------------------------------------------------------------------------
-
-def total_steps(hp: dict, n_rows: int) -> int:
-    if int(hp.get("max_steps") or 0) > 0:
-        return int(hp["max_steps"])
-    return max(1, int(hp["epochs"]) * -(-max(1, n_rows) // int(hp["batch_size"])))
-
 
 def _dataset(rows: Sequence[dict]):
     from datasets import Dataset
@@ -177,7 +160,7 @@ class _Run:
         self.workdir = Path(workdir) / f"{which}-seed-{seed}"
         self.workdir.mkdir(parents=True, exist_ok=True)
         weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
-        cuda = _device() == "cuda"
+        cuda = training.is_cuda(training.pick_device())
         common = dict(output_dir=str(self.workdir), max_steps=self.steps_total,
                       per_device_train_batch_size=int(hp["batch_size"]), learning_rate=float(hp["lr"]),
                       warmup_steps=float(hp["warmup_ratio"]), weight_decay=float(hp["weight_decay"]),
@@ -242,27 +225,17 @@ def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, b
     ``(model, info)`` with ``info = {"seed", "probe_scores", "steps", "dev_spearman"}``."""
     if which not in ("cross", "bi"):
         raise ValueError(f"which: {which!r}")
-    from ml import registry
-
     rows_train = list(rows_train)
     if not rows_train:
         raise registry.TrainerError("data: no training rows")
-    steps = total_steps(hp, len(rows_train))
+    steps = training.total_steps(hp, len(rows_train))
     workdir = Path(tempfile.mkdtemp(prefix=f"argora-{which}-"))
     try:
         def make(seed_):
             return _Run(which, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model, hp=hp, seed=seed_,
                         steps_total=steps, workdir=workdir, progress=progress, label=label)
 
-        seeds = [int(s) for s in (hp.get("seeds") or [])]
-        probes: dict[int, float] = {}
-        if len(seeds) > 1:
-            chosen, run, probes = registry.seed_optimise_runs(make, seeds, total_steps=steps,
-                                                              probe_fraction=float(hp["probe_fraction"]),
-                                                              progress=progress)
-        else:
-            chosen = seeds[0] if seeds else int(seed)
-            run = make(chosen)
+        run, chosen, probes = training.seeded_run(make, hp, seed=seed, total=steps, progress=progress)
         score = run(steps)
         return run.model, {"seed": chosen, "probe_scores": {str(k): v for k, v in probes.items()}, "steps": steps,
                            "dev_spearman": score}

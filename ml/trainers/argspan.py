@@ -25,7 +25,7 @@ Architecture (one encoder, :class:`SpanModel`; ``base_model`` default: the packa
 Loss: cross entropy (tags) + cross entropy (grounding) + binary cross entropy (schemes); AdamW, gradient clipping to
 unit norm, mixed precision on CUDA (App. A.1/A.2); the best dev epoch is kept. Seed optimisation (AugSBERT §3.1) as
 for the tagger: ``hyperparameters["seeds"] = [...]`` probes each seed to ``probe_fraction`` of the steps (dev
-``combined_f1``) and trains only the best one on (:func:`ml.trainers.tagger.train_with_seeds`).
+``combined_f1``) and trains only the best one on (:func:`ml.training.seeded_run`).
 
 Metrics (:func:`evaluate`, Table 1), spans on annotation-token (word) indices, counts pooled over the dev rows:
 
@@ -43,7 +43,6 @@ Metrics (:func:`evaluate`, Table 1), spans on annotation-token (word) indices, c
 """
 from __future__ import annotations
 
-import copy
 import json
 import random
 from collections import Counter
@@ -52,9 +51,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ml.inference import (BIO, IGNORE, bio_from_spans, encode_words, length_sorted_batches, pad_batch, pick_device,
+from annotation.task_types.span_grounding.export import project_rows
+from annotation.task_types.span_grounding.metrics import evaluate as span_eval
+# span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
+from annotation.task_types.span_grounding.metrics import span_f1
+from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
+from ml import training
+from ml.data import read_jsonl_objects
+from ml.inference import (BIO, IGNORE, bio_from_spans, encode_words, length_sorted_batches, pad_batch,
                           prepare_for_inference, spans_from_bio, words_of)
-from ml.registry import TrainerSpec, TrainRequest, TrainResult, TrainerError, register_trainer
+from ml.registry import TrainerSpec, TrainRequest, TrainResult, TrainerError, register_trainer, stable_split
 
 from . import tagger as T
 
@@ -190,35 +196,23 @@ def parse_row(row: dict) -> dict:
 
 
 def read_rows(path) -> list[dict]:
-    from ml.loop import read_jsonl
-
     path = Path(path)
-    rows = read_jsonl(path)
-    for number, row in enumerate(rows, 1):
+    lines = read_jsonl_objects(path)
+    for number, row in lines:
         try:
             parse_row(row)
         except (TrainerError, KeyError, TypeError, ValueError) as exc:
             raise TrainerError(f"{path}:{number}: {exc}") from None
-    return rows
+    return [row for _, row in lines]
 
 
 def rows_from_file(path) -> tuple[list[dict], list[dict]]:
     """(train, dev) from a span-grounding JSONL export (``split`` field or a stable hash split on the text), or a
     folder with ``train.jsonl`` + ``dev.jsonl``."""
-    path = Path(path)
-    if path.is_dir():
-        if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
-            raise TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
-        return read_rows(path / "train.jsonl"), read_rows(path / "dev.jsonl")
-    if not path.exists():
-        raise TrainerError(f"{path}:0: no such file")
-    return T.split_rows(read_rows(path), "text")
+    return T.rows_from_path(path, read_rows, "text")
 
 
 def rows_from_project(project):
-    from annotation.task_types.span_grounding.export import project_rows
-    from ml.registry import stable_split
-
     rows = list(project_rows(project))
     train_rows, dev_rows = stable_split(rows, key="text")
     return train_rows, dev_rows, len(rows)
@@ -241,7 +235,7 @@ class SpanPredictor:
                  scheme_threshold: float = 0.5, device: str | None = None, quantize: bool | None = None,
                  info: dict | None = None):
         self.kind = kind
-        self.device = pick_device(device)
+        self.device = training.pick_device(device)
         self.model, self.precision = prepare_for_inference(model, device=self.device, quantize=quantize,
                                                            encoder_attr="encoder")
         self.tokenizer = tokenizer
@@ -337,10 +331,6 @@ class SpanPredictor:
 
 # --- metrics ---------------------------------------------------------------------------------------
 
-# span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
-from annotation.task_types.span_grounding.metrics import span_f1  # noqa: E402,F401
-
-
 def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], schemes: Sequence[str]) -> dict:
     out = {}
     tp_all = fp_all = fn_all = 0
@@ -359,8 +349,6 @@ def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
 
 
 def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64) -> dict:
-    from annotation.task_types.span_grounding.metrics import evaluate as span_eval
-
     parsed = [parse_row(r) for r in rows]
     preds = predictor.predict([p["text"] for p in parsed], [p["variables"] for p in parsed], batch_size=batch_size)
     out = T.bio_metrics([p["tags"] for p in parsed], [q["tags"] for q in preds])
@@ -400,8 +388,6 @@ def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64
 # --- training --------------------------------------------------------------------------------------
 
 def _scheme_list(rows: list[dict], params: dict) -> list[str]:
-    from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
-
     if params.get("schemes"):
         return [str(s) for s in params["schemes"]]
     seen = {s for r in rows for s in (_schemes_of(r) or [])}
@@ -415,16 +401,22 @@ def make_train(kind: str):
 
     def train(request: TrainRequest) -> TrainResult:
         torch, _ = _torch()
-        params = T.hp(request, DEFAULTS)
+        params = training.with_defaults(DEFAULTS, request.hyperparameters)
         schemes = _scheme_list(request.rows_train, params) if kind == "argspanscheme" else []
-        total, _ = T.total_steps_for(len(request.rows_train), params)
+        total, _ = T.plan_steps(len(request.rows_train), params)
 
-        def make_run(seed: int) -> T.LoopRun:
-            box: dict = {}
-            return T.LoopRun(train_loop(request, params, seed, schemes, box),
-                             lambda: float(box["dev_metrics"]().get("combined_f1") or 0.0) if box else 0.0)
+        def make_run(seed: int) -> training.LoopRun:
+            loop, model, tokenizer, dev_metrics = training_run(request, params, seed, schemes)
+            run = training.LoopRun(loop.steps(), lambda: float(dev_metrics().get("combined_f1") or 0.0))
+            run.model, run.tokenizer = model, tokenizer
+            return run
 
-        (model, tokenizer, best, history, step), seed, probes = T.train_with_seeds(request, params, make_run, total)
+        run, seed, probes = training.seeded_run(make_run, params, seed=request.seed, total=total,
+                                                progress=request.progress)
+        loop = run.finish()
+        model, tokenizer = run.model, run.tokenizer
+        history = [{"epoch": e["epoch"], "step": e["step"], "combined_f1": e["metrics"].get("combined_f1")}
+                   for e in loop.evals]
         max_length = int(params["max_length"])
         model.to("cpu").float()
         out = Path(request.output_dir)
@@ -436,19 +428,20 @@ def make_train(kind: str):
             "proj_dim": int(params["proj_dim"]), "scheme_pooling": str(params["scheme_pooling"]),
             "max_length": max_length, "max_variable_length": int(params["max_variable_length"]),
             "scheme_threshold": float(params["scheme_threshold"]), "history": history, "seed": seed}, indent=2))
-        return TrainResult(metrics=best or {"combined_f1": 0.0}, info={"steps": step, "history": history,
-                                                                        "seed": seed, "seed_probes": probes})
+        return TrainResult(metrics=loop.best or {"combined_f1": 0.0}, info={"steps": loop.step, "history": history,
+                                                                             "seed": seed, "seed_probes": probes})
 
-    def train_loop(request: TrainRequest, params: dict, seed: int, schemes: list, box: dict):
-        """One seed's training, a generator: yields the step count after each step; returns ``(model with the best
-        dev epoch's weights, tokenizer, best dev metrics, history, steps)``."""
+    def training_run(request: TrainRequest, params: dict, seed: int, schemes: list):
+        """One seed's model and :class:`ml.training.TrainLoop` (the multi-task loss: tags + grounding + schemes;
+        dev ``combined_f1`` after every epoch, the best epoch's weights kept): ``(loop, model, tokenizer,
+        dev_metrics)``."""
         torch, nn = _torch()
-        T.set_seed(seed)
+        training.set_seed(seed)
         path = T.base_path(request)
         tokenizer = T.load_tokenizer(path)
         model = build_span_model(_encoder(path, params), grounding=grounding, schemes=schemes,
                                  proj_dim=int(params["proj_dim"]), pooling=str(params["scheme_pooling"]))
-        device = pick_device(params.get("device"))
+        device = training.pick_device(params.get("device"))
         model.to(device)
         parsed = [parse_row(r) for r in request.rows_train]
         max_length = int(params["max_length"])
@@ -456,10 +449,9 @@ def make_train(kind: str):
                            words=[p["words"] for p in parsed])
         label_ids = {l: i for i, l in enumerate(BIO)}
         targets = [T.subword_labels(enc, i, parsed[i]["tags"], label_ids) for i in range(len(parsed))]
-        total, epochs = T.total_steps_for(len(parsed), params)
-        opt, sched = T.optimizer_and_schedule(model, params, total,
-                                              head_names=("tagger", "reduce", "biaffine", "others", "scheme_head"))
-        scaler = torch.amp.GradScaler("cuda") if device.startswith("cuda") else None
+        total, epochs = T.plan_steps(len(parsed), params)
+        opt, sched = T.optimiser(model, params, total,
+                                 head_names=("tagger", "reduce", "biaffine", "others", "scheme_head"))
         pad_id = tokenizer.pad_token_id or 0
         rng = random.Random(seed)
         bs = int(params["batch_size"])
@@ -474,89 +466,62 @@ def make_train(kind: str):
                                       max_variable_length=int(params["max_variable_length"]))
             return evaluate(predictor, request.rows_dev)
 
-        box["dev_metrics"] = dev_metrics
+        def loss_of(batch):
+            ids, t_mask, lab = T.padded_batch(enc, targets, batch, pad_id, device)
+            hidden = model.hidden(ids, t_mask)
+            logits = model.tag_logits(hidden)
+            loss = ce(logits.reshape(-1, logits.shape[-1]).float(), lab.reshape(-1))
+            if grounding:
+                g_loss = grounding_loss(batch, hidden)
+                if g_loss is not None:
+                    loss = loss + g_loss
+            if schemes:
+                keep = [r for r, i in enumerate(batch) if parsed[i]["schemes"] is not None]
+                if keep:
+                    target = torch.zeros((len(keep), len(schemes)), device=device)
+                    for n, r in enumerate(keep):
+                        for s in parsed[batch[r]]["schemes"]:
+                            if s in schemes:
+                                target[n, schemes.index(s)] = 1.0
+                    sl = model.scheme_logits(hidden, t_mask)[keep].float()
+                    loss = loss + bce(sl, target)
+            return loss
 
-        best, best_state, history, step = None, None, [], 0
-        for epoch in range(epochs):
-            model.train()
-            order = list(range(len(parsed)))
-            rng.shuffle(order)
-            for k in range(0, len(order), bs):
-                if step >= total:
-                    break
-                batch = order[k:k + bs]
-                ids, mask = pad_batch([enc.input_ids[i] for i in batch], pad_id)
-                lab = np.full(ids.shape, IGNORE, dtype=np.int64)
-                for r, i in enumerate(batch):
-                    lab[r, :len(targets[i])] = targets[i]
-                t_mask = torch.from_numpy(mask).to(device)
-                with T.autocast(device):
-                    hidden = model.hidden(torch.from_numpy(ids).to(device), t_mask)
-                    logits = model.tag_logits(hidden)
-                    loss = ce(logits.reshape(-1, logits.shape[-1]).float(), torch.from_numpy(lab).to(device).reshape(-1))
-                    if grounding:
-                        var_texts = list(dict.fromkeys(v["text"] for i in batch for v in parsed[i]["variables"]))
-                        if var_texts:
-                            venc = tokenizer(var_texts, truncation=True, max_length=int(params["max_variable_length"]),
-                                             return_attention_mask=False, return_token_type_ids=False)
-                            vids, vmask = pad_batch(venc["input_ids"], pad_id)
-                            vm = torch.from_numpy(vmask).to(device)
-                            vvecs = model.mean_pool(model.hidden(torch.from_numpy(vids).to(device), vm), vm)
-                        row_of = {t: n for n, t in enumerate(var_texts)}
-                        g_losses = []
-                        for r, i in enumerate(batch):
-                            p = parsed[i]
-                            if not p["word_spans"]:
-                                continue
-                            positions = enc.word_positions(i)
-                            vecs = []
-                            for a, b in p["word_spans"]:
-                                pos = [q for w in range(a, b) for q in positions.get(w, [])] or [0]
-                                vecs.append(hidden[r, pos].mean(0))
-                            vv = (vvecs[[row_of[v["text"]] for v in p["variables"]]] if p["variables"]
-                                  else hidden.new_zeros((0, hidden.shape[-1])))
-                            scores = model.ground(torch.stack(vecs), vv).float()
-                            g_losses.append(nn.functional.cross_entropy(
-                                scores, torch.tensor(p["targets"], device=device), reduction="sum"))
-                        if g_losses:
-                            n_spans = sum(len(parsed[i]["word_spans"]) for i in batch)
-                            loss = loss + torch.stack(g_losses).sum() / max(1, n_spans)
-                    if schemes:
-                        keep = [r for r, i in enumerate(batch) if parsed[i]["schemes"] is not None]
-                        if keep:
-                            target = torch.zeros((len(keep), len(schemes)), device=device)
-                            for n, r in enumerate(keep):
-                                for s in parsed[batch[r]]["schemes"]:
-                                    if s in schemes:
-                                        target[n, schemes.index(s)] = 1.0
-                            sl = model.scheme_logits(hidden, t_mask)[keep].float()
-                            loss = loss + bce(sl, target)
-                opt.zero_grad(set_to_none=True)
-                if scaler is not None:
-                    scaler.scale(loss).backward()
-                    scaler.unscale_(opt)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    opt.step()
-                sched.step()
-                step += 1
-                request.progress(step, total, f"epoch {epoch + 1}/{epochs} loss {loss.item():.4f}")
-                yield step
-                model.train()  # a seed probe may have evaluated in between
-            metrics = dev_metrics()
-            history.append({"epoch": epoch + 1, "step": step, "combined_f1": metrics.get("combined_f1")})
-            if best is None or (metrics.get("combined_f1") or 0.0) > (best.get("combined_f1") or 0.0):
-                best = metrics
-                best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
-            if step >= total:
-                break
-        if best_state is not None:
-            model.load_state_dict(best_state)
-        return model, tokenizer, best, history, step
+        def grounding_loss(batch, hidden):
+            """Cross entropy of each gold span over its row's variables + Others, per span (None: no spans)."""
+            var_texts = list(dict.fromkeys(v["text"] for i in batch for v in parsed[i]["variables"]))
+            if var_texts:
+                venc = tokenizer(var_texts, truncation=True, max_length=int(params["max_variable_length"]),
+                                 return_attention_mask=False, return_token_type_ids=False)
+                vids, vmask = pad_batch(venc["input_ids"], pad_id)
+                vm = torch.from_numpy(vmask).to(device)
+                vvecs = model.mean_pool(model.hidden(torch.from_numpy(vids).to(device), vm), vm)
+            row_of = {t: n for n, t in enumerate(var_texts)}
+            g_losses = []
+            for r, i in enumerate(batch):
+                p = parsed[i]
+                if not p["word_spans"]:
+                    continue
+                positions = enc.word_positions(i)
+                vecs = []
+                for a, b in p["word_spans"]:
+                    pos = [q for w in range(a, b) for q in positions.get(w, [])] or [0]
+                    vecs.append(hidden[r, pos].mean(0))
+                vv = (vvecs[[row_of[v["text"]] for v in p["variables"]]] if p["variables"]
+                      else hidden.new_zeros((0, hidden.shape[-1])))
+                scores = model.ground(torch.stack(vecs), vv).float()
+                g_losses.append(nn.functional.cross_entropy(
+                    scores, torch.tensor(p["targets"], device=device), reduction="sum"))
+            if not g_losses:
+                return None
+            n_spans = sum(len(parsed[i]["word_spans"]) for i in batch)
+            return torch.stack(g_losses).sum() / max(1, n_spans)
+
+        loop = training.TrainLoop(model, opt, sched, loss_of,
+                                  lambda epoch: training.shuffled_batches(rng, len(parsed), bs), device=device,
+                                  total=total, epochs=epochs, progress=request.progress, evaluate=dev_metrics,
+                                  better=training.higher("combined_f1"))
+        return loop, model, tokenizer, dev_metrics
 
     return train
 

@@ -23,7 +23,7 @@ from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
 from ml.similarity.sampling import SamplingError
 from ml.trainers.crossencoder import default_base_model, evaluate
-from ml.trainers.ranker import resolve_hyperparameters
+from ml.training import resolve_hyperparameters
 
 KIND = "augsbert"
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ml import registry
+from ml.encoders import default_encoder_path
 from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
 from ml.similarity.evaluation import evaluate_model
-from ml.trainers.ranker import resolve_hyperparameters
+from ml.training import resolve_hyperparameters
 
 KIND = "crossencoder"
 
@@ -43,8 +44,6 @@ def evaluate(model, rows_dev) -> dict:
 
 
 def default_base_model() -> str:
-    from ml.encoders import default_encoder_path
-
     return default_encoder_path()
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from pathlib import Path
@@ -41,99 +40,55 @@ from typing import Callable, Sequence
 
 import torch
 
-from ml import registry
+from ml import registry, training
 from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker_rows_from_project
-from ml.metrics import KS, PRIMARY, baseline_scorer, evaluate_scorer
-from ml.rankers import length_sorted_batches, torch_device
+from ml.encoders import default_encoder_path
+from ml.metrics import KS, PRIMARY, baseline_scorer, cross_topic, evaluate_scorer
+from ml.rankers import length_sorted_batches
 
 KIND = "ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,
             "max_length": 128, "eval_batch_size": 128, "seeds": [], "probe_fraction": 0.2, "eval": "in-topic"}
-ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
 EVAL_SETTINGS = ("in-topic", "cross-topic")
+CHOICES = {"eval": EVAL_SETTINGS}  # checked by ml.training.resolve_hyperparameters
 
 
 # --- shared by the ranker trainers -----------------------------------------------------------------
 
-def resolve_hyperparameters(kind: str, defaults: dict, given: dict | None) -> dict:
-    """defaults < ``$ARGORA_TRAINER_HYPERPARAMETERS[kind]`` < ``given``; unknown names are refused."""
-    hp = dict(defaults)
-    raw = os.environ.get(ENV_HYPERPARAMETERS, "").strip()
-    if raw:
-        try:
-            env = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise registry.TrainerError(f"{ENV_HYPERPARAMETERS}: not JSON ({exc.msg})") from None
-        hp.update((env or {}).get(kind) or {})
-    hp.update(given or {})
-    unknown = sorted(set(hp) - set(defaults))
-    if unknown:
-        raise registry.TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
-                                    f"(known: {', '.join(sorted(defaults))})")
-    if "eval" in defaults and hp["eval"] not in EVAL_SETTINGS:
-        raise registry.TrainerError(f"hyperparameters: eval must be one of {', '.join(EVAL_SETTINGS)}, "
-                                    f"got {hp['eval']!r}")
-    return hp
-
-
-def set_seed(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-    try:
-        import numpy as np
-
-        np.random.seed(seed % 2**32)
-    except ImportError:  # pragma: no cover
-        pass
-
-
-def total_steps(hp: dict, n_units: int) -> int:
-    if int(hp.get("max_steps") or 0) > 0:
-        return int(hp["max_steps"])
-    return max(1, int(hp["epochs"]) * math.ceil(max(1, n_units) / int(hp["batch_size"])))
-
-
-def linear_schedule(optimizer, warmup: int, total: int):
-    def factor(step: int) -> float:
-        if warmup > 0 and step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
 class StepRun:
     """A training run that can be continued: ``run(steps)`` trains until ``steps`` optimisation steps are done and
     returns the dev primary metric (the interface of :func:`ml.registry.seed_optimise_runs`). Subclasses set
-    ``self.params`` (param groups), implement ``loss(batch_units)`` and ``scorer()``."""
+    ``self.module``, call :meth:`setup_optimiser` with its param groups, implement ``loss(batch_units)`` and
+    ``scorer()``. Batches: an endless stream of shuffled passes over the units (:func:`ml.training.endless_batches`);
+    the steps: :class:`ml.training.TrainLoop`."""
 
     def __init__(self, *, seed: int, hp: dict, n_units: int, steps_total: int, dev_groups: Sequence[SentenceRows],
                  device: str, progress: Callable = registry.null_progress, label: str = ""):
         self.seed, self.hp, self.n_units, self.steps_total = seed, hp, n_units, steps_total
         self.dev_groups, self.device, self.progress, self.label = list(dev_groups), device, progress, label
-        self.done = 0
         self._rng = random.Random(seed)
-        self._queue: list[int] = []
-        self.losses: list[float] = []
+        self.target = 0
 
     def setup_optimiser(self, param_groups: list[dict]) -> None:
         """AdamW over ``[{"params": [...], "lr": ...}, ...]`` + linear warm-up/decay over ``steps_total``."""
-        self.optimizer = torch.optim.AdamW(param_groups, weight_decay=float(self.hp["weight_decay"]))
-        warmup = int(round(self.steps_total * float(self.hp["warmup_ratio"])))
-        self.scheduler = linear_schedule(self.optimizer, warmup, self.steps_total)
-        self.amp = self.device.startswith("cuda")
-        self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
-
-    def next_batch(self) -> list[int]:
+        self.optimizer, self.scheduler = training.adamw(
+            param_groups, total_steps=self.steps_total, warmup_ratio=float(self.hp["warmup_ratio"]),
+            weight_decay=float(self.hp["weight_decay"]), ramp=True)
         size = int(self.hp["batch_size"])
-        if len(self._queue) < size:
-            order = list(range(self.n_units))
-            self._rng.shuffle(order)
-            self._queue.extend(order)
-        batch, self._queue = self._queue[:size], self._queue[size:]
-        return batch
+        self.loop = training.TrainLoop(self.module, self.optimizer, self.scheduler, self.loss,
+                                       lambda epoch: training.endless_batches(self._rng, self.n_units, size),
+                                       device=self.device, total=self.steps_total, progress=self.progress,
+                                       describe=self._describe)
+        self._run = training.LoopRun(self.loop.steps())
+
+    def _describe(self, loop: training.TrainLoop, metrics: dict | None) -> str | None:
+        if metrics is None and (loop.step % 10 == 0 or loop.step == self.target):
+            return f"{self.label}step {loop.step}/{loop.total}, loss {loop.last_loss:.4f}"
+        return None
+
+    @property
+    def done(self) -> int:
+        return self.loop.step
 
     def __call__(self, steps: int) -> float:
         """Train to ``steps`` and return the dev primary metric (a seed probe)."""
@@ -141,53 +96,59 @@ class StepRun:
         return float(evaluate_scorer(self.scorer(), self.dev_groups)[PRIMARY]) if self.dev_groups else 0.0
 
     def train_to(self, steps: int) -> None:
-        steps = min(int(steps), self.steps_total)
-        self.module.train()
-        while self.done < steps:
-            batch = self.next_batch()
-            with torch.autocast("cuda", dtype=torch.float16, enabled=self.amp):
-                loss = self.loss(batch)
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.scaler is not None:
-                self.scaler.scale(loss).backward()
-                self.scaler.unscale_(self.optimizer)
-                torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-            else:
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
-                self.optimizer.step()
-            self.scheduler.step()
-            self.done += 1
-            self.losses.append(float(loss.detach()))
-            if self.done % 10 == 0 or self.done == steps:
-                self.progress(self.done, self.steps_total, f"{self.label}step {self.done}/{self.steps_total}, "
-                                                           f"loss {self.losses[-1]:.4f}")
+        self.target = min(int(steps), self.steps_total)
+        self._run.train_to(self.target)
         self.module.eval()
 
 
-def train_with_seeds(request, hp: dict, make_run: Callable[[int], StepRun], steps_total: int):
-    """Seed optimisation when ``hp["seeds"]`` lists several seeds, else one run with ``request.seed``.
-    Returns ``(run, chosen seed, probe scores)``; the run is trained to the end."""
-    seeds = [int(s) for s in (hp.get("seeds") or [])]
-    if len(seeds) > 1:
-        seed, run, probes = registry.seed_optimise_runs(make_run, seeds, total_steps=steps_total,
-                                                        probe_fraction=float(hp["probe_fraction"]),
-                                                        progress=request.progress)
-    else:
-        seed = seeds[0] if seeds else int(request.seed)
-        run, probes = make_run(seed), {}
-    run.train_to(steps_total)
-    return run, seed, probes
+def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRun],
+               units_of: Callable[[list[dict]], Sequence], count_key: str) -> tuple[StepRun, dict, dict, dict]:
+    """Shared by ``ranker`` and ``span_ranker``: the hyperparameters, the run of the (seed-optimised) seed trained to
+    the end, its dev metrics and, with ``eval = "cross-topic"``, the leave-one-topic-out figures (a fresh run per
+    held-out topic). ``new_run(units=..., seed=..., ...)`` builds a :class:`StepRun` over ``units_of(rows)``.
+    Returns ``(run, hp, metrics, info)``."""
+    hp = training.resolve_hyperparameters(kind, defaults, request.hyperparameters, choices=CHOICES)
+    rows_train = list(request.rows_train)
+    units = units_of(rows_train)
+    if not units:
+        raise registry.TrainerError("data: no training rows")
+    dev_groups = group_sentences(request.rows_dev)
+    device = training.pick_device()
+    steps = training.total_steps(hp, len(units))
+    base_model = request.base_model or default_base_model()
+    started = time.monotonic()
+
+    def make_run(seed: int) -> StepRun:
+        return new_run(base_model=base_model, units=units, seed=seed, hp=hp, steps_total=steps,
+                       dev_groups=dev_groups, device=device, progress=request.progress, label=f"seed {seed}: ")
+
+    run, seed, probes = training.seeded_run(make_run, hp, seed=request.seed, total=steps, progress=request.progress)
+    run.train_to(steps)
+    metrics = finish_metrics(run.scorer(), rows_train, request.rows_dev, dev_groups)
+    extra = {}
+    if hp["eval"] == "cross-topic":
+        def train_fold(fold_rows: list[dict], topic: str):
+            fold_units = units_of(fold_rows)
+            fold = new_run(base_model=base_model, units=fold_units, seed=int(request.seed), hp=hp,
+                           steps_total=training.total_steps(hp, len(fold_units)), dev_groups=[], device=device,
+                           progress=registry.null_progress)
+            fold.train_to(fold.steps_total)
+            return fold.scorer()
+
+        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
+        metrics.update(flat)
+    info = {"seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
+            count_key: len(units), "final_loss": run.loop.last_loss,
+            "train_seconds": round(time.monotonic() - started, 3),
+            "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
+            **extra}
+    return run, hp, metrics, info
 
 
 def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str], object]) -> tuple[dict, dict]:
     """Leave-one-topic-out recall@k over the request's train + dev rows (the cross-topic setting of Arg-CTRL
     Table 2). ``train_fold(rows_of_the_other_topics, held_out_topic)`` trains a fresh model and returns its scorer.
     Returns ``(flat metrics {"cross_topic_recall@k": mean over topics}, {"topics", "per_topic": {topic: ...}})``."""
-    from ml.metrics import cross_topic
-
     rows = list(request.rows_train) + list(request.rows_dev)
     topics = sorted({str(r.get("topic") or "") for r in rows})
     if len(topics) < 2:
@@ -234,7 +195,7 @@ class CrossEncoderRanker:
         self.model = cross_encoder.model
         self.tokenizer = cross_encoder.tokenizer
         self.max_length, self.batch_size = int(max_length), int(batch_size)
-        self.device = torch_device(device)
+        self.device = training.pick_device(device)
         self.model.to(self.device)
         if half if half is not None else self.device.startswith("cuda"):
             self.model.half()
@@ -282,9 +243,10 @@ def new_cross_encoder(base_model: str, max_length: int, device: str):
 
 
 class CrossEncoderRun(StepRun):
-    def __init__(self, *, base_model: str, rows_train: Sequence[dict], **kw):
+    def __init__(self, *, base_model: str, units: Sequence[dict], **kw):
+        rows_train = units
         super().__init__(n_units=len(rows_train), **kw)
-        set_seed(self.seed)
+        training.set_seed(self.seed)
         self.cross_encoder = new_cross_encoder(base_model, int(self.hp["max_length"]), self.device)
         self.module = self.cross_encoder.model.to(self.device)
         tok = self.cross_encoder.tokenizer
@@ -309,45 +271,12 @@ class CrossEncoderRun(StepRun):
 
 
 def train(request) -> registry.TrainResult:
-    hp = resolve_hyperparameters(KIND, DEFAULTS, request.hyperparameters)
-    rows_train = [r for r in request.rows_train]
-    if not rows_train:
-        raise registry.TrainerError("data: no training rows")
-    dev_groups = group_sentences(request.rows_dev)
-    device = torch_device()
-    steps = total_steps(hp, len(rows_train))
-    base_model = request.base_model or default_base_model()
-    started = time.monotonic()
-
-    def make_run(seed: int) -> CrossEncoderRun:
-        return CrossEncoderRun(base_model=base_model, rows_train=rows_train, seed=seed, hp=hp,
-                               steps_total=steps, dev_groups=dev_groups, device=device, progress=request.progress,
-                               label=f"seed {seed}: ")
-
-    run, seed, probes = train_with_seeds(request, hp, make_run, steps)
-    scorer = run.scorer()
-    metrics = finish_metrics(scorer, rows_train, request.rows_dev, dev_groups)
-    extra = {}
-    if hp["eval"] == "cross-topic":
-        def train_fold(fold_rows: list[dict], topic: str) -> CrossEncoderRanker:
-            fold = CrossEncoderRun(base_model=base_model, rows_train=fold_rows, seed=int(request.seed), hp=hp,
-                                   steps_total=total_steps(hp, len(fold_rows)), dev_groups=[], device=device,
-                                   progress=registry.null_progress)
-            fold.train_to(fold.steps_total)
-            return fold.scorer()
-
-        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
-        metrics.update(flat)
+    run, hp, metrics, info = train_runs(request, KIND, DEFAULTS, CrossEncoderRun, list, "train_rows")
     out = Path(request.output_dir)
     run.cross_encoder.save_pretrained(str(out / "model"))
     (out / "ranker.json").write_text(json.dumps({"kind": KIND, "max_length": int(hp["max_length"]),
                                                  "eval_batch_size": int(hp["eval_batch_size"])}, indent=2))
-    return registry.TrainResult(metrics=metrics, info={
-        "seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
-        "train_rows": len(rows_train), "final_loss": run.losses[-1] if run.losses else None,
-        "train_seconds": round(time.monotonic() - started, 3),
-        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
-        **extra})
+    return registry.TrainResult(metrics=metrics, info=info)
 
 
 def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
@@ -355,7 +284,7 @@ def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
 
     path = Path(path)
     conf = json.loads((path / "ranker.json").read_text())
-    device = torch_device(device)
+    device = training.pick_device(device)
     ce = CrossEncoder(str(path / "model"), num_labels=1, max_length=int(conf["max_length"]),
                       activation_fn=_identity(), device=device)
     return CrossEncoderRanker(ce, max_length=int(conf["max_length"]), batch_size=int(conf.get("eval_batch_size", 128)),
@@ -367,8 +296,6 @@ def evaluate(model, rows_dev) -> dict:
 
 
 def default_base_model() -> str:
-    from ml.encoders import default_encoder_path
-
     return default_encoder_path()
 
 

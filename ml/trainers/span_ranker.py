@@ -26,20 +26,18 @@ from __future__ import annotations
 
 import bisect
 import json
-import time
 from pathlib import Path
 from typing import Sequence
 
 import torch
 from torch import nn
 
-from ml import registry
+from ml import registry, training
 from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker_rows_from_project
-from ml.metrics import KS, PRIMARY, evaluate_scorer
-from ml.rankers import length_sorted_batches, torch_device
+from ml.metrics import PRIMARY
+from ml.rankers import length_sorted_batches
 
-from .ranker import StepRun, cross_topic_metrics, default_base_model, finish_metrics, resolve_hyperparameters, \
-    set_seed, total_steps, train_with_seeds
+from .ranker import StepRun, default_base_model, evaluate, train_runs
 
 KIND = "span_ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "head_lr": 1e-3, "weight_decay": 0.01,
@@ -147,7 +145,7 @@ class SpanRanker:
                  device: str | None = None, half: bool | None = None):
         self.module, self.tokenizer = module, tokenizer
         self.max_length, self.batch_size = int(max_length), int(batch_size)
-        self.device = torch_device(device)
+        self.device = training.pick_device(device)
         self.module.to(self.device)
         if half if half is not None else self.device.startswith("cuda"):
             self.module.half()
@@ -179,11 +177,12 @@ class SpanRanker:
 
 
 class SpanRun(StepRun):
-    def __init__(self, *, base_model: str, groups: Sequence[SentenceRows], **kw):
+    def __init__(self, *, base_model: str, units: Sequence[SentenceRows], **kw):
+        groups = units
         super().__init__(n_units=len(groups), **kw)
         from transformers import AutoModel, AutoTokenizer
 
-        set_seed(self.seed)
+        training.set_seed(self.seed)
         hp = self.hp
         self.tokenizer = AutoTokenizer.from_pretrained(base_model)
         encoder = AutoModel.from_pretrained(base_model)
@@ -214,36 +213,7 @@ class SpanRun(StepRun):
 
 
 def train(request) -> registry.TrainResult:
-    hp = resolve_hyperparameters(KIND, DEFAULTS, request.hyperparameters)
-    rows_train = list(request.rows_train)
-    groups = group_sentences(rows_train)
-    if not groups:
-        raise registry.TrainerError("data: no training rows")
-    dev_groups = group_sentences(request.rows_dev)
-    device = torch_device()
-    steps = total_steps(hp, len(groups))
-    base_model = request.base_model or default_base_model()
-    started = time.monotonic()
-
-    def make_run(seed: int) -> SpanRun:
-        return SpanRun(base_model=base_model, groups=groups, seed=seed, hp=hp, steps_total=steps,
-                       dev_groups=dev_groups, device=device, progress=request.progress, label=f"seed {seed}: ")
-
-    run, seed, probes = train_with_seeds(request, hp, make_run, steps)
-    scorer = run.scorer()
-    metrics = finish_metrics(scorer, rows_train, request.rows_dev, dev_groups)
-    extra = {}
-    if hp["eval"] == "cross-topic":
-        def train_fold(fold_rows: list[dict], topic: str) -> SpanRanker:
-            fold_groups = group_sentences(fold_rows)
-            fold = SpanRun(base_model=base_model, groups=fold_groups, seed=int(request.seed), hp=hp,
-                           steps_total=total_steps(hp, len(fold_groups)), dev_groups=[], device=device,
-                           progress=registry.null_progress)
-            fold.train_to(fold.steps_total)
-            return fold.scorer()
-
-        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
-        metrics.update(flat)
+    run, hp, metrics, info = train_runs(request, KIND, DEFAULTS, SpanRun, group_sentences, "train_sentences")
     out = Path(request.output_dir)
     run.module.encoder.save_pretrained(str(out / "encoder"))
     run.tokenizer.save_pretrained(str(out / "encoder"))
@@ -252,12 +222,7 @@ def train(request) -> registry.TrainResult:
         "kind": KIND, "max_length": int(hp["max_length"]), "hidden": int(hp["hidden"]),
         "dropout": float(hp["dropout"]), "max_width": int(hp["max_width"]),
         "eval_batch_size": int(hp["eval_batch_size"]), "pooling": "mean,max,start,end,width"}, indent=2))
-    return registry.TrainResult(metrics=metrics, info={
-        "seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
-        "train_sentences": len(groups), "final_loss": run.losses[-1] if run.losses else None,
-        "train_seconds": round(time.monotonic() - started, 3),
-        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
-        **extra})
+    return registry.TrainResult(metrics=metrics, info=info)
 
 
 def load(path: Path, *, device: str | None = None) -> SpanRanker:
@@ -271,10 +236,6 @@ def load(path: Path, *, device: str | None = None) -> SpanRanker:
     head.load_state_dict(torch.load(path / "head.pt", map_location="cpu", weights_only=True))
     return SpanRanker(SpanScorerModule(encoder, head), tokenizer, max_length=int(conf["max_length"]),
                       batch_size=int(conf.get("eval_batch_size", 64)), device=device)
-
-
-def evaluate(model, rows_dev) -> dict:
-    return evaluate_scorer(model, rows_dev, KS)
 
 
 registry.register_trainer(registry.TrainerSpec(

@@ -20,17 +20,20 @@ of each class, and ``baseline_valnov`` (always the majority training class) for 
 """
 from __future__ import annotations
 
-import copy
-import json
+import gc
 import math
-import os
 import random
 import time
 from pathlib import Path
 
 import torch
 
-from ml import registry
+from ml import registry, training
+from ml.encoders import default_encoder_path
+from ml.valnov.data import WEIGHTINGS, class_counts, effective_weights, rows_from_file, rows_from_project
+from ml.valnov.loss import targets_tensor, valnov_loss
+from ml.valnov.model import ValNovModel, ValNovPredictor, load_model
+from ml.valnov.score import gold_label, majority_baseline, score_rows
 
 KIND = "valnov"
 DEFAULTS = {"epochs": 3, "max_steps": 0, "batch_size": 8, "lr": 3e-5, "head_lr": None, "weight_decay": 3e-7,
@@ -38,42 +41,17 @@ DEFAULTS = {"epochs": 3, "max_steps": 0, "batch_size": 8, "lr": 3e-5, "head_lr":
             "alpha": 0.5, "beta": 0.5, "gamma": 0.5, "weighting": "individual", "dataset_weights": {},
             "synthetic_factor": 0.5, "eval_every": 4, "patience": 4, "runs": 3, "threshold": 0.5,
             "eval_batch_size": 64}
-ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
 
 
 def resolve_hyperparameters(given: dict | None) -> dict:
-    hp = dict(DEFAULTS)
-    raw = os.environ.get(ENV_HYPERPARAMETERS, "").strip()
-    if raw:
-        try:
-            env = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise registry.TrainerError(f"{ENV_HYPERPARAMETERS}: not JSON ({exc.msg})") from None
-        hp.update((env or {}).get(KIND) or {})
-    hp.update(given or {})
-    unknown = sorted(set(hp) - set(DEFAULTS))
-    if unknown:
-        raise registry.TrainerError(f"hyperparameters: unknown for {KIND!r}: {', '.join(unknown)} "
-                                    f"(known: {', '.join(sorted(DEFAULTS))})")
-    from ml.valnov.data import WEIGHTINGS
-
-    if hp["weighting"] not in WEIGHTINGS:
-        raise registry.TrainerError(f"hyperparameters: weighting must be one of {', '.join(WEIGHTINGS)}")
+    """:func:`ml.training.resolve_hyperparameters` of the kind (``weighting`` checked), runs and batch size >= 1."""
+    hp = training.resolve_hyperparameters(KIND, DEFAULTS, given, choices={"weighting": WEIGHTINGS})
     if int(hp["runs"]) < 1 or int(hp["batch_size"]) < 1:
         raise registry.TrainerError("hyperparameters: runs and batch_size must be >= 1")
     return hp
 
 
-def set_seed(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-
-
 def default_base_model() -> str:
-    from ml.encoders import default_encoder_path
-
     return default_encoder_path()
 
 
@@ -82,14 +60,12 @@ def _has_labels(row: dict) -> bool:
 
 
 class Run:
-    """One training run: fresh heads on a fresh copy of the base encoder, early stopping on the dev ValNov."""
+    """One training run: fresh heads on a fresh copy of the base encoder, early stopping on the dev ValNov
+    (:class:`ml.training.TrainLoop`: a dev check every ``eval_interval`` steps, ``patience`` checks)."""
 
     def __init__(self, *, seed: int, base_model: str, rows_train: list[dict], weights: list[float],
                  rows_dev: list[dict], hp: dict, device: str, progress, label: str):
-        from ml.valnov.loss import targets_tensor
-        from ml.valnov.model import ValNovModel, ValNovPredictor
-
-        set_seed(seed)
+        training.set_seed(seed)
         self.seed, self.hp, self.device, self.progress, self.label = seed, hp, device, progress, label
         self.model = ValNovModel.from_base(base_model, max_length=int(hp["max_length"]), pooling=hp["pooling"],
                                            dropout=float(hp["dropout"])).to(device)
@@ -103,86 +79,57 @@ class Run:
         self.n = len(rows_train)
         bs = int(hp["batch_size"])
         self.steps_per_epoch = max(1, math.ceil(self.n / bs))
-        steps = int(hp["epochs"]) * self.steps_per_epoch
-        if int(hp.get("max_steps") or 0) > 0:
-            steps = min(steps, int(hp["max_steps"])) if int(hp["epochs"]) > 0 else int(hp["max_steps"])
-        self.steps_total = max(1, steps)
+        self.steps_total = training.total_steps(hp, self.n, cap=True)
         self.eval_interval = max(1, round(self.steps_per_epoch / max(1, int(hp["eval_every"]))))
         lr = float(hp["lr"])
         head_lr = float(hp["head_lr"]) if hp.get("head_lr") not in (None, "") else lr
         head_params = list(self.model.validity_head.parameters()) + list(self.model.novelty_head.parameters())
-        self.optimizer = torch.optim.AdamW([{"params": list(self.model.encoder.parameters()), "lr": lr},
-                                            {"params": head_params, "lr": head_lr}],
-                                           weight_decay=float(hp["weight_decay"]))
-        warmup = int(round(self.steps_total * float(hp["warmup_ratio"])))
-        total = self.steps_total
-
-        def factor(step: int) -> float:
-            if warmup > 0 and step < warmup:
-                return (step + 1) / warmup
-            return max(0.0, (total - step) / max(1, total - warmup))
-
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
+        self.optimizer, self.scheduler = training.adamw(
+            [{"params": list(self.model.encoder.parameters()), "lr": lr}, {"params": head_params, "lr": head_lr}],
+            total_steps=self.steps_total, warmup_ratio=float(hp["warmup_ratio"]),
+            weight_decay=float(hp["weight_decay"]), ramp=True)
         self.rng = random.Random(seed)
-        self.best_score, self.best_state, self.best_step, self.best_metrics = None, None, 0, None
-        self.done, self.losses, self.checks = 0, [], []
+        self.loop = training.TrainLoop(
+            self.model, self.optimizer, self.scheduler, self.loss,
+            lambda epoch: training.endless_batches(self.rng, self.n, bs), device=device, total=self.steps_total,
+            amp=False, progress=progress, describe=self._describe, evaluate=self.evaluate, eval_epochs=0,
+            eval_steps=self.eval_interval, better=training.higher("valnov"), patience=int(hp["patience"]))
+        self.best_score, self.best_step, self.best_metrics = None, 0, None
+        self.checks: list[dict] = []
+
+    def loss(self, batch: list[int]):
+        hp = self.hp
+        pv, pn = self.model(**self.model.collate(self.enc, batch, self.device))
+        idx = torch.tensor(batch)
+        return valnov_loss(pv, pn, self.tv[idx].to(self.device), self.tn[idx].to(self.device),
+                           self.w[idx].to(self.device), alpha=float(hp["alpha"]), beta=float(hp["beta"]),
+                           gamma=float(hp["gamma"]))
+
+    def _describe(self, loop: training.TrainLoop, metrics: dict | None) -> str | None:
+        if metrics is None:
+            return None
+        return (f"{self.label}step {loop.step}/{loop.total}, loss {loop.last_loss:.4f}, "
+                f"dev ValNov {metrics['valnov']:.4f}")
+
+    @property
+    def done(self) -> int:
+        return self.loop.step
 
     def evaluate(self) -> dict:
-        from ml.valnov.score import score_rows
-
         return score_rows(self.rows_dev, self.predictor.predict_rows(self.rows_dev),
                           threshold=float(self.hp["threshold"]))
 
     def train(self) -> float:
-        from ml.valnov.loss import valnov_loss
-
-        hp = self.hp
-        bs = int(hp["batch_size"])
-        patience, waited = int(hp["patience"]), 0
-        queue: list[int] = []
-        while self.done < self.steps_total:
-            if len(queue) < bs:
-                order = list(range(self.n))
-                self.rng.shuffle(order)
-                queue.extend(order)
-            batch, queue = queue[:bs], queue[bs:]
-            self.model.train()
-            pv, pn = self.model(**self.model.collate(self.enc, batch, self.device))
-            idx = torch.tensor(batch)
-            loss = valnov_loss(pv, pn, self.tv[idx].to(self.device), self.tn[idx].to(self.device),
-                               self.w[idx].to(self.device), alpha=float(hp["alpha"]), beta=float(hp["beta"]),
-                               gamma=float(hp["gamma"]))
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            self.optimizer.step()
-            self.scheduler.step()
-            self.done += 1
-            self.losses.append(float(loss.detach()))
-            if self.done % self.eval_interval == 0 or self.done == self.steps_total:
-                metrics = self.evaluate()
-                score = metrics["valnov"]
-                self.checks.append({"step": self.done, "valnov": round(score, 6), "loss": round(self.losses[-1], 6)})
-                self.progress(self.done, self.steps_total, f"{self.label}step {self.done}/{self.steps_total}, "
-                                                           f"loss {self.losses[-1]:.4f}, dev ValNov {score:.4f}")
-                if self.best_score is None or score > self.best_score:
-                    self.best_score, self.best_step, self.best_metrics = score, self.done, metrics
-                    self.best_state = copy.deepcopy({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
-                    waited = 0
-                else:
-                    waited += 1
-                    if waited >= patience:
-                        break
-        self.model.load_state_dict(self.best_state)
+        loop = self.loop.run()
+        self.checks = [{"step": e["step"], "valnov": round(e["metrics"]["valnov"], 6), "loss": round(e["loss"], 6)}
+                       for e in loop.evals]
+        self.best_metrics, self.best_step = loop.best, loop.best_eval["step"]
+        self.best_score = loop.best["valnov"]
         self.model.eval()
         return float(self.best_score)
 
 
 def train(request) -> registry.TrainResult:
-    from ml.valnov.data import class_counts, effective_weights
-    from ml.valnov.model import torch_device
-    from ml.valnov.score import gold_label, majority_baseline
-
     hp = resolve_hyperparameters(request.hyperparameters)
     rows_train = [r for r in request.rows_train if _has_labels(r)]
     if not rows_train:
@@ -194,7 +141,7 @@ def train(request) -> registry.TrainResult:
                                     "selection need them; give --dev FILE or a file with more topics)")
     weights = effective_weights(rows_train, hp["weighting"], dataset_weights=hp["dataset_weights"],
                                 synthetic_factor=float(hp["synthetic_factor"]))
-    device = torch_device()
+    device = training.pick_device()
     base_model = request.base_model or default_base_model()
     started = time.monotonic()
     best, runs = None, []
@@ -210,6 +157,7 @@ def train(request) -> registry.TrainResult:
             best = run
         else:
             del run
+            gc.collect()  # a run refers to itself through its loop: free its model now
     metrics = dict(best.best_metrics)
     metrics["baseline_valnov"] = majority_baseline(rows_train, rows_dev)["valnov"]
     best.predictor.save(Path(request.output_dir))
@@ -222,34 +170,18 @@ def train(request) -> registry.TrainResult:
 
 
 def load(path: Path, *, device: str | None = None):
-    from ml.valnov.model import load_model
-
     return load_model(path, device=device)
 
 
 def evaluate(model, rows_dev) -> dict:
-    from ml.valnov.score import score_rows
-
     return score_rows(rows_dev, model.predict_rows(rows_dev), threshold=model.threshold)
-
-
-def _rows_from_file(path):
-    from ml.valnov.data import rows_from_file
-
-    return rows_from_file(path)
-
-
-def _rows_from_project(project):
-    from ml.valnov.data import rows_from_project
-
-    return rows_from_project(project)
 
 
 registry.register_trainer(registry.TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric="valnov", higher_is_better=True,
     description="validity / novelty of conclusions: one encoder, two sigmoid heads, weighted multi-task MSE "
                 "(Heinisch et al. 2022); ValNov score (mean F1 of the four classes) on dev",
-    rows_from_file=_rows_from_file, rows_from_project=_rows_from_project, evaluate=evaluate,
+    rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
     default_base_model=default_base_model,
     data_formats="ArgMining 2022 ValNov CSV (topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,"
                  "Novelty-Confidence[,Instance-Weight,Synthetic,split]) or the same keys as JSONL",

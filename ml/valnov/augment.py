@@ -45,7 +45,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .score import CLASSES, LABELS_OF, NOT_VALID_NOT_NOVEL, NOT_VALID_NOVEL, VALID_NOT_NOVEL, VALID_NOVEL, class_of
+from annotation.task_types.validity_novelty.csvio import guess_format, merge_columns, read_file, write_csv, write_jsonl
+
+from .data import WEIGHT_COLUMN, row_from_columns
+from .score import (CLASSES, LABELS_OF, NOT_VALID_NOT_NOVEL, NOT_VALID_NOVEL, VALID_NOT_NOVEL, VALID_NOVEL, class_of,
+                    gold_label)
+from .wordnet import load_wordnet
 
 # --- Table 1 -----------------------------------------------------------------------------------------
 REPHRASE_PREMISE, REPHRASE_CONCLUSION = "p:=~p", "c:=~c"
@@ -331,8 +336,6 @@ class Mutator:
 
     def __post_init__(self):
         if self.wordnet is None:
-            from .wordnet import load_wordnet
-
             self.wordnet = load_wordnet()
         verbs = {lemma for (pos, lemma) in getattr(self.wordnet, "lemmas", {}) if pos == "v"}
         self.verb_lemmas = frozenset(verbs)
@@ -424,9 +427,6 @@ def balance(records: Sequence[dict], target_size: int, mutator: Mutator, *, synt
             max_unknown_share: float = MAX_UNKNOWN_SHARE, progress=None) -> tuple[list[dict], dict]:
     """Class-balance shared-task records (column dicts with ``Instance-Weight`` and ``Source-Line``) to
     ``target_size`` rows. Returns ``(records, summary)`` (module docstring)."""
-    from .data import row_from_columns
-    from .score import gold_label
-
     if target_size < 1:
         raise ValueError("target size must be >= 1")
     rng = mutator.rng
@@ -509,10 +509,6 @@ def augment_file(path, target_size: int, *, out=None, seed: int = 13, paraphrase
     (default ``<name>.augmented<ext>`` beside the input; the format follows ``out``'s extension). Returns the
     summary with ``out``. Raises ``ImportFailed`` (``file:line: reason``) for a bad input file."""
     from pathlib import Path
-
-    from annotation.task_types.validity_novelty.csvio import guess_format, merge_columns, read_file, write_csv, write_jsonl
-
-    from .data import WEIGHT_COLUMN, row_from_columns
 
     path = Path(path)
     table = read_file(path)

@@ -32,6 +32,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from annotation.task_types.validity_novelty.aggregation import target
+from annotation.task_types.validity_novelty.csvio import read_file
+from annotation.task_types.validity_novelty.results import export_records
+from annotation.task_types.validity_novelty.weights import instance_weight
+from corpus.importers.base import ImportFailed
+from ml.registry import TrainerError, stable_split
+
+from .score import CLASSES, class_of, gold_label
+
 DEFAULT_DATASET = "task-internal"
 DATASET_WEIGHTS = {DEFAULT_DATASET: 3.0}
 WEIGHTINGS = ("uniform", "dataset", "individual")
@@ -60,9 +69,6 @@ def _float(value: Any, default: float | None = None) -> float | None:
 
 def row_from_columns(columns: dict, *, line: int = 0, source: str = "") -> dict:
     """A training row from shared-task columns (``topic, Premise, Conclusion, Validity, ...``); labels as ints."""
-    from annotation.task_types.validity_novelty.aggregation import target
-    from annotation.task_types.validity_novelty.weights import instance_weight
-
     v, n = int(columns["Validity"]), int(columns["Novelty"])
     vc, nc = str(columns["Validity-Confidence"]), str(columns["Novelty-Confidence"])
     weight = _float(columns.get(WEIGHT_COLUMN))
@@ -84,8 +90,6 @@ def row_from_columns(columns: dict, *, line: int = 0, source: str = "") -> dict:
 
 def rows_from_table(table) -> list[dict]:
     """Rows of a :class:`annotation.task_types.validity_novelty.csvio.Table` (raises ``ImportFailed`` for a bad extra column)."""
-    from corpus.importers.base import ImportFailed
-
     out = []
     for r in table.rows:
         try:
@@ -97,10 +101,6 @@ def rows_from_table(table) -> list[dict]:
 
 def read_rows(path) -> list[dict]:
     """All rows of a shared-task CSV / JSONL file; ``TrainerError("FILE:LINE: reason")`` for a bad file."""
-    from annotation.task_types.validity_novelty.csvio import read_file
-    from corpus.importers.base import ImportFailed
-    from ml.registry import TrainerError
-
     path = Path(path)
     if not path.is_file():
         raise TrainerError(f"{path}:0: no such file")
@@ -112,8 +112,6 @@ def read_rows(path) -> list[dict]:
 
 def split_rows(rows: list[dict], *, dev_fraction: float = DEV_FRACTION) -> tuple[list[dict], list[dict]]:
     """(train, dev): by the rows' ``split`` when any row has one, else by topic hash (see the module docstring)."""
-    from ml.registry import stable_split
-
     if any(r.get("split") for r in rows):
         train = [r for r in rows if r.get("split") in ("", "train")]
         dev = [r for r in rows if r.get("split") in ("dev", "validation", "valid") and not r.get("synthetic")]
@@ -134,8 +132,6 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """``TrainerSpec.rows_from_project``: the project's labels (crowd aggregate, else imported reference; see
     :func:`annotation.task_types.validity_novelty.results.export_records`) with individual weights, split by topic."""
-    from annotation.task_types.validity_novelty.results import export_records
-
     _, records, summary = export_records(project, labels="auto", with_weights=True)
     rows = [row_from_columns(rec, line=i) for i, rec in enumerate(records, 1)]
     train, dev = split_rows(rows)
@@ -163,8 +159,6 @@ def effective_weights(rows: Iterable[dict], mode: str = "individual", *, dataset
 
 def class_counts(rows: Iterable[dict]) -> dict:
     """How many rows per ValNov class (known labels), plus ``unknown``."""
-    from .score import CLASSES, class_of, gold_label
-
     counts = {c: 0 for c in CLASSES}
     counts["unknown"] = 0
     for r in rows:

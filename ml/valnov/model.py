@@ -22,6 +22,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ml.training import pick_device
+
 CONFIG_FILE = "valnov.json"
 HEADS_FILE = "heads.pt"
 
@@ -102,12 +104,6 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
     return [order[i:i + batch_size] for i in range(0, len(order), max(1, batch_size))]
 
 
-def torch_device(device: str | None = None) -> str:
-    if device:
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 class ValNovPredictor:
     """A loaded (or just trained) model: ``predict(pairs) -> [(p_valid, p_novel)]``, ``predict_rows(rows)``,
     ``labels(pairs) -> [(valid 0/1, novel 0/1)]``."""
@@ -116,7 +112,7 @@ class ValNovPredictor:
 
     def __init__(self, model: ValNovModel, *, threshold: float = 0.5, batch_size: int = 64, device: str | None = None):
         self.model, self.threshold, self.batch_size = model, float(threshold), int(batch_size)
-        self.device = torch_device(device)
+        self.device = pick_device(device)
         self.model.to(self.device)
         self.model.eval()
 

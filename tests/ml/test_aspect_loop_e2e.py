@@ -73,7 +73,7 @@ def wait_for_active(kind, project, worker_proc):
 def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, settings, monkeypatch,
                                                        django_user_model):
     import annotation.task_types.aspect.task_type  # noqa: F401
-    from argora.management.commands.load_demo import import_demo_files
+    from corpus.demo import import_demo_files
 
     import_demo_files()
     arguments = list(Sentence.objects.select_related("topic").exclude(stance="none").order_by("id"))

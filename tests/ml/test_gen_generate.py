@@ -39,22 +39,6 @@ def test_penalty_divides_positive_and_multiplies_negative_logits_of_generated_to
     assert torch.equal(gen.penalty_processor(1.0, prompt_length=2)(input_ids, scores.clone()), scores)
 
 
-def test_denormal_guard_runs_on_one_thread_and_restores_the_thread_count(monkeypatch):
-    from ml.generation.train import without_denormals
-
-    before = torch.get_num_threads()
-    tiny = torch.tensor([1e-39], dtype=torch.float32)  # a denormal float32
-    with without_denormals("cpu"):
-        assert torch.get_num_threads() == 1
-        with without_denormals("cpu"):                 # nested: still guarded
-            assert float(tiny * 1.0) == 0.0            # flushed to zero
-        assert float(tiny * 1.0) == 0.0
-    assert torch.get_num_threads() == before and float(tiny * 1.0) != 0.0
-    monkeypatch.setenv("ARGORA_FLUSH_DENORMALS", "0")
-    with without_denormals("cpu"):
-        assert torch.get_num_threads() == before and float(tiny * 1.0) != 0.0
-
-
 def test_sentence_splitting_drops_a_trailing_fragment():
     assert gen.split_sentences("Nuclear power is cheap.  It is also safe! and then the") == [
         "Nuclear power is cheap.", "It is also safe!"]

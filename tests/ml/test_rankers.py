@@ -73,7 +73,8 @@ def test_unknown_hyperparameters_are_refused(tmp_path):
 
 
 def test_environment_hyperparameters_sit_between_defaults_and_the_request(monkeypatch):
-    from ml.trainers.ranker import DEFAULTS, resolve_hyperparameters
+    from ml.trainers.ranker import DEFAULTS
+    from ml.training import resolve_hyperparameters
 
     monkeypatch.setenv("ARGORA_TRAINER_HYPERPARAMETERS", json.dumps({"ranker": {"max_steps": 7, "lr": 1e-4}}))
     hp = resolve_hyperparameters("ranker", DEFAULTS, {"lr": 2e-5})
@@ -181,7 +182,7 @@ def aspect_project(db):
 def test_active_ranker_prefers_project_then_global_and_span_ranker_then_ranker(
         tiny_bert, planted, tmp_artifacts, aspect_project, caplog):
     from annotation.task_types.aspect.rankers import get_active_ranker, rank
-    from annotation.task_types.aspect.task_type import build_payload
+    from annotation.task_types.aspect.items import build_payload
 
     rows_train, rows_dev = planted
     rows_train = rows_train[:400]
@@ -230,7 +231,7 @@ def test_cross_topic_metrics_are_the_mean_over_held_out_topics():
     """``eval = cross-topic`` through the shared helper, with the baseline ranker as the fold "model": each held-out
     topic is scored by a scorer trained on the other topics only, the figure is the mean over topics."""
     from ml.metrics import cross_topic
-    from ml.trainers.ranker import cross_topic_metrics, resolve_hyperparameters, DEFAULTS
+    from ml.trainers.ranker import cross_topic_metrics
 
     rows = synthetic_ranker_rows(24, seed=5, topics=("abortion", "cloning", "gun control"))
     train, dev = split_by_sentence(rows, dev_fraction=0.25, seed=1)
@@ -254,8 +255,11 @@ def test_cross_topic_metrics_are_the_mean_over_held_out_topics():
     with pytest.raises(TrainerError, match="at least 2 topics"):
         cross_topic_metrics(TrainRequest(kind="ranker", rows_train=one, rows_dev=[], base_model=None, seed=1,
                                          hyperparameters={}, output_dir=None), {}, fold)
-    with pytest.raises(TrainerError, match="eval must be one of"):
-        resolve_hyperparameters("ranker", DEFAULTS, {"eval": "sideways"})
+    for kind in ("ranker", "span_ranker"):
+        with pytest.raises(TrainerError, match="eval must be one of"):
+            registry.get_trainer(kind).train(TrainRequest(kind=kind, rows_train=rows, rows_dev=[], base_model=None,
+                                                          seed=1, hyperparameters={"eval": "sideways"},
+                                                          output_dir=None))
 
 
 @pytest.mark.slow

@@ -275,34 +275,7 @@ def test_train_argspan_cli_on_a_real_export(tmp_path, tmp_artifacts, django_user
     assert {"span_partial_f1", "label_accuracy", "combined_f1"} <= set(outcome["metrics"]["dev"])
 
 
-# --- seed optimisation (AugSBERT §3.1) for the tagger and ArgSpan -------------------------------------------
-
-def test_loop_run_continues_a_generator_loop_and_seed_optimisation_keeps_the_best():
-    """The generator-based run: probing stops mid-loop, the best seed's run continues to the end; the others are
-    dropped after their probe."""
-    from ml.registry import TrainRequest
-    from ml.trainers.tagger import LoopRun, train_with_seeds
-
-    trained = {}
-
-    def loop(seed, total=10):
-        for step in range(1, total + 1):
-            trained[seed] = step
-            yield step
-        return ("result", seed)
-
-    def make_run(seed):
-        return LoopRun(loop(seed), lambda: {1: 0.2, 2: 0.9, 3: 0.5}[seed] * trained[seed])
-
-    request = TrainRequest(kind="tagger", rows_train=[], rows_dev=[], base_model=None, seed=7, hyperparameters={},
-                           output_dir=None)
-    result, seed, probes = train_with_seeds(request, {"seeds": [1, 2, 3], "probe_fraction": 0.2}, make_run, 10)
-    assert probes == {1: pytest.approx(0.4), 2: pytest.approx(1.8), 3: pytest.approx(1.0)}  # each probed at 2 steps
-    assert seed == 2 and result == ("result", 2)
-    assert trained == {1: 2, 2: 10, 3: 2}  # only the best went on
-    result, seed, probes = train_with_seeds(request, {}, make_run, 10)  # no seeds: the request's seed, no probes
-    assert (result, seed, probes) == (("result", 7), 7, {})
-
+# --- seed optimisation (AugSBERT §3.1) for the tagger and ArgSpan (the runs: tests/ml/test_training.py) -----
 
 @pytest.mark.slow
 @pytest.mark.django_db

@@ -19,6 +19,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from argora.progress import cli_progress
+from corpus.importers.base import ImportFailed
+from ml.valnov.augment import augment_file
 
 KINDS = ("valnov",)
 
@@ -41,9 +43,6 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     def handle(self, *args, **opts):
-        from corpus.importers.base import ImportFailed
-        from ml.valnov.augment import augment_file
-
         if opts["kind"] not in KINDS:
             raise CommandError(f"kind: unknown {opts['kind']!r} (known: {', '.join(KINDS)})", returncode=2)
         if opts["target_size"] < 1:

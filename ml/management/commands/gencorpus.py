@@ -22,6 +22,7 @@ from collections import Counter
 from django.core.management.base import BaseCommand, CommandError
 
 from argora.progress import cli_progress
+from ml.generation import corpora, exporters
 
 
 def _split_list(values) -> list[str]:
@@ -73,8 +74,6 @@ class Command(BaseCommand):
         common(g)
 
     def handle(self, *args, **opts):
-        from ml.generation import corpora, exporters
-
         corpus = opts["corpus"]
         try:
             if corpus == "aspect-docs":

@@ -29,28 +29,23 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from argora.progress import cli_progress
+from annotation.task_types.aspect.rankers import BaselineRanker
+from annotation.task_types.ratings import RatingsError
+from argora.progress import cli_progress, null_progress
+from corpus.importers.base import ImportFailed
+from corpus.importers.parsers import parse_kialo, parse_ukp_tsv
+from ml import registry
+from ml.generation import corpora, evaluate as ev, generate as gen
+from ml.generation.corpora import RowError, read_jsonl
+from ml.generation.generate import detect_aspects
+from ml.management.commands.train import parse_hp
+from ml.registry import TrainerError, stable_split
 
 DEMO_DIR = Path(__file__).resolve().parents[3] / "argora" / "demo_data"
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
 
 
-def _kv(values, what: str) -> dict:
-    out = {}
-    for item in values or []:
-        if "=" not in item:
-            raise CommandError(f"--{what}: {item!r} is not key=value", returncode=2)
-        key, raw = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
-
-
 def _jsonl(path) -> list[dict]:
-    from ml.generation.corpora import RowError, read_jsonl
-
     rows = []
     try:
         for number, obj in read_jsonl(path):
@@ -69,10 +64,6 @@ def _jsonl(path) -> list[dict]:
 def demo_aspect_rows(directory: Path = DEMO_DIR, *, max_aspects: int = 2) -> tuple[list[dict], list[dict]]:
     """(train, dev) aspect rows of the demo arguments (``set`` train vs. val/test); aspects are the best
     baseline candidates (document frequencies from the demo file itself)."""
-    from annotation.task_types.aspect.rankers import BaselineRanker
-    from corpus.importers.parsers import parse_ukp_tsv
-    from ml.generation.generate import detect_aspects
-
     path = directory / "arguments.tsv"
     parsed = parse_ukp_tsv(path, path.read_text(encoding="utf-8"))
     by_topic: dict[str, list[str]] = {}
@@ -93,9 +84,6 @@ def demo_aspect_rows(directory: Path = DEMO_DIR, *, max_aspects: int = 2) -> tup
 
 def demo_debate_rows(directory: Path = DEMO_DIR) -> tuple[list[dict], str]:
     """(debate-path rows ``{"prompt", "response", "strategy"}`` of the demo Kialo tree, its thesis)."""
-    from corpus.importers.parsers import parse_kialo
-    from ml.generation import corpora
-
     path = directory / "school-uniforms.kialo.txt"
     tree = parse_kialo(path, path.read_text(encoding="utf-8")).trees[0]
     nodes = [corpora.Node(path=n.path, parent=n.path.rsplit(".", 1)[0] if "." in n.path else None,
@@ -115,12 +103,6 @@ def demo_debate_rows(directory: Path = DEMO_DIR) -> tuple[list[dict], str]:
 def run_demo(*, steps: int = 250, base_model: str | None = None, progress=None, seed: int = 13) -> dict:
     """Train, generate, evaluate (see the module docstring); returns the run ids, versions and URLs."""
     from django.urls import reverse
-
-    from argora.progress import null_progress
-    from ml import registry
-    from ml.generation import evaluate as ev
-    from ml.generation import generate as gen
-    from ml.registry import stable_split
 
     progress = progress or null_progress
     hp_common = {"max_steps": int(steps), "batch_size": 8, "lr": 5e-3 if not base_model else 1e-4,
@@ -196,12 +178,6 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(data, sort_keys=True, default=str, ensure_ascii=False) if opts["json"] else text)
 
     def handle(self, *args, **opts):
-        from annotation.task_types.ratings import RatingsError
-        from corpus.importers.base import ImportFailed
-        from ml.generation import evaluate as ev
-        from ml.generation import generate as gen
-        from ml.registry import TrainerError
-
         action = opts["action"]
         try:
             if action == "demo":
@@ -246,8 +222,9 @@ class Command(BaseCommand):
                     except FileNotFoundError:
                         raise CommandError(f"{opts['lines']}:0: no such file", returncode=2) from None
                 inputs = gen.parse_lines(opts["mode"], text)
-            run = gen.run_generation(opts["mode"], inputs, version=opts["model_version"], decoding=_kv(opts["decoding"],
-                                     "decoding"), options=_kv(opts["option"], "option"), references=references,
+            run = gen.run_generation(opts["mode"], inputs, version=opts["model_version"],
+                                     decoding=parse_hp(opts["decoding"], "decoding"),
+                                     options=parse_hp(opts["option"], "option"), references=references,
                                      name=opts["name"])
             result = {"run": run["id"], "outputs": run["outputs"]}
             if opts["evaluate"]:

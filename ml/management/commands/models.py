@@ -14,6 +14,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import Project
+from ml import registry
+from ml.models import ModelVersion
+
 
 class Command(BaseCommand):
     help = "List, activate and roll back trained model versions."
@@ -37,7 +41,6 @@ class Command(BaseCommand):
     def _project(self, slug):
         if not slug:
             return None
-        from annotation.models import Project
 
         project = Project.objects.filter(slug=slug).first()
         if project is None:
@@ -45,9 +48,6 @@ class Command(BaseCommand):
         return project
 
     def handle(self, *args, **opts):
-        from ml import registry
-        from ml.models import ModelVersion
-
         action = opts["action"]
         if action == "kinds":
             for kind in registry.trainer_kinds():

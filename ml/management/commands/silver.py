@@ -22,7 +22,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import Project
 from argora.progress import cli_progress
+from ml import silver
+from ml.models import ModelVersion, SilverRun
 
 
 class Command(BaseCommand):
@@ -62,37 +65,26 @@ class Command(BaseCommand):
         recover.add_argument("--json", action="store_true")
 
     def _run(self, pk):
-        from ml.models import SilverRun
-
         run = SilverRun.objects.filter(pk=pk).first()
         if run is None:
             raise CommandError(f"run: no silver run {pk}", returncode=2)
         return run
 
     def _process(self, run, *, as_json: bool = False):
-        from ml.silver import process
-
         with cli_progress(f"silver {run.kind} #{run.pk}") as progress:
-            result = process(run.pk, progress=progress)
+            result = silver.process(run.pk, progress=progress)
         self.stdout.write(json.dumps(result, sort_keys=as_json))
 
     def _queued(self, run) -> None:
-        from ml.silver import summary
-
         run.refresh_from_db()
-        self.stdout.write(json.dumps({**summary(run), "queued": True}, sort_keys=True))
+        self.stdout.write(json.dumps({**silver.summary(run), "queued": True}, sort_keys=True))
 
     def handle(self, *args, **opts):
-        from ml import silver
-        from ml.models import ModelVersion
-
         action = opts["action"]
         try:
             if action == "start":
                 project = None
                 if opts["project"]:
-                    from annotation.models import Project
-
                     project = Project.objects.filter(slug=opts["project"]).first()
                     if project is None:
                         raise CommandError(f"--project: no project {opts['project']!r}", returncode=2)
@@ -135,8 +127,6 @@ class Command(BaseCommand):
                 self.stdout.write(f"silver run {run.pk}: {run.status}"
                                   f"{' (stops after its current batch)' if run.status == 'running' else ''}")
             else:
-                from ml.models import SilverRun
-
                 runs = [self._run(opts["run"])] if opts["run"] else list(SilverRun.objects.all()[:50])
                 if opts["json"]:
                     summaries = [silver.summary(run) for run in runs]

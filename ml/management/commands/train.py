@@ -20,7 +20,12 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import Project
 from argora.progress import cli_progress
+from ml import registry
+from ml.loop import train_and_activate
+from ml.similarity.sampling import SamplingError, canonical
+from ml.tasks import train
 
 SAMPLING_KINDS = ("augsbert",)  # kinds whose hyperparameters include strategy and k (AugSBERT §3.1)
 
@@ -28,11 +33,12 @@ SAMPLING_KINDS = ("augsbert",)  # kinds whose hyperparameters include strategy a
 EVAL_KINDS = ("ranker", "span_ranker")  # kinds with the "eval" hyperparameter (in-topic / cross-topic recall@k)
 
 
-def parse_hp(values: list[str]) -> dict:
+def parse_hp(values: list[str], what: str = "hp") -> dict:
+    """``--<what> key=value`` options as a dict (values parsed as JSON where they are JSON, else strings)."""
     out = {}
     for item in values or []:
         if "=" not in item:
-            raise CommandError(f"--hp: {item!r} is not key=value", returncode=2)
+            raise CommandError(f"--{what}: {item!r} is not key=value", returncode=2)
         key, raw = item.split("=", 1)
         try:
             out[key.strip()] = json.loads(raw)
@@ -51,8 +57,6 @@ def sampling_options(kind: str, strategy: str | None, k: int | None) -> dict:
         raise CommandError(f"{flag}: only for {', '.join(SAMPLING_KINDS)} (kind {kind!r} samples no silver pairs)",
                            returncode=2)
     if strategy is not None:
-        from ml.similarity.sampling import SamplingError, canonical
-
         try:
             out["strategy"] = canonical(strategy)
         except SamplingError as exc:
@@ -88,10 +92,6 @@ class Command(BaseCommand):
                                  "(Arg-CTRL Table 2; one extra training per topic); in-topic (default): dev recall@k")
 
     def handle(self, *args, **opts):
-        from annotation.models import Project
-        from ml import registry
-        from ml.loop import train_and_activate
-
         try:
             registry.get_trainer(opts["kind"])
         except registry.TrainerError as exc:
@@ -114,8 +114,6 @@ class Command(BaseCommand):
             hyperparameters["eval"] = opts["eval"]
 
         if opts["queue"]:
-            from ml.tasks import train
-
             result = train.apply_async(kwargs=dict(kind=opts["kind"], project_id=getattr(project, "pk", None),
                                                    data=opts["data"], dev_data=opts["dev"], seed=opts["seed"],
                                                    hyperparameters=hyperparameters, activate=opts["activate"],
