@@ -347,7 +347,7 @@ def render_card(release: Release, exporter: Exporter, config: dict, files: list[
         f"- kind: {exporter.kind}",
         f"- creator: {creator}",
         f"- created: {release.created_at.isoformat()}",
-        f"- built with: Argora (`manage.py export_release` / admin publish action)",
+        "- built with: Argora (`manage.py export_release` / admin publish action)",
         "",
     ]
     if exporter.description:
@@ -362,7 +362,7 @@ def render_card(release: Release, exporter: Exporter, config: dict, files: list[
                   "| " + " | ".join("---" for _ in exporter.count_by) + " | ---: |"]
         for key in sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k)):
             lines.append("| " + " | ".join(_md(v) for v in key) + f" | {counts[key]} |")
-        lines += [f"| **total** |" + " |" * (len(exporter.count_by) - 1) + f" {sum(counts.values())} |", ""]
+        lines += ["| **total** |" + " |" * (len(exporter.count_by) - 1) + f" {sum(counts.values())} |", ""]
     sections = list(exporter.card(CardContext(release, config, files, counts))) if exporter.card else []
     if not any(title.strip().lower() == "agreement" for title, _ in sections):
         sections.append(("Agreement", "No agreement figures recorded for this release."))
@@ -391,6 +391,56 @@ def _str_list(key: str, value) -> list[str]:
 
 def _sentences_queryset(topics: list[str], stances: list[str]):
     return Sentence.objects.filter(topic__name__in=topics, stance__in=stances).order_by("id")
+
+
+def clean_split(split, *, default_mode: str, cross_topic: Callable[[dict], dict],
+                in_topic: Callable[[dict], dict]) -> dict:
+    """A release config's ``split`` (a mode name, or ``{"mode": ..., ...}``; empty: ``default_mode``) made explicit:
+    ``{"mode": "none"}``, or the mode with the keys ``cross_topic(split)`` / ``in_topic(split)`` check and return.
+    Every release kind with splits reads its config with this; errors are ``ValueError`` naming ``config.split``."""
+    split = split or {"mode": default_mode}
+    if isinstance(split, str):
+        split = {"mode": split}
+    if not isinstance(split, dict):
+        raise ValueError(f"config.split: expected an object with a 'mode', got {split!r}")
+    mode = split.get("mode", default_mode)
+    if mode == "none":
+        return {"mode": "none"}
+    if mode == "cross-topic":
+        return {"mode": mode, **cross_topic(split)}
+    if mode == "in-topic":
+        return {"mode": mode, **in_topic(split)}
+    raise ValueError(f"config.split.mode: {mode!r} is not one of none, cross-topic, in-topic")
+
+
+def check_export_args(out, split: str | None, out_dir, *, file_name: str) -> str | None:
+    """Why a command's ``--out FILE`` / ``--split MODE`` / ``--out-dir DIR`` do not make a valid export (``None``
+    when they do): ``out`` is a file (not a folder, e.g. ``file_name`` inside it); ``split`` (cross-topic / in-topic;
+    ``none`` = no split) goes with ``out_dir`` and ``out_dir`` with ``split``; at least one of ``out`` and ``split``
+    is given. The commands exit 2 with this text."""
+    if split in ("none", ""):
+        split = None
+    if split is not None and split not in ("cross-topic", "in-topic"):
+        return f"--split: {split!r} is not one of cross-topic, in-topic"
+    if split is not None and out_dir is None:
+        return "--split needs --out-dir DIR (the folder for train.jsonl, dev.jsonl, test.jsonl)"
+    if out_dir is not None and split is None:
+        return "--out-dir needs --split cross-topic|in-topic (use --out FILE.jsonl for the unsplit file)"
+    if out is None and split is None:
+        return "give --out FILE.jsonl (the unsplit file) and/or --split cross-topic|in-topic --out-dir DIR"
+    if out is not None and Path(out).is_dir():
+        return f"--out: {out} is a folder; give a file such as {Path(out) / file_name} (split files go to --out-dir)"
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        return f"--out-dir: {out_dir} is a file, not a folder"
+    return None
+
+
+def split_seed(split: dict, default: int) -> int:
+    """The in-topic split's ``seed`` (an integer)."""
+    seed = split.get("seed", default)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"config.split.seed: expected an integer, got {seed!r}")
+    return seed
 
 
 def prepare_sentences(config: dict) -> dict:
@@ -422,20 +472,9 @@ def prepare_sentences(config: dict) -> dict:
         stances.append("none")
     stances = [s for s in STANCES if s in stances]  # canonical order, no duplicates
 
-    split = config.get("split") or {"mode": "none"}
-    if isinstance(split, str):
-        split = {"mode": split}
-    if not isinstance(split, dict):
-        raise ValueError(f"config.split: expected an object with a 'mode', got {split!r}")
-    mode = split.get("mode", "none")
-    if mode == "none":
-        split = {"mode": "none"}
-    elif mode == "cross-topic":
-        split = _prepare_cross_topic(split, topics)
-    elif mode == "in-topic":
-        split = _prepare_in_topic(split, topics, stances)
-    else:
-        raise ValueError(f"config.split.mode: {mode!r} is not one of none, cross-topic, in-topic")
+    split = clean_split(config.get("split"), default_mode="none",
+                        cross_topic=lambda s: _prepare_cross_topic(s, topics),
+                        in_topic=lambda s: _prepare_in_topic(s, topics, stances))
     if split["mode"] == "cross-topic":  # only the topics assigned to a split are exported
         topics = sorted(t for part in SPLITS for t in split[part])
     return {"topics": topics, "stances": stances, "include_non_arguments": "none" in stances, "split": split}
@@ -474,13 +513,11 @@ def _prepare_cross_topic(split: dict, topics: list[str]) -> dict:
                 raise ValueError(f"config.split.{part}: topic {topic!r} is also in {seen[topic]}; "
                                  f"cross-topic splits must not share topics")
             seen[topic] = part
-    return {"mode": "cross-topic", **{part: chosen[part] for part in SPLITS}}
+    return {part: chosen[part] for part in SPLITS}
 
 
 def _prepare_in_topic(split: dict, topics: list[str], stances: list[str]) -> dict:
-    seed = split.get("seed", 13)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"config.split.seed: expected an integer, got {seed!r}")
+    seed = split_seed(split, 13)
     sizes = split.get("sizes")
     if not isinstance(sizes, dict) or set(sizes) != set(SPLITS):
         raise ValueError(f"config.split.sizes: give the number of rows for each of train, dev and test, e.g. "
@@ -494,7 +531,7 @@ def _prepare_in_topic(split: dict, topics: list[str], stances: list[str]) -> dic
     if wanted > available:
         raise ValueError(f"config.split.sizes: train+dev+test = {wanted} but only {available} sentences match "
                          f"the selected topics and stances")
-    return {"mode": "in-topic", "seed": seed, "sizes": {part: sizes[part] for part in SPLITS}}
+    return {"seed": seed, "sizes": {part: sizes[part] for part in SPLITS}}
 
 
 _ROW_FIELDS = ("id", "content_hash", "external_id", "topic__name", "text", "stance", "source", "metadata")

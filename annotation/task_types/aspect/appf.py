@@ -60,6 +60,7 @@ from corpus.importers.base import ImportFailed, ParsedFile, SentenceRecord
 from corpus.importers.readers import read_text
 from corpus.importers.writers import save
 from corpus.models import Sentence
+from corpus.releases import check_export_args
 
 from .aggregation import final_answer
 
@@ -341,7 +342,7 @@ def export_appf(project, out=None, *, split: str | None = None, out_dir=None, se
     Returns rows per written path; ``stats`` receives :func:`project_rows`' counts. Raises ``ValueError``
     (nothing written) for a wrong combination (see :func:`check_export_args`)."""
     split = None if split in ("none", "") else split
-    problem = check_export_args(out, split, out_dir)
+    problem = check_export_args(out, split, out_dir, file_name="aspects.jsonl")
     if problem:
         raise ValueError(problem)
     rows = project_rows(project, stats=stats)
@@ -355,25 +356,4 @@ def export_appf(project, out=None, *, split: str | None = None, out_dir=None, se
             written[str(directory / f"{part}.jsonl")] = write_jsonl(parts[part], directory / f"{part}.jsonl")
     return written
 
-
-def check_export_args(out, split: str | None, out_dir) -> str | None:
-    """Why ``(out, split, out_dir)`` is not a valid export request (``None`` when it is): ``out`` is a file (not a
-    folder); ``split`` (cross-topic / in-topic) goes with ``out_dir`` and ``out_dir`` with ``split``; at least
-    one of ``out`` and ``split`` is given."""
-    if split in ("none", ""):
-        split = None
-    if split is not None and split not in ("cross-topic", "in-topic"):
-        return f"--split: {split!r} is not one of cross-topic, in-topic"
-    if split is not None and out_dir is None:
-        return "--split needs --out-dir DIR (the folder for train.jsonl, dev.jsonl, test.jsonl)"
-    if out_dir is not None and split is None:
-        return "--out-dir needs --split cross-topic|in-topic (use --out FILE.jsonl for the unsplit file)"
-    if out is None and split is None:
-        return "give --out FILE.jsonl (the unsplit file) and/or --split cross-topic|in-topic --out-dir DIR"
-    if out is not None and Path(out).is_dir():
-        return (f"--out: {out} is a folder; give a file such as {Path(out) / 'aspects.jsonl'} "
-                f"(split files go to --out-dir)")
-    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
-        return f"--out-dir: {out_dir} is a file, not a folder"
-    return None
 

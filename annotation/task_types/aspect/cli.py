@@ -23,6 +23,7 @@ from annotation.task_types.aspect.appf import parse_appf
 from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
 from corpus.importers import ImportFailed
+from corpus.releases import check_export_args
 
 
 class Command(BaseCommand):
@@ -68,7 +69,8 @@ class Command(BaseCommand):
                     summary["hits_created"] = services.build_hits(project)
                 self.stdout.write(f"{options['file']}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
             elif action == "export":
-                problem = appf.check_export_args(options["out"], options["split"], options["out_dir"])
+                problem = check_export_args(options["out"], options["split"], options["out_dir"],
+                                            file_name="aspects.jsonl")
                 if problem:
                     raise CommandError(problem, returncode=2)
                 project = self._project(options["project"])

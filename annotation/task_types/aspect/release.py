@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from annotation.models import Project
 from annotation.releases import check_keys, config_projects
-from corpus.releases import CardContext, register_exporter
+from corpus.releases import CardContext, clean_split, register_exporter, split_seed
 
 from . import appf
 from .task_type import Aspect
@@ -21,31 +21,20 @@ from .task_type import Aspect
 def prepare_aspects(config: dict) -> dict:
     check_keys(config, ("project", "projects", "split"))
     slugs = config_projects(config, task_type=Aspect.name)
-    split = config.get("split") or {"mode": "cross-topic"}
-    if isinstance(split, str):
-        split = {"mode": split}
-    if not isinstance(split, dict):
-        raise ValueError("config.split: expected an object with a mode")
-    mode = split.get("mode", "cross-topic")
-    if mode == "cross-topic":
-        test = split.get("test", appf.CROSS_TOPIC["test"])
-        dev = split.get("dev", appf.CROSS_TOPIC["dev"])
-        for key, value in (("test", test), ("dev", dev)):
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"config.split.{key}: expected a non-empty list of topic names")
-        if {t.lower() for t in test} & {t.lower() for t in dev}:
-            raise ValueError("config.split: a topic cannot be in both test and dev")
-        split = {"mode": mode, "test": sorted(test), "dev": sorted(dev)}
-    elif mode == "in-topic":
-        seed = split.get("seed", 13)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ValueError(f"config.split.seed: expected an integer, got {seed!r}")
-        split = {"mode": mode, "seed": seed}
-    elif mode == "none":
-        split = {"mode": "none"}
-    else:
-        raise ValueError(f"config.split.mode: {mode!r} is not one of none, cross-topic, in-topic")
+    split = clean_split(config.get("split"), default_mode="cross-topic", cross_topic=_cross_topic,
+                        in_topic=lambda s: {"seed": split_seed(s, 13)})
     return {"projects": sorted(slugs), "split": split}
+
+
+def _cross_topic(split: dict) -> dict:
+    test = split.get("test", appf.CROSS_TOPIC["test"])
+    dev = split.get("dev", appf.CROSS_TOPIC["dev"])
+    for key, value in (("test", test), ("dev", dev)):
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"config.split.{key}: expected a non-empty list of topic names")
+    if {t.lower() for t in test} & {t.lower() for t in dev}:
+        raise ValueError("config.split: a topic cannot be in both test and dev")
+    return {"test": sorted(test), "dev": sorted(dev)}
 
 
 def _rows(config: dict) -> list[dict]:

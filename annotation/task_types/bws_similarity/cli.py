@@ -26,10 +26,10 @@ import annotation.task_types.bws_similarity.task_type  # noqa: F401  (registers 
 from annotation.selectors import project_of_type
 from annotation.task_types.bws_similarity import project as bws
 from annotation.task_types.bws_similarity.csvio import BWSInputError, read_csv
-from annotation.task_types.bws_similarity.export import check_export_args
 from annotation.task_types.bws_similarity.project import BWSProjectError
 from annotation.task_types.bws_similarity.reliability import ALL, split_half, table
 from annotation.task_types.bws_similarity.scoring import counting_scores, encode
+from corpus.releases import check_export_args
 
 
 class Command(BaseCommand):
@@ -101,7 +101,7 @@ class Command(BaseCommand):
                                create=(lambda: bws.create_project(name=slug, slug=slug)) if create else None)
 
     def _export(self, options):
-        problem = check_export_args(options["out"], options["split"], options["out_dir"])
+        problem = check_export_args(options["out"], options["split"], options["out_dir"], file_name="bws.jsonl")
         given = [part for part in ("train", "dev", "test") if options[part]]
         if not problem and given and options["split"] != "cross-topic":
             problem = f"--{given[0]} names cross-topic topics: it needs --split cross-topic"

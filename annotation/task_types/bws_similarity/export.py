@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from argora.jsonl import write_jsonl
+from corpus.releases import check_export_args
 
 SPLITS = ("train", "dev", "test")
 IN_TOPIC_SIZES = (2471, 478, 451)
@@ -93,31 +94,12 @@ def in_topic(rows_: Iterable[dict], *, seed: int = 0, sizes: tuple[int, int, int
     return out
 
 
-def check_export_args(out, split: str | None, out_dir) -> str | None:
-    """Why ``(out, split, out_dir)`` is not a valid export request (``None`` when it is): ``out`` is a file, not a
-    folder; ``split`` (cross-topic / in-topic) goes with ``out_dir`` and ``out_dir`` with ``split``; at least one of
-    ``out`` and ``split`` is given."""
-    if split is not None and split not in ("cross-topic", "in-topic"):
-        return f"--split: {split!r} is not one of cross-topic, in-topic"
-    if split is not None and out_dir is None:
-        return "--split needs --out-dir DIR (the folder for train.jsonl, dev.jsonl, test.jsonl)"
-    if out_dir is not None and split is None:
-        return "--out-dir needs --split cross-topic|in-topic (use --out FILE.jsonl for the unsplit file)"
-    if out is None and split is None:
-        return "give --out FILE.jsonl (the unsplit file) and/or --split cross-topic|in-topic --out-dir DIR"
-    if out is not None and Path(out).is_dir():
-        return f"--out: {out} is a folder; give a file such as {Path(out) / 'bws.jsonl'} (split files go to --out-dir)"
-    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
-        return f"--out-dir: {out_dir} is a file, not a folder"
-    return None
-
-
 def write_files(rows_: list[dict], out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None,
                 seed: int = 0) -> dict[str, int]:
     """Write ``rows_`` to ``out`` (unsplit) and/or, with ``split``, to ``out_dir``/train|dev|test.jsonl
     (``splits``: the cross-topic topics). Every check runs before anything is written (``ValueError``). Returns
     rows per written path."""
-    problem = check_export_args(out, split, out_dir)
+    problem = check_export_args(out, split, out_dir, file_name="bws.jsonl")
     if problem:
         raise ValueError(problem)
     rows_ = list(rows_)

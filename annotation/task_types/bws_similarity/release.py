@@ -4,7 +4,7 @@ from __future__ import annotations
 from annotation.models import Project
 from annotation.releases import check_keys
 from annotation.selectors import project_of_type
-from corpus.releases import CardContext, register_exporter
+from corpus.releases import CardContext, clean_split, register_exporter, split_seed
 
 from . import export as bws_export
 from .export import check_cross_topic
@@ -21,27 +21,18 @@ def prepare_bws(config: dict) -> dict:
     if not isinstance(slug, str):
         raise ValueError(f"config.project: no project with slug {slug!r}")
     project = project_of_type(slug, BWSSimilarity.name, error=lambda reason: ValueError(f"config.project: {reason}"))
-    split = config.get("split") or {"mode": "cross-topic"}
-    if isinstance(split, str):
-        split = {"mode": split}
-    mode = split.get("mode", "cross-topic") if isinstance(split, dict) else None
-    if mode == "cross-topic":
+
+    def cross_topic(split: dict) -> dict:
         parts = {k: split[k] for k in ("train", "dev", "test") if k in split} or (project.config or {}).get("splits")
         if not parts:
             raise ValueError("config.split: name the train / dev / test topics (or set the project's config.splits)")
         try:
-            split = {"mode": mode, **check_cross_topic(parts)}
+            return check_cross_topic(parts)
         except ValueError as exc:
             raise ValueError(f"config.split.{exc}") from None
-    elif mode == "in-topic":
-        seed = split.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ValueError(f"config.split.seed: expected an integer, got {seed!r}")
-        split = {"mode": mode, "seed": seed}
-    elif mode == "none":
-        split = {"mode": "none"}
-    else:
-        raise ValueError(f"config.split.mode: {mode!r} is not one of none, cross-topic, in-topic")
+
+    split = clean_split(config.get("split"), default_mode="cross-topic", cross_topic=cross_topic,
+                        in_topic=lambda s: {"seed": split_seed(s, 0)})
     return {"project": slug, "split": split}
 
 
