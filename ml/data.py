@@ -24,17 +24,18 @@ Splits
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from annotation.task_types.aspect.appf import parse_appf, parse_pos, project_rows
-from annotation.task_types.aspect.candidates import Candidate, tokenize
+from annotation.task_types.aspect.candidates import Candidate
 from annotation.task_types.aspect.labels import label_rows
+from argora.jsonl import read_jsonl
 from corpus.importers.base import ImportFailed
-from ml.registry import TrainerError, stable_split
+from corpus.tokens import tokenize
+from ml.registry import TrainerError, TrainerFileError, stable_split
 
 LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
@@ -63,27 +64,10 @@ def appf_ranker_rows(path) -> list[dict]:
 
 
 def read_jsonl_objects(path: Path) -> list[tuple[int, dict]]:
-    """``(line number, object)`` of every non-blank line of a JSONL file; ``TrainerError("file:line: reason")`` when
-    it cannot be read, a line is not a JSON object, or there is none."""
-    out = []
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise TrainerError(f"{path}:0: cannot read ({exc.strerror or exc})") from None
-    with fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrainerError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise TrainerError(f"{path}:{number}: a line must be a JSON object")
-            out.append((number, obj))
-    if not out:
-        raise TrainerError(f"{path}:0: no rows: the file is empty")
-    return out
+    """``(line number, object)`` of every non-blank line of a JSONL file (:func:`argora.jsonl.read_jsonl`); a
+    :class:`~ml.registry.TrainerError` ``"file:line: reason"`` when it cannot be read, a line is not a JSON object,
+    or there is none."""
+    return list(read_jsonl(path, error=TrainerFileError, require_rows=True))
 
 
 def _check_label_row(path, number: int, row: dict) -> dict:

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from annotation.task_types.aspect.candidates import tokenize
+from corpus.tokens import tokenize
 from ml.training import pick_device
 
 BIO = ("O", "B", "I")

@@ -15,16 +15,15 @@ Rows for a kind
     key): all n-grams of a sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
-    n_labels)``; the default for the ``ranker`` kind on an ``aspect`` project is the ranker kinds' own reader,
-    :func:`ml.data.ranker_rows_from_project` (the project's final answers -- adjudicated > gold > crowd vote >
-    imported reference -- turned into label rows, split by sentence hash; ``n_labels`` = sentences with a final
-    answer).
+    n_labels)`` (the ranker kinds' is :func:`ml.data.ranker_rows_from_project`: an aspect project's final answers --
+    adjudicated > gold > crowd vote > imported reference -- turned into label rows, split by sentence hash;
+    ``n_labels`` = sentences with a final answer); a kind without one cannot learn from projects.
 
 Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
     enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
-    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, default ``["ranker"]`` for
-    ``aspect`` projects, none otherwise) it counts the aggregated labels; when at least M =
+    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the task type's
+    ``retrain_kinds``: ``["ranker"]`` for aspect projects, none for the others) it counts the aggregated labels; when at least M =
     ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
     data snapshot of the active version (``snapshot_labels``) -- or there is no version yet and there are M labels
     -- it trains a new version (parent = the active one) and activates it only if it is better on the dev split:
@@ -45,11 +44,12 @@ from django.core.cache import cache
 
 from annotation.task_types.aspect.appf import parse_appf
 from annotation.task_types.aspect.labels import label_rows
+from argora.debounce import enqueue_once
 from argora.progress import Progress, null_progress
 from corpus.importers.base import ImportFailed
 
 from . import registry
-from .data import ranker_rows_from_project, read_jsonl_objects
+from .data import read_jsonl_objects
 from .registry import TrainerError
 
 log = logging.getLogger(__name__)
@@ -133,8 +133,6 @@ def rows_from_project(kind: str, project) -> tuple[list[dict], list[dict], int]:
     spec = registry.get_trainer(kind)
     if spec.rows_from_project is not None:
         return spec.rows_from_project(project)
-    if kind == "ranker" and project.task_type == "aspect":
-        return ranker_rows_from_project(project)
     raise TrainerError(f"kind: trainer {kind!r} cannot build rows from a {project.task_type!r} project "
                        f"(its spec has no rows_from_project)")
 
@@ -228,23 +226,24 @@ def retrain_every(project) -> int:
 
 
 def retrain_kinds(project) -> list[str]:
+    """The kinds the loop retrains from ``project``: its ``config["retrain_kinds"]``, else its task type's
+    ``retrain_kinds`` (the aspect task type: ``ranker``); none for a task type that is not installed."""
     kinds = (project.config or {}).get("retrain_kinds")
     if kinds is None:
-        kinds = ["ranker"] if project.task_type == "aspect" else []
+        try:
+            kinds = project.get_task_type().retrain_kinds
+        except KeyError:
+            kinds = ()
     return [k for k in kinds if isinstance(k, str)]
 
 
 def schedule_maybe_retrain(project_id: int) -> bool:
     """Enqueue ``ml.tasks.maybe_retrain`` after commit, at most once per debounce window per project."""
-    from django.db import transaction
-
-    from .tasks import maybe_retrain as task  # cycle: ml.tasks imports this module
+    from .tasks import maybe_retrain  # cycle: ml.tasks imports this module
 
     delay = debounce_seconds()
-    if not cache.add(DEBOUNCE_KEY.format(project_id), 1, timeout=max(1, delay)):
-        return False
-    transaction.on_commit(lambda: task.apply_async(args=[project_id], countdown=delay), robust=True)
-    return True
+    return enqueue_once(DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id],
+                        countdown=delay)
 
 
 def last_snapshot_labels(kind: str, project) -> int | None:

@@ -14,15 +14,12 @@ whose artifact cannot be loaded is logged and skipped. Models are loaded once pe
 The loaded models (:class:`ml.trainers.ranker.CrossEncoderRanker`, :class:`ml.trainers.span_ranker.SpanRanker`)
 already have ``score(sentence_text, topic, candidates)`` and a batched ``score_groups(groups)``;
 :class:`TrainedRanker` adds the name workers' payloads record (``"<kind>#<version id>"``, e.g. ``"span_ranker#7"``,
-payload key ``"ranker"``) and the version.
-
-Shared inference helper (no torch at import: annotation imports this module on every item build):
-:func:`length_sorted_batches`.
+payload key ``"ranker"``) and the version. Batching for inference is :func:`ml.inference.length_sorted_batches`.
 """
 from __future__ import annotations
 
 import logging
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from . import registry
 
@@ -81,12 +78,3 @@ def active_ranker(project=None) -> TrainedRanker | None:
         except Exception:  # noqa: BLE001 - an unloadable artifact must not stop item building
             log.exception("active %s version %s could not be loaded; trying the next", version.kind, version.pk)
     return None
-
-
-# --- shared inference helpers ----------------------------------------------------------------------
-
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Indices in batches of ``batch_size``, longest first (so each batch pads to similar lengths)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]

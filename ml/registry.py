@@ -49,6 +49,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from argora.errors import FileLineError
 from argora.progress import Progress, null_progress
 
 from .models import ModelVersion
@@ -61,6 +62,10 @@ HEARTBEAT_SECONDS = float(os.environ.get("ARGORA_MODEL_HEARTBEAT_SECONDS", "15")
 
 class TrainerError(ValueError):
     """A request the trainer registry refuses (unknown kind, missing metric, no data...)."""
+
+
+class TrainerFileError(FileLineError, TrainerError):
+    """A data file a trainer cannot read (``file:line: reason``)."""
 
 
 # --- specs -----------------------------------------------------------------------------------------

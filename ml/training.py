@@ -39,7 +39,6 @@ import random
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from argora.progress import Progress, null_progress
-
 from ml.registry import TrainerError, seed_optimise_runs
 
 ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"

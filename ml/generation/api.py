@@ -25,7 +25,6 @@ from corpus.importers.base import ImportFailed
 from . import evaluate as ev
 from . import generate as gen
 
-
 MAX_INPUTS = 200
 
 

@@ -86,7 +86,6 @@ Goal" (ArgU §3.1.3) unless ``merge_goal_from_means=False``; codes follow
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import Counter, defaultdict
@@ -97,7 +96,12 @@ from typing import Any, Iterable, Iterator, Sequence
 from annotation.models import Project
 from annotation.task_types.aspect import appf
 from annotation.task_types.span_grounding.export import project_rows
-from annotation.task_types.span_grounding.schemes import MERGED, WALTON_SCHEMES, control_code as scheme_control_code
+from annotation.task_types.span_grounding.schemes import MERGED, WALTON_SCHEMES
+from annotation.task_types.span_grounding.schemes import (
+    control_code as scheme_control_code,
+)
+from argora.errors import FileLineError
+from argora.jsonl import read_jsonl as read_jsonl_lines
 from argora.progress import Progress, null_progress
 from corpus.models import DebateNode, DebateTree
 
@@ -111,6 +115,10 @@ STANCE_CODES = {"pro": "PRO", "con": "CON"}
 
 class RowError(ValueError):
     """A row that cannot be used; ``str()`` is the reason (callers add ``file:line``)."""
+
+
+class RowFileError(FileLineError, RowError):
+    """A line of a file that is not a JSON object (``file:line: reason``)."""
 
 
 def normalise_stance(value: Any) -> str | None:
@@ -711,15 +719,9 @@ def span_rows(projects: Iterable, *, filters=None) -> Iterator[dict]:
 # --- files ------------------------------------------------------------------------------------------------
 
 def read_jsonl(path) -> Iterator[tuple[int, dict]]:
-    """``(line number, object)`` of a JSONL file; :class:`RowError` ``"FILE:LINE: reason"`` on bad JSON."""
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RowError(f"{path}:{number}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    """``(line number, object)`` of a JSONL file (:func:`argora.jsonl.read_jsonl`); :class:`RowError`
+    ``"FILE:LINE: reason"`` on a line that is not a JSON object."""
+    return read_jsonl_lines(path, error=RowFileError)
 
 
 def aspect_rows_from_file(path) -> Iterator[dict]:
@@ -729,24 +731,3 @@ def aspect_rows_from_file(path) -> Iterator[dict]:
             yield normalise_aspect_row(obj)
         except RowError as exc:
             raise RowError(f"{path}:{number}: {exc}") from None
-
-
-def write_jsonl(rows: Iterable[dict], path) -> int:
-    """Write rows as JSONL (keys sorted, UTF-8) through a temporary file; returns the number of rows."""
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    n = 0
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
-                n += 1
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return n
-

@@ -27,18 +27,23 @@ project (created as a draft when missing) is recorded in the run's ``ratings``.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections import defaultdict
 from typing import Callable, Sequence
 
 from annotation.task_types.ratings import LIKERT, PAIRWISE
-from annotation.task_types.ratings.items import get_project, import_payloads, read_debates, read_pairs
+from annotation.task_types.ratings.items import (
+    get_project,
+    import_payloads,
+    read_debates,
+    read_pairs,
+)
+from argora.jsonl import read_jsonl, write_jsonl
 from ml.models import ModelVersion
 
 from . import metrics as M
-from .corpora import aspect_stem, normalise_stance, write_jsonl
+from .corpora import aspect_stem, normalise_stance
 from .generate import GenerationError, _write_json_atomic, get_run, run_dir, update_run
 from .train import TRAIN_ARGUMENTS
 
@@ -76,8 +81,7 @@ def _model_info(version_id) -> tuple[dict | None, list[dict]]:
         return None, []
     training = []
     if version.artifact_path and (Path(version.artifact_path) / TRAIN_ARGUMENTS).exists():
-        with open(Path(version.artifact_path) / TRAIN_ARGUMENTS, encoding="utf-8") as fh:
-            training = [json.loads(line) for line in fh if line.strip()]
+        training = [row for _, row in read_jsonl(Path(version.artifact_path) / TRAIN_ARGUMENTS)]
     return (version.metrics or {}).get("dev"), training
 
 

@@ -50,20 +50,31 @@ import os
 import re
 import shutil
 import uuid
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from annotation.task_types.aspect.candidates import candidates
 from annotation.task_types.aspect.rankers import BaselineRanker, rank
+from argora.jsonl import read_jsonl, write_jsonl
 from ml import registry
 from ml.models import ModelVersion
 from ml.training import pick_device, without_denormals
 
 from . import corpora
 from .metrics import perplexity
-from .train import (DEV_ARGUMENTS, META, SEQ2SEQ_DEFAULTS, TRAIN_ARGUMENTS, code_argument_pairs, encode_pairs,
-                    read_meta, seq2seq_loss, seq2seq_pair)
+from .train import (
+    DEV_ARGUMENTS,
+    META,
+    SEQ2SEQ_DEFAULTS,
+    TRAIN_ARGUMENTS,
+    code_argument_pairs,
+    encode_pairs,
+    read_meta,
+    seq2seq_loss,
+    seq2seq_pair,
+)
 
 MODES = ("arguments", "counter", "argu", "responses", "debate")
 SPEAKERS = ("Alice", "Bob")
@@ -290,8 +301,7 @@ class CausalGenerator(_Base):
         path = self.path / name if self.path else None
         if not path or not path.exists():
             return []
-        with open(path, encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
+        return [row for _, row in read_jsonl(path)]
 
 
 def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int = 3, use_tagger: bool = True,
@@ -490,7 +500,12 @@ def _strip_tokens(text: str, tokens: Sequence[str]) -> str:
 
 def load_generator(path, *, device: str | None = None):
     """The generator saved at ``path`` (a ``generator`` or ``seq2seq`` artifact folder)."""
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForSeq2SeqLM,
+        AutoTokenizer,
+        EncoderDecoderModel,
+    )
 
     path = Path(path)
     meta = read_meta(path)
@@ -547,9 +562,9 @@ def create_run(*, mode: str, outputs: list[dict], version=None, config: dict | N
     tmp = root / f".tmp-{run_id}"
     tmp.mkdir()
     try:
-        corpora.write_jsonl(({"id": i, **row} for i, row in enumerate(outputs)), tmp / "outputs.jsonl")
+        write_jsonl(({"id": i, **row} for i, row in enumerate(outputs)), tmp / "outputs.jsonl")
         if references:
-            corpora.write_jsonl(references, tmp / "references.jsonl")
+            write_jsonl(references, tmp / "references.jsonl")
         _write_json_atomic(tmp / "run.json", meta)
         os.rename(tmp, root / run_id)
     except BaseException:
@@ -588,8 +603,7 @@ def update_run(run_id: str, **fields) -> dict:
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return [row for _, row in read_jsonl(path)]
 
 
 def list_runs(limit: int = 50) -> list[dict]:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -53,9 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from argora.jsonl import write_jsonl
 from ml import training
 from ml.encoders import resolve
-from ml.registry import TrainRequest, TrainResult, TrainerError, stable_split
+from ml.registry import TrainerError, TrainRequest, TrainResult, stable_split
 
 from . import corpora
 from . import metrics as gen_metrics
@@ -328,19 +330,11 @@ def train_causal(request: TrainRequest) -> TrainResult:
     codes: dict[str, int] = {}
     for d in docs:
         codes[d.control_code] = codes.get(d.control_code, 0) + len(d.arguments)
-    with open(out / TRAIN_ARGUMENTS, "w", encoding="utf-8") as fh:
-        n = 0
-        for d in docs:
-            for a in d.arguments:
-                if n >= MAX_STORED_ARGUMENTS:
-                    break
-                fh.write(json.dumps({"topic": d.topic, "stance": d.stance, "aspect": d.aspect,
-                                     "control_code": d.control_code, "text": a}, ensure_ascii=False) + "\n")
-                n += 1
-    with open(out / DEV_ARGUMENTS, "w", encoding="utf-8") as fh:  # held-out references for generation runs
-        for p in dev_pairs[:MAX_STORED_ARGUMENTS]:
-            fh.write(json.dumps({k: p[k] for k in ("topic", "stance", "aspect", "control_code", "text")},
-                                ensure_ascii=False) + "\n")
+    stored = ({"topic": d.topic, "stance": d.stance, "aspect": d.aspect, "control_code": d.control_code, "text": a}
+              for d in docs for a in d.arguments)
+    write_jsonl(itertools.islice(stored, MAX_STORED_ARGUMENTS), out / TRAIN_ARGUMENTS)
+    write_jsonl(({k: p[k] for k in ("topic", "stance", "aspect", "control_code", "text")}  # held-out references
+                 for p in dev_pairs[:MAX_STORED_ARGUMENTS]), out / DEV_ARGUMENTS)
     info = {"steps": loop.step, "history": history, "epochs": epochs_seen, "documents": len(docs),
             "sequences": len(sequences), "architecture": architecture,
             "first_loss": history[0]["loss"] if history else None,
@@ -390,7 +384,11 @@ def seq2seq_special_tokens() -> list[str]:
 
 def build_seq2seq(base: str, params: dict, extra_tokens: Sequence[str]):
     """(model, tokenizer, description) with ``extra_tokens`` added and the embeddings resized."""
-    from transformers import (AutoModelForSeq2SeqLM, EncoderDecoderConfig, EncoderDecoderModel)
+    from transformers import (
+        AutoModelForSeq2SeqLM,
+        EncoderDecoderConfig,
+        EncoderDecoderModel,
+    )
 
     tokenizer = load_tokenizer(base)
     have = set(tokenizer.all_special_tokens)

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from argora.jsonl import write_jsonl
 from argora.progress import Progress, null_progress
 from ml.models import ModelVersion
 from ml.registry import TrainerError
@@ -197,9 +198,7 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
                                gold_scores=gold_scores, batch_size=batch, exclude=rows_dev, progress=progress)
     train_rows = silver if adapt else list(rows_train) + silver
     info.update(stats)
-    with open(output_dir / "silver.jsonl", "w", encoding="utf-8") as fh:
-        for row in silver:
-            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    write_jsonl(silver, output_dir / "silver.jsonl")
 
     # 4. the bi-encoder on gold + silver
     bi, bi_info = sim_models.train("bi", train_rows, dev, base_model=base_model, hp=bi_hp(hp), seed=seed,

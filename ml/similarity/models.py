@@ -182,8 +182,11 @@ class _Run:
         self.stop_at = 0
         freeze = bool(hp.get("freeze_embeddings"))
         if which == "cross":
-            from sentence_transformers.cross_encoder import (CrossEncoderTrainer, CrossEncoderTrainingArguments,
-                                                             losses)
+            from sentence_transformers.cross_encoder import (
+                CrossEncoderTrainer,
+                CrossEncoderTrainingArguments,
+                losses,
+            )
 
             self.model = new_cross_encoder(base_model, max_length=hp["max_length"], seed=self.seed)
             _freeze_word_embeddings(self.model, freeze)
@@ -192,7 +195,10 @@ class _Run:
                                                loss=losses.BinaryCrossEntropyLoss(self.model), callbacks=[Steps()],
                                                optimizers=(_cross_optimizer(self.model, hp), None))
         else:
-            from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+            from sentence_transformers import (
+                SentenceTransformerTrainer,
+                SentenceTransformerTrainingArguments,
+            )
             from sentence_transformers.sentence_transformer import losses
 
             self.model = new_bi_encoder(base_model, max_length=hp["max_length"], seed=self.seed)

@@ -53,14 +53,31 @@ import numpy as np
 
 from annotation.task_types.span_grounding.export import project_rows
 from annotation.task_types.span_grounding.metrics import evaluate as span_eval
+
 # span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
 from annotation.task_types.span_grounding.metrics import span_f1
 from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
 from ml import training
 from ml.data import read_jsonl_objects
-from ml.inference import (BIO, IGNORE, bio_from_spans, encode_words, length_sorted_batches, pad_batch,
-                          prepare_for_inference, spans_from_bio, words_of)
-from ml.registry import TrainerSpec, TrainRequest, TrainResult, TrainerError, register_trainer, stable_split
+from ml.inference import (
+    BIO,
+    IGNORE,
+    bio_from_spans,
+    encode_words,
+    length_sorted_batches,
+    pad_batch,
+    prepare_for_inference,
+    spans_from_bio,
+    words_of,
+)
+from ml.registry import (
+    TrainerError,
+    TrainerSpec,
+    TrainRequest,
+    TrainResult,
+    register_trainer,
+    stable_split,
+)
 
 from . import tagger as T
 

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from ml.encoders import default_encoder_path
 from ml.generation.generate import load_generator
-from ml.generation.train import (causal_rows_from_file, causal_rows_from_project, seq2seq_rows_from_file,
-                                 seq2seq_rows_from_project, train_causal, train_seq2seq)
+from ml.generation.train import (
+    causal_rows_from_file,
+    causal_rows_from_project,
+    seq2seq_rows_from_file,
+    seq2seq_rows_from_project,
+    train_causal,
+    train_seq2seq,
+)
 from ml.registry import TrainerSpec, register_trainer
 
 

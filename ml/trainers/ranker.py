@@ -41,10 +41,15 @@ from typing import Callable, Sequence
 import torch
 
 from ml import registry, training
-from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker_rows_from_project
+from ml.data import (
+    SentenceRows,
+    group_sentences,
+    ranker_rows_from_file,
+    ranker_rows_from_project,
+)
 from ml.encoders import default_encoder_path
+from ml.inference import length_sorted_batches
 from ml.metrics import KS, PRIMARY, baseline_scorer, cross_topic, evaluate_scorer
-from ml.rankers import length_sorted_batches
 
 KIND = "ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,

@@ -33,9 +33,14 @@ import torch
 from torch import nn
 
 from ml import registry, training
-from ml.data import SentenceRows, group_sentences, ranker_rows_from_file, ranker_rows_from_project
+from ml.data import (
+    SentenceRows,
+    group_sentences,
+    ranker_rows_from_file,
+    ranker_rows_from_project,
+)
+from ml.inference import length_sorted_batches
 from ml.metrics import PRIMARY
-from ml.rankers import length_sorted_batches
 
 from .ranker import StepRun, default_base_model, evaluate, train_runs
 

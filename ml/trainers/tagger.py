@@ -39,8 +39,23 @@ from annotation.task_types.aspect.appf import parse_pos, project_rows
 from ml import training
 from ml.data import read_jsonl_objects
 from ml.encoders import resolve
-from ml.inference import BIO, IGNORE, TokenTagger, bio_from_spans, encode_words, pad_batch, words_of
-from ml.registry import TrainerSpec, TrainRequest, TrainResult, TrainerError, register_trainer, stable_split
+from ml.inference import (
+    BIO,
+    IGNORE,
+    TokenTagger,
+    bio_from_spans,
+    encode_words,
+    pad_batch,
+    words_of,
+)
+from ml.registry import (
+    TrainerError,
+    TrainerSpec,
+    TrainRequest,
+    TrainResult,
+    register_trainer,
+    stable_split,
+)
 
 KIND = "tagger"
 META = "argora-tagger.json"

@@ -30,7 +30,13 @@ import torch
 
 from ml import registry, training
 from ml.encoders import default_encoder_path
-from ml.valnov.data import WEIGHTINGS, class_counts, effective_weights, rows_from_file, rows_from_project
+from ml.valnov.data import (
+    WEIGHTINGS,
+    class_counts,
+    effective_weights,
+    rows_from_file,
+    rows_from_project,
+)
 from ml.valnov.loss import targets_tensor, valnov_loss
 from ml.valnov.model import ValNovModel, ValNovPredictor, load_model
 from ml.valnov.score import gold_label, majority_baseline, score_rows

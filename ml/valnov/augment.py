@@ -45,11 +45,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from annotation.task_types.validity_novelty.csvio import guess_format, merge_columns, read_file, write_csv, write_jsonl
+from annotation.task_types.validity_novelty.csvio import (
+    guess_format,
+    merge_columns,
+    read_file,
+    write_csv,
+    write_jsonl,
+)
 
 from .data import WEIGHT_COLUMN, row_from_columns
-from .score import (CLASSES, LABELS_OF, NOT_VALID_NOT_NOVEL, NOT_VALID_NOVEL, VALID_NOT_NOVEL, VALID_NOVEL, class_of,
-                    gold_label)
+from .score import (
+    CLASSES,
+    LABELS_OF,
+    NOT_VALID_NOT_NOVEL,
+    NOT_VALID_NOVEL,
+    VALID_NOT_NOVEL,
+    VALID_NOVEL,
+    class_of,
+    gold_label,
+)
 from .wordnet import load_wordnet
 
 # --- Table 1 -----------------------------------------------------------------------------------------

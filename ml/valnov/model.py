@@ -22,6 +22,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ml.inference import length_sorted_batches
 from ml.training import pick_device
 
 CONFIG_FILE = "valnov.json"
@@ -97,11 +98,6 @@ class ValNovModel(nn.Module):
         (path / CONFIG_FILE).write_text(json.dumps({
             "max_length": self.max_length, "pooling": self.pooling, "dropout": self.dropout_p,
             "hidden_size": int(self.encoder.config.hidden_size), "threshold": float(threshold)}, indent=2))
-
-
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[i:i + batch_size] for i in range(0, len(order), max(1, batch_size))]
 
 
 class ValNovPredictor:

@@ -55,7 +55,7 @@ def test_train_generator_and_seq2seq_from_files_print_json(tmp_path, tmp_artifac
 
 @pytest.mark.parametrize("kind, lines, line, reason", [
     ("generator", ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', "not json"], 2,
-     "not valid JSON"),
+     "invalid JSON"),
     ("generator", ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', '{"topic": "t"}'], 2,
      '"sentence"'),
     ("generator", ['{"control_code": "t PRO a", "arguments": "one string"}'], 1, '"arguments" must be a list'),

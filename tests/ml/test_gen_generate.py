@@ -129,7 +129,7 @@ def test_runs_are_stored_all_or_nothing(tmp_artifacts, monkeypatch):
     assert run["references_rows"][0]["text"] == "y." and run["metrics"] is None and run["name"] == "one"
     assert [r["id"] for r in gen.list_runs()] == [meta["id"]]
 
-    real = corpora.write_jsonl
+    real = gen.write_jsonl
     calls = []
 
     def failing(rows, path):  # the outputs are written, then the references fail half-way
@@ -139,7 +139,7 @@ def test_runs_are_stored_all_or_nothing(tmp_artifacts, monkeypatch):
             raise OSError("disk full")
         return real(rows, path)
 
-    monkeypatch.setattr(corpora, "write_jsonl", failing)
+    monkeypatch.setattr(gen, "write_jsonl", failing)
     with pytest.raises(OSError):
         gen.create_run(mode="arguments", outputs=[{"text": "z."}], references=[{"text": "w."}])
     assert calls == ["outputs.jsonl", "references.jsonl"]

@@ -10,6 +10,7 @@ from annotation import services
 from annotation.task_types.aspect.appf import import_appf
 from ml import loop, registry
 from ml.models import ModelVersion
+from ml.data import ranker_rows_from_project
 from ml.registry import TrainerSpec, TrainResult
 
 pytestmark = pytest.mark.django_db
@@ -44,8 +45,9 @@ class Scores:
     def __init__(self, scores, evaluate=None):
         self.scores = list(scores)
         self.seen: list[tuple[int, int]] = []
+        # the project reader is the real ranker kinds' (an aspect project's final answers as label rows)
         self.spec = TrainerSpec(kind="ranker", train=self.train, load=self.load, primary_metric="ndcg",
-                                evaluate=evaluate)
+                                evaluate=evaluate, rows_from_project=ranker_rows_from_project)
 
     def train(self, req):
         self.seen.append((len(req.rows_train), len(req.rows_dev)))

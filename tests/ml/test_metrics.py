@@ -159,7 +159,7 @@ def test_ranker_rows_from_a_label_row_file_keep_their_split(tmp_path):
     ('{"sentence": "a b", "candidate": "a"}', "2: missing key"),
     ('{"sentence": "a b", "candidate": "a", "score": 0.5, "begin": 2, "length": 9}', "2: candidate span"),
     ('{"sentence": "a b", "candidate": "a", "score": 3, "begin": 0, "length": 1}', "2: score 3.0 is outside"),
-    ("[1]", "2: a line must be a JSON object"),
+    ("[1]", "2: expected a JSON object, got list"),
 ])
 def test_bad_label_rows_name_file_and_line(tmp_path, line, reason):
     path = tmp_path / "bad.jsonl"

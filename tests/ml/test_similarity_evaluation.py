@@ -118,8 +118,8 @@ def test_reader_keeps_given_splits_and_accepts_other_key_names(tmp_path):
 
 
 @pytest.mark.parametrize("line, reason", [
-    ("not json", "not valid JSON"),
-    ('["a", "b"]', "must be a JSON object"),
+    ("not json", "invalid JSON: Expecting value (column 1)"),
+    ('["a", "b"]', "expected a JSON object, got list"),
     ('{"argument1": "a", "score": 0.5}', "needs non-empty argument1 and argument2"),
     ('{"argument1": "a", "argument2": "b"}', "missing key score"),
     ('{"argument1": "a", "argument2": "b", "score": "high"}', "score must be a number"),

@@ -21,6 +21,7 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand, CommandError
 
+from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
 from ml.generation import corpora, exporters
 
@@ -106,7 +107,7 @@ class Command(BaseCommand):
                         exporters.aspect_input_rows(config), min_args=config["min_args"], max_args=config["max_args"],
                         max_per_topic_stance=config["max_per_topic_stance"], seed=config["seed"],
                         source=config["source"], progress=progress)
-                    summary["rows"] = corpora.write_jsonl((d.as_row() for d in docs.documents), opts["out"])
+                    summary["rows"] = write_jsonl((d.as_row() for d in docs.documents), opts["out"])
                     summary["stats"] = docs.stats
                 elif corpus == "debate-paths":
                     counts: Counter = Counter()
@@ -119,11 +120,11 @@ class Command(BaseCommand):
                             counts[f"{row['strategy']}|{row['split']}"] += 1
                             yield row
 
-                    summary["rows"] = corpora.write_jsonl(rows(), opts["out"])
+                    summary["rows"] = write_jsonl(rows(), opts["out"])
                     summary["counts"] = dict(sorted(counts.items()))
                 else:
                     skipped: Counter = Counter()
-                    summary["rows"] = corpora.write_jsonl(exporters.argu_rows(config, skipped), opts["out"])
+                    summary["rows"] = write_jsonl(exporters.argu_rows(config, skipped), opts["out"])
                     summary["skipped"] = dict(skipped)
         except (corpora.RowError, ValueError, KeyError) as exc:
             raise CommandError(str(exc), returncode=2) from None

@@ -35,7 +35,9 @@ from argora.progress import cli_progress, null_progress
 from corpus.importers.base import ImportFailed
 from corpus.importers.parsers import parse_kialo, parse_ukp_tsv
 from ml import registry
-from ml.generation import corpora, evaluate as ev, generate as gen
+from ml.generation import corpora
+from ml.generation import evaluate as ev
+from ml.generation import generate as gen
 from ml.generation.corpora import RowError, read_jsonl
 from ml.generation.generate import detect_aspects
 from ml.management.commands.train import parse_hp
