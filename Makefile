@@ -11,7 +11,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/argora
 REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: venv chromium test test-sqlite test-postgres demo migrate bench clean
+.PHONY: venv chromium test test-sqlite test-postgres check demo migrate bench clean
 
 venv: $(STAMP)
 
@@ -39,6 +39,11 @@ test-sqlite: venv
 
 test-postgres: venv
 	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+# the layout rules (README "Layout") and a compile of every module; the suite runs the same check
+check: venv
+	$(PY) -m compileall -q argora corpus annotation ml mturk scripts
+	$(PY) scripts/check_layout.py
 
 migrate: venv
 	$(PY) manage.py migrate --noinput
