@@ -2,7 +2,18 @@
 from django.contrib import admin, messages
 
 from . import selectors, services
-from .models import HIT, Assignment, GoldItem, GoldRecord, HITItem, Item, Project, Response, Worker, WorkerProjectCode
+from .models import (
+    HIT,
+    Assignment,
+    GoldItem,
+    GoldRecord,
+    HITItem,
+    Item,
+    Project,
+    Response,
+    Worker,
+    WorkerProjectCode,
+)
 
 
 @admin.register(Project)

@@ -45,6 +45,26 @@ def expert_required(view):
     return wrapper
 
 
+def task_type_page(task_types: str | tuple[str, ...], what: str):
+    """Decorator of a task type's staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
+    (:func:`expert_required`), and the project must be of ``task_types`` -- another project is a 404 saying so
+    ("Not a <what>")."""
+
+    def decorator(view):
+        @wraps(view)
+        @expert_required
+        def wrapper(request, slug: str, *args, **kwargs):
+            project = get_object_or_404(Project, slug=slug)
+            wrong = selectors.wrong_task_type(project, task_types)
+            if wrong:
+                return notice(request, f"Not a {what}", [f"Project {wrong}."], status=404)
+            return view(request, project, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
 def notice(request, heading: str, lines: list[str], *, status: int = 200, link: dict | None = None):
     return render(request, "annotation/notice.html", {"heading": heading, "lines": lines, "link": link}, status=status)
 

@@ -16,8 +16,14 @@ from argora.errors import FieldError
 
 from . import selectors, services
 from .filters import DebateFilter, FactFilter, SentenceFilter
-from .serializers import (DebateTreeDetailSerializer, DebateTreeSerializer, FactVariableSerializer,
-                          ReleaseSerializer, SentenceSerializer, TopicSerializer)
+from .serializers import (
+    DebateTreeDetailSerializer,
+    DebateTreeSerializer,
+    FactVariableSerializer,
+    ReleaseSerializer,
+    SentenceSerializer,
+    TopicSerializer,
+)
 
 
 class IsStaffOrReadOnly(permissions.BasePermission):

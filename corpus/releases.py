@@ -110,10 +110,6 @@ def get_exporter(kind: str) -> Exporter:
         raise ValueError(f"kind: unknown release kind {kind!r} (known: {', '.join(sorted(_EXPORTERS))})") from None
 
 
-def exporter_kinds() -> list[str]:
-    return sorted(_EXPORTERS)
-
-
 # --- paths -----------------------------------------------------------------------------------------
 
 def releases_root() -> Path:

@@ -80,7 +80,3 @@ class RelevanceFilter:
 
     def matches(self, sentence: str) -> list[str]:
         return [m.group(0) for m in self.pattern.finditer(sentence)]
-
-
-def is_relevant(sentence: str, topic_name: str, synonyms: Iterable[str] = ()) -> bool:
-    return RelevanceFilter(topic_name, synonyms)(sentence)

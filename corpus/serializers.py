@@ -11,7 +11,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import hashing, selectors
-from .models import DebateNode, DebateTree, FactVariable, Release, ReleaseFile, Sentence, Topic
+from .models import (
+    DebateNode,
+    DebateTree,
+    FactVariable,
+    Release,
+    ReleaseFile,
+    Sentence,
+    Topic,
+)
 
 
 @extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}],

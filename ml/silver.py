@@ -252,10 +252,6 @@ def process(run_id: int, *, progress: Progress = null_progress, task_id: str = "
         raise
 
 
-class _Stop(Exception):
-    pass
-
-
 def _commit_batch(run, model, batch, cache, progress, total) -> bool:
     """Predict one batch and commit labels + checkpoint together. False when the run must stop (cancelled, or
     another worker moved the checkpoint)."""

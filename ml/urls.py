@@ -9,6 +9,6 @@ urlpatterns = [
     path("models/rollback/", views.model_rollback, name="model-rollback"),
     path("models/<int:pk>/", views.model_detail, name="model-detail"),
     path("models/<int:pk>/activate/", views.model_activate, name="model-activate"),
-    path("similarity/", include("ml.similarity_urls")),
-    path("", include("ml.generation_urls")),
+    path("similarity/", include("ml.similarity.urls")),
+    path("", include("ml.generation.urls")),
 ]

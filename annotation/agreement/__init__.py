@@ -24,12 +24,30 @@ benchmark prints. Cohen's kappa of one pair is scikit-learn's; the mean over pai
 equal to scikit-learn, and crowd competence is crowd-kit's Dawid-Skene / MACE, with a numpy replica of the same EM for
 the project table (tested equal to crowd-kit).
 """
-from .alpha import LEVELS, AlphaResult, alpha_report, bootstrap_alpha, krippendorff_alpha, reliability_matrix
+from .alpha import (
+                    LEVELS,
+                    AlphaResult,
+                    alpha_report,
+                    bootstrap_alpha,
+                    krippendorff_alpha,
+                    reliability_matrix,
+)
 from .errors import AgreementError, AgreementInputError, AgreementUndefined
-from .kappa import (cohen_kappa, fleiss_kappa, fleiss_kappa_from_matrix, kappa_report, pairwise_cohen_kappa,
-                    percent_agreement)
+from .kappa import (
+                    cohen_kappa,
+                    fleiss_kappa,
+                    fleiss_kappa_from_matrix,
+                    kappa_report,
+                    pairwise_cohen_kappa,
+                    percent_agreement,
+)
 from .quality import crowd_competence, gold_accuracy, loo_majority_agreement
-from .splithalf import judgements_from_records, mean_scores, spearman_brown, split_half_reliability
+from .splithalf import (
+                    judgements_from_records,
+                    mean_scores,
+                    spearman_brown,
+                    split_half_reliability,
+)
 from .unitized import UnitizedResult, spans_on_continuum, unitized_alpha
 
 __all__ = [

@@ -2,9 +2,8 @@
 (:func:`argora.debounce.enqueue_once` with the ``annotation.recompute_agreement`` task)."""
 from __future__ import annotations
 
-from argora.debounce import enqueue_once
-
 from annotation.tasks import recompute_agreement
+from argora.debounce import enqueue_once
 
 DEBOUNCE_SECONDS = 30
 DEBOUNCE_KEY = "argora:agreement-recompute:{}"

@@ -38,13 +38,40 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Adjudication, Assignment, GoldRecord, Item, Project, Worker
+from annotation.models import (
+    Adjudication,
+    Assignment,
+    GoldRecord,
+    Item,
+    Project,
+    Worker,
+)
 
-from . import AgreementError, alpha_report, bootstrap_alpha, fleiss_kappa, gold_accuracy, spans_on_continuum, unitized_alpha
+from . import (
+    AgreementError,
+    alpha_report,
+    bootstrap_alpha,
+    fleiss_kappa,
+    gold_accuracy,
+    spans_on_continuum,
+    unitized_alpha,
+)
 from .alpha import _is_missing
-from .kappa import _norm, pairwise_kappa_codes, percent_agreement_codes, unit_agreement_codes
+from .kappa import (
+    _norm,
+    pairwise_kappa_codes,
+    percent_agreement_codes,
+    unit_agreement_codes,
+)
 from .quality import dawid_skene_codes, loo_majority_codes
-from .records import REFERENCE_CODER, build_matrix, coder_key, coder_name, load_responses, reference_records
+from .records import (
+    REFERENCE_CODER,
+    build_matrix,
+    coder_key,
+    coder_name,
+    load_responses,
+    reference_records,
+)
 
 BOOTSTRAP = 500          # resamples for the CI of alpha (seeded: the same data gives the same CI), every scope
 BOOTSTRAP_SEED = 0

@@ -14,7 +14,14 @@ from typing import Callable
 from argora.jsonl import read_jsonl
 from corpus.hashing import content_hash, normalise
 
-from .base import FactRecord, ImportFailed, NodeRecord, ParsedFile, SentenceRecord, TreeRecord
+from .base import (
+    FactRecord,
+    ImportFailed,
+    NodeRecord,
+    ParsedFile,
+    SentenceRecord,
+    TreeRecord,
+)
 
 PROGRESS_EVERY = 500
 

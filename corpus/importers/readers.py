@@ -30,8 +30,3 @@ def read_text(path) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def numbered_lines(text: str):
-    """``(line_number, line)`` pairs, 1-based, without the newline."""
-    return enumerate(text.split("\n"), start=1)

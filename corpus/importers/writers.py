@@ -10,7 +10,14 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from corpus.hashing import fact_hash, sentence_hash
-from corpus.models import DebateNode, DebateTree, Document, FactVariable, Sentence, Topic
+from corpus.models import (
+    DebateNode,
+    DebateTree,
+    Document,
+    FactVariable,
+    Sentence,
+    Topic,
+)
 from corpus.ukp_topics import default_synonyms
 
 from .base import ImportSummary, ParsedFile

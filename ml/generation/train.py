@@ -52,7 +52,7 @@ import random
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from argora.jsonl import write_jsonl
 from ml import training
@@ -565,10 +565,6 @@ def read_rows(path) -> list[dict]:
     except corpora.RowError as exc:
         raise TrainerError(str(exc)) from None
     return rows
-
-
-def _strip_lines(rows: Iterable[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "_line"} for r in rows]
 
 
 def _split_by_field(rows: list[dict]) -> tuple[list[dict], list[dict]] | None:

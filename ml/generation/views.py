@@ -1,4 +1,4 @@
-"""Expert pages of argument generation (staff only; mounted under ``/ml/`` by ``ml/generation_urls.py``)::
+"""Expert pages of argument generation (staff only; mounted under ``/ml/`` by ``ml/generation/urls.py``)::
 
     /ml/generation/                      generate: model version, mode, inputs (one a line), decoding -> a stored run;
                                          the latest runs

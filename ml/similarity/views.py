@@ -1,6 +1,6 @@
 """Staff page: AugSBERT Table 5 from the registry -- results per model / sampling strategy side by side.
 
-URL (``ml/similarity_urls.py``, included in ``ml/urls.py`` under ``similarity/``; namespace ``ml``)::
+URL (``ml/similarity/urls.py``, included in ``ml/urls.py`` under ``similarity/``; namespace ``ml``)::
 
     /ml/similarity/                  Table 5 (test Spearman x 100, mean ± std over seeds, in-topic | cross-topic,
                                      Jaccard baseline), the same on dev, and every version with its strategy, k,

@@ -101,9 +101,3 @@ def candidates(sentence: str, max_n: int = MAX_N) -> list[Candidate]:
                 out.append(Candidate(begin, end - begin, sentence[begin:end], n))
     out.sort(key=lambda c: (c.begin, c.length))
     return out
-
-
-def tokens_in_span(tokens: list[Token], begin: int, length: int) -> list[Token]:
-    """The tokens that overlap the character span ``[begin, begin + length)``."""
-    end = begin + length
-    return [t for t in tokens if t.begin < end and t.end > begin]

@@ -1,13 +1,15 @@
-"""Per-annotator aspect spans in the shape a unitized agreement coefficient (Krippendorff's alpha_u) takes.
+"""The aspect task type's reliability data for the agreement engine (:func:`reliability_data`): per-annotator
+spans in the shape Krippendorff's alpha_u takes, and a binary coders x units matrix for the other coefficients.
 
-``unitized_data(project)`` returns::
+``reliability_data(...)["unitized"]``::
 
-    {"items": [(item_id, length), ...],                      # each annotated sentence, its length in characters
-     "spans": [(coder, item_id, begin, length, category)]}   # one per selected aspect, category "aspect"
+    {"items": [(item_id, length), ...],                      # each answered sentence, its length in characters
+     "spans": [(coder, item_id, begin, length, category)],   # one per selected aspect, category "aspect"
+     "coders": [coder, ...], "item_coders": {item_id: [coder, ...]}}
 
-``coder`` is ``"worker:<Worker id>"``. Only submitted / approved responses count. A coder who answered an
-item but selected nothing marks the whole item as gap (no span): the item is listed, the coder has no span
-on it; ``"coders"`` lists, per item, who answered it, so gaps can be told from items a coder never saw.
+``coder`` is ``"worker:<Worker id>"`` (or the reference coder). A coder who answered an item but selected nothing
+marks the whole item as gap (no span): ``item_coders`` lists, per item, who answered it, so gaps can be told from
+items a coder never saw.
 """
 from __future__ import annotations
 
@@ -15,38 +17,14 @@ from collections import defaultdict
 from typing import Any
 
 from annotation.agreement.records import build_matrix, coder_key
-from annotation.models import Assignment, Item, Response
-from annotation.selectors import unverified_q
+from annotation.models import Item
 
 CATEGORY = "aspect"
 
 
-def unitized_data(project, *, include_gold: bool = False, item_ids=None) -> dict:
-    items_qs = Item.objects.filter(project=project)
-    if not include_gold:
-        items_qs = items_qs.filter(is_gold=False)
-    if item_ids is not None:
-        items_qs = items_qs.filter(pk__in=list(item_ids))
-    lengths = {pk: len((payload or {}).get("text", "")) for pk, payload in items_qs.values_list("pk", "payload")}
-    responses = (Response.objects.filter(item_id__in=list(lengths), assignment__status__in=Assignment.DONE)
-                 .exclude(unverified_q("assignment__"))
-                 .order_by("item_id", "assignment__worker_id", "id")
-                 .values_list("item_id", "assignment__worker_id", "data"))
-    spans: list[tuple[str, int, int, int, str]] = []
-    coders: dict[int, list[str]] = {}
-    for item_id, worker_id, data in responses:
-        coder = f"worker:{worker_id}"
-        coders.setdefault(item_id, []).append(coder)
-        for a in sorted((data or {}).get("aspects") or [], key=lambda a: (a["begin"], a["length"])):
-            spans.append((coder, item_id, int(a["begin"]), int(a["length"]), CATEGORY))
-    return {"items": [(pk, lengths[pk]) for pk in sorted(coders)], "spans": spans,
-            "coders": {pk: coders[pk] for pk in sorted(coders)}}
-
-
 def reliability_data(project, records: list[dict]) -> dict:
-    """Spans: alpha_u over the per-annotator spans (category :data:`CATEGORY`, as :func:`unitized_data`
-    gives them; taken from ``records`` so that reference answers count too), and a binary nominal matrix for the other
-    coefficients: one unit per (item, span chosen by anyone), 1 when the coder chose the span, 0 when the coder
+    """Spans: alpha_u over the per-annotator spans (category :data:`CATEGORY`; taken from ``records`` so that
+    reference answers count too), and a binary nominal matrix for the other coefficients: one unit per (item, span chosen by anyone), 1 when the coder chose the span, 0 when the coder
     answered the item without it. A coder's later answer to the same item wins."""
     answered: dict[int, set[str]] = defaultdict(set)
     chosen: dict[int, set[tuple[int, int]]] = defaultdict(set)

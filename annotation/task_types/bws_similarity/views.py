@@ -10,12 +10,10 @@ from __future__ import annotations
 import csv
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.models import Project
-from annotation.selectors import wrong_task_type
-from annotation.views import expert_required, notice
+from annotation.views import notice, task_type_page
 
 from . import project as bws
 
@@ -36,18 +34,9 @@ def _params(request):
     return out
 
 
-def _project(slug):
-    project = get_object_or_404(Project, slug=slug)
-    wrong = wrong_task_type(project, bws.TASK_TYPE)
-    return project, wrong and f"Project {wrong}."
-
-
-@expert_required
+@task_type_page(bws.TASK_TYPE, "BWS project")
 @require_GET
-def bws_report(request, slug: str):
-    project, wrong = _project(slug)
-    if wrong:
-        return notice(request, "Not a BWS project", [wrong], status=404)
+def bws_report(request, project):
     try:
         params = _params(request)
     except ValueError as exc:
@@ -65,12 +54,9 @@ def bws_report(request, slug: str):
     })
 
 
-@expert_required
+@task_type_page(bws.TASK_TYPE, "BWS project")
 @require_GET
-def bws_scores_csv(request, slug: str):
-    project, wrong = _project(slug)
-    if wrong:
-        return notice(request, "Not a BWS project", [wrong], status=404)
+def bws_scores_csv(request, project):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-bws-scores.csv"'
     writer = csv.writer(response)

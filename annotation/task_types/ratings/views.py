@@ -3,32 +3,19 @@ CSV downloads (the tables; one row per response in system terms). Thin views ove
 from __future__ import annotations
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.models import Project
-from annotation.selectors import wrong_task_type
 from annotation.task_types.likert_debate import likert as likert_mod
-from annotation.views import expert_required, notice
+from annotation.views import task_type_page
 
 from . import LIKERT, PAIRWISE, TASK_TYPES
 from . import results as ratings
 
 
-def _project(request, slug):
-    project = get_object_or_404(Project, slug=slug)
-    wrong = wrong_task_type(project, TASK_TYPES)
-    if wrong:
-        return project, notice(request, "Not a rating project", [f"Project {wrong}."], status=404)
-    return project, None
-
-
-@expert_required
+@task_type_page(TASK_TYPES, "rating project")
 @require_GET
-def results(request, slug: str):
-    project, wrong = _project(request, slug)
-    if wrong:
-        return wrong
+def results(request, project):
     res = ratings.project_results(project)
     context = {"project": project, "res": res, "chart": ratings.chart(res),
                "is_pairwise": project.task_type == PAIRWISE, "is_likert": project.task_type == LIKERT}
@@ -50,19 +37,13 @@ def _csv(project, rows, name):
     return response
 
 
-@expert_required
+@task_type_page(TASK_TYPES, "rating project")
 @require_GET
-def summary_csv(request, slug: str):
-    project, wrong = _project(request, slug)
-    if wrong:
-        return wrong
+def summary_csv(request, project):
     return _csv(project, ratings.summary_rows(ratings.project_results(project)), "results")
 
 
-@expert_required
+@task_type_page(TASK_TYPES, "rating project")
 @require_GET
-def responses_csv(request, slug: str):
-    project, wrong = _project(request, slug)
-    if wrong:
-        return wrong
+def responses_csv(request, project):
     return _csv(project, ratings.response_rows(project), "responses")

@@ -51,9 +51,9 @@ from annotation.models import Item, Project
 from annotation.releases import check_keys, config_projects
 from annotation.selectors import item_responses
 
+from . import NAME
 from .models import SpanNormalisation
 from .suggestions import suggestion_rows
-from . import NAME
 
 KIND = "spans"
 UNNORMALISED_METHODS = (None, "new")

@@ -24,8 +24,8 @@ from corpus.importers.parsers import PARSERS
 from corpus.importers.readers import read_text
 from corpus.models import FactVariable
 
-from .models import SpanNormalisation
 from . import NAME
+from .models import SpanNormalisation
 
 FORMATS = {"csv": "facts-csv", "jsonl": "facts-jsonl"}
 COLUMNS = ["id", "topic", "text", "origin", "status", "merged_into", "content_hash", "metadata_json"]

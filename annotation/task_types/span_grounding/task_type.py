@@ -67,8 +67,8 @@ from corpus.models import FactVariable
 from corpus.tokens import token_offsets
 
 from .. import register
-from . import NAME
 from ..base import ResponseInvalid, TaskType
+from . import NAME
 
 DEFAULT_VARIABLES_PER_ITEM = [2, 5]
 MAX_VARIABLES = 5  # keys 1..5 on the page

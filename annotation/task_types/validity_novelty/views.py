@@ -6,30 +6,19 @@ Thin views over :mod:`annotation.task_types.validity_novelty.results` (computed 
 from __future__ import annotations
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.models import Project
-from annotation.selectors import wrong_task_type
-from annotation.views import expert_required, notice
+from annotation.views import notice, task_type_page
 
 from . import TASK_TYPE
 from . import results as valnov
 from .weights import CONFIDENCE_POINTS
 
 
-def _project(slug):
-    project = get_object_or_404(Project, slug=slug)
-    wrong = wrong_task_type(project, TASK_TYPE)
-    return project, wrong and f"Project {wrong}."
-
-
-@expert_required
+@task_type_page(TASK_TYPE, "validity / novelty project")
 @require_GET
-def valnov_results(request, slug: str):
-    project, wrong = _project(slug)
-    if wrong:
-        return notice(request, "Not a validity / novelty project", [wrong], status=404)
+def valnov_results(request, project):
     res = valnov.project_results(project)
     peak = max([w["count"] for w in res["weights"]["crowd"] + res["weights"]["reference"]] + [1])
     return render(request, "task_types/validity_novelty/results.html", {
@@ -41,12 +30,9 @@ def valnov_results(request, slug: str):
     })
 
 
-@expert_required
+@task_type_page(TASK_TYPE, "validity / novelty project")
 @require_GET
-def valnov_export_csv(request, slug: str):
-    project, wrong = _project(slug)
-    if wrong:
-        return notice(request, "Not a validity / novelty project", [wrong], status=404)
+def valnov_export_csv(request, project):
     labels = request.GET.get("labels", "auto")
     if labels not in valnov.LABEL_MODES:
         return notice(request, "Bad parameter", [f"labels: one of {', '.join(valnov.LABEL_MODES)}"], status=400)

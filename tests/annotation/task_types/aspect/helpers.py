@@ -1,7 +1,7 @@
 """Small builders shared by the aspect tests."""
 from annotation import services
-from annotation.task_types.aspect.rankers import BaselineRanker
 from annotation.task_types.aspect.items import build_payload
+from annotation.task_types.aspect.rankers import BaselineRanker
 
 SENTENCES = [
     ("Gun control needs background checks, not bans.", "gun control", "pro"),

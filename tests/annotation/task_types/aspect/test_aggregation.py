@@ -1,10 +1,14 @@
 """Threshold voting (t = strict majority of R unless configured), ties, "no aspect", overrides."""
 import pytest
 
+from annotation.models import GoldItem, Item
 from annotation.task_types import ResponseInvalid
 from annotation.task_types.aspect.aggregation import (
-    adjudicate, aggregate_responses, default_threshold, final_answer)
-from annotation.models import GoldItem, Item
+    adjudicate,
+    aggregate_responses,
+    default_threshold,
+    final_answer,
+)
 
 from .helpers import aspect_project
 

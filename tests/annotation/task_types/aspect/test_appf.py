@@ -11,9 +11,15 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from annotation import services
-from annotation.task_types.aspect import appf
-from annotation.task_types.aspect.appf import import_appf, in_topic_sizes, parse_appf, project_rows, split_rows
 from annotation.models import GoldItem, Item
+from annotation.task_types.aspect import appf
+from annotation.task_types.aspect.appf import (
+    import_appf,
+    in_topic_sizes,
+    parse_appf,
+    project_rows,
+    split_rows,
+)
 from corpus.hashing import sentence_hash
 from corpus.importers import ImportFailed
 from corpus.models import Sentence, Topic

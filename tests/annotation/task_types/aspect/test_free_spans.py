@@ -6,17 +6,23 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.agreement.records import load_responses
+from annotation.models import Assignment, Item, Response
+from annotation.task_types import ResponseInvalid, get_task_type
 from annotation.task_types.aspect.aggregation import aggregate_responses
 from annotation.task_types.aspect.appf import appf_row
 from annotation.task_types.aspect.candidates import tokenize
-from annotation.task_types.aspect.unitized import unitized_data
-from annotation.models import Assignment, Item, Response
-from annotation.task_types import ResponseInvalid, get_task_type
 from annotation.task_types.aspect.task_type import token_span_error
+from annotation.task_types.aspect.unitized import reliability_data
 
 from .helpers import aspect_project
 
 pytestmark = pytest.mark.django_db
+
+
+def unitized_data_of(project) -> dict:
+    """What the agreement engine computes alpha_u from: the aspect task type's reliability data."""
+    return reliability_data(project, load_responses(project))["unitized"]
 
 GUN = "Gun control needs background checks, not bans."
 
@@ -151,7 +157,7 @@ def test_free_spans_go_through_vote_export_and_unitized_data(django_user_model):
         responses[str(i["id"])] = {"aspects": [long_span] if text == GUN else [at("is clean but expensive.", text)]}
     r = client.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 200, r.content
-    data = unitized_data(project)
+    data = unitized_data_of(project)
     assert (item.pk, b, l) in {(s[1], s[2], s[3]) for s in data["spans"]}
     assert {a["list"] for r in Response.objects.all() for a in r.data["aspects"]} == {"free"}
 

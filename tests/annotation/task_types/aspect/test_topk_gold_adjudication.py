@@ -15,12 +15,18 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation import services
+from annotation.models import Adjudication, Item, Project
 from annotation.task_types.aspect import appf
 from annotation.task_types.aspect.candidates import candidates as make_candidates
+from annotation.task_types.aspect.items import (
+    DEFAULT_TOP_K,
+    DEFAULT_TOP_K_CROSS_TOPIC,
+    build_payload,
+    gold_instruction,
+    ranker_topics,
+    top_k_for,
+)
 from annotation.task_types.aspect.rankers import BaselineRanker
-from annotation.models import Adjudication, Item, Project
-from annotation.task_types.aspect.items import (DEFAULT_TOP_K, DEFAULT_TOP_K_CROSS_TOPIC, build_payload, gold_instruction,
-                                          ranker_topics, top_k_for)
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 

@@ -2,16 +2,22 @@
 import pytest
 
 from annotation import services
-from annotation.task_types.aspect.unitized import unitized_data
+from annotation.agreement.records import load_responses
 from annotation.models import GoldItem, Item
 from annotation.task_types import get_task_type
+from annotation.task_types.aspect.unitized import reliability_data
 
 from .helpers import aspect_project, span
 
 pytestmark = pytest.mark.django_db
 
 
-def test_unitized_data_lists_items_and_each_coders_spans():
+def unitized_data_of(project) -> dict:
+    """What the agreement engine computes alpha_u from: the aspect task type's reliability data."""
+    return reliability_data(project, load_responses(project))["unitized"]
+
+
+def test_the_unitized_data_lists_items_and_each_coders_spans():
     project = aspect_project(r=2)
     items = {i.position: i for i in Item.objects.filter(project=project)}
     gun, nuclear = items[0], items[1]
@@ -27,7 +33,7 @@ def test_unitized_data_lists_items_and_each_coders_spans():
         worker = workers[name] = services.worker_for_external_id(name, source="prolific")
         assignment = services.reserve_next_assignment(project, worker)
         services.submit_assignment(assignment, worker, responses)
-    data = unitized_data(project)
+    data = unitized_data_of(project)
     w1, w2 = (f"worker:{workers[n].pk}" for n in ("w1", "w2"))
     assert data["items"] == [(gun.pk, len(gun.payload["text"])), (nuclear.pk, len(nuclear.payload["text"]))]
     b = gun.payload["text"].index("background checks")
@@ -35,7 +41,7 @@ def test_unitized_data_lists_items_and_each_coders_spans():
     assert data["spans"] == [
         (w1, gun.pk, b, 17, "aspect"), (w2, gun.pk, b, 17, "aspect"),
         (w1, nuclear.pk, n.index("clean"), 5, "aspect"), (w1, nuclear.pk, n.index("expensive"), 9, "aspect")]
-    assert data["coders"][nuclear.pk] == [w1, w2]  # w2 answered "no aspect": a gap, not a missing coder
+    assert data["item_coders"][nuclear.pk] == [w1, w2]  # w2 answered "no aspect": a gap, not a missing coder
 
 
 def test_score_gold():
@@ -54,10 +60,10 @@ def test_score_gold():
 def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement_until_a_sync_matches_them():
     """A worker of source ``mturk`` whose assignment no MTurk sync has matched yet (it could be a made-up
     assignmentId/workerId pair) counts nowhere; once a sync links the assignment it counts everywhere."""
-    from annotation.agreement.records import load_responses
-    from annotation.task_types.aspect.aggregation import item_responses
     from django.utils import timezone
 
+    from annotation.agreement.records import load_responses
+    from annotation.task_types.aspect.aggregation import item_responses
     from mturk.models import MTurkAssignment, MTurkHIT
 
     project = aspect_project(r=2)
@@ -73,7 +79,7 @@ def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement
                                                for i in services.assignment_items(a)})
 
     def coders():
-        return sorted({c for c, *_ in unitized_data(project)["spans"]})
+        return sorted({c for c, *_ in unitized_data_of(project)["spans"]})
 
     assert coders() == [f"worker:{local.pk}"]
     assert len(item_responses(gun)) == 1

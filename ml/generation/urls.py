@@ -1,7 +1,7 @@
 """Generation pages (included by ``ml/urls.py``; namespace ``ml``). See :mod:`ml.generation.views`."""
 from django.urls import path
 
-from .generation import views
+from . import views
 
 urlpatterns = [
     path("generation/", views.generate_page, name="generation"),
