@@ -109,9 +109,7 @@ def aggregate_responses(responses: Iterable[Mapping]) -> dict:
 
     ``weight`` is :func:`annotation.task_types.validity_novelty.weights.instance_weight` of the two confidence words.
     """
-    from .weights import (
-        instance_weight,  # cycle: weights reads this module's confidence words
-    )
+    from .weights import instance_weight  # cycle: weights reads this module's confidence words
 
     responses = [r for r in responses if isinstance(r, Mapping)]
     out: dict = {dim: aggregate_dimension(dim, (r.get(dim) for r in responses)).as_dict() for dim in DIMENSIONS}
