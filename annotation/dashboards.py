@@ -22,14 +22,14 @@ URLs (``annotation/dashboard_urls.py``)::
 """
 from __future__ import annotations
 
-import csv
-import io
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+
+from argora.spreadsheet import csv_response
 
 from . import services
 from .agreement import svg
@@ -99,14 +99,7 @@ def _current_adjudications(project: Project) -> dict[int, dict]:
 
 
 def _csv_response(filename: str, header: list[str], rows: list[list]) -> HttpResponse:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(header)
-    for row in rows:
-        w.writerow([_raw(v) for v in row])
-    resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return resp
+    return csv_response(filename, [header] + [[_raw(v) for v in row] for row in rows])
 
 
 FIGURE_COLUMNS = ["level", "alpha", "alpha_ci_low", "alpha_ci_high", "percent_agreement", "kappa", "fleiss_kappa",

@@ -147,7 +147,13 @@ class Worker(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="annotation_worker")
-    external_id = models.CharField(max_length=200, blank=True, help_text="e.g. MTurk WorkerId, Prolific PID")
+    external_id = models.CharField(max_length=200, blank=True,
+                                   help_text="e.g. MTurk WorkerId, Prolific PID, as the platform confirmed it")
+    # A platform id somebody claimed (in a URL) that the platform has not confirmed yet: such a worker is
+    # provisional -- its answers count nowhere, its gold answers are not scored, and it never touches the record of
+    # the worker who really has that id -- until a sync confirms the claim (services.confirm_assignment).
+    claimed_external_id = models.CharField(max_length=200, blank=True, db_index=True,
+                                           help_text="platform id claimed but not (yet) confirmed by the platform")
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.LOCAL)
     blocked = models.BooleanField(default=False, db_index=True)
     blocked_reason = models.TextField(blank=True)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from django.apps import apps
 from django.db.models import Count, Q, QuerySet
 
 from .auth import cached_worker
@@ -71,17 +70,15 @@ def worker_project_counts(project: Project, worker: Worker) -> dict:
 
 
 def unverified_q(prefix: str = "") -> Q:
-    """Assignments that MTurk has not confirmed yet: done by a Worker of source ``mturk`` and not matched by
-    any MTurk sync (no ``mturk.MTurkAssignment`` links them). MTurk's ExternalQuestion cannot prove an
-    assignmentId / workerId before a sync lists it, so a made-up pair for a known hitId gets a binding and can
-    submit; its answers stay out of the aggregates and exports until a sync matches it (and a sync rejects it
-    once it is older than the assignment duration and MTurk still does not know it: ``mturk.sync``).
+    """Assignments done by a provisional worker: one whose platform id (an MTurk workerId, a Prolific PID) was
+    claimed in a URL and not yet confirmed by the platform (:func:`annotation.services.provisional_worker`). A
+    made-up claim can get a HIT and submit; its answers stay out of the aggregates and exports until a sync of the
+    platform confirms it (:func:`annotation.services.confirm_assignment`), and a sync rejects it once the platform
+    still does not know it after the assignment duration.
 
     ``prefix`` is the lookup path to the assignment, e.g. ``"assignment__"`` for a Response queryset.
     """
-    if not apps.is_installed("mturk"):
-        return Q(pk__in=[])  # matches nothing
-    return Q(**{f"{prefix}worker__source": Worker.Source.MTURK, f"{prefix}mturk_assignment__isnull": True})
+    return Q(**{f"{prefix}worker__claimed_external_id__gt": ""})
 
 
 def counted_responses(project: Project, *, include_gold: bool = False, include_unverified: bool = False

@@ -15,6 +15,8 @@ import random
 from datetime import timedelta
 from typing import Any, Iterable
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -123,6 +125,57 @@ def worker_for_external_id(external_id: str, *, source: str) -> Worker:
             return Worker.objects.create(source=source, external_id=external_id)
     except IntegrityError:
         return Worker.objects.get(source=source, external_id=external_id)
+
+
+def provisional_worker(source: str, claimed_id: str) -> Worker:
+    """A new worker for an identity a platform has not confirmed (an MTurk workerId or a Prolific PID in a URL).
+
+    Each unconfirmed claim gets its own provisional worker, so that a made-up claim never touches the record of the
+    worker who really has that id: their gold record, block, quota and completed HITs. Its answers are left out of
+    every aggregate and export (:func:`annotation.selectors.unverified_q`) and its gold answers are scored only when
+    the platform confirms the claim (:func:`confirm_assignment`)."""
+    if not claimed_id:
+        raise ValueError("claimed_id is empty")
+    return Worker.objects.create(source=source, claimed_external_id=claimed_id)
+
+
+def confirmed_worker(source: str, external_id: str) -> Worker | None:
+    """The worker a platform has confirmed as ``external_id``, if any."""
+    return Worker.objects.filter(source=source, external_id=external_id).first() if external_id else None
+
+
+def confirm_assignment(assignment: Assignment, *, source: str, external_id: str, now=None) -> Assignment | None:
+    """The platform confirmed that ``external_id`` did ``assignment`` (an MTurk sync listed its assignmentId under
+    that WorkerId): the assignment moves from its provisional worker to the confirmed worker (created on first use),
+    its gold answers are scored now -- which may block that worker, as at submission -- and its answers count from
+    now on. Idempotent; ``None`` (nothing changed, logged by the caller) when the assignment's provisional worker
+    claimed another id, or when the confirmed worker already holds an assignment of the same HIT."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().select_related("worker", "project").get(pk=assignment.pk)
+        provisional = locked.worker
+        if provisional.source == source and provisional.external_id == external_id:
+            return locked  # confirmed already
+        if provisional.claimed_external_id != external_id or provisional.source != source:
+            return None
+        worker = worker_for_external_id(external_id, source=source)
+        if Assignment.objects.filter(hit_id=locked.hit_id, worker=worker).exists():
+            return None
+        Assignment.objects.filter(pk=locked.pk).update(worker=worker)
+        locked.worker = worker
+        GoldRecord.objects.filter(assignment=locked).delete()  # none are scored for a provisional worker
+        if locked.status in Assignment.DONE:
+            project = locked.project
+            golds = {g.item_id: g for g in GoldItem.objects.filter(item__in=locked.gold_items.all())}
+            answers = {r.item_id: (None, r.data) for r in Response.objects.filter(assignment=locked,
+                                                                                  item_id__in=list(golds))}
+            golds = {item_id: g for item_id, g in golds.items() if item_id in answers}
+            if golds:
+                _score_gold(locked, worker, project, get_task_type(project.task_type), golds, answers, now)
+                worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
+        if not provisional.assignments.exists():
+            provisional.delete()
+    return locked
 
 
 def block_worker(worker: Worker, reason: str, *, now=None) -> Worker:
@@ -377,6 +430,58 @@ class HITAlreadyDone(AllocationError):
     status = 409
 
 
+class TooManyUnconfirmed(AllocationError):
+    """Too many HITs held by claims a platform has not confirmed (per claimed id or per client address)."""
+
+    status = 429
+
+
+UNCONFIRMED_ADDRESS_KEY = "argora:unconfirmed:{}:{}"
+
+
+def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed_id: str, external_id: str,
+                          expires_at, client: str = "", now=None) -> Assignment:
+    """Reserve a slot of the HIT a platform named for an identity it has not confirmed yet (an MTurk accept: the
+    workerId and assignmentId in the URL cannot be checked before a sync lists them).
+
+    The reservation goes to a new provisional worker (:func:`provisional_worker`), never to the worker who really
+    has that id. What may be checked now is: the confirmed worker with that id, if any, is not blocked, has not done
+    this HIT and is under the project's HIT quota; the claim holds at most ``ARGORA_UNCONFIRMED_PER_WORKER`` open
+    unconfirmed reservations in the project; the client address has made at most ``ARGORA_UNCONFIRMED_PER_ADDRESS``
+    unconfirmed accepts in the project within a reservation's lifetime. Raises :class:`WorkerBlocked`,
+    :class:`HITAlreadyDone`, :class:`QuotaReached`, :class:`TooManyUnconfirmed`, :class:`HITFull`.
+    """
+    now = now or timezone.now()
+    real = confirmed_worker(source, claimed_id)
+    if real is not None:
+        if real.blocked:
+            raise WorkerBlocked(real.blocked_reason)
+        if Assignment.objects.filter(hit_id=hit_id, worker=real).exists():
+            raise HITAlreadyDone("you have already done this HIT; please return it")
+    claims = Assignment.objects.filter(project=project, worker__source=source,
+                                       worker__claimed_external_id=claimed_id)
+    if project.max_hits_per_worker is not None:
+        used = claims.exclude(status__in=(Assignment.Status.EXPIRED, Assignment.Status.REJECTED)).count()
+        if real is not None:
+            used += Assignment.objects.filter(project=project, worker=real).exclude(
+                status=Assignment.Status.EXPIRED).count()
+        if used >= project.max_hits_per_worker:
+            raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
+    per_worker = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_WORKER", 2))
+    if claims.filter(status=Assignment.Status.RESERVED, expires_at__gt=now).count() >= per_worker:
+        raise TooManyUnconfirmed(f"you hold {per_worker} unsubmitted HITs of this study; submit or return one "
+                                 f"before accepting another")
+    if client:
+        per_address = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6))
+        key = UNCONFIRMED_ADDRESS_KEY.format(project.pk, hashlib.sha256(client.encode()).hexdigest()[:16])
+        window = max(1, int((expires_at - now).total_seconds()))
+        cache.add(key, 0, timeout=window)
+        if cache.incr(key) > per_address:
+            raise TooManyUnconfirmed("too many HITs of this study were accepted from your network; try again later")
+    return reserve_hit(project, provisional_worker(source, claimed_id), hit_id, external_id=external_id,
+                       expires_at=expires_at, now=now)
+
+
 def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: str, expires_at, now=None
                 ) -> Assignment:
     """Reserve a slot of one given HIT for a worker, for a platform that hands out HITs itself (MTurk: the worker
@@ -521,18 +626,21 @@ def expire_reservations(now=None, *, project: Project | None = None) -> int:
     stale = Assignment.objects.filter(status=Assignment.Status.RESERVED, expires_at__lte=now)
     if project is not None:
         stale = stale.filter(project=project)
-    expired = 0
-    for pk in list(stale.values_list("pk", flat=True)[:10000]):
-        with transaction.atomic():
-            qs = Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now)
-            # a row being submitted right now is skipped; the next sweep sees it submitted
-            row = (qs.select_for_update(skip_locked=True, no_key=True) if _skip_locked() else qs).values("hit_id").first()
-            if row is None:  # submitted (or being submitted) meanwhile
-                continue
-            if qs.update(status=Assignment.Status.EXPIRED):
-                HIT.objects.filter(pk=row["hit_id"]).update(taken=F("taken") - 1)
-                expired += 1
-    return expired
+    return sum(_expire_one(pk, now) for pk in list(stale.values_list("pk", flat=True)[:10000]))
+
+
+def _expire_one(pk: int, now) -> bool:
+    """Mark one reservation past its ``expires_at`` expired and give its slot back (once, whoever gets there)."""
+    with transaction.atomic():
+        qs = Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now)
+        # a row being submitted right now is skipped; the next sweep sees it submitted
+        row = (qs.select_for_update(skip_locked=True, no_key=True) if _skip_locked() else qs).values("hit_id").first()
+        if row is None:  # submitted (or being submitted, or expired) meanwhile
+            return False
+        if qs.update(status=Assignment.Status.EXPIRED):
+            HIT.objects.filter(pk=row["hit_id"]).update(taken=F("taken") - 1)
+            return True
+    return False
 
 
 # --- submission ---------------------------------------------------------------------------------
@@ -615,7 +723,7 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     assignment.gold_scored = False
     if assignment.status in Assignment.DONE and assignment.submission_key == key:
         return assignment  # retried submission: a no-op
-    _check_open(assignment, key)
+    _check_open(assignment, key, now)
     if cached_items is not None:
         assignment._argora_items = cached_items  # the items of an assignment never change
     elif not assignment.has_gold:
@@ -630,20 +738,21 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
               "client_seconds": client_seconds, "feedback": feedback, "submission_key": key}
 
     if not golds and cleaned and connection.vendor == "postgresql":
-        if _claim_and_store(assignment, fields, cleaned):
+        if _claim_and_store(assignment, fields, cleaned, now):
             for name, value in fields.items():
                 setattr(assignment, name, value)
             transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
             return assignment
     else:
         with transaction.atomic():
-            claimed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED).update(**fields)
+            claimed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED,
+                                                expires_at__gt=now).update(**fields)
             if claimed:
                 Response.objects.bulk_create([Response(assignment_id=assignment.pk, item=item, data=data)
                                               for item, data in cleaned.values()])
                 for name, value in fields.items():
                     setattr(assignment, name, value)
-                if golds:
+                if golds and not worker.claimed_external_id:  # a provisional worker's gold waits for confirmation
                     _score_gold(assignment, worker, project, tt, golds, cleaned, now)
                     assignment.gold_scored = True
                 transaction.on_commit(
@@ -653,13 +762,13 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     current = Assignment.objects.select_related("project").get(pk=assignment.pk)
     if current.status in Assignment.DONE and current.submission_key == key:
         return current  # a concurrent retry got there first
-    _check_open(current, key)
+    _check_open(current, key, now)
     raise AssignmentNotOpen("this assignment changed while it was being submitted; ask for a new HIT")
 
 
-def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]]) -> bool:
-    """PostgreSQL: claim the reserved assignment and insert its responses in one statement (atomic by
-    itself: no BEGIN/COMMIT round trips). ``False`` (nothing written) when it is no longer reserved."""
+def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now) -> bool:
+    """PostgreSQL: claim the reserved, unexpired assignment and insert its responses in one statement (atomic by
+    itself: no BEGIN/COMMIT round trips). ``False`` (nothing written) when it is no longer reserved or expired."""
     qn = connection.ops.quote_name
     meta = Assignment._meta
     sets, params = [], []
@@ -675,11 +784,12 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
     value_columns = [f"v{i}" for i, e in enumerate(rows[0][0]) if e != "c.id"]
     select = [e if e == "c.id" else f"v.v{i}" for i, e in enumerate(rows[0][0])]
     values = ", ".join("(" + ", ".join(e for e in exprs if e != "c.id") + ")" for exprs, _ in rows)
-    sql = (f"WITH c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s "
+    sql = (f"WITH c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s AND expires_at > %s "
            f"RETURNING id) INSERT INTO {qn(Response._meta.db_table)} ({', '.join(columns)}) "
            f"SELECT {', '.join(select)} FROM c CROSS JOIN (VALUES {values}) AS v({', '.join(value_columns)}) "
            f"RETURNING 1")
-    params += [assignment.pk, Assignment.Status.RESERVED.value]
+    params += [assignment.pk, Assignment.Status.RESERVED.value,
+               meta.get_field("expires_at").get_db_prep_value(now, connection)]
     for _, row_params in rows:
         params += row_params
     with connection.cursor() as cursor:
@@ -687,9 +797,15 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
         return bool(cursor.fetchall())
 
 
-def _check_open(assignment: Assignment, key: str) -> None:
+def _check_open(assignment: Assignment, key: str, now) -> None:
+    """The reservation can take answers: reserved and not past ``expires_at`` (a hard deadline: a late submission
+    expires the reservation now, giving its slot back, whether or not a sweep has run)."""
     if assignment.status in Assignment.DONE:
         raise AssignmentNotOpen("this assignment was already submitted with different answers")
+    if assignment.status == Assignment.Status.RESERVED and assignment.expires_at <= now:
+        _expire_one(assignment.pk, now)
+        raise AssignmentNotOpen(f"this HIT's reservation ended at {assignment.expires_at:%H:%M:%S} UTC and its "
+                                f"place went back to the pool; ask for a new HIT")
     if assignment.status != Assignment.Status.RESERVED:
         raise AssignmentNotOpen(f"this assignment is {assignment.get_status_display().lower()}; ask for a new HIT")
 

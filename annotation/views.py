@@ -92,24 +92,21 @@ def _new_invite_user():
 # --- worker entry -------------------------------------------------------------------------------
 @require_GET
 def invite(request, token: str):
-    """An invite link: create (or reuse, through the session) a local worker, log in, go to the work."""
+    """An invite link: create (or reuse, through the session) a local worker, log in, go to the work. A
+    ``?PROLIFIC_PID=`` is recorded on the worker; it never logs anyone in."""
     project = get_object_or_404(Project, invite_token=token)
     if project.status != Project.Status.ACTIVE:
         return _closed(request, project)
     if request.user.is_authenticated:
         services.worker_for_user(request.user)
     else:
+        # A new visitor gets a new account bound to this browser's session. A Prolific PID in the URL is recorded
+        # (on the first worker that brings it) but is never a login: anyone can type someone else's PID.
         pid = (request.GET.get("PROLIFIC_PID") or "").strip()[:200]
-        worker = None
-        if pid:
-            worker = Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid, user__isnull=False).first()
-        if worker is not None:
-            user = worker.user
-        else:
-            user = _new_invite_user()
-            worker = services.worker_for_user(user, source=Worker.Source.PROLIFIC if pid else Worker.Source.INVITE)
-            if pid and not Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid).exists():
-                Worker.objects.filter(pk=worker.pk).update(external_id=pid)
+        user = _new_invite_user()
+        worker = services.worker_for_user(user, source=Worker.Source.PROLIFIC if pid else Worker.Source.INVITE)
+        if pid and not Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid).exists():
+            Worker.objects.filter(pk=worker.pk).update(external_id=pid)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     return redirect("annotation:work", slug=project.slug)
 

@@ -229,6 +229,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # --- MTurk (Amazon Mechanical Turk) -------------------------------------------------------------
 # Credentials: boto3's environment chain only (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE), never the DB.
 # New projects publish to the sandbox unless their MTurk settings say production.
+# Claims a platform has not confirmed yet (MTurk accepts): open reservations per claimed id, accepts per client
+# address within a reservation's lifetime (annotation.services.reserve_hit_for_claim).
+ARGORA_UNCONFIRMED_PER_WORKER = int(os.environ.get("ARGORA_UNCONFIRMED_PER_WORKER", "2"))
+ARGORA_UNCONFIRMED_PER_ADDRESS = int(os.environ.get("ARGORA_UNCONFIRMED_PER_ADDRESS", "6"))
 ARGORA_MTURK_SANDBOX = env_bool("ARGORA_MTURK_SANDBOX", True)
 ARGORA_MTURK_FRAME_HEIGHT = int(os.environ.get("ARGORA_MTURK_FRAME_HEIGHT", "800"))
 # Salt of the signed assignmentId/workerId/hitId binding on the ExternalQuestion page (signed with SECRET_KEY).

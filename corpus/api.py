@@ -20,6 +20,7 @@ from .serializers import (
     DebateTreeDetailSerializer,
     DebateTreeSerializer,
     FactVariableSerializer,
+    PublicSentenceSerializer,
     ReleaseSerializer,
     SentenceSerializer,
     TopicSerializer,
@@ -67,14 +68,23 @@ class TopicViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
 @extend_schema_view(list=extend_schema(parameters=[SentenceFilter]))
 class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                       viewsets.GenericViewSet):
-    """Argument sentences, ordered by id. Authenticated users read; staff add sentences."""
+    """Argument sentences, ordered by id. Staff read everything and add sentences; other authenticated users read
+    the texts without their labels (stance, metadata): a sentence's label can be a gold item's expected answer."""
 
     serializer_class = SentenceSerializer
     permission_classes = [IsStaffOrReadOnly]
 
+    def get_serializer_class(self):
+        if getattr(self, "swagger_fake_view", False):  # the schema documents the staff view
+            return SentenceSerializer
+        return SentenceSerializer if self.request.user.is_staff else PublicSentenceSerializer
+
     def get_queryset(self):
         if self.action == "list":
-            return selectors.sentence_list(**SentenceFilter.from_request(self.request))
+            filters = SentenceFilter.from_request(self.request)
+            if filters.get("stance") and not self.request.user.is_staff:
+                raise serializers.ValidationError({"stance": "filtering by label is for staff only"})
+            return selectors.sentence_list(**filters)
         return selectors.sentence_list()
 
     def perform_create(self, serializer):

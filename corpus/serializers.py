@@ -104,6 +104,19 @@ class SentenceSerializer(serializers.ModelSerializer):
         return attrs
 
 
+class PublicSentenceSerializer(serializers.ModelSerializer):
+    """A sentence as a non-staff user reads it: the text and where it comes from, never a label (its stance, or
+    labels kept in its metadata, can be the expected answer of a gold item)."""
+
+    topic = TopicRefField(read_only=True)
+    topic_name = serializers.CharField(source="topic.name", read_only=True)
+
+    class Meta:
+        model = Sentence
+        fields = ["id", "topic", "topic_name", "text", "document", "position", "created_at"]
+        read_only_fields = fields
+
+
 # --- fact KB ------------------------------------------------------------------------------------
 class FactVariableSerializer(serializers.ModelSerializer):
     topic = TopicRefField()

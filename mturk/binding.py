@@ -108,11 +108,16 @@ def assignment_for(binding: Binding, project: Project) -> tuple[Assignment, Work
     assignment = (Assignment.objects.select_related("worker", "hit", "project")
                   .filter(pk=binding.argora_assignment, project=project).first())
     if (assignment is None or assignment.external_id != binding.assignment_id
-            or assignment.worker.source != Worker.Source.MTURK or assignment.worker.external_id != binding.worker_id):
+            or assignment.worker.source != Worker.Source.MTURK or _worker_id(assignment.worker) != binding.worker_id):
         raise BindingRefused("this HIT binding does not match Argora's records")
     if not MTurkHIT.objects.filter(mturk_hit_id=binding.hit_id, hit_id=assignment.hit_id).exists():
         raise BindingRefused("this HIT binding does not match Argora's records")
     return assignment, assignment.worker
+
+
+def _worker_id(worker: Worker) -> str:
+    """The MTurk workerId of an assignment's worker: confirmed, or claimed when no sync has confirmed it yet."""
+    return worker.external_id or worker.claimed_external_id
 
 
 def _timeout(project: Project) -> timedelta:
@@ -122,12 +127,15 @@ def _timeout(project: Project) -> timedelta:
 
 
 def bind(project: Project, mhit: MTurkHIT, *, assignment_id: str, worker_id: str, turk_submit_to: str,
-         now=None) -> Binding:
-    """Accept: the Worker (source "mturk") and an Argora Assignment on the Argora HIT this MTurk HIT maps to.
+         client: str = "", now=None) -> Binding:
+    """Accept: an Argora Assignment on the Argora HIT this MTurk HIT maps to, for a provisional worker that claims
+    ``worker_id`` (:func:`annotation.services.reserve_hit_for_claim`: nothing in the URL is trusted before a sync
+    lists the assignment; ``client`` is the request's address, for the per-address limit).
 
     The reservation lasts as long as the MTurk assignment (``assignment_duration_seconds``) so that Argora never
-    expires work MTurk still lets the worker do. Raises BindingRefused (forged ids), BindingConflict,
-    annotation.services.WorkerBlocked / ProjectNotActive.
+    expires work MTurk still lets the worker do. Opening the page again with the same assignmentId gives the same
+    binding. Raises BindingRefused (ids that do not match), BindingConflict (no slot, HIT done already),
+    annotation.services.WorkerBlocked / ProjectNotActive / QuotaReached / TooManyUnconfirmed.
     """
     now = now or timezone.now()
     if project.status != Project.Status.ACTIVE:
@@ -136,14 +144,14 @@ def bind(project: Project, mhit: MTurkHIT, *, assignment_id: str, worker_id: str
         raise BindingRefused("assignmentId and workerId are required")
     bound = Assignment.objects.select_related("worker").filter(project=project, external_id=assignment_id).first()
     if bound is not None:
-        if bound.worker.source != Worker.Source.MTURK or bound.worker.external_id != worker_id \
+        if bound.worker.source != Worker.Source.MTURK or _worker_id(bound.worker) != worker_id \
                 or bound.hit_id != mhit.hit_id:
             raise BindingRefused("this assignmentId belongs to another worker or HIT")
         return Binding(assignment_id, worker_id, mhit.mturk_hit_id, bound.pk, turk_submit_to, project.slug)
-    worker = annotation_services.worker_for_external_id(worker_id, source=Worker.Source.MTURK)
     try:
-        assignment = annotation_services.reserve_hit(project, worker, mhit.hit_id, external_id=assignment_id,
-                                                     expires_at=now + _timeout(project), now=now)
+        assignment = annotation_services.reserve_hit_for_claim(
+            project, mhit.hit_id, source=Worker.Source.MTURK, claimed_id=worker_id, external_id=assignment_id,
+            expires_at=now + _timeout(project), client=client, now=now)
     except (annotation_services.HITFull, annotation_services.HITAlreadyDone) as exc:
         raise BindingConflict(str(exc)) from None
     return Binding(assignment_id, worker_id, mhit.mturk_hit_id, assignment.pk, turk_submit_to, project.slug)

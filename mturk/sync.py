@@ -17,7 +17,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from annotation import services as annotation_services
@@ -82,9 +82,20 @@ def list_assignments(row: MTurkHIT) -> list[dict]:
 
 
 def _argora_assignment(data: dict) -> Assignment | None:
-    return (Assignment.objects.select_related("worker")
-            .filter(external_id=data["AssignmentId"], worker__source=Worker.Source.MTURK,
-                    worker__external_id=data["WorkerId"]).first())
+    """The Argora assignment of an assignment MTurk listed (same assignmentId, done by that workerId, confirmed or
+    claimed); a claimed one is confirmed now (:func:`annotation.services.confirm_assignment`: its answers count from
+    now on and its gold answers are scored for the real worker)."""
+    assignment = (Assignment.objects.select_related("worker")
+                  .filter(Q(worker__external_id=data["WorkerId"]) | Q(worker__claimed_external_id=data["WorkerId"]),
+                          external_id=data["AssignmentId"], worker__source=Worker.Source.MTURK).first())
+    if assignment is not None and assignment.worker.claimed_external_id:
+        confirmed = annotation_services.confirm_assignment(assignment, source=Worker.Source.MTURK,
+                                                           external_id=data["WorkerId"])
+        if confirmed is None:
+            log.warning("mturk sync: assignment %s (assignmentId %s) could not be confirmed for workerId %s",
+                        assignment.pk, data["AssignmentId"], data["WorkerId"])
+        return confirmed
+    return assignment
 
 
 def _record(row: MTurkHIT, data: dict, assignment: Assignment | None) -> MTurkAssignment:
@@ -261,8 +272,8 @@ def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int
     cutoff = now - timedelta(seconds=cfg.assignment_duration_seconds)
     done = []
     candidates = (Assignment.objects.filter(project=project, hit_id__in=list(known), status__in=Assignment.DONE,
-                                            worker__source=Worker.Source.MTURK, mturk_assignment__isnull=True,
-                                            submitted_at__lt=cutoff)
+                                            worker__source=Worker.Source.MTURK, worker__claimed_external_id__gt="",
+                                            mturk_assignment__isnull=True, submitted_at__lt=cutoff)
                   .select_related("worker").order_by("pk"))
     for assignment in candidates:
         if assignment.external_id in known[assignment.hit_id] or MTurkAssignment.objects.filter(
@@ -273,7 +284,7 @@ def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int
         except annotation_services.SubmissionError:  # changed meanwhile (e.g. rejected by staff): nothing to do
             continue
         line = (f"Argora assignment {assignment.pk} (assignmentId {assignment.external_id} by workerId "
-                f"{assignment.worker.external_id})")
+                f"{assignment.worker.claimed_external_id}, unconfirmed)")
         log.warning("mturk sync %s: rejected %s: MTurk does not know it %s s after it was submitted",
                     project.slug, line, cfg.assignment_duration_seconds)
         done.append(line)

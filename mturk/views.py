@@ -87,7 +87,7 @@ def external(request, slug: str):
                        ["turkSubmitTo is missing or not an MTurk address; open the HIT from MTurk."], status=400)
     try:
         b = binding_mod.bind(project, mhit, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
-                             turk_submit_to=turk_submit_to)
+                             turk_submit_to=turk_submit_to, client=request.META.get("REMOTE_ADDR", ""))
     except binding_mod.BindingRefused as exc:
         return _notice(request, "Not your HIT", [str(exc)], status=403)
     except binding_mod.BindingConflict as exc:
@@ -96,6 +96,8 @@ def external(request, slug: str):
         return _notice(request, "No more HITs for you here", [str(exc), "Please return the HIT."], status=403)
     except annotation_services.ProjectNotActive as exc:
         return _notice(request, "This study is closed", [str(exc)], status=410)
+    except annotation_services.AllocationError as exc:  # quota, too many unconfirmed HITs
+        return _notice(request, "Please return this HIT", [str(exc)], status=exc.status)
     assignment, _worker = binding_mod.assignment_for(b, project)
     if assignment.status in ("submitted", "approved"):
         return _handoff(request, project, b, assignment)

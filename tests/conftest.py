@@ -22,6 +22,15 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache: rate limits and debounce windows are per test, whatever ids the
+    database hands out again."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def staff_user(django_user_model):
     return django_user_model.objects.create_user("expert", "expert@example.org", "pw-expert-123", is_staff=True)

@@ -112,7 +112,8 @@ def test_renaming_a_topic_with_sentences_is_refused(staff_api, topics):
 
 
 # --- sentences ----------------------------------------------------------------------------------
-def test_sentence_filters_return_the_right_rows(api, topics):
+def test_sentence_filters_return_the_right_rows(staff_api, topics):
+    api = staff_api  # filtering by label is for staff (see the next test)
     nuclear, guns = topics
     a = make_sentence(nuclear, "Nuclear power is clean.", "pro")
     b = make_sentence(nuclear, "Reactors produce waste.", "con")
@@ -135,7 +136,21 @@ def test_sentence_filters_return_the_right_rows(api, topics):
     assert (row["topic"], row["topic_name"], row["stance"]) == (guns.pk, "Gun control", "con")
 
 
-def test_bad_sentence_filters_are_400_naming_the_parameter(api, topics):
+def test_a_non_staff_user_reads_no_label(api, staff_api, topics):
+    """A sentence's stance (and labels in its metadata) can be a gold item's expected answer: workers read the
+    text only, and cannot filter by stance either."""
+    s = make_sentence(topics[0], "Reactors produce waste.", "con")
+    Sentence.objects.filter(pk=s.pk).update(metadata={"spans": [[0, 8, 1]]})
+    for row in (api.get(f"/api/sentences/{s.pk}/").json(), api.get("/api/sentences/").json()["results"][0]):
+        assert row["text"] == "Reactors produce waste." and "stance" not in row and "metadata" not in row
+    refused = api.get("/api/sentences/", {"stance": "con"})
+    assert refused.status_code == 400 and "stance" in refused.json()
+    staff = staff_api.get(f"/api/sentences/{s.pk}/").json()
+    assert staff["stance"] == "con" and staff["metadata"] == {"spans": [[0, 8, 1]]}
+
+
+def test_bad_sentence_filters_are_400_naming_the_parameter(staff_api, topics):
+    api = staff_api
     stance = api.get("/api/sentences/", {"stance": "maybe"})
     assert stance.status_code == 400 and "stance" in stance.json()
     topic = api.get("/api/sentences/", {"topic": "no such topic"})

@@ -87,3 +87,14 @@ def test_an_empty_provider_slot_says_what_is_missing():
 def test_ml_fills_the_slots_annotation_declares():
     assert all(s.filled for s in (providers.ranker, providers.span_suggester, providers.encode,
                                   providers.default_encoder, providers.pair_encoder))
+
+
+def test_spreadsheet_cells_never_run_as_formulas():
+    from argora.spreadsheet import csv_response, safe_cell
+
+    for text in ("=1+1", "+SUM(A1)", "-2+3", "@cmd", "\t=x", "\r=x", '=HYPERLINK("http://x")'):
+        assert safe_cell(text) == "'" + text
+    for value in ("-0.25", "+3", "1e-3", "plain text", "", -0.25, 3, None):
+        assert safe_cell(value) == value
+    body = csv_response("x.csv", [["a", "b"], ["=1+1", "-0.5"]]).content.decode()
+    assert body == "a,b\r\n'=1+1,-0.5\r\n"

@@ -70,9 +70,10 @@ class TaskType:
 
     # --- what a worker may see -----------------------------------------------------------------
     # Payload keys that hold answers or bookkeeping (imported reference labels, an expert's adjudication,
-    # pass-through columns of an import). They never leave the server towards a worker; keys starting with
-    # "_" are private too. A task type with more such keys extends this tuple.
-    private_payload_keys: tuple[str, ...] = ("reference", "adjudicated", "extra", "gold")
+    # pass-through columns of an import) or that lead to them (the corpus ids of the item's sentence: the corpus
+    # holds its label). They never leave the server towards a worker; keys starting with "_" are private too. A
+    # task type with more such keys extends this tuple.
+    private_payload_keys: tuple[str, ...] = ("reference", "adjudicated", "extra", "gold", "sentence_id", "argument_id")
 
     def worker_payload(self, project, item, assignment=None) -> dict:
         """The item payload as a worker's client may receive it (JSON API, MTurk page); ``assignment`` is the

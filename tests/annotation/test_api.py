@@ -127,13 +127,20 @@ def test_next_never_sends_reference_answers_to_the_worker(alice):
     """Imported reference labels, adjudications and private keys stay on the server."""
     p = services.create_project(name="Hidden", slug="hidden", task_type="sentence_label", status="active",
                                 config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
-    services.add_items(p, [{"text": f"h{i}", "topic": "t", "reference": {"label": "pro"},
-                            "adjudicated": {"label": "con"}, "extra": {"col": "x"}, "_note": "n"} for i in range(2)])
+    from corpus.models import Sentence, Topic
+
+    topic = Topic.objects.create(name="t")
+    sentences = [Sentence.objects.create(topic=topic, text=f"h{i}", stance="pro", content_hash=f"h{i}") for i in range(2)]
+    services.add_items(p, [{"text": f"h{i}", "topic": "t", "reference": {"label": "pro"}, "sentence_id": s.pk,
+                            "adjudicated": {"label": "con"}, "extra": {"col": "x"}, "_note": "n"}
+                           for i, s in enumerate(sentences)])
     services.build_hits(p)
     body = next_hit(client_for(alice), "hidden").json()
     for item in body["items"]:
         assert item["payload"]["text"].startswith("h")
-        assert not {"reference", "adjudicated", "extra", "_note"} & set(item["payload"]), item["payload"]
+        # no corpus id either: the corpus holds the sentence's label, a gold item's expected answer
+        assert not {"reference", "adjudicated", "extra", "_note", "sentence_id"} & set(item["payload"]), \
+            item["payload"]
 
 
 def test_submit_reports_the_block_its_gold_answers_caused(alice):

@@ -65,6 +65,25 @@ def test_invite_creates_and_logs_in_a_worker_and_reuses_it(client, project, djan
     assert django_user_model.objects.count() == users_before + 1
 
 
+def test_a_prolific_pid_in_the_link_is_recorded_but_never_logs_anyone_in(project):
+    """A second browser that opens the public invite link with the victim's ?PROLIFIC_PID= gets an account of its
+    own: not the victim's session, HIT or completion code."""
+    from django.test import Client
+
+    url = reverse("annotation:invite", args=[project.invite_token]) + "?PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e"
+    victim_browser, attacker_browser = Client(), Client()
+    assert victim_browser.get(url).status_code == 302
+    victim = Worker.objects.get(user_id=victim_browser.session["_auth_user_id"])
+    assert (victim.source, victim.external_id) == (Worker.Source.PROLIFIC, "5f1a2b3c4d5e6f7a8b9c0d1e")
+    hit_page(victim_browser, project)
+    code = services.completion_code(project, victim)
+    assert attacker_browser.get(url).status_code == 302
+    attacker = Worker.objects.get(user_id=attacker_browser.session["_auth_user_id"])
+    assert attacker.pk != victim.pk and attacker.user_id != victim.user_id and attacker.external_id == ""
+    assert code not in attacker_browser.get(reverse("annotation:done", args=[project.slug])).content.decode()
+    assert services.current_assignment(project, attacker) is None  # the victim's reservation stays the victim's
+
+
 def test_invite_with_unknown_token_is_404_and_closed_project_is_explained(client, project):
     assert client.get("/invite/not-a-token/").status_code == 404
     services.set_project_status(project, Project.Status.CLOSED)

@@ -593,3 +593,18 @@ def test_task_types_with_their_own_results_page_are_linked(client, staff_user, t
     if task_type == "bws_similarity":  # no coders x units data: the page says so and points to split-half
         assert "reports its reliability on its own page" in html
         assert "own results page" in agreement_table.project_table(project.slug)["reasons"]["alpha"]
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(client, staff_user, project3):
+    """An item text that starts like a formula (a worker's or an importer's) is written as text; numbers, also
+    negative ones, stay numbers."""
+    item = Item.objects.filter(project=project3).order_by("position").first()
+    Item.objects.filter(pk=item.pk).update(payload={**item.payload, "text": '=HYPERLINK("http://evil","x")'})
+    snapshots.store_snapshots(project3)
+    client.force_login(staff_user)
+    rows = _csv(client, reverse("annotation:agreement-items", args=[project3.slug]) + "?format=csv")
+    texts = {r["item_id"]: r["text"] for r in rows}
+    assert texts[str(item.pk)] == '\'=HYPERLINK("http://evil","x")'
+    summary = _csv(client, reverse("annotation:agreement-csv", args=[project3.slug, "summary"]))
+    alpha = float(summary[0]["alpha"])  # still a number (project3's alpha is negative on some scopes)
+    assert alpha == pytest.approx(agreement_table.project_table(project3)["alpha"])

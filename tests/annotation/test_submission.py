@@ -112,3 +112,19 @@ def test_progress_counts(setup):
     assert p["assignments"]["submitted"] == 1 and p["assignments"]["reserved"] == 1
     rows = {r["worker"]: r for r in p["workers"]}
     assert rows[w.pk]["submitted"] == 1 and rows[other.pk]["submitted"] == 0 and rows[w.pk]["blocked"] is False
+
+
+def test_expiry_is_a_hard_deadline_at_submit(setup):
+    """A submission after ``expires_at`` is refused even when no sweep has run, and the slot goes back at once."""
+    project, w, _, a, items = setup
+    late = a.expires_at + timedelta(seconds=1)
+    with pytest.raises(services.AssignmentNotOpen, match="reservation ended at .* ask for a new HIT"):
+        services.submit_assignment(a, w, {str(i.pk): {"label": "con"} for i in items}, now=late)
+    a.refresh_from_db()
+    assert a.status == "expired" and a.hit.taken == 0
+    assert not Response.objects.filter(assignment=a).exists()
+    # one second before the deadline is still in time
+    b = services.reserve_next_assignment(project, w, now=late)
+    done = services.submit_assignment(b, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(b)},
+                                      now=b.expires_at - timedelta(seconds=1))
+    assert done.status == "submitted"

@@ -57,7 +57,9 @@ def test_accept_submit_and_hand_off(project):
     c = Client(enforce_csrf_checks=True)  # MTurk's page is cross-site: no CSRF cookie, the binding authenticates
     r = accept(c, project)
     assert r.status_code == 200 and "X-Frame-Options" not in r.headers
-    worker = Worker.objects.get(source=Worker.Source.MTURK, external_id="AWORKERA")
+    # the workerId in the URL is a claim until a sync confirms it: a provisional worker holds the HIT
+    worker = Worker.objects.get(source=Worker.Source.MTURK, claimed_external_id="AWORKERA")
+    assert worker.external_id == "" and not Worker.objects.filter(external_id="AWORKERA").exists()
     assignment = Assignment.objects.get(worker=worker)
     assert assignment.external_id == "3ASSIGNAXXXXXXXXXXXXXXXXXXXXXX" and assignment.status == "reserved"
     assert assignment.hit_id == project.hits.get().pk

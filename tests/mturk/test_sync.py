@@ -53,7 +53,9 @@ def test_sync_approves_rejects_and_reports_unmatched(stub):
     project, mhit = setup_project()
     good = do_hit(project, mhit, "3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER")
     bad = do_hit(project, mhit, "3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER")
-    services.block_worker(bad.worker, "gold accuracy 0% on 3 gold items")
+    # the real ABADWORKER is blocked (e.g. by another study's gold checks); the sync confirms the assignment for them
+    services.block_worker(services.worker_for_external_id("ABADWORKER", source=Worker.Source.MTURK),
+                          "gold accuracy 0% on 3 gold items")
     listing(stub, mturk_assignment("3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER"),
             mturk_assignment("3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER"),
             mturk_assignment("3ASSIGNFORGEDXXXXXXXXXXXXXXXXX", "ANOANSWERS"))
@@ -255,7 +257,7 @@ def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, 
     listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER", "Approved"))
     report = sync.sync_project(project, blocks=False)
     assert report.excluded == [f"Argora assignment {fake.pk} (assignmentId MADEUPASSIGNMENT by workerId "
-                               "AMADEUPWORKER)"]
+                               "AMADEUPWORKER, unconfirmed)"]
     assert Assignment.objects.get(pk=fake.pk).status == "rejected"
     assert Assignment.objects.get(pk=real.pk).status == "approved"  # never touched
     assert HIT.objects.get(pk=mhit.hit_id).taken == 1
@@ -264,7 +266,9 @@ def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, 
     # the released data hold the real worker's answers only
     release = build_release("nuclear", "1.0", kind="annotations", config={"project": project.slug})
     rows = [json.loads(line) for line in release_file_path(release, "annotations.jsonl").read_text().splitlines()]
-    assert [[a["worker"] for a in r["annotations"]] for r in rows] == [[real.worker_id]] * 4
+    confirmed = Assignment.objects.get(pk=real.pk).worker  # the sync moved it to the confirmed AREALWORKER
+    assert confirmed.external_id == "AREALWORKER" and confirmed.pk != real.worker_id
+    assert [[a["worker"] for a in r["annotations"]] for r in rows] == [[confirmed.pk]] * 4
     # a third sync changes nothing
     listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER", "Approved"))
     assert sync.sync_project(project, blocks=False).excluded == []

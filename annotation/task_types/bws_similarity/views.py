@@ -7,12 +7,11 @@ project's ``n_splits`` / ``seed``) compute a report now, which is not stored. Th
 """
 from __future__ import annotations
 
-import csv
 
-from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from argora.spreadsheet import csv_response
 from annotation.views import notice, task_type_page
 
 from . import project as bws
@@ -57,11 +56,7 @@ def bws_report(request, project):
 @task_type_page(bws.TASK_TYPE, "BWS project")
 @require_GET
 def bws_scores_csv(request, project):
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-bws-scores.csv"'
-    writer = csv.writer(response)
-    writer.writerow(["pair_id", "topic", "argument1", "argument2", "score", "best", "worst", "appearances"])
-    for row in bws.export_rows(project):
-        writer.writerow([row["pair_id"], row["topic"], row["argument1"], row["argument2"], f"{row['score']:.6f}",
-                         row["best"], row["worst"], row["appearances"]])
-    return response
+    header = ["pair_id", "topic", "argument1", "argument2", "score", "best", "worst", "appearances"]
+    return csv_response(f"{project.slug}-bws-scores.csv", [header] + [
+        [row["pair_id"], row["topic"], row["argument1"], row["argument2"], f"{row['score']:.6f}", row["best"],
+         row["worst"], row["appearances"]] for row in bws.export_rows(project)])

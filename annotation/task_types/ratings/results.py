@@ -11,9 +11,9 @@ CSV downloads). Computed on request from the submitted / approved responses of n
 """
 from __future__ import annotations
 
-import csv
 from typing import Any
 
+from argora.spreadsheet import write_rows
 from annotation.agreement.records import build_matrix, load_responses
 from annotation.agreement.table import figures
 from annotation.models import Item
@@ -155,8 +155,7 @@ def response_rows(project) -> list[list[str]]:
 
 
 def write_csv(fh, rows: list[list[str]]) -> None:
-    writer = csv.writer(fh)
-    writer.writerows(rows)
+    write_rows(fh, rows)
 
 
 def text_report(res: dict) -> str:

@@ -2,11 +2,11 @@
 CSV downloads (the tables; one row per response in system terms). Thin views over :mod:`annotation.task_types.ratings.results`."""
 from __future__ import annotations
 
-from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.task_types.likert_debate import likert as likert_mod
+from argora.spreadsheet import csv_response
 from annotation.views import task_type_page
 
 from . import LIKERT, PAIRWISE, TASK_TYPES
@@ -31,10 +31,7 @@ def results(request, project):
 
 
 def _csv(project, rows, name):
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-{name}.csv"'
-    ratings.write_csv(response, rows)
-    return response
+    return csv_response(f"{project.slug}-{name}.csv", rows)
 
 
 @task_type_page(TASK_TYPES, "rating project")

@@ -57,20 +57,17 @@ def test_score_gold():
     assert tt.score_gold(None, none, {"aspects": [{"begin": 0, "length": 5}], "no_aspect": False}) == 0.0
 
 
-def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement_until_a_sync_matches_them():
-    """A worker of source ``mturk`` whose assignment no MTurk sync has matched yet (it could be a made-up
-    assignmentId/workerId pair) counts nowhere; once a sync links the assignment it counts everywhere."""
-    from django.utils import timezone
-
-    from annotation.agreement.records import load_responses
+def test_unconfirmed_answers_stay_out_of_alpha_u_aggregation_and_agreement_until_the_platform_confirms_them():
+    """A provisional worker (a platform id claimed in a URL: it could be a made-up MTurk assignmentId/workerId pair)
+    counts nowhere; once the platform confirms the assignment it counts everywhere, as the real worker's."""
+    from annotation.agreement.records import coder_name, load_responses
     from annotation.task_types.aspect.aggregation import item_responses
-    from mturk.models import MTurkAssignment, MTurkHIT
 
     project = aspect_project(r=2)
     gun = Item.objects.get(project=project, position=0)
     answer = {"aspects": [span(gun.payload["text"], "background checks")]}
     local = services.worker_for_external_id("p1", source="prolific")
-    turker = services.worker_for_external_id("A1TURKER", source="mturk")
+    turker = services.provisional_worker("mturk", "A1TURKER")
     assignments = {}
     for worker in (local, turker):
         a = assignments[worker.pk] = services.reserve_next_assignment(project, worker)
@@ -81,14 +78,13 @@ def test_unconfirmed_mturk_answers_stay_out_of_alpha_u_aggregation_and_agreement
     def coders():
         return sorted({c for c, *_ in unitized_data_of(project)["spans"]})
 
-    assert coders() == [f"worker:{local.pk}"]
+    assert coders() == [coder_name(local.pk)]
     assert len(item_responses(gun)) == 1
     assert {r["assignment_id"] for r in load_responses(project)} == {assignments[local.pk].pk}
 
-    mhit = MTurkHIT.objects.create(project=project, hit=assignments[turker.pk].hit, mturk_hit_id="3HITID",
-                                   hit_type_id="3TYPE", sandbox=True, created_at=timezone.now())
-    MTurkAssignment.objects.create(mturk_hit=mhit, mturk_assignment_id="3ASSIGN", worker_id="A1TURKER",
-                                   status="Submitted", assignment=assignments[turker.pk])
-    assert coders() == sorted([f"worker:{local.pk}", f"worker:{turker.pk}"])
+    confirmed = services.confirm_assignment(assignments[turker.pk], source="mturk", external_id="A1TURKER")
+    real = confirmed.worker
+    assert real.external_id == "A1TURKER" and not real.claimed_external_id
+    assert coders() == sorted([coder_name(local.pk), coder_name(real.pk)])
     assert len(item_responses(gun)) == 2
     assert {r["assignment_id"] for r in load_responses(project)} == {a.pk for a in assignments.values()}
