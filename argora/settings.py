@@ -6,6 +6,8 @@ SQLite under ``var/``, a broker that needs no server (kombu's filesystem transpo
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -27,19 +29,39 @@ def env_list(name: str, default: str) -> list[str]:
 VAR_DIR = Path(os.environ.get("ARGORA_VAR_DIR", BASE_DIR / "var")).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    # An embedded/dev install gets a stable per-checkout key; production must set DJANGO_SECRET_KEY.
-    key_file = VAR_DIR / "secret_key"
+def local_secret_key(key_file: Path) -> str:
+    """The key in ``key_file``, made on first use: written whole to a private (0600) temporary file and linked into
+    place, so that of several processes starting at once exactly one key wins and every process reads that one."""
     if not key_file.exists():
-        import secrets
+        fd, tmp = tempfile.mkstemp(prefix=".secret_key.", dir=key_file.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(50))
+            os.link(tmp, key_file)
+        except FileExistsError:  # another process linked its key first: use that one
+            pass
+        finally:
+            os.unlink(tmp)
+    if key_file.stat().st_mode & 0o077:  # a key file made by an older version was readable by everyone
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
 
-        key_file.write_text(secrets.token_urlsafe(50))
-    SECRET_KEY = key_file.read_text().strip()
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# An embedded/dev install gets a stable per-checkout key in var/; production sets DJANGO_SECRET_KEY.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "") or local_secret_key(VAR_DIR / "secret_key")
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+# HTTPS deployments (README "Security"): behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER=1 and
+# DJANGO_HTTPS=1 (secure cookies, redirect to https, HSTS for DJANGO_SECURE_HSTS_SECONDS).
+HTTPS = env_bool("DJANGO_HTTPS", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", HTTPS)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", str(31536000 if HTTPS else 0)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 # Public base URL (used for MTurk ExternalQuestion URLs and links in e-mails / CLI output).
 ARGORA_PUBLIC_URL = os.environ.get("ARGORA_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
@@ -184,6 +206,17 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),  # broadcast/pidbox exchanges (else ./control in the CWD)
         "store_processed": False,
     }
+# A message a worker took is redelivered after this long without an ack (Redis, SQS): longer than the longest job
+# (training, silver annotation), or a running job would be started a second time. A killed worker's job is found
+# sooner by beat's recover tasks. The other timeouts keep a hung broker from hanging the web request that enqueues.
+ARGORA_LONGEST_JOB_SECONDS = int(os.environ.get("ARGORA_LONGEST_JOB_SECONDS", str(12 * 3600)))
+ARGORA_SERVICE_TIMEOUT = float(os.environ.get("ARGORA_SERVICE_TIMEOUT", "2"))
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ARGORA_LONGEST_JOB_SECONDS,
+                                       "socket_timeout": ARGORA_SERVICE_TIMEOUT,
+                                       "socket_connect_timeout": ARGORA_SERVICE_TIMEOUT}
+CELERY_BROKER_CONNECTION_TIMEOUT = ARGORA_SERVICE_TIMEOUT
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "django-db")
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_TRACK_STARTED = True
@@ -205,11 +238,20 @@ CELERY_BEAT_SCHEDULE = {
 # Job progress lives here (not in the database) so that a job running inside one long transaction still
 # shows its progress to other processes. Shared by web and workers: a folder on one machine, Redis at scale.
 CACHE_URL = os.environ.get("CACHE_URL", "")
-if CACHE_URL.startswith(("redis://", "rediss://")):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                          "LOCATION": CACHE_URL or str(VAR_DIR / "cache")}}
+
+
+def cache_settings(url: str) -> dict:
+    """``CACHES`` for ``CACHE_URL``: Redis with short socket timeouts (a hung -- not down -- Redis must not hang the
+    requests that use it, e.g. a submission's debounce lock), else a folder."""
+    if url.startswith(("redis://", "rediss://")):
+        timeout = ARGORA_SERVICE_TIMEOUT / 4
+        return {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
+                            "OPTIONS": {"socket_timeout": timeout, "socket_connect_timeout": timeout}}}
+    return {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                        "LOCATION": url or str(VAR_DIR / "cache")}}
+
+
+CACHES = cache_settings(CACHE_URL)
 
 # --- Logging ----------------------------------------------------------------------------------
 LOGGING = {

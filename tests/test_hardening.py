@@ -1,0 +1,95 @@
+"""Platform hardening (issue 22): a hung cache does not hang or fail a submission (item 7); the local secret key is
+made once, privately, whatever the number of processes starting at once (item 8); HTTPS settings come from the
+environment and ``check --deploy`` is clean with them."""
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from django.core.cache import caches
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from annotation import services
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def hung_redis():
+    """A TCP server that accepts connections and never answers (a hung Redis, not a down one)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(50)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hung_cache_does_not_fail_a_submission(hung_redis, django_user_model, django_capture_on_commit_callbacks):
+    from argora.settings import cache_settings
+
+    hung = cache_settings(hung_redis)  # what CACHE_URL=redis://... gives in production
+    project = services.create_project(name="Hung", task_type="sentence_label", status="active", items_per_hit=2,
+                                      config={"labels": ["pro", "con"]})
+    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(2)])
+    services.build_hits(project)
+    user = django_user_model.objects.create_user("w")
+    api = APIClient()
+    api.force_authenticate(user)
+    with override_settings(CACHES=hung):
+        with pytest.raises(Exception):  # the cache itself times out ...
+            caches["default"].get("probe")
+        body = api.post(f"/api/projects/{project.slug}/next/").json()
+        r = api.post(f"/api/assignments/{body['assignment']}/submit/",
+                     {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}}, format="json")
+    assert r.status_code == 200 and r.json()["status"] == "submitted"  # ... the submission does not
+
+
+def test_the_local_secret_key_is_made_once_and_private(tmp_path):
+    """Six processes start at once on a fresh var/ folder: one key, readable by its owner only."""
+    code = ("import os, sys; sys.path.insert(0, os.getcwd()); "
+            "from argora import settings; print(settings.SECRET_KEY)")
+    env = {**os.environ, "ARGORA_VAR_DIR": str(tmp_path)}
+    env.pop("DJANGO_SECRET_KEY", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    keys = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert len(keys) == 1 and len(keys.pop()) >= 50
+    mode = stat.S_IMODE((tmp_path / "secret_key").stat().st_mode)
+    assert mode == 0o600, oct(mode)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".secret_key")] == []
+
+
+def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
+    env = {**os.environ, "ARGORA_VAR_DIR": str(tmp_path), "DJANGO_DEBUG": "0", "DJANGO_HTTPS": "1",
+           "DJANGO_SECURE_PROXY_SSL_HEADER": "1", "DJANGO_SECURE_HSTS_PRELOAD": "1", "DJANGO_SECRET_KEY": "k" * 20 + "-production-secret-" + "x" * 30,
+           "DJANGO_ALLOWED_HOSTS": "argora.example.org", "DJANGO_CSRF_TRUSTED_ORIGINS": "https://argora.example.org"}
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the test suite's own setting (Playwright), never a deployment's
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
