@@ -1,3 +1,4 @@
+from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
@@ -22,3 +23,8 @@ class JobDetail(APIView):
     @extend_schema(responses=JobSerializer)
     def get(self, request, task_id: str):
         return Response(jobs.job_state(task_id))
+
+
+def not_found(request, *args, **kwargs):
+    """Any other path under /api/: a JSON 404 (not the HTML page), as the API's clients expect."""
+    return JsonResponse({"detail": "Not found."}, status=404)

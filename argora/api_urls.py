@@ -1,5 +1,5 @@
 """All REST endpoints under /api/. Each app owns its own `api_urls.py`; this file only includes them."""
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from . import api
 
@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("corpus.api_urls")),
     path("", include("annotation.api_urls")),
     path("generate/", include("ml.generation.api")),
+    re_path(r"", api.not_found),  # last: anything else under /api/ is a JSON 404
 ]

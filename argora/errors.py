@@ -52,12 +52,16 @@ def command_error(exc: Exception) -> CommandError:
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, plus: a :class:`FieldError` is HTTP 400 ``{"errors": {field: reason}}``."""
+    """DRF's handler, plus: a :class:`FieldError` is HTTP 400 ``{"errors": {field: reason}}``, and so is a body
+    that cannot be parsed (``{"errors": {"body": reason}}``)."""
     # DRF's views module is imported here, not at the top: this module is imported while Django loads its apps
     from rest_framework import status
+    from rest_framework.exceptions import ParseError
     from rest_framework.response import Response
     from rest_framework.views import exception_handler
 
     if isinstance(exc, FieldError):
         return Response({"errors": exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ParseError):  # a body that is not JSON (or too deep, or with NUL): the same shape
+        return Response({"errors": {"body": str(exc.detail)}}, status=status.HTTP_400_BAD_REQUEST)
     return exception_handler(exc, context)

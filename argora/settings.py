@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "argora.inputs.InputGuardMiddleware",  # no NUL in queries and forms (a 400, not a database error)
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -181,7 +182,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": int(os.environ.get("ARGORA_API_PAGE_SIZE", "50")),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",  # FieldError -> 400 {"errors": {field: reason}}
+    "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",
+    # JSON bodies: bounded nesting, no NUL characters (argora.inputs); forms for the browsable admin-free API
+    "DEFAULT_PARSER_CLASSES": ["argora.inputs.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],  # FieldError -> 400 {"errors": {field: reason}}
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Argora API",

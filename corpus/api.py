@@ -65,7 +65,13 @@ class TopicViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
             serializer.instance = services.update_topic(serializer.instance, **serializer.validated_data)
 
 
-@extend_schema_view(list=extend_schema(parameters=[SentenceFilter]))
+_READER_NOTE = ("Staff receive the full sentence (stance, source, external_id, content_hash, metadata too); other "
+                "users receive these fields only.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[SentenceFilter], responses=PublicSentenceSerializer,
+                                       description=_READER_NOTE),
+                    retrieve=extend_schema(responses=PublicSentenceSerializer, description=_READER_NOTE))
 class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                       viewsets.GenericViewSet):
     """Argument sentences, ordered by id. Staff read everything and add sentences; other authenticated users read

@@ -10,7 +10,6 @@ JSON submit goes to :func:`external_submit`, which stores the answers through
 """
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -25,6 +24,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import services as annotation_services
 from annotation.forms import HITSubmitForm, parse_item_responses
+from argora.errors import FieldError
+from argora.inputs import parse_json
 from annotation.hit_page import hit_context, refused_submission
 from annotation.models import HITItem, Project
 
@@ -141,9 +142,9 @@ def _wants_json(request) -> bool:
 
 def _submit_json(request, assignment, worker):
     try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        return JsonResponse({"errors": {"body": "not valid JSON"}}, status=400)
+        body = parse_json(request.body or b"{}")
+    except FieldError as exc:
+        return JsonResponse({"errors": exc.as_dict()}, status=400)
     if not isinstance(body, dict):
         return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
     try:

@@ -93,3 +93,32 @@ def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path)
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+@pytest.fixture
+def staff_api(staff_user):
+    api = APIClient()
+    api.force_authenticate(staff_user)
+    return api
+
+
+@pytest.mark.django_db
+def test_nul_bytes_and_deep_bodies_are_400s_not_server_errors(staff_api, client):
+    """PostgreSQL refuses NUL in text (it was a 500 there); a 10,000-deep JSON body was a RecursionError."""
+    for path in ("/api/sentences/?topic=%00", "/api/facts/?search=a%00b", "/api/debates/?topic=x%00"):
+        r = staff_api.get(path)
+        assert r.status_code == 400 and "NUL" in str(r.json()), (path, r.content)
+    r = staff_api.post("/api/topics/", {"name": "Nuclear\x00energy"}, format="json")
+    assert r.status_code == 400 and r.json() == {"errors": {"body": "contains a NUL character"}}
+    deep = "[" * 10000 + "]" * 10000
+    r = staff_api.post("/api/topics/", deep, content_type="application/json")
+    assert r.status_code == 400 and "nested deeper than 64 levels" in r.json()["errors"]["body"]
+    r = staff_api.post("/api/assignments/1/submit/", "{not json", content_type="application/json")
+    assert r.status_code == 400 and set(r.json()) == {"errors"}  # the documented 400 body of submit
+    assert client.post("/accounts/login/", {"username": "a\x00", "password": "x"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_unknown_api_paths_answer_json(staff_api):
+    r = staff_api.get("/api/no-such-thing/")
+    assert r.status_code == 404 and r["Content-Type"].startswith("application/json")
