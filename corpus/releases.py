@@ -208,6 +208,31 @@ def _hash_file(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+class ReleaseFileChanged(ValueError):
+    """A published release file whose bytes no longer match the checksum recorded when it was published."""
+
+
+def open_verified(release: Release, name: str):
+    """The open file ``name`` of a published release, checked against its recorded SHA-256 and size first (the
+    file is hashed through the same open handle that is returned, so a file replaced meanwhile is not served
+    either). ``None`` when the release has no such file; :class:`ReleaseFileChanged` when the bytes differ."""
+    path = release_file_path(release, name)
+    recorded = release.files.filter(name=name).first()
+    if path is None or recorded is None or not path.is_file():
+        return None
+    fh = open(path, "rb")
+    digest, size = hashlib.sha256(), 0
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        digest.update(block)
+        size += len(block)
+    if digest.hexdigest() != recorded.sha256 or size != recorded.size:
+        fh.close()
+        raise ReleaseFileChanged(f"{name}: the file on disk no longer matches the checksum recorded at publication "
+                                 f"(sha256 {recorded.sha256[:12]}..., {recorded.size} bytes)")
+    fh.seek(0)
+    return fh
+
+
 def build_release(name: str, version: str, *, kind: str = "sentences", config: dict | None = None,
                   creator=None, progress: Progress = null_progress) -> Release:
     """Build and publish release ``name`` ``version`` with the exporter for ``kind``.

@@ -407,6 +407,22 @@ def test_download_is_staff_only_and_serves_listed_files(tmp_artifacts, corpus_da
     assert client.get(reverse("release-file", args=[release.pk + 999, "sentences.jsonl"])).status_code == 404
 
 
+def test_a_changed_release_file_is_not_served(tmp_artifacts, corpus_data, client, staff_user):
+    """A published file edited on disk (one byte, same size, or replaced) is refused with 409, not served."""
+    release = build_release("tamper", "1.0", config={"topics": ["abortion"]})
+    url = reverse("release-file", args=[release.pk, "sentences.jsonl"])
+    client.force_login(staff_user)
+    assert client.get(url).status_code == 200
+    path = release_path(release) / "sentences.jsonl"
+    original = path.read_bytes()
+    path.write_bytes(original.replace(b'"con"', b'"pro"', 1) if b'"con"' in original else original[:-2] + b"X\n")
+    assert path.stat().st_size == len(original)
+    refused = client.get(url)
+    assert refused.status_code == 409 and b"no longer matches the checksum" in refused.content
+    path.write_bytes(original)  # restored: served again
+    assert client.get(url).status_code == 200
+
+
 def test_admin_action_publishes_a_release_through_celery(tmp_artifacts, corpus_data, client, admin_user_obj,
                                                          settings, django_capture_on_commit_callbacks):
     client.force_login(admin_user_obj)
