@@ -1,7 +1,7 @@
 """The one JSONL reader and writer: one JSON object per line, ``file:line: reason`` errors, atomic writes.
 
-- :func:`read_jsonl` yields ``(line number, object)``; blank lines are skipped; a line that is not JSON or not an
-  object raises :class:`~argora.errors.FileLineError` (or the subclass a caller names, e.g. ``ImportFailed``)
+- :func:`read_jsonl` yields ``(line number, object)``; blank lines are skipped; a line that is not JSON (or JSON
+  Argora does not take: :func:`argora.inputs.loads`) or not an object raises :class:`~argora.errors.FileLineError` (or the subclass a caller names, e.g. ``ImportFailed``)
   naming the file and line; ``require_rows`` refuses an empty file (line 0). Nothing is yielded past a bad line, so a
   caller that collects first and writes afterwards writes nothing from a bad file.
 - :func:`write_jsonl` writes rows with sorted keys and real UTF-8 to a temporary file beside the target and moves it
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import FileLineError
+from .inputs import InvalidJSON, loads
 
 
 def dumps(row: dict) -> str:
@@ -40,9 +41,11 @@ def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line.rstrip("\r\n"))
+                obj = loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as exc:
                 raise error(path, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            except InvalidJSON as exc:
+                raise error(path, number, str(exc)) from None
             except UnicodeDecodeError:
                 raise error(path, number, "not UTF-8 text") from None
             if not isinstance(obj, dict):

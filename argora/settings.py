@@ -184,7 +184,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",
     # JSON bodies: bounded nesting, no NUL characters (argora.inputs); forms for the browsable admin-free API
-    "DEFAULT_PARSER_CLASSES": ["argora.inputs.JSONParser", "rest_framework.parsers.FormParser",
+    "DEFAULT_PARSER_CLASSES": ["argora.parsers.JSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],  # FieldError -> 400 {"errors": {field: reason}}
 }
 SPECTACULAR_SETTINGS = {

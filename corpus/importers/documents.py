@@ -14,7 +14,7 @@ from corpus.sentences import MIN_TOKENS, RelevanceFilter, split_sentences, token
 from corpus.ukp_topics import default_synonyms
 
 from .base import DocumentRecord, ImportFailed, ParsedFile, SentenceRecord
-from .parsers import MAX_SOURCE, MAX_TOPIC, PROGRESS_EVERY
+from .parsers import MAX_SOURCE, MAX_TEXT, MAX_TOPIC, PROGRESS_EVERY
 from .readers import read_text
 
 
@@ -64,6 +64,9 @@ def parse_documents(directory, topic: str, *, progress, relevance_filter: bool =
         for position, sentence in enumerate(split_sentences(text)):
             if token_count(sentence) < MIN_TOKENS:
                 parsed.dropped["too_short"] += 1
+                continue
+            if len(sentence) > MAX_TEXT:  # no sentence boundary found in a long run of text: not a sentence
+                parsed.dropped["too_long"] = parsed.dropped.get("too_long", 0) + 1
                 continue
             digest = sentence_hash(topic, sentence)
             if digest in seen_sentences:

@@ -31,6 +31,7 @@ MAX_SOURCE = 1000
 MAX_EXTERNAL_ID = 200
 MAX_TITLE = 500
 MAX_PATH = 200
+MAX_TEXT = 20_000  # characters of one sentence, fact or debate node (the longest UKP sentence has ~1,100)
 
 STANCES = {
     "pro": "pro", "con": "con", "none": "none",
@@ -122,7 +123,7 @@ def parse_ukp_tsv(path, text: str, *, topic: str | None = None, source: str | No
         parsed.sentences.append(SentenceRecord(
             line=line,
             topic=_topic(path, line, row["topic"], topic),
-            text=_clean_str(path, line, row["sentence"], "sentence"),
+            text=_clean_str(path, line, row["sentence"], "sentence", limit=MAX_TEXT),
             stance=UKP_ANNOTATIONS[label],
             source=source,
             external_id=_clean_str(path, line, row["sentenceHash"], "sentenceHash", required=False,
@@ -170,7 +171,7 @@ def parse_jsonl(path, text: str, *, topic: str | None = None, source: str | None
         parsed.sentences.append(SentenceRecord(
             line=line,
             topic=_topic(path, line, obj.get("topic"), topic),
-            text=_clean_str(path, line, obj["sentence"], "sentence"),
+            text=_clean_str(path, line, obj["sentence"], "sentence", limit=MAX_TEXT),
             stance=_stance(path, line, obj["stance"]),
             source=_clean_str(path, line, row_source if row_source not in (None, "") else (source or ""),
                               "source", required=False, limit=MAX_SOURCE),
@@ -192,7 +193,7 @@ def _fact(path, line, row: dict, topic: str | None) -> FactRecord:
     if not isinstance(metadata, dict):
         raise ImportFailed(path, line, f'"metadata" must be an object, got {type(metadata).__name__}')
     return FactRecord(line=line, topic=_topic(path, line, row.get("topic"), topic),
-                      text=_clean_str(path, line, row.get("text"), "text"),
+                      text=_clean_str(path, line, row.get("text"), "text", limit=MAX_TEXT),
                       origin=origin.strip().lower(), metadata=metadata)
 
 
@@ -225,6 +226,7 @@ _TITLE = re.compile(r"^\s*Discussion Title:\s*(.*)$", re.IGNORECASE)
 _NODE = re.compile(r"^\s*(\d+(?:\.\d+)*)\.(?:\s+(.*))?$")
 _STANCE = re.compile(r"^(Pro|Con)\s*:\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _REFERENCE = re.compile(r"^->\s*See\s+(\d+(?:\.\d+)*)\.?\s*$", re.IGNORECASE)
+_REFERENCE_LINE = re.compile(r"^->\s*See\s+(\d+(?:\.\d+)*)\.?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None = None,
@@ -316,6 +318,13 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
             body = ""
         elif not body:
             raise ImportFailed(path, node.line, f"node {node_path}. has no text")
+        else:  # a reference line below the node's own text must point at a node of the file too
+            for ref in _REFERENCE_LINE.findall(body):
+                ref = ".".join(str(int(p)) for p in ref.split("."))
+                if ref not in nodes:
+                    raise ImportFailed(path, node.line, f"node {node_path}. refers to {ref}., which does not exist")
+        if len(body) > MAX_TEXT:
+            raise ImportFailed(path, node.line, f"node {node_path}. is longer than {MAX_TEXT} characters")
         node.text = body
 
     for node_path in order:
