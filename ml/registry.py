@@ -12,13 +12,16 @@ Trainer kinds
 
 Versions
     :func:`train_version` creates a :class:`~ml.models.ModelVersion` row (``training``), runs the trainer into
-    ``ARTIFACT_ROOT/models/.tmp-<id>-<uuid>/`` and only when it returned renames that folder to
+    ``ARTIFACT_ROOT/models/.tmp-<id>-a<attempt>-<uuid>/`` and only when it returned renames that folder to
     ``ARTIFACT_ROOT/models/<kind>/<id>/`` (same file system: an atomic rename) and marks the row ``ready`` with its
     metrics (``{"dev": {...}, "primary": <dev primary metric>, "primary_metric": name}``). On any exception the
     temporary folder is removed and the row is ``failed`` with the error; a worker that dies (SIGKILL, OOM) leaves
     the row ``training`` and at most a ``.tmp-*`` folder, never a final folder. ``task_id`` makes a run
-    idempotent: a redelivered Celery task reuses its row (``attempts`` + 1) and a task whose version is already
-    ready returns it without training again. While a run trains, a thread refreshes ``heartbeat_at``.
+    idempotent, and a run owns its row by its attempt number: a redelivered Celery task whose version is ready gets
+    it without training again; one that arrives while the first delivery still runs (its heartbeat is fresh: a
+    thread refreshes ``heartbeat_at`` while a run trains) waits for that run and returns its result; one whose
+    first delivery died (no heartbeat for 4 intervals) or failed takes the row over (``attempts`` + 1). A run only ever marks
+    its own attempt ready or failed, so a duplicate delivery can never fail, deactivate or delete another's model.
 
 Activation
     One active version per ``(kind, project)`` (``project=None``: global); :func:`active_version` prefers the
@@ -38,6 +41,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import traceback
 import uuid
 from collections import OrderedDict
@@ -208,8 +212,9 @@ def final_dir(kind: str, version_id: int) -> Path:
 class _Heartbeat:
     """Refreshes ``heartbeat_at`` of a training version every ``interval`` s from a daemon thread."""
 
-    def __init__(self, version_id: int, interval: float = HEARTBEAT_SECONDS):
-        self.version_id, self.interval = version_id, interval
+    def __init__(self, version_id: int, attempt: int, interval: float | None = None):
+        self.version_id, self.attempt = version_id, attempt
+        self.interval = HEARTBEAT_SECONDS if interval is None else interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"ml-heartbeat-{version_id}", daemon=True)
 
@@ -223,8 +228,8 @@ class _Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    ModelVersion.objects.filter(pk=self.version_id, status=ModelVersion.Status.TRAINING).update(
-                        heartbeat_at=timezone.now())
+                    ModelVersion.objects.filter(pk=self.version_id, attempts=self.attempt,
+                                                status=ModelVersion.Status.TRAINING).update(heartbeat_at=timezone.now())
                 except Exception:  # noqa: BLE001 - a missed beat is not an error of the training
                     log.debug("heartbeat of model version %s failed", self.version_id, exc_info=True)
         finally:
@@ -239,9 +244,22 @@ class _Heartbeat:
 
 # --- training --------------------------------------------------------------------------------------
 
+STALE_AFTER_BEATS = 4  # a training run without a heartbeat for this many intervals is taken to be dead
+
+
+def _alive(version) -> bool:
+    last = version.heartbeat_at or version.created_at
+    return (timezone.now() - last).total_seconds() < STALE_AFTER_BEATS * HEARTBEAT_SECONDS
+
+
 def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapshot, digest, n_train, n_dev,
                task_id, request, snapshot_labels, parent):
-    """The row this run trains: a new one, or (same task_id) the row of an earlier delivery of the same task."""
+    """``(row, claimed)``: the row this run trains, owned by this run's attempt number (``row.attempts``).
+
+    A new task: a new row. The same task delivered again (``task_id``; a broker redelivers a message whose worker
+    died, or one held longer than its visibility timeout): a ready row is returned untouched; a row whose run is
+    still alive (its heartbeat is fresh) is returned with ``claimed=False`` -- the caller waits for that run; a row
+    whose run died, or that failed, is taken over (``attempts`` + 1: the earlier attempt can no longer change it)."""
     now = timezone.now()
     values = dict(kind=kind, project=project, base_model=base_model or "", seed=seed,
                   hyperparameters=hyperparameters, data_snapshot=data_snapshot, data_hash=digest,
@@ -251,7 +269,8 @@ def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapsho
         with transaction.atomic():
             existing = ModelVersion.objects.select_for_update().filter(task_id=task_id, kind=kind).first()
             if existing is not None:
-                if existing.status in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED):
+                if existing.status in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or (
+                        existing.status == ModelVersion.Status.TRAINING and _alive(existing)):
                     return existing, False
                 for name, value in values.items():
                     setattr(existing, name, value)
@@ -259,11 +278,23 @@ def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapsho
                 existing.error = ""
                 existing.attempts += 1
                 existing.save()
-                log.warning("model version %s: task %s delivered again (attempt %s); training it again",
+                log.warning("model version %s: task %s delivered again after its run died; attempt %s takes over",
                             existing.pk, task_id, existing.attempts)
                 return existing, True
     version = ModelVersion.objects.create(task_id=task_id or "", attempts=1, **values)
     return version, True
+
+
+def _wait_for_run(version):
+    """Wait while another delivery's run of ``version`` is alive; the row once it is finished (ready / failed), or
+    ``None`` when that run died (the caller takes over)."""
+    while True:
+        version.refresh_from_db()
+        if version.status != ModelVersion.Status.TRAINING:
+            return version
+        if not _alive(version):
+            return None
+        time.sleep(max(0.2, min(HEARTBEAT_SECONDS, 5.0)))
 
 
 def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], project=None, base_model: str | None = None,
@@ -283,24 +314,29 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
     digest = data_hash(rows_train, rows_dev)
     if parent is None:
         parent = active_version(kind, project, exact=True)
-    version, fresh = _claim_row(kind, project=project, base_model=base_model, seed=seed,
-                                hyperparameters=hyperparameters, data_snapshot=data_snapshot, digest=digest,
-                                n_train=len(rows_train), n_dev=len(rows_dev), task_id=task_id, request=request,
-                                snapshot_labels=snapshot_labels, parent=parent)
-    if not fresh:
-        return version
+    while True:
+        version, claimed = _claim_row(kind, project=project, base_model=base_model, seed=seed,
+                                      hyperparameters=hyperparameters, data_snapshot=data_snapshot, digest=digest,
+                                      n_train=len(rows_train), n_dev=len(rows_dev), task_id=task_id, request=request,
+                                      snapshot_labels=snapshot_labels, parent=parent)
+        if claimed:
+            break
+        finished = _wait_for_run(version)  # a duplicate delivery: the running one does the work
+        if finished is not None:
+            return finished
+    attempt = version.attempts
 
     root = models_root()
     root.mkdir(parents=True, exist_ok=True)
-    if version.attempts > 1:  # what an earlier, killed delivery of this task left behind
-        for stale in root.glob(f".tmp-{version.pk}-*"):
+    for stale in root.glob(f".tmp-{version.pk}-*"):  # what dead attempts of this task left behind
+        if not stale.name.startswith(f".tmp-{version.pk}-a{attempt}-"):
             shutil.rmtree(stale, ignore_errors=True)
-    tmp = root / f".tmp-{version.pk}-{uuid.uuid4().hex}"
+    tmp = root / f".tmp-{version.pk}-a{attempt}-{uuid.uuid4().hex}"
     tmp.mkdir()
     target = final_dir(kind, version.pk)
     renamed = False
     try:
-        with _Heartbeat(version.pk):
+        with _Heartbeat(version.pk, attempt):
             result = spec.train(TrainRequest(kind=kind, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model,
                                              seed=seed, hyperparameters=hyperparameters, output_dir=tmp,
                                              progress=progress, project=project))
@@ -324,7 +360,8 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
         target.parent.mkdir(parents=True, exist_ok=True)
         with transaction.atomic():
             locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
-            if locked.status == ModelVersion.Status.READY:  # a concurrent delivery of the same task finished first
+            if locked.status != ModelVersion.Status.TRAINING or locked.attempts != attempt:
+                # another attempt took the row over (this run was taken for dead) or finished it: not ours to change
                 shutil.rmtree(tmp, ignore_errors=True)
                 return locked
             if target.exists():  # left by a run that died between rename and commit: never marked ready
@@ -343,10 +380,9 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise  # the worker is going down: leave the row "training" for the redelivery
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        try:
-            ModelVersion.objects.filter(pk=version.pk).update(
-                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000],
-                is_active=False)
+        try:  # only the row this attempt still owns: never one another attempt took over or finished
+            ModelVersion.objects.filter(pk=version.pk, attempts=attempt, status=ModelVersion.Status.TRAINING).update(
+                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000])
         except Exception:  # noqa: BLE001
             log.exception("could not mark model version %s failed", version.pk)
         raise

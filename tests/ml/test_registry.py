@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from annotation.models import Project
 from ml import registry
@@ -97,12 +98,65 @@ def test_unknown_kind_and_empty_data_are_refused(fake_kind):
 
 @pytest.mark.django_db
 def test_same_task_id_reuses_the_row_and_a_ready_one_is_returned(fake_kind, tmp_artifacts):
-    # an earlier delivery died mid-training: its row is still "training"
-    ModelVersion.objects.create(kind="fake", task_id="t-1", status="training", attempts=1)
+    # an earlier delivery died mid-training: its row is still "training", with no heartbeat for a long time
+    long_ago = timezone.now() - timedelta(hours=1)
+    dead = ModelVersion.objects.create(kind="fake", task_id="t-1", status="training", attempts=1, heartbeat_at=long_ago)
+    ModelVersion.objects.filter(pk=dead.pk).update(created_at=long_ago)
     v = _train(0.6, task_id="t-1")
     assert ModelVersion.objects.count() == 1 and v.attempts == 2 and v.status == "ready"
     again = _train(0.9, task_id="t-1")  # delivered once more after it finished: nothing is trained again
     assert again.pk == v.pk and again.primary_metric == 0.6 and ModelVersion.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicate_delivery_waits_for_the_live_run_and_never_harms_its_model(fake_kind, tmp_artifacts, tmp_path,
+                                                                                monkeypatch):
+    """The same task delivered twice at once (a broker's redelivery while the first run is alive): the second
+    waits for the first and returns its model; the first's temporary folder, row and activation are untouched."""
+    import threading
+
+    monkeypatch.setattr(registry, "HEARTBEAT_SECONDS", 0.2)
+    gate, pid = tmp_path / "gate", tmp_path / "pid"
+    results = {}
+
+    def deliver(name, score):
+        try:
+            results[name] = _train(score, task_id="t-dup",
+                                   hyperparameters={"block_until": str(gate), "pid_file": str(pid)})
+        finally:
+            from django.db import connection
+
+            connection.close()
+
+    first = threading.Thread(target=deliver, args=("first", 0.7), daemon=True)
+    first.start()
+    try:
+        _wait_until(lambda: pid.exists() and _tmp_dirs(tmp_artifacts))
+    except AssertionError:
+        gate.write_text("go")  # never leave the first run blocked
+        raise
+    second = threading.Thread(target=deliver, args=("second", 0.1), daemon=True)
+    second.start()
+    second.join(timeout=1.5)
+    assert second.is_alive()  # waiting: the first run's heartbeat is fresh
+    assert len(_tmp_dirs(tmp_artifacts)) == 1  # the first run's folder is still there
+    gate.write_text("go")
+    first.join(timeout=60)
+    second.join(timeout=60)
+    v = ModelVersion.objects.get()
+    assert (v.status, v.attempts, v.primary_metric) == ("ready", 1, 0.7)
+    assert results["first"].pk == results["second"].pk == v.pk and results["second"].status == "ready"
+    assert registry.activate(v) and ModelVersion.objects.get().is_active
+    assert _tmp_dirs(tmp_artifacts) == []
+
+
+def _wait_until(predicate, timeout=30.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 @pytest.mark.django_db
@@ -280,6 +334,8 @@ def test_killed_pool_child_leaves_no_ready_artifact_and_the_task_is_redelivered(
 
     settings.ARTIFACT_ROOT = tmp_path / "artifacts"  # the worker gets the same root through the environment
     os.environ["ARGORA_ARTIFACT_ROOT"] = str(settings.ARTIFACT_ROOT)
+    # the redelivery takes over once the killed run has missed 4 heartbeats: 1 s apart here (15 s by default)
+    os.environ["ARGORA_MODEL_HEARTBEAT_SECONDS"] = "1"
     gate, pid_file = tmp_path / "gate", tmp_path / "pid"
     try:
         with start_worker(pool="prefork", extra_args=("--include", "tests.ml.worker_fake")) as worker:
@@ -303,6 +359,7 @@ def test_killed_pool_child_leaves_no_ready_artifact_and_the_task_is_redelivered(
         assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []  # the killed run's temp folder is gone
     finally:
         os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
+        os.environ.pop("ARGORA_MODEL_HEARTBEAT_SECONDS", None)
 
 
 @pytest.mark.worker
@@ -385,3 +442,45 @@ def test_admin_rollback_action_uses_the_registry_like_the_cli(fake_kind, admin_c
     r = admin_client.post(url, {"action": "rollback_selected", "_selected_action": [a.pk]}, follow=True)
     assert any("no earlier ready version" in str(m) for m in r.context["messages"])
     assert registry.active_version("fake", project).pk == a.pk  # nothing changed
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicate_delivery_to_a_second_worker_leaves_the_model_ready_and_active(tmp_path, settings):
+    """Two workers; the same training task delivered twice (what Redis does when a job outlives its visibility
+    timeout): the second delivery waits for the live first run instead of deleting its folder and failing its
+    version -- one version, ready, active, trained once."""
+    import os
+
+    from ml.tasks import train
+    from tests.worker_utils import start_worker
+
+    settings.ARTIFACT_ROOT = tmp_path / "artifacts"
+    os.environ["ARGORA_ARTIFACT_ROOT"] = str(settings.ARTIFACT_ROOT)
+    gate, pid_file = tmp_path / "gate", tmp_path / "pid"
+    include = ("--include", "tests.ml.worker_fake")
+    try:
+        with start_worker(extra_args=include) as first, start_worker(extra_args=include, purge=False) as second:
+            kwargs = _train_kwargs(tmp_path, gate, pid_file)
+            result = train.apply_async(kwargs=kwargs, task_id="dup-train-1")
+            running = _wait_for(lambda: _read_pid(pid_file), what="the first delivery's run")
+            train.apply_async(kwargs=kwargs, task_id="dup-train-1")  # the duplicate
+
+            def logged(what: str) -> int:
+                return sum(w.log_path.read_text(errors="replace").count(f"[dup-train-1] {what}") for w in (first, second))
+
+            _wait_for(lambda: logged("received") >= 2, what="the duplicate delivery")
+            assert running == _read_pid(pid_file)  # the duplicate did not start a run of its own
+            row = ModelVersion.objects.get()
+            assert row.status == "training" and row.attempts == 1
+            assert len(list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*"))) == 1  # the live run's folder stays
+            gate.write_text("go")
+            outcome = result.get(timeout=90)
+            _wait_for(lambda: logged("succeeded") >= 2, what="both deliveries to finish")
+        v = ModelVersion.objects.get()
+        assert (v.status, v.attempts, v.is_active) == ("ready", 1, True) and outcome["version"] == v.pk
+        assert (Path(v.artifact_path) / "weights.json").exists()
+        assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []
+    finally:
+        os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
