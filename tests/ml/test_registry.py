@@ -3,6 +3,7 @@ seed optimisation. A fake trainer kind (tests/ml/fakes.py) stands in for a real 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
