@@ -20,6 +20,7 @@ from .serializers import (
     DebateTreeDetailSerializer,
     DebateTreeSerializer,
     FactVariableSerializer,
+    PublicDebateTreeDetailSerializer,
     PublicSentenceSerializer,
     ReleaseSerializer,
     SentenceSerializer,
@@ -126,9 +127,11 @@ class FactVariableViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
             services.delete_fact(instance)
 
 
-@extend_schema_view(list=extend_schema(parameters=[DebateFilter]))
+@extend_schema_view(list=extend_schema(parameters=[DebateFilter]),
+                    retrieve=extend_schema(responses=PublicDebateTreeDetailSerializer,
+                                           description="Staff also receive each node's stance and the metadata."))
 class DebateTreeViewSet(viewsets.ReadOnlyModelViewSet):
-    """Debate trees (read-only); the detail view carries all nodes."""
+    """Debate trees (read-only); the detail view carries all nodes (for non-staff users without their stances)."""
 
     def get_queryset(self):
         if self.action == "list":
@@ -136,7 +139,11 @@ class DebateTreeViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.debate_detail_queryset()
 
     def get_serializer_class(self):
-        return DebateTreeSerializer if self.action == "list" else DebateTreeDetailSerializer
+        if self.action == "list":
+            return DebateTreeSerializer
+        if self.request.user.is_staff or getattr(self, "swagger_fake_view", False):
+            return DebateTreeDetailSerializer
+        return PublicDebateTreeDetailSerializer
 
 
 class ReleaseViewSet(viewsets.ReadOnlyModelViewSet):

@@ -150,6 +150,13 @@ class DebateNodeSerializer(serializers.ModelSerializer):
         fields = ["id", "parent", "path", "depth", "stance", "text", "reference_path"]
 
 
+class PublicDebateNodeSerializer(DebateNodeSerializer):
+    """A debate node as a non-staff user reads it: no stance (a label: the answer a rating or stance item asks)."""
+
+    class Meta(DebateNodeSerializer.Meta):
+        fields = ["id", "parent", "path", "depth", "text", "reference_path"]
+
+
 class DebateTreeSerializer(serializers.ModelSerializer):
     node_count = serializers.IntegerField(read_only=True)
 
@@ -163,6 +170,13 @@ class DebateTreeDetailSerializer(DebateTreeSerializer):
 
     class Meta(DebateTreeSerializer.Meta):
         fields = DebateTreeSerializer.Meta.fields + ["metadata", "nodes"]
+
+
+class PublicDebateTreeDetailSerializer(DebateTreeSerializer):
+    nodes = PublicDebateNodeSerializer(many=True, read_only=True)
+
+    class Meta(DebateTreeSerializer.Meta):
+        fields = DebateTreeSerializer.Meta.fields + ["nodes"]
 
 
 # --- releases -----------------------------------------------------------------------------------

@@ -259,9 +259,12 @@ def test_debates_are_read_only_with_nested_nodes(api, staff_api, topics):
     assert [(row["id"], row["node_count"]) for row in listed] == [(tree.pk, 3), (other.pk, 0)]
     assert [row["id"] for row in api.get("/api/debates/", {"topic": "Nuclear energy"}).json()["results"]] == [
         other.pk]
-    detail = api.get(f"/api/debates/{tree.pk}/").json()
+    detail = staff_api.get(f"/api/debates/{tree.pk}/").json()
     assert [(n["path"], n["parent"], n["depth"], n["stance"]) for n in detail["nodes"]] == [
         ("1", None, 0, "none"), ("1.1", root.pk, 1, "pro"), ("1.2", root.pk, 1, "con")]
+    public = api.get(f"/api/debates/{tree.pk}/").json()  # a worker reads the texts, not the stances (labels)
+    assert [(n["path"], n["text"]) for n in public["nodes"]][1] == ("1.1", "Fewer deaths.")
+    assert not any("stance" in n for n in public["nodes"]) and "metadata" not in public
     assert detail["nodes"][2]["reference_path"] == "1.1"
     assert detail["nodes"][1]["id"] == child.pk
     assert staff_api.post("/api/debates/", {"title": "x"}, format="json").status_code == 405
