@@ -68,7 +68,8 @@ def test_preview_then_accept_in_an_iframe_and_submit_to_turk(live_server, page, 
     page.set_content(f'<h1>MTurk</h1><iframe id="turk" src="{src}" width="1300" height="700"></iframe>')
     frame = page.frame_locator("#turk")
     expect(frame.locator(".hit-item")).to_have_count(4)
-    worker = Worker.objects.get(source=Worker.Source.MTURK, claimed_external_id=WORKER_ID)  # provisional until MTurk confirms
+    # the accepting worker stays provisional until MTurk confirms the assignment
+    worker = Worker.objects.get(source=Worker.Source.MTURK, claimed_external_id=WORKER_ID)
     assignment = Assignment.objects.get(worker=worker)
     assert assignment.external_id == ASSIGNMENT_ID and assignment.status == Assignment.Status.RESERVED
     items = services.assignment_items(assignment)
