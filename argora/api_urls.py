@@ -2,9 +2,10 @@
 from django.urls import include, path, re_path
 
 from . import api
+from .jobs import JOB_ROUTE
 
 urlpatterns = [
-    path("jobs/<str:task_id>/", api.JobDetail.as_view(), name="api-job-detail"),
+    re_path(JOB_ROUTE, api.JobDetail.as_view(), name="api-job-detail"),
     path("", include("corpus.api_urls")),
     path("", include("annotation.api_urls")),
     path("generate/", include("ml.generation.api")),

@@ -8,6 +8,9 @@ from .progress import read_progress
 
 FINISHED = {"SUCCESS", "FAILURE", "REVOKED"}
 
+# A Celery task id as Argora makes them (a UUID, or "<uuid>:<kind>" for a retrain step); anything else is a 404.
+JOB_ROUTE = r"^jobs/(?P<task_id>[A-Za-z0-9][A-Za-z0-9:._-]{0,254})/$"
+
 
 def _jsonable(value):
     return value if isinstance(value, (dict, list, str, int, float, bool)) or value is None else repr(value)

@@ -1,14 +1,15 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
+from .jobs import JOB_ROUTE
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("jobs/", views.job_list, name="job-list"),
-    path("jobs/<str:task_id>/", views.job_detail, name="job-detail"),
+    re_path(JOB_ROUTE, views.job_detail, name="job-detail"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -122,3 +122,17 @@ def test_nul_bytes_and_deep_bodies_are_400s_not_server_errors(staff_api, client)
 def test_unknown_api_paths_answer_json(staff_api):
     r = staff_api.get("/api/no-such-thing/")
     assert r.status_code == 404 and r["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.django_db
+def test_job_ids_that_celery_never_makes_are_404s(staff_api, staff_user, client):
+    """Schemathesis sent a job id of Thai text and spaces: it reached the cache as a key memcached would refuse."""
+    for bad in ("ก ำกำ", "a b", "-x", "x" * 256):
+        r = staff_api.get(f"/api/jobs/{bad}/")
+        assert r.status_code == 404 and r["Content-Type"].startswith("application/json"), bad
+    client.force_login(staff_user)
+    assert client.get("/jobs/a b/").status_code == 404
+    for good in ("0b6f8e5c-6c35-4c55-9d3e-6a1d2f0f4d11", "0b6f8e5c-6c35-4c55-9d3e-6a1d2f0f4d11:ranker"):
+        r = staff_api.get(f"/api/jobs/{good}/")
+        assert r.status_code == 200 and r.json()["id"] == good and r.json()["state"] == "PENDING"
+        assert client.get(f"/jobs/{good}/").status_code == 200
