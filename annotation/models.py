@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -30,15 +31,27 @@ def new_completion_code() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(10))
 
 
+def validate_task_type(value: str) -> None:
+    """A project's task type must be registered: the admin, the API, the studio, the CLI and ``Project.save`` all
+    refuse any other (``sentence-label`` for ``sentence_label`` would otherwise make every page of the project
+    fail)."""
+    try:
+        get_task_type(value)
+    except KeyError as exc:
+        raise ValidationError(str(exc.args[0]), code="unknown_task_type") from None
+
+
 class Project(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
-    task_type = models.CharField(max_length=100, help_text="registry key of the task type, e.g. sentence_label")
+    task_type = models.CharField(max_length=100, validators=[validate_task_type],
+                                 help_text="registry key of the task type, e.g. sentence_label")
     guidelines = models.TextField(blank=True, help_text="HTML shown in the instructions panel of every HIT")
     config = models.JSONField(default=dict, blank=True, help_text='task-type options, e.g. {"labels": ["pro", "con"]}')
     assignments_per_item = models.PositiveSmallIntegerField(default=3, help_text="R: responses wanted per item")
@@ -69,6 +82,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        validate_task_type(self.task_type)  # no path writes a project of a task type that is not installed
+        super().save(*args, **kwargs)
 
     @property
     def is_active(self) -> bool:
@@ -154,6 +171,9 @@ class Worker(models.Model):
     # the worker who really has that id -- until a sync confirms the claim (services.confirm_assignment).
     claimed_external_id = models.CharField(max_length=200, blank=True, db_index=True,
                                            help_text="platform id claimed but not (yet) confirmed by the platform")
+    # SHA-256 of the worker's recovery code (shown with the completion code): typing the code in again, in any
+    # browser, makes that browser this worker again. The code itself is never stored.
+    recovery_hash = models.CharField(max_length=64, blank=True, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.LOCAL)
     blocked = models.BooleanField(default=False, db_index=True)
     blocked_reason = models.TextField(blank=True)
@@ -197,6 +217,8 @@ class Assignment(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
         EXPIRED = "expired", "Expired"
+        # answers that arrived after the reservation ended: kept, counted in no aggregate unless staff accept them
+        LATE = "late", "Late (not counted)"
 
     # statuses that hold one of the HIT's R slots
     HOLDING = (Status.RESERVED, Status.SUBMITTED, Status.APPROVED)
@@ -215,6 +237,8 @@ class Assignment(models.Model):
     external_id = models.CharField(max_length=200, blank=True, help_text="MTurk assignmentId")
     submission_key = models.CharField(max_length=64, blank=True, help_text="hash of the submitted payload")
     feedback = models.TextField(blank=True)
+    late_accepted_at = models.DateTimeField(null=True, blank=True,
+                                            help_text="when staff accepted late answers (they count from then on)")
 
     class Meta:
         ordering = ["-reserved_at", "id"]
@@ -226,6 +250,19 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.status})"
+
+
+class AssignmentDraft(models.Model):
+    """The answers and feedback of a reserved assignment as the worker gives them, saved as they go, so that a
+    reload, a crash or another tab restores them. Deleted when the assignment is submitted or released."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, primary_key=True, related_name="draft")
+    responses = models.JSONField(default=dict, help_text="{item id: the task type's (possibly partial) answer}")
+    feedback = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"draft of assignment {self.assignment_id}"
 
 
 class Response(models.Model):

@@ -5,14 +5,16 @@ from typing import Any, Callable
 
 from django.db.models import Count, Q, QuerySet
 
+from argora.roles import RESEARCHER_GROUP
+
 from .auth import cached_worker
 from .models import HIT, Assignment, GoldRecord, Item, Project, Response, Worker
 
-EXPERT_GROUP = "experts"
+EXPERT_GROUP = RESEARCHER_GROUP  # experts = Researchers (the group argora.roles defines), staff and superusers
 
 
 def user_is_expert(user) -> bool:
-    """Staff, superusers and members of the ``experts`` group see projects and dashboards."""
+    """Staff, superusers and Researchers see projects and dashboards."""
     if not getattr(user, "is_authenticated", False):
         return False
     return bool(user.is_staff or user.is_superuser or user.groups.filter(name=EXPERT_GROUP).exists())

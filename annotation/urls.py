@@ -13,6 +13,7 @@ urlpatterns = [
     path("projects/", views.project_list, name="project-list"),
     path("projects/<slug:slug>/progress/", views.project_progress, name="project-progress"),
     path("", include("annotation.dashboard_urls")),  # agreement dashboards, adjudication
+    path("studio/", include("annotation.studio.urls")),  # Researchers: set up, run and watch a study
 ]
 # each task type's own pages (annotation/task_types/<name>/urls.py), in this namespace
 urlpatterns += [path("", include(module)) for module in task_types.package_modules("urls")]

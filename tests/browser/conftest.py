@@ -4,8 +4,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 CHROMIUM = os.environ.get("ARGORA_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -39,3 +41,14 @@ def page(browser):
         yield page
     finally:
         context.close()
+
+
+def staff_screenshot(page, name: str) -> Path:
+    """Save a screenshot of a staff page as ``$ARGORA_VAR_DIR/screenshots/<name>.png`` (the 1366x768 viewport of
+    :func:`page`) and check that the page fits it: no horizontal scroll bar."""
+    overflow = page.evaluate("() => document.scrollingElement.scrollWidth - document.scrollingElement.clientWidth")
+    out = Path(settings.VAR_DIR) / "screenshots" / f"{name}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out))
+    assert overflow <= 0, f"{name}: the page is {overflow}px wider than the 1366px window (horizontal scroll)"
+    return out

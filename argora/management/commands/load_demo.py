@@ -7,14 +7,14 @@ command. A hook must be idempotent too; a bad demo file exits with status 2 and 
 
 Accounts (``ARGORA_DEMO_PASSWORD`` replaces all passwords):
 
-==========  ===============  =========================
+==========  ===============  =======================================================
 username    password         role
-==========  ===============  =========================
+==========  ===============  =======================================================
 admin       argora-admin     superuser
-expert      argora-expert    staff
+expert      argora-expert    researcher (staff, in the Researcher group: the studio)
 worker1     argora-worker    plain user (crowdworker)
 worker2     argora-worker    plain user (crowdworker)
-==========  ===============  =========================
+==========  ===============  =======================================================
 
 Existing accounts keep their password unless ``--reset-passwords`` is given.
 """
@@ -27,10 +27,12 @@ from dataclasses import dataclass
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from argora.errors import FileLineError, command_error
+from argora.roles import RESEARCHER_GROUP
 
 @dataclass(frozen=True)
 class DemoAccount:
@@ -39,6 +41,7 @@ class DemoAccount:
     role: str
     is_staff: bool = False
     is_superuser: bool = False
+    groups: tuple[str, ...] = ()
 
     @property
     def password(self) -> str:
@@ -47,7 +50,7 @@ class DemoAccount:
 
 DEMO_ACCOUNTS = (
     DemoAccount("admin", "argora-admin", "superuser", is_staff=True, is_superuser=True),
-    DemoAccount("expert", "argora-expert", "staff", is_staff=True),
+    DemoAccount("expert", "argora-expert", "researcher", is_staff=True, groups=(RESEARCHER_GROUP,)),
     DemoAccount("worker1", "argora-worker", "crowdworker"),
     DemoAccount("worker2", "argora-worker", "crowdworker"),
 )
@@ -69,6 +72,8 @@ def ensure_accounts(reset_passwords: bool = False) -> dict[str, bool]:
             if user.is_staff != account.is_staff or user.is_superuser != account.is_superuser or not user.is_active:
                 user.is_staff, user.is_superuser, user.is_active = account.is_staff, account.is_superuser, True
             user.save()
+            for name in account.groups:
+                user.groups.add(Group.objects.get_or_create(name=name)[0])
             created[account.username] = was_created
     return created
 
