@@ -6,6 +6,13 @@ from .task_types import autodiscover, package_modules
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
+    # what the Researcher role may do here (argora.roles)
+    researcher_permissions = (
+        "add_project", "change_project", "view_project", "add_item", "change_item", "view_item", "add_golditem",
+        "change_golditem", "view_golditem", "view_hit", "view_hititem", "change_assignment", "view_assignment",
+        "view_response", "change_worker", "view_worker", "view_workerprojectcode", "view_goldrecord",
+        "view_agreementsnapshot", "add_adjudication", "view_adjudication", "view_spannormalisation",
+    )
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers; needs the models: Django's ready())

@@ -6,6 +6,8 @@ from annotation import providers
 class MlConfig(AppConfig):
     name = "ml"
     verbose_name = "Machine learning"
+    # what the Researcher role may do here (argora.roles)
+    researcher_permissions = ("view_modelversion", "change_modelversion", "view_silverrun", "view_silverlabel")
 
     def ready(self):
         from . import receivers  # noqa: F401  (connects the signal receivers)

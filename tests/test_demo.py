@@ -39,6 +39,11 @@ def test_load_demo_twice_adds_nothing_the_second_time_and_creates_accounts(monke
     users = {u.username: u for u in django_user_model.objects.all()}
     assert users["admin"].is_superuser and users["admin"].is_staff
     assert users["expert"].is_staff and not users["expert"].is_superuser
+    # the expert is a Researcher: the studio's permissions, and an admin that shows them something
+    assert users["expert"].groups.filter(name="Researcher").exists()
+    assert users["expert"].has_perms(["annotation.add_project", "annotation.change_project", "corpus.add_release",
+                                      "corpus.view_sentence", "ml.view_modelversion"])
+    assert not users["expert"].has_perm("auth.change_user")
     for name in ("worker1", "worker2"):
         assert not users[name].is_staff and not users[name].is_superuser
     assert users["admin"].check_password("argora-admin")
@@ -50,6 +55,17 @@ def test_load_demo_twice_adds_nothing_the_second_time_and_creates_accounts(monke
     call_command("load_demo", stdout=out2)
     assert row_counts() == first
     assert "created nothing" in out2.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_demo_expert_sees_the_studio_models_in_the_admin(client):
+    call_command("load_demo", stdout=io.StringIO())
+    client.login(username="expert", password="argora-expert")
+    html = client.get("/admin/").content.decode()
+    assert "have permission to view or edit anything" not in html
+    for name in ("Projects", "Sentences", "Releases", "Model versions"):
+        assert name in html, name
+    assert "Users" not in html  # not a superuser
 
 
 @pytest.mark.django_db
@@ -125,3 +141,16 @@ def test_run_demo_smoke_fails_with_reason_when_port_is_taken():
                               cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert f"port {port}" in proc.stderr and "in use" in proc.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_researcher_role_survives_a_flush():
+    """Transactional tests (and `manage.py flush`) empty every table; post_migrate gives the role back its rights."""
+    from django.apps import apps as django_apps
+    from django.contrib.auth.models import Group
+
+    call_command("flush", interactive=False, verbosity=0)
+    granted = set(Group.objects.get(name="Researcher").permissions.values_list("content_type__app_label", "codename"))
+    wanted = {(config.label, codename) for config in django_apps.get_app_configs()
+              for codename in getattr(config, "researcher_permissions", ())}
+    assert wanted and granted == wanted

@@ -4,22 +4,14 @@ import annotation.models
 import django.db.models.deletion
 from django.db import migrations, models
 
-from argora.roles import RESEARCHER_GROUP, grant
-
-RESEARCHER_PERMISSIONS = (
-    "add_project", "change_project", "view_project", "add_item", "change_item", "view_item", "add_golditem",
-    "change_golditem", "view_golditem", "view_hit", "view_hititem", "change_assignment", "view_assignment",
-    "view_response", "change_worker", "view_worker", "view_workerprojectcode", "view_goldrecord",
-    "view_agreementsnapshot", "add_adjudication", "view_adjudication", "view_spannormalisation",
-)
-
 
 def experts_become_researchers(apps, schema_editor):
-    """Members of the former "experts" group (the role before this one) are Researchers now."""
+    """Members of the former "experts" group (the role before the Researcher group of argora.roles) are Researchers
+    now; the group's permissions are granted after every migrate (argora.roles.grant_researcher_permissions)."""
     group_model = apps.get_model("auth", "Group")
     old = group_model.objects.filter(name="experts").first()
     if old is not None:
-        group_model.objects.get(name=RESEARCHER_GROUP).user_set.add(*old.user_set.all())
+        group_model.objects.get_or_create(name="Researcher")[0].user_set.add(*old.user_set.all())
 
 
 class Migration(migrations.Migration):
@@ -27,7 +19,6 @@ class Migration(migrations.Migration):
     dependencies = [
         ('annotation', '0004_worker_claimed_external_id'),
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('contenttypes', '0002_remove_content_type_name'),
     ]
 
     operations = [
@@ -47,8 +38,8 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='worker',
-            name='recovery_hash',
-            field=models.CharField(blank=True, db_index=True, max_length=64),
+            name='recovery_salt',
+            field=models.CharField(blank=True, max_length=32),
         ),
         migrations.AlterField(
             model_name='assignment',
@@ -65,6 +56,5 @@ class Migration(migrations.Migration):
             name='task_type',
             field=models.CharField(help_text='registry key of the task type, e.g. sentence_label', max_length=100, validators=[annotation.models.validate_task_type]),
         ),
-        migrations.RunPython(grant("annotation", RESEARCHER_PERMISSIONS), migrations.RunPython.noop),
         migrations.RunPython(experts_become_researchers, migrations.RunPython.noop),
     ]
