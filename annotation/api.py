@@ -2,12 +2,19 @@
 
 - ``POST /api/projects/<slug>/next/``: reserve (or resume) a HIT -> 200, 204 when none is left, 403 when blocked.
 - ``POST /api/assignments/<id>/submit/``: submit all responses -> 200, 400 ``{"errors": {field: reason}}``, 403, 409.
+  After the reservation's deadline the answers are kept as late answers: 200 with ``"status": "late"``.
+- ``PUT /api/assignments/<id>/draft/`` (or POST, for ``fetch(..., {keepalive})`` on leaving the page): the answers
+  given so far, as the HIT form's fields, restored when the page is opened again -> 204, 400, 403, 409.
+- ``POST /api/assignments/<id>/extend/``: another reservation timeout -> 200 ``{"expires_at"}``, 403, 409.
 - ``GET /api/projects/<slug>/progress/``: staff progress numbers.
+- ``POST /api/projects/``: create a draft project (``annotation.add_project``) -> 201, 400 naming the field
+  (``task_type`` for one that is not installed), 403.
 Session (with CSRF) or token auth.
 """
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response as HttpResponse
@@ -48,10 +55,18 @@ class SubmitSerializer(serializers.Serializer):
 
 class SubmittedSerializer(serializers.Serializer):
     assignment = serializers.IntegerField()
-    status = serializers.CharField()
+    status = serializers.CharField(help_text='"submitted", or "late": the reservation had ended, the answers are kept '
+                                             'but count only if staff accept them')
     submitted_at = serializers.DateTimeField()
     work_seconds = serializers.FloatField(allow_null=True)
     blocked = serializers.BooleanField()
+
+
+class DraftSerializer(serializers.Serializer):
+    fields = serializers.DictField(child=serializers.DictField(), help_text=(
+        '{"<item_id>": {"<field>": "text" or ["text", ...]}}: the HIT form\'s fields item-<id>-<field>, partial '
+        'answers allowed'))
+    feedback = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000, trim_whitespace=False)
 
 
 ErrorsSerializer = inline_serializer("SubmissionErrors", {"errors": serializers.DictField(child=serializers.CharField())})
@@ -133,6 +148,63 @@ class SubmitAssignment(APIView):
                              "work_seconds": done.work_seconds, "blocked": worker.blocked})
 
 
+def _own_assignment(request, pk: int):
+    """``(assignment, worker, None)`` or ``(None, None, error response)``: only the worker holding it may touch it."""
+    assignment = get_object_or_404(Assignment.objects.select_related("project"), pk=pk)
+    worker = selectors.worker_of_user(request.user)
+    if worker is None or worker.pk != assignment.worker_id:
+        return None, None, HttpResponse({"detail": "this assignment is not held by you"},
+                                        status=status.HTTP_403_FORBIDDEN)
+    return assignment, worker, None
+
+
+class SaveDraft(APIView):
+    """Save the answers given so far in a HIT (restored when the HIT page is opened again)."""
+
+    @extend_schema(request=DraftSerializer, responses={
+        204: OpenApiResponse(description="saved"), 400: ErrorsSerializer, 403: DetailSerializer,
+        404: DetailSerializer, 409: DetailSerializer})
+    def put(self, request, pk: int):
+        body = DraftSerializer(data=request.data)
+        if not body.is_valid():
+            return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
+        assignment, worker, refused = _own_assignment(request, pk)
+        if refused is not None:
+            return refused
+        try:
+            services.save_draft(assignment, worker, body.validated_data["fields"],
+                                feedback=body.validated_data["feedback"])
+        except services.ValidationFailed as exc:
+            return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except services.SubmissionError as exc:
+            return HttpResponse({"detail": str(exc)}, status=exc.status)
+        return HttpResponse(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=DraftSerializer, responses={
+        204: OpenApiResponse(description="saved"), 400: ErrorsSerializer, 403: DetailSerializer,
+        404: DetailSerializer, 409: DetailSerializer})
+    def post(self, request, pk: int):
+        return self.put(request, pk)
+
+
+class ExtendAssignment(APIView):
+    """Hold the HIT for another reservation timeout (while its place is still free)."""
+
+    @extend_schema(request=None, responses={
+        200: inline_serializer("Extended", {"assignment": serializers.IntegerField(),
+                                            "expires_at": serializers.DateTimeField()}),
+        403: DetailSerializer, 404: DetailSerializer, 409: DetailSerializer})
+    def post(self, request, pk: int):
+        assignment, worker, refused = _own_assignment(request, pk)
+        if refused is not None:
+            return refused
+        try:
+            extended = services.extend_reservation(assignment, worker)
+        except services.SubmissionError as exc:
+            return HttpResponse({"detail": str(exc)}, status=exc.status)
+        return HttpResponse({"assignment": extended.pk, "expires_at": extended.expires_at})
+
+
 class ProjectProgress(APIView):
     """Items done / needed, assignments by status and per-worker counts (staff only)."""
 
@@ -150,3 +222,47 @@ class ProjectProgress(APIView):
     def get(self, request, slug: str):
         project = get_object_or_404(Project, slug=slug)
         return HttpResponse(selectors.project_progress(project))
+
+
+# --- project writes ------------------------------------------------------------------------------------------------
+class CanAddProject(permissions.BasePermission):
+    message = "creating projects needs the permission annotation.add_project (the Researcher role)"
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated and request.user.has_perm("annotation.add_project"))
+
+
+class ProjectCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    task_type = serializers.CharField(max_length=100, help_text="a registered task type, e.g. sentence_label")
+    slug = serializers.SlugField(max_length=200, required=False, allow_blank=True, default="")
+    config = serializers.DictField(required=False, default=dict, help_text="the task type's options")
+    guidelines = serializers.CharField(required=False, allow_blank=True, default="", help_text="HTML")
+    assignments_per_item = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    items_per_hit = serializers.IntegerField(required=False, min_value=1, max_value=500)
+    gold_rate = serializers.FloatField(required=False, min_value=0, max_value=1)
+
+
+class ProjectCreate(APIView):
+    """Create a draft project (no items yet: add them in the studio or with the task type's command). A task type that
+    is not installed, a bad config or setting -> 400 ``{"errors": {field: reason}}`` (e.g. ``task_type``)."""
+
+    permission_classes = [CanAddProject]
+
+    @extend_schema(request=ProjectCreateSerializer, responses={201: inline_serializer("ProjectCreated", {
+        "slug": serializers.CharField(), "name": serializers.CharField(), "task_type": serializers.CharField(),
+        "status": serializers.CharField(), "studio_url": serializers.CharField()}),
+        400: ErrorsSerializer, 403: DetailSerializer})
+    def post(self, request):
+        body = ProjectCreateSerializer(data=request.data)
+        if not body.is_valid():
+            return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
+        data = dict(body.validated_data)
+        # services.create_project checks the task type, its config and the settings: ProjectInvalid -> 400 naming them
+        project = services.create_project(name=data.pop("name"), task_type=data.pop("task_type"),
+                                          slug=data.pop("slug") or None, config=data.pop("config"),
+                                          created_by=request.user, **data)
+        return HttpResponse({"slug": project.slug, "name": project.name, "task_type": project.task_type,
+                             "status": project.status,
+                             "studio_url": reverse("annotation:studio-project", args=[project.slug])},
+                            status=status.HTTP_201_CREATED)

@@ -3,6 +3,8 @@ ExternalQuestion: :mod:`mturk.views`). Each caller adds what only it knows (prog
 preview) and renders its own template around ``annotation/hit.html``'s parts."""
 from __future__ import annotations
 
+import time
+
 from .forms import FEEDBACK_MAX, errors_by_item
 
 
@@ -13,7 +15,8 @@ def duration_text(seconds: int) -> str:
 
 def hit_context(project, items, *, assignment=None, values=None, item_errors=None, general_errors=(),
                 feedback: str = "", feedback_error: str = "", reward_cents: int | None = None,
-                submit_url: str = "", next_url: str = "", **extra) -> dict:
+                submit_url: str = "", next_url: str = "", draft_url: str = "", extend_url: str = "",
+                stop_url: str = "", **extra) -> dict:
     """Context of the HIT page for ``items`` (in the order shown): the task type's per-item context, the answers
     given so far (``values``: ``{item id: {field: value}}``, after a refused submission) and their errors."""
     task_type = project.get_task_type()
@@ -33,8 +36,12 @@ def hit_context(project, items, *, assignment=None, values=None, item_errors=Non
         "feedback": feedback, "feedback_error": feedback_error, "feedback_max": FEEDBACK_MAX,
         "show_instructions": True, "hits_done": 0, "hits_available": 0, "max_hits": None,
         "expires_at": assignment.expires_at if assignment is not None else None,
+        # the deadline and the server's clock in ms since the epoch: the page's countdown corrects the browser's clock
+        "expires_ms": int(assignment.expires_at.timestamp() * 1000) if assignment is not None else None,
+        "server_now_ms": int(time.time() * 1000),
         "time_estimate": duration_text(project.time_estimate_seconds), "reward": f"${reward / 100:.2f}",
-        "submit_url": submit_url, "next_url": next_url, **extra,
+        "submit_url": submit_url, "next_url": next_url, "draft_url": draft_url, "extend_url": extend_url,
+        "stop_url": stop_url, **extra,
     }
 
 

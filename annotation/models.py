@@ -171,9 +171,10 @@ class Worker(models.Model):
     # the worker who really has that id -- until a sync confirms the claim (services.confirm_assignment).
     claimed_external_id = models.CharField(max_length=200, blank=True, db_index=True,
                                            help_text="platform id claimed but not (yet) confirmed by the platform")
-    # SHA-256 of the worker's recovery code (shown with the completion code): typing the code in again, in any
-    # browser, makes that browser this worker again. The code itself is never stored.
-    recovery_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    # The secret part of the worker's recovery code (annotation.identity.recovery_code: an HMAC of the worker id and
+    # this salt, shown with the completion code): typing the code in again, in any browser, makes that browser this
+    # worker again. A new salt revokes the old code.
+    recovery_salt = models.CharField(max_length=32, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.LOCAL)
     blocked = models.BooleanField(default=False, db_index=True)
     blocked_reason = models.TextField(blank=True)

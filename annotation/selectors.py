@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Min, Q, QuerySet
+from django.utils import timezone
 
 from argora.roles import RESEARCHER_GROUP
 
@@ -69,6 +70,43 @@ def worker_project_counts(project: Project, worker: Worker) -> dict:
             status=Assignment.Status.EXPIRED).count()
         available = min(available, max(0, project.max_hits_per_worker - used))
     return {"submitted": done, "available": available, "max": project.max_hits_per_worker}
+
+
+def status_note(project: Project) -> str:
+    """One line for a command's output: the project's status and what it means for workers."""
+    if project.status == Project.Status.ACTIVE:
+        return f"status active: workers join at /invite/{project.invite_token}/"
+    if project.status == Project.Status.DRAFT:
+        return ("status draft: workers cannot start yet; activate it in the studio (/studio/) or with --activate "
+                "once its HITs are built")
+    return f"status {project.status}: no new HITs are handed out"
+
+
+def unsent_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
+    """The worker's reservation in this project that ended (past its deadline, swept or not) with answers saved as a
+    draft and not sent -- unless they hold a live reservation, which comes first. The HIT page shows it again, so
+    that the answers can still be sent (late) or the HIT kept (extended)."""
+    now = now or timezone.now()
+    mine = Assignment.objects.filter(project=project, worker=worker)
+    if mine.filter(status=Assignment.Status.RESERVED, expires_at__gt=now).exists():
+        return None
+    return (mine.filter(Q(status=Assignment.Status.EXPIRED) | Q(status=Assignment.Status.RESERVED),
+                        draft__isnull=False).select_related("hit", "project").order_by("-expires_at").first())
+
+
+def hits_held_by_others(project: Project, worker: Worker, *, now=None) -> dict:
+    """When no HIT is free for a worker: how many HITs they have not done are held only by other workers'
+    reservations (their places come back if those workers do not submit in time) and the earliest deadline among
+    them; and whether the worker has reached the project's limit of HITs per worker."""
+    now = now or timezone.now()
+    mine = Assignment.objects.filter(project=project, worker=worker)
+    held = (Assignment.objects.filter(project=project, status=Assignment.Status.RESERVED, expires_at__gt=now)
+            .exclude(hit_id__in=mine.values("hit_id")))
+    figures = held.aggregate(hits=Count("hit_id", distinct=True), until=Min("expires_at"))
+    quota = project.max_hits_per_worker
+    used = mine.exclude(status=Assignment.Status.EXPIRED).count() if quota is not None else 0
+    return {"hits": figures["hits"], "until": figures["until"], "quota_reached": quota is not None and used >= quota,
+            "quota": quota}
 
 
 def unverified_q(prefix: str = "") -> Q:

@@ -29,6 +29,7 @@ from .models import (
     HIT,
     Adjudication,
     Assignment,
+    AssignmentDraft,
     GoldItem,
     GoldRecord,
     HITItem,
@@ -40,7 +41,7 @@ from .models import (
     new_invite_token,
 )
 from .signals import assignment_submitted
-from .task_types import ResponseInvalid, get_task_type
+from .task_types import ResponseInvalid, TaskType, get_task_type
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -82,6 +83,10 @@ class NotYourAssignment(SubmissionError):
 
 class AssignmentNotOpen(SubmissionError):
     status = 409
+
+
+class SlotTaken(AssignmentNotOpen):
+    """An expired reservation cannot be extended: another worker has its place now."""
 
 
 class ProjectInvalid(FieldError):
@@ -164,15 +169,8 @@ def confirm_assignment(assignment: Assignment, *, source: str, external_id: str,
         Assignment.objects.filter(pk=locked.pk).update(worker=worker)
         locked.worker = worker
         GoldRecord.objects.filter(assignment=locked).delete()  # none are scored for a provisional worker
-        if locked.status in Assignment.DONE:
-            project = locked.project
-            golds = {g.item_id: g for g in GoldItem.objects.filter(item__in=locked.gold_items.all())}
-            answers = {r.item_id: (None, r.data) for r in Response.objects.filter(assignment=locked,
-                                                                                  item_id__in=list(golds))}
-            golds = {item_id: g for item_id, g in golds.items() if item_id in answers}
-            if golds:
-                _score_gold(locked, worker, project, get_task_type(project.task_type), golds, answers, now)
-                worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
+        if locked.status in Assignment.DONE and _score_stored_gold(locked, worker, now):
+            worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
         if not provisional.assignments.exists():
             provisional.delete()
     return locked
@@ -253,6 +251,8 @@ def _check_settings(project: Project) -> None:
 def set_project_status(project: Project, status: str) -> Project:
     if status not in Project.Status.values:
         raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
+    if status == Project.Status.ACTIVE and not HIT.objects.filter(project=project).exists():
+        raise ProjectInvalid("status", "cannot activate a project with no HITs: import its items first")
     Project.objects.filter(pk=project.pk).update(status=status)
     project.status = status
     return project
@@ -300,6 +300,31 @@ def add_items(project: Project, payloads: Iterable[dict], *, gold: Iterable[dict
                 item.pk = Item.objects.get(project=project, position=item.position).pk
         GoldItem.objects.bulk_create([GoldItem(item=item, **fields) for item, fields in gold_rows])
     return created
+
+
+def gold_from_sentences(project: Project, sentences: list, *, field: str = "gold") -> list[dict]:
+    """Gold items (``{"payload", "expected"}``, as :func:`add_items` takes them) from corpus sentences whose stance
+    the task type reads as the expected answer (``TaskType.gold_from_sentence``); each answer is checked as a worker's
+    response. Raises :class:`ProjectInvalid` naming ``field`` when the task type takes no gold from a stance or a
+    sentence's stance is no valid answer."""
+    if not sentences:
+        return []
+    tt = get_task_type(project.task_type)
+    refused = ProjectInvalid(field, f"{tt.label} items take no gold answer from a corpus stance; set it to 0")
+    if type(tt).gold_from_sentence is TaskType.gold_from_sentence:
+        raise refused
+    gold = []
+    for n, (sentence, payload) in enumerate(zip(sentences, tt.build_items(project, sentences))):
+        expected = tt.gold_from_sentence(project, sentence, payload)
+        if expected is None:
+            raise refused
+        try:
+            expected = tt.validate_response(project, Item(project=project, payload=payload, is_gold=True), expected)
+        except ResponseInvalid as exc:
+            raise ProjectInvalid(field, f"sentence {n + 1} ({sentence.text[:60]!r}, stance {sentence.stance}) is no "
+                                        f"valid gold answer: {exc.reason}") from None
+        gold.append({"payload": payload, "expected": expected})
+    return gold
 
 
 def add_items_from_rows(project: Project, rows: Iterable[Any], *, gold=None) -> list[Item]:
@@ -624,15 +649,24 @@ def expire_reservations(now=None, *, project: Project | None = None) -> int:
     """Mark reservations past their ``expires_at`` expired and give their slots back; returns how many."""
     now = now or timezone.now()
     stale = Assignment.objects.filter(status=Assignment.Status.RESERVED, expires_at__lte=now)
+    drafts = AssignmentDraft.objects.exclude(assignment__status__in=(Assignment.Status.RESERVED,
+                                                                     Assignment.Status.EXPIRED))
     if project is not None:
         stale = stale.filter(project=project)
+        drafts = drafts.filter(assignment__project=project)
+    drafts.delete()  # answers that were sent (or refused) need no draft
     return sum(_expire_one(pk, now) for pk in list(stale.values_list("pk", flat=True)[:10000]))
 
 
 def _expire_one(pk: int, now) -> bool:
     """Mark one reservation past its ``expires_at`` expired and give its slot back (once, whoever gets there)."""
+    return _give_back(Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now))
+
+
+def _give_back(qs) -> bool:
+    """Expire the one reserved assignment of ``qs`` and give its slot back to the HIT; ``False`` when it is not
+    reserved (any more)."""
     with transaction.atomic():
-        qs = Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now)
         # a row being submitted right now is skipped; the next sweep sees it submitted
         row = (qs.select_for_update(skip_locked=True, no_key=True) if _skip_locked() else qs).values("hit_id").first()
         if row is None:  # submitted (or being submitted, or expired) meanwhile
@@ -641,6 +675,97 @@ def _expire_one(pk: int, now) -> bool:
             HIT.objects.filter(pk=row["hit_id"]).update(taken=F("taken") - 1)
             return True
     return False
+
+
+def release_reservation(assignment: Assignment, worker: Worker) -> bool:
+    """The worker stops (the HIT page's "Stop and get my completion code"): their reservation ends now and its slot
+    goes back to the pool at once, with its draft. ``False`` when it was not reserved any more."""
+    if assignment.worker_id != worker.pk:
+        raise NotYourAssignment("this assignment is not held by you")
+    released = _give_back(Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED))
+    AssignmentDraft.objects.filter(assignment_id=assignment.pk).delete()
+    return released
+
+
+# How long a worker may keep one HIT by extending it: this many reservation timeouts from the reservation.
+MAX_HOLD_TIMEOUTS = 4
+
+
+def extend_reservation(assignment: Assignment, worker: Worker, *, now=None) -> Assignment:
+    """Give the worker another reservation timeout on their HIT (the HIT page's "extend"), at most
+    :data:`MAX_HOLD_TIMEOUTS` timeouts after it was reserved. Before the deadline, and after it while no sweep has
+    run, the worker still holds the slot; once the reservation has expired, it is taken again only while the HIT
+    has a free slot (else :class:`SlotTaken`) and the worker holds no other HIT of the project."""
+    now = now or timezone.now()
+    if assignment.worker_id != worker.pk:
+        raise NotYourAssignment("this assignment is not held by you")
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update(no_key=True).select_related("project").get(pk=assignment.pk)
+        project = locked.project
+        timeout = timedelta(seconds=project.reservation_timeout_seconds)
+        until = min(now + timeout, locked.reserved_at + MAX_HOLD_TIMEOUTS * timeout)
+        if locked.status == Assignment.Status.EXPIRED:
+            if project.status != Project.Status.ACTIVE:
+                raise AssignmentNotOpen(f"the study is {project.get_status_display().lower()}: its HITs cannot be "
+                                        f"extended; submit to keep your answers as late answers")
+            if current_assignment(project, worker, now=now) is not None:
+                raise AssignmentNotOpen("you hold another HIT of this study now")
+        elif locked.status != Assignment.Status.RESERVED:
+            raise AssignmentNotOpen(f"this assignment is {locked.get_status_display().lower()}; it cannot be extended")
+        if until <= max(now, locked.expires_at if locked.status == Assignment.Status.RESERVED else now):
+            raise AssignmentNotOpen(f"this HIT cannot be held longer than {MAX_HOLD_TIMEOUTS} x "
+                                    f"{project.reservation_timeout_seconds // 60} minutes; please submit it")
+        if locked.status == Assignment.Status.EXPIRED:
+            took = HIT.objects.filter(pk=locked.hit_id, taken__lt=project.assignments_per_item).update(
+                taken=F("taken") + 1)
+            if not took:
+                raise SlotTaken("another worker has taken your place in this HIT; submit to keep your answers as "
+                                "late answers")
+        Assignment.objects.filter(pk=locked.pk).update(status=Assignment.Status.RESERVED, expires_at=until)
+        locked.status, locked.expires_at = Assignment.Status.RESERVED, until
+    return locked
+
+
+# --- drafts: answers saved as the worker gives them -----------------------------------------------------------
+DRAFT_MAX_BYTES = 256 * 1024
+
+
+def save_draft(assignment: Assignment, worker: Worker, values: Any, *, feedback: str = "") -> AssignmentDraft:
+    """Keep the answers given so far (``{item id: {field: value}}``, the HIT form's fields as
+    :func:`annotation.forms.parse_item_responses` reads them; partial answers are fine, nothing is validated but
+    the shape) and the feedback text, so that a reload or another tab shows them again. Only for the worker's own
+    assignment while it can still take answers (reserved, or expired: its answers can still be sent late)."""
+    if assignment.worker_id != worker.pk:
+        raise NotYourAssignment("this assignment is not held by you")
+    if assignment.status not in (Assignment.Status.RESERVED, Assignment.Status.EXPIRED):
+        raise AssignmentNotOpen(f"this assignment is {assignment.get_status_display().lower()}; nothing to save")
+    if not isinstance(values, dict):
+        raise ValidationFailed({"fields": "expected an object keyed by item id"})
+    item_ids = {item.pk for item in assignment_items(assignment)}
+    clean: dict[str, dict] = {}
+    for key, fields in values.items():
+        if not str(key).isdigit() or int(key) not in item_ids:
+            raise ValidationFailed({f"fields.{key}": "not an item of this HIT"})
+        if not isinstance(fields, dict) or not all(
+                isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+                for v in fields.values()):
+            raise ValidationFailed({f"fields.{key}": "expected {field: text or list of texts}"})
+        clean[str(int(key))] = fields
+    if not isinstance(feedback, str) or len(feedback) > 10000:
+        raise ValidationFailed({"feedback": "at most 10000 characters of text"})
+    if len(json.dumps(clean, ensure_ascii=False)) > DRAFT_MAX_BYTES:
+        raise ValidationFailed({"fields": f"a draft holds at most {DRAFT_MAX_BYTES // 1024} KB"})
+    draft, _ = AssignmentDraft.objects.update_or_create(assignment_id=assignment.pk,
+                                                        defaults={"responses": clean, "feedback": feedback})
+    return draft
+
+
+def draft_values(assignment: Assignment) -> tuple[dict[int, dict], str]:
+    """The saved answers (``{item id: {field: value}}``) and feedback of a reserved assignment, for the HIT page."""
+    draft = AssignmentDraft.objects.filter(assignment_id=assignment.pk).first()
+    if draft is None:
+        return {}, ""
+    return {int(k): v for k, v in (draft.responses or {}).items() if str(k).isdigit()}, draft.feedback
 
 
 # --- submission ---------------------------------------------------------------------------------
@@ -721,14 +846,18 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     if not (fresh and hasattr(assignment, "has_gold")):
         assignment = submittable_assignments().get(pk=assignment.pk)
     assignment.gold_scored = False
-    if assignment.status in Assignment.DONE and assignment.submission_key == key:
+    if _sent(assignment, key):
         return assignment  # retried submission: a no-op
-    _check_open(assignment, key, now)
+    late = _is_late(assignment, now)
+    if not late:
+        _check_open(assignment, key, now)
     if cached_items is not None:
         assignment._argora_items = cached_items  # the items of an assignment never change
     elif not assignment.has_gold:
         assignment._argora_gold_ids = []  # no need to ask for its gold items
     cleaned = _clean_responses(assignment, responses)  # everything validated before any write
+    if late:
+        return _store_late(assignment, cleaned, key, feedback, client_seconds, now)
     project = assignment.project
     tt = get_task_type(project.task_type)
     gold_ids = [i for i, (item, _) in cleaned.items() if item.is_gold]
@@ -760,10 +889,73 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
                 return assignment
     # Someone else changed it since we read it: a concurrent retry (same key), an expiry, another answer.
     current = Assignment.objects.select_related("project").get(pk=assignment.pk)
-    if current.status in Assignment.DONE and current.submission_key == key:
+    if _sent(current, key):
         return current  # a concurrent retry got there first
+    if _is_late(current, now):
+        current._argora_items = assignment_items(assignment)
+        return _store_late(current, cleaned, key, feedback, client_seconds, now)
     _check_open(current, key, now)
     raise AssignmentNotOpen("this assignment changed while it was being submitted; ask for a new HIT")
+
+
+def _sent(assignment: Assignment, key: str) -> bool:
+    """These answers were stored already (a retried request)."""
+    return (assignment.status in Assignment.DONE or assignment.status == Assignment.Status.LATE) \
+        and assignment.submission_key == key
+
+
+def _is_late(assignment: Assignment, now) -> bool:
+    """The reservation has ended (expired, or past its deadline with no sweep yet) and no answers were sent."""
+    return assignment.status == Assignment.Status.EXPIRED or (
+        assignment.status == Assignment.Status.RESERVED and assignment.expires_at <= now)
+
+
+def _store_late(assignment: Assignment, cleaned: dict[int, tuple[Item, dict]], key: str, feedback: str,
+                client_seconds, now) -> Assignment:
+    """Answers that came after the reservation ended: kept as a late assignment (status ``late``), which holds no slot
+    (one still held goes back now) and counts in no aggregate, gold score or export until staff accept it
+    (:func:`accept_late_assignment`). The worker is told so and goes on to the next HIT."""
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update(no_key=True).get(pk=assignment.pk)
+        if _sent(locked, key):
+            return locked
+        if not _is_late(locked, now):
+            _check_open(locked, key, now)  # submitted or rejected meanwhile: says why
+            raise AssignmentNotOpen("this assignment changed while it was being submitted; ask for a new HIT")
+        if locked.status == Assignment.Status.RESERVED:
+            HIT.objects.filter(pk=locked.hit_id).update(taken=F("taken") - 1)
+        fields = {"status": Assignment.Status.LATE, "submitted_at": now, "client_seconds": client_seconds,
+                  "work_seconds": max(0.0, (now - locked.reserved_at).total_seconds()), "feedback": feedback,
+                  "submission_key": key}
+        Assignment.objects.filter(pk=locked.pk).update(**fields)
+        Response.objects.bulk_create([Response(assignment_id=locked.pk, item=item, data=data)
+                                      for item, data in cleaned.values()])
+        AssignmentDraft.objects.filter(assignment_id=locked.pk).delete()
+    for name, value in fields.items():
+        setattr(assignment, name, value)
+    assignment.gold_scored = False
+    return assignment
+
+
+def accept_late_assignment(assignment: Assignment, *, now=None) -> Assignment:
+    """Staff count a late assignment's answers after all: it becomes submitted (holding a slot of its HIT, which may
+    then have more than R answers), its gold answers are scored, and the aggregates are recomputed as after any
+    submission. Idempotent."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = (Assignment.objects.select_for_update(no_key=True).select_related("project", "worker")
+                  .get(pk=assignment.pk))
+        if locked.status != Assignment.Status.LATE:
+            if locked.late_accepted_at is not None:
+                return locked
+            raise AssignmentNotOpen(f"assignment {locked.pk} is {locked.get_status_display().lower()}, not late")
+        HIT.objects.filter(pk=locked.hit_id).update(taken=F("taken") + 1)
+        Assignment.objects.filter(pk=locked.pk).update(status=Assignment.Status.SUBMITTED, late_accepted_at=now)
+        locked.status, locked.late_accepted_at = Assignment.Status.SUBMITTED, now
+        if not locked.worker.claimed_external_id:  # a provisional worker's gold waits for confirmation
+            _score_stored_gold(locked, locked.worker, now)
+        transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=locked))
+    return locked
 
 
 def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now) -> bool:
@@ -798,16 +990,25 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
 
 
 def _check_open(assignment: Assignment, key: str, now) -> None:
-    """The reservation can take answers: reserved and not past ``expires_at`` (a hard deadline: a late submission
-    expires the reservation now, giving its slot back, whether or not a sweep has run)."""
-    if assignment.status in Assignment.DONE:
+    """The reservation can take answers as a submission: reserved and not past ``expires_at`` (a hard deadline:
+    answers after it are stored as late answers by :func:`_store_late`, whether or not a sweep has run)."""
+    if assignment.status in Assignment.DONE or assignment.status == Assignment.Status.LATE:
         raise AssignmentNotOpen("this assignment was already submitted with different answers")
-    if assignment.status == Assignment.Status.RESERVED and assignment.expires_at <= now:
-        _expire_one(assignment.pk, now)
-        raise AssignmentNotOpen(f"this HIT's reservation ended at {assignment.expires_at:%H:%M:%S} UTC and its "
-                                f"place went back to the pool; ask for a new HIT")
     if assignment.status != Assignment.Status.RESERVED:
         raise AssignmentNotOpen(f"this assignment is {assignment.get_status_display().lower()}; ask for a new HIT")
+
+
+def _score_stored_gold(assignment: Assignment, worker: Worker, now) -> bool:
+    """Score the stored answers of an assignment's gold items (an answer counted after it was stored: a confirmed
+    claim, an accepted late assignment); ``False`` when it has none."""
+    project = assignment.project
+    golds = {g.item_id: g for g in GoldItem.objects.filter(item__in=assignment.gold_items.all())}
+    answers = {r.item_id: (None, r.data) for r in Response.objects.filter(assignment=assignment,
+                                                                          item_id__in=list(golds))}
+    golds = {item_id: g for item_id, g in golds.items() if item_id in answers}
+    if golds:
+        _score_gold(assignment, worker, project, get_task_type(project.task_type), golds, answers, now)
+    return bool(golds)
 
 
 def _score_gold(assignment, worker, project, tt, golds, cleaned, now) -> None:

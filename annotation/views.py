@@ -6,23 +6,25 @@ The HIT page submits either as a plain form POST to itself (works without JavaSc
 """
 from __future__ import annotations
 
-import secrets
 from functools import wraps
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import selectors, services
+from . import identity, selectors, services
 from .forms import HITSubmitForm, parse_item_responses
 from .hit_page import hit_context, refused_submission
 from .models import Assignment, Project, Worker
+from .studio import links as project_pages
 
-DONE_STATUSES = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED)
+# HITs a worker did (a completion code is due), counted or not: late answers were work too
+DONE_STATUSES = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED,
+                 Assignment.Status.LATE)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -73,6 +75,9 @@ def _closed(request, project: Project):
     if project.status == Project.Status.DRAFT:
         return notice(request, "Not open yet", [f"{project.name} has not started yet. Please come back later."],
                       status=403)
+    if project.status == Project.Status.PAUSED:
+        return notice(request, "Paused", [f"{project.name} is paused for a while and hands out no new tasks. "
+                                          f"Please come back later."], status=503)
     return notice(request, "This study is closed",
                   [f"{project.name} is closed and takes no more answers. Thank you for your interest."], status=410)
 
@@ -81,34 +86,46 @@ def _hits_done(project: Project, worker: Worker) -> int:
     return Assignment.objects.filter(project=project, worker=worker, status__in=DONE_STATUSES).count()
 
 
-def _new_invite_user():
-    user_model = get_user_model()
-    while True:
-        username = f"worker-{secrets.token_hex(5)}"
-        if not user_model.objects.filter(username=username).exists():
-            return user_model.objects.create_user(username=username, password=None)
-
-
 # --- worker entry -------------------------------------------------------------------------------
 @require_GET
 def invite(request, token: str):
-    """An invite link: create (or reuse, through the session) a local worker, log in, go to the work. A
-    ``?PROLIFIC_PID=`` is recorded on the worker; it never logs anyone in."""
+    """An invite link: log in this browser's worker (the session's, else the one the browser's cookie names, else a
+    new passwordless one: :mod:`annotation.identity`) and go to the work. A ``?PROLIFIC_PID=`` is recorded on a new
+    worker; it never logs anyone in."""
     project = get_object_or_404(Project, invite_token=token)
     if project.status != Project.Status.ACTIVE:
         return _closed(request, project)
     if request.user.is_authenticated:
         services.worker_for_user(request.user)
     else:
-        # A new visitor gets a new account bound to this browser's session. A Prolific PID in the URL is recorded
-        # (on the first worker that brings it) but is never a login: anyone can type someone else's PID.
-        pid = (request.GET.get("PROLIFIC_PID") or "").strip()[:200]
-        user = _new_invite_user()
-        worker = services.worker_for_user(user, source=Worker.Source.PROLIFIC if pid else Worker.Source.INVITE)
-        if pid and not Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid).exists():
-            Worker.objects.filter(pk=worker.pk).update(external_id=pid)
+        user = identity.remembered_user(request)
+        if user is None:
+            user, _worker = identity.new_invite_worker(pid=(request.GET.get("PROLIFIC_PID") or "").strip()[:200])
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-    return redirect("annotation:work", slug=project.slug)
+    response = redirect("annotation:work", slug=project.slug)
+    identity.remember(response, request.user)
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def recover(request):
+    """A worker types their recovery code (shown with their completion code) to be themselves in this browser."""
+    error = ""
+    if request.method == "POST":
+        try:
+            user = identity.user_for_recovery_code(request.POST.get("code", ""),
+                                                   address=request.META.get("REMOTE_ADDR", ""))
+        except identity.TooManyAttempts as exc:
+            return render(request, "annotation/recover.html", {"error": str(exc)}, status=429)
+        if user is not None:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            response = redirect("annotation:my-projects")
+            identity.remember(response, user)
+            messages.success(request, "Welcome back: this browser is you again.")
+            return response
+        error = "code: not a recovery code we know. Check it and try again (it looks like W123-ABCD-EFGH-JKLM)."
+    return render(request, "annotation/recover.html", {"error": error, "code": request.POST.get("code", "")},
+                  status=400 if error else 200)
 
 
 @login_required
@@ -131,6 +148,9 @@ def work(request, slug: str):
         return _submit(request, project, worker)
     if worker.blocked:
         return _blocked(request, project, worker)
+    unsent = selectors.unsent_assignment(project, worker)
+    if unsent is not None:  # a reservation that ended with answers on the page: back to it (submit late or extend)
+        return _render_hit(request, project, worker, unsent)
     try:
         assignment = services.reserve_next_assignment(project, worker)
     except services.WorkerBlocked:
@@ -154,9 +174,15 @@ def _render_hit(request, project, worker, assignment, *, status=200, **answers):
     show_instructions = not request.session.get(seen_key)
     request.session[seen_key] = True
     counts = selectors.worker_project_counts(project, worker)
+    if "values" not in answers:  # the answers saved as the worker gave them (a reload, another tab)
+        answers["values"], answers["feedback"] = services.draft_values(assignment)
+        answers["restored"] = bool(answers["values"] or answers["feedback"])
     context = hit_context(project, services.assignment_items(assignment), assignment=assignment,
                           submit_url=reverse("api-annotation-submit", args=[assignment.pk]),
                           next_url=reverse("annotation:work", args=[project.slug]),
+                          draft_url=reverse("api-annotation-draft", args=[assignment.pk]),
+                          extend_url=reverse("api-annotation-extend", args=[assignment.pk]),
+                          stop_url=reverse("annotation:stop", args=[project.slug]),
                           show_instructions=show_instructions, hits_done=counts["submitted"],
                           hits_available=counts["available"], max_hits=counts["max"], **answers)
     return render(request, "annotation/hit.html", context, status=status)
@@ -188,8 +214,8 @@ def _submit(request, project: Project, worker: Worker):
     responses = parse_item_responses(request.POST, item_ids)
     feedback = form.cleaned_data["feedback"]
     try:
-        services.submit_assignment(assignment, worker, responses, feedback=feedback,
-                                   client_seconds=form.cleaned_data["client_seconds"])
+        done = services.submit_assignment(assignment, worker, responses, feedback=feedback,
+                                          client_seconds=form.cleaned_data["client_seconds"])
     except services.ValidationFailed as exc:
         return _render_hit(request, project, worker, assignment, values=responses, feedback=feedback, status=400,
                            **refused_submission(exc.errors, item_ids))
@@ -198,8 +224,28 @@ def _submit(request, project: Project, worker: Worker):
     except services.AssignmentNotOpen as exc:
         return notice(request, "This HIT is closed", [str(exc)], status=409,
                       link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get a new HIT"})
+    if done.status == Assignment.Status.LATE:
+        return notice(request, "Your answers were kept as late answers", [LATE_TEXT],
+                      link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get the next HIT"})
     messages.success(request, "Thank you, your answers were saved.")
     return redirect("annotation:work", slug=project.slug)
+
+
+LATE_TEXT = ("Your reservation of this HIT had ended before the answers arrived, so another worker may have its place "
+             "now. Your answers are stored as late answers: the research team can still count them.")
+
+
+@login_required
+@require_POST
+def stop(request, slug: str):
+    """"Stop and get my completion code": the worker's reservation ends now (its place goes back to the pool at
+    once), then the completion page."""
+    project = get_object_or_404(Project, slug=slug)
+    worker = services.worker_for_user(request.user)
+    assignment = services.current_assignment(project, worker) or selectors.unsent_assignment(project, worker)
+    if assignment is not None:
+        services.release_reservation(assignment, worker)  # its answers and draft are dropped: the worker said so
+    return redirect("annotation:done", slug=project.slug)
 
 
 @login_required
@@ -209,8 +255,11 @@ def done(request, slug: str):
     worker = services.worker_for_user(request.user)
     hits_done = _hits_done(project, worker)
     code = services.completion_code(project, worker) if hits_done else ""
+    finished = bool(request.GET.get("finished"))
     return render(request, "annotation/done.html", {
-        "project": project, "code": code, "hits_done": hits_done, "finished": bool(request.GET.get("finished")),
+        "project": project, "code": code, "hits_done": hits_done, "finished": finished,
+        "recovery_code": identity.recovery_code(worker) if hits_done else "",
+        "waiting": selectors.hits_held_by_others(project, worker) if finished else None,
     })
 
 
@@ -231,7 +280,8 @@ def project_list(request):
         progress = selectors.project_progress(project)
         rows.append({"project": project, "progress": progress,
                      "blocked": sum(1 for w in progress["workers"] if w["blocked"]),
-                     "percent": round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0})
+                     "percent": round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0,
+                     "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"]})
     return render(request, "annotation/project_list.html", {"rows": rows})
 
 
@@ -242,7 +292,12 @@ def project_progress(request, slug: str):
     progress = selectors.project_progress(project)
     invite_url = request.build_absolute_uri(reverse("annotation:invite", args=[project.invite_token]))
     percent = round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0
+    try:
+        task_type = project.get_task_type()
+    except KeyError:  # a row written before task types were checked on save: say so instead of failing
+        task_type = None
     return render(request, "annotation/project_progress.html", {
         "project": project, "progress": progress, "percent": percent, "invite_url": invite_url,
-        "task_type": project.get_task_type(),
+        "task_type": task_type,
+        "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"],
     })

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db import transaction
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_exempt
@@ -43,18 +43,21 @@ def _notice(request, heading, lines, *, status):
     return response
 
 
-def _bound_urls(project, b: binding_mod.Binding) -> str:
+def _bound_urls(project, b: binding_mod.Binding, name: str = "mturk:external-submit") -> str:
     query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
                        "binding": b.dumps()})
-    return reverse("mturk:external-submit", args=[project.slug]) + "?" + query
+    return reverse(name, args=[project.slug]) + "?" + query
 
 
 def _render_hit(request, project, assignment, b, *, status=200, **extra):
     url = _bound_urls(project, b)
     mhit = MTurkHIT.objects.filter(mturk_hit_id=b.hit_id).first()
+    if "values" not in extra:  # the answers saved as the worker gave them (a reload of MTurk's frame)
+        extra["values"], extra["feedback"] = annotation_services.draft_values(assignment)
+        extra["restored"] = bool(extra["values"] or extra["feedback"])
     context = hit_context(project, annotation_services.assignment_items(assignment), assignment=assignment,
-                          submit_url=url, next_url=url, reward_cents=mhit.reward_cents if mhit else None,
-                          preview=False, mturk=True, **extra)
+                          submit_url=url, next_url=url, draft_url=_bound_urls(project, b, "mturk:external-draft"),
+                          reward_cents=mhit.reward_cents if mhit else None, preview=False, mturk=True, **extra)
     return render(request, "mturk/hit.html", context, status=status)
 
 
@@ -100,9 +103,12 @@ def external(request, slug: str):
     except annotation_services.AllocationError as exc:  # quota, too many unconfirmed HITs
         return _notice(request, "Please return this HIT", [str(exc)], status=exc.status)
     assignment, _worker = binding_mod.assignment_for(b, project)
-    if assignment.status in ("submitted", "approved"):
+    if assignment.status in SENT:
         return _handoff(request, project, b, assignment)
     return _render_hit(request, project, assignment, b)
+
+
+SENT = ("submitted", "approved", "late")  # answers stored (late ones too): hand the worker over to MTurk
 
 
 def _handoff(request, project, b, assignment):
@@ -126,7 +132,7 @@ def external_submit(request, slug: str):
             return JsonResponse({"detail": str(exc)}, status=403)
         return _notice(request, "Not your HIT", [str(exc)], status=403)
     if request.method == "GET":
-        if assignment.status in ("submitted", "approved"):
+        if assignment.status in SENT:
             return _handoff(request, project, b, assignment)
         query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
                            "turkSubmitTo": b.turk_submit_to})
@@ -134,6 +140,31 @@ def external_submit(request, slug: str):
     if request.content_type == "application/json":
         return _submit_json(request, assignment, worker)
     return _submit_form(request, project, assignment, worker, b)
+
+
+@xframe_options_exempt
+@csrf_exempt
+@require_http_methods(["PUT", "POST"])
+def external_draft(request, slug: str):
+    """The answers given so far in an MTurk HIT (hit.js saves them as they change; the page restores them)."""
+    project = get_object_or_404(Project, slug=slug)
+    try:
+        b = binding_mod.load(request.GET.get("binding", ""), project=project, query=request.GET)
+        assignment, worker = binding_mod.assignment_for(b, project)
+        body = parse_json(request.body or b"{}")
+    except binding_mod.BindingRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=403)
+    except FieldError as exc:
+        return JsonResponse({"errors": exc.as_dict()}, status=400)
+    if not isinstance(body, dict):
+        return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
+    try:
+        annotation_services.save_draft(assignment, worker, body.get("fields"), feedback=body.get("feedback") or "")
+    except annotation_services.ValidationFailed as exc:
+        return JsonResponse({"errors": exc.errors}, status=400)
+    except annotation_services.SubmissionError as exc:
+        return JsonResponse({"detail": str(exc)}, status=exc.status)
+    return HttpResponse(status=204)
 
 
 def _wants_json(request) -> bool:

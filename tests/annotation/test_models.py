@@ -1,5 +1,6 @@
 """Model invariants, the task-type registry and the sentence_label task type, project/item/HIT set-up."""
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from annotation import services
@@ -131,3 +132,12 @@ def test_completion_code_is_stable_per_worker_and_project(django_user_model):
     code = services.completion_code(p1, w)
     assert code == services.completion_code(p1, w) and len(code) >= 8
     assert services.completion_code(p2, w) != code and services.completion_code(p1, w2) != code
+
+
+def test_no_project_is_saved_with_a_task_type_that_is_not_installed():
+    with pytest.raises(ValidationError, match="unknown task type 'sentence-label'"):
+        Project(name="Typo", slug="typo", task_type="sentence-label").save()
+    with pytest.raises(ValidationError) as exc:
+        Project(name="Typo", slug="typo", task_type="sentence-label").full_clean()
+    assert "task_type" in exc.value.message_dict
+    assert not Project.objects.exists()

@@ -255,7 +255,7 @@ def test_done_page_gives_no_code_before_any_submission(client, project):
     assert b"Nothing submitted yet" in resp.content
 
 
-def test_expired_reservation_gets_409_with_a_way_on_and_writes_nothing(client, project):
+def test_expired_reservation_keeps_the_answers_as_late_with_a_way_on(client, project):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -266,9 +266,10 @@ def test_expired_reservation_gets_409_with_a_way_on_and_writes_nothing(client, p
     Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert services.expire_reservations() == 1
     resp = form_post(client, project, assignment, ["pro", "con", "none"])
-    assert resp.status_code == 409
-    assert b"Get a new HIT" in resp.content
-    assert Response.objects.count() == 0
+    assert resp.status_code == 200
+    assert b"kept as late answers" in resp.content and b"Get the next HIT" in resp.content
+    assert Assignment.objects.get(pk=assignment.pk).status == "late"
+    assert Response.objects.filter(assignment=assignment).count() == 3
 
 
 def test_gold_items_are_interleaved_without_giving_them_away(client):

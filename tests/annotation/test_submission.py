@@ -82,13 +82,18 @@ def test_only_the_holder_may_submit(setup):
     assert not Response.objects.exists() and Assignment.objects.get(pk=a.pk).status == "reserved"
 
 
-def test_expired_assignment_cannot_be_submitted(setup):
-    _, w, _, a, items = setup
+def test_expired_assignment_answers_are_kept_as_late_answers(setup):
+    project, w, _, a, items = setup
     assert services.expire_reservations(now=timezone.now() + timedelta(seconds=601)) == 1
-    with pytest.raises(services.AssignmentNotOpen) as exc:
-        services.submit_assignment(a, w, {i.pk: {"label": "pro"} for i in items})
-    assert "expired" in str(exc.value)
-    assert not Response.objects.exists()
+    done = services.submit_assignment(a, w, {i.pk: {"label": "pro"} for i in items})
+    assert done.status == "late" and Response.objects.filter(assignment=a).count() == len(items)
+    assert selectors.project_progress(project)["done"] == 0
+    # invalid late answers are refused like any others, and nothing is written
+    b = services.reserve_next_assignment(project, w)
+    services.expire_reservations(now=timezone.now() + timedelta(seconds=601))
+    with pytest.raises(services.ValidationFailed):
+        services.submit_assignment(b, w, {i.pk: {"label": "maybe"} for i in services.assignment_items(b)})
+    assert Assignment.objects.get(pk=b.pk).status == "expired" and not Response.objects.filter(assignment=b).exists()
 
 
 def test_rejection_frees_the_slot(setup, django_user_model):
@@ -115,14 +120,16 @@ def test_progress_counts(setup):
 
 
 def test_expiry_is_a_hard_deadline_at_submit(setup):
-    """A submission after ``expires_at`` is refused even when no sweep has run, and the slot goes back at once."""
+    """Answers after ``expires_at`` never count as a submission, even when no sweep has run: they are kept as late
+    answers (counted nowhere) and the slot goes back at once."""
     project, w, _, a, items = setup
     late = a.expires_at + timedelta(seconds=1)
-    with pytest.raises(services.AssignmentNotOpen, match="reservation ended at .* ask for a new HIT"):
-        services.submit_assignment(a, w, {str(i.pk): {"label": "con"} for i in items}, now=late)
+    done = services.submit_assignment(a, w, {str(i.pk): {"label": "con"} for i in items}, now=late)
+    assert done.status == "late"
     a.refresh_from_db()
-    assert a.status == "expired" and a.hit.taken == 0
-    assert not Response.objects.filter(assignment=a).exists()
+    assert a.status == "late" and a.hit.taken == 0
+    assert Response.objects.filter(assignment=a).count() == len(items)
+    assert not selectors.counted_responses(project).exists()
     # one second before the deadline is still in time
     b = services.reserve_next_assignment(project, w, now=late)
     done = services.submit_assignment(b, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(b)},

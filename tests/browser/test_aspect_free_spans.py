@@ -148,6 +148,18 @@ def test_free_spans_with_keyboard_and_mouse(live_server, page):
     print(f"screenshot: {path}")
     assert os.path.getsize(path) > 10_000
 
+    # a reload keeps every aspect, free spans included (the draft), and the answered count
+    expect(loc("#hit-saved")).to_have_text("Your answers are saved as you go.")
+    page.reload()
+    expect(loc("#hit-saved")).to_have_text("Your saved answers are back.")
+    expect(chips(0)).to_have_text([s0 + "×"])
+    expect(chips(1)).to_have_text([s1 + "×"])
+    expect(chips(2)).to_have_text([c2["text"] + "×"])
+    expect(loc(f"#item-{ids[0]} .aspect-chip.free")).to_have_count(1)
+    expect(loc(f"#item-{ids[0]}-text mark.free")).to_have_text([s0])
+    expect(loc("#hit-answered")).to_have_text("3 of 3 answered")
+    loc(f"#item-{ids[2]}-input").focus()
+
     kb.press("Control+Enter")
     expect(loc("#completion-code")).to_be_visible()
     assignment.refresh_from_db()

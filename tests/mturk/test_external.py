@@ -147,3 +147,29 @@ def test_panel_for_staff(project, staff_user, stub):
     html = r.content.decode()
     assert r.status_code == 200 and "$10000.00" in html and HIT_ID in html and 'id="cost-preview"' in html
     assert Client().get(f"/mturk/projects/{project.slug}/").status_code == 302  # anonymous -> login
+
+
+def data_url(response, name: str) -> str:
+    html = response.content.decode()
+    start = html.index(f'data-{name}="') + len(f'data-{name}="')
+    return html[start:html.index('"', start)].replace("&amp;", "&")
+
+
+def test_answers_are_saved_as_a_draft_and_back_after_mturk_reloads_the_frame(project):
+    c = Client(enforce_csrf_checks=True)
+    r = accept(c, project)
+    draft = data_url(r, "draft-url")
+    assert urlsplit(draft).path == f"/mturk/external/{project.slug}/draft/"
+    assignment = Assignment.objects.get()
+    first = services.assignment_items(assignment)[0]
+    body = {"fields": {str(first.pk): {"label": "none"}}, "feedback": "half done"}
+    assert c.put(draft, json.dumps(body), content_type="application/json").status_code == 204
+    html = accept(c, project).content.decode()
+    assert f'name="item-{first.pk}-label" value="none" checked' in html and "half done</textarea>" in html
+    # the binding is the key: without it, or for another HIT's item, nothing is saved
+    bare = draft.split("?")[0] + "?" + "&".join(p for p in urlsplit(draft).query.split("&")
+                                                if not p.startswith("binding="))
+    assert c.put(bare, json.dumps(body), content_type="application/json").status_code == 403
+    other = {"fields": {"99999": {"label": "pro"}}}
+    r = c.put(draft, json.dumps(other), content_type="application/json")
+    assert r.status_code == 400 and "fields.99999" in r.json()["errors"]

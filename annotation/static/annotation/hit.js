@@ -6,6 +6,13 @@
  *   collect(itemEl)          -> the response object for the item (sent as {"responses": {id: object}})
  *   onKey(itemEl, event)     -> "answered" (a choice was made: move on), true (handled) or false
  * Without JavaScript the page is a plain form POST, so this file only adds to it.
+ *
+ * Nothing a worker gives is lost: the form's item fields (item-<id>-<field>, which every task type keeps in step with
+ * what is on screen) and the feedback are saved as a draft on the server as they change (debounced, one request at
+ * a time, and once more when the page is hidden), and the server puts them back into the page when it is opened
+ * again. The reservation's deadline counts down in the side panel; near it, and after it, "Keep this HIT longer"
+ * asks for more time while the HIT's place is still free. Answers sent after the deadline are kept as late answers
+ * (the server says "late"): the page says so and offers the next HIT.
  */
 (function () {
   "use strict";
@@ -47,6 +54,9 @@
 
     items.forEach(function (el) { impl.setup(el); });
     root.classList.add("js");
+    var drafts = setupDrafts(root, form);
+    var timer = setupTimer(root);
+    setupStop(function () { return answeredCount(); });
 
     function answeredCount() {
       return items.filter(function (el) { return impl.isAnswered(el); }).length;
@@ -62,6 +72,7 @@
       if (answeredEl) answeredEl.textContent = done + " of " + items.length + " answered";
       if (bar) { bar.max = items.length; bar.value = done; }
       submitBtns.forEach(function (b) { b.classList.toggle("ready", done === items.length); });
+      drafts.changed();
       var notice = document.getElementById("hit-missing");
       if (notice) {
         if (done === items.length) {
@@ -179,6 +190,8 @@
         }
         return resp.json().catch(function () { return {}; }).then(function (data) {
           if (resp.ok) {
+            drafts.stop();
+            if (data && data.status === "late") { showLate(); return; }
             window.location.assign(root.dataset.nextUrl);
             return;
           }
@@ -196,10 +209,24 @@
       }
     }
 
+    function showLate() {
+      var late = document.getElementById("hit-late");
+      form.hidden = true;
+      ["hit-expiry", "hit-timer", "hit-saved"].forEach(function (id) {
+        var el = document.getElementById(id);
+        if (el) el.hidden = true;
+      });
+      timer.stop();
+      submitBtns.forEach(function (b) { b.disabled = true; b.textContent = "Sent as late answers"; });
+      if (late) { late.hidden = false; late.focus(); }
+    }
+
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       submit();
     });
+
+    root.addEventListener("input", function () { drafts.changed(); });
 
     root.addEventListener("focusin", function (ev) {
       var el = itemOf(ev.target);
@@ -250,6 +277,153 @@
     var firstError = root.querySelector(".hit-item.has-error");
     if (firstError) focusItem(items.indexOf(firstError));
     else focusItem(start >= 0 ? start : 0);
+  }
+
+  // --- drafts: the answers given so far, saved on the server -------------------------------------------------
+  function formFields(form) {
+    // the HIT form's item fields as the server reads them: {item id: {field: text, list field: [texts]}}
+    var out = {};
+    new FormData(form).forEach(function (value, name) {
+      var m = /^item-(\d+)-(.+)$/.exec(name);
+      if (!m || typeof value !== "string") return;
+      var item = out[m[1]] || (out[m[1]] = {});
+      var field = m[2];
+      if (/\[\]$/.test(field)) {
+        field = field.slice(0, -2);
+        (item[field] || (item[field] = [])).push(value);
+      } else {
+        item[field] = value;
+      }
+    });
+    return out;
+  }
+
+  function setupDrafts(root, form) {
+    var url = root.dataset.draftUrl;
+    var status = document.getElementById("hit-saved");
+    var csrf = form.elements.csrfmiddlewaretoken ? form.elements.csrfmiddlewaretoken.value : "";
+    var last = null, timer = null, inFlight = false, again = false, stopped = !url;
+
+    function body() {
+      return JSON.stringify({ fields: formFields(form), feedback: form.elements.feedback ? form.elements.feedback.value : "" });
+    }
+    function say(text, failed) {
+      if (!status) return;
+      status.textContent = text;
+      status.classList.toggle("failed", !!failed);
+    }
+    function save(leaving) {
+      if (stopped) return;
+      var data = body();
+      if (data === last) return;
+      if (inFlight && !leaving) { again = true; return; }
+      inFlight = true;
+      say("Saving your answers…");
+      fetch(url, {
+        method: leaving ? "POST" : "PUT", credentials: "same-origin", keepalive: !!leaving,
+        headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrf },
+        body: data
+      }).then(function (resp) {
+        if (resp.ok) { last = data; say("Your answers are saved as you go."); }
+        else if (resp.status === 409 || resp.status === 403 || resp.status === 404) { stopped = true; say(""); }
+        else say("Your answers could not be saved (the server answered " + resp.status + "); they are still here.", true);
+      }).catch(function () {
+        say("Could not reach the server to save your answers; they are still here.", true);
+      }).then(function () {
+        inFlight = false;
+        if (again) { again = false; save(); }
+      });
+    }
+    if (!stopped) {
+      last = body();  // what the server sent is what it has
+      setInterval(function () { save(); }, 5000);  // a widget that changed its fields without telling us
+      document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") save(true); });
+      window.addEventListener("pagehide", function () { save(true); });
+    }
+    return {
+      changed: function () {
+        if (stopped) return;
+        clearTimeout(timer);
+        timer = setTimeout(save, 400);
+      },
+      stop: function () { stopped = true; clearTimeout(timer); }
+    };
+  }
+
+  // --- the reservation's deadline ---------------------------------------------------------------------------
+  function clock(ms) {
+    var s = Math.max(0, Math.round(ms / 1000)), m = Math.floor(s / 60);
+    return m >= 60 ? Math.floor(m / 60) + " h " + (m % 60) + " min" : m + ":" + ("0" + (s % 60)).slice(-2);
+  }
+
+  function setupTimer(root) {
+    var timerEl = document.getElementById("hit-timer");
+    var box = document.getElementById("hit-expiry");
+    var text = document.getElementById("hit-expiry-text");
+    var button = document.getElementById("hit-extend");
+    var expires = parseInt(root.dataset.expiresMs || "", 10);
+    var ticking = null;
+    var handle = { stop: function () { clearInterval(ticking); } };
+    if (!timerEl || isNaN(expires)) return handle;
+    var skew = parseInt(root.dataset.serverNowMs || "", 10) - Date.now();  // server clock - this clock
+    if (isNaN(skew)) skew = 0;
+    var timeout = parseInt(root.dataset.timeout || "0", 10) * 1000;
+    var warnAt = Math.max(60000, Math.min(300000, timeout / 4));
+    var note = "";
+
+    function tick() {
+      var left = expires - (Date.now() + skew);
+      timerEl.textContent = left > 0 ? "Reserved for you: " + clock(left) + " left" : "Your reservation has ended";
+      timerEl.classList.toggle("warn", left > 0 && left <= warnAt);
+      timerEl.classList.toggle("over", left <= 0);
+      if (!box) return;
+      box.hidden = left > warnAt && !note;
+      box.classList.toggle("over", left <= 0);
+      text.textContent = note || (left > 0
+        ? "Your reservation ends in " + clock(left) + ". Submit before then, or keep this HIT longer."
+        : "Your reservation has ended and another worker may take this HIT. Submit now: your answers are kept " +
+          "(as late answers if your place was taken). Or keep the HIT, if its place is still free.");
+    }
+    if (button) {
+      button.addEventListener("click", function () {
+        var csrf = document.querySelector("input[name=csrfmiddlewaretoken]");
+        button.disabled = true;
+        fetch(root.dataset.extendUrl, {
+          method: "POST", credentials: "same-origin",
+          headers: { "Accept": "application/json", "X-CSRFToken": csrf ? csrf.value : "" }
+        }).then(function (resp) {
+          return resp.json().catch(function () { return {}; }).then(function (data) {
+            if (resp.ok && data.expires_at) {
+              expires = Date.parse(data.expires_at);
+              note = "";
+              box.hidden = true;
+            } else {
+              note = (data && data.detail) ? data.detail.charAt(0).toUpperCase() + data.detail.slice(1) + "."
+                                           : "The server answered " + resp.status + ".";
+              button.hidden = true;
+            }
+          });
+        }).catch(function () {
+          note = "Could not reach the server; please try again.";
+        }).then(function () { button.disabled = false; tick(); });
+      });
+    }
+    tick();
+    ticking = setInterval(tick, 1000);
+    return handle;
+  }
+
+  // --- "Stop and get my completion code" -------------------------------------------------------------------
+  function setupStop(answered) {
+    var stop = document.getElementById("hit-stop");
+    if (!stop) return;
+    stop.addEventListener("submit", function (ev) {
+      var n = answered();
+      if (n && !window.confirm("Stop now? The " + n + " answer" + (n === 1 ? "" : "s") + " you gave in this HIT " +
+                               "will not be sent, and the HIT goes back to other workers.")) {
+        ev.preventDefault();
+      }
+    });
   }
 
   // Run after the task type's (deferred) script has registered itself: deferred scripts execute while

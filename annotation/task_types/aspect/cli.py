@@ -1,6 +1,6 @@
 """``manage.py aspects import|export|labels``: App. F aspect datasets and ranker training labels.
 
-    manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits]
+    manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits] [--activate]
     manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
     manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
     manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
@@ -17,7 +17,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 import annotation.task_types.aspect.task_type  # noqa: F401  (registers the task type)
 from annotation import services
-from annotation.selectors import project_of_type
+from annotation.models import Project
+from annotation.selectors import project_of_type, status_note
 from annotation.task_types.aspect import appf, labels
 from annotation.task_types.aspect.appf import parse_appf
 from argora.jsonl import write_jsonl
@@ -37,6 +38,8 @@ class Command(BaseCommand):
         p.add_argument("--as-gold", action="store_true", help="create gold items (expected = the file's aspects)")
         p.add_argument("--create", action="store_true", help="create the project (task type aspect) if missing")
         p.add_argument("--build-hits", action="store_true", help="put the new items into HITs")
+        p.add_argument("--activate", action="store_true",
+                       help="open the project to workers after the import (builds the HITs)")
         p = sub.add_parser("export", help="write a project's aspects as App. F JSONL")
         p.add_argument("--project", required=True)
         p.add_argument("--out", help="the unsplit App. F file, e.g. aspects.jsonl")
@@ -65,9 +68,12 @@ class Command(BaseCommand):
                 with cli_progress("import aspects") as progress:
                     summary = appf.import_appf(options["file"], project, as_gold=options["as_gold"],
                                                progress=progress, rows=rows)
-                if options["build_hits"]:
+                if options["build_hits"] or options["activate"]:
                     summary["hits_created"] = services.build_hits(project)
-                self.stdout.write(f"{options['file']}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+                if options["activate"]:
+                    services.set_project_status(project, Project.Status.ACTIVE)
+                self.stdout.write(f"{options['file']}: " + ", ".join(f"{k} {v}" for k, v in summary.items())
+                                  + f"; {status_note(project)}")
             elif action == "export":
                 problem = check_export_args(options["out"], options["split"], options["out_dir"],
                                             file_name="aspects.jsonl")
@@ -87,7 +93,7 @@ class Command(BaseCommand):
                     rows = labels.project_label_rows(self._project(options["project"]))
                 n = write_jsonl(rows, options["out"])
                 self.stdout.write(f"{options['out']}: {n} label rows")
-        except ImportFailed as exc:
+        except (ImportFailed, services.ProjectInvalid) as exc:
             raise CommandError(str(exc), returncode=2) from None
         except ValueError as exc:
             raise CommandError(str(exc), returncode=2) from None

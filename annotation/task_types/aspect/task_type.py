@@ -199,7 +199,9 @@ class Aspect(TaskType):
                 "instruction": item_instruction(project, item),
                 # free mode: the page snaps selections to these (the server's own tokens, also for items
                 # built before the payload carried "tokens")
-                "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else ""}
+                "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else "",
+                # the offered ids: an answer's other aspects are free spans (hidden inputs, restored by its hit.js)
+                "candidate_ids": [c["id"] for c in payload.get("candidates", []) + payload.get("more", [])]}
 
     def worker_payload(self, project, item, assignment=None):
         payload = super().worker_payload(project, item, assignment=assignment)
@@ -326,10 +328,21 @@ class Aspect(TaskType):
                          else str(a) for a in answer["aspects"] or []) or "—"
 
     def aggregate_text(self, aggregate):
+        """``aspects: kill birds, noise (threshold 2 of 3 votes)``, ``no aspect``, ``unresolved: ...`` (crowd vote);
+        an adjudicated / gold / imported answer says where it came from."""
         if not isinstance(aggregate, dict):
             return ""
-        return ", ".join(str(a.get("text", a)) if isinstance(a, dict) else str(a)
-                         for a in aggregate.get("aspects") or [])
+        aspects = ", ".join(str(a.get("text", a)) if isinstance(a, dict) else str(a)
+                            for a in aggregate.get("aspects") or [])
+        source = aggregate.get("source", "crowd")
+        if source == "crowd" and aggregate.get("threshold") is not None:
+            votes = f'(threshold {aggregate["threshold"]} of {aggregate.get("n", 0)} votes)'
+            if not aggregate.get("resolved"):
+                return f"unresolved: no span reached the threshold {votes}"
+            return f"no aspect {votes}" if aggregate.get("no_aspect") else f"aspects: {aspects} {votes}"
+        if source == "none":
+            return ""
+        return f'{source}: {"no aspect" if aggregate.get("no_aspect") else aspects}'
 
     # --- agreement and adjudication -----------------------------------------------------------
     def reliability_data(self, project, records):

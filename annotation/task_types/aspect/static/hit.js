@@ -2,13 +2,16 @@
  *
  * The hidden checkboxes item-<id>-aspects[] ("begin:length" ids) of the plain form are the state; this script
  * puts a type-ahead tag field on top of them:
- *   typing filters the candidates, ArrowUp/ArrowDown move, Enter or Tab pick, Escape closes the list,
+ *   typing filters the candidates (a candidate typed in full, whatever its case, is highlighted before the ones
+ *   that merely contain the text), ArrowUp/ArrowDown move, Enter or Tab pick, Escape closes the list,
  *   Backspace in the empty field removes the last chosen aspect, Alt+M (or the button, or the last entry
  *   of the list) shows the second list; candidates from both lists are offered from then on.
  * Chosen aspects are chips and marks in the sentence; an aspect overlapping a chosen one is refused with a
  * warning (role=alert). The server checks all of it again.
  * The item itself is not a tab stop: focusing it (hit.js does, on load and on errors) moves focus into its
- * field, so a worker can type at once; Tab walks field -> button -> boxes -> next sentence.
+ * field, so a worker can type at once; Tab walks field -> button -> boxes -> next sentence (-> submit). The open list
+ * is never a tab stop (tabindex -1: a scrollable box would be one, and the field's blur hides it, which dropped
+ * focus to <body>); a Tab that picks nothing closes it first.
  * hit.js ignores keys typed into text inputs (no digit shortcuts, no Enter-to-submit there); the field
  * keeps Enter from submitting the form while something is typed or highlighted.
  *
@@ -20,8 +23,10 @@
  *   keyboard: the sentence is a tab stop; ArrowLeft/ArrowRight move the word cursor, Shift+ArrowLeft/Right
  *     (and Shift+Home/End) extend it, Enter adds the words under it, Delete/Backspace removes the aspect under
  *     it, Escape shrinks it to one word.
- * A free span that is an offered candidate counts as that candidate; any other is "free" (chip, mark). Overlaps
- * are refused with the same warning as in the field.
+ * A free span that is an offered candidate counts as that candidate; any other is "free" (chip, mark) and has a
+ * hidden input item-<id>-aspects[] of its own (enabled while chosen), so the page's draft and the plain form POST
+ * carry it; the server renders the free spans of a restored draft as such inputs. Overlaps are refused with the
+ * same warning as in the field.
  */
 (function () {
   "use strict";
@@ -32,6 +37,7 @@
   function $$(el, sel) { return Array.prototype.slice.call(el.querySelectorAll(sel)); }
   function q(text) { return "\u201c" + text + "\u201d"; }
   function overlaps(a, b) { return a.begin < b.begin + b.length && b.begin < a.begin + a.length; }
+  function norm(text) { return text.trim().toLowerCase().replace(/\s+/g, " "); }
 
   function setup(el) {
     var widget = $(el, ".aspect-widget");
@@ -53,17 +59,24 @@
       try { st.tokens = JSON.parse(sentence.dataset.tokens); } catch (e) { st.tokens = null; }
       st.free = !!(st.tokens && st.tokens.length);
     }
-    $$(el, 'input[name="item-' + iid + '-aspects[]"]').forEach(function (cb, rank) {
+    $$(el, 'input[type=checkbox][name="item-' + iid + '-aspects[]"]').forEach(function (cb, rank) {
       var parts = cb.value.split(/[:,]/);
       var key = cb.value;
       if (st.cands[key]) return;
       var begin = parseInt(parts[0], 10), length = parseInt(parts[1], 10);
       var text = cb.dataset.text || st.chars.slice(begin, begin + length).join("");
       st.cands[key] = { key: key, begin: begin, length: length, text: text, lower: text.toLowerCase(),
-                        list: cb.dataset.list || "first", cb: cb, rank: rank };
+                        norm: norm(text), list: cb.dataset.list || "first", cb: cb, rank: rank };
       st.keys.push(key);
       if (cb.checked) st.order.push(key);
       cb.tabIndex = -1;
+    });
+    // Free spans chosen before (a reload restores them from the draft): hidden inputs of the same field.
+    $$(el, 'input.aspect-free-input').forEach(function (input) {
+      var parts = input.value.split(":"), begin = parseInt(parts[0], 10), length = parseInt(parts[1], 10);
+      if (isNaN(begin) || isNaN(length) || begin < 0 || begin + length > st.chars.length) { input.remove(); return; }
+      var c = freeCand(st, begin, length, input);
+      if (st.order.indexOf(c.key) < 0) st.order.push(c.key);
     });
     // The same words twice in one sentence: show where each one is.
     var seen = {};
@@ -72,6 +85,7 @@
     if (st.order.some(function (k) { return st.cands[k].list === "second"; })) st.revealed = true;
 
     el.tabIndex = -1;
+    st.listbox.tabIndex = -1; // a scrollable list is a tab stop in Chromium: never one here
     widget.hidden = false;
     if (st.more) st.more.hidden = !st.keys.some(function (k) { return st.cands[k].list === "second"; });
     if (st.details) st.details.open = false;
@@ -89,6 +103,7 @@
     st.input.addEventListener("input", function () {
       if (st.warning.dataset.kind === "refused") warn(st, ""); // read (and announced): typing on clears it
       st.active = st.input.value.trim() ? 0 : -1;
+      st.preferExact = true; // highlight the candidate typed in full, if there is one
       openList(st);
     });
     st.input.addEventListener("keydown", function (ev) { inputKey(st, ev); });
@@ -143,7 +158,7 @@
   }
 
   function buildOptions(st) {
-    var text = st.input.value.trim().toLowerCase();
+    var text = st.input.value.trim().toLowerCase(), exact = norm(text);
     var taken = {};
     st.order.forEach(function (k) { taken[k] = true; });
     function matches(list) {
@@ -152,6 +167,9 @@
         return c.list === list && !taken[k] && (!text || c.lower.indexOf(text) >= 0);
       }).map(function (k) { return st.cands[k]; });
       if (list === "second") out.sort(function (a, b) { return a.begin - b.begin || a.length - b.length; });
+      // the candidate typed in full comes first in its list (a stable sort keeps the rest in their order)
+      if (exact) out = out.filter(function (c) { return c.norm === exact; })
+                          .concat(out.filter(function (c) { return c.norm !== exact; }));
       return out;
     }
     var opts = [];
@@ -183,6 +201,16 @@
     if (st.active >= 0) {
       // keep a highlight on something selectable: the first one after typing
       st.active = idx.length ? idx[Math.min(idx.indexOf(st.active) >= 0 ? idx.indexOf(st.active) : 0, idx.length - 1)] : -1;
+    }
+    if (st.preferExact) {
+      // after typing: a candidate typed in full (any case, either list) wins over those that only contain the text
+      st.preferExact = false;
+      var typed = norm(st.input.value), cur = st.options[st.active];
+      if (typed && !(cur && cur.type === "cand" && cur.cand.norm === typed)) {
+        for (var i = 0; i < st.options.length; i++) {
+          if (st.options[i].type === "cand" && st.options[i].cand.norm === typed) { st.active = i; break; }
+        }
+      }
     }
     st.open = true;
     drawList(st);
@@ -307,7 +335,9 @@
         if (!ev.shiftKey && st.open && st.active >= 0 && (typed || st.options[st.active].type === "cand")) {
           ev.preventDefault();
           activate(st, st.active);
+          return;
         }
+        closeList(st); // nothing to pick: the browser moves focus on, to the next control (never into the list)
         return;
       case "Backspace":
         if (!st.input.value && st.order.length) {
@@ -361,6 +391,7 @@
     }
     if (st.order.indexOf(key) < 0) st.order.push(key);
     if (c.cb) c.cb.checked = true;
+    if (c.input) c.input.disabled = false;
     warn(st, "");
     if (!fromSentence) st.input.value = "";
     st.active = -1;
@@ -375,6 +406,7 @@
     if (i < 0) return;
     st.order.splice(i, 1);
     if (st.cands[key] && st.cands[key].cb) st.cands[key].cb.checked = false;
+    if (st.cands[key] && st.cands[key].input) st.cands[key].input.disabled = true;
     warn(st, "");
     render(st);
     if (st.open) openList(st);
@@ -388,7 +420,7 @@
       st.more.firstChild.textContent = "More candidates shown (second list) ";
     }
     if (st.active >= 0 && st.options[st.active] && st.options[st.active].type === "more") st.active = -1;
-    if (st.input.value.trim()) st.active = 0;
+    if (st.input.value.trim()) { st.active = 0; st.preferExact = true; } // the typed text may now match in full
     if (focus) st.input.focus();
     openList(st);
   }
@@ -514,13 +546,23 @@
     if (st.addBtn) st.addBtn.disabled = false;
   }
 
-  function freeCand(st, begin, length) {
+  function freeCand(st, begin, length, input) {
     var key = begin + ":" + length;
     if (!st.cands[key]) {
       var text = st.chars.slice(begin, begin + length).join("");
+      if (!input) {
+        // the form's field for it (so drafts and the plain form POST carry it); enabled while it is chosen
+        input = document.createElement("input");
+        input.type = "hidden";
+        input.className = "aspect-free-input";
+        input.name = "item-" + st.el.dataset.itemId + "-aspects[]";
+        input.value = key;
+        input.disabled = true;
+        $(st.el, ".aspect-lists").appendChild(input);
+      }
       // not in st.keys: a free span is never offered in the field's list
       st.cands[key] = { key: key, begin: begin, length: length, text: text, lower: text.toLowerCase(),
-                        list: "free", cb: null, rank: Infinity };
+                        list: "free", cb: null, input: input, rank: Infinity };
     }
     return st.cands[key];
   }

@@ -214,8 +214,10 @@ def test_aspects_release_kind(appf_file, project, tmp_artifacts):
 
 def test_cli_import_export_labels(appf_file, tmp_path):
     out = StringIO()
-    call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", "--build-hits", stdout=out)
+    call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", "--build-hits", "--activate",
+                 stdout=out)
     assert "items_created 8" in out.getvalue() and "hits_created" in out.getvalue()
+    assert "status active: workers join at /invite/" in out.getvalue()
     out = StringIO()
     call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "all.jsonl"), stdout=out)
     assert f"{tmp_path / 'all.jsonl'}: 8 rows" in out.getvalue()

@@ -1,0 +1,128 @@
+"""Who an invite-link worker is, across visits, without a password.
+
+An invite link makes a new worker: a Django user without a usable password, logged in for this browser. Two things
+keep that identity when the session ends ("Log out", a cleared session, another browser):
+
+- a signed, HttpOnly cookie (:data:`COOKIE`, a year) that names the user: the invite link opened again in the same
+  browser logs that user in instead of minting a second worker (who would get the same items again and another
+  completion code);
+- a recovery code shown with the completion code (:func:`recovery_code`): typed into ``/work/recover/`` in any
+  browser, it logs that browser in as the worker. It is an HMAC of the worker id and a per-worker salt (nothing
+  secret is stored; a new salt revokes it) and attempts are limited per client address.
+
+Only passwordless, non-staff users are ever logged in this way: an account with a password (staff, a local
+annotator) logs in with it.
+"""
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.core.signing import BadSignature
+from django.db import transaction
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from .models import Worker
+from .services import worker_for_user
+
+COOKIE = "argora_worker"
+COOKIE_SALT = "argora.annotation.worker-cookie"
+COOKIE_AGE = timedelta(days=365)
+RECOVERY_SALT = "argora.annotation.recovery-code"
+RECOVERY_ATTEMPTS = 20  # per client address and hour
+RECOVERY_KEY = "argora:recovery-attempts:{}"
+_CODE = re.compile(r"^W(\d{1,12})-?([A-Z2-7]{4})-?([A-Z2-7]{4})-?([A-Z2-7]{4})$")
+
+
+class TooManyAttempts(Exception):
+    """Too many recovery codes tried from one address in the last hour."""
+
+
+def _signable(user) -> bool:
+    return bool(user is not None and user.is_active and not user.is_staff and not user.is_superuser
+                and not user.has_usable_password())
+
+
+@transaction.atomic
+def new_invite_worker(*, pid: str = "") -> tuple:
+    """A new passwordless user and its worker (source ``invite``, or ``prolific`` with a PID). A Prolific PID is
+    recorded on the first worker that brings it, never used to log in: anyone can type someone else's PID."""
+    user_model = get_user_model()
+    while True:
+        username = f"worker-{secrets.token_hex(5)}"
+        if not user_model.objects.filter(username=username).exists():
+            break
+    user = user_model.objects.create_user(username=username, password=None)
+    worker = worker_for_user(user, source=Worker.Source.PROLIFIC if pid else Worker.Source.INVITE)
+    if pid and not Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid).exists():
+        Worker.objects.filter(pk=worker.pk).update(external_id=pid)
+    return user, worker
+
+
+def remembered_user(request):
+    """The passwordless user this browser's cookie names, or ``None``."""
+    try:
+        pk = request.get_signed_cookie(COOKIE, salt=COOKIE_SALT, max_age=COOKIE_AGE)
+    except (KeyError, BadSignature):
+        return None
+    user = get_user_model().objects.filter(pk=pk).first() if str(pk).isdigit() else None
+    return user if _signable(user) else None
+
+
+def remember(response, user) -> None:
+    """Put the (passwordless) user in this browser's cookie; other users are not remembered."""
+    if _signable(user):
+        response.set_signed_cookie(COOKIE, str(user.pk), salt=COOKIE_SALT, max_age=int(COOKIE_AGE.total_seconds()),
+                                   httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE)
+
+
+def _digest(worker_pk: int, salt: str) -> str:
+    raw = salted_hmac(RECOVERY_SALT, f"{worker_pk}:{salt}", algorithm="sha256").digest()
+    return base64.b32encode(raw).decode("ascii")[:12]
+
+
+def recovery_code(worker: Worker) -> str:
+    """The worker's recovery code (``W<id>-XXXX-XXXX-XXXX``), stable until revoked; ``""`` for a worker who logs in
+    with a password or comes from a platform (MTurk) rather than an invite link."""
+    user = worker.user
+    if not _signable(user):
+        return ""
+    if not worker.recovery_salt:
+        salt = secrets.token_hex(8)
+        Worker.objects.filter(pk=worker.pk, recovery_salt="").update(recovery_salt=salt)
+        worker.refresh_from_db(fields=["recovery_salt"])
+    d = _digest(worker.pk, worker.recovery_salt)
+    return f"W{worker.pk}-{d[:4]}-{d[4:8]}-{d[8:12]}"
+
+
+def revoke_recovery_code(worker: Worker) -> None:
+    """The old code stops working (a new one is made when next shown)."""
+    Worker.objects.filter(pk=worker.pk).update(recovery_salt="")
+    worker.recovery_salt = ""
+
+
+def user_for_recovery_code(code: str, *, address: str = ""):
+    """The user whose worker has this recovery code, or ``None``; raises :class:`TooManyAttempts` after
+    :data:`RECOVERY_ATTEMPTS` tries from ``address`` within an hour."""
+    key = RECOVERY_KEY.format(address or "unknown")
+    cache.add(key, 0, 3600)
+    try:
+        attempts = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, 3600)
+        attempts = 1
+    if attempts > RECOVERY_ATTEMPTS:
+        raise TooManyAttempts("too many recovery codes tried from your address; please wait an hour")
+    match = _CODE.match(re.sub(r"\s+", "", str(code or "")).upper())
+    if not match:
+        return None
+    worker = Worker.objects.select_related("user").filter(pk=int(match.group(1))).exclude(recovery_salt="").first()
+    if worker is None or not constant_time_compare("".join(match.groups()[1:]),
+                                                   _digest(worker.pk, worker.recovery_salt)):
+        return None
+    return worker.user if _signable(worker.user) else None
