@@ -18,8 +18,8 @@ from .models import (
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "task_type", "status", "assignments_per_item", "items_per_hit", "gold_rate",
-                    "progress", "created_at")
+    # R, items per HIT and gold rate are on each project's page: the list fits 1366 px beside the filters
+    list_display = ("name", "slug", "task_type", "status", "progress", "created_at")
     list_filter = ("status", "task_type")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
@@ -68,7 +68,10 @@ class ProjectAdmin(admin.ModelAdmin):
     @admin.action(description="Activate")
     def activate(self, request, queryset):
         for project in queryset:
-            services.set_project_status(project, Project.Status.ACTIVE)
+            try:
+                services.set_project_status(project, Project.Status.ACTIVE)
+            except services.ProjectInvalid as exc:  # e.g. no HITs yet
+                self.message_user(request, f"{project}: {exc.reason}", level=messages.ERROR)
 
     @admin.action(description="Close")
     def close(self, request, queryset):
@@ -125,8 +128,8 @@ class AssignmentAdmin(admin.ModelAdmin):
     can be added, approve / reject are actions (``set_assignment_status``) and delete goes through
     ``do_release_assignment`` (which gives the slot back)."""
 
-    list_display = ("id", "project", "hit", "worker", "status", "reserved_at", "submitted_at", "work_seconds",
-                    "client_seconds")
+    # the HIT names its project; reservation time and client seconds are on each assignment's page (fits 1366 px)
+    list_display = ("id", "hit", "worker", "status", "submitted_at", "work_seconds")
     list_filter = ("status", "project")
     search_fields = ("external_id", "worker__external_id", "worker__user__username")
     readonly_fields = ("project", "hit", "worker", "status", "reserved_at", "expires_at", "submitted_at",

@@ -1,8 +1,11 @@
 """Celery tasks of the annotation engine: one-line calls into services (safe to retry)."""
 from celery import shared_task
 
+from argora.progress import celery_progress
+
 from . import services, task_types
 from .agreement.snapshots import recompute
+from .studio import services as studio_services
 
 
 @shared_task(name="annotation.expire_reservations")
@@ -15,6 +18,13 @@ def expire_reservations() -> int:
 def recompute_agreement(project_id: int, force: bool = False) -> dict:
     """Compute and store the project's agreement snapshots (skipped when the latest covers every submission)."""
     return recompute(project_id, force=force)
+
+
+@shared_task(bind=True, name="annotation.studio_import")
+def studio_import(self, spec: dict) -> dict:
+    """The studio's import: a new project, its items from an upload or the corpus, its HITs; all or nothing
+    (:func:`annotation.studio.services.run_import`)."""
+    return studio_services.run_import(spec, progress=celery_progress(self), job=self.request.id)
 
 
 # the task types' own Celery tasks (annotation/task_types/<name>/tasks.py)

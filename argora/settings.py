@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: /api/docs/ works offline
     "django_celery_results",
     "argora",
     "corpus",
@@ -165,6 +166,8 @@ except OSError:
     pass
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("ARGORA_MEDIA_ROOT", VAR_DIR / "media"))
+# The largest file the studio takes for an import (larger ones: the command line).
+ARGORA_STUDIO_MAX_UPLOAD_MB = int(os.environ.get("ARGORA_STUDIO_MAX_UPLOAD_MB", "20"))
 # Releases and trained models; on a cluster this is shared storage mounted on web and workers.
 ARTIFACT_ROOT = Path(os.environ.get("ARGORA_ARTIFACT_ROOT", VAR_DIR / "artifacts"))
 
@@ -193,6 +196,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # the UI's JS/CSS from drf-spectacular-sidecar (our static files), never a CDN: /api/docs/ works offline
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------------------

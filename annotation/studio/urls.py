@@ -1,4 +1,19 @@
 """URLs of the study studio (namespace ``annotation``, under ``/studio/``)."""
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    path("", views.index, name="studio"),
+    path("new/", views.new_project, name="studio-new"),
+    path("new/<str:token>/items/", views.new_items, name="studio-new-items"),
+    path("new/<str:token>/preview/", views.new_preview, name="studio-new-preview"),
+    path("jobs/<uuid:task_id>/", views.job, name="studio-job"),
+    path("jobs/<uuid:task_id>/state/", views.job_state, name="studio-job-state"),
+    path("guidelines/preview/", views.guidelines_preview, name="studio-guidelines-preview"),
+    path("projects/<slug:slug>/", views.project_page, name="studio-project"),
+    path("projects/<slug:slug>/settings/", views.project_settings, name="studio-settings"),
+    path("projects/<slug:slug>/status/<str:status>/", views.project_status, name="studio-status"),
+    path("projects/<slug:slug>/workers/<int:worker_id>/unblock/", views.unblock, name="studio-unblock"),
+    path("projects/<slug:slug>/late/<int:assignment_id>/accept/", views.accept_late, name="studio-accept-late"),
+]

@@ -12,6 +12,8 @@ app's ``models`` or ``admin`` (:func:`package_modules`):
 ``tasks``       Celery tasks, imported with ``annotation.tasks``
 ``cli``         a management command ``Command`` (Django finds commands only in ``annotation/management/commands``,
                 where a one-line module re-exports it)
+``sources``     where its items come from: upload formats and corpus selections, each with a preview (no writes)
+                and an all-or-nothing write (:func:`sources_of`; the contract is in :mod:`.base`), read by the studio
 ``templates/``  templates named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Loader`)
 ``static/``     static files named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Finder`)
 ==============  ===============================================================================================
@@ -104,6 +106,13 @@ def package_modules(module: str) -> list[ModuleType]:
     return out
 
 
+def sources_of(name: str) -> ModuleType | None:
+    """The ``sources`` module of the task type ``name`` (its upload formats and corpus selections; see
+    :mod:`.base`), found among :func:`package_modules` by its package; ``None`` when the package has none."""
+    package = get_task_type(name).package
+    return next((m for m in package_modules("sources") if m.__name__.rpartition(".")[0] == package), None)
+
+
 def get_task_type(name: str) -> TaskType:
     """The task type registered as ``name``; ``KeyError`` if there is none."""
     autodiscover()
@@ -125,4 +134,4 @@ def task_type_choices() -> list[tuple[str, str]]:
 
 
 __all__ = ["ResponseInvalid", "TaskType", "register", "unregister", "autodiscover", "load_package", "packages", "package_dir",
-           "package_modules", "get_task_type", "all_task_types", "task_type_choices"]
+           "package_modules", "get_task_type", "all_task_types", "task_type_choices", "sources_of"]

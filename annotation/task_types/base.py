@@ -6,10 +6,29 @@ to build items (from corpus sentences or its own rows), how to render one item i
 optional script), how to validate a response (always on the server), how to score a gold item, aggregate and export
 an item, what its reliability data for the agreement engine are, how an expert adjudicates an item, where its
 results page is, and what the engine should do on its behalf after a recompute or when labels grow.
+
+Where a task type's items come from is said by its package's ``sources`` module (found by name, like ``urls``;
+:func:`annotation.task_types.sources_of`), which the studio (``/studio/``) reads to offer uploads and corpus selections
+for a new project. It holds:
+
+- ``SOURCES``: a tuple of :class:`Source` -- an upload format (name, file extensions, a one-line description, an
+  example, the options it takes such as "as gold") or a corpus selection (topics + a limit, no file);
+- ``preview(project, data: SourceInput) -> Preview``: read and check everything (every row of the file, what the
+  corpus must hold), write nothing; the first items readably and the counts. A problem raises the error the
+  importers raise (``corpus.importers.ImportFailed``: ``file:line: reason``, or a :class:`~argora.errors.FieldError`);
+- ``write(project, data: SourceInput, progress) -> dict``: make the items (and gold items) of the saved ``project``
+  with the same all-or-nothing importers the CLI uses (the caller holds one transaction around it and builds the
+  HITs afterwards); returns a summary such as ``{"items": 12, "gold": 2}``;
+- optionally ``summary(payload) -> str``: one line that names an item (the studio lists feedback with its items).
+
+A task type without a ``sources`` module that builds its items from corpus sentences gets the corpus sources (UKP TSV,
+JSONL arguments, a corpus selection: :mod:`annotation.studio.sentences`).
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 from django.template.loader import render_to_string
@@ -158,3 +177,64 @@ class TaskType:
     # --- models in the loop ----------------------------------------------------------------------
     # Trainer kinds the retrain loop trains from a project of this type unless its config names others.
     retrain_kinds: tuple[str, ...] = ()
+
+
+# --- item sources (a task type package's ``sources`` module; see the module doc) ----------------------------------
+@dataclass(frozen=True)
+class SourceOption:
+    """An option of a :class:`Source` that the studio asks for: a checkbox (``"bool"``), a whole number (``"int"``,
+    at least ``minimum``, at most ``maximum``) or one line of text (``"text"``)."""
+
+    name: str
+    label: str
+    kind: str = "bool"
+    default: Any = None
+    help: str = ""
+    minimum: int = 0
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One way to make a project's items: an upload format (``extensions`` given: the file's name must end with one
+    of them) or, without extensions, a selection from the corpus (topics + a limit). ``rows``: how the file is laid
+    out row by row (``"jsonl"``, ``"csv"``, ``"tsv"``, or ``""``), so that the studio can list every bad row and not
+    only the first one."""
+
+    name: str
+    label: str
+    description: str
+    extensions: tuple[str, ...] = ()
+    example: str = ""
+    options: tuple[SourceOption, ...] = ()
+    rows: str = ""
+
+    @property
+    def is_upload(self) -> bool:
+        return bool(self.extensions)
+
+
+@dataclass
+class SourceInput:
+    """What a source reads: the stored upload (``path``; ``file_name`` is the name the researcher uploaded, used in
+    ``file:line`` messages) or the corpus selection (``topics``: corpus Topic rows, none = all; ``limit``), and the
+    source's options (``{option name: value}``, defaults filled in)."""
+
+    source: Source
+    path: Path | None = None
+    file_name: str = ""
+    topics: list = field(default_factory=list)
+    limit: int | None = None
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Preview:
+    """What an import would make, before anything is written: ``items`` (+ ``gold`` gold items), the first rows as
+    text cells under ``columns``, and ``notes`` a person should read (topics created, rows already present...)."""
+
+    items: int
+    gold: int = 0
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)

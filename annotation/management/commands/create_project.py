@@ -103,12 +103,6 @@ class Command(BaseCommand):
         project = services.create_project(
             name=o["name"], slug=o["slug"], task_type=tt.name, config=config, guidelines=guidelines,
             status="active" if o["activate"] else "draft", **settings)
-        gold = []
-        for sentence, payload in zip(gold_rows, tt.build_items(project, gold_rows)):
-            expected = tt.gold_from_sentence(project, sentence, payload)
-            if expected is None:
-                raise services.ProjectInvalid("gold_from_stance", f"{tt.name} items take no gold answer from a "
-                                                                  f"corpus stance")
-            gold.append({"payload": payload, "expected": expected})
+        gold = services.gold_from_sentences(project, gold_rows, field="gold_from_stance")
         services.add_items_from_rows(project, rows, gold=gold)
         return project

@@ -1,0 +1,384 @@
+"""Pages of the study studio (``/studio/``): Researchers set up, run and watch a study from the browser.
+
+Thin views: every write is a call into :mod:`annotation.studio.services` (or :mod:`annotation.services` through it).
+Who may do what is said by Django permissions, which the Researcher group (:data:`argora.roles.RESEARCHER_GROUP`) has
+and a superuser has anyway: ``annotation.view_project`` to see the studio, ``annotation.add_project`` to make a
+project, ``annotation.change_project`` to change its settings and status, ``annotation.change_worker`` to unblock a
+worker. An anonymous visitor is sent to the login page; a logged-in user without the permission gets a 403 page that
+says which permission is missing.
+
+A new project is made in steps kept in the session (a draft per browser tab, named by a token in the URL): set-up ->
+items -> preview -> import (a Celery job) -> the project's page.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.db.models import Count
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_celery_results.models import TaskResult
+
+from annotation import selectors, services
+from annotation.hit_page import duration_text
+from annotation.models import Assignment, Project, Worker
+from annotation.task_types import all_task_types, get_task_type
+from annotation.views import notice
+from argora import jobs
+from argora.errors import FieldError
+from argora.roles import RESEARCHER_GROUP
+
+from . import forms as studio_forms
+from . import links
+from . import services as studio
+
+IMPORT_TASK = "annotation.studio_import"
+DRAFTS_KEY = "studio:drafts"
+MAX_DRAFTS = 10
+FEEDBACK_SHOWN = 200
+PERMISSION_WHAT = {
+    "annotation.view_project": "see the studio's projects",
+    "annotation.add_project": "create projects",
+    "annotation.change_project": "change a project's settings and status",
+    "annotation.change_worker": "unblock workers",
+}
+
+
+def studio_page(*perms: str):
+    """Anonymous -> the login page; a user without every permission in ``perms`` -> 403 saying which is missing."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            missing = [p for p in perms if not (request.user.is_active and request.user.has_perm(p))]
+            if missing:
+                lines = [f"To {PERMISSION_WHAT.get(p, p)} you need the permission {p}." for p in missing]
+                lines.append(f"The {RESEARCHER_GROUP} role has it: ask an administrator to add your account to the "
+                             f"{RESEARCHER_GROUP} group.")
+                return notice(request, "Not allowed", lines, status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def _task_type(project: Project):
+    try:
+        return get_task_type(project.task_type)
+    except KeyError:
+        return None
+
+
+# --- the list --------------------------------------------------------------------------------------------------
+@studio_page("annotation.view_project")
+@require_GET
+def index(request):
+    rows = []
+    for project in selectors.project_list():
+        progress = selectors.project_progress(project)
+        tt = _task_type(project)
+        rows.append({"project": project, "progress": progress, "task_type": tt,
+                     "links": links.project_links(project)})
+    return render(request, "annotation/studio/index.html", {
+        "rows": rows, "can_add": request.user.has_perm("annotation.add_project")})
+
+
+# --- a new project, in steps -----------------------------------------------------------------------------------
+def _drafts(request) -> dict:
+    drafts = request.session.get(DRAFTS_KEY)
+    return drafts if isinstance(drafts, dict) else {}
+
+
+def _save_draft(request, token: str, draft: dict) -> None:
+    drafts = _drafts(request)
+    drafts[token] = draft
+    while len(drafts) > MAX_DRAFTS:
+        drafts.pop(next(iter(drafts)))
+    request.session[DRAFTS_KEY] = drafts
+
+
+def _draft(request, token: str) -> dict | None:
+    draft = _drafts(request).get(token)
+    return draft if isinstance(draft, dict) and isinstance(draft.get("setup"), dict) else None
+
+
+def _setup_project(draft: dict) -> Project:
+    setup = draft["setup"]
+    return studio.check_setup(name=setup["name"], task_type=setup["task_type"], config=setup["config"],
+                              values=setup["settings"])
+
+
+def _lost(request):
+    messages.error(request, "That set-up is no longer in this browser's session; please start again.")
+    return redirect("annotation:studio-new")
+
+
+def _config_text(config: dict) -> str:
+    """A config as JSON to read and edit: one key a line, each value on its line."""
+    if not config:
+        return "{}"
+    lines = [f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}" for key, value in config.items()]
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
+@studio_page("annotation.add_project")
+@require_http_methods(["GET", "POST"])
+def new_project(request):
+    form = studio_forms.NewProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        project = form.project
+        token = secrets.token_urlsafe(9)
+        _save_draft(request, token, {"setup": {
+            "name": project.name, "task_type": project.task_type, "config": project.config,
+            "settings": {key: getattr(project, key) for key in studio.SETUP_FIELDS}}})
+        return redirect("annotation:studio-new-items", token=token)
+    task_types = []
+    for tt in all_task_types():
+        sources = studio.sources_for(tt)
+        task_types.append({"tt": tt, "defaults": _config_text(studio.default_config(tt)),
+                           "settings": {key: tt.project_defaults.get(key, Project._meta.get_field(key).default)
+                                        for key in studio.SETUP_FIELDS},
+                           "sources": sources})
+    return render(request, "annotation/studio/new.html", {
+        "form": form, "task_types": task_types, "step": 1,
+        "defaults_json": {t["tt"].name: {"config": t["defaults"], **t["settings"]} for t in task_types}},
+        status=400 if form.errors else 200)
+
+
+@studio_page("annotation.add_project")
+@require_http_methods(["GET", "POST"])
+def new_items(request, token: str):
+    draft = _draft(request, token)
+    if draft is None:
+        return _lost(request)
+    try:
+        project = _setup_project(draft)
+    except studio.SetupRefused:
+        return _lost(request)
+    tt = project.get_task_type()
+    sources = studio.sources_for(tt)
+    if not sources:
+        return notice(request, "No way to make these items here",
+                      [f"{tt.label} says nowhere where its items come from (its package has no sources module).",
+                       tt.items_howto or "Use the task type's own command."], status=400,
+                      link={"url": reverse("annotation:studio-new"), "text": "Choose another task type"})
+    form = studio_forms.ItemsForm(request.POST or None, request.FILES or None, sources=sources)
+    if request.method == "POST" and form.is_valid():
+        source = form.chosen()
+        data = form.cleaned_data
+        try:
+            upload = studio.store_upload(data["file"], source) if source.is_upload else None
+            checked = studio.source_input(source, upload=upload, topics=[t.pk for t in data["topics"]],
+                                          limit=data["limit"], options=form.options())
+        except studio.SetupRefused as exc:
+            if exc.field in {o.name for o in source.options}:
+                form.add_error(studio_forms.option_field_name(source, exc.field), exc.reason)
+            else:
+                studio_forms.attach(form, exc)
+        else:
+            draft["items"] = {"source": source.name, "upload": upload, "topics": [t.pk for t in checked.topics],
+                              "limit": checked.limit, "options": checked.options}
+            _save_draft(request, token, draft)
+            return redirect("annotation:studio-new-preview", token=token)
+    return render(request, "annotation/studio/items.html", {
+        "form": form, "project": project, "task_type": tt, "token": token, "step": 2,
+        "sources": [{"source": s, "fields": [form[studio_forms.option_field_name(s, o.name)] for o in s.options]}
+                    for s in sources],
+        "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024}, status=400 if form.errors else 200)
+
+
+@studio_page("annotation.add_project")
+@require_http_methods(["GET", "POST"])
+def new_preview(request, token: str):
+    draft = _draft(request, token)
+    if draft is None or not isinstance(draft.get("items"), dict):
+        return _lost(request)
+    items = draft["items"]
+    try:
+        project = _setup_project(draft)
+        source = studio.source_named(project.get_task_type(), items["source"])
+        data = studio.source_input(source, upload=items.get("upload"), topics=items.get("topics") or [],
+                                   limit=items.get("limit"), options=items.get("options"))
+    except studio.SetupRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:studio-new-items", token=token)
+    preview, problems = studio.preview_import(project, data)
+    if request.method == "POST" and not problems:
+        job = studio.start_import(studio.import_spec(project, data, user=request.user))
+        drafts = _drafts(request)
+        drafts.pop(token, None)
+        request.session[DRAFTS_KEY] = drafts
+        return redirect("annotation:studio-job", task_id=job)
+    hits = -(-preview.items // project.items_per_hit) if preview is not None and project.items_per_hit else 0
+    return render(request, "annotation/studio/preview.html", {
+        "project": project, "task_type": project.get_task_type(), "source": source, "data": data,
+        "preview": preview, "problems": problems, "token": token, "hits": hits, "step": 3},
+        status=400 if problems else 200)
+
+
+# --- the import job --------------------------------------------------------------------------------------------
+def _import_job(task_id: str) -> dict:
+    """The job's state, if it is a studio import (a job not started yet has no row: it is shown as waiting)."""
+    row = TaskResult.objects.filter(task_id=task_id).only("task_name").first()
+    if row is not None and row.task_name not in (None, "", IMPORT_TASK):
+        raise Http404("not a studio import")
+    state = jobs.job_state(task_id)
+    message = state.get("error_line") or ""
+    if message.startswith("StudioImportFailed: "):
+        message = message[len("StudioImportFailed: "):]
+    return {"id": task_id, "state": state["state"], "badge": state.get("badge"), "percent": state.get("percent"),
+            "progress_text": state.get("progress_text") or "", "result": state.get("result"),
+            "link": state.get("link"), "error": message}
+
+
+@studio_page("annotation.add_project")
+@require_GET
+def job(request, task_id):
+    return render(request, "annotation/studio/job.html", {"job": _import_job(str(task_id)), "step": 4})
+
+
+@studio_page("annotation.add_project")
+@require_GET
+def job_state(request, task_id):
+    return JsonResponse(_import_job(str(task_id)))
+
+
+# --- one project -----------------------------------------------------------------------------------------------
+def _feedback(project: Project) -> list[dict]:
+    rows = []
+    done = (Assignment.objects.filter(project=project).exclude(feedback="")
+            .select_related("worker", "worker__user").order_by("-submitted_at", "-id")[:FEEDBACK_SHOWN])
+    for assignment in done:
+        hit_items = assignment.hit.hit_items.select_related("item").order_by("position")
+        rows.append({"assignment": assignment, "worker": str(assignment.worker),
+                     "items": [{"id": hi.item_id, "text": studio.item_summary(project, hi.item.payload)}
+                               for hi in hit_items]})
+    return rows
+
+
+LATE_SHOWN = 50
+
+
+def _late(project: Project) -> list[dict]:
+    """Assignments whose answers came after the reservation's deadline (counted nowhere until accepted)."""
+    late = (Assignment.objects.filter(project=project, status=Assignment.Status.LATE)
+            .select_related("worker", "worker__user").annotate(n=Count("responses")).order_by("-submitted_at", "-id"))
+    return [{"assignment": a, "worker": str(a.worker), "n": a.n,
+             "late_by": duration_text(max(0, int((a.submitted_at - a.expires_at).total_seconds())))
+             if a.submitted_at else ""} for a in late[:LATE_SHOWN]]
+
+
+@studio_page("annotation.view_project")
+@require_GET
+def project_page(request, slug: str):
+    project = get_object_or_404(Project, slug=slug)
+    progress = selectors.project_progress(project)
+    blocked = (Worker.objects.filter(assignments__project=project, blocked=True).distinct()
+               .select_related("user").order_by("blocked_at", "id"))
+    invite_url = request.build_absolute_uri(reverse("annotation:invite", args=[project.invite_token]))
+    return render(request, "annotation/studio/project.html", {
+        "project": project, "task_type": _task_type(project), "progress": progress, "invite_url": invite_url,
+        "links": links.project_links(project), "feedback": _feedback(project), "blocked": blocked,
+        "late": _late(project), "can_accept": request.user.has_perm("annotation.change_assignment"),
+        "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
+        "origin": (project.config or {}).get(studio.IMPORT_KEY),
+        "can_change": request.user.has_perm("annotation.change_project"),
+        "can_unblock": request.user.has_perm("annotation.change_worker")})
+
+
+@studio_page("annotation.change_project")
+@require_http_methods(["GET", "POST"])
+def project_settings(request, slug: str):
+    project = get_object_or_404(Project, slug=slug)
+    markdown_source = (project.config or {}).get(studio.GUIDELINES_KEY)
+    initial = {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}
+    initial["guidelines"] = markdown_source if isinstance(markdown_source, str) else project.guidelines
+    form = studio_forms.SettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        values = {key: form.cleaned_data[key] for key in studio.SETTINGS_FIELDS}
+        try:
+            studio.update_settings(project, values, guidelines_markdown=form.cleaned_data["guidelines"])
+        except studio.SetupRefused as exc:
+            studio_forms.attach(form, exc)
+        else:
+            messages.success(request, "Settings saved.")
+            if project.gold_rate > 0 and not project.items.filter(is_gold=True).exists():
+                messages.warning(request, "The gold rate is above 0 but the project has no gold items yet.")
+            return redirect("annotation:studio-project", slug=project.slug)
+    hits = project.hits.count()
+    return render(request, "annotation/studio/settings.html", {
+        "project": project, "form": form, "hits": hits, "task_type": _task_type(project),
+        "guidelines_html": studio.guidelines_html(form["guidelines"].value() or "")},
+        status=400 if form.errors else 200)
+
+
+@studio_page("annotation.change_project")
+@require_POST
+def guidelines_preview(request):
+    """The guidelines' Markdown rendered as the HIT page will show it (sanitised), for the live preview."""
+    text = request.POST.get("guidelines", "")
+    if len(text) > 100_000:
+        return JsonResponse({"errors": {"guidelines": "at most 100,000 characters"}}, status=400)
+    return JsonResponse({"html": studio.guidelines_html(text)})
+
+
+@studio_page("annotation.change_project")
+@require_http_methods(["GET", "POST"])
+def project_status(request, slug: str, status: str):
+    project = get_object_or_404(Project, slug=slug)
+    if status not in Project.Status.values:
+        raise Http404("no such status")
+    error = ""
+    if request.method == "POST":
+        try:
+            studio.change_status(project, status)
+        except FieldError as exc:  # the transition, or set_project_status's own checks (no HITs yet)
+            error = exc.reason
+        else:
+            messages.success(request, f"{project.name} is {project.get_status_display().lower()} now.")
+            return redirect("annotation:studio-project", slug=project.slug)
+    elif status not in studio.allowed_statuses(project):
+        error = (f"A {project.get_status_display().lower()} project cannot become "
+                 f"{Project.Status(status).label.lower()}.")
+    return render(request, "annotation/studio/status.html", {
+        "project": project, "status": status, "label": Project.Status(status).label, "error": error,
+        "hits": project.hits.count(), "reserved": project.assignments.filter(
+            status=Assignment.Status.RESERVED).count()}, status=400 if error else 200)
+
+
+@studio_page("annotation.change_assignment")
+@require_POST
+def accept_late(request, slug: str, assignment_id: int):
+    """Count a late assignment's answers after all (``services.accept_late_assignment``)."""
+    project = get_object_or_404(Project, slug=slug)
+    assignment = get_object_or_404(Assignment, pk=assignment_id, project=project)
+    try:
+        services.accept_late_assignment(assignment)
+    except services.AssignmentNotOpen as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"The late answers of {assignment.worker} count now.")
+    return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#late")
+
+
+@studio_page("annotation.change_worker")
+@require_POST
+def unblock(request, slug: str, worker_id: int):
+    project = get_object_or_404(Project, slug=slug)
+    worker = get_object_or_404(Worker, pk=worker_id)
+    try:
+        studio.unblock(project, worker)
+    except studio.SetupRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{worker} may work again.")
+    return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#blocked")
