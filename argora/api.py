@@ -7,12 +7,31 @@ from rest_framework.views import APIView
 from . import jobs
 
 
+class JobBadgeSerializer(serializers.Serializer):
+    state = serializers.CharField()
+    text = serializers.CharField(help_text="the state in words: waiting, running, done, failed, cancelled")
+    css = serializers.CharField()
+
+
+class JobLinkSerializer(serializers.Serializer):
+    url = serializers.CharField(help_text="a path on this site: what the job made")
+    text = serializers.CharField()
+
+
 class JobSerializer(serializers.Serializer):
     id = serializers.CharField()
     state = serializers.CharField()
     progress = serializers.DictField(allow_null=True)
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    title = serializers.CharField(help_text="the task in words")
+    badge = JobBadgeSerializer()
+    percent = serializers.FloatField(allow_null=True)
+    progress_text = serializers.CharField(help_text='e.g. "412 of 1,000 (41%) — writing"')
+    summary = serializers.ListField(child=serializers.ListField(child=serializers.CharField()),
+                                    help_text="the result as [label, text] rows (done jobs)")
+    link = JobLinkSerializer(allow_null=True, help_text="from the result's url / link_text keys")
+    error_line = serializers.CharField(help_text="the error's last line (failed jobs)")
 
 
 class JobDetail(APIView):

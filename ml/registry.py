@@ -439,21 +439,31 @@ def deactivate(kind: str, project=None) -> None:
     _scope(ModelVersion.objects.filter(is_active=True), kind, project).update(is_active=False)
 
 
+def _rollback_target(scope, current):
+    candidates = scope.filter(status=ModelVersion.Status.READY, is_active=False).exclude(artifact_path="")
+    if current is None:
+        return candidates.order_by("-activated_at", "-created_at", "-pk").first()
+    return (candidates.filter(activated_at__isnull=False, activated_at__lte=current.activated_at or timezone.now())
+            .exclude(pk=current.pk).order_by("-activated_at", "-pk").first()
+            or candidates.filter(created_at__lte=current.created_at).exclude(pk=current.pk)
+            .order_by("-created_at", "-pk").first())
+
+
+def rollback_target(kind: str, project=None):
+    """The version :func:`rollback` would re-activate now, or None when there is no earlier version to roll back
+    to (the pages offer "Roll back" only when there is one)."""
+    scope = _scope(ModelVersion.objects.all(), kind, project)
+    return _rollback_target(scope, scope.filter(is_active=True).first())
+
+
 def rollback(kind: str, project=None):
     """Archive the active version of (kind, project) and re-activate the one that was active before it
     (else the newest other ready version trained before it). Returns the re-activated version or None (then
-    nothing changed)."""
+    nothing changed: there is no earlier ready version)."""
     with transaction.atomic():
         scope = _scope(ModelVersion.objects.select_for_update(), kind, project)
         current = scope.filter(is_active=True).first()
-        candidates = scope.filter(status=ModelVersion.Status.READY, is_active=False).exclude(artifact_path="")
-        if current is not None:
-            previous = (candidates.filter(activated_at__isnull=False, activated_at__lte=current.activated_at or timezone.now())
-                        .exclude(pk=current.pk).order_by("-activated_at", "-pk").first()
-                        or candidates.filter(created_at__lte=current.created_at).exclude(pk=current.pk)
-                        .order_by("-created_at", "-pk").first())
-        else:
-            previous = candidates.order_by("-activated_at", "-created_at", "-pk").first()
+        previous = _rollback_target(scope, current)
         if previous is None:
             return None
         if current is not None:

@@ -8,9 +8,11 @@ already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, l
 from __future__ import annotations
 
 from celery import shared_task
+from django.urls import reverse
 
 from annotation.models import Project
 from argora.celery import gpu_task
+from argora.jobs import result_link
 from argora.progress import celery_progress
 
 from . import registry
@@ -28,10 +30,13 @@ def _project(project_id):
 @gpu_task(name="ml.tasks.train")
 def train(self, kind, project_id=None, data=None, seed=13, hyperparameters=None, activate="if_better",
           base_model=None, dev_data=None) -> dict:
-    """Train a version of ``kind`` from ``data`` (a file or folder readable on the worker) or the project's labels."""
-    return train_and_activate(kind, project=_project(project_id), data=data, dev_data=dev_data, seed=int(seed),
-                              hyperparameters=hyperparameters, base_model=base_model, activate=activate,
-                              progress=celery_progress(self), task_id=self.request.id or "")
+    """Train a version of ``kind`` from ``data`` (a file or folder readable on the worker) or the project's labels.
+    Returns :func:`ml.loop.train_and_activate`'s outcome and a link to the version's page (``url``, ``link_text``)."""
+    outcome = train_and_activate(kind, project=_project(project_id), data=data, dev_data=dev_data, seed=int(seed),
+                                 hyperparameters=hyperparameters, base_model=base_model, activate=activate,
+                                 progress=celery_progress(self), task_id=self.request.id or "")
+    return {**outcome, **result_link(reverse("ml:model-detail", args=[outcome["version"]]),
+                                     f"Model version #{outcome['version']} ({kind})")}
 
 
 @gpu_task(name="ml.tasks.maybe_retrain")

@@ -4,9 +4,12 @@ URLs (``ml/urls.py``, mounted at ``/ml/``; namespace ``ml``)::
 
     /ml/models/                        every (kind, project): versions table + SVG line of the dev primary metric
                                        over versions (?kind=ranker&project=<slug> to filter; ?format=csv)
-    /ml/models/<id>/                   one version: metrics, hyperparameters, data snapshot, error, artifact
+    /ml/models/<id>/                   one version: metrics table (dev / test, 3 decimals), the primary metric over
+                                       the versions of its (kind, project), the training loss, hyperparameters,
+                                       data snapshot, error, artifact
     /ml/models/<id>/activate/          POST: make it the active version of its (kind, project)
     /ml/models/rollback/               POST kind=..&project=<slug or empty>: re-activate the previous version
+                                       (offered only where :func:`ml.registry.rollback_target` names one)
 
 Staff only (anonymous -> login, others -> 403), like the agreement dashboards.
 """
@@ -14,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from functools import wraps
 
 from django.contrib import messages
@@ -25,6 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.agreement import svg
 from annotation.models import Project
+from argora import readable
 
 from . import registry
 from .models import ModelVersion
@@ -42,17 +45,89 @@ def staff_required(view):
     return wrapper
 
 
-def _fmt(value, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "—"
+LIST_METRICS = 3  # metric columns on the list page (the primary metric first); the version page shows them all
+COUNTS = {"n_dev", "n_test", "n_train", "n_pairs", "n_rows"}  # row counts: their own columns, not metrics
 
 
-def metric_series(versions: list[ModelVersion]) -> dict:
-    """Chart data of one (kind, project): x = version ids (ready ones, oldest first), y = dev primary metric."""
+def _fmt(value) -> str:
+    return readable.number(value) if isinstance(value, (int, float)) else "—"
+
+
+def _numbers(metrics, prefix: str = "") -> dict[str, float]:
+    """The numeric leaves of a metrics dict, nested keys joined with " · " (booleans and lists left out)."""
+    out: dict[str, float] = {}
+    for key, value in (metrics or {}).items() if isinstance(metrics, dict) else ():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_numbers(value, f"{name} · "))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
+def _label(name: str) -> str:
+    return " · ".join(readable.label(part) if n == 0 else readable.words(part)
+                      for n, part in enumerate(name.split(" · ")))
+
+
+def metric_table(version: ModelVersion) -> dict:
+    """Every number of a version's dev (and test) metrics: ``{"columns": ["dev", "test"?], "rows": [{"name",
+    "label", "cells": [{"text", "value"}]}]}``, the primary metric first."""
+    metrics = version.metrics or {}
+    columns = [c for c in ("dev", "test") if isinstance(metrics.get(c), dict) and metrics[c]]
+    values = {c: _numbers(metrics[c]) for c in columns}
+    names = list(dict.fromkeys(n for c in columns for n in values[c]))
+    primary = metrics.get("primary_metric")
+    names.sort(key=lambda n: (n != primary, n in COUNTS))
+    return {"columns": columns, "rows": [
+        {"name": n, "label": _label(n), "primary": n == primary,
+         "cells": [{"text": _fmt(values[c].get(n)), "value": values[c].get(n)} for c in columns]} for n in names]}
+
+
+def loss_chart(version: ModelVersion):
+    """The training loss per step from ``metrics.info.history`` (``[{"step", "loss"}]``), or None."""
+    history = ((version.metrics or {}).get("info") or {}).get("history")
+    if not isinstance(history, list):
+        return None
+    points = [(h["step"], h["loss"]) for h in history if isinstance(h, dict)
+              and isinstance(h.get("step"), (int, float)) and isinstance(h.get("loss"), (int, float))]
+    if len(points) < 2:
+        return None
+    if len(points) > 200:  # thin out long runs: the shape is what matters
+        points = points[:: len(points) // 200 + 1] + [points[-1]]
+    losses = [p[1] for p in points]
+    return svg.lines(f"chart-loss-{version.pk}", [float(p[0]) for p in points],
+                     [{"name": "training loss", "values": losses}], title="Training loss by step", xlabel="step",
+                     ylabel="loss", lo=min(0.0, min(losses)), hi=max(losses))
+
+
+def metric_series(versions: list[ModelVersion], highlight: ModelVersion | None = None) -> dict:
+    """Chart data of one (kind, project): x = version ids (ready ones, oldest first), y = dev primary metric;
+    ``marked`` holds the value of ``highlight`` (default: the active version) only."""
     ready = [v for v in versions if v.primary_metric is not None]
     ready.sort(key=lambda v: v.pk)
-    values = [v.primary_metric for v in ready]
-    active = [v.primary_metric if v.is_active else None for v in ready]
-    return {"xs": [float(v.pk) for v in ready], "values": values, "active": active}
+    marked = [v.primary_metric if (v.pk == highlight.pk if highlight else v.is_active) else None for v in ready]
+    return {"xs": [float(v.pk) for v in ready], "values": [v.primary_metric for v in ready], "marked": marked}
+
+
+def _spec_metric(kind: str, versions) -> tuple[str, bool]:
+    try:
+        spec = registry.get_trainer(kind)
+        return spec.primary_metric, spec.higher_is_better
+    except registry.TrainerError:
+        return next(((v.metrics or {}).get("primary_metric") for v in versions
+                     if (v.metrics or {}).get("primary_metric")), "primary"), True
+
+
+def versions_chart(svg_id: str, kind: str, scope: str, metric: str, versions, *, highlight=None):
+    """The dev primary metric over the versions of one (kind, project); the active version (or ``highlight``)
+    is the second series."""
+    series = metric_series(versions, highlight)
+    return svg.lines(svg_id, series["xs"], [
+        {"name": f"dev {readable.words(metric)}", "values": series["values"]},
+        {"name": f"version #{highlight.pk}" if highlight else "active", "values": series["marked"]},
+    ], title=f"{kind} · {scope}: dev {readable.words(metric)} by version", xlabel="version id", ylabel=readable.label(metric),
+        lo=min([0.0] + series["values"]), hi=max([1.0] + series["values"]))
 
 
 def groups(kind: str | None = None, project_slug: str | None = None) -> list[dict]:
@@ -65,28 +140,29 @@ def groups(kind: str | None = None, project_slug: str | None = None) -> list[dic
         qs = qs.filter(project__slug=project_slug)
     out: dict[tuple, dict] = {}
     for v in qs:
-        key = (v.kind, v.project_id)
-        if key not in out:
-            try:
-                spec = registry.get_trainer(v.kind)
-                metric, higher = spec.primary_metric, spec.higher_is_better
-            except registry.TrainerError:
-                metric, higher = (v.metrics or {}).get("primary_metric", "primary"), True
-            out[key] = {"kind": v.kind, "project": v.project, "metric": metric, "higher_is_better": higher,
-                        "versions": []}
-        out[key]["versions"].append(v)
+        out.setdefault((v.kind, v.project_id), {"kind": v.kind, "project": v.project, "versions": []})
+        out[(v.kind, v.project_id)]["versions"].append(v)
     result = []
     for n, g in enumerate(out.values()):
-        series = metric_series(g["versions"])
+        g["metric"], g["higher_is_better"] = _spec_metric(g["kind"], g["versions"])
+        g["metric_words"] = readable.words(g["metric"])
         scope = g["project"].slug if g["project"] else "global"
-        g["chart"] = svg.lines(f"chart-{g['kind']}-{scope}-{n}", series["xs"], [
-            {"name": f"dev {g['metric']}", "values": series["values"]},
-            {"name": "active", "values": series["active"]},
-        ], title=f"{g['kind']} · {scope}: dev {g['metric']} by version", xlabel="version id",
-            ylabel=g["metric"], lo=min([0.0] + [v for v in series["values"]]), hi=max([1.0] + series["values"]))
         g["scope"] = scope
-        g["rows"] = [{"v": v, "primary": _fmt(v.primary_metric), "primary_raw": v.primary_metric}
+        g["chart"] = versions_chart(f"chart-{g['kind']}-{scope}-{n}", g["kind"], scope, g["metric"], g["versions"])
+        numbers = {v.pk: _numbers((v.metrics or {}).get("dev")) for v in g["versions"]}
+        seen = [name for v in reversed(g["versions"]) for name in numbers[v.pk]
+                if name != g["metric"] and name not in COUNTS]
+        others = sorted(dict.fromkeys(seen), key=lambda name: (-seen.count(name), name))
+        names = [g["metric"]] + others[: LIST_METRICS - 1]
+        g["columns"] = [{"name": name, "label": _label(name)} for name in names]
+        for v in g["versions"]:
+            numbers[v.pk][g["metric"]] = v.primary_metric  # the registry's primary value, as the retrain loop reads it
+        g["rows"] = [{"v": v, "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)}
+                                        for name in names]}
                      for v in reversed(g["versions"])]
+        g["active"] = next((v for v in g["versions"] if v.is_active), None)
+        # "Roll back" only where there is an active version and an earlier one to go back to
+        g["rollback_to"] = registry.rollback_target(g["kind"], g["project"]) if g["active"] is not None else None
         result.append(g)
     return result
 
@@ -115,28 +191,40 @@ def model_list(request):
                                               "kinds": registry.trainer_kinds()})
 
 
+def _detail_context(version: ModelVersion, **extra) -> dict:
+    siblings = list(ModelVersion.objects.filter(kind=version.kind, project=version.project).order_by("id"))
+    metric, higher = _spec_metric(version.kind, siblings)
+    scope = version.project.slug if version.project else "global"
+    info = (version.metrics or {}).get("info")
+    return {"v": version, "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
+            "primary_text": _fmt(version.primary_metric), "metrics": metric_table(version),
+            "versions_chart": versions_chart(f"chart-versions-{version.pk}", version.kind, scope, metric, siblings,
+                                             highlight=version) if len(siblings) > 1 else None,
+            "loss_chart": loss_chart(version),
+            "info": readable.summary(info, skip=("history", "hyperparameters")) if isinstance(info, dict) else [],
+            "hyperparameters": readable.summary(version.hyperparameters or {}),
+            "training_request": readable.summary(version.request or {}),
+            "rollback_to": registry.rollback_target(version.kind, version.project) if version.is_active else None,
+            "n_versions": len(siblings), **extra}
+
+
 @staff_required
 @require_GET
 def model_detail(request, pk: int):
     version = get_object_or_404(ModelVersion.objects.select_related("project", "parent"), pk=pk)
-    return render(request, "ml/model_detail.html", {
-        "v": version, "metrics_json": json.dumps(version.metrics, indent=2, sort_keys=True),
-        "hyperparameters_json": json.dumps(version.hyperparameters, indent=2, sort_keys=True),
-        "request_json": json.dumps(version.request, indent=2, sort_keys=True)})
+    return render(request, "ml/model_detail.html", _detail_context(version))
 
 
 @staff_required
 @require_POST
 def model_activate(request, pk: int):
-    version = get_object_or_404(ModelVersion, pk=pk)
+    version = get_object_or_404(ModelVersion.objects.select_related("project", "parent"), pk=pk)
     try:
         registry.activate(version)
         messages.success(request, f"Version {version.pk} is now the active {version.kind}.")
     except ValueError as exc:
         messages.error(request, str(exc))
-        return render(request, "ml/model_detail.html", {"v": version, "error": str(exc),
-                                                        "metrics_json": json.dumps(version.metrics, indent=2)},
-                      status=400)
+        return render(request, "ml/model_detail.html", _detail_context(version, error=str(exc)), status=400)
     return redirect("ml:model-detail", pk=version.pk)
 
 

@@ -23,14 +23,14 @@ def overlap(a, b):
 
 
 def first_option(payload, chosen, revealed, typed):
-    """The candidate the page highlights after typing ``typed`` (the order of the aspect hit.js: matching first-list
-    candidates by rank, then, once revealed, matching second-list candidates in sentence order)."""
+    """The candidate the page highlights after typing ``typed`` (the order of the aspect hit.js: a candidate typed in
+    full, case aside, first; else matching first-list candidates by rank, then, once revealed, matching second-list
+    candidates in sentence order)."""
     t = typed.strip().lower()
     pool = list(payload["candidates"]) + (sorted(payload["more"], key=lambda c: (c["begin"], c["length"])) if revealed else [])
-    for c in pool:
-        if c["id"] not in chosen and t in c["text"].lower():
-            return c
-    return None
+    pool = [c for c in pool if c["id"] not in chosen]
+    return (next((c for c in pool if c["text"].lower() == t), None)
+            or next((c for c in pool if t in c["text"].lower()), None))
 
 
 def screenshot(page, name):
@@ -283,3 +283,93 @@ def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
     expect(page.locator(f"#item-{gold.pk}-listbox")).to_be_visible()
     note.scroll_into_view_if_needed()
     screenshot(page, "aspect_gold_instruction.png")
+
+
+FOCUSED = "() => { const a = document.activeElement; return a === document.body || a === null ? 'BODY' : " \
+          "(a.id || a.className || a.tagName) + (a.offsetParent === null ? ' (hidden)' : ''); }"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_typing_a_candidate_in_full_picks_it_not_a_longer_one(live_server, page):
+    project = make_aspect_project()
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page.locator(".hit-item")).to_have_count(3)
+    assignment = Assignment.objects.get(worker=Worker.objects.get(source=Worker.Source.INVITE))
+    items = services.assignment_items(assignment)
+    ids, payloads = [i.pk for i in items], [i.payload for i in items]
+
+    # sentence 1 ranks "terrorist attacks" above "terrorist": typing "TERRORIST" in full picks "terrorist"
+    ranked = [c["text"] for c in payloads[0]["candidates"]]
+    longer = next(t for t in ranked if t != "terrorist" and "terrorist" in t)
+    assert ranked.index(longer) < ranked.index("terrorist"), ranked  # the bug's case: a longer match ranks higher
+    inp0 = page.locator(f"#item-{ids[0]}-input")
+    expect(inp0).to_be_focused()
+    page.keyboard.type("TERRORIST")
+    active = page.locator(f"#item-{ids[0]}-listbox [role=option][aria-selected=true]")
+    expect(active).to_have_text("terrorist")
+    expect(page.locator(f"#item-{ids[0]}-listbox [role=option]").first).to_have_text("terrorist")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#item-{ids[0]} .aspect-chip")).to_have_text(["terrorist×"])
+    # text that is no candidate in full keeps the ranked order: the top-ranked match is highlighted
+    page.keyboard.type("reac")
+    expect(active).to_have_text("reactors")
+
+    # sentence 2: "power station" is only in the second list, while first-list candidates contain it
+    page.locator(f"#item-{ids[1]}-input").focus()
+    page.keyboard.type("power station")
+    assert any("power station" in c["text"] and c["text"] != "power station" for c in payloads[1]["candidates"])
+    assert any(c["text"] == "power station" for c in payloads[1]["more"])
+    active1 = page.locator(f"#item-{ids[1]}-listbox [role=option][aria-selected=true]")
+    expect(active1).to_have_text(first_option(payloads[1], set(), False, "power station")["text"])
+    page.keyboard.press("Alt+m")  # the second list joins: the exact match wins over the first list's
+    expect(active1).to_have_text("power station")
+    page.keyboard.press("Tab")  # Tab picks the highlighted candidate
+    expect(page.locator(f"#item-{ids[1]} .aspect-chip.second")).to_have_text(["power station×"])
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Enter")  # submit (sentence 3 is unanswered: the page says so and stores nothing)
+    expect(page.locator("#hit-errors")).to_be_visible()
+    assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_tab_after_picking_moves_to_the_next_control(live_server, page):
+    project = make_aspect_project()
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page.locator(".hit-item")).to_have_count(3)
+    assignment = Assignment.objects.get(worker=Worker.objects.get(source=Worker.Source.INVITE))
+    ids = [i.pk for i in services.assignment_items(assignment)]
+    listbox = page.locator(f"#item-{ids[0]}-listbox")
+    expect(listbox).to_have_attribute("tabindex", "-1")
+
+    # with both lists shown, pick with Enter: the list stays open for the next aspect, long enough to scroll
+    # (a scroller is a tab stop in Chromium); Tab then leaves the field for the next control
+    page.keyboard.press("Alt+m")
+    page.keyboard.type("clean")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#item-{ids[0]} .aspect-chip")).to_have_text(["clean×"])
+    expect(listbox).to_be_visible()
+    assert listbox.evaluate("el => el.scrollHeight > el.clientHeight")
+    page.keyboard.press("Tab")
+    expect(page.locator(f"#item-{ids[0]} .aspect-more")).to_be_focused()
+    expect(listbox).to_be_hidden()
+    assert page.evaluate(FOCUSED) == "aspect-more"
+
+    # the last sentence: pick, then Tab walks its controls to the submit button, never through <body>
+    page.locator(f"#item-{ids[2]}-input").focus()
+    page.keyboard.press("Alt+m")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#item-{ids[2]} .aspect-chip")).to_have_count(1)
+    expect(page.locator(f"#item-{ids[2]}-listbox")).to_be_visible()
+    walked = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        walked.append(page.evaluate(FOCUSED))
+        assert walked[-1] != "BODY" and "(hidden)" not in walked[-1], walked
+        if walked[-1] == "hit-submit":
+            break
+    assert walked[0] == "aspect-more" and walked[-1] == "hit-submit", walked
+    expect(page.locator("#hit-submit")).to_be_focused()

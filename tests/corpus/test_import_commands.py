@@ -104,8 +104,10 @@ def test_celery_task_returns_the_summary_and_reports_progress(monkeypatch):
                         lambda task_id=None, state=None, meta=None, **kw: states.append((state, meta)))
     result = import_corpus_file.apply(args=[str(DATA / "ukp_sample.tsv"), "ukp-tsv"], kwargs={"source": "task"})
     summary = result.get()
+    link = {key: summary.pop(key) for key in ("url", "link_text")}  # the jobs page links to what the import made
     assert summary == {"created": {"topics": 2, "sentences": 4, "debate_trees": 0, "debate_nodes": 0,
                                    "facts": 0, "documents": 0}, "skipped": 1, "dropped": {}}
+    assert link["url"] == "/admin/corpus/sentence/?source=task"
     assert set(Sentence.objects.values_list("source", flat=True)) == {"task"}
     assert states and {s for s, _ in states} == {"PROGRESS"}
     assert set(states[-1][1]) >= {"done", "total", "description", "percent"}
