@@ -11,6 +11,12 @@ results page of their own (``TaskType.results_page``: BWS split-half, ValNov, ra
 the agreement page. The adjudication form of an item is the task type's (``TaskType.adjudication_template``).
 Staff / experts only: anonymous -> login, crowdworkers -> 403.
 
+Honest figures: every figure states its n (pairable units and coders for a coefficient, responses for an item's
+agreement, units / gold items / overlapping units for a worker's figures, items or units per chart) and carries the
+mark "too few ratings" below the minimums of :mod:`annotation.agreement.minimums`. A figure that cannot be estimated
+says why instead of showing a number: an item with one response has no agreement, a worker who shares no unit with
+another worker has no Dawid-Skene competence ("n/a (no overlap)").
+
 URLs (``annotation/dashboard_urls.py``)::
 
     /dashboards/                                     every project: latest figures (?format=csv)
@@ -33,6 +39,7 @@ from argora.spreadsheet import csv_response
 
 from . import services
 from .agreement import svg
+from .agreement.minimums import MIN_ITEM_RESPONSES, MIN_UNITS, MIN_WORKER_UNITS, mark
 from .agreement.scheduling import schedule_first_snapshot, schedule_recompute
 from .agreement.snapshots import latest_snapshot, store_snapshots
 from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project, Response
@@ -46,6 +53,10 @@ COMPUTING_RETRY_SECONDS = 5
 # --- helpers ------------------------------------------------------------------------------------
 def _num(v, digits: int = 3) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _raw(v) -> str:
@@ -132,8 +143,8 @@ def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adj
         rows = [[t["topic"]] + _figure_row(t) for t in table.get("topics", [])]
     elif name == "workers":
         header = ["coder", "worker_id", "name", "is_expert", "n_responses", "loo_agreement", "loo_n",
-                  "gold_accuracy", "gold_n", "competence"]
-        rows = [[w[h] for h in header] for w in table.get("workers", [])]
+                  "gold_accuracy", "gold_n", "competence", "overlap_n", "competence_reason"]
+        rows = [[w.get(h) for h in header] for w in map(_with_overlap, table.get("workers", []))]
     elif name == "items":
         adjudications = adjudications or {}
         header = ["item_id", "position", "topic", "text", "n", "agreement", "majority", "responses",
@@ -154,36 +165,77 @@ def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adj
     return header, rows
 
 
+def _with_overlap(w: dict) -> dict:
+    """A worker row of any snapshot, with ``overlap_n`` and the competence it allows: snapshots stored before the
+    overlap was kept get it from ``loo_n`` (the same count), and a competence without overlap is dropped."""
+    overlap = w.get("overlap_n", w.get("loo_n", 0)) or 0
+    out = {**w, "overlap_n": overlap}
+    if not overlap:
+        out["competence"] = None
+        out["competence_reason"] = "no overlap with other workers"
+    return out
+
+
+def _item_reason(it: dict, table: dict) -> str:
+    """Why an item has no agreement figure."""
+    if it["agreement"] is not None:
+        return ""
+    if table.get("unsupported"):
+        return "no per-item agreement for this task type"
+    if it["n"] < 2:
+        return f"only {it['n']} response" + ("" if it["n"] == 1 else "s")
+    return "undefined (no two responses share a unit)"
+
+
 def _lowest_first(items: list[dict]) -> list[dict]:
     return sorted(items, key=lambda it: (it["agreement"] is None, it["agreement"] if it["agreement"] is not None
                                          else 0, it["position"], it["item_id"]))
 
 
 def charts(table: dict) -> dict:
+    """The four charts, each with its n (``*_n``) and a "too few ratings" mark (``*_mark``); points and bars that
+    rest on fewer ratings than their minimum are drawn hollow / pale and say so in their tooltip."""
     hist = table.get("item_agreement_histogram") or {"bins": [k / 10 for k in range(11)], "counts": [0] * 10}
-    workers = table.get("workers", [])
+    items = table.get("items", [])
+    n_hist = sum(1 for it in items if it["agreement"] is not None)
+    workers = [_with_overlap(w) for w in table.get("workers", [])]
     y_key, y_label = worker_y_axis(table)
-    points = [{"x": w["loo_agreement"], "y": w.get(y_key), "label": w["name"], "highlight": w["is_expert"]}
-              for w in workers]
+    y_n = "gold_n" if y_key == "gold_accuracy" else "overlap_n"
+    points = [{"x": w["loo_agreement"], "y": w.get(y_key), "label": w["name"], "highlight": w["is_expert"],
+               "weak": min(w.get("loo_n") or 0, w.get(y_n) or 0) < MIN_WORKER_UNITS,
+               "note": f' (LOO n = {w.get("loo_n") or 0}, {y_label} n = {w.get(y_n) or 0})'} for w in workers]
+    plotted = [p for p in points if p["x"] is not None and p["y"] is not None]
     ot = table.get("over_time", [])
     level = table.get("level", "nominal")
-    topic_rows = [{"label": t["topic"], "value": t["alpha"],
+    topic_rows = [{"label": t["topic"], "value": t["alpha"], "weak": t["n_units"] < MIN_UNITS,
                    "note": f' ({t["n_units"]} units, {t["n_coders"]} coders)'} for t in table.get("topics", [])]
     alpha_name = "alpha_u" if level == "unitized" else "alpha"
+    weak_time = [(p.get("n_units") or 0) < MIN_UNITS for p in ot]
+    last_units = ot[-1].get("n_units", 0) if ot else 0
     return {
         "histogram": svg.histogram("chart-histogram", hist["counts"], hist["bins"],
-                                   title="Per-item agreement (share of agreeing pairs)",
+                                   title=f"Per-item agreement (share of agreeing pairs), n = {_count(n_hist, 'item')}",
                                    xlabel="agreement of the item's responses"),
-        "workers": svg.scatter("chart-workers", points, title=f"Workers: leave-one-out agreement vs {y_label}",
+        "histogram_n": n_hist, "histogram_left_out": len(items) - n_hist,
+        "histogram_mark": mark(n_hist, MIN_UNITS, "items with 2+ responses"),
+        "workers": svg.scatter("chart-workers", points,
+                               title=f"Workers: LOO vs {y_label}, n = {_count(len(plotted), 'worker')}",
                                xlabel="agreement with the others' majority (LOO)", ylabel=y_label),
         "workers_y": y_label,
+        "workers_weak": sum(1 for p in plotted if p["weak"]),
         "time": svg.lines("chart-time", [p["assignments"] for p in ot],
-                          [{"name": "alpha (cumulative)", "values": [p["alpha"] for p in ot]},
-                           {"name": "% agreement (cumul.)", "values": [p["percent_agreement"] for p in ot]}],
-                          title="Agreement over submission order", xlabel="assignments submitted",
-                          ylabel="coefficient"),
-        "topics": svg.bars("chart-topics", topic_rows, title=f"Per-topic {alpha_name}", xlabel=alpha_name),
-        "n_workers_plotted": sum(1 for p in points if p["x"] is not None and p["y"] is not None),
+                          [{"name": "alpha (cumulative)", "values": [p["alpha"] for p in ot], "weak": weak_time},
+                           {"name": "% agreement (cumul.)", "values": [p["percent_agreement"] for p in ot],
+                            "weak": weak_time}],
+                          title=f"Agreement over submission order, n = {_count(last_units, 'unit')} at the end",
+                          xlabel="assignments submitted", ylabel="coefficient",
+                          notes=[f' ({p.get("n_units") or 0} units)' for p in ot]),
+        "time_n": last_units, "time_mark": mark(last_units, MIN_UNITS, "pairable units"),
+        "time_weak": sum(weak_time),
+        "topics": svg.bars("chart-topics", topic_rows, xlabel=alpha_name,
+                           title=f"Per-topic {alpha_name}, n = {_count(len(topic_rows), 'topic')}"),
+        "topics_weak": sum(1 for r in topic_rows if r["weak"]),
+        "n_workers_plotted": len(plotted),
     }
 
 
@@ -198,6 +250,7 @@ def _figure_rows(table: dict) -> list[dict]:
     rows = []
     for scope, f in _summary_scopes(table):
         ci = f.get("alpha_ci")
+        fleiss_n = f.get("fleiss_n_units") or 0
         rows.append({"scope": scope, "slug": scope.replace(":", "-").replace(" ", "-"), "level": f.get("level"),
                      "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")),
                      "ci": f"[{_num(ci['low'])}, {_num(ci['high'])}]" if ci else "—",
@@ -206,6 +259,9 @@ def _figure_rows(table: dict) -> list[dict]:
                      "kappa": _num(f.get("kappa")), "kappa_raw": _raw(f.get("kappa")),
                      "fleiss_kappa": _num(f.get("fleiss_kappa")), "fleiss_kappa_raw": _raw(f.get("fleiss_kappa")),
                      "n_units": f.get("n_units"), "n_coders": f.get("n_coders"),
+                     "mark": None if f.get("unsupported") else mark(f.get("n_units"), MIN_UNITS, "pairable units"),
+                     "fleiss_n_units": fleiss_n,
+                     "fleiss_mark": mark(fleiss_n, MIN_UNITS, "units with the most common number of ratings"),
                      "reasons": f.get("reasons") or {}})
     return rows
 
@@ -224,6 +280,8 @@ def dashboards(request):
                      "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")), "level": f.get("level", ""),
                      "percent_agreement": _num(f.get("percent_agreement")), "kappa": _num(f.get("kappa")),
                      "n_units": f.get("n_units", ""), "n_coders": f.get("n_coders", ""),
+                     "mark": mark(f.get("n_units"), MIN_UNITS, "pairable units") if snap and not f.get("unsupported")
+                     else None,
                      "adjudicated": Adjudication.objects.filter(item__project=project).values("item").distinct()
                      .count()})
     if request.GET.get("format") == "csv":
@@ -238,7 +296,7 @@ def dashboards(request):
                         r["snap"].computed_at.isoformat() if r["snap"] else "",
                         r["snap"].based_on if r["snap"] else ""])
         return _csv_response("dashboards.csv", header, out)
-    return render(request, "annotation/dashboard/index.html", {"rows": rows})
+    return render(request, "annotation/dashboard/index.html", {"rows": rows, "min_units": MIN_UNITS})
 
 
 @expert_required
@@ -253,17 +311,39 @@ def agreement(request, slug: str):
         header, rows = table_csv(table, "summary", snap)
         return _csv_response(f"{project.slug}-summary.csv", header, rows)
     submitted = _submitted(project)
-    workers = sorted(table.get("workers", []), key=lambda w: w["coder"])
+    workers = sorted(map(_with_overlap, table.get("workers", [])), key=lambda w: w["coder"])
+    items = table.get("items", [])
+    figures = _figure_rows(table)
     return render(request, "annotation/dashboard/agreement.html", {
-        "project": project, "snap": snap, "table": table, "figures": _figure_rows(table),
-        "overall": _figure_rows(table)[0], "charts": charts(table),
-        "workers": [{**w, "loo": _num(w["loo_agreement"]), "gold": _num(w["gold_accuracy"]),
-                     "comp": _num(w["competence"])} for w in workers],
+        "project": project, "snap": snap, "table": table, "figures": figures,
+        "overall": figures[0], "charts": charts(table),
+        "workers": [_worker_row(w) for w in workers],
         "submitted": submitted, "stale": snap.based_on != submitted, "new_since": max(0, submitted - snap.based_on),
         "csv_tables": CSV_TABLES, "unitized": table.get("level") == "unitized",
-        "lowest": _lowest_first(table.get("items", []))[:5], "results_page": results_page(project),
-        "cve": table.get("crowd_vs_expert"),
+        "lowest": [_item_row(it, table) for it in _lowest_first(items) if it["agreement"] is not None][:5],
+        "n_items": len(items), "n_items_without": sum(1 for it in items if it["agreement"] is None),
+        "no_item_agreement": bool(table.get("unsupported")),
+        "results_page": results_page(project), "cve": table.get("crowd_vs_expert"),
+        "minimums": {"units": MIN_UNITS, "item_responses": MIN_ITEM_RESPONSES, "worker_units": MIN_WORKER_UNITS},
     })
+
+
+def _worker_row(w: dict) -> dict:
+    """A worker's figures as shown: each value with its n and the "too few ratings" mark."""
+    comp = ("n/a (no overlap)" if not w["overlap_n"] else _num(w["competence"]))
+    return {**w, "loo": _num(w["loo_agreement"]), "gold": _num(w["gold_accuracy"]), "comp": comp,
+            "loo_mark": mark(w.get("loo_n"), MIN_WORKER_UNITS, "units shared with other workers")
+            if w["loo_agreement"] is not None else None,
+            "gold_mark": mark(w.get("gold_n"), MIN_WORKER_UNITS, "gold items")
+            if w["gold_accuracy"] is not None else None,
+            "comp_mark": mark(w["overlap_n"], MIN_WORKER_UNITS, "units shared with other workers")
+            if w["competence"] is not None else None}
+
+
+def _item_row(it: dict, table: dict) -> dict:
+    """An item as the lists show it: agreement (or why there is none), n responses, the mark."""
+    return {**it, "agreement_text": _num(it["agreement"]), "reason": _item_reason(it, table),
+            "mark": mark(it["n"], MIN_ITEM_RESPONSES, "responses") if it["agreement"] is not None else None}
 
 
 @expert_required
@@ -300,7 +380,7 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
     tt = project.get_task_type()
     rows = []
     for it in items[:limit]:
-        rows.append({**it, "agreement_text": _num(it["agreement"]),
+        rows.append({**_item_row(it, table),
                      "answers": [{"who": names.get(r["coder"], r["coder"]), "expert": r["is_expert"],
                                   "text": tt.answer_text(r["data"])} for r in it["responses"]],
                      "adjudication": adjudications.get(it["item_id"]), "form": tt.adjudication_form(project, it),
@@ -308,7 +388,7 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
                      "error": (error or {}).get(it["item_id"])})
     return render(request, "annotation/dashboard/items.html", {
         "project": project, "snap": snap, "rows": rows, "total": len(items), "limit": limit,
-        "n_adjudicated": len(adjudications),
+        "n_adjudicated": len(adjudications), "min_item_responses": MIN_ITEM_RESPONSES,
     }, status=status)
 
 

@@ -2,7 +2,9 @@
 
 Every function returns a complete ``<svg>`` element as a safe string: a ``<title>`` (read by screen readers), axes
 with ticks and labels, and the data marks, each with ``class="mark"`` and a ``<title>`` tooltip with its value.
-Values that are ``None`` are left out (and counted in the caption by the caller).
+Values that are ``None`` are left out (and counted in the caption by the caller). A mark that rests on fewer ratings
+than its minimum (:mod:`annotation.agreement.minimums`; ``"weak"`` in the data) is drawn hollow or pale and its
+tooltip says "too few ratings", so a chart never shows a shaky value like a solid one.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.utils.safestring import mark_safe
 W, H = 520, 260
 M_LEFT, M_RIGHT, M_TOP, M_BOTTOM = 52, 16, 26, 44
 INK, GRID, ACCENT, ACCENT2, MUTED = "#1d2330", "#e3e7ee", "#2f6fde", "#e07b39", "#6b7280"
+WEAK = " (too few ratings)"
 
 
 def _fmt(v: float, digits: int = 2) -> str:
@@ -102,17 +105,21 @@ def scatter(svg_id: str, points: list[dict], *, title: str, xlabel: str, ylabel:
         _empty(parts, "no worker has both values yet")
     for p in shown:
         colour = ACCENT2 if p.get("highlight") else ACCENT
-        parts.append(f'<circle class="mark" cx="{x(p["x"]):.1f}" cy="{y(p["y"]):.1f}" r="5" fill="{colour}" '
-                     f'fill-opacity="0.75" stroke="#fff"><title>{escape(p.get("label", ""))}: '
-                     f'{_fmt(p["x"])} / {_fmt(p["y"])}</title></circle>')
+        look = (f'fill="#fff" stroke="{colour}" stroke-width="2"' if p.get("weak")
+                else f'fill="{colour}" fill-opacity="0.75" stroke="#fff"')
+        parts.append(f'<circle class="mark{" weak" if p.get("weak") else ""}" cx="{x(p["x"]):.1f}" '
+                     f'cy="{y(p["y"]):.1f}" r="5" {look}><title>{escape(p.get("label", ""))}: '
+                     f'{_fmt(p["x"])} / {_fmt(p["y"])}{escape(p.get("note", ""))}'
+                     f'{WEAK if p.get("weak") else ""}</title></circle>')
     _x_label(parts, xlabel)
     parts.append("</svg>")
     return mark_safe("".join(parts))
 
 
 def lines(svg_id: str, xs: list[float], series: list[dict], *, title: str, xlabel: str, ylabel: str,
-          lo: float = 0.0, hi: float = 1.0):
-    """Line chart: ``series`` = ``[{"name", "values": [...] (None = gap), "colour"?}]`` over ``xs``."""
+          lo: float = 0.0, hi: float = 1.0, notes: list[str] | None = None):
+    """Line chart: ``series`` = ``[{"name", "values": [...] (None = gap), "colour"?, "weak"?: [bool per x]}]`` over
+    ``xs``; ``notes``: a text per x added to the tooltips (its n). Weak points are hollow."""
     parts = _open(svg_id, title)
     x0, x1, y0, y1 = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
     vals = [v for s in series for v in s["values"] if v is not None]
@@ -139,9 +146,13 @@ def lines(svg_id: str, xs: list[float], series: list[dict], *, title: str, xlabe
         if len(pts) > 1:
             parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
                          f'points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in pts)}"/>')
-        for (px, py), (a, v) in zip(pts, [(a, v) for a, v in zip(xs, s["values"]) if v is not None]):
-            parts.append(f'<circle class="mark" cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{colour}">'
-                         f'<title>{escape(s["name"])} after {a:g}: {_fmt(v, 3)}</title></circle>')
+        weak = s.get("weak") or [False] * len(xs)
+        kept = [(a, v, w, n) for a, v, w, n in zip(xs, s["values"], weak, notes or [""] * len(xs)) if v is not None]
+        for (px, py), (a, v, w, note) in zip(pts, kept):
+            look = f'fill="#fff" stroke="{colour}" stroke-width="1.5"' if w else f'fill="{colour}"'
+            parts.append(f'<circle class="mark{" weak" if w else ""}" cx="{px:.1f}" cy="{py:.1f}" r="3.5" {look}>'
+                         f'<title>{escape(s["name"])} after {a:g}: {_fmt(v, 3)}{escape(note)}'
+                         f'{WEAK if w else ""}</title></circle>')
         ly = M_TOP + 4 + 14 * k
         parts.append(f'<rect x="{legend_x}" y="{ly}" width="10" height="10" fill="{colour}"/>'
                      f'<text x="{legend_x + 14}" y="{ly + 9}" font-size="11" fill="{INK}">{escape(s["name"])}</text>')
@@ -151,8 +162,8 @@ def lines(svg_id: str, xs: list[float], series: list[dict], *, title: str, xlabe
 
 
 def bars(svg_id: str, rows: list[dict], *, title: str, xlabel: str, lo: float = 0.0, hi: float = 1.0):
-    """Horizontal bars ``{"label", "value" (None = undefined), "note"}``; the value axis spans [lo, hi] (widened to
-    the data, so negative alphas show to the left of zero)."""
+    """Horizontal bars ``{"label", "value" (None = undefined), "note", "weak"?}``; the value axis spans [lo, hi]
+    (widened to the data, so negative alphas show to the left of zero). A weak bar is pale with a dashed outline."""
     height = max(H, M_TOP + M_BOTTOM + 26 * len(rows))
     label_w = 150
     parts = _open(svg_id, title, height=height)
@@ -180,14 +191,19 @@ def bars(svg_id: str, rows: list[dict], *, title: str, xlabel: str, lo: float = 
             parts.append(f'<text x="{zero + 4:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{MUTED}">undefined</text>')
             continue
         left, right = sorted((zero, x(v)))
-        parts.append(f'<rect class="mark" x="{left:.1f}" y="{cy - bh / 2:.1f}" width="{max(1.0, right - left):.1f}" '
-                     f'height="{bh:.1f}" fill="{ACCENT if v >= 0 else ACCENT2}"><title>{escape(label)}: '
-                     f'{_fmt(v, 3)}{escape(r.get("note", ""))}</title></rect>')
-        if right + 40 <= W:  # the value right of the bar, or inside its end where it would leave the chart
-            parts.append(f'<text x="{right + 4:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{INK}">{_fmt(v, 3)}</text>')
+        colour = ACCENT if v >= 0 else ACCENT2
+        weak = bool(r.get("weak"))
+        look = (f'fill="{colour}" fill-opacity="0.25" stroke="{colour}" stroke-dasharray="3 2"' if weak
+                else f'fill="{colour}"')
+        parts.append(f'<rect class="mark{" weak" if weak else ""}" x="{left:.1f}" y="{cy - bh / 2:.1f}" '
+                     f'width="{max(1.0, right - left):.1f}" height="{bh:.1f}" {look}><title>{escape(label)}: '
+                     f'{_fmt(v, 3)}{escape(r.get("note", ""))}{WEAK if weak else ""}</title></rect>')
+        shown = f'{_fmt(v, 3)}{" · too few" if weak else ""}'
+        if right + (90 if weak else 40) <= W:  # the value right of the bar, or inside its end where it would leave
+            parts.append(f'<text x="{right + 4:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{INK}">{shown}</text>')
         else:
             parts.append(f'<text x="{right - 4:.1f}" y="{cy + 4:.1f}" font-size="11" text-anchor="end" '
-                         f'fill="#ffffff">{_fmt(v, 3)}</text>')
+                         f'fill="{INK if weak else "#ffffff"}">{shown}</text>')
     parts.append(f'<line x1="{zero:.1f}" y1="{M_TOP}" x2="{zero:.1f}" y2="{y0}" stroke="{INK}"/>')
     _x_label(parts, xlabel, height=height)
     parts.append("</svg>")

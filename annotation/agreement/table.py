@@ -226,6 +226,7 @@ def figures(rel: dict, *, bootstrap: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED
     reasons = out["reasons"]
     if rel.get("unsupported"):
         reasons["alpha"] = rel["unsupported"]
+        out["unsupported"] = True  # no coders x units data: no coefficient, and no per-item agreement either
         return out
     unitized = rel.get("unitized")
     if unitized is not None:
@@ -531,7 +532,9 @@ def _worker_id(coder: str) -> int | None:
 
 
 def _workers(rel: dict, records: list[dict], gold_records) -> list[dict]:
-    """Per worker: responses, agreement with the leave-one-out majority, gold accuracy, Dawid-Skene competence."""
+    """Per worker: responses, agreement with the leave-one-out majority (``loo_n`` units shared with others), gold
+    accuracy (``gold_n`` gold items), Dawid-Skene competence (``overlap_n`` units shared with other workers; None
+    with ``competence_reason`` when the worker shares none)."""
     codes = _coded(rel)["codes"]
     loo_ag, loo_n = loo_majority_codes(codes) if codes.size else (np.array([]), np.array([], dtype=np.int64))
     loo = {c: (loo_ag[i], int(loo_n[i])) for i, c in enumerate(rel["coders"])}
@@ -548,11 +551,18 @@ def _workers(rel: dict, records: list[dict], gold_records) -> list[dict]:
     out = []
     for coder in sorted(set(n_resp) | set(gold), key=coder_key):
         lo, g = loo.get(coder, (None, 0)), gold.get(coder) or {}
+        # units this coder shares with at least one other coder (= the LOO n): the only data Dawid-Skene can
+        # estimate a confusion matrix from. With none, the coder is their own majority and crowd-kit's EM returns
+        # ~1.0 (or the prior mass of the labels they used): no estimate at all, so it is not reported.
+        overlap = lo[1]
+        comp = _finite(competence.get(coder)) if overlap else None
         out.append({"coder": coder, "worker_id": _worker_id(coder), "name": coder,
                     "is_expert": experts.get(coder, False), "n_responses": n_resp.get(coder, 0),
                     "loo_agreement": _finite(lo[0]), "loo_n": lo[1],
                     "gold_accuracy": _finite(g.get("accuracy")), "gold_n": g.get("n", 0),
-                    "competence": _finite(competence.get(coder))})
+                    "competence": comp, "overlap_n": overlap,
+                    "competence_reason": ("no overlap with other workers" if not overlap
+                                          else "" if comp is not None else "undefined on this data")})
     return out
 
 

@@ -2,7 +2,7 @@
 
     manage.py bws score --file A.csv [--splits 25] [--seed 0] [--json]
     manage.py bws sample --project P --topic T --pairs N [--seed S] [--scorer cosine|jaccard] [--create]
-    manage.py bws build --project P [--seed S]
+    manage.py bws build --project P [--seed S] [--activate]
     manage.py bws export --project P --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR]
                          [--train T,... --dev T --test T,...] [--seed S]
 
@@ -23,7 +23,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 import annotation.task_types.bws_similarity.task_type  # noqa: F401  (registers the task type)
-from annotation.selectors import project_of_type
+from annotation import services
+from annotation.models import Project
+from annotation.selectors import project_of_type, status_note
 from annotation.task_types.bws_similarity import project as bws
 from annotation.task_types.bws_similarity.csvio import BWSInputError, read_csv
 from annotation.task_types.bws_similarity.project import BWSProjectError
@@ -52,6 +54,7 @@ class Command(BaseCommand):
         p = sub.add_parser("build", help="tuples -> items (+ attention checks) -> HITs for the sampled topics")
         p.add_argument("--project", required=True)
         p.add_argument("--seed", type=int, default=None)
+        p.add_argument("--activate", action="store_true", help="open the project to workers once its HITs are built")
         p = sub.add_parser("export", help="write the scored pairs as JSONL, unsplit and/or in fixed splits")
         p.add_argument("--project", required=True)
         p.add_argument("--out", help="the unsplit file, e.g. bws.jsonl")
@@ -79,7 +82,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{project.slug}: {r['topic']}: {r['pairs']} pairs of {r['candidates']} "
                                   f"({r['arguments']} arguments; top 1% {r['bins']['top1']}, top 2-50% "
                                   f"{r['bins']['top2_50']}, rest {r['bins']['rest']}; scorer {r['scorer']}, "
-                                  f"seed {r['seed']})")
+                                  f"seed {r['seed']}); next: `manage.py bws build --project {project.slug}`")
             else:
                 s = bws.build(project, seed=options["seed"])
                 if not s["topics"]:
@@ -90,7 +93,10 @@ class Command(BaseCommand):
                                       f"{t['attention_checks']} attention checks")
                 if s["topics"]:
                     self.stdout.write(f"{project.slug}: {s['hits']} HITs created")
-        except BWSProjectError as exc:
+                if options["activate"]:
+                    services.set_project_status(project, Project.Status.ACTIVE)
+                self.stdout.write(f"{project.slug}: {status_note(project)}")
+        except (BWSProjectError, services.ProjectInvalid) as exc:
             raise CommandError(str(exc), returncode=2) from None
         except ValueError as exc:
             raise CommandError(str(exc), returncode=2) from None

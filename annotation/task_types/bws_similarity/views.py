@@ -4,6 +4,10 @@ Thin views over :mod:`annotation.task_types.bws_similarity.project`. The report 
 (:func:`~annotation.task_types.bws_similarity.project.latest_scores`, refreshed by the debounced recompute after submissions; stored on
 the first view when there are none) with their time of computation; ``?splits=N&seed=S`` (overriding the
 project's ``n_splits`` / ``seed``) compute a report now, which is not stored. The CSV is computed afresh.
+
+Every figure states its n (pairs behind a split-half rho, judgements that showed a pair) and is marked "too few
+ratings" below :data:`~annotation.agreement.minimums.MIN_SPLIT_HALF_PAIRS` /
+:data:`~annotation.agreement.minimums.MIN_BWS_APPEARANCES`.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.agreement.minimums import MIN_BWS_APPEARANCES, MIN_SPLIT_HALF_PAIRS, mark
 from argora.spreadsheet import csv_response
 from annotation.views import notice, task_type_page
 
@@ -33,6 +38,22 @@ def _params(request):
     return out
 
 
+def with_marks(report: dict) -> dict:
+    """The report with a "too few ratings" mark on every split-half row and every pair score."""
+    report = dict(report)
+    sh = report.get("split_half")
+    if sh:
+        sh = dict(sh)
+        sh["topics"] = {t: {**r, "mark": mark(r.get("n_pairs"), MIN_SPLIT_HALF_PAIRS, "pairs scored in both halves")}
+                        for t, r in (sh.get("topics") or {}).items()}
+        sh["all"] = {**sh["all"], "mark": mark(sh["all"].get("n_pairs"), MIN_SPLIT_HALF_PAIRS,
+                                               "pairs scored in both halves")}
+        report["split_half"] = sh
+    report["rows"] = [{**row, "mark": mark(row.get("appearances"), MIN_BWS_APPEARANCES,
+                                          "judgements that showed the pair")} for row in report.get("rows") or []]
+    return report
+
+
 @task_type_page(bws.TASK_TYPE, "BWS project")
 @require_GET
 def bws_report(request, project):
@@ -46,8 +67,11 @@ def bws_report(request, project):
     else:
         snapshot = bws.latest_scores(project) or bws.store_scores(project)
         report = dict(snapshot.figures, rows=bws.stored_rows(snapshot, project))
+    report = with_marks(report)
     return render(request, "task_types/bws_similarity/report.html", {
-        "project": project, "report": report, "sampling": (project.config or {}).get("sampling") or {},
+        "project": project, "report": report, "min_pairs": MIN_SPLIT_HALF_PAIRS, "min_appearances": MIN_BWS_APPEARANCES,
+        "n_few": sum(1 for row in report["rows"] if row["mark"]["too_few"]),
+        "sampling": (project.config or {}).get("sampling") or {},
         "split_half": report["split_half"], "n_pairs_sampled": len((project.config or {}).get("pairs") or {}),
         "snapshot": snapshot, "submitted_now": bws.submitted_assignments(project),
     })

@@ -8,12 +8,17 @@ CSV downloads). Computed on request from the submitted / approved responses of n
   (pair, system)), overall and per system;
 * likert_debate (debate trees Table 6): mean ± SD per criterion for human vs. generated debates (and per model when
   there are several), Krippendorff's alpha (ordinal) per criterion.
+
+Every figure carries its n and a ``mark`` (:func:`annotation.agreement.minimums.mark`): a system's shares and
+fluency rate below ``MIN_COMPARISONS`` comparisons, an agreement figure below ``MIN_UNITS`` units, a Likert cell
+below ``MIN_LIKERT_RATINGS`` ratings are shown marked "too few ratings".
 """
 from __future__ import annotations
 
 from typing import Any
 
 from argora.spreadsheet import write_rows
+from annotation.agreement.minimums import MIN_COMPARISONS, MIN_LIKERT_RATINGS, MIN_UNITS, mark
 from annotation.agreement.records import build_matrix, load_responses
 from annotation.agreement.table import figures
 from annotation.models import Item
@@ -30,7 +35,9 @@ def _records(project) -> tuple[list[dict], dict[int, dict]]:
 
 
 def _figures(cells: dict, units: dict) -> dict:
-    return figures(build_matrix(cells, units, "nominal"), bootstrap=0)
+    out = figures(build_matrix(cells, units, "nominal"), bootstrap=0)
+    out["mark"] = mark(out["n_units"], MIN_UNITS, "units judged by 2+ annotators")
+    return out
 
 
 def _counts(project, records: list[dict], payloads: dict) -> dict:
@@ -44,6 +51,8 @@ def pairwise_results(project) -> dict:
     records, payloads = _records(project)
     pairs = [(payloads[r["item_id"]], r["data"]) for r in records if r["item_id"] in payloads]
     systems = pairwise.system_table(pairs)
+    for row in systems:
+        row["mark"] = mark(row["n"], MIN_COMPARISONS, "comparisons")
     persuasion, p_units, fluency, f_units = pairwise.agreement_cells(records, payloads)
     per_system = []
     for row in systems:
@@ -68,9 +77,12 @@ def likert_results(project) -> dict:
         table["rows"] = [{**row, "cells": [likert.mean_sd([]) for _ in table["columns"]]} for row in table["rows"]]
     debates = {"human": sum(1 for p in payloads.values() if likert.is_human((p or {}).get("system", ""))),
                "generated": sum(1 for p in payloads.values() if not likert.is_human((p or {}).get("system", "")))}
+    alpha = likert.alpha_ordinal(records)
+    for entry in alpha.values():
+        entry["mark"] = mark(entry["n_units"], MIN_UNITS, "debates rated by 2+ reviewers")
     warning = likert.reviewer_warning(project)
     return {"kind": LIKERT, **_counts(project, records, payloads), "table": table,
-            "alpha": likert.alpha_ordinal(records), "debates": debates, "warnings": [warning] if warning else []}
+            "alpha": alpha, "debates": debates, "warnings": [warning] if warning else []}
 
 
 def project_results(project) -> dict:
@@ -82,13 +94,22 @@ def project_results(project) -> dict:
                        f"{', '.join(TASK_TYPES)}")
 
 
+def cell_mark(cell: dict) -> dict:
+    """The "too few ratings" mark of a Likert mean (its n = individual ratings)."""
+    return mark(cell.get("n"), MIN_LIKERT_RATINGS, "ratings")
+
+
 def chart(res: dict) -> str:
     if res["kind"] == PAIRWISE:
         return svg.shares("ratings-chart", [{"label": r["system"], "win": r["win_share"], "tie": r["tie_share"],
-                                             "loss": r["loss_share"]} for r in res["systems"]],
-                          title="Persuasiveness: share of comparisons won, tied, lost")
+                                             "loss": r["loss_share"], "n": r["n"], "weak": r["mark"]["too_few"]}
+                                            for r in res["systems"]],
+                          title="Persuasiveness: share of comparisons won, tied, lost (n per system)")
     cols = res["table"]["columns"]
-    return svg.means("ratings-chart", [{"label": row["title"], "values": row["cells"]} for row in res["table"]["rows"]],
+    return svg.means("ratings-chart", [{"label": row["title"],
+                                        "values": [{**cell, "weak": cell_mark(cell)["too_few"]}
+                                                   for cell in row["cells"]]}
+                                       for row in res["table"]["rows"]],
                      [c["title"] for c in cols], title="Mean rating (1-4) ± SD per criterion")
 
 
@@ -166,12 +187,14 @@ def text_report(res: dict) -> str:
         lines.append(f"{'system':<24} {'n':>5} {'wins':>7} {'ties':>7} {'losses':>7} {'fluent':>7}")
         for r in res["systems"]:
             lines.append(f"{r['system'][:24]:<24} {r['n']:>5} {r['win_share']:>7.1%} {r['tie_share']:>7.1%} "
-                         f"{r['loss_share']:>7.1%} {r['fluency_rate']:>7.1%}")
+                         f"{r['loss_share']:>7.1%} {r['fluency_rate']:>7.1%}"
+                         + ("  (too few ratings)" if r["mark"]["too_few"] else ""))
         for name in ("persuasiveness", "fluency"):
             a = res["agreement"][name]
             kappa = "undefined" if a["kappa"] is None else f"{a['kappa']:.3f}"
             pa = "undefined" if a["percent_agreement"] is None else f"{a['percent_agreement']:.2f}"
-            lines.append(f"{name}: Cohen's kappa {kappa} (percentage agreement {pa}; {a['n_units']} units)")
+            lines.append(f"{name}: Cohen's kappa {kappa} (percentage agreement {pa}; {a['n_units']} units)"
+                         + (" (too few ratings)" if a["n_units"] and a["mark"]["too_few"] else ""))
         return "\n".join(lines)
     cols = res["table"]["columns"]
     lines.extend(f"warning: {w}" for w in res.get("warnings") or ())

@@ -1,12 +1,15 @@
 """Two small inline SVG charts for the ratings results page (no scripts, no CDN): stacked win / tie / loss shares per
-system, and grouped mean ± SD bars per criterion."""
+system, and grouped mean ± SD bars per criterion. Every mark states its n (the row label, the tooltip); a row or bar
+resting on fewer ratings than its minimum (:mod:`annotation.agreement.minimums`, ``"weak"``) is drawn pale and says
+"too few ratings". The three share colours each contrast at least 3:1 with the white card (WCAG 1.4.11), so no part
+of a bar disappears into the background."""
 from __future__ import annotations
 
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 INK, MUTED, GRID = "#1d2330", "#5b6475", "#e3e6ec"
-WIN, TIE, LOSS = "#2456c9", "#9aa5b8", "#e4e7ee"
+WIN, TIE, LOSS = "#2456c9", "#6b7280", "#c2410c"   # blue / grey / burnt orange: 6.5, 4.8 and 5.2 : 1 on white
 SERIES = ("#2456c9", "#d97706", "#1e7d3a", "#9333ea", "#b3261e", "#0e7490")
 
 
@@ -15,8 +18,9 @@ def _f(v: float, digits: int = 2) -> str:
 
 
 def shares(svg_id: str, rows: list[dict], *, title: str) -> str:
-    """Rows ``{"label", "win", "tie", "loss"}`` (shares 0..1): one stacked horizontal bar per row."""
-    width, left, right, top = 640, 150, 20, 30
+    """Rows ``{"label", "win", "tie", "loss", "n"?, "weak"?}`` (shares 0..1): one stacked horizontal bar per row,
+    labelled with its n."""
+    width, left, right, top = 640, 190, 20, 30
     band = 30
     height = top + band * max(1, len(rows)) + 42
     x0, x1 = left, width - right
@@ -24,7 +28,7 @@ def shares(svg_id: str, rows: list[dict], *, title: str) -> str:
     parts = [f'<svg id="{escape(svg_id)}" class="chart" role="img" aria-label="{escape(title)}" '
              f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
              f'<title>{escape(title)}</title>',
-             f'<text x="{x0}" y="16" font-size="12" font-weight="600" fill="{INK}">{escape(title)}</text>']
+             f'<text x="8" y="16" font-size="12" font-weight="600" fill="{INK}">{escape(title)}</text>']
     y_axis = top + band * max(1, len(rows))
     for k in range(5):
         x = x0 + span * k / 4
@@ -37,15 +41,23 @@ def shares(svg_id: str, rows: list[dict], *, title: str) -> str:
     for n, r in enumerate(rows):
         y = top + n * band + 5
         label = str(r["label"])
-        parts.append(f'<text x="{x0 - 8}" y="{y + 14}" font-size="12" text-anchor="end" fill="{INK}">'
-                     f'{escape(label if len(label) <= 22 else label[:21] + "…")}</text>')
+        weak = bool(r.get("weak"))
+        n_text = f' (n = {r["n"]})' if r.get("n") is not None else ""
+        parts.append(f'<text x="{x0 - 8}" y="{y + (9 if weak else 14)}" font-size="12" text-anchor="end" '
+                     f'fill="{INK}">{escape((label if len(label) <= 18 else label[:17] + "…") + n_text)}</text>')
+        if weak:
+            parts.append(f'<text class="too-few" x="{x0 - 8}" y="{y + 21}" font-size="10" text-anchor="end" '
+                         f'fill="#6b4500">too few ratings</text>')
         x = float(x0)
         for part, color in (("win", WIN), ("tie", TIE), ("loss", LOSS)):
             w = span * float(r.get(part) or 0.0)
             if w > 0:
-                parts.append(f'<rect class="mark {part}" x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" '
-                             f'fill="{color}"><title>{escape(label)} {part}: {_f(100 * r[part], 1)}%</title></rect>')
-                if w > 34 and part != "loss":
+                look = f'fill="{color}" fill-opacity="0.45"' if weak else f'fill="{color}"'
+                parts.append(f'<rect class="mark {part}{" weak" if weak else ""}" x="{x:.1f}" y="{y}" '
+                             f'width="{w:.1f}" height="20" {look}><title>{escape(label)} {part}: '
+                             f'{_f(100 * r[part], 1)}%{escape(n_text)}{" (too few ratings)" if weak else ""}'
+                             f'</title></rect>')
+                if w > 34 and not weak:
                     parts.append(f'<text x="{x + w / 2:.1f}" y="{y + 14}" font-size="11" text-anchor="middle" '
                                  f'fill="#fff">{_f(100 * r[part], 0)}%</text>')
             x += w
@@ -59,7 +71,8 @@ def shares(svg_id: str, rows: list[dict], *, title: str) -> str:
 
 
 def means(svg_id: str, groups: list[dict], series: list[str], *, title: str, lo: float = 1.0, hi: float = 4.0) -> str:
-    """Groups ``{"label", "values": [{"mean", "sd"} or None per series]}``: vertical bars with ±SD whiskers."""
+    """Groups ``{"label", "values": [{"mean", "sd", "n"?, "weak"?} or None per series]}``: vertical bars with ±SD
+    whiskers; a weak bar (too few ratings) is pale with a dashed outline."""
     width, height, left, right, top, bottom = 640, 260, 40, 16, 30, 50
     x0, x1, y0, y1 = left, width - right, height - bottom, top
     parts = [f'<svg id="{escape(svg_id)}" class="chart" role="img" aria-label="{escape(title)}" '
@@ -86,9 +99,14 @@ def means(svg_id: str, groups: list[dict], series: list[str], *, title: str, lo:
             m, sd = cell["mean"], cell.get("sd")
             bx = start + s * bw
             color = SERIES[s % len(SERIES)]
-            parts.append(f'<rect class="mark" x="{bx + 2:.1f}" y="{y(m):.1f}" width="{bw - 4:.1f}" '
-                         f'height="{y0 - y(m):.1f}" fill="{color}"><title>{escape(group["label"])}, '
-                         f'{escape(series[s])}: {_f(m, 3)}{" ± " + _f(sd, 3) if sd is not None else ""}</title></rect>')
+            weak = bool(cell.get("weak"))
+            look = (f'fill="{color}" fill-opacity="0.3" stroke="{color}" stroke-dasharray="3 2"' if weak
+                    else f'fill="{color}"')
+            n_text = f' (n = {cell["n"]})' if cell.get("n") is not None else ""
+            parts.append(f'<rect class="mark{" weak" if weak else ""}" x="{bx + 2:.1f}" y="{y(m):.1f}" '
+                         f'width="{bw - 4:.1f}" height="{y0 - y(m):.1f}" {look}><title>{escape(group["label"])}, '
+                         f'{escape(series[s])}: {_f(m, 3)}{" ± " + _f(sd, 3) if sd is not None else ""}'
+                         f'{n_text}{" (too few ratings)" if weak else ""}</title></rect>')
             if sd is not None:
                 mx = bx + bw / 2
                 parts.append(f'<line x1="{mx:.1f}" y1="{y(m - sd):.1f}" x2="{mx:.1f}" y2="{y(m + sd):.1f}" '

@@ -1,7 +1,9 @@
 """``sentence_label``: choose one label from a list for each sentence.
 
 payload ``{"sentence_id", "text", "topic"}``; ``project.config["labels"]`` a list of strings;
-response ``{"label": "<one of labels>"}``; aggregate = majority label with counts and share.
+response ``{"label": "<one of labels>"}``; aggregate = majority label with counts and share; a tie at the top keeps a
+deterministic ``label`` (the first tied label in the config's order), lists every tied label under ``tied`` (only
+present on a tie), and the dashboards say "tie: pro / con", never "majority".
 """
 from __future__ import annotations
 
@@ -92,21 +94,38 @@ class SentenceLabel(TaskType):
         if not total:
             return {"label": None, "counts": {}, "share": 0.0, "n": 0}
         order = {label: i for i, label in enumerate(self.labels(project))}
-        # majority; ties broken by the order of the labels in the config (stable, documented)
-        label, count = min(counts.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), str(kv[0])))
-        return {"label": label, "counts": dict(counts), "share": count / total, "n": total}
+        # majority; ties broken by the order of the labels in the config (stable, documented) and listed in "tied"
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), str(kv[0])))
+        label, count = ranked[0]
+        out = {"label": label, "counts": dict(counts), "share": count / total, "n": total}
+        tied = [lab for lab, c in ranked if c == count]
+        if len(tied) > 1:
+            out["tied"] = tied
+        return out
 
     def export_row(self, project, item, responses):
         agg = self.aggregate(project, item, responses)
         return {"item_id": item.pk, "sentence_id": item.payload.get("sentence_id"), "text": item.payload.get("text"),
                 "topic": item.payload.get("topic"), "labels": [r.get("label") for r in responses],
-                "label": agg["label"], "share": agg["share"], "n": agg["n"]}
+                "label": agg["label"], "share": agg["share"], "n": agg["n"],
+                **({"tied": agg["tied"]} if "tied" in agg else {})}
 
     def answer_text(self, answer):
         return str(answer.get("label")) if isinstance(answer, dict) and "label" in answer else super().answer_text(answer)
 
     def aggregate_text(self, aggregate):
-        return "" if not isinstance(aggregate, dict) or aggregate.get("label") is None else str(aggregate["label"])
+        """``majority: pro (2 of 3)``, ``tie: pro / con (1 each of 2)``, ``pro (1 response)``."""
+        if not isinstance(aggregate, dict) or aggregate.get("label") is None:
+            return ""
+        n = aggregate.get("n") or 0
+        counts = aggregate.get("counts") or {}
+        tied = aggregate.get("tied") or []
+        if len(tied) > 1:
+            return f'tie: {" / ".join(map(str, tied))} ({counts.get(tied[0], 0)} each of {n})'
+        label = str(aggregate["label"])
+        if n < 2:
+            return f"{label} (1 response)"
+        return f"majority: {label} ({counts.get(aggregate['label'], 0)} of {n})"
 
     # --- agreement and adjudication -----------------------------------------------------------
     def reliability_data(self, project, records):

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.agreement.minimums import MIN_DECISIONS, mark
 from annotation.views import expert_required, notice
 from argora.errors import FieldError
 
@@ -24,7 +25,9 @@ def kb_review(request):
     groups = review_service.pending_by_topic(topic)
     return render(request, "task_types/span_grounding/kb_review.html", {
         "groups": groups, "topic": topic, "n_pending": sum(len(g["pending"]) for g in groups),
-        "suggestion_stats": span_projects_suggestion_stats()})
+        "suggestion_stats": [{**s, "mark": mark(s["decisions"], MIN_DECISIONS, "accept / reject decisions")}
+                             for s in span_projects_suggestion_stats()],
+        "min_decisions": MIN_DECISIONS})
 
 
 @expert_required

@@ -1,6 +1,6 @@
 """``manage.py valnov import|export``: validity / novelty data in the ArgMining 2022 shared-task layout.
 
-    manage.py valnov import FILE.csv --project P [--as-gold] [--format csv|jsonl]
+    manage.py valnov import FILE.csv --project P [--as-gold] [--format csv|jsonl] [--activate]
     manage.py valnov export --project P --out FILE.csv [--format csv|jsonl] [--labels auto|crowd|reference]
                             [--with-weights]
 
@@ -16,6 +16,9 @@ import sys
 from django.core.management.base import BaseCommand
 
 import annotation.task_types.validity_novelty.task_type  # noqa: F401  (registers the task type)
+from annotation import services
+from annotation.models import Project
+from annotation.selectors import status_note
 from annotation.task_types.validity_novelty import results
 from annotation.task_types.validity_novelty.csvio import guess_format, read_file
 from corpus.importers.base import ImportFailed
@@ -31,6 +34,7 @@ class Command(BaseCommand):
         p.add_argument("--project", required=True, help="project slug (created when missing)")
         p.add_argument("--format", choices=("csv", "jsonl"), default=None)
         p.add_argument("--as-gold", action="store_true", help="make every row a gold item (expected = its labels)")
+        p.add_argument("--activate", action="store_true", help="open the project to workers after the import")
         p = sub.add_parser("export", help="the project's labels in the shared-task layout")
         p.add_argument("--project", required=True)
         p.add_argument("--out", required=True, help="output file, or - for stdout")
@@ -41,12 +45,17 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         try:
             if action == "import":
+                if options["as_gold"] and options["activate"]:
+                    raise results.ValNovError("--activate: gold items alone make no HITs; import the items to "
+                                              "annotate without --as-gold to open the project")
                 table = read_file(options["file"], options["format"])  # every row checked before any write
                 project = results.get_project(options["project"], create=True)
                 s = results.import_table(project, table, as_gold=options["as_gold"])
+                if options["activate"]:
+                    services.set_project_status(project, Project.Status.ACTIVE)
                 kind = "gold items" if options["as_gold"] else "items"
                 self.stdout.write(f"{project.slug}: {s['created']} {kind} created, {s['skipped']} already present, "
-                                  f"{s['hits']} HITs built")
+                                  f"{s['hits']} HITs built; {status_note(project)}")
                 return
             project = results.get_project(options["project"])
             out = options["out"]
@@ -66,7 +75,7 @@ class Command(BaseCommand):
                    f"imported labels)" + (f", {summary['left_out']} items without labels left out"
                                           if summary["left_out"] else ""))
             (self.stderr if out == "-" else self.stdout).write(msg)
-        except (ImportFailed, results.ValNovError) as exc:
+        except (ImportFailed, results.ValNovError, services.ProjectInvalid) as exc:
             # `file:line: reason` (or the project problem) alone on stderr, exit 2 -- nothing was written
             sys.stderr.write(f"{exc}\n")
             sys.stderr.flush()

@@ -11,14 +11,19 @@ of topic, premise and conclusion plus the occurrence number within the file.
 
 Export: one row per item, in import order. Labels per item (``labels=``):
 
-* ``"auto"`` (default) -- the crowd aggregate where a non-gold item has submitted responses, else the imported
-  labels; items with neither are left out (counted in the summary);
-* ``"crowd"`` -- the crowd aggregate of every non-gold item (no responses: 0 / defeasible);
+* ``"auto"`` (default) -- the crowd aggregate where a non-gold item has a complete panel of responses (at least
+  :func:`~annotation.task_types.validity_novelty.aggregation.expected_votes`: the project's R, and at least 3), else
+  the imported labels; an item with fewer responses keeps its imported labels (an incomplete crowd aggregate never
+  replaces them) and is exported with its guaranteed crowd labels only when it has no imported labels; items with
+  neither are left out (all counted in the summary);
+* ``"crowd"`` -- the crowd aggregate of every non-gold item (no or too few responses: the guaranteed labels, mostly
+  0 / defeasible);
 * ``"reference"`` -- the imported labels only.
 
 A crowd aggregate is written as its labels (1 / -1 / 0) and, per dimension, the confidence word derived from the
 votes (:mod:`.aggregation`: unanimous = very confident; majority + only "don't know" against = confident; majority with
-an opposite vote = majority; no majority = defeasible). ``with_weights`` appends an ``Instance-Weight`` column
+an opposite vote = majority; no majority = defeasible; an incomplete panel: the lowest word any completion could give,
+so one vote is never "very confident"). ``with_weights`` appends an ``Instance-Weight`` column
 (:mod:`.weights`).
 """
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation import services
+from annotation.agreement.minimums import MIN_ITEMS, MIN_UNITS, mark
 from annotation.agreement.records import build_matrix, load_responses
 from annotation.agreement.table import figures
 from annotation.models import Assignment, Item, Project, Response
@@ -43,6 +49,7 @@ from .aggregation import (
     DIMENSIONS,
     LABELS,
     aggregate_responses,
+    expected_votes,
 )
 from .csvio import (
     CONCLUSION,
@@ -168,21 +175,32 @@ def _crowd_labels(agg: dict) -> dict:
 # --- export ----------------------------------------------------------------------------------------
 def export_records(project, *, labels: str = "auto", with_weights: bool = False) -> tuple[list[str], list[dict], dict]:
     """``(columns, records, summary)``: the shared-task columns (the imported header, merged) and one record per
-    exported item (labels as ints). ``summary``: ``{"rows", "crowd", "reference", "left_out"}``."""
+    exported item (labels as ints). ``summary``: ``{"rows", "crowd", "reference", "left_out", "incomplete",
+    "kept_reference"}`` (``incomplete``: crowd rows from items with fewer responses than a complete panel;
+    ``kept_reference``: items with too few responses exported with their imported labels)."""
     if labels not in LABEL_MODES:
         raise ValNovError(f"labels must be one of {', '.join(LABEL_MODES)}, got {labels!r}")
     columns = merge_columns((project.config or {}).get("columns") or [])
     if with_weights and WEIGHT_COLUMN not in columns:
         columns.append(WEIGHT_COLUMN)
     votes = responses_by_item(project) if labels != "reference" else {}
-    records, summary = [], {"rows": 0, "crowd": 0, "reference": 0, "left_out": 0}
+    expected = expected_votes(project)
+    records = []
+    summary = {"rows": 0, "crowd": 0, "reference": 0, "left_out": 0, "incomplete": 0, "kept_reference": 0}
     for item in Item.objects.filter(project=project).order_by("position", "id"):
         payload = item.payload or {}
         chosen, source = None, None
-        if labels == "crowd" and not item.is_gold:
-            chosen, source = _crowd_labels(aggregate_responses(votes.get(item.pk, []))), "crowd"
-        elif labels == "auto" and not item.is_gold and votes.get(item.pk):
-            chosen, source = _crowd_labels(aggregate_responses(votes[item.pk])), "crowd"
+        agg = (aggregate_responses(votes.get(item.pk, []), expected=expected)
+               if labels != "reference" and not item.is_gold else None)
+        if labels == "crowd" and agg is not None:
+            chosen, source = _crowd_labels(agg), "crowd"
+        elif labels == "auto" and agg is not None and votes.get(item.pk):
+            reference = _reference_labels(payload)
+            if agg["complete"] or reference is None:
+                chosen, source = _crowd_labels(agg), "crowd"
+            else:  # too few responses: the imported labels stay
+                chosen, source = reference, "reference"
+                summary["kept_reference"] += 1
         elif labels in ("auto", "reference"):
             chosen = _reference_labels(payload)
             source = "reference" if chosen else None
@@ -200,6 +218,8 @@ def export_records(project, *, labels: str = "auto", with_weights: bool = False)
         records.append(record)
         summary["rows"] += 1
         summary[source] += 1
+        if source == "crowd" and not agg["complete"]:
+            summary["incomplete"] += 1
     return columns, records, summary
 
 
@@ -249,16 +269,24 @@ def agreement(project, records: list[dict] | None = None) -> dict:
 
 
 def project_results(project) -> dict:
-    """Everything the staff results page shows (see :mod:`annotation.task_types.validity_novelty.views`)."""
+    """Everything the staff results page shows (see :mod:`annotation.task_types.validity_novelty.views`). Crowd
+    distributions, weights and crowd-vs-imported count only items with a complete panel (``n_incomplete`` items
+    with fewer responses are counted apart); every figure carries its n and a "too few ratings" mark
+    (:mod:`annotation.agreement.minimums`)."""
     votes = responses_by_item(project)
+    expected = expected_votes(project)
     items = list(Item.objects.filter(project=project).order_by("position", "id").values("pk", "is_gold", "payload"))
     crowd, reference, matches = [], [], {dim: [0, 0] for dim in DIMENSIONS}
+    n_incomplete = 0
     for item in items:
         ref = _reference_labels(item["payload"] or {})
         if ref is not None:
             reference.append(ref)
         if not item["is_gold"] and votes.get(item["pk"]):
-            agg = aggregate_responses(votes[item["pk"]])
+            agg = aggregate_responses(votes[item["pk"]], expected=expected)
+            if not agg["complete"]:
+                n_incomplete += 1
+                continue
             labels = _crowd_labels(agg)
             labels["weight"] = agg["weight"]
             labels["n"] = agg["n"]
@@ -269,19 +297,28 @@ def project_results(project) -> dict:
                     matches[dim][1] += 1
     ref_weights = [instance_weight(r["validity_confidence"], r["novelty_confidence"]) for r in reference]
     crowd_weights = [r["weight"] for r in crowd]
+    agreement_figures = agreement(project)
+    for fig in agreement_figures.values():
+        fig["mark"] = mark(fig["n_units"], MIN_UNITS, "items rated by 2+ annotators")
     return {
         "n_items": sum(1 for i in items if not i["is_gold"]),
         "n_gold": sum(1 for i in items if i["is_gold"]),
         "n_annotated": len(crowd),
+        "n_incomplete": n_incomplete,
+        "expected": expected,
         "n_responses": sum(len(v) for v in votes.values()),
         "r": project.assignments_per_item,
         "crowd": _distribution(crowd),
+        "crowd_mark": mark(len(crowd), MIN_ITEMS, "items with a complete panel"),
         "reference": _distribution(reference) if reference else None,
-        "agreement": agreement(project),
+        "agreement": agreement_figures,
         "weights": {"crowd": weight_distribution(crowd_weights), "reference": weight_distribution(ref_weights),
                     "crowd_mean": sum(crowd_weights) / len(crowd_weights) if crowd_weights else None,
-                    "reference_mean": sum(ref_weights) / len(ref_weights) if ref_weights else None},
-        "crowd_vs_reference": {dim: {"agree": a, "n": n, "share": a / n if n else None}
+                    "reference_mean": sum(ref_weights) / len(ref_weights) if ref_weights else None,
+                    "crowd_n": len(crowd_weights), "reference_n": len(ref_weights),
+                    "crowd_mark": mark(len(crowd_weights), MIN_ITEMS, "items with a complete panel")},
+        "crowd_vs_reference": {dim: {"agree": a, "n": n, "share": a / n if n else None,
+                                     "mark": mark(n, MIN_ITEMS, "items with crowd and imported labels")}
                                for dim, (a, n) in matches.items()},
     }
 

@@ -28,7 +28,7 @@ majority is unknown (0), a tie in novelty is 0 with target 0.5; a confidence wor
 from __future__ import annotations
 
 from annotation.agreement.records import build_matrix
-from annotation.task_types.validity_novelty.aggregation import aggregate_responses
+from annotation.task_types.validity_novelty.aggregation import aggregate_responses, expected_votes
 
 from .. import register
 from ..base import ResponseInvalid, TaskType
@@ -131,7 +131,17 @@ class ValidityNovelty(TaskType):
         return sum(1.0 for d, v in expected.items() if data.get(d) == v) / len(expected)
 
     def aggregate(self, project, item, responses):
-        return aggregate_responses(responses)
+        # an item with fewer votes than the project's panel gets the guaranteed words only (aggregation docstring)
+        return aggregate_responses(responses, expected=expected_votes(project))
+
+    def aggregate_text(self, aggregate):
+        """``validity 1 (very confident) · novelty 0 (defeasible)``, and how many votes of the panel are in."""
+        if not isinstance(aggregate, dict) or not all(isinstance(aggregate.get(d), dict) for d in DIMENSIONS):
+            return ""
+        text = " · ".join(f'{d} {aggregate[d].get("label")} ({aggregate[d].get("confidence")})' for d in DIMENSIONS)
+        if aggregate.get("complete") is False:
+            text += f' · provisional: {aggregate.get("n")} of {aggregate.get("expected")} votes'
+        return text
 
     def export_row(self, project, item, responses):
         payload = item.payload or {}

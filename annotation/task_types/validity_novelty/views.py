@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.agreement.minimums import MIN_UNITS
 from annotation.views import notice, task_type_page
 
 from . import TASK_TYPE
@@ -22,9 +23,10 @@ def valnov_results(request, project):
     res = valnov.project_results(project)
     peak = max([w["count"] for w in res["weights"]["crowd"] + res["weights"]["reference"]] + [1])
     return render(request, "task_types/validity_novelty/results.html", {
-        "project": project, "res": res, "peak": peak, "points": CONFIDENCE_POINTS,
-        "dims": [{"name": dim, "title": title, "crowd": res["crowd"][dim],
+        "project": project, "res": res, "peak": peak, "points": CONFIDENCE_POINTS, "min_units": MIN_UNITS,
+        "dims": [{"name": dim, "title": title, "crowd": res["crowd"][dim], "crowd_n": res["crowd"]["n"],
                   "reference": res["reference"][dim] if res["reference"] else None,
+                  "reference_n": res["reference"]["n"] if res["reference"] else 0,
                   "agreement": res["agreement"][dim], "vs": res["crowd_vs_reference"][dim]}
                  for dim, title in (("validity", "Validity"), ("novelty", "Novelty"))],
     })

@@ -23,6 +23,9 @@ and 5. The weight multiplies the instance's loss (``L_i = w_i * (...)``, eq. 2).
 
 The same rule weights imported shared-task rows (from their ``Validity-Confidence`` / ``Novelty-Confidence``
 words) and crowd items (from the words :func:`annotation.task_types.validity_novelty.aggregation.aggregate_dimension` derives).
+The words describe a whole panel of annotators (three in the paper); a crowd item with fewer responses than its
+panel gets the lowest word any completion could give (see "Incomplete items" in
+:mod:`annotation.task_types.validity_novelty.aggregation`), so one vote of three weighs 1, never 5.
 """
 from __future__ import annotations
 

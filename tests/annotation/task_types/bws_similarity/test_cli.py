@@ -84,7 +84,9 @@ def test_sample_and_build(capsys):
     call_command("bws", "build", "--project", "sim")
     out = capsys.readouterr().out
     assert "cloning: 12 tasks of 4 over 6 pairs (each pair in 8-8 tasks), 2 attention checks" in out
+    assert "sim: status draft: workers cannot start yet" in out  # it says so, and how to open it
     assert Item.objects.filter(project=project, is_gold=False).count() == 22
     assert HIT.objects.filter(project=project).count() == 5
-    call_command("bws", "build", "--project", "sim")
-    assert "nothing to build" in capsys.readouterr().out
+    call_command("bws", "build", "--project", "sim", "--activate")
+    out = capsys.readouterr().out
+    assert "nothing to build" in out and f"status active: workers join at /invite/{project.invite_token}/" in out

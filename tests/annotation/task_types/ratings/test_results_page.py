@@ -44,7 +44,9 @@ def test_pairwise_results_page_and_csv(tmp_path, client, staff_user):
     r = client.get("/projects/pp/results/")
     html = r.content.decode()
     assert r.status_code == 200
-    assert '<tr data-system="reference"><td>reference</td><td class="rt-num">8</td>' in html
+    row = html[html.index('<tr data-system="reference">'):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="rt-num">8</td>' in row and "too few ratings: 8 comparisons (minimum 10)" in row
     assert '<td class="rt-num wins">8 (100%)</td>' in html and '<td class="rt-num fluency">0 (0%)</td>' in html
     assert '<svg id="ratings-chart"' in html and "<script" not in html.split("<main")[-1].split("</main>")[0]
     assert 'data-question="persuasiveness"' in html

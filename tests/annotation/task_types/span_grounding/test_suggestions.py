@@ -112,4 +112,5 @@ def test_suggestion_counts_acceptance_rate_export_and_review_page(suggested, cli
     page = client.get(reverse("annotation:spans-kb-review")).content.decode()
     assert f'id="kb-suggestions-{project.slug}"' in page
     part = page.split(f'id="kb-suggestions-{project.slug}"')[1].split("</tr>")[0]
-    assert '<td class="kb-acceptance">50%</td>' in part
+    assert '<td class="kb-acceptance">50% <small>(n = 6)</small>' in part
+    assert "too few ratings: 6 accept / reject decisions (minimum 10)" in part  # the rate states its n

@@ -33,7 +33,9 @@ def export_text(project, **kw):
 
 def test_csv_round_trip_exact(tmp_path):
     src = write(tmp_path, csv_text())
-    call_command("valnov", "import", str(src), "--project", "st")
+    said = io.StringIO()
+    call_command("valnov", "import", str(src), "--project", "st", stdout=said)
+    assert "status draft: workers cannot start yet" in said.getvalue()
     project = Project.objects.get(slug="st")
     assert project.task_type == "validity_novelty" and project.assignments_per_item == 3
     assert Item.objects.filter(project=project).count() == 5 and HIT.objects.filter(project=project).exists()
