@@ -563,8 +563,9 @@ def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(c
     html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
     scatter = html[html.index('id="chart-workers"'):]
     scatter = scatter[:scatter.index("</svg>")]
-    assert "leave-one-out agreement vs Dawid-Skene competence" in scatter
-    assert scatter.count('class="mark"') == 3  # every worker has both values
+    assert "Workers: LOO vs Dawid-Skene competence, n = 3 workers" in scatter
+    assert scatter.count('class="mark') == 3  # every worker has both values
+    assert scatter.count('class="mark weak"') == 3  # 4 shared units each: fewer than MIN_WORKER_UNITS
     gold_item = Item.objects.create(project=project3, payload={"text": "gold", "topic": "t"}, is_gold=True,
                                     position=99)
     GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
@@ -574,7 +575,7 @@ def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(c
     html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
     scatter = html[html.index('id="chart-workers"'):]
     scatter = scatter[:scatter.index("</svg>")]
-    assert "leave-one-out agreement vs gold accuracy" in scatter and scatter.count('class="mark"') == 1
+    assert "Workers: LOO vs gold accuracy, n = 1 worker" in scatter and scatter.count('class="mark') == 1
 
 
 @pytest.mark.parametrize("task_type,url_name", [("bws_similarity", "annotation:bws"),

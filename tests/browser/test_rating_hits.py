@@ -170,4 +170,6 @@ def test_likert_hit_with_keyboard_only(live_server, page, tmp_path, staff_user):
     assert stored == {its[0].pk: {"style": 3, "content": 4, "strategy": 2, "overall": 3},
                       its[1].pk: {"style": 2, "content": 1, "strategy": 2, "overall": 1}}
     _results_shot(page, live_server, project, staff_user, "rating_likert_results.png")
-    expect(page.locator('#ratings-table tr[data-criterion="overall"] td.cell').first).to_have_text("3.000")
+    cell = page.locator('#ratings-table tr[data-criterion="overall"] td.cell').first
+    expect(cell).to_contain_text("3.000 (n = 1)")
+    expect(cell.locator(".too-few")).to_be_visible()  # one rating: below the documented minimum of 5
