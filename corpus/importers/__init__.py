@@ -10,6 +10,11 @@ save everything in one transaction, skipping rows whose content hash is already 
 """
 from __future__ import annotations
 
+import glob
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from argora.progress import null_progress
 
 from .base import ImportFailed, ImportSummary
@@ -18,9 +23,13 @@ from .parsers import PARSERS
 from .readers import read_text
 from .writers import save
 
-__all__ = ["FORMATS", "ImportFailed", "ImportSummary", "import_documents", "import_file"]
+__all__ = ["FORMATS", "BatchSummary", "ImportFailed", "ImportSummary", "expand_paths", "import_documents",
+           "import_file", "import_paths"]
 
 FORMATS = ("ukp-tsv", "jsonl", "kialo", "facts-jsonl", "facts-csv")
+# The files a folder contributes, per format (a file named on the command line is taken whatever its name).
+EXTENSIONS = {"ukp-tsv": (".tsv",), "jsonl": (".jsonl",), "kialo": (".txt",), "facts-jsonl": (".jsonl",),
+              "facts-csv": (".csv",)}
 
 
 def import_file(path, fmt: str, *, topic: str | None = None, source: str | None = None,
@@ -45,3 +54,73 @@ def import_documents(directory, topic: str, *, progress=null_progress, relevance
     relevance filter removed."""
     parsed = parse_documents(directory, topic, progress=progress, relevance_filter=relevance_filter)
     return save(parsed, progress=progress)
+
+
+@dataclass
+class BatchSummary:
+    """What importing many files did: per file its summary or its refusal (``file:line: reason``)."""
+
+    files: list[tuple[str, ImportSummary]] = field(default_factory=list)
+    refused: list[ImportFailed] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def created(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for _name, summary in self.files:
+            for key, n in summary.created.items():
+                total[key] = total.get(key, 0) + n
+        return total
+
+    @property
+    def skipped(self) -> int:
+        return sum(summary.skipped for _name, summary in self.files)
+
+    @property
+    def unchanged(self) -> int:
+        """Files that were imported before: nothing of them was new."""
+        return sum(1 for _name, summary in self.files if not any(summary.created.values()))
+
+
+def expand_paths(paths, fmt: str) -> list[Path]:
+    """Files for ``paths``: a file as it is, a folder's files with the format's extension (:data:`EXTENSIONS`,
+    not recursive, hidden files left out), a glob pattern (``**`` recursive) its matching files; sorted, each once.
+    A path that names nothing raises :class:`ImportFailed` (line 0)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
+                           and p.suffix.lower() in EXTENSIONS.get(fmt, ()))
+            if not found:
+                raise ImportFailed(path, 0, f"folder has no {' or '.join(EXTENSIONS.get(fmt, ()))} files "
+                                            f"for --format {fmt}")
+        elif path.exists():
+            found = [path]
+        elif glob.has_magic(str(raw)):
+            found = sorted(Path(p) for p in glob.glob(str(raw), recursive=True) if Path(p).is_file())
+            if not found:
+                raise ImportFailed(raw, 0, "no file matches this pattern")
+        else:
+            raise ImportFailed(path, 0, "file not found")
+        out.extend(found)
+    return list(dict.fromkeys(out))
+
+
+def import_paths(paths, fmt: str, *, topic: str | None = None, source: str | None = None,
+                 progress=null_progress) -> BatchSummary:
+    """Import every file of ``paths`` (files, folders, glob patterns: :func:`expand_paths`) in one process; each
+    file is all-or-nothing on its own, a refused file is reported and the others still import. ``progress``
+    counts files."""
+    files = expand_paths(paths, fmt)
+    batch = BatchSummary()
+    started = time.perf_counter()
+    for n, path in enumerate(files):
+        progress(n, len(files), path.name)
+        try:
+            batch.files.append((str(path), import_file(path, fmt, topic=topic, source=source)))
+        except ImportFailed as exc:
+            batch.refused.append(exc)
+    progress(len(files), len(files), "done")
+    batch.seconds = time.perf_counter() - started
+    return batch

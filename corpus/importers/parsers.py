@@ -229,17 +229,48 @@ _REFERENCE = re.compile(r"^->\s*See\s+(\d+(?:\.\d+)*)\.?\s*$", re.IGNORECASE)
 _REFERENCE_LINE = re.compile(r"^->\s*See\s+(\d+(?:\.\d+)*)\.?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
+def _misnumbered(number: str, parts: list[str], well_formed: bool, nodes: dict, last_child: dict) -> str:
+    """Why a labelled numbered line (or the first node) cannot be a node of the tree read so far."""
+    if not well_formed:
+        return f'malformed node number "{number}."'
+    node_path = ".".join(parts)
+    if node_path in nodes:
+        return f"node {node_path}. is defined twice (first on line {nodes[node_path].line})"
+    if len(parts) == 1:
+        return (f"node {node_path}. is a second thesis; a debate has one root (1.)" if nodes
+                else f"the thesis must be numbered 1., found {node_path}.")
+    parent = ".".join(parts[:-1])
+    if parent not in nodes:
+        return f"node {node_path}. has no parent: {parent}. is not defined before it (broken numbering)"
+    return f"node {node_path}. is numbered out of order (it comes after {parent}.{last_child[parent]}.)"
+
+
+def _fits(parts: list[str], nodes: dict, last_child: dict) -> bool:
+    """Whether a numbered line continues the tree read so far: the first node ``1.``, or a child ``P.k`` of an
+    existing node ``P`` numbered after P's children so far (the next sibling, or a first child)."""
+    if len(parts) == 1:
+        return not nodes and parts == ["1"]
+    parent = ".".join(parts[:-1])
+    return parent in nodes and int(parts[-1]) > last_child.get(parent, 0)
+
+
 def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None = None,
                 progress=None) -> ParsedFile:
     """One debate tree from Kialo's text export (debate-trees §2.1): numbered nodes ``1.2.3.``, ``Pro:``/``Con:``
-    relative to the parent, continuation lines, ``-> See 1.4.2.`` references (copied, may point forward)."""
+    relative to the parent, continuation lines, ``-> See 1.4.2.`` references (copied, may point forward).
+
+    A numbered line is a node only when its number fits the tree read so far (:func:`_fits`); otherwise it is
+    text of the node above (a numbered list inside a claim: ``1. The existence of ...``). A line that does not
+    fit but carries a ``Pro:``/``Con:`` label is broken numbering and refused with its line. A node without a
+    label is a *thesis* (stance ``none``): the positions of a multi-thesis discussion (the root's children
+    ``1.1.``, ``1.2.`` ... with no label) and the unlabelled nodes real exports carry deeper down."""
     total = _count_lines(text)
     title = ""
     title_line = 0
     nodes: dict[str, NodeRecord] = {}
+    last_child: dict[str, int] = {}
     order: list[str] = []
     current: list[str] | None = None  # text lines of the node (or title) being read
-    current_node: NodeRecord | None = None
     texts: dict[str, list[str]] = {}
     title_parts: list[str] = []
 
@@ -253,36 +284,25 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
         m = _NODE.match(raw)
         if m:
             parts = m.group(1).split(".")
-            if any(p != str(int(p)) or int(p) == 0 for p in parts):
-                raise ImportFailed(path, line, f'malformed node number "{m.group(1)}."')
-            node_path = ".".join(parts)
-            if len(node_path) > MAX_PATH:
-                raise ImportFailed(path, line, f"node number longer than {MAX_PATH} characters")
-            if node_path in nodes:
-                raise ImportFailed(path, line, f'node {node_path}. is defined twice '
-                                               f'(first on line {nodes[node_path].line})')
-            if len(parts) == 1:
-                if order:
-                    raise ImportFailed(path, line, f'node {node_path}. is a second thesis; '
-                                                   f'a debate has one root (1.)')
-                if node_path != "1":
-                    raise ImportFailed(path, line, f'the thesis must be numbered 1., found {node_path}.')
-            else:
-                if not order and title_line:
-                    # A title but no "1." node: the title is the thesis.
-                    root = NodeRecord(line=title_line, path="1", stance="none", text="")
-                    nodes["1"] = root
-                    order.append("1")
-                    texts["1"] = title_parts
-                parent = node_path.rsplit(".", 1)[0]
-                if parent not in nodes:
-                    raise ImportFailed(path, line, f'node {node_path}. has no parent: {parent}. is not defined '
-                                                   f'before it (broken numbering)')
-            current_node = NodeRecord(line=line, path=node_path, stance="none", text="")
-            nodes[node_path] = current_node
-            order.append(node_path)
-            current = texts[node_path] = [m.group(2) or ""]
-            continue
+            well_formed = all(p == str(int(p)) and int(p) > 0 for p in parts)
+            if well_formed and len(parts) > 1 and not order and title_line:
+                # A title but no "1." node: the title is the thesis.
+                nodes["1"] = NodeRecord(line=title_line, path="1", stance="none", text="")
+                order.append("1")
+                texts["1"] = title_parts
+            if well_formed and _fits(parts, nodes, last_child):
+                node_path = ".".join(parts)
+                if len(node_path) > MAX_PATH:
+                    raise ImportFailed(path, line, f"node number longer than {MAX_PATH} characters")
+                if len(parts) > 1:
+                    last_child[".".join(parts[:-1])] = int(parts[-1])
+                nodes[node_path] = NodeRecord(line=line, path=node_path, stance="none", text="")
+                order.append(node_path)
+                current = texts[node_path] = [m.group(2) or ""]
+                continue
+            if not order or _STANCE.match(m.group(2) or ""):
+                raise ImportFailed(path, line, _misnumbered(m.group(1), parts, well_formed, nodes, last_child))
+            # otherwise: a numbered line inside a claim's text, read below as text
         if not raw.strip():
             if current is not None:
                 current.append("")
@@ -306,10 +326,7 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
         node = nodes[node_path]
         body = "\n".join(texts[node_path]).strip()
         body = re.sub(r"\n{2,}", "\n\n", body)
-        if node.depth > 0:
-            sm = _STANCE.match(body)
-            if not sm:
-                raise ImportFailed(path, node.line, f'node {node_path}. needs a "Pro:" or "Con:" label')
+        if node.depth > 0 and (sm := _STANCE.match(body)):
             node.stance = sm.group(1).lower()
             body = sm.group(2).strip()
         rm = _REFERENCE.match(body)

@@ -56,7 +56,11 @@ supporters only; a contradicting response starts with a node refuting the prompt
 supporters); complex is the union of the two; a multi-turn prompt may switch speaker at every Con node (each
 speaker always disagrees with the opponent's last statement) and the response is the next speaker's turn.
 ``anchor="any"`` lets a path start at any node (its own stance then fills the free first position): every
-descending sub-chain of the tree. Texts: the prompt's nodes are split into turns before each Con node after the
+descending sub-chain of the tree. Multi-thesis discussions (Kialo discussions whose root is a question and whose
+children are unlabelled positions, and unlabelled nodes deeper down) are not in the paper, which describes one
+thesis per tree: here every unlabelled node is a thesis (:func:`thesis_nodes`): ``anchor="root"`` paths start at
+each thesis rather than at the question (the question is not an argument, and the Pro/Con below a position are
+relative to that position), and no path runs through a thesis from above. Texts: the prompt's nodes are split into turns before each Con node after the
 first (supportive / contradicting / complex prompts are one turn); nodes of a turn are joined with ``node_sep``
 (" ") and turns with ``turn_sep`` (" <turn> "); the response is one turn.
 
@@ -391,7 +395,11 @@ class Node:
 
     @property
     def symbol(self) -> str:
-        return ROOT_SYMBOL if self.parent is None else _SYMBOL.get(self.stance, "?")
+        return _SYMBOL.get(self.stance, ROOT_SYMBOL)  # the root and every other thesis (no Pro/Con label)
+
+    @property
+    def is_thesis(self) -> bool:
+        return self.stance not in _SYMBOL
 
 
 @dataclass(frozen=True)
@@ -447,7 +455,7 @@ def debate_pairs(nodes: Iterable[Node], strategy: str, *, anchor: str = "root",
         kids.sort(key=lambda n: _path_key(n.path))
     roots = children.get(None, [])
     if anchor == "root":
-        starts = roots
+        starts = thesis_nodes(nodes, children)
     else:
         starts = []
         stack = list(reversed(roots))
@@ -471,7 +479,27 @@ def debate_pairs(nodes: Iterable[Node], strategy: str, *, anchor: str = "root",
                 if prompt_re.fullmatch(symbols[:j]) and response_re.fullmatch(symbols[j:]):
                     yield DebatePair(strategy, chain[:j], chain[j:])
             for child in reversed(children.get(node.path, [])):
-                stack.append((child, chain))
+                if not child.is_thesis:  # a thesis below starts paths of its own
+                    stack.append((child, chain))
+
+
+def thesis_nodes(nodes: list[Node], children: dict | None = None) -> list[Node]:
+    """Where ``anchor="root"`` paths start, in path order: the root of a single-thesis debate; in a multi-thesis
+    discussion (the root's children carry no Pro/Con label: positions answering the root's question) each of
+    those theses instead of the question; and any deeper unlabelled node (a thesis of its own). Pro/Con below a
+    thesis are relative to it, so a path never runs through one from above."""
+    if children is None:
+        children = defaultdict(list)
+        for node in nodes:
+            children[node.parent].append(node)
+    out = []
+    for node in sorted(nodes, key=lambda n: _path_key(n.path)):
+        if not node.is_thesis:
+            continue
+        if node.parent is None and any(child.is_thesis for child in children.get(node.path, [])):
+            continue  # the question of a multi-thesis discussion
+        out.append(node)
+    return out
 
 
 def _path_key(path: str) -> tuple:

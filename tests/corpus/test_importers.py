@@ -233,8 +233,7 @@ def test_kialo_without_title_uses_the_thesis_and_title_only_makes_the_root(tmp_p
 @pytest.mark.parametrize("body, line, reason", [
     ("1. Thesis.\n1.1. Pro: A.\n1.3.1. Con: orphan.\n", 3, "1.3. is not defined"),
     ("1. Thesis.\n1.1. Pro: A.\n1.1. Con: again.\n", 3, "defined twice"),
-    ("1. Thesis.\n2. Another thesis.\n", 2, "second thesis"),
-    ("1. Thesis.\n1.1. A without a label.\n", 2, '"Pro:" or "Con:"'),
+    ("1. Thesis.\n2. Con: Another thesis.\n", 2, "second thesis"),
     ("1. Thesis.\n1.1. Pro: -> See 1.9.\n", 2, "1.9., which does not exist"),
     ("Some text first.\n1. Thesis.\n", 1, "text before the first node"),
 ])
