@@ -28,10 +28,14 @@ def stored_job(state: str, result, name: str = "corpus.import_corpus_file") -> s
 
 
 @pytest.fixture
-def store_eager():
-    """Tasks run with ``.apply()`` store their state and result like a worker's (the jobs pages read them)."""
+def store_eager(monkeypatch):
+    """Tasks run with ``.apply()`` store their state and result like a worker's (the jobs pages read them).
+    Celery copies ``task_store_eager_result`` onto each task class when the task is first used, so an earlier
+    test that ran the task fixed it there: set it on every task, not only in the config."""
     before = app.conf.task_store_eager_result
     app.conf.task_store_eager_result = True
+    for task in list(app.tasks.values()):
+        monkeypatch.setattr(type(task), "store_eager_result", True)
     yield
     app.conf.task_store_eager_result = before
 

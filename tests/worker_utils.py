@@ -179,3 +179,17 @@ def celery_worker_proc(transactional_db):
     finally:
         if worker is not None:
             print(f"---- celery worker log ({worker.hostname}) ----\n{worker.log()}")
+
+
+@contextlib.contextmanager
+def eager_celery(settings):
+    """Run Celery tasks in the test process (``.delay()`` runs at once), for tests that need no real worker."""
+    from argora.celery import app
+
+    before = app.conf.task_always_eager
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before

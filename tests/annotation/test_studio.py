@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from annotation.task_types import all_task_types, get_task_type, sources_of
 from argora.roles import RESEARCHER_GROUP
 from corpus.importers import import_file
 from corpus.models import Sentence, Topic
+from tests.worker_utils import eager_celery
 
 pytestmark = pytest.mark.django_db
 
@@ -77,17 +77,6 @@ def media(settings, tmp_path):
     yield settings.MEDIA_ROOT
 
 
-@contextmanager
-def eager_celery(settings):
-    from argora.celery import app
-
-    before = app.conf.task_always_eager
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = before
 
 
 def upload(name: str, content: bytes | None = None) -> SimpleUploadedFile:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
-from contextlib import contextmanager
 
 import pytest
 from django.conf import settings as django_settings
@@ -16,6 +15,7 @@ from corpus import releases
 from corpus.hashing import sentence_hash
 from corpus.models import Release, ReleaseFile, Sentence, Topic
 from corpus.releases import ReleaseExists, build_release, release_path, verify_release
+from tests.worker_utils import eager_celery
 
 pytestmark = pytest.mark.django_db
 
@@ -50,17 +50,6 @@ def sha256_of(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@contextmanager
-def eager_celery(settings):
-    from argora.celery import app
-
-    before = app.conf.task_always_eager
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = before
 
 
 # --- export content ------------------------------------------------------------------------------
