@@ -1,7 +1,8 @@
 """Admin for the annotation engine. Actions call services (the same code as the API and the CLI)."""
+from django import forms
 from django.contrib import admin, messages
 
-from . import selectors, services
+from . import phases, selectors, services
 from .models import (
     HIT,
     Assignment,
@@ -9,8 +10,11 @@ from .models import (
     GoldRecord,
     HITItem,
     Item,
+    Participation,
     Project,
     Response,
+    StudyPhases,
+    TrainingAnswer,
     Worker,
     WorkerProjectCode,
 )
@@ -86,8 +90,8 @@ class GoldInline(admin.StackedInline):
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
-    list_display = ("id", "project", "position", "is_gold", "external_key", "short_payload")
-    list_filter = ("project", "is_gold")
+    list_display = ("id", "project", "position", "is_gold", "is_training", "external_key", "short_payload")
+    list_filter = ("project", "is_gold", "is_training")
     search_fields = ("external_key",)
     raw_id_fields = ("sentence",)
     inlines = [GoldInline]
@@ -186,7 +190,8 @@ class ResponseAdmin(admin.ModelAdmin):
 class WorkerAdmin(admin.ModelAdmin):
     list_display = ("id", "__str__", "source", "blocked", "blocked_reason", "blocked_at", "created_at")
     list_filter = ("blocked", "source")
-    search_fields = ("external_id", "user__username", "blocked_reason")
+    search_fields = ("external_id", "claimed_external_id", "link_id", "user__username", "blocked_reason")
+    readonly_fields = ("external_id", "claimed_external_id", "link_id", "recovery_salt")
     raw_id_fields = ("user",)
     actions = ["unblock"]
 
@@ -215,8 +220,8 @@ class WorkerAdmin(admin.ModelAdmin):
 
 @admin.register(WorkerProjectCode)
 class WorkerProjectCodeAdmin(admin.ModelAdmin):
-    list_display = ("worker", "project", "code", "created_at")
-    list_filter = ("project",)
+    list_display = ("worker", "project", "kind", "code", "created_at")
+    list_filter = ("project", "kind")
     search_fields = ("code",)
 
 
@@ -232,3 +237,75 @@ class GoldRecordAdmin(admin.ModelAdmin):
     list_display = ("id", "worker", "item", "assignment", "correct", "score", "created_at")
     list_filter = ("correct", "item__project")
     raw_id_fields = ("worker", "item", "assignment")
+
+
+# --- study phases ----------------------------------------------------------------------------------------------------
+class StudyPhasesForm(forms.ModelForm):
+    class Meta:
+        model = StudyPhases
+        fields = ("project",) + phases.CONFIG_FIELDS
+
+    def clean(self):
+        data = super().clean()
+        project = data.get("project") or getattr(self.instance, "project", None)
+        if project is not None and not self.errors:
+            try:
+                phases.check(project, {key: data.get(key) for key in phases.CONFIG_FIELDS})
+            except phases.PhaseRefused as exc:
+                head = exc.field.split("[", 1)[0].split(".", 1)[0]
+                self.add_error(head if head in self.fields else None, str(exc))
+        return data
+
+
+@admin.register(StudyPhases)
+class StudyPhasesAdmin(admin.ModelAdmin):
+    """A project's phases (the studio's "Study phases" page does the same, with the training items); saved through
+    :func:`annotation.phases.configure`."""
+
+    form = StudyPhasesForm
+    list_display = ("project", "consent_required", "instructions_required", "training_enabled", "pass_threshold",
+                    "max_attempts", "survey_enabled", "updated_at")
+    raw_id_fields = ("project",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("project",) if obj is not None else ()
+
+    def save_model(self, request, obj, form, change):
+        phases.configure(obj.project, {key: getattr(obj, key) for key in phases.CONFIG_FIELDS})
+
+
+class TrainingAnswerInline(admin.TabularInline):
+    model = TrainingAnswer
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ("attempt", "item", "answer", "correct", "score", "answered_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Participation)
+class ParticipationAdmin(admin.ModelAdmin):
+    """What a worker did in a project's phases: read-only (workers write it through the phase pages)."""
+
+    list_display = ("id", "project", "worker", "consent_at", "attempts_finished", "training_score", "outcome_label",
+                    "survey_at")
+    list_filter = ("project",)
+    search_fields = ("worker__external_id", "worker__claimed_external_id", "worker__user__username")
+    inlines = [TrainingAnswerInline]
+
+    @admin.display(description="outcome")
+    def outcome_label(self, obj):
+        return obj.outcome.replace("_", " ") or "-"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -13,6 +13,10 @@ slot                called as
 ``encode``          ``encode(texts, name_or_path=None) -> array (n x d)``: sentence embeddings
 ``default_encoder`` ``default_encoder() -> str``: the name or path ``encode`` uses by default
 ``pair_encoder``    ``pair_encoder(project) -> (model with .encode, label) | None``: the active bi-encoder
+``completion_return`` ``completion_return(project, worker, outcome) -> {"url", "code"} | None``: where a worker
+                    who finished (``outcome="completed"``) or was screened out (``"screened_out"``) goes back to
+                    their recruitment platform, and the code that platform expects (shown on the page too);
+                    Prolific's app fills it; ``None``: the worker stays here with Argora's own code
 ==================  ====================================================================================
 """
 from __future__ import annotations
@@ -58,3 +62,15 @@ span_suggester = Slot("span_suggester", "span suggestions come from the ml app")
 encode = Slot("encode", "sentence embeddings need the ml app (INSTALLED_APPS) and its encoder")
 default_encoder = Slot("default_encoder", "sentence embeddings need the ml app (INSTALLED_APPS) and its encoder")
 pair_encoder = Slot("pair_encoder", "trained bi-encoders come from the ml app")
+completion_return = Slot("completion_return", "platform redirects come from a recruitment app (prolific)")
+
+
+# The pages a recruitment app adds to every project's page list (annotation.studio.links): its staff panel,
+# ``{"id", "text", "url_name"}`` with a URL name that takes the project's slug. Filled in the apps' ready().
+platform_pages: list[dict] = []
+
+
+def add_platform_page(page_id: str, text: str, url_name: str) -> None:
+    """Register a recruitment platform's per-project page (once per id)."""
+    if not any(p["id"] == page_id for p in platform_pages):
+        platform_pages.append({"id": page_id, "text": text, "url_name": url_name})

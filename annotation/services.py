@@ -24,6 +24,7 @@ from django.utils.text import slugify
 
 from argora.errors import FieldError
 
+from . import selectors
 from .auth import cached_worker, remember_worker
 from .models import (
     HIT,
@@ -63,6 +64,15 @@ class ProjectNotActive(AllocationError):
 
 class QuotaReached(AllocationError):
     pass
+
+
+class PhasesPending(AllocationError):
+    """The worker has not passed the study's phases before the HITs (consent, instructions, training): no HIT yet
+    (:mod:`annotation.phases`; ``step`` names the page they must see)."""
+
+    def __init__(self, step: str):
+        super().__init__(f"complete the study's {step} step first (open the study's work page)")
+        self.step = step
 
 
 class SubmissionError(Exception):
@@ -171,6 +181,9 @@ def confirm_assignment(assignment: Assignment, *, source: str, external_id: str,
         GoldRecord.objects.filter(assignment=locked).delete()  # none are scored for a provisional worker
         if locked.status in Assignment.DONE and _score_stored_gold(locked, worker, now):
             worker.refresh_from_db(fields=["blocked", "blocked_reason", "blocked_at"])
+        # the claim's study phases (consent, training, survey) are the confirmed worker's now
+        from . import phases  # a real cycle: phases makes completion codes with this module
+        phases.merge_claim(locked.project, worker, source=source, claimed_id=external_id)
         if not provisional.assignments.exists():
             provisional.delete()
     return locked
@@ -268,8 +281,9 @@ def regenerate_invite_token(project: Project) -> str:
 def add_items(project: Project, payloads: Iterable[dict], *, gold: Iterable[dict] | None = None) -> list[Item]:
     """Add items (payload dicts, as ``build_items`` returns them) and gold items.
 
-    ``gold``: dicts ``{"payload": {...}, "expected": {...}, "tolerance": 0.0, "explanation": ""}``; the
-    expected answer is validated like a worker's response. All or nothing.
+    ``gold``: dicts ``{"payload": {...}, "expected": {...}, "tolerance": 0.0, "explanation": ""}`` (``"training":
+    true``: a training item of the study's training phase, never in a HIT); the expected answer is validated like a
+    worker's response. All or nothing.
     """
     tt = get_task_type(project.task_type)
     last = Item.objects.filter(project=project).order_by("-position").values_list("position", flat=True).first()
@@ -284,8 +298,8 @@ def add_items(project: Project, payloads: Iterable[dict], *, gold: Iterable[dict
     for i, spec in enumerate(gold or []):
         if not isinstance(spec, dict) or not isinstance(spec.get("payload"), dict) or "expected" not in spec:
             raise ProjectInvalid(f"gold[{i}]", 'give {"payload": {...}, "expected": {...}}')
-        item = Item(project=project, payload=spec["payload"], is_gold=True, position=position,
-                    **tt.item_links(spec["payload"]))
+        item = Item(project=project, payload=spec["payload"], is_gold=True, is_training=spec.get("training") is True,
+                    position=position, **tt.item_links(spec["payload"]))
         position += 1
         try:
             expected = tt.validate_response(project, item, spec["expected"])
@@ -373,7 +387,7 @@ def _pick_gold(project: Project, worker: Worker, n: int, rng: random.Random) -> 
     seen = set(GoldRecord.objects.filter(worker=worker, item__project=project).values_list("item_id", flat=True))
     seen |= set(Assignment.gold_items.through.objects
                 .filter(assignment__worker=worker, assignment__project=project).values_list("item_id", flat=True))
-    pool = [pk for pk in Item.objects.filter(project=project, is_gold=True, gold__isnull=False)
+    pool = [pk for pk in Item.objects.filter(project=project, is_gold=True, is_training=False, gold__isnull=False)
             .values_list("pk", flat=True) if pk not in seen]
     return rng.sample(pool, min(n, len(pool)))
 
@@ -383,14 +397,19 @@ def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh
     """Reserve a HIT that still needs assignments and that this worker has not had; ``None`` = nothing left.
 
     A worker who already holds an unexpired reservation in the project gets that one back. Raises
-    :class:`WorkerBlocked`, :class:`ProjectNotActive` or :class:`QuotaReached`. ``fresh=True``: the caller has
-    just read ``project`` (a request handler), so its settings and status are not read again.
+    :class:`WorkerBlocked`, :class:`ProjectNotActive`, :class:`QuotaReached` or :class:`PhasesPending` (the study's
+    consent, instructions or training come first: :mod:`annotation.phases`). ``fresh=True``: the caller has just
+    read ``project`` (a request handler), so its settings and status are not read again.
     """
     now = now or timezone.now()
     if not fresh:
         project = Project.objects.get(pk=project.pk)  # fresh settings and status
     if project.status != Project.Status.ACTIVE:
         raise ProjectNotActive(f"project {project.name!r} is {project.get_status_display().lower()}, not active")
+    if selectors.gates_work(selectors.phase_config(project)):
+        step = selectors.phase_step(project, worker)
+        if step != selectors.WORK:
+            raise PhasesPending(step)
     for attempt in range(2):
         assignment = _reserve(project, worker, now)
         if assignment is not None or attempt:
@@ -1052,16 +1071,18 @@ def set_assignment_status(assignment: Assignment, status: str) -> Assignment:
 
 
 # --- completion codes --------------------------------------------------------------
-def completion_code(project: Project, worker: Worker) -> str:
-    """A random code, stable per worker x project, created on first call."""
-    code = WorkerProjectCode.objects.filter(project=project, worker=worker).values_list("code", flat=True).first()
+def completion_code(project: Project, worker: Worker, *, kind: str = WorkerProjectCode.Kind.COMPLETED) -> str:
+    """A random code, stable per worker x project x kind (``completed``, or ``screened_out`` for a worker the
+    study's qualification screened out), created on first call."""
+    mine = WorkerProjectCode.objects.filter(project=project, worker=worker, kind=kind)
+    code = mine.values_list("code", flat=True).first()
     if code:
         return code
     try:
         with transaction.atomic():
-            return WorkerProjectCode.objects.create(project=project, worker=worker).code
+            return WorkerProjectCode.objects.create(project=project, worker=worker, kind=kind).code
     except IntegrityError:
-        return WorkerProjectCode.objects.get(project=project, worker=worker).code
+        return mine.get().code
 
 
 # --- staff: removing an assignment ------------------------------------------------------------------

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import task_types, views
+from . import phase_views, task_types, views
 
 app_name = "annotation"
 
@@ -12,6 +12,9 @@ urlpatterns = [
     path("work/<slug:slug>/done/", views.done, name="done"),
     path("work/<slug:slug>/stop/", views.stop, name="stop"),
     path("work/<slug:slug>/instructions/", views.instructions, name="instructions"),
+    # the study's phases: consent, instructions, training + qualification, exit survey (annotation.phases)
+    path("work/<slug:slug>/study/", phase_views.study, name="study"),
+    path("work/<slug:slug>/study/<slug:step>/", phase_views.study, name="study-step"),
     path("projects/", views.project_list, name="project-list"),
     path("projects/<slug:slug>/progress/", views.project_progress, name="project-progress"),
     path("", include("annotation.dashboard_urls")),  # agreement dashboards, adjudication

@@ -12,19 +12,19 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import identity, selectors, services
+from . import identity, phases, selectors, services
 from .forms import HITSubmitForm, parse_item_responses
 from .hit_page import hit_context, refused_submission
 from .models import Assignment, Project, Worker
 from .studio import links as project_pages
 
 # HITs a worker did (a completion code is due), counted or not: late answers were work too
-DONE_STATUSES = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED,
-                 Assignment.Status.LATE)
+DONE_STATUSES = selectors.WORKED_STATUSES
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -83,7 +83,13 @@ def _closed(request, project: Project):
 
 
 def _hits_done(project: Project, worker: Worker) -> int:
-    return Assignment.objects.filter(project=project, worker=worker, status__in=DONE_STATUSES).count()
+    return selectors.hits_worked(project, worker)
+
+
+def _phase_page(project: Project, step: str, *, finished: bool = False):
+    """The redirect to the study phase page ``step`` (annotation.phase_views)."""
+    url = reverse("annotation:study-step", args=[project.slug, step])
+    return redirect(url + ("?finished=1" if finished else ""))
 
 
 # --- worker entry -------------------------------------------------------------------------------
@@ -132,7 +138,7 @@ def recover(request):
 def my_projects(request):
     worker = services.worker_for_user(request.user)
     rows = []
-    for project in Project.objects.filter(assignments__worker=worker).distinct():
+    for project in Project.objects.filter(Q(assignments__worker=worker) | Q(participations__worker=worker)).distinct():
         rows.append({"project": project, "submitted": _hits_done(project, worker),
                      "open": services.current_assignment(project, worker) is not None})
     return render(request, "annotation/my_projects.html", {"rows": rows})
@@ -148,6 +154,10 @@ def work(request, slug: str):
         return _submit(request, project, worker)
     if worker.blocked:
         return _blocked(request, project, worker)
+    if project.status == Project.Status.ACTIVE:  # consent, instructions, training come before any HIT
+        step = phases.next_step(project, worker)
+        if step != phases.WORK:
+            return _phase_page(project, step)
     unsent = selectors.unsent_assignment(project, worker)
     if unsent is not None:  # a reservation that ended with answers on the page: back to it (submit late or extend)
         return _render_hit(request, project, worker, unsent)
@@ -159,6 +169,8 @@ def work(request, slug: str):
         return _closed(request, project)
     except services.QuotaReached:
         assignment = None
+    except services.PhasesPending as exc:  # the phases changed since the check above
+        return _phase_page(project, exc.step)
     if assignment is None:
         return redirect(reverse("annotation:done", args=[project.slug]) + "?finished=1")
     return _render_hit(request, project, worker, assignment)
@@ -254,10 +266,17 @@ def done(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
     worker = services.worker_for_user(request.user)
     hits_done = _hits_done(project, worker)
-    code = services.completion_code(project, worker) if hits_done else ""
     finished = bool(request.GET.get("finished"))
+    step = phases.next_step(project, worker, finished=True, hits_done=hits_done)
+    if step in (phases.SURVEY, phases.SCREENED_OUT):  # the exit survey comes before the code; or screened out
+        return _phase_page(project, step, finished=finished)
+    code = services.completion_code(project, worker) if hits_done else ""
+    # a recruitment platform (Prolific) may want the worker back with its own code: sent there, that code shown
+    back = selectors.completion_return(project, worker, "completed") if code else None
+    back_to = back["url"] if back else None
+    code = back["code"] if back else code
     return render(request, "annotation/done.html", {
-        "project": project, "code": code, "hits_done": hits_done, "finished": finished,
+        "project": project, "code": code, "hits_done": hits_done, "finished": finished, "back_to": back_to,
         "recovery_code": identity.recovery_code(worker) if hits_done else "",
         "waiting": selectors.hits_held_by_others(project, worker) if finished else None,
     })

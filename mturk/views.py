@@ -7,13 +7,23 @@ signed binding instead (see :mod:`mturk.binding`). They reuse ``annotation/hit.h
 JSON submit goes to :func:`external_submit`, which stores the answers through
 ``annotation.services.submit_assignment`` and then hands the worker a form that posts ``assignmentId`` to
 ``turkSubmitTo + "/mturk/externalSubmit"``.
+
+The study's phases (:mod:`annotation.phases`) run inside the frame too (:func:`external_phase`, the pages of
+:mod:`annotation.phase_views`): a worker whose claimed workerId has not passed the consent, instructions and training
+gets them on accept, before any HIT is reserved; their record belongs to a provisional worker of the claim until a
+sync confirms the id (``annotation.services.confirm_assignment`` moves it). The phase pages trust only a token this
+server signed (salt ``ARGORA_MTURK_SIGNING_SALT + ":phases"``), naming that record's worker and the MTurk ids. A worker
+screened out hands the HIT back with their screened-out code (``completion_code``, ``outcome=screened_out``: review
+such submissions by hand on MTurk); the exit survey comes once per worker, after their first submitted HIT.
 """
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core import signing
 from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,12 +32,13 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
+from annotation import phase_views, phases, selectors
 from annotation import services as annotation_services
 from annotation.forms import HITSubmitForm, parse_item_responses
+from annotation.hit_page import hit_context, refused_submission
+from annotation.models import Assignment, HITItem, Project, Worker
 from argora.errors import FieldError
 from argora.inputs import parse_json
-from annotation.hit_page import hit_context, refused_submission
-from annotation.models import HITItem, Project
 
 from . import binding as binding_mod
 from . import payments, publishing, sync
@@ -80,7 +91,7 @@ def external(request, slug: str):
         items = [hi.item for hi in HITItem.objects.filter(hit=hit).select_related("item").order_by("position")] \
             if hit is not None else []
         context = hit_context(project, items, preview=True, mturk=True, next_url=request.get_full_path(),
-                              reward_cents=mhit.reward_cents if mhit else None)
+                              reward_cents=mhit.reward_cents if mhit else None, phases_note=_phases_note(project))
         return render(request, "mturk/hit.html", context)
     if mhit is None:
         return _notice(request, "Unknown HIT", ["This HIT is not part of this project. Please return it."],
@@ -89,6 +100,10 @@ def external(request, slug: str):
     if not binding_mod.allowed_submit_to(turk_submit_to, request):
         return _notice(request, "Cannot open this HIT",
                        ["turkSubmitTo is missing or not an MTurk address; open the HIT from MTurk."], status=400)
+    gate = _phases_gate(request, project, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
+                        hit_id=hit_id, turk_submit_to=turk_submit_to)
+    if gate is not None:
+        return gate
     try:
         b = binding_mod.bind(project, mhit, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
                              turk_submit_to=turk_submit_to, client=request.META.get("REMOTE_ADDR", ""))
@@ -112,10 +127,124 @@ SENT = ("submitted", "approved", "late")  # answers stored (late ones too): hand
 
 
 def _handoff(request, project, b, assignment):
-    """The last page: post assignmentId to MTurk's externalSubmit (automatically, or with the button)."""
+    """The last page: post assignmentId to MTurk's externalSubmit (automatically, or with the button) -- after the
+    study's exit survey when this worker has not answered it yet."""
+    if selectors.claim_survey_pending(project, Worker.Source.MTURK, b.worker_id):
+        record = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=b.worker_id,
+                                     platform_assignment=b.assignment_id)
+        return redirect(_phase_url(project, record.worker, phases.SURVEY, assignment_id=b.assignment_id,
+                                   worker_id=b.worker_id, hit_id=b.hit_id, turk_submit_to=b.turk_submit_to,
+                                   binding=b.dumps()))
     return render(request, "mturk/external_submit.html", {
         "project": project, "action": b.submit_url, "assignment_id": b.assignment_id,
         "argora_assignment": assignment.pk, "submission": assignment.submission_key[:16]})
+
+
+# --- the study's phases inside the frame ----------------------------------------------------------------------------
+def _phases_note(project) -> str:
+    cfg = selectors.phase_config(project)
+    if not selectors.gates_work(cfg):
+        return ""
+    parts = [name for name, on in (("your consent", cfg.consent_required),
+                                   ("the instructions", cfg.instructions_required),
+                                   ("a short training with explanations", cfg.training_enabled)) if on]
+    note = "Before your first HIT of this study: " + ", ".join(parts) + "."
+    if cfg.training_enabled:
+        note += (f" The training decides whether you can do the HITs (at least {round(100 * cfg.pass_threshold)}% "
+                 f"right, {cfg.max_attempts} attempt{'s' if cfg.max_attempts != 1 else ''}).")
+    return note
+
+
+def _phase_salt() -> str:
+    return settings.ARGORA_MTURK_SIGNING_SALT + ":phases"
+
+
+def _phase_url(project, worker, step: str, *, assignment_id: str, worker_id: str, hit_id: str, turk_submit_to: str,
+               binding: str = "") -> str:
+    """A phase page in the frame, with the signed token that names the claim's record (its worker) and the MTurk
+    ids of the HIT the worker has open (and, after a submitted HIT, its binding)."""
+    token = signing.dumps({"p": project.slug, "k": worker.pk, "a": assignment_id, "w": worker_id, "h": hit_id,
+                           "t": turk_submit_to, "b": binding}, salt=_phase_salt(), compress=True)
+    return reverse("mturk:external-phase", args=[project.slug, step]) + "?" + urlencode({"token": token})
+
+
+def _phases_gate(request, project, *, assignment_id: str, worker_id: str, hit_id: str, turk_submit_to: str):
+    """Accepting a HIT: a worker whose claimed id has not passed the phases before the HITs goes to them (nothing is
+    reserved); one screened out is told to return the HIT. ``None``: go on and bind."""
+    if not selectors.gates_work(selectors.phase_config(project)):
+        return None
+    if not assignment_id or not worker_id or len(assignment_id) > 200 or len(worker_id) > 200:
+        return None  # bind refuses it with its own words
+    if Assignment.objects.filter(project=project, external_id=assignment_id).exists():
+        return None  # bound already (a reload): the HIT is theirs
+    real = annotation_services.confirmed_worker(Worker.Source.MTURK, worker_id)
+    if real is not None and real.blocked:
+        return None  # bind says so
+    state, record = selectors.claim_admission(project, Worker.Source.MTURK, worker_id)
+    if state == "admitted":
+        return None
+    ids = {"assignment_id": assignment_id, "worker_id": worker_id, "hit_id": hit_id, "turk_submit_to": turk_submit_to}
+    if state == phases.SCREENED_OUT:
+        if record is not None and record.worker.claimed_external_id and record.platform_assignment == assignment_id:
+            return redirect(_phase_url(project, record.worker, phases.SCREENED_OUT, **ids))
+        return _notice(request, "Please return this HIT",
+                       ["You took part in this study's training before and it did not admit you to its HITs, so "
+                        "there is no HIT for you here. Thank you for your interest."], status=403)
+    try:
+        record = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=worker_id,
+                                     platform_assignment=assignment_id, client=request.META.get("REMOTE_ADDR", ""))
+    except annotation_services.AllocationError as exc:  # too many new claims from one address
+        return _notice(request, "Please return this HIT", [str(exc)], status=exc.status)
+    return redirect(_phase_url(project, record.worker, "next", **ids))
+
+
+def _phase_channel(request, project, token: str) -> phase_views.Channel:
+    """The channel of a phase page in the frame, from its signed token (:class:`binding_mod.BindingRefused`: 403)."""
+    max_age = getattr(settings, "ARGORA_MTURK_BINDING_MAX_AGE", 14 * 24 * 3600)
+    try:
+        data = signing.loads(token or "", salt=_phase_salt(), max_age=max_age)
+    except signing.SignatureExpired:
+        raise binding_mod.BindingRefused("this page is too old; open the HIT again from MTurk") from None
+    except signing.BadSignature:
+        raise binding_mod.BindingRefused("the study page's token is not valid (tampered or from another server)") \
+            from None
+    if not isinstance(data, dict) or data.get("p") != project.slug:
+        raise binding_mod.BindingRefused("this study page belongs to another project")
+    worker = Worker.objects.filter(pk=data.get("k"), source=Worker.Source.MTURK,
+                                   claimed_external_id=data.get("w") or "-").first()
+    if worker is None:
+        raise binding_mod.BindingRefused("this study page has expired (MTurk has confirmed your HIT meanwhile); "
+                                         "open the HIT again from MTurk")
+    ids = {"assignmentId": data["a"], "workerId": data["w"], "hitId": data["h"], "turkSubmitTo": data["t"]}
+    work_url = reverse("mturk:external", args=[project.slug]) + "?" + urlencode(ids)
+    done_url, step_fn = work_url, None
+    if data.get("b"):  # after a submitted HIT: the survey, then MTurk's hand-over
+        done_url = _bound_urls(project, binding_mod.load(data["b"], project=project, query={}))
+        step_fn = lambda: (phases.SURVEY if selectors.claim_survey_pending(  # noqa: E731
+            project, Worker.Source.MTURK, data["w"]) else phases.DONE)
+    handoff = None
+    if binding_mod.allowed_submit_to(data["t"], request):
+        handoff = {"action": data["t"].rstrip("/") + "/mturk/externalSubmit", "assignment_id": data["a"]}
+    return phase_views.Channel(
+        project=project, worker=worker, frame=True, finished=bool(data.get("b")), step_fn=step_fn, handoff=handoff,
+        url=lambda step: reverse("mturk:external-phase", args=[project.slug, step]) + "?" + urlencode({"token": token}),
+        work_url=work_url, done_url=done_url)
+
+
+@xframe_options_exempt
+@csrf_exempt
+@require_http_methods(["GET", "POST", "PUT"])
+def external_phase(request, slug: str, step: str):
+    """A page of the study's phases inside MTurk's frame (consent, instructions, training, result, screened out,
+    survey), for the claim's record named by the signed token."""
+    project = get_object_or_404(Project, slug=slug)
+    try:
+        channel = _phase_channel(request, project, request.GET.get("token", ""))
+    except binding_mod.BindingRefused as exc:
+        if _wants_json(request):
+            return JsonResponse({"detail": str(exc)}, status=403)
+        return _notice(request, "Not your HIT", [str(exc)], status=403)
+    return phase_views.handle(request, channel, step)
 
 
 @xframe_options_exempt

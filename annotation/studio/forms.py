@@ -136,3 +136,97 @@ class SettingsForm(forms.Form):
     gold_min_accuracy = forms.FloatField(label="Minimum gold accuracy (0-1)", min_value=0, max_value=1)
     max_hits_per_worker = forms.IntegerField(label="Most HITs per worker", required=False, min_value=1,
                                              help_text="empty = unlimited")
+
+
+SURVEY_EXAMPLE = """[
+  {"name": "clarity", "label": "How clear were the instructions?", "kind": "likert",
+   "scale": ["Very unclear", "Unclear", "Neutral", "Clear", "Very clear"], "required": true},
+  {"name": "age_group", "label": "Your age group", "kind": "choice",
+   "options": ["18-24", "25-34", "35-49", "50-64", "65 or older", "Prefer not to say"]},
+  {"name": "years_english", "label": "Years you have spoken English", "kind": "number", "min": 0, "max": 100,
+   "integer": true},
+  {"name": "comments", "label": "Anything else you want to tell us?", "kind": "text"}
+]"""
+
+
+class PhasesForm(forms.Form):
+    """The study phases of a project (``annotation.phases.configure``): consent, instructions, training with its
+    items and qualification, screened-out message, exit survey. Gold items are offered as training items, each with
+    its explanation (``training_items`` and ``explanation_<item id>``)."""
+
+    consent_required = forms.BooleanField(label="Ask for consent first", required=False)
+    consent_text = forms.CharField(label="Consent text (Markdown)", required=False, strip=False,
+                                   widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "true"}),
+                                   help_text="what the study is, who runs it, what is recorded, how to withdraw; "
+                                             "sanitised like the guidelines")
+    instructions_required = forms.BooleanField(label="Workers must open the instructions", required=False,
+                                               help_text="the guidelines, on a page of their own, before the "
+                                                         "training and the HITs")
+    training_enabled = forms.BooleanField(label="Training and qualification", required=False,
+                                          help_text="the training items below, one at a time, each followed by "
+                                                    "right/wrong, the expected answer and the explanation")
+    pass_threshold = forms.FloatField(label="Pass threshold (0-1)", min_value=0, max_value=1,
+                                      help_text="share of the counted training answers that must be right (0.8 = 80%)")
+    window = forms.IntegerField(label="Count the last N training items", min_value=0, max_value=1000,
+                                help_text="0 = all of them; e.g. 4 of 6: the first two are practice")
+    max_attempts = forms.IntegerField(label="Attempts", min_value=1, max_value=20,
+                                      help_text="tries before a worker is screened out (Prolific's policy allows 2)")
+    screened_out_message = forms.CharField(label="Screened-out message (Markdown)", required=False, strip=False,
+                                           widget=forms.Textarea(attrs={"rows": 4}),
+                                           help_text="empty: a polite default; the worker also gets a screened-out "
+                                                     "completion code")
+    survey_enabled = forms.BooleanField(label="Exit survey", required=False,
+                                        help_text="after the worker's last HIT, or when they stop")
+    survey_questions = forms.CharField(label="Survey questions (JSON)", required=False,
+                                       widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}))
+    training_items = forms.MultipleChoiceField(label="Training items", required=False,
+                                               widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, golds=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.golds = list(golds)
+        self.fields["training_items"].choices = [(str(g.item_id), str(g.item_id)) for g in self.golds]
+        for gold in self.golds:
+            self.fields[f"explanation_{gold.item_id}"] = forms.CharField(
+                required=False, max_length=5000, label=f"Explanation of item {gold.item_id}",
+                widget=forms.Textarea(attrs={"rows": 2}), initial=gold.explanation)
+
+    def clean_survey_questions(self):
+        raw = (self.cleaned_data.get("survey_questions") or "").strip()
+        if not raw:
+            return []
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise forms.ValidationError(f"not JSON: {exc}") from None
+        if not isinstance(value, list):
+            raise forms.ValidationError("expected a JSON list of questions [{...}, ...]")
+        return value
+
+    def values(self) -> dict:
+        keys = ("consent_required", "consent_text", "instructions_required", "training_enabled", "pass_threshold",
+                "window", "max_attempts", "screened_out_message", "survey_enabled", "survey_questions")
+        return {key: self.cleaned_data[key] for key in keys}
+
+    def training_ids(self) -> list[int]:
+        return [int(pk) for pk in self.cleaned_data.get("training_items") or []]
+
+    def explanations(self) -> dict[int, str]:
+        return {g.item_id: self.cleaned_data.get(f"explanation_{g.item_id}") or "" for g in self.golds}
+
+    def attach(self, exc) -> None:
+        """A refusal of ``annotation.phases.configure`` as an error of the field it names."""
+        if exc.field.startswith("survey_questions"):
+            self.add_error("survey_questions", str(exc) if exc.field != "survey_questions" else exc.reason)
+        elif exc.field.startswith("explanation."):
+            name = "explanation_" + exc.field.split(".", 1)[1]
+            self.add_error(name if name in self.fields else None, exc.reason)
+        elif exc.field in self.fields:
+            self.add_error(exc.field, exc.reason)
+        else:
+            self.add_error(None, str(exc))
+
+    def gold_rows(self) -> list[dict]:
+        chosen = set(self["training_items"].value() or [])
+        return [{"gold": g, "checked": str(g.item_id) in chosen, "explanation": self[f"explanation_{g.item_id}"]}
+                for g in self.golds]

@@ -1,10 +1,11 @@
 """The pages of one project, as links (the studio, the staff project list and progress pages): its studio page,
 progress, the agreement dashboard and its item list, and the task type's own results page
-(``TaskType.results_page``)."""
+(``TaskType.results_page``), and the panels of the recruitment platforms installed (``providers.platform_pages``)."""
 from __future__ import annotations
 
 from django.urls import reverse
 
+from annotation import providers
 from annotation.models import Project
 from annotation.task_types import get_task_type
 
@@ -35,4 +36,6 @@ def project_links(project: Project, *, studio: bool = True) -> list[dict]:
     results = results_page(project)
     if results is not None:
         out.append(results)
+    out += [{"id": page["id"], "text": page["text"], "url": reverse(page["url_name"], args=[project.slug])}
+            for page in providers.platform_pages]  # the recruitment platforms' panels (MTurk, Prolific)
     return out

@@ -25,9 +25,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_results.models import TaskResult
 
-from annotation import selectors, services
+from annotation import phases, selectors, services
 from annotation.hit_page import duration_text
-from annotation.models import Assignment, Project, Worker
+from annotation.models import Assignment, GoldItem, Project, Worker
 from annotation.task_types import all_task_types, get_task_type
 from annotation.views import notice
 from argora import jobs
@@ -291,6 +291,7 @@ def project_page(request, slug: str):
         "late": _late(project), "can_accept": request.user.has_perm("annotation.change_assignment"),
         "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
         "origin": (project.config or {}).get(studio.IMPORT_KEY),
+        "phases": selectors.phase_config(project), "phase_counts": selectors.phase_counts(project),
         "can_change": request.user.has_perm("annotation.change_project"),
         "can_unblock": request.user.has_perm("annotation.change_worker")})
 
@@ -311,7 +312,7 @@ def project_settings(request, slug: str):
             studio_forms.attach(form, exc)
         else:
             messages.success(request, "Settings saved.")
-            if project.gold_rate > 0 and not project.items.filter(is_gold=True).exists():
+            if project.gold_rate > 0 and not project.items.filter(is_gold=True, is_training=False).exists():
                 messages.warning(request, "The gold rate is above 0 but the project has no gold items yet.")
             return redirect("annotation:studio-project", slug=project.slug)
     hits = project.hits.count()
@@ -319,6 +320,39 @@ def project_settings(request, slug: str):
         "project": project, "form": form, "hits": hits, "task_type": _task_type(project),
         "guidelines_html": studio.guidelines_html(form["guidelines"].value() or "")},
         status=400 if form.errors else 200)
+
+
+@studio_page("annotation.change_project")
+@require_http_methods(["GET", "POST"])
+def project_phases(request, slug: str):
+    """The study's phases: consent, instructions, training items and qualification, screened-out message, survey
+    (``annotation.phases.configure``)."""
+    project = get_object_or_404(Project, slug=slug)
+    cfg = selectors.phase_config(project)
+    golds = list(GoldItem.objects.filter(item__project=project).select_related("item")
+                 .order_by("item__position", "item_id"))
+    initial = {key: getattr(cfg, key) for key in phases.CONFIG_FIELDS} if cfg is not None else {
+        "pass_threshold": 0.8, "window": 0, "max_attempts": 2}
+    initial["survey_questions"] = json.dumps(initial.get("survey_questions") or [], indent=2, ensure_ascii=False) \
+        if initial.get("survey_questions") else ""
+    initial["training_items"] = [str(g.item_id) for g in golds if g.item.is_training]
+    form = studio_forms.PhasesForm(request.POST or None, initial=initial, golds=golds)
+    if request.method == "POST" and form.is_valid():
+        try:
+            phases.configure(project, form.values(), training_items=form.training_ids(),
+                             explanations=form.explanations())
+        except phases.PhaseRefused as exc:
+            form.attach(exc)
+        else:
+            messages.success(request, "Study phases saved.")
+            return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#phases")
+    tt = _task_type(project)
+    rows = [{**row, "text": studio.item_summary(project, row["gold"].item.payload),
+             "expected": tt.answer_text(row["gold"].expected) if tt else str(row["gold"].expected)}
+            for row in form.gold_rows()]
+    return render(request, "annotation/studio/phases.html", {
+        "project": project, "form": form, "gold_rows": rows, "task_type": tt,
+        "survey_example": studio_forms.SURVEY_EXAMPLE}, status=400 if form.errors else 200)
 
 
 @studio_page("annotation.change_project")

@@ -5,15 +5,17 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
-from annotation import services
+from annotation import phases, services
 from annotation.models import (
     HIT,
     Assignment,
     GoldItem,
     GoldRecord,
     Item,
+    Participation,
     Project,
     Response,
+    StudyPhases,
     Worker,
     WorkerProjectCode,
 )
@@ -52,15 +54,18 @@ def test_every_annotation_admin_page_opens(root, data):
     objects = {Project: project, Item: Item.objects.filter(project=project).first(), HIT: a.hit, Assignment: a,
                Response: Response.objects.filter(assignment=a).first(), Worker: worker,
                WorkerProjectCode: WorkerProjectCode.objects.get(worker=worker), GoldItem: GoldItem.objects.first(),
-               GoldRecord: GoldRecord.objects.get(worker=worker)}
+               GoldRecord: GoldRecord.objects.get(worker=worker),
+               StudyPhases: phases.configure(project, {"consent_required": True, "consent_text": "I agree."}),
+               Participation: phases.record_consent(project, worker, agreed=True)}
     registered = {m for m in admin.site._registry if m._meta.app_label == "annotation"}
     assert registered == set(objects)
     for model, obj in objects.items():
         info = (model._meta.app_label, model._meta.model_name)
-        for url in (reverse("admin:%s_%s_changelist" % info), reverse("admin:%s_%s_change" % info, args=[obj.pk]),
-                    reverse("admin:%s_%s_delete" % info, args=[obj.pk])):
-            assert root.get(url).status_code == 200, url
         model_admin = admin.site._registry[model]
+        for url in (reverse("admin:%s_%s_changelist" % info), reverse("admin:%s_%s_change" % info, args=[obj.pk])):
+            assert root.get(url).status_code == 200, url
+        deletable = model_admin.has_delete_permission(_request(root), obj)  # participation records are evidence
+        assert root.get(reverse("admin:%s_%s_delete" % info, args=[obj.pk])).status_code == (200 if deletable else 403)
         if model_admin.has_add_permission(_request(root)):
             assert root.get(reverse("admin:%s_%s_add" % info)).status_code == 200, model
 

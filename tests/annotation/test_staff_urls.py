@@ -30,7 +30,7 @@ pytestmark = pytest.mark.django_db
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "studio"
 # the crowdworkers' pages (they reserve HITs for whoever opens them); everything else of the namespace is walked
-WORKER_PAGES = {"invite", "work", "done", "instructions", "stop", "recover", "my-projects"}
+WORKER_PAGES = {"invite", "work", "done", "instructions", "stop", "recover", "my-projects", "study", "study-step"}
 SOURCES = {
     "sentence_label": ("uniforms.tsv", "ukp-tsv", {}, {}),
     "aspect": ("appf.jsonl", "appf-jsonl", {}, {}),
