@@ -42,7 +42,7 @@ test-postgres: venv
 
 # the layout rules (README "Layout") and a compile of every module; the suite runs the same check
 check: venv
-	$(PY) -m compileall -q argora corpus annotation ml mturk scripts
+	$(PY) -m compileall -q argora corpus annotation ml mturk prolific scripts
 	$(PY) scripts/check_layout.py
 
 migrate: venv

@@ -12,6 +12,10 @@ keep that identity when the session ends ("Log out", a cleared session, another 
 
 Only passwordless, non-staff users are ever logged in this way: an account with a password (staff, a local
 annotator) logs in with it.
+
+A recruitment platform's entry page (Prolific's study link) logs a browser in the same way as a worker it made itself
+(a provisional worker: :func:`user_for_worker`); once the platform confirmed who that was, :func:`adopt_worker` makes
+the browser's user the confirmed worker, so the same browser stays the same worker.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from django.core.signing import BadSignature
 from django.db import transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from .auth import remember_worker
 from .models import Worker
 from .services import worker_for_user
 
@@ -48,20 +53,62 @@ def _signable(user) -> bool:
                 and not user.has_usable_password())
 
 
-@transaction.atomic
-def new_invite_worker(*, pid: str = "") -> tuple:
-    """A new passwordless user and its worker (source ``invite``, or ``prolific`` with a PID). A Prolific PID is
-    recorded on the first worker that brings it, never used to log in: anyone can type someone else's PID."""
+def _new_passwordless_user():
     user_model = get_user_model()
     while True:
         username = f"worker-{secrets.token_hex(5)}"
         if not user_model.objects.filter(username=username).exists():
             break
-    user = user_model.objects.create_user(username=username, password=None)
+    return user_model.objects.create_user(username=username, password=None)
+
+
+@transaction.atomic
+def new_invite_worker(*, pid: str = "") -> tuple:
+    """A new passwordless user and its worker (source ``invite``, or ``prolific`` with a PID). A Prolific PID in an
+    invite link is recorded as ``link_id`` only: never used to log in, never taken as the platform's id (anyone can
+    type someone else's PID; a Prolific study's own link, :mod:`prolific.entry`, makes a claim a sync confirms)."""
+    user = _new_passwordless_user()
     worker = worker_for_user(user, source=Worker.Source.PROLIFIC if pid else Worker.Source.INVITE)
-    if pid and not Worker.objects.filter(source=Worker.Source.PROLIFIC, external_id=pid).exists():
-        Worker.objects.filter(pk=worker.pk).update(external_id=pid)
+    if pid:  # recorded for the researcher, never as the platform's id (no platform confirmed it)
+        Worker.objects.filter(pk=worker.pk).update(link_id=pid)
     return user, worker
+
+
+@transaction.atomic
+def user_for_worker(worker: Worker):
+    """The passwordless user that logs a browser in as ``worker`` (a platform's worker without an account, e.g. a
+    provisional Prolific worker): the worker's own user when it has a passwordless one, else a new one bound to it.
+    ``None`` for a worker whose user logs in with a password (that account logs in itself)."""
+    locked = Worker.objects.select_for_update().select_related("user").get(pk=worker.pk)
+    if locked.user_id is not None:
+        return locked.user if _signable(locked.user) else None
+    user = _new_passwordless_user()
+    Worker.objects.filter(pk=locked.pk).update(user=user)
+    worker.user = user
+    remember_worker(user, worker)
+    return user
+
+
+def worker_of(user) -> Worker | None:
+    """The worker a user is, if any (without creating one)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    return Worker.objects.filter(user=user).first()
+
+
+@transaction.atomic
+def adopt_worker(user, worker: Worker) -> bool:
+    """After a platform confirmed the worker a browser's provisional worker claimed to be (their assignments moved
+    there, the provisional worker is gone): the browser's passwordless user becomes that worker, so the same browser
+    stays the same worker. Only a passwordless user without a worker of its own, and only a worker without a user;
+    ``False`` when nothing changed."""
+    if not _signable(user) or Worker.objects.filter(user=user).exists():
+        return False
+    if not Worker.objects.filter(pk=worker.pk, user__isnull=True).update(user=user):
+        return False
+    worker.user = user
+    remember_worker(user, worker)
+    return True
 
 
 def remembered_user(request):

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "corpus",
     "annotation",
     "mturk",
+    "prolific",
     "ml",
 ]
 
@@ -297,4 +298,23 @@ ARGORA_MTURK_SUBMIT_TO = env_list("ARGORA_MTURK_SUBMIT_TO", "")
 ARGORA_MTURK_FAKE_TURK = env_bool("ARGORA_MTURK_FAKE_TURK", False)
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {
     "task": "mturk.sync_all", "schedule": float(os.environ.get("ARGORA_MTURK_SYNC_SECONDS", "600")),
+}
+
+# --- Prolific ----------------------------------------------------------------------------------------
+# The API token comes from the environment only (never the DB); the webhook secret is the one Prolific returns from
+# POST /api/v1/hooks/secrets/ (``manage.py prolific hooks``). Money amounts are in cents of the account's currency.
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+ARGORA_PROLIFIC_API_URL = os.environ.get("ARGORA_PROLIFIC_API_URL", "https://api.prolific.com/api/v1/")
+# Where a finished participant is sent back: <app url>/submissions/complete?cc=<completion code>
+ARGORA_PROLIFIC_APP_URL = os.environ.get("ARGORA_PROLIFIC_APP_URL", "https://app.prolific.com").rstrip("/")
+ARGORA_PROLIFIC_CURRENCY = os.environ.get("ARGORA_PROLIFIC_CURRENCY", "GBP").upper()
+# The wage floor per hour; default: the rate Prolific recommends (GBP 9.00 / USD 12.00 an hour; its hard minimum is
+# GBP 6.00 / USD 8.00). A study whose reward per place pays less for its estimated time is refused.
+ARGORA_PROLIFIC_MIN_HOURLY_CENTS = int(os.environ.get("ARGORA_PROLIFIC_MIN_HOURLY_CENTS") or (
+    1200 if ARGORA_PROLIFIC_CURRENCY == "USD" else 900))
+ARGORA_PROLIFIC_WEBHOOK_SECRET = os.environ.get("ARGORA_PROLIFIC_WEBHOOK_SECRET", "")
+ARGORA_PROLIFIC_WEBHOOK_MAX_AGE = int(os.environ.get("ARGORA_PROLIFIC_WEBHOOK_MAX_AGE", "300"))  # seconds of clock skew
+ARGORA_PROLIFIC_WORKSPACE_ID = os.environ.get("ARGORA_PROLIFIC_WORKSPACE_ID", "")
+CELERY_BEAT_SCHEDULE["prolific-sync"] = {
+    "task": "prolific.sync_all", "schedule": float(os.environ.get("ARGORA_PROLIFIC_SYNC_SECONDS", "600")),
 }

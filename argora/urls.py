@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/", include("argora.api_urls")),
     path("mturk/", include("mturk.urls")),
+    path("prolific/", include("prolific.urls")),
     path("ml/", include("ml.urls")),
     path("", include("corpus.urls")),
     path("", include("annotation.urls")),

@@ -9,8 +9,8 @@ Rules (see DESIGN.md, "Layout"):
    ``"<name>"`` in its text; an app's demo data, ``demo.py``, may) and never imports a task type package, except the one-line
    management commands in ``annotation/management/commands/`` that re-export a package's ``cli.Command`` (Django
    finds commands only there).
-2. Layers: ``argora`` <- ``corpus`` <- ``annotation`` <- ``ml`` / ``mturk``: an app imports only itself and the apps
-   below it (``ml`` and ``mturk`` do not import each other).
+2. Layers: ``argora`` <- ``corpus`` <- ``annotation`` <- ``ml`` / ``mturk`` / ``prolific``: an app imports only itself
+   and the apps below it (``ml``, ``mturk`` and ``prolific`` do not import each other).
 3. No app imports, or reads as an attribute, another app's ``_private`` names.
 4. Imports of project modules written inside functions stay under 60, and each says why on its line (a comment:
    a real import cycle or a start-up cost).
@@ -23,9 +23,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = ("argora", "corpus", "annotation", "ml", "mturk")
+APPS = ("argora", "corpus", "annotation", "ml", "mturk", "prolific")
 BELOW = {"argora": set(), "corpus": {"argora"}, "annotation": {"argora", "corpus"},
-         "ml": {"argora", "corpus", "annotation"}, "mturk": {"argora", "corpus", "annotation"}}
+         "ml": {"argora", "corpus", "annotation"}, "mturk": {"argora", "corpus", "annotation"},
+         "prolific": {"argora", "corpus", "annotation"}}
 SKIP_PARTS = {"migrations", "__pycache__"}
 LOCAL_IMPORT_LIMIT = 60
 

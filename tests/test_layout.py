@@ -45,5 +45,5 @@ def test_the_check_catches_what_it_is_for(tmp_path, monkeypatch):
 
 
 def test_every_module_compiles():
-    for app in ("argora", "corpus", "annotation", "ml", "mturk", "scripts"):
+    for app in ("argora", "corpus", "annotation", "ml", "mturk", "prolific", "scripts"):
         assert compileall.compile_dir(str(ROOT / app), quiet=1, force=False, workers=1), app

@@ -74,12 +74,16 @@ def test_a_prolific_pid_in_the_link_is_recorded_but_never_logs_anyone_in(project
     victim_browser, attacker_browser = Client(), Client()
     assert victim_browser.get(url).status_code == 302
     victim = Worker.objects.get(user_id=victim_browser.session["_auth_user_id"])
-    assert (victim.source, victim.external_id) == (Worker.Source.PROLIFIC, "5f1a2b3c4d5e6f7a8b9c0d1e")
+    # recorded for the researcher, never as the platform's id: a Prolific sync could otherwise hand the real
+    # participant's confirmed answers (and code) to whoever typed their PID first
+    assert (victim.source, victim.external_id, victim.claimed_external_id, victim.link_id) == (
+        Worker.Source.PROLIFIC, "", "", "5f1a2b3c4d5e6f7a8b9c0d1e")
     hit_page(victim_browser, project)
     code = services.completion_code(project, victim)
     assert attacker_browser.get(url).status_code == 302
     attacker = Worker.objects.get(user_id=attacker_browser.session["_auth_user_id"])
     assert attacker.pk != victim.pk and attacker.user_id != victim.user_id and attacker.external_id == ""
+    assert services.worker_for_external_id("5f1a2b3c4d5e6f7a8b9c0d1e", source="prolific") not in (victim, attacker)
     assert code not in attacker_browser.get(reverse("annotation:done", args=[project.slug])).content.decode()
     assert services.current_assignment(project, attacker) is None  # the victim's reservation stays the victim's
 
