@@ -20,18 +20,25 @@ class ImportFailed(FileLineError):
 @dataclass
 class ImportSummary:
     """What an import did: rows created per table, rows skipped because they were already there (or
-    repeated inside the import), and rows a filter dropped (documents import only)."""
+    repeated inside the import), rows a filter dropped (documents import only), and stored sentences whose
+    metadata got the file's new keys (``updated``; formats with :attr:`ParsedFile.merge_metadata` only)."""
 
     created: dict[str, int] = field(default_factory=lambda: {key: 0 for key in CREATED_KEYS})
     skipped: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    updated: int = 0
 
     def as_dict(self) -> dict:
-        return {"created": dict(self.created), "skipped": self.skipped, "dropped": dict(self.dropped)}
+        out = {"created": dict(self.created), "skipped": self.skipped, "dropped": dict(self.dropped)}
+        if self.updated:  # only the formats that merge metadata can update; the others keep the old shape
+            out["updated"] = self.updated
+        return out
 
     def __str__(self) -> str:
         made = ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in self.created.items() if n) or "nothing"
         text = f"created {made}; skipped {self.skipped} already present"
+        if self.updated:
+            text += f" ({self.updated} of them got this corpus's metadata)"
         if self.dropped:
             text += "; dropped " + ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in self.dropped.items())
         return text
@@ -108,6 +115,9 @@ class ParsedFile:
     skipped: int = 0               # found duplicate / already present before writing
     dropped: dict[str, int] = field(default_factory=dict)
     topics: list[str] = field(default_factory=list)  # topics to ensure even without rows (documents import)
+    # A sentence already stored gets the metadata keys it lacks from this file (never a stored value changed):
+    # corpora that keep their data under their own key (``argq``, ``argkp``, ``argsme``) add to one another.
+    merge_metadata: bool = False
 
     @property
     def rows(self) -> int:

@@ -2,16 +2,20 @@
 
 Every parser checks everything it can without the database and raises :class:`ImportFailed` naming the
 file and line of the first problem.
+
+The line-oriented formats (``ukp-tsv``, ``jsonl``, ``facts-jsonl``, ``facts-csv``, ``ibm-argq``) are written once,
+as generators over lines (:data:`STREAMS`: ``stream(path, lines, topic=, source=, progress=)`` yields records one
+at a time); :func:`corpus.importers.import_file` feeds them the file's lines as it reads them and writes in batches
+(bounded memory), while ``PARSERS[fmt](path, text)`` collects the same records into one :class:`ParsedFile` (what
+the studio's preview and the other callers take). The other formats need the whole file (a Kialo tree, ArgKP's
+rows grouped by argument, an args.me JSON document) and are in :data:`PARSERS` only.
 """
 from __future__ import annotations
 
-import csv
-import io
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
-from argora.jsonl import read_jsonl
 from corpus.hashing import content_hash, normalise
 
 from .base import (
@@ -22,16 +26,23 @@ from .base import (
     SentenceRecord,
     TreeRecord,
 )
-
-PROGRESS_EVERY = 500
-
-# Field limits of corpus.models (kept in one place so a too-long value fails with its line, not in the DB).
-MAX_TOPIC = 200
-MAX_SOURCE = 1000
-MAX_EXTERNAL_ID = 200
-MAX_TITLE = 500
-MAX_PATH = 200
-MAX_TEXT = 20_000  # characters of one sentence, fact or debate node (the longest UKP sentence has ~1,100)
+from .fields import (  # noqa: F401  (the limits are imported from here by other modules)
+    MAX_EXTERNAL_ID,
+    MAX_PATH,
+    MAX_SOURCE,
+    MAX_TEXT,
+    MAX_TITLE,
+    MAX_TOPIC,
+    PROGRESS_EVERY,
+    clean_str,
+    count_lines,
+    csv_rows,
+    jsonl_objects,
+    text_lines,
+    tick,
+    topic_name,
+)
+from .public import parse_argsme_json, parse_ibm_argkp, stream_ibm_argq
 
 STANCES = {
     "pro": "pro", "con": "con", "none": "none",
@@ -40,30 +51,7 @@ STANCES = {
 UKP_ANNOTATIONS = {"Argument_for": "pro", "Argument_against": "con", "NoArgument": "none"}
 FACT_ORIGINS = ("seed", "expert", "proposed")
 
-
-def _clean_str(path, line, value, name, *, required=True, limit=None) -> str:
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise ImportFailed(path, line, f'"{name}" must be a string, got {type(value).__name__}')
-    value = value.strip()
-    if required and not value:
-        raise ImportFailed(path, line, f'"{name}" is empty')
-    if limit and len(value) > limit:
-        raise ImportFailed(path, line, f'"{name}" is longer than {limit} characters')
-    return value
-
-
-def _topic(path, line, value, default: str | None) -> str:
-    if (value is None or (isinstance(value, str) and not value.strip())) and default:
-        value = default
-    topic = _clean_str(path, line, value, "topic", limit=MAX_TOPIC)
-    return normalise(topic)
-
-
-def _tick(progress, done: int, total: int, what: str) -> None:
-    if progress is not None and done % PROGRESS_EVERY == 0:
-        progress(done, total, what)
+Record = SentenceRecord | FactRecord
 
 
 # --- UKP Sentential Argument Mining Corpus (TSV) -----------------------------------------------------
@@ -71,68 +59,26 @@ def _tick(progress, done: int, total: int, what: str) -> None:
 UKP_COLUMNS = ("topic", "retrievedUrl", "archivedUrl", "sentenceHash", "sentence", "annotation", "set")
 
 
-def _csv_rows(path, text: str, dialect: str, required: tuple[str, ...], optional: tuple[str, ...] = ()):
-    """``(line, row dict)`` for a CSV/TSV text; checks the header and the column count of every row."""
-    reader = csv.reader(io.StringIO(text, newline=""), dialect=dialect)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ImportFailed(path, 1, f"empty file: expected a header with the columns {', '.join(required)}") from None
-    except csv.Error as exc:
-        raise ImportFailed(path, 1, f"unreadable header: {exc}") from None
-    header = [h.strip() for h in header]
-    for column in required:
-        if column not in header:
-            raise ImportFailed(path, 1, f'missing column "{column}" (header has: {", ".join(header) or "nothing"})')
-    seen = set()
-    for column in header:
-        if column in seen and column in required + optional:
-            raise ImportFailed(path, 1, f'column "{column}" appears twice')
-        seen.add(column)
-    last_end = reader.line_num
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise ImportFailed(path, last_end + 1, f"malformed row: {exc}") from None
-        line = last_end + 1
-        last_end = reader.line_num
-        if not cells or all(not c.strip() for c in cells):
-            continue  # blank line
-        if len(cells) != len(header):
-            raise ImportFailed(path, line, f"expected {len(header)} columns, found {len(cells)}")
-        yield line, dict(zip(header, cells))
-
-
-def _count_lines(text: str) -> int:
-    return text.count("\n") + 1
-
-
-def parse_ukp_tsv(path, text: str, *, topic: str | None = None, source: str | None = None,
-                  progress=None) -> ParsedFile:
-    parsed = ParsedFile()
-    total = _count_lines(text)
-    source = _clean_str(path, 1, source or "ukp", "source", limit=MAX_SOURCE)
-    for n, (line, row) in enumerate(_csv_rows(path, text, "excel-tab", UKP_COLUMNS), start=1):
+def stream_ukp_tsv(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
+                   progress=None, total: int = 0) -> Iterator[SentenceRecord]:
+    source = clean_str(path, 1, source or "ukp", "source", limit=MAX_SOURCE)
+    for n, (line, row) in enumerate(csv_rows(path, lines, "excel-tab", UKP_COLUMNS), start=1):
         label = row["annotation"].strip()
         if label not in UKP_ANNOTATIONS:
             raise ImportFailed(path, line, f'unknown annotation "{label}" '
                                            f'(expected one of {", ".join(UKP_ANNOTATIONS)})')
-        parsed.sentences.append(SentenceRecord(
+        yield SentenceRecord(
             line=line,
-            topic=_topic(path, line, row["topic"], topic),
-            text=_clean_str(path, line, row["sentence"], "sentence", limit=MAX_TEXT),
+            topic=topic_name(path, line, row["topic"], topic),
+            text=clean_str(path, line, row["sentence"], "sentence", limit=MAX_TEXT),
             stance=UKP_ANNOTATIONS[label],
             source=source,
-            external_id=_clean_str(path, line, row["sentenceHash"], "sentenceHash", required=False,
-                                   limit=MAX_EXTERNAL_ID),
+            external_id=clean_str(path, line, row["sentenceHash"], "sentenceHash", required=False,
+                                  limit=MAX_EXTERNAL_ID),
             metadata={"retrievedUrl": row["retrievedUrl"].strip(), "archivedUrl": row["archivedUrl"].strip(),
                       "set": row["set"].strip()},
-        ))
-        _tick(progress, n, total, "parsing")
-    return parsed
+        )
+        tick(progress, n, total, "parsing")
 
 
 # --- JSONL arguments ---------------------------------------------------------------------------------
@@ -147,13 +93,12 @@ def _stance(path, line, value) -> str:
     return stance
 
 
-def parse_jsonl(path, text: str, *, topic: str | None = None, source: str | None = None,
-                progress=None) -> ParsedFile:
+def stream_jsonl(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
+                 progress=None, total: int = 0) -> Iterator[SentenceRecord]:
     """Arguments, one JSON object a line: ``topic``, ``sentence``, ``stance`` required; ``id``, ``metadata``,
     ``source`` optional; other keys (``hash``, ``split``...) ignored."""
-    parsed = ParsedFile()
-    total = _count_lines(text)
-    for n, (line, obj) in enumerate(read_jsonl(path, error=ImportFailed, text=text), start=1):
+    default_source = None
+    for n, (line, obj) in enumerate(jsonl_objects(path, lines), start=1):
         for key in ("topic", "sentence", "stance"):
             if key not in obj and not (key == "topic" and topic):
                 raise ImportFailed(path, line, f'missing key "{key}"')
@@ -168,18 +113,23 @@ def parse_jsonl(path, text: str, *, topic: str | None = None, source: str | None
         if not isinstance(metadata, dict):
             raise ImportFailed(path, line, f'"metadata" must be an object, got {type(metadata).__name__}')
         row_source = obj.get("source")
-        parsed.sentences.append(SentenceRecord(
+        if row_source in (None, ""):  # the same for every such row: checked once
+            if default_source is None:
+                default_source = clean_str(path, line, source or "", "source", required=False, limit=MAX_SOURCE)
+            row_source = default_source
+        else:
+            row_source = clean_str(path, line, row_source, "source", required=False, limit=MAX_SOURCE)
+        yield SentenceRecord(
             line=line,
-            topic=_topic(path, line, obj.get("topic"), topic),
-            text=_clean_str(path, line, obj["sentence"], "sentence", limit=MAX_TEXT),
+            topic=topic_name(path, line, obj.get("topic"), topic),
+            text=clean_str(path, line, obj["sentence"], "sentence", limit=MAX_TEXT),
             stance=_stance(path, line, obj["stance"]),
-            source=_clean_str(path, line, row_source if row_source not in (None, "") else (source or ""),
-                              "source", required=False, limit=MAX_SOURCE),
-            external_id=_clean_str(path, line, str(external_id), "id", required=False, limit=MAX_EXTERNAL_ID),
+            source=row_source,
+            external_id=clean_str(path, line, str(external_id), "id", required=False, limit=MAX_EXTERNAL_ID)
+            if external_id != "" else "",
             metadata=metadata,
-        ))
-        _tick(progress, n, total, "parsing")
-    return parsed
+        )
+        tick(progress, n, total, "parsing")
 
 
 # --- fact knowledge base -------------------------------------------------------------------------------
@@ -192,32 +142,48 @@ def _fact(path, line, row: dict, topic: str | None) -> FactRecord:
     metadata = row.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ImportFailed(path, line, f'"metadata" must be an object, got {type(metadata).__name__}')
-    return FactRecord(line=line, topic=_topic(path, line, row.get("topic"), topic),
-                      text=_clean_str(path, line, row.get("text"), "text", limit=MAX_TEXT),
+    return FactRecord(line=line, topic=topic_name(path, line, row.get("topic"), topic),
+                      text=clean_str(path, line, row.get("text"), "text", limit=MAX_TEXT),
                       origin=origin.strip().lower(), metadata=metadata)
 
 
-def parse_facts_jsonl(path, text: str, *, topic: str | None = None, source: str | None = None,
-                      progress=None) -> ParsedFile:
-    parsed = ParsedFile()
-    total = _count_lines(text)
-    for n, (line, obj) in enumerate(read_jsonl(path, error=ImportFailed, text=text), start=1):
+def stream_facts_jsonl(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
+                       progress=None, total: int = 0) -> Iterator[FactRecord]:
+    for n, (line, obj) in enumerate(jsonl_objects(path, lines), start=1):
         for key in ("topic", "text"):
             if key not in obj and not (key == "topic" and topic):
                 raise ImportFailed(path, line, f'missing key "{key}"')
-        parsed.facts.append(_fact(path, line, obj, topic))
-        _tick(progress, n, total, "parsing")
-    return parsed
+        yield _fact(path, line, obj, topic)
+        tick(progress, n, total, "parsing")
 
 
-def parse_facts_csv(path, text: str, *, topic: str | None = None, source: str | None = None,
-                    progress=None) -> ParsedFile:
-    parsed = ParsedFile()
-    total = _count_lines(text)
-    for n, (line, row) in enumerate(_csv_rows(path, text, "excel", ("topic", "text"), ("origin",)), start=1):
-        parsed.facts.append(_fact(path, line, row, topic))
-        _tick(progress, n, total, "parsing")
-    return parsed
+def stream_facts_csv(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
+                     progress=None, total: int = 0) -> Iterator[FactRecord]:
+    for n, (line, row) in enumerate(csv_rows(path, lines, "excel", ("topic", "text"), ("origin",)), start=1):
+        yield _fact(path, line, row, topic)
+        tick(progress, n, total, "parsing")
+
+
+# --- whole-text wrappers of the streamed formats -------------------------------------------------------
+
+def _collect(stream) -> Callable[..., ParsedFile]:
+    def parse(path, text: str, *, topic: str | None = None, source: str | None = None, progress=None) -> ParsedFile:
+        parsed = ParsedFile()
+        for record in stream(path, text_lines(text), topic=topic, source=source, progress=progress,
+                             total=count_lines(text)):
+            (parsed.facts if isinstance(record, FactRecord) else parsed.sentences).append(record)
+        return parsed
+
+    parse.__name__ = stream.__name__.replace("stream_", "parse_")
+    parse.__doc__ = f"All records of ``text`` in one :class:`ParsedFile` (:func:`{stream.__name__}`)."
+    return parse
+
+
+parse_ukp_tsv = _collect(stream_ukp_tsv)
+parse_jsonl = _collect(stream_jsonl)
+parse_facts_jsonl = _collect(stream_facts_jsonl)
+parse_facts_csv = _collect(stream_facts_csv)
+parse_ibm_argq = _collect(stream_ibm_argq)
 
 
 # --- Kialo plain-text export ---------------------------------------------------------------------------
@@ -264,7 +230,7 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
     fit but carries a ``Pro:``/``Con:`` label is broken numbering and refused with its line. A node without a
     label is a *thesis* (stance ``none``): the positions of a multi-thesis discussion (the root's children
     ``1.1.``, ``1.2.`` ... with no label) and the unlabelled nodes real exports carry deeper down."""
-    total = _count_lines(text)
+    total = count_lines(text)
     title = ""
     title_line = 0
     nodes: dict[str, NodeRecord] = {}
@@ -275,7 +241,7 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
     title_parts: list[str] = []
 
     for line, raw in enumerate(text.split("\n"), start=1):
-        _tick(progress, line, total, "parsing")
+        tick(progress, line, total, "parsing")
         if not order and not title_line and (m := _TITLE.match(raw)):
             title_line = line
             title_parts = [m.group(1).strip()]
@@ -381,10 +347,21 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
     return ParsedFile(trees=[tree])
 
 
+STREAMS: dict[str, Callable[..., Iterator[Record]]] = {
+    "ukp-tsv": stream_ukp_tsv,
+    "jsonl": stream_jsonl,
+    "facts-jsonl": stream_facts_jsonl,
+    "facts-csv": stream_facts_csv,
+    "ibm-argq": stream_ibm_argq,
+}
+
 PARSERS: dict[str, Callable[..., ParsedFile]] = {
     "ukp-tsv": parse_ukp_tsv,
     "jsonl": parse_jsonl,
     "kialo": parse_kialo,
     "facts-jsonl": parse_facts_jsonl,
     "facts-csv": parse_facts_csv,
+    "ibm-argq": parse_ibm_argq,
+    "ibm-argkp": parse_ibm_argkp,
+    "argsme-json": parse_argsme_json,
 }

@@ -7,13 +7,26 @@ Row (what every trainer of this package reads)::
 ``score`` is the BWS counting score in [0, 1] (:mod:`annotation.task_types.bws_similarity.export`); other keys of the export
 (``best``, ``worst``, ``appearances``) are dropped. ``split`` is ``train`` / ``dev`` / ``test``.
 
-Sources
+Sources (:func:`read_pairs` tells the file's format by its extension: ``.csv``, ``.tsv``, else JSONL)
+    * the **BWS Argument Similarity Corpus** as published (Thakur et al. 2021, AugSBERT §4.1;
+      ``BWS_Argument_Similarity_Corpus.csv``): a CSV with the columns ``topic, argument1, argument2, score`` (``id``
+      optional, kept as the pair id; ``score`` the BWS score in [0, 1]); a ``split`` (or ``set``) column, when
+      present, gives each row's split (``val`` / ``validation`` count as ``dev``). :func:`read_bws_csv`;
+    * the **UKP ASPECT** corpus (Reimers et al. 2019, ``UKP_ASPECT.tsv``): tab-separated ``topic, sentence_1,
+      sentence_2, label`` with or without that header line (the split files ``make_splits.py`` writes have none).
+      The label becomes the score by the paper's own binarisation (their ``train.py``: ``1 if label in ['SS', 'HS']
+      else 0``): **HS** (high similarity) and **SS** (some similarity) -> 1.0, **NS** (no similarity) and **DTORCD**
+      (different topic / can't decide) -> 0.0 -- the paper trains and evaluates on exactly that (a sigmoid score,
+      accuracy at 0.5 and clustering), and a graded HS 1 / SS 0.5 scale would be a choice of ours the corpus does
+      not make (its annotators chose categories, not distances). The label is kept in the row (``label``).
+      :func:`read_aspect_tsv`;
     * the BWS JSONL export (``bws.jsonl`` of a ``bws`` release with ``split: none``, or any JSONL of such rows;
       ``argument 1`` / ``argument_1`` / ``sentence1`` are accepted for ``argument1``): rows carrying ``split`` keep
       it, otherwise the file is cut in-topic (:func:`annotation.task_types.bws_similarity.export.in_topic`, seed 0: each topic's pairs in
       the paper's 2471 / 478 / 451 proportions);
-    * a ``bws`` release folder with ``train.jsonl``, ``dev.jsonl`` (+ ``test.jsonl``): cross-topic or in-topic, as
-      the release was cut;
+    * a folder with ``train`` and ``dev`` (+ ``test``) files of one of these formats (``train.jsonl`` ... of a ``bws``
+      release; ``train.csv`` ... of the BWS corpus; ``train.tsv`` ... of a UKP ASPECT fold, e.g.
+      ``splits/0/`` of ``make_splits.py``): cross-topic or in-topic, as the files were cut;
     * a ``bws_similarity`` project (:func:`rows_from_project`, the retrain loop): its scored pairs, cut
       cross-topic when the project's ``config["splits"]`` names the topics, else in-topic with its ``seed``.
 
@@ -30,8 +43,11 @@ from typing import Iterable, Sequence
 
 from annotation.task_types.bws_similarity import export as bws_export
 from annotation.task_types.bws_similarity.project import export_rows
+from corpus.importers.base import ImportFailed
+from corpus.importers.fields import csv_rows
+from corpus.importers.readers import iter_lines
 from ml.data import read_jsonl_objects
-from ml.registry import TrainerError
+from ml.registry import TrainerError, TrainerFileError
 
 SPLITS = ("train", "dev", "test")
 SETTINGS = ("in-topic", "cross-topic")
@@ -73,9 +89,88 @@ def pair_row(obj: dict, *, where: str = "row") -> dict:
     return row
 
 
-def read_pairs(path) -> list[dict]:
-    """Validated pair rows of one JSONL file (``FILE:LINE: reason`` errors; a missing pair id becomes ``L<line>``)."""
+# --- the published corpora --------------------------------------------------------------------------------
+
+BWS_COLUMNS = ("topic", "argument1", "argument2", "score")
+SPLIT_ALIASES = {"train": "train", "dev": "dev", "val": "dev", "validation": "dev", "test": "test"}
+ASPECT_COLUMNS = ("topic", "sentence_1", "sentence_2", "label")
+# UKP ASPECT label -> score: the paper's binarisation (see the module docstring for why).
+ASPECT_SCORES = {"HS": 1.0, "SS": 1.0, "NS": 0.0, "DTORCD": 0.0}
+FORMATS = {".csv": "BWS Argument Similarity Corpus CSV", ".tsv": "UKP ASPECT TSV", ".jsonl": "BWS JSONL export"}
+DATA_FORMATS = ("BWS Argument Similarity Corpus CSV (id, topic, argument1, argument2, score[, split]), UKP ASPECT TSV "
+                "(topic, sentence_1, sentence_2, label: HS/SS -> 1, NS/DTORCD -> 0), the BWS JSONL export, or a "
+                "folder with train + dev (+ test) files of one of them")
+
+
+def _file_error(exc: ImportFailed) -> TrainerFileError:
+    return TrainerFileError(exc.file, exc.line, exc.reason)
+
+
+def read_bws_csv(path) -> list[dict]:
+    """Pair rows of a BWS Argument Similarity Corpus CSV (see the module docstring); ``file:line`` errors."""
     path = Path(path)
+    rows = []
+    try:
+        for line, cells in csv_rows(path, iter_lines(path), "excel", BWS_COLUMNS, ("id", "split", "set")):
+            obj = {k: v.strip() for k, v in cells.items()}
+            split = obj.pop("split", "") or obj.pop("set", "")
+            obj.pop("set", None)
+            if split:
+                if split.lower() not in SPLIT_ALIASES:
+                    raise TrainerFileError(path, line, f"split {split!r} is not one of train, dev, test")
+                obj["split"] = SPLIT_ALIASES[split.lower()]
+            row = pair_row(obj, where=f"{path}:{line}")
+            row["pair_id"] = row["pair_id"] or f"L{line}"
+            rows.append(row)
+    except ImportFailed as exc:
+        raise _file_error(exc) from None
+    if not rows:
+        raise TrainerFileError(path, 0, "no rows: the file has a header only")
+    return rows
+
+
+def read_aspect_tsv(path) -> list[dict]:
+    """Pair rows of a UKP ASPECT TSV (or one of its split files); ``file:line`` errors. Cells are split on tabs as
+    the corpus's own reader does (a sentence may start with a quote: no CSV quoting)."""
+    path = Path(path)
+    rows = []
+    try:
+        for line, text in enumerate(iter_lines(path), start=1):
+            text = text.rstrip("\n")
+            if not text.strip():
+                continue
+            cells = [c.strip() for c in text.split("\t")]
+            if line == 1 and tuple(c.lower() for c in cells) == ASPECT_COLUMNS:
+                continue  # the header of UKP_ASPECT.tsv
+            if len(cells) != 4:
+                raise TrainerFileError(path, line, f"expected 4 tab-separated columns (topic, sentence_1, sentence_2, "
+                                                   f"label), found {len(cells)}")
+            topic, a, b, label = cells
+            if label not in ASPECT_SCORES:
+                raise TrainerFileError(path, line, f"label {label!r} is not one of {', '.join(ASPECT_SCORES)}")
+            if not topic:
+                raise TrainerFileError(path, line, "topic is empty")
+            row = pair_row({"topic": topic, "argument1": a, "argument2": b, "score": ASPECT_SCORES[label],
+                            "pair_id": f"L{line}"}, where=f"{path}:{line}")
+            row["label"] = label
+            rows.append(row)
+    except ImportFailed as exc:
+        raise _file_error(exc) from None
+    if not rows:
+        raise TrainerFileError(path, 0, "no rows: the file is empty")
+    return rows
+
+
+def read_pairs(path) -> list[dict]:
+    """Validated pair rows of one file: a BWS corpus ``.csv`` (:func:`read_bws_csv`), a UKP ASPECT ``.tsv``
+    (:func:`read_aspect_tsv`), else the BWS JSONL export (``FILE:LINE: reason`` errors; a missing pair id becomes
+    ``L<line>``)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return read_bws_csv(path)
+    if suffix == ".tsv":
+        return read_aspect_tsv(path)
     rows = []
     for number, obj in read_jsonl_objects(path):
         row = pair_row(obj, where=f"{path}:{number}")
@@ -129,13 +224,15 @@ def load_splits(path) -> dict[str, list[dict]]:
     """The train / dev / test rows of a file or a release folder (see the module docstring)."""
     path = Path(path)
     if path.is_dir():
-        files = {part: path / f"{part}.jsonl" for part in SPLITS}
-        if not files["train"].exists() or not files["dev"].exists():
-            if (path / "bws.jsonl").exists():
-                return load_splits(path / "bws.jsonl")
-            raise _error(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl (or bws.jsonl)")
-        return {part: [dict(r, split=part) for r in read_pairs(f)] if f.exists() else []
-                for part, f in files.items()}
+        for ext in FORMATS:
+            files = {part: path / f"{part}{ext}" for part in SPLITS}
+            if files["train"].exists() and files["dev"].exists():
+                return {part: [dict(r, split=part) for r in read_pairs(f)] if f.exists() else []
+                        for part, f in files.items()}
+        if (path / "bws.jsonl").exists():
+            return load_splits(path / "bws.jsonl")
+        raise _error(f"{path}:0: a data folder must hold train and dev files (train.jsonl + dev.jsonl, train.csv + "
+                     f"dev.csv or train.tsv + dev.tsv; test optional) or bws.jsonl")
     if not path.exists():
         raise _error(f"{path}:0: no such file")
     rows = read_pairs(path)

@@ -60,4 +60,4 @@ SPEC = registry.register_trainer(registry.TrainerSpec(
     description="BWS similarity cross-encoder (sentence-transformers CrossEncoder, sigmoid score; AugSBERT §5)",
     rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
     default_base_model=default_base_model,
-    data_formats="BWS JSONL export (topic, argument1, argument2, score[, split]) or a bws release folder"))
+    data_formats=sim_data.DATA_FORMATS))

@@ -3,7 +3,10 @@
 Rows
     Arg-CTRL App. F rows (``{"sentence", "aspect_pos": ["(begin,length)", ...], ...}``; what ``manage.py train
     tagger --data appf.jsonl`` reads, :func:`rows_from_file`) or ``{"text", "spans": [{"begin",
-    "end"}]}``. Words are the annotation tokens (:func:`ml.inference.words_of`); a word inside an aspect is ``B``
+    "end"}]}``. ``--data`` may also be the argument-aspect span corpus in CoNLL (a ``.conll`` file, or a folder of
+    them, one per topic; train.conll + dev.conll in a folder are taken as the split): its sentences, rebuilt from
+    their tokens, become App. F rows (:func:`annotation.task_types.aspect.conll.tagger_rows`). Words are the
+    annotation tokens (:func:`ml.inference.words_of`); a word inside an aspect is ``B``
     (first word) or ``I``; every other word ``O``. Sub-words after the first of a word are ignored in the loss.
 
 Model
@@ -35,7 +38,9 @@ import random
 from pathlib import Path
 from typing import Sequence
 
+from annotation.task_types.aspect import conll
 from annotation.task_types.aspect.appf import parse_pos, project_rows
+from corpus.importers.base import ImportFailed
 from ml import training
 from ml.data import read_jsonl_objects
 from ml.encoders import resolve
@@ -50,6 +55,7 @@ from ml.inference import (
 )
 from ml.registry import (
     TrainerError,
+    TrainerFileError,
     TrainerSpec,
     TrainRequest,
     TrainResult,
@@ -304,9 +310,19 @@ def load(path: Path, *, quantize: bool | None = None, device: str | None = None)
                                        device=device, info=meta)
 
 
+def conll_rows(path) -> list[dict]:
+    """Tagger rows of a CoNLL file or folder (``TrainerFileError("file:line: reason")``)."""
+    try:
+        return conll.tagger_rows(path)
+    except ImportFailed as exc:
+        raise TrainerFileError(exc.file, exc.line, exc.reason) from None
+
+
 def read_rows(path) -> list[dict]:
-    """Tagger rows of one JSONL file, each checked (``TrainerError("file:line: reason")``)."""
+    """Tagger rows of one JSONL (or ``.conll``) file, each checked (``TrainerError("file:line: reason")``)."""
     path = Path(path)
+    if path.suffix.lower() in conll.EXTENSIONS:
+        return conll_rows(path)
     lines = read_jsonl_objects(path)
     for number, row in lines:
         try:
@@ -342,7 +358,14 @@ def rows_from_path(path, read, key: str) -> tuple[list[dict], list[dict]]:
 
 
 def rows_from_file(path) -> tuple[list[dict], list[dict]]:
-    """(train, dev) from an App. F file / ``{text, spans}`` JSONL, or a folder with ``train.jsonl`` + ``dev.jsonl``."""
+    """(train, dev) from an App. F file / ``{text, spans}`` JSONL / ``.conll`` file, or a folder with ``train.jsonl``
+    + ``dev.jsonl`` (or ``train.conll`` + ``dev.conll``; any other ``.conll`` files of a folder are read together
+    and split by sentence hash)."""
+    path = Path(path)
+    if path.is_dir() and not (path / "train.jsonl").exists() and any(path.glob("*.conll")):
+        if (path / "train.conll").exists() and (path / "dev.conll").exists():
+            return conll_rows(path / "train.conll"), conll_rows(path / "dev.conll")
+        return split_rows(conll_rows(path), "sentence")
     return rows_from_path(path, read_rows, "sentence")
 
 
@@ -357,5 +380,6 @@ register_trainer(TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric="f1_macro", higher_is_better=True,
     description="Aspect tagger (Arg-CTRL §3.2): BIO token classification; macro F1/P/R over B, I, O (Table 3)",
     rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
-    data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), or {text, spans} JSONL",
+    data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), {text, spans} JSONL, or "
+                 "CoNLL aspect spans (a .conll file or a folder of them)",
 ))

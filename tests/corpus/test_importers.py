@@ -45,7 +45,7 @@ def refused(path, fmt, **kwargs) -> ImportFailed:
 
 
 def test_formats_are_the_public_list():
-    assert FORMATS == ("ukp-tsv", "jsonl", "kialo", "facts-jsonl", "facts-csv")
+    assert FORMATS == ("ukp-tsv", "jsonl", "kialo", "facts-jsonl", "facts-csv", "ibm-argq", "ibm-argkp", "argsme-json")
 
 
 # --- UKP TSV ---------------------------------------------------------------------------------------

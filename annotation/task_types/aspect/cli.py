@@ -1,11 +1,17 @@
-"""``manage.py aspects import|export|labels``: App. F aspect datasets and ranker training labels.
+"""``manage.py aspects import|export|labels|convert``: App. F aspect datasets and ranker training labels.
 
     manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits] [--activate]
+    manage.py aspects import FILE.conll|FOLDER --format conll --project SLUG [--topic T] [--stance pro|con] [...]
+    manage.py aspects convert FILE.conll|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con]
     manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
     manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
     manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
 
 Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
+``--format conll`` reads the argument-aspect span corpus (CoNLL, one token and its BIO label a line; a file or a
+folder of ``.conll`` files, one per topic: :mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic
+from each file's name unless ``--topic``, the stance from the corpus's copy of the sentence, else ``--stance`` --
+and imports them as an App. F file would be; ``convert`` writes those rows as an App. F file instead.
 Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
 (either or both). A wrong combination (``--split`` without ``--out-dir``, ``--out-dir`` without ``--split``,
 neither ``--out`` nor ``--split``, ``--out`` naming a folder) exits 2 and writes nothing. Sentences that are not
@@ -19,7 +25,7 @@ import annotation.task_types.aspect.task_type  # noqa: F401  (registers the task
 from annotation import services
 from annotation.models import Project
 from annotation.selectors import project_of_type, status_note
-from annotation.task_types.aspect import appf, labels
+from annotation.task_types.aspect import appf, conll, labels
 from annotation.task_types.aspect.appf import parse_appf
 from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
@@ -32,8 +38,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        p = sub.add_parser("import", help="import an App. F JSONL file into an aspect project")
-        p.add_argument("file")
+        p = sub.add_parser("import", help="import an App. F JSONL file (or CoNLL spans) into an aspect project")
+        p.add_argument("file", help="the App. F file; with --format conll a .conll file or a folder of them")
+        p.add_argument("--format", dest="fmt", choices=["appf", "conll"], default="appf",
+                       help="appf (default): Arg-CTRL App. F JSONL; conll: token<TAB>BIO label lines, one file a topic")
+        p.add_argument("--topic", help="conll: the topic of every sentence (default: each file's name)")
+        p.add_argument("--stance", choices=conll.STANCES,
+                       help="conll: the stance of sentences the corpus does not have (App. F rows need one)")
         p.add_argument("--project", required=True, help="slug of the aspect project")
         p.add_argument("--as-gold", action="store_true", help="create gold items (expected = the file's aspects)")
         p.add_argument("--create", action="store_true", help="create the project (task type aspect) if missing")
@@ -47,6 +58,11 @@ class Command(BaseCommand):
                        help="also write the fixed split (App. F) as train/dev/test.jsonl into --out-dir")
         p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
         p.add_argument("--seed", type=int, default=13, help="seed of the in-topic split")
+        p = sub.add_parser("convert", help="write CoNLL aspect spans as an App. F JSONL file")
+        p.add_argument("file", help="a .conll file or a folder of them")
+        p.add_argument("--out", required=True, help="the App. F file to write")
+        p.add_argument("--topic", help="the topic of every sentence (default: each file's name)")
+        p.add_argument("--stance", choices=conll.STANCES, help="the stance of sentences the corpus does not have")
         p = sub.add_parser("labels", help="write Step 2a ranker labels (sentence, candidate, score) as JSONL")
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--project")
@@ -63,11 +79,18 @@ class Command(BaseCommand):
     def handle(self, *args, action, **options):
         try:
             if action == "import":
-                rows = parse_appf(options["file"])  # validate before creating anything
+                stats: dict = {}
+                if options["fmt"] == "conll":
+                    rows = conll.appf_rows(options["file"], topic=options["topic"], stance=options["stance"],
+                                           stats=stats)
+                else:
+                    rows = parse_appf(options["file"])  # validate before creating anything
                 project = self._project(options["project"], create=options["create"])
                 with cli_progress("import aspects") as progress:
                     summary = appf.import_appf(options["file"], project, as_gold=options["as_gold"],
                                                progress=progress, rows=rows)
+                if stats.get("duplicates"):
+                    summary["duplicate_sentences"] = stats["duplicates"]
                 if options["build_hits"] or options["activate"]:
                     summary["hits_created"] = services.build_hits(project)
                 if options["activate"]:
@@ -86,6 +109,12 @@ class Command(BaseCommand):
                 self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
                 self.stdout.write(f"left out: {stats['non_arguments']} non-argument sentence(s) (stance none; App. F "
                                   f"has arguments only), {stats['unresolved']} unresolved item(s)")
+            elif action == "convert":
+                stats = {}
+                rows = conll.appf_rows(options["file"], topic=options["topic"], stance=options["stance"], stats=stats)
+                n = write_jsonl([conll.appf_dict(r) for r in rows], options["out"])
+                self.stdout.write(f"{options['out']}: {n} App. F rows ({stats['stance_from_corpus']} stance(s) from "
+                                  f"the corpus, {stats['duplicates']} repeated sentence(s) kept once)")
             else:
                 if options["appf"]:
                     rows = list(labels.appf_label_rows(options["appf"]))  # validate the whole file first

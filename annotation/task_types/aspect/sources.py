@@ -1,15 +1,17 @@
 """Where ``aspect`` items come from (the studio, ``/studio/``): an Arg-CTRL App. F file (the importer of
 ``manage.py aspects import``: :mod:`annotation.task_types.aspect.appf`; with "as gold" every row is a gold item whose
-expected answer is its aspects), or corpus sentences from an uploaded corpus file or a corpus selection
-(:mod:`annotation.studio.sentences`)."""
+expected answer is its aspects), the argument-aspect span corpus in CoNLL (:mod:`annotation.task_types.aspect.conll`,
+``aspects import --format conll``: converted to App. F rows and imported as those), or corpus sentences from an
+uploaded corpus file or a corpus selection (:mod:`annotation.studio.sentences`)."""
 from __future__ import annotations
 
 from annotation.studio import sentences
 from annotation.task_types.base import Preview, Source, SourceInput, SourceOption
+from argora.errors import FieldError
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence
 
-from . import appf
+from . import appf, conll
 
 PREVIEW_ROWS = 10
 APPF = Source(
@@ -23,13 +25,38 @@ APPF = Source(
     example='{"hash": "a1", "topic": "nuclear energy", "sentence": "Nuclear power is clean but expensive.", '
             '"stance": "Argument_for", "aspect_pos": ["(17,5)", "(27,9)"], "aspect_pos_string": ["clean", '
             '"expensive"]}')
-SOURCES = (APPF, *sentences.SOURCES)
+CONLL = Source(
+    "conll", "Argument-aspect spans (CoNLL)",
+    "One token and its label a line (token, a tab, then O, B-ASP or I-ASP; B and I also do), a blank line between "
+    "sentences; one file a topic (the topic is the file's name unless you give one). The sentences are rebuilt from "
+    "their tokens and go into the corpus; the aspects are kept as the reference (or, as gold, as the expected answer). "
+    "A sentence's stance is the corpus's for the same sentence, else the stance you give.",
+    extensions=(".conll",), rows="",
+    options=(SourceOption("as_gold", "Every sentence is a gold item (expected answer: its aspects)",
+                          help="quality-check items; the project needs other items too"),
+             SourceOption("topic", "Topic", kind="text", help="default: the file's name (nuclear_energy.conll: "
+                                                              "nuclear energy)"),
+             SourceOption("stance", "Stance of sentences the corpus does not have (pro or con)", kind="text",
+                          help="App. F rows are arguments with a stance; empty: every sentence must be in the "
+                               "corpus")),
+    example="Nuclear\tO\npower\tB-ASP\nis\tO\ncheap\tB-ASP\n.\tO\n")
+SOURCES = (APPF, CONLL, *sentences.SOURCES)
+
+
+def _rows(data: SourceInput) -> list[appf.AppFRow]:
+    if data.source.name == APPF.name:
+        return appf.parse_appf(data.path)
+    stance = (data.options.get("stance") or "").strip().lower() or None
+    if stance is not None and stance not in conll.STANCES:
+        raise FieldError("stance", f"pro or con (or empty), not {stance!r}")
+    topic = (data.options.get("topic") or "").strip() or conll.topic_of_file(data.file_name or data.path.name)
+    return conll.appf_rows(data.path, topic=topic, stance=stance)
 
 
 def preview(project, data: SourceInput) -> Preview:
-    if data.source.name != APPF.name:
+    if data.source.name not in (APPF.name, CONLL.name):
         return sentences.preview(project, data)
-    rows = appf.parse_appf(data.path)
+    rows = _rows(data)
     as_gold = bool(data.options.get("as_gold"))
     present = Sentence.objects.filter(content_hash__in=[sentence_hash(r.topic, r.sentence) for r in rows]).count()
     notes = [f"{len(rows)} row(s), {present} sentence(s) already in the corpus (reused)"]
@@ -43,9 +70,10 @@ def preview(project, data: SourceInput) -> Preview:
 
 
 def write(project, data: SourceInput, progress) -> dict:
-    if data.source.name != APPF.name:
+    if data.source.name not in (APPF.name, CONLL.name):
         return sentences.write(project, data, progress)
-    s = appf.import_appf(data.path, project, as_gold=bool(data.options.get("as_gold")), progress=progress)
+    s = appf.import_appf(data.path, project, as_gold=bool(data.options.get("as_gold")), progress=progress,
+                         rows=_rows(data))
     return {"items": s["items_created"], "gold": s["gold_created"], "sentences_created": s["sentences_created"]}
 
 

@@ -1,8 +1,11 @@
 """``manage.py import_corpus PATH [PATH ...] --format FMT [--topic T] [--source S]``: import corpus files.
 
 A PATH is a file, a folder (its files with the format's extension) or a quoted glob pattern (``'crawl/**/*.txt'``).
-Every file is all or nothing on its own: a refused file prints ``file:line: reason`` to stderr and writes nothing,
-the other files still import. One file: one line of what it created. Several: a summary table (files, rows per
+Formats: ``ukp-tsv``, ``jsonl``, ``kialo``, ``facts-jsonl``, ``facts-csv``, and the public corpora ``ibm-argq``
+(IBM ArgQ-Rank-30k CSV), ``ibm-argkp`` (IBM ArgKP: ``ArgKP-2021_dataset.csv`` or ``arguments_<set>.csv`` with its
+``key_points_<set>.csv`` and ``labels_<set>.csv`` beside it) and ``argsme-json`` (args.me JSON); see
+:mod:`corpus.importers.public`. Every file is all or nothing on its own: a refused file prints ``file:line: reason``
+to stderr and writes nothing, the other files still import. One file: one line of what it created. Several: a summary table (files, rows per
 table, rows already present, time, refused files). Exit status 2 when any file was refused (or a PATH names
 nothing), else 0.
 """
@@ -15,8 +18,8 @@ from corpus.importers import FORMATS, ImportFailed, expand_paths, import_file, i
 
 
 class Command(BaseCommand):
-    help = ("Import corpus files, folders or glob patterns (UKP TSV, JSONL arguments, Kialo exports, fact KB). "
-            "Re-importing adds nothing.")
+    help = ("Import corpus files, folders or glob patterns (UKP TSV, JSONL arguments, Kialo exports, fact KB, IBM "
+            "ArgQ-Rank-30k and ArgKP CSV, args.me JSON). Re-importing adds nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -41,7 +44,10 @@ class Command(BaseCommand):
         rows = [("files", f"{total}: {new} imported, {batch.unchanged} already imported (nothing new), "
                           f"{len(batch.refused)} refused")]
         rows += [(key.replace("_", " "), str(n)) for key, n in batch.created.items() if n]
-        rows += [("rows already present", str(batch.skipped)), ("time", f"{batch.seconds:.1f} s")]
+        rows += [("rows already present", str(batch.skipped))]
+        if batch.updated:
+            rows.append(("of them given this corpus's metadata", str(batch.updated)))
+        rows.append(("time", f"{batch.seconds:.1f} s"))
         width = max(len(label) for label, _ in rows)
         for label, value in rows:
             self.stdout.write(f"{label:<{width}}  {value}")

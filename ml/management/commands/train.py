@@ -73,7 +73,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("kind", help="trainer kind (manage.py models kinds lists them)")
-        parser.add_argument("--data", help="App. F aspect JSONL, span-grounding JSONL, or a folder with train/dev.jsonl")
+        parser.add_argument("--data", help="the kind's training file or folder (README, \"Models\": each kind's formats), "
+                                           "e.g. App. F aspect JSONL or CoNLL aspect spans (tagger), the BWS similarity "
+                                           "CSV or UKP ASPECT TSV (crossencoder, biencoder, augsbert), a folder with "
+                                           "train/dev files")
         parser.add_argument("--dev", help="a separate dev file (else the dev split comes from --data)")
         parser.add_argument("--project", help="project slug: the version belongs to it (and, without --data, its labels)")
         parser.add_argument("--seed", type=int, default=13)

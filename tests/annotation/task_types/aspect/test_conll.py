@@ -1,0 +1,182 @@
+"""The argument-aspect span corpus in CoNLL (Ruckdeschel & Wiedemann 2022) into an aspect project as gold, through
+App. F (issue 18, item 3): detokenisation with consistent offsets, ``aspects import --format conll`` (file and folder),
+stance from the corpus or ``--stance``, ``aspects convert``, the studio's ``conll`` source; bad files exit 2 with
+``file:line: reason`` and write nothing."""
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import GoldItem, Item, Project
+from annotation.studio import services as studio
+from annotation.task_types import get_task_type
+from annotation.task_types.aspect import conll
+from annotation.task_types.aspect.appf import parse_appf
+from corpus.importers import import_file
+from corpus.models import Sentence, Topic
+
+pytestmark = pytest.mark.django_db
+
+NUCLEAR = """Nuclear\tO
+power\tB-ASP
+is\tO
+n't\tO
+cheap\tB-ASP
+(\tO
+or\tO
+safe\tB-ASP
+)\tO
+,\tO
+says\tO
+"\tO
+the\tO
+waste\tB-ASP
+report\tI-ASP
+"\tO
+.\tO
+
+Reactors\tO
+create\tO
+jobs\tB
+in\tO
+rural\tB
+areas\tI
+.\tO
+"""
+GUNS = """-DOCSTART-\tO
+
+Background\tB-ASP
+checks\tI-ASP
+save\tO
+lives\tB-ASP
+.\tO
+"""
+
+
+def folder_of(tmp_path) -> Path:
+    folder = tmp_path / "aspect_spans"
+    folder.mkdir()
+    (folder / "nuclear_energy.conll").write_text(NUCLEAR, encoding="utf-8")
+    (folder / "gun-control.conll").write_text(GUNS, encoding="utf-8")
+    (folder / "README.md").write_text("not a corpus file")
+    return folder
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command("aspects", *map(str, args), stdout=out)
+    return out.getvalue()
+
+
+def refused(*args) -> str:
+    with pytest.raises(CommandError) as info:
+        call_command("aspects", *map(str, args), stdout=StringIO())
+    assert info.value.returncode == 2
+    return str(info.value)
+
+
+def test_tokens_are_joined_faithfully_and_spans_keep_their_offsets(tmp_path):
+    [first, second] = conll.parse_conll(folder_of(tmp_path) / "nuclear_energy.conll")
+    assert first.text == 'Nuclear power isn\'t cheap (or safe), says "the waste report".'
+    assert first.topic == "nuclear energy" and first.line == 1 and second.line == 19
+    assert [first.text[b:b + n] for b, n in first.spans] == ["power", "cheap", "safe", "waste report"]
+    assert all(first.text[b:e] == tok for (b, e), tok in zip(first.offsets, first.tokens))
+    assert second.text == "Reactors create jobs in rural areas." and \
+        [second.text[b:b + n] for b, n in second.spans] == ["jobs", "rural areas"]
+
+
+def test_an_inside_label_after_outside_starts_a_span():
+    sentence = conll.ConllSentence(line=1, topic="t", tokens=["Costs", "rise", "fast"], labels=["O", "I", "I"]).build()
+    assert [sentence.text[b:b + n] for b, n in sentence.spans] == ["rise fast"]
+
+
+def test_import_a_folder_as_gold_then_export_round_trips(tmp_path):
+    folder = folder_of(tmp_path)
+    out = run("import", folder, "--format", "conll", "--project", "spans", "--create", "--as-gold",
+              "--stance", "pro")
+    assert "rows 3" in out and "gold_created 3" in out
+    project = Project.objects.get(slug="spans")
+    gold = {g.item.payload["text"]: g.expected for g in GoldItem.objects.filter(item__project=project)}
+    checks = gold["Background checks save lives."]
+    assert [(a["begin"], a["length"], a["text"]) for a in checks["aspects"]] == [(0, 17, "Background checks"),
+                                                                                 (23, 5, "lives")]
+    assert Topic.objects.filter(name="gun control").exists()
+    assert set(Sentence.objects.values_list("stance", flat=True)) == {"pro"}
+
+    exported = tmp_path / "aspects.jsonl"
+    run("export", "--project", "spans", "--out", exported)
+    rows = {r.sentence: r for r in parse_appf(exported)}  # a valid App. F file
+    assert rows['Nuclear power isn\'t cheap (or safe), says "the waste report".'].aspect_pos_string == [
+        "power", "cheap", "safe", "waste report"]
+    assert "rows 3" in run("import", folder, "--format", "conll", "--project", "spans", "--as-gold",
+                           "--stance", "pro") and GoldItem.objects.count() == 3  # idempotent: skipped 3
+
+
+def test_the_stance_comes_from_the_corpus_when_the_sentence_is_there(tmp_path):
+    corpus = tmp_path / "guns.jsonl"
+    corpus.write_text(json.dumps({"topic": "gun control", "sentence": "Background checks save lives.",
+                                  "stance": "con"}) + "\n", encoding="utf-8")
+    import_file(corpus, "jsonl")
+    path = tmp_path / "gun_control.conll"
+    path.write_text(GUNS, encoding="utf-8")
+    converted = tmp_path / "appf.jsonl"
+    assert "1 stance(s) from the corpus" in run("convert", path, "--out", converted)
+    [row] = [json.loads(line) for line in converted.read_text().splitlines()]
+    assert row["stance"] == "Argument_against" and row["aspect_pos"] == ["(0,17)", "(23,5)"]
+    run("import", converted, "--project", "guns", "--create")  # the converted file is App. F
+    assert Item.objects.get(project__slug="guns").payload["reference"]["aspects"][1]["text"] == "lives"
+
+
+def test_a_sentence_without_a_stance_is_refused_with_its_line_and_nothing_is_written(tmp_path):
+    folder = folder_of(tmp_path)
+    message = refused("import", folder, "--format", "conll", "--project", "spans", "--create")
+    assert message.startswith(f"{folder / 'gun-control.conll'}:3: no stance for this sentence")
+    assert not Project.objects.exists() and not Sentence.objects.exists()
+
+
+@pytest.mark.parametrize("body, line, reason", [
+    ("Nuclear\tO\npower\tASPECT\n", 2, "label 'ASPECT' is not one of O, B-ASP, I-ASP, B, I"),
+    ("Nuclear\tO\npower\n", 2, "expected a token and its label"),
+    ("\n\n", 0, "no sentences"),
+])
+def test_a_bad_conll_file_exits_2_with_file_line(tmp_path, body, line, reason):
+    path = tmp_path / "nuclear.conll"
+    path.write_text(body, encoding="utf-8")
+    message = refused("import", path, "--format", "conll", "--project", "x", "--create", "--stance", "pro")
+    assert message.startswith(f"{path}:{line}: {reason}"), message
+    assert not Project.objects.exists() and not Sentence.objects.exists()
+
+
+def test_the_same_sentence_with_other_spans_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "guns.conll"
+    path.write_text(GUNS + "\nBackground\tO\nchecks\tO\nsave\tO\nlives\tB-ASP\n.\tO\n", encoding="utf-8")
+    assert refused("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro") == \
+        f"{path}:9: this sentence is also on line 3 of guns.conll with other aspects"
+    path.write_text(GUNS + "\n" + GUNS.split("\n", 2)[2], encoding="utf-8")  # the same spans again: kept once
+    assert "1 repeated sentence(s) kept once" in run("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro")
+
+
+def test_the_studio_conll_source_previews_and_imports_gold(tmp_path):
+    project = studio.check_setup(name="CoNLL study", task_type="aspect", config={},
+                                 values={"assignments_per_item": 1, "items_per_hit": 2})
+    source = studio.source_named(get_task_type("aspect"), "conll")
+    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / "t-conll"
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / "upload-1234.conll"
+    shutil.copy(folder_of(tmp_path) / "nuclear_energy.conll", stored)
+    bad = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
+                              options={"stance": "maybe"})
+    assert studio.preview_import(project, bad)[1] == ["stance: pro or con (or empty), not 'maybe'"]
+    data = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
+                               options={"stance": "con"})
+    preview, problems = studio.preview_import(project, data)
+    assert problems == [] and preview.items == 2 and preview.rows[0][1] == "nuclear energy"  # topic: the file name
+    result = studio.run_import(studio.import_spec(project, data), job="job-conll")
+    saved = Project.objects.get(slug=result["project"])
+    assert Item.objects.filter(project=saved).count() == 2
+    assert set(Sentence.objects.values_list("topic__name", "stance")) == {("nuclear energy", "con")}
