@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         print(f"{name:<14} {f['recall@5']:>9.4f} {f['recall@10']:>10.4f} {f['recall@15']:>10.4f} "
               f"{f['recall@20']:>10.4f} {speed}")
     if args.cross_topic:
-        print(f"\ncross-topic (leave-one-topic-out, mean over topics)")
+        print("\ncross-topic (leave-one-topic-out, mean over topics)")
         print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10}")
         for name in ("cross-encoder", "span ranker", "baseline", "random"):
             f = figures[name]["cross_topic"]
