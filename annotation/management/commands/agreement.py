@@ -4,20 +4,36 @@
     manage.py agreement alpha-u --spans S.csv --lengths L.csv [--coders a,b,c] [--json]
     manage.py agreement kappa --file M.csv [--json]
     manage.py agreement project <project-slug> [--json]
+    manage.py agreement alt-test --humans H.json --models M.json [--scoring accuracy|neg_rmse] [--epsilon 0.2]
+                                 [--alpha 0.05] [--min-instances 30] [--json]
 
 M.csv: header ``coder,<unit ids...>``, one row per coder, empty cell = missing. S.csv: ``coder,item,begin,length,
 category``; L.csv: ``item,length`` (the continuum = the items in L.csv order). ``--json`` prints one JSON object
 (keys ``alpha`` / ``alpha_u`` / ``kappa``, ``percent_agreement``, ``n_units``, ``n_coders``, ``per_category``,
 ``ci``...); otherwise a table. Bad input exits 2 with ``file:line: reason``.
+
+alt-test (:mod:`annotation.agreement.alttest`): H.json is ``{annotator: {instance: label}}``, M.json either
+``{model: {instance: label}}`` or one model's ``{instance: label}`` (named after the file) -- the shapes of the
+reference repository nitaytech/AltTest. ``--json`` prints ``{"models": {name: {"winning_rate",
+"advantage_probability", "passed", "per_annotator", "problems", ...}}, "scoring", "epsilon", "alpha"}``.
 """
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.agreement import LEVELS, AgreementError, alpha_report, kappa_report
+from annotation.agreement.alttest import (
+                                          DEFAULT_ALPHA,
+                                          DEFAULT_EPSILON,
+                                          MIN_INSTANCES,
+                                          SCORINGS,
+                                          alt_test,
+)
+from annotation.agreement.errors import AgreementInputError
 from annotation.agreement.io import read_matrix_csv, unitized_alpha_from_csv
 from annotation.agreement.table import project_table
 
@@ -30,11 +46,33 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _fmt2(v) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _input_error(path, reason) -> CommandError:
+    return CommandError(str(AgreementInputError(reason, path=path)), returncode=2)
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise _input_error(path, f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise _input_error(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise CommandError(str(AgreementInputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno)),
+                           returncode=2) from None
+
+
 class Command(BaseCommand):
-    help = "Agreement coefficients (Krippendorff's alpha, alpha_u, Cohen's/Fleiss' kappa) from CSV files or a project."
+    help = ("Agreement coefficients (Krippendorff's alpha, alpha_u, Cohen's/Fleiss' kappa) from CSV files or a "
+            "project; the alt-test of model annotators from JSON files.")
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="{alpha,alpha-u,kappa,project}")
+        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="{alpha,alpha-u,kappa,project,alt-test}")
         a = sub.add_parser("alpha", help="Krippendorff's alpha of a coders x units matrix")
         a.add_argument("--file", required=True, help="CSV: coder,<unit ids...>; empty cell = missing")
         a.add_argument("--level", default="nominal", choices=LEVELS)
@@ -55,8 +93,21 @@ class Command(BaseCommand):
         p = sub.add_parser("project", help="per-project agreement table")
         p.add_argument("project", help="project slug")
         p.add_argument("--json", action="store_true")
+        t = sub.add_parser("alt-test", help="alternative annotator test: may a model replace a human annotator?")
+        t.add_argument("--humans", required=True, help="JSON: {annotator: {instance: label}}")
+        t.add_argument("--models", required=True,
+                       help="JSON: {model: {instance: label}}, or one model's {instance: label}")
+        t.add_argument("--scoring", default="accuracy", choices=sorted(SCORINGS))
+        t.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON,
+                       help="cost-benefit margin (0.2 experts, 0.15 skilled annotators, 0.1 crowd workers)")
+        t.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="FDR level (Benjamini-Yekutieli)")
+        t.add_argument("--min-instances", type=int, default=MIN_INSTANCES,
+                       help="shared instances a human needs to be tested")
+        t.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
+        if o["subcommand"] == "alt-test":
+            return self._alt_test(o)
         try:
             result, title = getattr(self, "_" + o["subcommand"].replace("-", "_"))(o)
         except AgreementError as exc:
@@ -100,6 +151,49 @@ class Command(BaseCommand):
         except LookupError as exc:
             raise CommandError(f"project {o['project']!r}: {exc}", returncode=2) from None
         return res, f"Agreement of project {o['project']}"
+
+    def _alt_test(self, o):
+        humans = _read_json(o["humans"])
+        if not isinstance(humans, dict) or not humans:
+            raise _input_error(o["humans"], "expected a JSON object {annotator: {instance: label}}")
+        for h, anns in humans.items():
+            if not isinstance(anns, dict):
+                raise _input_error(o["humans"], f"annotator {h!r}: expected an object {{instance: label}}")
+        models = _read_json(o["models"])
+        if not isinstance(models, dict) or not models:
+            raise _input_error(o["models"], "expected a JSON object {model: {instance: label}} or {instance: label}")
+        nested = [isinstance(v, dict) for v in models.values()]
+        if all(nested):
+            pass
+        elif not any(nested):
+            models = {Path(o["models"]).stem: models}
+        else:
+            raise _input_error(o["models"], "mixes models ({model: {instance: label}}) and labels ({instance: label})")
+        out = {}
+        try:
+            for name, labels in models.items():
+                out[name] = alt_test(humans, labels, scoring=o["scoring"], epsilon=o["epsilon"], alpha=o["alpha"],
+                                     min_instances=o["min_instances"]).as_dict()
+        except ValueError as exc:  # AltTestInputError: field: reason
+            raise CommandError(str(exc), returncode=2) from None
+        result = {"models": out, "scoring": o["scoring"], "epsilon": o["epsilon"], "alpha": o["alpha"]}
+        if o["json"]:
+            self.stdout.write(json.dumps(result, default=str, allow_nan=False))
+            return
+        w = self.stdout.write
+        w(f"Alt-test ({o['scoring']}, epsilon={o['epsilon']}, alpha={o['alpha']}): "
+          f"{len(humans)} human annotators")
+        width = max(10, *(len(str(n)) for n in out))
+        w(f"  {'model':<{width}}  {'verdict':<8} {'winning rate':>12} {'advantage p':>12} {'humans tested':>14}")
+        for name, r in out.items():
+            verdict = "n/a" if r["passed"] is None else ("PASSED" if r["passed"] else "FAILED")
+            w(f"  {name:<{width}}  {verdict:<8} {_fmt2(r['winning_rate']):>12} "
+              f"{_fmt2(r['advantage_probability']):>12} {r['n_tested']:>8} of {r['n_humans']:<3}")
+        for name, r in out.items():
+            for p in r["problems"]:
+                w(f"  {name}: no verdict: {p}")
+            for n in r["notes"]:
+                w(f"  {name}: {n}")
 
     def _table(self, title, result):
         w = self.stdout.write
