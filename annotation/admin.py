@@ -2,7 +2,9 @@
 from django import forms
 from django.contrib import admin, messages
 
-from . import phases, selectors, services
+from argora.errors import FieldError
+
+from . import model_annotators, phases, selectors, services
 from .models import (
     HIT,
     Assignment,
@@ -10,6 +12,9 @@ from .models import (
     GoldRecord,
     HITItem,
     Item,
+    ModelAnnotator,
+    ModelAnswer,
+    ModelAnswerFailure,
     Participation,
     Project,
     Response,
@@ -308,4 +313,55 @@ class ParticipationAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+# --- model annotators (annotation.model_annotators changes them; the admin reads and starts runs) ---------------
+@admin.register(ModelAnnotator)
+class ModelAnnotatorAdmin(admin.ModelAdmin):
+    list_display = ("name", "project", "kind", "status", "processed", "failed", "include_in_results", "created_at")
+    list_filter = ("kind", "status", "include_in_results")
+    search_fields = ("name", "project__slug")
+    readonly_fields = [f.name for f in ModelAnnotator._meta.fields]
+    actions = ["run_selected", "include_selected", "keep_apart_selected"]
+
+    def has_add_permission(self, request):
+        return False  # made by the studio or the CLI (model_annotators.create_annotator checks the settings)
+
+    @admin.action(description="Run the selected model annotators (a job each)")
+    def run_selected(self, request, queryset):
+        for annotator in queryset:
+            try:
+                model_annotators.start_run(annotator)
+            except FieldError as exc:
+                self.message_user(request, f"{annotator.name}: {exc.reason}", messages.WARNING)
+
+    @admin.action(description="Count their answers in aggregates and releases")
+    def include_selected(self, request, queryset):
+        for annotator in queryset:
+            model_annotators.set_included(annotator, True)
+
+    @admin.action(description="Keep their answers apart (default)")
+    def keep_apart_selected(self, request, queryset):
+        for annotator in queryset:
+            model_annotators.set_included(annotator, False)
+
+
+@admin.register(ModelAnswer)
+class ModelAnswerAdmin(admin.ModelAdmin):
+    list_display = ("annotator", "item", "model_id", "prompt_version", "confidence", "seconds", "cost", "created_at")
+    list_filter = ("annotator",)
+    readonly_fields = [f.name for f in ModelAnswer._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(ModelAnswerFailure)
+class ModelAnswerFailureAdmin(admin.ModelAdmin):
+    list_display = ("annotator", "item", "kind", "attempt", "error", "created_at")
+    list_filter = ("kind", "annotator")
+    readonly_fields = [f.name for f in ModelAnswerFailure._meta.fields]
+
+    def has_add_permission(self, request):
         return False

@@ -20,7 +20,8 @@ another worker has no Dawid-Skene competence ("n/a (no overlap)").
 URLs (``annotation/dashboard_urls.py``)::
 
     /dashboards/                                     every project: latest figures (?format=csv)
-    /projects/<slug>/agreement/                      summary, charts (?format=csv: the summary table)
+    /projects/<slug>/agreement/                      summary, charts, model annotators (?epsilon=: the alt-test's
+                                                     margin; ?format=csv: the summary table)
     /projects/<slug>/agreement/recompute/            POST: enqueue a recompute
     /projects/<slug>/agreement/items/                lowest agreement first, responses, adjudication (?format=csv)
     /projects/<slug>/agreement/items/<id>/adjudicate/  POST: an expert's final answer
@@ -37,8 +38,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from argora.spreadsheet import csv_response
 
-from . import services
+from . import model_annotators, services
 from .agreement import svg
+from .agreement.alttest import DEFAULT_EPSILON, MIN_HUMANS
 from .agreement.minimums import MIN_ITEM_RESPONSES, MIN_UNITS, MIN_WORKER_UNITS, mark
 from .agreement.scheduling import schedule_first_snapshot, schedule_recompute
 from .agreement.snapshots import latest_snapshot, store_snapshots
@@ -310,6 +312,10 @@ def agreement(request, slug: str):
     if request.GET.get("format") == "csv":
         header, rows = table_csv(table, "summary", snap)
         return _csv_response(f"{project.slug}-summary.csv", header, rows)
+    try:
+        epsilon = _epsilon(request.GET.get("epsilon"))
+    except ValueError as exc:
+        return HttpResponse(f"epsilon: {exc}\n", status=400, content_type="text/plain; charset=utf-8")
     submitted = _submitted(project)
     workers = sorted(map(_with_overlap, table.get("workers", [])), key=lambda w: w["coder"])
     items = table.get("items", [])
@@ -325,7 +331,43 @@ def agreement(request, slug: str):
         "no_item_agreement": bool(table.get("unsupported")),
         "results_page": results_page(project), "cve": table.get("crowd_vs_expert"),
         "minimums": {"units": MIN_UNITS, "item_responses": MIN_ITEM_RESPONSES, "worker_units": MIN_WORKER_UNITS},
+        "models": _model_sections(project, table, epsilon), "epsilon": epsilon, "min_humans": MIN_HUMANS,
     })
+
+
+def _epsilon(raw: str | None) -> float:
+    """The alt-test's cost-benefit margin from ``?epsilon=`` (default: the paper's, 0.2)."""
+    if raw in (None, ""):
+        return DEFAULT_EPSILON
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"a number from 0 to below 1, got {raw!r}") from None
+    if not 0 <= value < 1:
+        raise ValueError(f"a number from 0 to below 1, got {raw!r}")
+    return value
+
+
+def _model_sections(project: Project, table: dict, epsilon: float) -> list[dict]:
+    """One section per model annotator (:func:`annotation.model_annotators.report`), figures as shown."""
+    names = {w["coder"]: w["name"] for w in table.get("workers", [])}
+    out = []
+    for rep in model_annotators.report(project, epsilon=epsilon):
+        alt = rep.get("alt_test") or {}
+        verdict = {True: "passed: it may replace a human", False: "not passed: keep the humans",
+                   None: "no verdict"}[alt.get("passed")] if alt else "no verdict"
+        out.append({**rep, "slug": f"model-{rep['annotator']}",
+                    "without_text": {k: _num(v) for k, v in (rep.get("without") or {}).items()
+                                     if k in ("alpha", "kappa")},
+                    "with_text": {k: _num(v) for k, v in (rep.get("with") or {}).items() if k in ("alpha", "kappa")},
+                    "humans": [{**h, "name": names.get(h["coder"], h["coder"]), "accuracy_text": _num(h["accuracy"]),
+                                "kappa_text": _num(h["kappa"])} for h in rep.get("per_human", [])],
+                    "majority_text": {"accuracy": _num((rep.get("majority") or {}).get("accuracy")),
+                                      "kappa": _num((rep.get("majority") or {}).get("kappa"))},
+                    "alt": alt, "verdict": verdict, "passed": alt.get("passed") if alt else None,
+                    "winning_rate": _num(alt.get("winning_rate")),
+                    "advantage_probability": _num(alt.get("advantage_probability"))})
+    return out
 
 
 def _worker_row(w: dict) -> dict:

@@ -17,6 +17,13 @@ slot                called as
                     who finished (``outcome="completed"``) or was screened out (``"screened_out"``) goes back to
                     their recruitment platform, and the code that platform expects (shown on the page too);
                     Prolific's app fills it; ``None``: the worker stays here with Argora's own code
+``model_answerer``  ``model_answerer(annotator, items) -> [answer]``: one answer dict per item of a model
+                    annotator (:mod:`annotation.model_annotators` says what an answer holds); ml fills it
+``model_catalogue``  ``model_catalogue(project) -> [{"kind", "version", "label"}]``: the ready registry models
+                    that can answer the project's task type (a new model annotator picks one)
+``item_confidence`` ``item_confidence(project, item_ids) -> {item_id: p} | None``: the active model's confidence
+                    in its answer to each item (0..1; the ``uncertainty`` item order asks it); ``None`` or an
+                    empty dict: no model can answer the project's task type (the order falls back to random)
 ==================  ====================================================================================
 """
 from __future__ import annotations
@@ -63,6 +70,10 @@ encode = Slot("encode", "sentence embeddings need the ml app (INSTALLED_APPS) an
 default_encoder = Slot("default_encoder", "sentence embeddings need the ml app (INSTALLED_APPS) and its encoder")
 pair_encoder = Slot("pair_encoder", "trained bi-encoders come from the ml app")
 completion_return = Slot("completion_return", "platform redirects come from a recruitment app (prolific)")
+model_answerer = Slot("model_answerer", "model annotators need the ml app (INSTALLED_APPS)")
+model_catalogue = Slot("model_catalogue", "registry models come from the ml app")
+model_prompt = Slot("model_prompt", "task-type prompts for LLM annotators come from the ml app")
+item_confidence = Slot("item_confidence", "model confidence for the uncertainty item order comes from the ml app")
 
 
 # The pages a recruitment app adds to every project's page list (annotation.studio.links): its staff panel,

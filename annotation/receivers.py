@@ -1,7 +1,9 @@
 """Signal receivers of the annotation app (imported once from ``AnnotationConfig.ready``).
 
 * ``assignment_submitted`` -> a debounced ``annotation.recompute_agreement`` for the assignment's project
-  (at most one enqueued per ``annotation.agreement.scheduling.DEBOUNCE_SECONDS`` per project).
+  (at most one enqueued per ``annotation.agreement.scheduling.DEBOUNCE_SECONDS`` per project), and, when the project
+  orders its items by what the answers so far say (``config["item_order"]`` not random), a debounced
+  ``annotation.reorder_hits`` (at most one per :data:`REORDER_SECONDS` per project).
 """
 from __future__ import annotations
 
@@ -9,10 +11,15 @@ import logging
 
 from django.dispatch import receiver
 
+from argora.debounce import enqueue_once
+
+from . import selectors
 from .agreement.scheduling import schedule_recompute
 from .signals import assignment_submitted
+from .tasks import reorder_hits
 
 log = logging.getLogger(__name__)
+REORDER_SECONDS = 30
 
 
 @receiver(assignment_submitted, dispatch_uid="annotation.receivers.recompute_agreement_on_submit")
@@ -24,3 +31,14 @@ def recompute_agreement_on_submit(sender, assignment=None, **kwargs):
         schedule_recompute(assignment.project_id)
     except Exception:  # noqa: BLE001 - a dashboard refresh must never fail a worker's submission
         log.exception("could not schedule the agreement recompute of project %s", assignment.project_id)
+
+
+@receiver(assignment_submitted, dispatch_uid="annotation.receivers.reorder_hits_on_submit")
+def reorder_hits_on_submit(sender, assignment=None, **kwargs):
+    if assignment is None or selectors.item_order(assignment.project)["mode"] == "random":
+        return
+    try:
+        enqueue_once(f"argora:reorder-hits:{assignment.project_id}", reorder_hits, window=REORDER_SECONDS,
+                     args=(assignment.project_id,), countdown=REORDER_SECONDS // 2)
+    except Exception:  # noqa: BLE001 - re-ranking must never fail a worker's submission
+        log.exception("could not schedule the re-ranking of project %s", assignment.project_id)

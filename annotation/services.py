@@ -24,7 +24,7 @@ from django.utils.text import slugify
 
 from argora.errors import FieldError
 
-from . import selectors
+from . import providers, selectors
 from .auth import cached_worker, remember_worker
 from .models import (
     HIT,
@@ -259,6 +259,32 @@ def _check_settings(project: Project) -> None:
         raise ProjectInvalid("gold_min_accuracy", "must be between 0 and 1")
     if project.status not in Project.Status.values:
         raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
+    try:
+        selectors.clean_item_order((project.config or {}).get("item_order"),
+                                   assignments_per_item=project.assignments_per_item)
+    except FieldError as exc:
+        raise ProjectInvalid(exc.field, exc.reason) from None
+
+
+def set_item_order(project: Project, value) -> dict:
+    """Set the order in which the project's items enter work (``Project.config["item_order"]``: a mode of
+    :data:`annotation.selectors.ITEM_ORDERS` or ``{"mode", "r_min", "r_max", "min_agreement"}``; ``None`` =
+    random), then put the open HITs in that order (:func:`reorder_hits`). Raises :class:`ProjectInvalid` naming
+    ``config.item_order[.key]``; nothing is written then. Returns what :func:`reorder_hits` returns."""
+    with transaction.atomic():
+        locked = Project.objects.select_for_update(no_key=True).get(pk=project.pk)
+        try:
+            cleaned = selectors.clean_item_order(value, assignments_per_item=locked.assignments_per_item)
+        except FieldError as exc:
+            raise ProjectInvalid(exc.field, exc.reason) from None
+        config = dict(locked.config or {})
+        if cleaned is None or cleaned == {"mode": "random"}:
+            config.pop("item_order", None)
+        else:
+            config["item_order"] = cleaned
+        Project.objects.filter(pk=locked.pk).update(config=config)
+        project.config = locked.config = config
+        return reorder_hits(locked)
 
 
 def set_project_status(project: Project, status: str) -> Project:
@@ -354,8 +380,14 @@ def build_hits(project: Project) -> int:
                  .order_by("position", "id").values_list("pk", flat=True))
     if not loose:
         return 0
+    order = selectors.item_order(project)
+    if order["mode"] == "uncertainty":  # items the model is least sure of enter HITs together, and first
+        confidence = _item_confidence(project, loose)
+        if confidence:
+            loose.sort(key=lambda pk: confidence.get(pk, 1.0))
     size = project.items_per_hit
-    last = HIT.objects.filter(project=project).order_by("-position").values_list("position", flat=True).first()
+    last = (HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK).order_by("-position")
+            .values_list("position", flat=True).first())
     start = 0 if last is None else last + 1
     chunks = [loose[i:i + size] for i in range(0, len(loose), size)]
     hits = HIT.objects.bulk_create([HIT(project=project, position=start + n) for n in range(len(chunks))])
@@ -363,7 +395,97 @@ def build_hits(project: Project) -> int:
         hits = list(HIT.objects.filter(project=project, position__gte=start).order_by("position"))
     HITItem.objects.bulk_create([HITItem(hit=hit, item_id=item_id, position=p)
                                  for hit, chunk in zip(hits, chunks) for p, item_id in enumerate(chunk)])
+    if order["mode"] != "random":
+        reorder_hits(project)
     return len(hits)
+
+
+# --- the order in which items enter work ---------------------------------------------------------
+ITEM_ORDER_MARK = 1 << 30  # HIT positions from here on: HITs marked for responses beyond r_min (adaptive R)
+
+
+def _item_confidence(project: Project, item_ids: list[int]) -> dict[int, float]:
+    """The active model's confidence per item (:data:`providers.item_confidence`); ``{}`` when there is none."""
+    got = providers.item_confidence.get(project, item_ids)
+    return {int(k): float(v) for k, v in (got or {}).items() if v is not None}
+
+
+def _hit_keys(project: Project, order: dict, hits: list[dict]) -> tuple[dict[int, float], set[int], str]:
+    """Sort key per open HIT (lower = offered sooner), the HITs marked for more responses, and a note."""
+    item_ids = [i for h in hits for i in h["items"]]
+    mode = order["mode"]
+    if mode == "uncertainty":
+        conf = _item_confidence(project, item_ids)
+        if not conf:
+            return {}, set(), "no model gives confidences for this task type: random order (as imported)"
+        return ({h["id"]: min((conf.get(i, 1.0) for i in h["items"]), default=1.0) for h in hits}, set(),
+                f"least confident first ({len(conf)} items scored)")
+    if mode == "model-human":
+        diff = selectors.model_human_disagreement(project, item_ids)
+        if not diff:
+            return {}, set(), "no item has both a model annotator's and a human answer yet: order unchanged"
+        return ({h["id"]: -max((diff.get(i, 0.0) for i in h["items"]), default=0.0) for h in hits}, set(),
+                f"model-human disagreement first ({len(diff)} items)")
+    agreement = selectors.item_agreement(project, item_ids)
+    keys, marked = {}, set()
+    for h in hits:
+        shares = [agreement[i] for i in h["items"] if i in agreement]
+        # the most disagreeing item of the HIT decides; HITs nobody answered yet come after those with answers
+        keys[h["id"]] = min((share for share, _ in shares), default=2.0)
+        if order["adaptive"] and h["taken"] >= order["r_min"] and any(
+                n >= order["r_min"] and share < order["min_agreement"] for share, n in shares):
+            marked.add(h["id"])
+    return keys, marked, f"most disagreement first; {len(marked)} HITs marked for more than r_min responses"
+
+
+@transaction.atomic
+def reorder_hits(project: Project) -> dict:
+    """Put the project's open HITs (``taken`` below the cap) in the order of its item order
+    (``Project.config["item_order"]``; see :func:`annotation.selectors.clean_item_order`) by giving them new
+    ``position`` values -- the allocation hands out the lowest free position, so nothing else changes there.
+
+    - ``random``: nothing (the import order, today's behaviour);
+    - ``uncertainty``: least confident first under the active model (:data:`providers.item_confidence`; without one:
+      unchanged, and the note says so); ``build_hits`` also groups the least confident items into the first HITs;
+    - ``disagreement``: HITs whose answered items disagree most (share of the most common answer) first, then the
+      HITs nobody answered; with ``r_min < r_max`` a HIT that has ``r_min`` slots taken takes more (up to ``r_max``)
+      only while an item with ``r_min`` answers agrees less than ``min_agreement``: such HITs are *marked* by a
+      position at or above :data:`ITEM_ORDER_MARK`, which the allocation offers before any new HIT;
+    - ``model-human``: HITs where a model annotator's answer differs most from the humans' first.
+
+    New positions are above the current highest of their band, so the unique (project, position) constraint never
+    sees a collision; a HIT that an allocation is taking right now (row locked on PostgreSQL) keeps its position.
+    Returns ``{"mode", "moved", "marked", "note"}``. Safe to call at any time (a debounced task after submissions,
+    after a model is activated, after ``build_hits``).
+    """
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()  # one reorder/builder at a time
+    order = selectors.item_order(project)
+    if order["mode"] == "random":
+        return {"mode": "random", "moved": 0, "marked": 0, "note": "random order (as imported)"}
+    hits = selectors.open_hits(project, order["cap"])
+    keys, marked, note = _hit_keys(project, order, hits)
+    if not keys:
+        return {"mode": order["mode"], "moved": 0, "marked": 0, "note": note}
+    ids = [h["id"] for h in hits]
+    if _skip_locked():  # FOR UPDATE: also skips HITs whose assignment row is being inserted (FOR KEY SHARE)
+        ids = set(HIT.objects.select_for_update(skip_locked=True).filter(pk__in=ids).values_list("pk", flat=True))
+    else:
+        ids = set(ids)
+    by_position = sorted((h for h in hits if h["id"] in ids), key=lambda h: (keys.get(h["id"], 0.0), h["position"]))
+    normal = [h for h in by_position if h["id"] not in marked]
+    flagged = [h for h in by_position if h["id"] in marked]
+    top = HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK).order_by("-position").values_list(
+        "position", flat=True).first()
+    top_marked = HIT.objects.filter(project=project, position__gte=ITEM_ORDER_MARK).order_by("-position").values_list(
+        "position", flat=True).first()
+    base = 0 if top is None else top + 1
+    base_marked = ITEM_ORDER_MARK if top_marked is None else top_marked + 1
+    if base + len(normal) >= ITEM_ORDER_MARK:
+        raise ProjectInvalid("item_order", "HIT positions are exhausted; rebuild the project's HITs")
+    updates = [HIT(pk=h["id"], position=base + n) for n, h in enumerate(normal)]
+    updates += [HIT(pk=h["id"], position=base_marked + n) for n, h in enumerate(flagged)]
+    HIT.objects.bulk_update(updates, ["position"], batch_size=500)
+    return {"mode": order["mode"], "moved": len(updates), "marked": len(flagged), "note": note}
 
 
 # --- allocation ---------------------------------------------------------------------------------
@@ -437,17 +559,30 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
                 status=Assignment.Status.EXPIRED).count()
             if used >= project.max_hits_per_worker:
                 raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
-        r = project.assignments_per_item
         assignment = Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
                                 expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
-        if not (_skip_locked() and _take_free_hit(assignment, r)):
-            hit_id = _take_hit_slow(project, worker, r)
-            if hit_id is None:
-                return None
-            assignment.hit_id = hit_id
-            assignment.save(force_insert=True)
+        for r, from_position in _allocation_passes(project):
+            if _skip_locked() and _take_free_hit(assignment, r, from_position):
+                break
+            hit_id = _take_hit_slow(project, worker, r, from_position)
+            if hit_id is not None:
+                assignment.hit_id = hit_id
+                assignment.save(force_insert=True)
+                break
+        else:
+            return None
         _add_gold(project, worker, assignment)
         return assignment
+
+
+def _allocation_passes(project: Project) -> list[tuple[int, int | None]]:
+    """``(cap, lowest position)`` per pass of the allocation: one pass ``(R, None)``; with adaptive R (the
+    ``disagreement`` order with ``r_min < r_max``) first the HITs marked for more responses (``r_max``, positions from
+    :data:`ITEM_ORDER_MARK`), then any HIT below ``r_min``. Every cap is at most R."""
+    order = selectors.item_order(project)
+    if order["adaptive"]:
+        return [(order["r_max"], ITEM_ORDER_MARK), (order["r_min"], None)]
+    return [(order["cap"], None)]
 
 
 def _add_gold(project: Project, worker: Worker, assignment: Assignment) -> None:
@@ -538,7 +673,7 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
     worker submitted it, :class:`HITFull` when no slot is left (after giving stale reservations back once).
     """
     now = now or timezone.now()
-    r = project.assignments_per_item
+    r = selectors.item_order(project)["cap"]  # R, or r_max of adaptive R (never above R)
     for attempt in range(2):
         with transaction.atomic():
             locked = Worker.objects.select_for_update(no_key=True).get(pk=worker.pk)
@@ -596,24 +731,27 @@ def _saved(obj, pk):
     return obj
 
 
-def _take_free_hit(assignment: Assignment, r: int) -> bool:
+def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = None) -> bool:
     """PostgreSQL: pick the first free HIT nobody else is allocating, take a slot and insert the
     reservation, in one statement (one round trip).
 
     ``SKIP LOCKED`` makes concurrent workers take different rows instead of queueing on one; the
     ``taken < R`` guard in the UPDATE's WHERE is what keeps every HIT at or below R. ``False`` (nothing
     written) when every candidate is locked right now or none is left: the caller then falls back to waiting.
+    ``from_position``: only HITs at or after that position (the marked HITs of adaptive R).
     """
     qn = connection.ops.quote_name
+    band = "" if from_position is None else "AND c.position >= %s "
     hit_table, asg_table = qn(HIT._meta.db_table), qn(Assignment._meta.db_table)
     columns, exprs, params = _insert_columns(assignment, raw={"hit_id": "h.id"})
     sql = (f"WITH h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
-           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s AND NOT EXISTS ("
+           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND NOT EXISTS ("
            f"SELECT 1 FROM {asg_table} a WHERE a.hit_id = c.id AND a.worker_id = %s) "
            f"ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND taken < %s RETURNING id) "
            f"INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h RETURNING id, hit_id")
+    band_params = [] if from_position is None else [from_position]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [assignment.project_id, r, assignment.worker_id, r, *params])
+        cursor.execute(sql, [assignment.project_id, r, *band_params, assignment.worker_id, r, *params])
         row = cursor.fetchone()
     if row is None:
         return False
@@ -621,12 +759,14 @@ def _take_free_hit(assignment: Assignment, r: int) -> bool:
     return True
 
 
-def _take_hit_slow(project: Project, worker: Worker, r: int) -> int | None:
+def _take_hit_slow(project: Project, worker: Worker, r: int, from_position: int | None = None) -> int | None:
     """Pick a candidate HIT, then take a slot with ``UPDATE ... WHERE taken < R`` (SQLite, and the
     PostgreSQL fallback that waits for a locked candidate instead of reporting that nothing is left)."""
     candidates = (HIT.objects.filter(project=project, taken__lt=r)
                   .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id"))
                   .order_by("position"))
+    if from_position is not None:
+        candidates = candidates.filter(position__gte=from_position)
     if _skip_locked():
         # Every free HIT was locked by another allocation: wait for it (PostgreSQL re-checks ``taken < R``).
         candidates = candidates.select_for_update(no_key=True)
@@ -735,7 +875,7 @@ def extend_reservation(assignment: Assignment, worker: Worker, *, now=None) -> A
             raise AssignmentNotOpen(f"this HIT cannot be held longer than {MAX_HOLD_TIMEOUTS} x "
                                     f"{project.reservation_timeout_seconds // 60} minutes; please submit it")
         if locked.status == Assignment.Status.EXPIRED:
-            took = HIT.objects.filter(pk=locked.hit_id, taken__lt=project.assignments_per_item).update(
+            took = HIT.objects.filter(pk=locked.hit_id, taken__lt=selectors.item_order(project)["cap"]).update(
                 taken=F("taken") + 1)
             if not took:
                 raise SlotTaken("another worker has taken your place in this HIT; submit to keep your answers as "

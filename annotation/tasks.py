@@ -5,6 +5,7 @@ from argora.progress import celery_progress
 
 from . import services, task_types
 from .agreement.snapshots import recompute
+from .models import Project
 from .studio import services as studio_services
 
 
@@ -18,6 +19,12 @@ def expire_reservations() -> int:
 def recompute_agreement(project_id: int, force: bool = False) -> dict:
     """Compute and store the project's agreement snapshots (skipped when the latest covers every submission)."""
     return recompute(project_id, force=force)
+
+
+@shared_task(name="annotation.reorder_hits")
+def reorder_hits(project_id: int) -> dict:
+    """Put the project's open HITs in its item order (active learning; :func:`annotation.services.reorder_hits`)."""
+    return services.reorder_hits(Project.objects.get(pk=project_id))
 
 
 @shared_task(bind=True, name="annotation.studio_import")

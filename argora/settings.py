@@ -318,3 +318,17 @@ ARGORA_PROLIFIC_WORKSPACE_ID = os.environ.get("ARGORA_PROLIFIC_WORKSPACE_ID", ""
 CELERY_BEAT_SCHEDULE["prolific-sync"] = {
     "task": "prolific.sync_all", "schedule": float(os.environ.get("ARGORA_PROLIFIC_SYNC_SECONDS", "600")),
 }
+
+# --- model annotators: LLMs behind an OpenAI-compatible chat endpoint (annotation.model_annotators, ml.llm) ---------
+# ``POST {ARGORA_LLM_BASE_URL}/chat/completions`` as vLLM (http://localhost:8000/v1), Ollama (http://localhost:11434/v1)
+# and llama.cpp's server (http://localhost:8080/v1) serve it. Each model annotator may override the base URL and the
+# model, and name another environment variable for its key (``api_key_env``); the key itself never enters the DB.
+ARGORA_LLM_BASE_URL = os.environ.get("ARGORA_LLM_BASE_URL", "http://localhost:8000/v1")
+ARGORA_LLM_MODEL = os.environ.get("ARGORA_LLM_MODEL", "")
+ARGORA_LLM_API_KEY = os.environ.get("ARGORA_LLM_API_KEY", "")
+ARGORA_LLM_TIMEOUT = float(os.environ.get("ARGORA_LLM_TIMEOUT", "60"))           # seconds to read one reply
+ARGORA_LLM_MAX_ATTEMPTS = int(os.environ.get("ARGORA_LLM_MAX_ATTEMPTS", "3"))     # tries per item before giving up
+ARGORA_LLM_BACKOFF = tuple(float(x) for x in os.environ.get("ARGORA_LLM_BACKOFF", "2,4,8").split(","))  # s per retry
+ARGORA_LLM_MAX_SLEEP = float(os.environ.get("ARGORA_LLM_MAX_SLEEP", "60"))        # longest wait a Retry-After gets
+# price per 1,000 tokens (prompt + completion) for the cost column; 0 = not recorded
+ARGORA_LLM_COST_PER_1K_TOKENS = float(os.environ.get("ARGORA_LLM_COST_PER_1K_TOKENS", "0"))

@@ -18,3 +18,7 @@ class MlConfig(AppConfig):
         providers.encode.fill("ml.encoders.encode")
         providers.default_encoder.fill("ml.encoders.default_encoder_path")
         providers.pair_encoder.fill("ml.bi_encoders.active_encoder")
+        providers.model_answerer.fill("ml.annotators.answer")
+        providers.model_catalogue.fill("ml.annotators.catalogue")
+        providers.model_prompt.fill("ml.annotators.prompt_defaults")
+        providers.item_confidence.fill("ml.item_confidence.item_confidence")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.urls import reverse
 
+from annotation import model_annotators
 from annotation.models import Project
 from argora.celery import gpu_task
 from argora.jobs import result_link
@@ -52,6 +53,20 @@ def maybe_retrain(self, project_id, force=False) -> list:
 def silver(self, run_id) -> dict:
     """Silver annotation run ``run_id`` (see :mod:`ml.silver`); a redelivered task continues from the checkpoint."""
     return silver_runs.process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")
+
+
+@gpu_task(name="ml.tasks.model_annotate")
+def model_annotate(self, annotator_id) -> dict:
+    """A registry model annotator answers the project's items it has not answered (:func:`annotation.model_annotators.run`;
+    a redelivered task goes on with the rest)."""
+    return model_annotators.run(int(annotator_id), progress=celery_progress(self), task_id=self.request.id or "")
+
+
+@shared_task(bind=True, name="ml.llm_annotate", queue="default", acks_late=True, reject_on_worker_lost=True)
+def llm_annotate(self, annotator_id) -> dict:
+    """An LLM model annotator (an HTTP client: the default queue, not an ``ml.tasks.*`` name), like
+    :func:`model_annotate`."""
+    return model_annotators.run(int(annotator_id), progress=celery_progress(self), task_id=self.request.id or "")
 
 
 @shared_task(name="ml.recover_interrupted", queue="default")

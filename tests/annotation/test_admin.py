@@ -12,6 +12,9 @@ from annotation.models import (
     GoldItem,
     GoldRecord,
     Item,
+    ModelAnnotator,
+    ModelAnswer,
+    ModelAnswerFailure,
     Participation,
     Project,
     Response,
@@ -58,7 +61,8 @@ def test_every_annotation_admin_page_opens(root, data):
                StudyPhases: phases.configure(project, {"consent_required": True, "consent_text": "I agree."}),
                Participation: phases.record_consent(project, worker, agreed=True)}
     registered = {m for m in admin.site._registry if m._meta.app_label == "annotation"}
-    assert registered == set(objects)
+    # the model annotators' pages need a run of an annotator: tests/annotation/test_model_annotators.py opens them
+    assert registered - {ModelAnnotator, ModelAnswer, ModelAnswerFailure} == set(objects)
     for model, obj in objects.items():
         info = (model._meta.app_label, model._meta.model_name)
         model_admin = admin.site._registry[model]
