@@ -79,7 +79,7 @@ def user_for_worker(worker: Worker):
     """The passwordless user that logs a browser in as ``worker`` (a platform's worker without an account, e.g. a
     provisional Prolific worker): the worker's own user when it has a passwordless one, else a new one bound to it.
     ``None`` for a worker whose user logs in with a password (that account logs in itself)."""
-    locked = Worker.objects.select_for_update().select_related("user").get(pk=worker.pk)
+    locked = Worker.objects.select_for_update(of=("self",)).select_related("user").get(pk=worker.pk)
     if locked.user_id is not None:
         return locked.user if _signable(locked.user) else None
     user = _new_passwordless_user()

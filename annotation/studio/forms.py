@@ -6,6 +6,7 @@ import json
 
 from django import forms
 
+from annotation import selectors
 from annotation.task_types import all_task_types
 from annotation.task_types.base import Source
 from corpus.models import Topic
@@ -136,6 +137,44 @@ class SettingsForm(forms.Form):
     gold_min_accuracy = forms.FloatField(label="Minimum gold accuracy (0-1)", min_value=0, max_value=1)
     max_hits_per_worker = forms.IntegerField(label="Most HITs per worker", required=False, min_value=1,
                                              help_text="empty = unlimited")
+    # the order in which items enter work (annotation.services.set_item_order; Project.config["item_order"])
+    item_order = forms.ChoiceField(
+        label="Item order", required=False, initial="random",
+        choices=[("random", "Random (as imported)"), ("uncertainty", "Uncertainty: least confident under the model"),
+                 ("disagreement", "Disagreement: most disagreeing items get more responses first"),
+                 ("model-human", "Model-human: items where a model annotator and the humans differ")],
+        help_text="uncertainty needs an active model for the task type, else the order stays random")
+    r_min = forms.IntegerField(label="Disagreement: fewest responses per item (r_min)", required=False, min_value=1,
+                               max_value=1000, help_text="empty = R (no adaptive R)")
+    r_max = forms.IntegerField(label="Disagreement: most responses per item (r_max)", required=False, min_value=1,
+                               max_value=1000, help_text="empty = R; at most R")
+    min_agreement = forms.FloatField(label="Disagreement: agreement that settles an item (0-1)", required=False,
+                                     min_value=0.01, max_value=1, help_text="empty = 0.7")
+
+    def clean(self):
+        data = super().clean()
+        mode = data.get("item_order") or "random"
+        value = {"mode": mode}
+        if mode == "disagreement":
+            value.update({k: data.get(k) for k in ("r_min", "r_max", "min_agreement") if data.get(k) is not None})
+        r = data.get("assignments_per_item")
+        if r is not None:
+            try:
+                self.item_order_value = selectors.clean_item_order(value, assignments_per_item=r)
+            except ValueError as exc:
+                field = getattr(exc, "field", "config.item_order").rpartition(".")[2]
+                self.add_error(field if field in self.fields and field != "mode" else "item_order",
+                               getattr(exc, "reason", str(exc)))
+        return data
+
+    @staticmethod
+    def item_order_initial(project) -> dict:
+        """The form's initial values of the item order fields for ``project``."""
+        order = selectors.item_order(project)
+        out = {"item_order": order["mode"]}
+        if order["mode"] == "disagreement":
+            out.update(r_min=order["r_min"], r_max=order["r_max"], min_agreement=order["min_agreement"])
+        return out
 
 
 SURVEY_EXAMPLE = """[
@@ -230,3 +269,58 @@ class PhasesForm(forms.Form):
         chosen = set(self["training_items"].value() or [])
         return [{"gold": g, "checked": str(g.item_id) in chosen, "explanation": self[f"explanation_{g.item_id}"]}
                 for g in self.golds]
+
+
+# --- model annotators (annotation.model_annotators checks every value; its FieldError names the field) ---------
+def _number_input(step: str) -> forms.NumberInput:
+    return forms.NumberInput(attrs={"step": step})
+
+
+class LLMAnnotatorForm(forms.Form):
+    """A new LLM annotator: what ``create_annotator(kind="llm")`` takes. Empty fields: the ``ARGORA_LLM_*``
+    settings (or the annotator's defaults)."""
+
+    name = forms.CharField(label="Name", required=False, max_length=200)
+    model = forms.CharField(label="Model", required=False, max_length=300)
+    base_url = forms.CharField(label="Base URL", required=False, max_length=500)
+    api_key_env = forms.CharField(label="API key variable", required=False, max_length=200,
+                                  help_text="the environment variable that holds the key; empty: ARGORA_LLM_API_KEY")
+    temperature = forms.CharField(label="Temperature (0-2)", required=False, widget=_number_input("0.1"),
+                                  help_text="empty: 0 (the most likely answer)")
+    batch_size = forms.CharField(label="Batch size", required=False, widget=_number_input("1"),
+                                 help_text="items per transaction of a run; empty: 4")
+    prompt_template = forms.CharField(label="Prompt", required=False, strip=False,
+                                      widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}))
+    OPTIONS = ("model", "base_url", "api_key_env", "temperature", "batch_size")
+
+    def __init__(self, *args, default_model: str = "", default_base_url: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].help_text = f"empty: ARGORA_LLM_MODEL ({default_model or 'not set'})"
+        self.fields["base_url"].help_text = (f"the OpenAI-compatible endpoint; empty: ARGORA_LLM_BASE_URL "
+                                             f"({default_base_url or 'not set'})")
+
+    def options(self) -> dict:
+        return {key: self.cleaned_data.get(key) for key in self.OPTIONS}
+
+
+class RegistryAnnotatorForm(forms.Form):
+    """A new registry annotator: one of the ready model versions of ``catalogue(project)``."""
+
+    name = forms.CharField(label="Name", required=False, max_length=200)
+    version = forms.CharField(label="Model version", required=False)
+    batch_size = forms.CharField(label="Batch size", required=False, widget=_number_input("1"),
+                                 help_text="items per transaction of a run; empty: 64")
+
+    def __init__(self, *args, catalogue: list[dict] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["version"].widget = forms.Select(
+            choices=[("", "choose a model")] + [(str(m["version"]), m.get("label") or f'{m["kind"]} #{m["version"]}')
+                                                for m in catalogue])
+
+    def options(self) -> dict:
+        return {key: self.cleaned_data.get(key) for key in ("version", "batch_size")}
+
+
+class PromptForm(forms.Form):
+    prompt_template = forms.CharField(label="Prompt", required=False, strip=False,
+                                      widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}))

@@ -17,4 +17,11 @@ urlpatterns = [
     path("projects/<slug:slug>/status/<str:status>/", views.project_status, name="studio-status"),
     path("projects/<slug:slug>/workers/<int:worker_id>/unblock/", views.unblock, name="studio-unblock"),
     path("projects/<slug:slug>/late/<int:assignment_id>/accept/", views.accept_late, name="studio-accept-late"),
+    path("projects/<slug:slug>/models/", views.project_models, name="studio-models"),
+    path("projects/<slug:slug>/models/new/", views.model_new, name="studio-model-new"),
+    path("projects/<slug:slug>/models/<int:annotator_id>/prompt/", views.model_prompt, name="studio-model-prompt"),
+    path("projects/<slug:slug>/models/<int:annotator_id>/run/", views.model_run, name="studio-model-run"),
+    path("projects/<slug:slug>/models/<int:annotator_id>/include/", views.model_include, name="studio-model-include"),
+    path("projects/<slug:slug>/models/<int:annotator_id>/failures/", views.model_failures,
+         name="studio-model-failures"),
 ]

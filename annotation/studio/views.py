@@ -16,6 +16,7 @@ import json
 import secrets
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Count
@@ -25,9 +26,17 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_results.models import TaskResult
 
+from annotation import model_annotators as ma
 from annotation import phases, selectors, services
 from annotation.hit_page import duration_text
-from annotation.models import Assignment, GoldItem, Project, Worker
+from annotation.models import (
+    Assignment,
+    GoldItem,
+    Item,
+    ModelAnnotator,
+    Project,
+    Worker,
+)
 from annotation.task_types import all_task_types, get_task_type
 from annotation.views import notice
 from argora import jobs
@@ -303,15 +312,20 @@ def project_settings(request, slug: str):
     markdown_source = (project.config or {}).get(studio.GUIDELINES_KEY)
     initial = {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}
     initial["guidelines"] = markdown_source if isinstance(markdown_source, str) else project.guidelines
+    initial.update(studio_forms.SettingsForm.item_order_initial(project))
     form = studio_forms.SettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         values = {key: form.cleaned_data[key] for key in studio.SETTINGS_FIELDS}
         try:
             studio.update_settings(project, values, guidelines_markdown=form.cleaned_data["guidelines"])
+            order = services.set_item_order(project, form.item_order_value)
         except studio.SetupRefused as exc:
             studio_forms.attach(form, exc)
+        except services.ProjectInvalid as exc:
+            form.add_error("item_order", exc.reason)
         else:
-            messages.success(request, "Settings saved.")
+            messages.success(request, "Settings saved." if order["mode"] == "random"
+                             else f"Settings saved. Item order: {order['note']}.")
             if project.gold_rate > 0 and not project.items.filter(is_gold=True, is_training=False).exists():
                 messages.warning(request, "The gold rate is above 0 but the project has no gold items yet.")
             return redirect("annotation:studio-project", slug=project.slug)
@@ -416,3 +430,135 @@ def unblock(request, slug: str, worker_id: int):
     else:
         messages.success(request, f"{worker} may work again.")
     return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#blocked")
+
+
+# --- model annotators (annotation.model_annotators) --------------------------------------------------------------
+def _annotator(project: Project, annotator_id: int) -> ModelAnnotator:
+    """The project's annotator named in the URL (another project's id is a 404, never a foreign row)."""
+    return get_object_or_404(ModelAnnotator, pk=annotator_id, project=project)
+
+
+def _placeholders(project: Project) -> list[str]:
+    """The ``$names`` a prompt of ``project`` may use (from its first item; none before it has items)."""
+    sample = Item.objects.filter(project=project, is_gold=False).order_by("position", "id").first()
+    if sample is None or _task_type(project) is None:
+        return []
+    return sorted(ma.prompt_context(project, sample))
+
+
+def _models_page(request, project: Project, *, error: str = "", status: int = 200):
+    rows = []
+    for annotator in ModelAnnotator.objects.filter(project=project).order_by("id"):
+        rows.append({"a": annotator, "s": ma.summary(annotator),
+                     "job_url": reverse("job-detail", args=[annotator.task_id]) if annotator.task_id else ""})
+    return render(request, "annotation/studio/models.html", {
+        "project": project, "rows": rows, "error": error,
+        "agreement_url": reverse("annotation:agreement", args=[project.slug]) + "#models",
+        "can_change": request.user.has_perm("annotation.change_project")}, status=status)
+
+
+@studio_page("annotation.view_project")
+@require_GET
+def project_models(request, slug: str):
+    """The project's model annotators: counts, kept apart or counted, the last run's job, and what to do next."""
+    return _models_page(request, get_object_or_404(Project, slug=slug))
+
+
+@studio_page("annotation.change_project")
+@require_http_methods(["GET", "POST"])
+def model_new(request, slug: str):
+    """Add a registry annotator (a ready model of ``catalogue``) or an LLM annotator (``kind`` says which form)."""
+    project = get_object_or_404(Project, slug=slug)
+    kind = request.POST.get("kind", "") if request.method == "POST" else ""
+    catalogue = ma.catalogue(project)
+    llm_form = studio_forms.LLMAnnotatorForm(
+        request.POST if kind == ModelAnnotator.Kind.LLM else None,
+        initial={"prompt_template": ma.default_prompt(project)},
+        default_model=settings.ARGORA_LLM_MODEL, default_base_url=settings.ARGORA_LLM_BASE_URL)
+    registry_form = studio_forms.RegistryAnnotatorForm(
+        request.POST if kind == ModelAnnotator.Kind.REGISTRY else None, catalogue=catalogue)
+    error = ""
+    if request.method == "POST":
+        form = {ModelAnnotator.Kind.LLM: llm_form, ModelAnnotator.Kind.REGISTRY: registry_form}.get(kind)
+        if form is None:
+            error = f"kind: one of {', '.join(ModelAnnotator.Kind.values)}"
+        elif form.is_valid():
+            try:
+                annotator = ma.create_annotator(
+                    project, name=form.cleaned_data["name"], kind=kind, options=form.options(),
+                    prompt_template=form.cleaned_data.get("prompt_template"), user=request.user)
+            except FieldError as exc:
+                studio_forms.attach(form, exc)
+            else:
+                messages.success(request, f"Model annotator {annotator.name} added ({ma.model_id(annotator)}). "
+                                          f"Its answers are kept apart until you count them in results.")
+                return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
+    failed = bool(error or llm_form.errors or registry_form.errors)
+    return render(request, "annotation/studio/models_new.html", {
+        "project": project, "llm_form": llm_form, "registry_form": registry_form, "catalogue": catalogue,
+        "kind": kind, "error": error, "placeholders": _placeholders(project)}, status=400 if failed else 200)
+
+
+@studio_page("annotation.change_project")
+@require_http_methods(["GET", "POST"])
+def model_prompt(request, slug: str, annotator_id: int):
+    """An LLM annotator's prompt: every save that changes it is a new version; the versions below."""
+    project = get_object_or_404(Project, slug=slug)
+    annotator = _annotator(project, annotator_id)
+    if annotator.kind != ModelAnnotator.Kind.LLM:
+        raise Http404("only an LLM annotator has a prompt")
+    form = studio_forms.PromptForm(request.POST or None, initial={"prompt_template": annotator.prompt_template})
+    if request.method == "POST" and form.is_valid():
+        before = annotator.prompt_version
+        try:
+            annotator = ma.update_prompt(annotator, form.cleaned_data["prompt_template"], user=request.user)
+        except FieldError as exc:
+            studio_forms.attach(form, exc)
+        else:
+            messages.success(request, f"Prompt v{annotator.prompt_version} saved; the next run asks with it."
+                             if annotator.prompt_version != before else
+                             f"No change: the prompt is still v{annotator.prompt_version}.")
+            return redirect("annotation:studio-model-prompt", slug=project.slug, annotator_id=annotator.pk)
+    return render(request, "annotation/studio/models_prompt.html", {
+        "project": project, "annotator": annotator, "form": form, "placeholders": _placeholders(project),
+        "versions": annotator.prompt_versions.select_related("created_by").order_by("-version")},
+        status=400 if form.errors else 200)
+
+
+@studio_page("annotation.change_project")
+@require_POST
+def model_run(request, slug: str, annotator_id: int):
+    """Queue a run (``start_run``) and show its job."""
+    project = get_object_or_404(Project, slug=slug)
+    annotator = _annotator(project, annotator_id)
+    try:
+        task_id = ma.start_run(annotator)
+    except FieldError as exc:
+        return _models_page(request, project, error=str(exc), status=400)
+    return redirect("job-detail", task_id=task_id)
+
+
+@studio_page("annotation.change_project")
+@require_POST
+def model_include(request, slug: str, annotator_id: int):
+    """Count the annotator's answers in results (``include=1``) or keep them apart (``include=0``)."""
+    project = get_object_or_404(Project, slug=slug)
+    annotator = _annotator(project, annotator_id)
+    value = request.POST.get("include", "")
+    if value not in ("0", "1"):
+        return _models_page(request, project, error="include: 1 (count in results) or 0 (keep apart)", status=400)
+    ma.set_included(annotator, value == "1")
+    messages.success(request, f"The answers of {annotator.name} "
+                              f"{'count in results now' if value == '1' else 'are kept apart now'}.")
+    return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
+
+
+@studio_page("annotation.view_project")
+@require_GET
+def model_failures(request, slug: str, annotator_id: int):
+    """The annotator's failed attempts, newest first, with the reply as it came."""
+    project = get_object_or_404(Project, slug=slug)
+    annotator = _annotator(project, annotator_id)
+    rows = [{"f": f, "item": studio.item_summary(project, f.item.payload)} for f in ma.failures(annotator)]
+    return render(request, "annotation/studio/models_failures.html", {
+        "project": project, "annotator": annotator, "rows": rows, "summary": ma.summary(annotator)})

@@ -572,3 +572,22 @@ def test_late_answers_are_listed_and_accepted_from_the_project_page(rclient, dja
     # a worker cannot accept anything
     rclient.force_login(django_user_model.objects.create_user("nobody"))
     assert rclient.post(reverse("annotation:studio-accept-late", args=[project.slug, a.pk])).status_code == 403
+
+
+def test_the_item_order_is_set_from_the_settings_page(rclient, built):
+    url = reverse("annotation:studio-settings", args=[built.slug])
+    resp = rclient.post(url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2",
+                                           r_max="9"))
+    assert resp.status_code == 400 and "r_max" in resp.content.decode()  # above R: refused, naming the field
+    assert "item_order" not in (Project.objects.get(pk=built.pk).config or {})
+    resp = rclient.post(url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2",
+                                           r_max="4"))
+    assert resp.status_code == 302
+    built.refresh_from_db()
+    assert built.config["item_order"]["mode"] == "disagreement"
+    assert (built.config["item_order"]["r_min"], built.config["item_order"]["r_max"]) == (2, 4)
+    page = rclient.get(url).content.decode()
+    assert 'value="disagreement" selected' in page and 'name="r_min" value="2"' in page
+    assert rclient.post(url, settings_data(built, item_order="random")).status_code == 302
+    built.refresh_from_db()
+    assert "item_order" not in built.config
