@@ -8,7 +8,9 @@
   ``tagger`` (aspect projects): the predicted spans as the item's aspect ids (``begin:length``), or "no aspect"
   (with the item's attention sum) when it finds none, confidence = the mean probability of its word tags;
   ``valnov`` (validity / novelty projects): each probability against the model's threshold as ``yes`` / ``no``,
-  confidence = the mean of ``max(p, 1 - p)`` over the two dimensions.
+  confidence = the mean of ``max(p, 1 - p)`` over the two dimensions;
+  ``crossencoder`` / ``biencoder`` / ``augsbert`` (BWS similarity projects): every pair of the 4-tuple scored, the
+  highest as ``best`` and the lowest as ``worst``, confidence = the gap between the two scores.
 
 The answers are not trusted here: the annotation side validates them like a human's.
 """
@@ -21,9 +23,12 @@ from annotation.models import ModelAnnotator
 
 from . import llm, registry
 from .models import ModelVersion
+from .similarity import models as sim_models
 
 # registry kinds that answer each task type (what :func:`answer` turns into the task type's answer)
-ANSWERING_KINDS = {"aspect": ("tagger",), "validity_novelty": ("valnov",)}
+ANSWERING_KINDS = {"aspect": ("tagger",), "validity_novelty": ("valnov",),
+                   "bws_similarity": ("crossencoder", "biencoder", "augsbert")}
+SIMILARITY_KINDS = ("crossencoder", "biencoder", "augsbert")
 
 # the prompt an LLM annotator starts with per task type ($name placeholders: annotation.model_annotators.prompt_context)
 # and the answer format it is told ($format)
@@ -32,6 +37,7 @@ ANSWER_FORMATS = {
     "aspect": '{"aspects": ["<begin>:<length>", ...]} with candidate ids from the list; when no candidate is an '
               'aspect: {"aspects": [], "no_aspect": true, "check": "<the answer to: $check_question>"}',
     "validity_novelty": '{"validity": "yes" | "no" | "dont_know", "novelty": "yes" | "no" | "dont_know"}',
+    "bws_similarity": '{"best": "<id of the most similar pair>", "worst": "<id of the least similar pair>"}',
 }
 DEFAULT_PROMPTS = {
     "sentence_label": ("You annotate arguments. Topic: $topic\nSentence: $text\n\n"
@@ -43,6 +49,10 @@ DEFAULT_PROMPTS = {
     "validity_novelty": ("Topic: $topic\nPremise: $premise\nConclusion: $conclusion\n\n"
                          "Is the conclusion valid (justified by the premise)? Is it novel (does it say more than the "
                          "premise)? Answer with one JSON object and nothing else: $format\n"),
+    "bws_similarity": ("Topic: $topic\nEach pair below holds two arguments (JSON: pairs with id, a, b):\n$item_json\n\n"
+                       "Which pair's two arguments are the most similar (they say the same or cover the same aspect), "
+                       "and which pair's are the least similar? Answer with one JSON object and nothing else: "
+                       "$format\n"),
 }
 
 
@@ -106,6 +116,8 @@ def _registry_answers(annotator, items) -> list[dict]:
                              "novelty": "yes" if n >= threshold else "no"},
                     "confidence": (max(v, 1 - v) + max(n, 1 - n)) / 2,
                     "raw": f'{{"validity": {v:.4f}, "novelty": {n:.4f}}}'} for v, n in probs]
+    elif version.kind in SIMILARITY_KINDS:
+        answers = _bws_answers(model, items)
     else:
         raise ValueError(f"a {version.kind!r} model does not answer items")
     per_item = (time.monotonic() - began) / max(1, len(items))
@@ -125,3 +137,23 @@ def _tagger_answer(item, pred: dict) -> dict:
         if "a" in check and "b" in check:
             data["check"] = str(int(check["a"]) + int(check["b"]))
     return {"data": data, "confidence": float(pred.get("confidence") or 0.0) or None, "raw": raw}
+
+
+def _bws_answers(model, items) -> list[dict]:
+    """Best-Worst Scaling choices from a similarity model (AugSBERT §4): every pair of a 4-tuple scored (the
+    cross-encoder's sigmoid, a bi-encoder's cosine) in one batch; best = the highest score, worst = the lowest.
+    Confidence: the gap between them (0 when the model cannot tell the pairs apart)."""
+    pairs = [[p for p in (item.payload or {}).get("pairs") or [] if isinstance(p, dict)] for item in items]
+    scores = sim_models.predict(model, [(p.get("a", ""), p.get("b", "")) for ps in pairs for p in ps]).tolist()
+    out, at = [], 0
+    for ps in pairs:
+        mine, at = scores[at:at + len(ps)], at + len(ps)
+        if len(ps) < 2:
+            out.append({"data": {}, "confidence": None, "raw": "(fewer than two pairs)"})
+            continue
+        order = sorted(range(len(ps)), key=lambda k: mine[k])
+        best, worst = ps[order[-1]], ps[order[0]]
+        out.append({"data": {"best": str(best.get("id")), "worst": str(worst.get("id"))},
+                    "confidence": max(0.0, min(1.0, float(mine[order[-1]] - mine[order[0]]))),
+                    "raw": ", ".join(f"{p.get('id')}: {s:.4f}" for p, s in zip(ps, mine))})
+    return out

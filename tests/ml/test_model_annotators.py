@@ -130,3 +130,34 @@ def test_registry_classifier_annotates_a_validity_novelty_project(tmp_artifacts)
     assert rep["without"]["n_coders"] == 2 and rep["with"]["n_coders"] == 3
     assert rep["alt_test"]["passed"] is None                          # two humans: the test says what it needs
     assert any("fewer than 3 humans" in p for p in rep["alt_test"]["problems"])
+
+
+@pytest.mark.slow
+def test_registry_cross_encoder_answers_a_bws_project_with_best_and_worst_pairs(tmp_artifacts):
+    """A similarity model (AugSBERT §4) as a BWS annotator: each 4-tuple's pairs scored, best = the highest, worst =
+    the lowest; the answers pass the task type's validation and are kept apart from the crowd's."""
+    from ml.registry import train_version
+    from ml.similarity import models as sim_models
+    from tests.annotation.task_types.bws_similarity.helpers import make_project
+
+    rows = [{"pair_id": f"p{i}", "topic": "t", "argument1": f"Argument {i} about cost.", "score": (i % 5) / 4,
+             "argument2": f"Argument {i} about cost." if i % 5 == 4 else f"Something else {i}."} for i in range(24)]
+    version = train_version("crossencoder", rows_train=rows[:16], rows_dev=rows[16:], seed=1,
+                            hyperparameters={"max_steps": 2, "max_length": 24})
+    assert version.status == "ready", version.error
+    project = make_project(pairs=8)
+    assert [m["version"] for m in ma.catalogue(project)] == [version.pk]
+    annotator = ma.create_annotator(project, name="cross", kind="registry", options={"version": version.pk})
+    out = ma.run(annotator.pk)
+    items = list(Item.objects.filter(project=project, is_gold=False, is_training=False))
+    assert out["answered"] == len(items) and out["failures"] == 0, out
+    from ml import registry
+
+    model = registry.load_model(version)
+    for answer in ModelAnswer.objects.filter(annotator=annotator).select_related("response", "item")[:5]:
+        pairs = answer.item.payload["pairs"]
+        scores = sim_models.predict(model, [(p["a"], p["b"]) for p in pairs]).tolist()
+        ids = [p["id"] for p in pairs]
+        assert answer.response.data == {"best": ids[scores.index(max(scores))], "worst": ids[scores.index(min(scores))]}
+        assert answer.model_id == f"crossencoder#{version.pk}" and answer.response.assignment.status == "model"
+    assert selectors.counted_responses(project).count() == 0  # kept apart from the crowd
