@@ -10,7 +10,9 @@
   ``valnov`` (validity / novelty projects): each probability against the model's threshold as ``yes`` / ``no``,
   confidence = the mean of ``max(p, 1 - p)`` over the two dimensions;
   ``crossencoder`` / ``biencoder`` / ``augsbert`` (BWS similarity projects): every pair of the 4-tuple scored, the
-  highest as ``best`` and the lowest as ``worst``, confidence = the gap between the two scores.
+  highest as ``best`` and the lowest as ``worst``, confidence = the gap between the two scores;
+  ``argspan`` / ``argspanscheme`` (span grounding projects): the predicted factual spans grounded to one of the
+  item's KB variables or to Others, confidence = their mean tag probability.
 
 The answers are not trusted here: the annotation side validates them like a human's.
 """
@@ -27,7 +29,8 @@ from .similarity import models as sim_models
 
 # registry kinds that answer each task type (what :func:`answer` turns into the task type's answer)
 ANSWERING_KINDS = {"aspect": ("tagger",), "validity_novelty": ("valnov",),
-                   "bws_similarity": ("crossencoder", "biencoder", "augsbert")}
+                   "bws_similarity": ("crossencoder", "biencoder", "augsbert"),
+                   "span_grounding": ("argspan", "argspanscheme")}
 SIMILARITY_KINDS = ("crossencoder", "biencoder", "augsbert")
 
 # the prompt an LLM annotator starts with per task type ($name placeholders: annotation.model_annotators.prompt_context)
@@ -118,6 +121,11 @@ def _registry_answers(annotator, items) -> list[dict]:
                     "raw": f'{{"validity": {v:.4f}, "novelty": {n:.4f}}}'} for v, n in probs]
     elif version.kind in SIMILARITY_KINDS:
         answers = _bws_answers(model, items)
+    elif version.kind in ("argspan", "argspanscheme"):
+        preds = model.predict([(item.payload or {}).get("text", "") for item in items],
+                              [[v for v in (item.payload or {}).get("variables") or [] if isinstance(v, dict)]
+                               for item in items])
+        answers = [_span_answer(pred) for pred in preds]
     else:
         raise ValueError(f"a {version.kind!r} model does not answer items")
     per_item = (time.monotonic() - began) / max(1, len(items))
@@ -157,3 +165,12 @@ def _bws_answers(model, items) -> list[dict]:
                     "confidence": max(0.0, min(1.0, float(mine[order[-1]] - mine[order[0]]))),
                     "raw": ", ".join(f"{p.get('id')}: {s:.4f}" for p, s in zip(ps, mine))})
     return out
+
+
+def _span_answer(pred: dict) -> dict:
+    spans = pred.get("spans") or []
+    confidences = [float(s["confidence"]) for s in spans if s.get("confidence") is not None]
+    return {"data": {"spans": [{"begin": int(s["begin"]), "end": int(s["end"]), "variable": s.get("variable")}
+                               for s in spans]},
+            "confidence": sum(confidences) / len(confidences) if confidences else None,
+            "raw": ", ".join(f'{s["begin"]}:{s["end"]}->{s.get("variable")}' for s in spans) or "(no span)"}

@@ -161,3 +161,36 @@ def test_registry_cross_encoder_answers_a_bws_project_with_best_and_worst_pairs(
         assert answer.response.data == {"best": ids[scores.index(max(scores))], "worst": ids[scores.index(min(scores))]}
         assert answer.model_id == f"crossencoder#{version.pk}" and answer.response.assignment.status == "model"
     assert selectors.counted_responses(project).count() == 0  # kept apart from the crowd
+
+
+@pytest.mark.slow
+def test_registry_argspan_grounds_the_spans_of_a_span_grounding_project(tmp_artifacts):
+    """ArgSpan (ArgU §3.1.2) as a span grounding annotator: its spans grounded to the item's KB variables (or Others)
+    go through the task type's validation; an answer the task type refuses would be a failure with the raw spans."""
+    from annotation.task_types.span_grounding.task_type import token_offsets
+    from ml.registry import train_version
+    from tests.annotation.task_types.span_grounding.helpers import TOPIC, make_kb
+    from tests.annotation.task_types.span_grounding.helpers import make_project as make_span_project
+    from tests.ml.test_taggers import planted_span_rows
+
+    version = train_version("argspan", rows_train=planted_span_rows(120, 1), rows_dev=planted_span_rows(50, 2),
+                            seed=3, hyperparameters=dict(TINY, epochs=3, proj_dim=32))
+    assert version.status == "ready", version.error
+    _, facts = make_kb(3)
+    project = make_span_project(slug="argspan-annotator", items_per_hit=4, assignments_per_item=1)
+    variables = [{"id": v.pk, "text": v.text} for v in facts]
+    texts = [f"People say that experts say that {facts[i % 3].text} really." for i in range(8)]
+    services.add_items(project, [{"argument_id": None, "text": t, "topic": TOPIC, "stance": "con",
+                                  "tokens": token_offsets(t), "suggestions": [], "variables": variables}
+                                 for t in texts])
+    services.build_hits(project)
+    assert [m["version"] for m in ma.catalogue(project)] == [version.pk]
+    annotator = ma.create_annotator(project, name="argspan", kind="registry", options={"version": version.pk})
+    out = ma.run(annotator.pk)
+    assert out["answered"] + out["failures"] == 8 and out["answered"] >= 1, out
+    offered = {v["id"] for v in variables}
+    for answer in ModelAnswer.objects.filter(annotator=annotator).select_related("response", "item"):
+        text = answer.item.payload["text"]
+        for s in answer.response.data["spans"]:
+            assert s["variable"] in offered | {None} and s["text"] == text[s["begin"]:s["end"]]
+        assert answer.model_id == f"argspan#{version.pk}"
