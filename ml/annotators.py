@@ -12,7 +12,9 @@
   ``crossencoder`` / ``biencoder`` / ``augsbert`` (BWS similarity projects): every pair of the 4-tuple scored, the
   highest as ``best`` and the lowest as ``worst``, confidence = the gap between the two scores;
   ``argspan`` / ``argspanscheme`` (span grounding projects): the predicted factual spans grounded to one of the
-  item's KB variables or to Others, confidence = their mean tag probability.
+  item's KB variables or to Others, confidence = their mean tag probability;
+  ``argument`` (sentence_label projects): the most probable class of ``(topic, text)`` as the project's label
+  (``pro`` -> ``Argument_for`` when the project names its stances so), confidence = its probability.
 
 The answers are not trusted here: the annotation side validates them like a human's.
 """
@@ -22,6 +24,7 @@ import time
 
 from annotation.model_annotators import model_id, render_prompt
 from annotation.models import ModelAnnotator
+from corpus.importers.parsers import STANCES
 
 from . import llm, registry
 from .models import ModelVersion
@@ -30,7 +33,7 @@ from .similarity import models as sim_models
 # registry kinds that answer each task type (what :func:`answer` turns into the task type's answer)
 ANSWERING_KINDS = {"aspect": ("tagger",), "validity_novelty": ("valnov",),
                    "bws_similarity": ("crossencoder", "biencoder", "augsbert"),
-                   "span_grounding": ("argspan", "argspanscheme")}
+                   "span_grounding": ("argspan", "argspanscheme"), "sentence_label": ("argument",)}
 SIMILARITY_KINDS = ("crossencoder", "biencoder", "augsbert")
 
 # the prompt an LLM annotator starts with per task type ($name placeholders: annotation.model_annotators.prompt_context)
@@ -126,6 +129,11 @@ def _registry_answers(annotator, items) -> list[dict]:
                               [[v for v in (item.payload or {}).get("variables") or [] if isinstance(v, dict)]
                                for item in items])
         answers = [_span_answer(pred) for pred in preds]
+    elif version.kind == "argument":
+        offered = annotator.project.get_task_type().labels(annotator.project)
+        preds = model.predict([((item.payload or {}).get("topic", ""), (item.payload or {}).get("text", ""))
+                               for item in items])
+        answers = [_argument_answer(pred, offered) for pred in preds]
     else:
         raise ValueError(f"a {version.kind!r} model does not answer items")
     per_item = (time.monotonic() - began) / max(1, len(items))
@@ -145,6 +153,26 @@ def _tagger_answer(item, pred: dict) -> dict:
         if "a" in check and "b" in check:
             data["check"] = str(int(check["a"]) + int(check["b"]))
     return {"data": data, "confidence": float(pred.get("confidence") or 0.0) or None, "raw": raw}
+
+
+def project_label(label: str, offered) -> str:
+    """The project's label for a predicted ``label``: itself when the project offers it, else the one offered label
+    of the same stance (``pro`` -> ``Argument_for``, :data:`corpus.importers.parsers.STANCES`); otherwise ``label``
+    unchanged (the task type's validation then refuses it)."""
+    if label in offered:
+        return label
+    stance = STANCES.get(str(label).strip().lower())
+    same = [o for o in offered if stance is not None and STANCES.get(str(o).strip().lower()) == stance]
+    return same[0] if len(same) == 1 else label
+
+
+def _argument_answer(pred: dict, offered: list[str]) -> dict:
+    """An ``argument`` model's answer: the most probable class as the project names it (:func:`project_label`),
+    confidence = its probability."""
+    probs = pred.get("probs") or {}
+    return {"data": {"label": project_label(pred["label"], offered)},
+            "confidence": max(probs.values()) if probs else None,
+            "raw": ", ".join(f"{label}: {p:.4f}" for label, p in probs.items())}
 
 
 def _bws_answers(model, items) -> list[dict]:

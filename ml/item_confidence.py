@@ -3,7 +3,8 @@
 
 Which model: the active registry version (the project's, else the global one) of the kind that answers the
 project's task type -- ``tagger`` for aspect projects (the mean probability of its word tags), ``valnov`` for
-validity/novelty projects (the mean of ``max(p, 1 - p)`` over validity and novelty: how far from undecided). Items a
+validity/novelty projects (the mean of ``max(p, 1 - p)`` over validity and novelty: how far from undecided),
+``argument`` for sentence_label projects (the probability of its most probable class). Items a
 model annotator of the project already answered with a confidence (``ModelAnswer.confidence``) use that stored
 figure instead of running a model again. ``None`` when no model can answer the task type: the order falls back to
 random and says so.
@@ -14,7 +15,7 @@ from annotation.models import Item, ModelAnswer
 
 from . import registry
 
-KIND_FOR_TASK_TYPE = {"aspect": "tagger", "validity_novelty": "valnov"}
+KIND_FOR_TASK_TYPE = {"aspect": "tagger", "validity_novelty": "valnov", "sentence_label": "argument"}
 BATCH = 64
 
 
@@ -29,6 +30,12 @@ def _model_confidence(version, items: list) -> dict[int, float]:
                 conf = pred.get("confidence")
                 if conf is not None:
                     out[it.pk] = float(conf)
+        elif version.kind == "argument":
+            preds = model.predict([((it.payload or {}).get("topic", ""), (it.payload or {}).get("text", ""))
+                                   for it in chunk])
+            for it, pred in zip(chunk, preds):
+                if pred.get("probs"):
+                    out[it.pk] = max(pred["probs"].values())
         else:  # valnov
             probs = model.predict([((it.payload or {}).get("premise", ""), (it.payload or {}).get("conclusion", ""))
                                    for it in chunk])

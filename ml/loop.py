@@ -23,7 +23,8 @@ Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
     enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
     lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the task type's
-    ``retrain_kinds``: ``["ranker"]`` for aspect projects, none for the others) it counts the aggregated labels; when at least M =
+    ``retrain_kinds``: ``["ranker"]`` for aspect projects, ``["argument"]`` for sentence_label projects, none for the
+    others) it counts the aggregated labels; when at least M =
     ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
     data snapshot of the active version (``snapshot_labels``) -- or there is no version yet and there are M labels
     -- it trains a new version (parent = the active one) and activates it only if it is better on the dev split:
@@ -59,6 +60,8 @@ DEBOUNCE_KEY = "argora:ml-maybe-retrain:{}"
 TRAIN_LOCK_KEY = "argora:ml-retrain-lock:{}:{}"
 TRAIN_LOCK_SECONDS = 6 * 3600
 ACTIVATE_CHOICES = ("if_better", "always", "never")
+# the kinds the loop retrains for a task type whose own ``retrain_kinds`` names none (the ML side's default)
+TASK_TYPE_KINDS = {"sentence_label": ("argument",)}
 
 
 def debounce_seconds() -> int:
@@ -227,11 +230,12 @@ def retrain_every(project) -> int:
 
 def retrain_kinds(project) -> list[str]:
     """The kinds the loop retrains from ``project``: its ``config["retrain_kinds"]``, else its task type's
-    ``retrain_kinds`` (the aspect task type: ``ranker``); none for a task type that is not installed."""
+    ``retrain_kinds`` (the aspect task type: ``ranker``), else :data:`TASK_TYPE_KINDS` (``sentence_label``:
+    ``argument``); none for a task type that is not installed."""
     kinds = (project.config or {}).get("retrain_kinds")
     if kinds is None:
         try:
-            kinds = project.get_task_type().retrain_kinds
+            kinds = project.get_task_type().retrain_kinds or TASK_TYPE_KINDS.get(project.task_type, ())
         except KeyError:
             kinds = ()
     return [k for k in kinds if isinstance(k, str)]

@@ -11,8 +11,8 @@ kind's rows) or a folder with ``train.jsonl`` + ``dev.jsonl``. The kind's ``Trai
 into (train, dev) rows; without one, the default reader of :mod:`ml.loop` does (App. F -> §3.1 Step 2a label rows
 for ``ranker``; a file without a ``split`` field is split by sentence hash). Without ``--data``, ``--project`` alone
 trains on the project's aggregated labels. ``--queue`` sends it to a ``gpu`` worker (``ml.tasks.train``) instead
-of training here. ``--eval cross-topic`` (ranker, span_ranker) also reports leave-one-topic-out recall@k
-(``cross_topic_recall@k`` in the dev metrics). Exit 2 with ``FILE:LINE: reason`` for bad data or options.
+of training here. ``--eval cross-topic`` (ranker, span_ranker: leave-one-topic-out recall@k, ``cross_topic_recall@k``
+in the dev metrics; argument: leave-one-topic-out macro F1 with one line per held-out topic). Exit 2 with ``FILE:LINE: reason`` for bad data or options.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ml.tasks import train
 SAMPLING_KINDS = ("augsbert",)  # kinds whose hyperparameters include strategy and k (AugSBERT §3.1)
 
 
-EVAL_KINDS = ("ranker", "span_ranker")  # kinds with the "eval" hyperparameter (in-topic / cross-topic recall@k)
+EVAL_KINDS = ("ranker", "span_ranker", "argument")  # kinds with the "eval" hyperparameter (in- / cross-topic)
 
 
 def parse_hp(values: list[str], what: str = "hp") -> dict:
@@ -92,7 +92,8 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="enqueue ml.tasks.train on the gpu queue instead")
         parser.add_argument("--eval", choices=["in-topic", "cross-topic"], default=None,
                             help="ranker / span_ranker: cross-topic also reports leave-one-topic-out recall@5/10/15/20 "
-                                 "(Arg-CTRL Table 2; one extra training per topic); in-topic (default): dev recall@k")
+                                 "(Arg-CTRL Table 2); argument: leave-one-topic-out macro F1 per held-out topic (one "
+                                 "extra training per topic); in-topic (default): the dev split only")
 
     def handle(self, *args, **opts):
         try:
@@ -112,7 +113,7 @@ class Command(BaseCommand):
         hyperparameters.update(sampling_options(opts["kind"], opts.get("strategy"), opts.get("k")))
         if opts.get("eval"):
             if opts["kind"] not in EVAL_KINDS:
-                raise CommandError(f"--eval: only {' and '.join(EVAL_KINDS)} report in-/cross-topic recall@k, "
+                raise CommandError(f"--eval: only {', '.join(EVAL_KINDS)} report in- and cross-topic figures, "
                                    f"not {opts['kind']!r}", returncode=2)
             hyperparameters["eval"] = opts["eval"]
 
@@ -145,5 +146,14 @@ class Command(BaseCommand):
                 figures = ", ".join(f"@{k} {dev[f'{prefix}recall@{k}']:.4f}" for k in (5, 10, 15, 20)
                                     if dev.get(f"{prefix}recall@{k}") is not None)
                 self.stdout.write(f"{setting} recall {figures}")
+        per_topic = (((outcome["metrics"] or {}).get("info") or {}).get("cross_topic") or {}).get("per_topic") or {}
+        if per_topic:
+            self.stdout.write(f"in-topic macro F1 {dev.get('f1_macro', float('nan')):.4f} "
+                              f"(majority {dev.get('majority_f1_macro', float('nan')):.4f}); cross-topic macro F1 "
+                              f"{dev.get('cross_topic_f1_macro', float('nan')):.4f} "
+                              f"(majority {dev.get('cross_topic_majority_f1_macro', float('nan')):.4f})")
+            for topic, row in sorted(per_topic.items()):
+                self.stdout.write(f"  held out {topic}: macro F1 {row.get('f1_macro', float('nan')):.4f}, "
+                                  f"majority {row.get('majority_f1_macro', float('nan')):.4f}, n {row.get('n')}")
         self.stdout.write("activated" if outcome["activated"] else
                           f"not activated (active: {outcome['active'] or 'none'})")
