@@ -7,8 +7,9 @@ answers count nowhere until a sync finds submission ``SESSION_ID`` of participan
 same browser coming back (its session, or the signed worker cookie) is the same worker; another browser with the same
 ids gets a worker of its own, never the first one's.
 
-:func:`completion_url` fills ``annotation.providers.completion_url``: a worker who came through Prolific for this
-project is sent back to Prolific with the COMPLETED (or screened-out) code, so nobody copies a code by hand.
+:func:`completion_return` fills ``annotation.providers.completion_return``: a worker who came through Prolific for
+this project is sent back to Prolific with the study's COMPLETED (or screened-out) code, which the page also shows, so
+nobody copies a code by hand.
 """
 from __future__ import annotations
 
