@@ -141,8 +141,10 @@ def test_log_out_and_the_invite_link_again_is_the_same_worker(live_server, page)
     worker, assignment = join(page, live_server, project)
     for key in "123":
         page.keyboard.press(key)
-    page.keyboard.press("Enter")
+    with page.expect_navigation():  # the submission lands on the next HIT (on a busy machine: wait for it)
+        page.keyboard.press("Enter")
     expect(page.locator(".hit-item").first).to_be_visible()  # the next HIT
+    assert Assignment.objects.filter(worker=worker, status="reserved").exclude(pk=assignment.pk).exists()
     page.get_by_role("button", name="Stop and get my completion code").click()
     code = page.locator("#completion-code")
     expect(code).to_be_visible()
