@@ -71,7 +71,8 @@ def test_reload_mid_hit_restores_every_answer_and_the_feedback(live_server, page
     page.keyboard.press("1")
     saved(page)
     assert AssignmentDraft.objects.get(assignment=assignment).responses[str(items[2].pk)] == {"label": "pro"}
-    page.keyboard.press("Enter")
+    with page.expect_navigation():  # the HIT page posts and lands on the same URL: wait for the new page
+        page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(rf"/work/{project.slug}/$"))
     expect(page.locator(".hit-item").first).to_be_visible()
     stored = {r.item_id: r.data["label"] for r in Response.objects.filter(assignment=assignment)}

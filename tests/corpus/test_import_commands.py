@@ -1,7 +1,6 @@
 """The import CLI (exit 2 with file:line: reason, nothing written) and the Celery task."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from io import StringIO
@@ -12,6 +11,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from corpus.models import DebateNode, DebateTree, Document, FactVariable, Sentence, Topic
+from tests.worker_utils import subprocess_env
 
 DATA = Path(__file__).parent / "data"
 MODELS = (Topic, Sentence, Document, FactVariable, DebateTree, DebateNode)
@@ -84,12 +84,13 @@ def test_import_documents_command_refuses_invalid_utf8(tmp_path):
     assert counts() == {name: 0 for name in counts()}
 
 
+@pytest.mark.django_db(transaction=True)  # the child process opens its own transaction on this database
 def test_manage_py_exits_2_with_file_line_reason_on_stderr(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"topic": "Cloning", "sentence": "Fine.", "stance": "pro"}\n{"topic": oops}\n')
     result = subprocess.run(
         [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "import_corpus", str(path), "--format", "jsonl"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        capture_output=True, text=True, timeout=120, env=subprocess_env(),  # this test's database
         cwd=settings.BASE_DIR)
     assert result.returncode == 2, result.stderr
     assert f"{path}:2: invalid JSON" in result.stderr
