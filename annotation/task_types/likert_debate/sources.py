@@ -47,11 +47,7 @@ def preview(project, data: SourceInput) -> Preview:
 
 
 def write(project, data: SourceInput, progress) -> dict:
-    payloads = _payloads(data)
-    progress(0, len(payloads), "importing debates")
-    s = items.import_payloads(project, payloads)
-    progress(len(payloads), len(payloads), "importing debates")
-    return {"items": s["created"], "gold": 0}
+    return items.write_payloads(project, _payloads(data), progress, "importing debates")
 
 
 def summary(payload: dict) -> str:

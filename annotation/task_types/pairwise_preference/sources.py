@@ -44,11 +44,7 @@ def preview(project, data: SourceInput) -> Preview:
 
 
 def write(project, data: SourceInput, progress) -> dict:
-    payloads = _payloads(data)
-    progress(0, len(payloads), "importing pairs")
-    s = items.import_payloads(project, payloads)
-    progress(len(payloads), len(payloads), "importing pairs")
-    return {"items": s["created"], "gold": 0}
+    return items.write_payloads(project, _payloads(data), progress, "importing pairs")
 
 
 def summary(payload: dict) -> str:

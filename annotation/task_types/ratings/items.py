@@ -275,6 +275,15 @@ def import_payloads(project, payloads: list[dict]) -> dict:
     return {"created": len(new), "skipped": len(payloads) - len(new), "hits": hits}
 
 
+def write_payloads(project, payloads: list[dict], progress, what: str) -> dict:
+    """A studio source's ``write`` for a rating task type: :func:`import_payloads` with a progress report before and
+    after (``what``: "importing debates", ...). Returns ``{"items", "gold"}``."""
+    progress(0, len(payloads), what)
+    s = import_payloads(project, payloads)
+    progress(len(payloads), len(payloads), what)
+    return {"items": s["created"], "gold": 0}
+
+
 def import_pairs(project, path) -> dict:
     return import_payloads(project, read_pairs(path))
 
