@@ -90,7 +90,7 @@ def test_the_whole_worker_journey_ends_with_the_completion_code(live_server, pag
 
     # training item 1: a choice survives a reload (saved as a draft), then the answer and its explanation
     expect(page.locator("#training-intro")).to_contain_text("Training item 1 of 3")
-    page.locator(".hit-item").focus()
+    expect(page.locator(".hit-item")).to_be_focused()  # hit.js is ready (it focuses the item): keys are its now
     page.keyboard.press("2")
     expect(page.locator("#hit-saved")).to_have_text("Your answers are saved as you go.")
     page.reload()
