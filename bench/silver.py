@@ -1,28 +1,39 @@
-"""Silver tagger throughput: our batched tagger (ml.inference) vs transformers.pipeline on the same model.
+"""Silver tagger throughput: ours (ml.inference, the engine silver runs use) vs the best transformers.pipeline set-up.
 
-    python bench/silver.py [--n 2000] [--train-steps 150] [--batch-size 64]
+    python bench/silver.py [--n 1000] [--repeats 3] [--threads 1] [--batch-size 64] [--texts FILE] [--data FILE]
+    python bench/silver.py --workers 1,2 [...]     # sharded silver runs on 1 and 2 worker processes
+                                                    # (bench/silver_workers.py)
 
-Model: the packaged all-MiniLM-L6-v2 with a token-classification head trained briefly on planted aspects (the
-aspect after "because of"), so both sides run the real 6-layer encoder and F1 is meaningful. On the same 2,000
-sentences, in one process, it times
+Model: the packaged all-MiniLM-L6-v2 with a token-classification head trained briefly (``--train-steps``) on
+planted aspects, or on ``--data FILE`` (any file ``manage.py train tagger --data`` reads: App. F JSONL, CoNLL, ...;
+then the F1 below is on that file's dev rows). Both sides run the same trained 6-layer encoder on the same sentences,
+with the same number of threads (``--threads``, default 1: one per worker process, as silver workers run).
 
-- ``pipeline("token-classification", model=..., tokenizer=...)`` called once per sentence, and with
-  ``batch_size=32`` on the whole list;
-- our ``TokenTagger`` in fp32 and int8 (dynamic quantisation of the encoder's Linear layers; length-sorted
-  batches, dynamic padding, inference mode) -- int8 is what silver runs use on CPU;
+Sentences: ``--texts FILE`` (one sentence per line, or a TSV whose columns hold sentences), by default the real
+arguments of ``../shared/data/ukp_aspect/UKP_ASPECT.tsv`` when present, else planted ones (the bench says which).
 
-and prints sentences/second, the ratios, the peak resident memory of each phase (sampled) and the dev macro F1
-of the fp32 and the int8 tagger (targets: >= 3x per-sentence, >= 1.5x batched, |F1 delta| <= 0.5 points).
-On CUDA the tagger runs in fp16 instead of int8.
+Contenders, timed interleaved ``--repeats`` times (each round runs every contender once, in a rotated order):
+
+- baseline ``pipeline fp32``: ``pipeline("token-classification")`` on the length-sorted list, ``batch_size``;
+- baseline ``pipeline int8``: the same after ``torch.ao.quantization.quantize_dynamic`` of the model's Linear layers
+  (the two lines a user would add: this is the best PyTorch set-up, the one the ratio is taken against);
+- ``ours torch int8``: :class:`ml.inference.TokenTagger` on torch (length-sorted batches, dynamic padding);
+- ``ours onnx int8``: the same on ONNX Runtime (exported once, int8 weights) -- what silver runs use on CPU.
+
+Prints sentences/s per contender and round, the ratio ours / best baseline (min / median / max over the rounds),
+the machine load before and after, and the F1 of each of ours against the fp32 model: token macro F1 on the dev rows,
+and on the real sentences the span-level agreement of each int8 engine with the fp32 model's spans (no gold there).
+Targets (issue 25): >= 1.5x the best pipeline set-up, F1 within 0.5 points.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import random
+import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -30,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+UKP_ASPECT = Path(__file__).resolve().parents[2] / "shared" / "data" / "ukp_aspect" / "UKP_ASPECT.tsv"
 ASPECTS = ["costs", "safety", "radioactive waste", "jobs", "crime rates", "freedom", "health risks", "pollution",
            "carbon emissions", "energy prices"]
 WORDS = ("the a it is we they people should would many some this that policy country government law support oppose "
@@ -37,7 +49,8 @@ WORDS = ("the a it is we they people should would many some this that policy cou
          "justice guns control children parents cities future years").split()
 
 
-def sentences(n: int, seed: int) -> list[dict]:
+def planted(n: int, seed: int) -> list[dict]:
+    """Sentences with one aspect after "because of" (the tagger rows of ml.trainers.tagger)."""
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
@@ -50,96 +63,147 @@ def sentences(n: int, seed: int) -> list[dict]:
     return rows
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+def read_texts(path: Path | None, n: int) -> tuple[list[str], str]:
+    if path is None and UKP_ASPECT.exists():
+        path = UKP_ASPECT
+    if path is None:
+        return [r["text"] for r in planted(n, 7)], "planted sentences (no --texts, no UKP ASPECT on this machine)"
+    seen: dict[str, None] = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        if path.suffix == ".tsv":
+            for row in csv.reader(fh, delimiter="\t"):
+                for cell in row:
+                    if len(cell.split()) >= 5:  # sentence columns, not topic / label columns
+                        seen.setdefault(cell.strip(), None)
+        else:
+            for line in fh:
+                if line.strip():
+                    seen.setdefault(line.strip(), None)
+    texts = list(seen)
+    if not texts:
+        raise SystemExit(f"{path}:1: no sentences")
+    texts = (texts * (n // len(texts) + 1))[:n]
+    return texts, f"{path} ({len(seen)} distinct real sentences)"
 
 
-class PeakRSS:
-    def __enter__(self):
-        self.peak, self._stop = rss_mb(), threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-        return self
-
-    def _run(self):
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, rss_mb())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-        self.peak = max(self.peak, rss_mb())
+def span_f1(reference: list[dict], predicted: list[dict]) -> float:
+    """Exact-match span F1 of ``predicted`` against ``reference`` predictions (1.0 when both are empty)."""
+    tp = fp = fn = 0
+    for ref, pred in zip(reference, predicted):
+        r = {(s["begin"], s["end"]) for s in ref["spans"]}
+        p = {(s["begin"], s["end"]) for s in pred["spans"]}
+        tp, fp, fn = tp + len(r & p), fp + len(p - r), fn + len(r - p)
+    return 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
-def timed(label, fn, n):
-    with PeakRSS() as mem:
-        t = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t
-    print(f"{label:<42} {n / dt:8.1f} sent/s   {dt:7.2f} s   peak RSS {mem.peak:7.0f} MB", flush=True)
-    return n / dt
+def load_line() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1000, help="sentences per timing")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--train-steps", dest="train_steps", type=int, default=80)
+    ap.add_argument("--threads", type=int, default=1, help="torch and ONNX Runtime threads (default 1)")
+    ap.add_argument("--batch-size", dest="batch_size", type=int, default=64)
+    ap.add_argument("--texts", type=Path, help="sentences to tag (default: UKP ASPECT's arguments when present)")
+    ap.add_argument("--data", type=Path, help="a labelled tagger file to train on and take the dev F1 from")
+    ap.add_argument("--workers", help="e.g. 1,2: time sharded silver runs on that many worker processes instead")
+    args, rest = ap.parse_known_args(argv)
+    if args.workers:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import silver_workers
+
+        return silver_workers.main(list(argv if argv is not None else sys.argv[1:]))
+    if rest:
+        ap.error(f"unrecognised arguments: {' '.join(rest)}")
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+
     import django
 
     django.setup()
     import torch
+    from torch import nn
+    from torch.ao.quantization import quantize_dynamic
     from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
 
+    from ml import loop
     from ml.registry import TrainRequest
     from ml.trainers import tagger
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--train-steps", type=int, default=80)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
-    ap.add_argument("--batch-size", type=int, default=64)
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {device}")
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); load before: {load_line()}", flush=True)
 
+    if args.data:
+        rows_train, rows_dev = loop.rows_from_file("tagger", args.data)
+        rows_dev = [r for r in rows_dev if r.get("split") != "test"] or rows_dev
+        data_note = f"trained on {args.data} ({len(rows_train)} train, {len(rows_dev)} dev rows)"
+    else:
+        rows_train, rows_dev = planted(1200, 1), planted(300, 3)
+        data_note = "trained on planted aspects (give --data FILE for a real labelled corpus)"
     out = Path(tempfile.mkdtemp(prefix="argora-bench-tagger-"))
     t = time.perf_counter()
-    result = tagger.train(TrainRequest(kind="tagger", rows_train=sentences(1200, 1), rows_dev=sentences(200, 2),
-                                       base_model=None, seed=13, output_dir=out,
-                                       hyperparameters={"epochs": 1, "max_steps": args.train_steps, "lr": 1e-4,
-                                                        "head_lr": 1e-3, "batch_size": 16, "max_length": 64}))
-    print(f"trained the MiniLM token head for {args.train_steps} steps in {time.perf_counter() - t:.1f} s "
-          f"(dev macro F1 {result.metrics['f1_macro']:.4f}, majority {result.metrics['majority_f1_macro']:.4f})")
+    tagger.train(TrainRequest(kind="tagger", rows_train=rows_train, rows_dev=rows_dev, base_model=None, seed=13,
+                              output_dir=out, hyperparameters={"epochs": 1, "max_steps": args.train_steps,
+                                                               "batch_size": 16, "max_length": 128}))
+    print(f"{data_note}; {args.train_steps} steps in {time.perf_counter() - t:.0f} s", flush=True)
 
-    bench = sentences(args.n, 7)
-    texts = [r["text"] for r in bench]
-    dev = sentences(500, 3)
+    texts, source = read_texts(args.texts, args.n)
+    ordered = sorted(texts, key=len)  # what a user does for the pipeline: sort by length
+    print(f"tagging {len(texts)} sentences from {source}", flush=True)
 
-    model = AutoModelForTokenClassification.from_pretrained(str(out))
     tok = AutoTokenizer.from_pretrained(str(out))
-    pipe = pipeline("token-classification", model=model, tokenizer=tok, device=0 if device == "cuda" else -1)
-    pipe(texts[:8])  # warm-up
-    base_one = timed("pipeline, one call per sentence", lambda: [pipe(x) for x in texts], len(texts))
-    base_batch = timed("pipeline, batch_size=32", lambda: pipe(texts, batch_size=32), len(texts))
-    del pipe, model
-
+    device = -1
+    pipe32 = pipeline("token-classification", model=AutoModelForTokenClassification.from_pretrained(str(out)).eval(),
+                      tokenizer=tok, device=device)
+    m8 = quantize_dynamic(AutoModelForTokenClassification.from_pretrained(str(out)).eval(), {nn.Linear},
+                          dtype=torch.qint8)
+    pipe8 = pipeline("token-classification", model=m8, tokenizer=tok, device=device)
+    os.environ["ARGORA_TAGGER_ENGINE"] = "torch"
+    ours_torch = tagger.load(out, quantize=True)
     fp32 = tagger.load(out, quantize=False)
-    fp32.predict(texts[:8])
-    ours_fp32 = timed(f"ours {fp32.precision}, length-sorted batch={args.batch_size}",
-                      lambda: fp32.predict(texts, batch_size=args.batch_size), len(texts))
-    fast = tagger.load(out)  # int8 on CPU, fp16 on CUDA: what silver runs use
-    fast.predict(texts[:8])
-    ours = timed(f"ours {fast.precision}, length-sorted batch={args.batch_size}",
-                 lambda: fast.predict(texts, batch_size=args.batch_size), len(texts))
+    os.environ["ARGORA_TAGGER_ENGINE"] = "onnx"
+    ours_onnx = tagger.load(out, quantize=True)
+    contenders = {
+        "baseline pipeline fp32 (sorted, batched)": lambda: pipe32(ordered, batch_size=args.batch_size),
+        "baseline pipeline int8 (sorted, batched)": lambda: pipe8(ordered, batch_size=args.batch_size),
+        "ours torch int8": lambda: ours_torch.predict(texts, batch_size=args.batch_size),
+        "ours onnx int8": lambda: ours_onnx.predict(texts, batch_size=args.batch_size),
+    }
+    pipe32(ordered[:16]), pipe8(ordered[:16]), ours_torch.predict(texts[:16]), ours_onnx.predict(texts[:16])  # warm-up
 
-    f_fp32 = tagger.evaluate(fp32, dev)["f1_macro"]
-    f_fast = tagger.evaluate(fast, dev)
-    print(f"dev macro F1 (500 sentences): fp32 {f_fp32:.4f}, {fast.precision} {f_fast['f1_macro']:.4f} "
-          f"(delta {100 * (f_fast['f1_macro'] - f_fp32):+.2f} points; majority {f_fast['majority_f1_macro']:.4f})")
-    print(f"ratio ours {fast.precision} / pipeline per sentence: {ours / base_one:.2f}x (target >= 3x)")
-    print(f"ratio ours {fast.precision} / pipeline batch_size=32: {ours / base_batch:.2f}x (target >= 1.5x)")
-    print(f"ratio ours fp32 / pipeline batch_size=32: {ours_fp32 / base_batch:.2f}x")
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for r in range(args.repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            t = time.perf_counter()
+            contenders[name]()
+            rates[name].append(len(texts) / (time.perf_counter() - t))
+        print(f"round {r + 1}: " + ", ".join(f"{n.split(' (')[0]} {rates[n][-1]:.1f}/s" for n in names), flush=True)
+
+    print(f"\n{'contender':<44} {'sent/s min':>10} {'median':>8} {'max':>8}")
+    for name in names:
+        v = rates[name]
+        print(f"{name:<44} {min(v):10.1f} {statistics.median(v):8.1f} {max(v):8.1f}")
+    base_names = [n for n in names if n.startswith("baseline")]
+    for ours in ("ours onnx int8", "ours torch int8"):
+        # per round: ours / the best baseline of that round
+        ratios = [rates[ours][i] / max(rates[b][i] for b in base_names) for i in range(args.repeats)]
+        print(f"ratio {ours} / best pipeline: min {min(ratios):.2f}x  median {statistics.median(ratios):.2f}x  "
+              f"max {max(ratios):.2f}x  (target >= 1.5x)")
+
+    f32 = tagger.evaluate(fp32, rows_dev)["f1_macro"]
+    reference = fp32.predict(texts[:500])
+    for name, model in (("onnx int8", ours_onnx), ("torch int8", ours_torch)):
+        f = tagger.evaluate(model, rows_dev)["f1_macro"]
+        agree = span_f1(reference, model.predict(texts[:500]))
+        print(f"F1 {name}: dev token macro F1 {f:.4f} vs fp32 {f32:.4f} (delta {100 * (f - f32):+.2f} points); "
+              f"span agreement with fp32 on the tagged sentences {agree:.4f}")
+    print(f"load after: {load_line()}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -15,6 +15,14 @@ What makes it fast (vs. ``transformers.pipeline("token-classification")``, see `
 
 ``quantize=None`` (the default) means "int8 on CPU unless ``ARGORA_TAGGER_INT8=0``"; the quantised tagger's F1 is
 checked against fp32 by ``bench/silver.py`` and ``tests/ml/test_inference.py``.
+
+Engines (``engine=`` or ``$ARGORA_TAGGER_ENGINE``): ``onnx`` (the default on CPU when ``onnxruntime`` is installed, for a
+tagger loaded from its artifact folder) exports the model once to ONNX (``torch.onnx.export``) and, for int8, quantises
+it with ONNX Runtime's dynamic quantisation (``onnxruntime.quantization.quantize_dynamic``); the files are cached in
+``<artifact>/onnx/`` (written to a temporary name and renamed, so two workers loading the same version never read a
+half-written file) and run by an ``onnxruntime.InferenceSession`` with as many intra-op threads as torch has
+(:func:`ml.training` sets them; ``--threads``). ``torch`` runs the PyTorch model as above (int8 through
+``torch.ao.quantization``). A model that exists only in memory (a trainer's dev evaluation) always runs on torch.
 """
 from __future__ import annotations
 
@@ -104,6 +112,124 @@ def prepare_for_inference(model, *, device: str, quantize: bool | None = None, e
     return model.to(device), "fp32"
 
 
+def onnxruntime_available() -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pick_engine(engine: str | None, device: str) -> str:
+    """``onnx`` or ``torch``: the requested engine, else ``$ARGORA_TAGGER_ENGINE``, else onnx on CPU when available."""
+    engine = (engine or os.environ.get("ARGORA_TAGGER_ENGINE", "") or "").strip().lower() or None
+    if engine not in (None, "onnx", "torch"):
+        raise ValueError(f"engine: {engine!r} is not one of onnx, torch")
+    if engine == "torch" or device != "cpu":
+        return "torch"
+    if engine == "onnx" and not onnxruntime_available():
+        raise ValueError("engine: onnx needs the onnxruntime package (pip install onnxruntime)")
+    return "onnx" if onnxruntime_available() else "torch"
+
+
+def _logits_only(model):
+    """``forward(input_ids, attention_mask) -> logits`` of a Hugging Face model, for ``torch.onnx.export``."""
+    from torch import nn
+
+    class LogitsOnly(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).logits
+
+    return LogitsOnly(model)
+
+
+def export_onnx(model, folder, *, int8: bool) -> "os.PathLike":
+    """The ONNX file of ``model`` in ``folder`` (``model.fp32.onnx`` / ``model.int8.onnx``), exported once."""
+    import tempfile
+    import warnings
+    from pathlib import Path
+
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fp32 = folder / "model.fp32.onnx"
+    target = folder / ("model.int8.onnx" if int8 else "model.fp32.onnx")
+    if target.exists():
+        return target
+    if not fp32.exists():
+        ids = torch.ones((2, 8), dtype=torch.long)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
+        os.close(fd)
+        with warnings.catch_warnings(), torch.inference_mode(False):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(_logits_only(model.float().eval()), (ids, ids.clone()), tmp,
+                              input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                              dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
+                                            "attention_mask": {0: "batch", 1: "seq"},
+                                            "logits": {0: "batch", 1: "seq"}},
+                              opset_version=17, dynamo=False)
+        _fuse_transformer(tmp, model.config)
+        os.replace(tmp, fp32)
+    if int8:
+        import logging
+
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
+        os.close(fd)
+        logging.getLogger().disabled, was = True, logging.getLogger().disabled  # its "pre-processing" hint
+        try:
+            # like the torch path: only the encoder's Linear weights in int8 (per channel; embeddings and the small
+            # classification head stay fp32)
+            import onnx
+
+            head = [n.name for n in onnx.load(str(fp32), load_external_data=False).graph.node
+                    if "classifier" in n.name]
+            quantize_dynamic(str(fp32), tmp, weight_type=QuantType.QInt8, per_channel=True, nodes_to_exclude=head,
+                             op_types_to_quantize=["MatMul", "Gemm"],
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        finally:
+            logging.getLogger().disabled = was
+        os.replace(tmp, target)
+    return target
+
+
+def _fuse_transformer(path: str, config) -> None:
+    """ONNX Runtime's transformer optimiser (fused attention, layer norm, GELU) on a BERT-like export, in place.
+
+    Left as exported for other architectures or when the optimiser does not recognise the graph."""
+    if getattr(config, "model_type", "") not in ("bert", "roberta", "distilbert", "xlm-roberta", "electra", "mpnet"):
+        return
+    from onnxruntime.transformers import optimizer
+
+    optimized = optimizer.optimize_model(path, model_type="bert", num_heads=int(config.num_attention_heads),
+                                         hidden_size=int(config.hidden_size), opt_level=1, use_gpu=False)
+    optimized.save_model_to_file(path)
+
+
+class OnnxLogits:
+    """An ``onnxruntime.InferenceSession`` over an exported token-classification model: ``(ids, mask) -> logits``."""
+
+    def __init__(self, path, *, threads: int | None = None):
+        import onnxruntime as ort
+        import torch
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(threads or torch.get_num_threads())
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.path = str(path)
+        self.session = ort.InferenceSession(self.path, options, providers=["CPUExecutionProvider"])
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
+
+
 # --- encoding --------------------------------------------------------------------------------------
 
 @dataclass
@@ -172,9 +298,17 @@ class TokenTagger:
     """
 
     def __init__(self, model, tokenizer, *, labels: Sequence[str] = BIO, max_length: int = 128,
-                 device: str | None = None, quantize: bool | None = None, info: dict | None = None):
+                 device: str | None = None, quantize: bool | None = None, info: dict | None = None,
+                 engine: str | None = None, onnx_dir=None):
         self.device = pick_device(device)
-        self.model, self.precision = prepare_for_inference(model, device=self.device, quantize=quantize)
+        self.engine = pick_engine(engine, self.device) if onnx_dir is not None else "torch"
+        self.onnx = None
+        if self.engine == "onnx":
+            int8 = want_int8(quantize, self.device)
+            self.onnx = OnnxLogits(export_onnx(model, onnx_dir, int8=int8))
+            self.model, self.precision = None, "int8" if int8 else "fp32"
+        else:
+            self.model, self.precision = prepare_for_inference(model, device=self.device, quantize=quantize)
         self.tokenizer = tokenizer
         self.labels = list(labels)
         self.max_length = int(max_length)
@@ -185,13 +319,23 @@ class TokenTagger:
     def from_pretrained(cls, path, **kwargs) -> "TokenTagger":
         from transformers import AutoModelForTokenClassification, AutoTokenizer
 
+        from pathlib import Path
+
         model = AutoModelForTokenClassification.from_pretrained(str(path))
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        kwargs.setdefault("onnx_dir", Path(path) / "onnx")
         return cls(model, tokenizer, labels=labels, **kwargs)
 
     def _forward_probs(self, ids: np.ndarray, mask: np.ndarray):
         import torch
+
+        if self.onnx is not None:
+            logits = self.onnx(ids, mask).astype(np.float32)
+            logits -= logits.max(axis=-1, keepdims=True)
+            probs = np.exp(logits)
+            probs /= probs.sum(axis=-1, keepdims=True)
+            return probs.argmax(axis=-1), probs.max(axis=-1)
 
         with torch.inference_mode():
             t_ids = torch.from_numpy(ids).to(self.device)
