@@ -2,6 +2,8 @@
 
 - ``POST /api/projects/<slug>/next/``: reserve (or resume) a HIT -> 200, 204 when none is left, 403 when blocked.
 - ``POST /api/assignments/<id>/submit/``: submit all responses -> 200, 400 ``{"errors": {field: reason}}``, 403, 409.
+  ``?next=1``: the same, and the next HIT is reserved in the same transaction and returned as ``"next"`` (the body
+  ``POST .../next/`` returns; null with ``"next_detail"`` saying why when none is handed out).
   After the reservation's deadline the answers are kept as late answers: 200 with ``"status": "late"``.
 - ``PUT /api/assignments/<id>/draft/`` (or POST, for ``fetch(..., {keepalive})`` on leaving the page): the answers
   given so far, as the HIT form's fields, restored when the page is opened again -> 204, 400, 403, 409.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response as HttpResponse
 from rest_framework.views import APIView
@@ -120,32 +122,54 @@ class NextAssignment(APIView):
         return HttpResponse(assignment_data(assignment))
 
 
-class SubmitAssignment(APIView):
-    """Submit the responses of an assignment (idempotent: an identical retry changes nothing)."""
+class SubmittedNextSerializer(SubmittedSerializer):
+    next = AssignmentSerializer(allow_null=True, help_text="the next HIT reserved for you (as POST .../next/ "
+                                                           "returns it), null when none is handed out")
+    next_detail = serializers.CharField(allow_null=True, help_text="why no next HIT: a rule (blocked, quota, "
+                                                                    "phases, project not active); null otherwise")
 
-    @extend_schema(request=SubmitSerializer, responses={
-        200: SubmittedSerializer, 400: ErrorsSerializer, 403: DetailSerializer, 404: DetailSerializer,
+
+NEXT_PARAMETER = OpenApiParameter("next", bool, description=(
+    "1: also reserve the next HIT in the same project and return it as ``next`` (one request per HIT; the answers "
+    "and the reservation are committed together, a retry gets the same next HIT)"))
+
+
+class SubmitAssignment(APIView):
+    """Submit the responses of an assignment (idempotent: an identical retry changes nothing); with ``?next=1`` the
+    response carries the next HIT reserved for the worker (``next``, or null and ``next_detail``)."""
+
+    @extend_schema(request=SubmitSerializer, parameters=[NEXT_PARAMETER], responses={
+        200: SubmittedNextSerializer, 400: ErrorsSerializer, 403: DetailSerializer, 404: DetailSerializer,
         409: DetailSerializer})
     def post(self, request, pk: int):
         body = SubmitSerializer(data=request.data)
         if not body.is_valid():
             return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
-        assignment = get_object_or_404(services.submittable_assignments(), pk=pk)
+        want_next = request.query_params.get("next", "").lower() in ("1", "true", "yes")
+        assignment = get_object_or_404(services.submittable_assignments(with_phases=want_next), pk=pk)
         worker = selectors.worker_of_user(request.user)
         if worker is None or worker.pk != assignment.worker_id:
             return HttpResponse({"detail": "this assignment is not held by you"}, status=status.HTTP_403_FORBIDDEN)
+        answers = {"feedback": body.validated_data["feedback"], "client_seconds": body.validated_data["client_seconds"],
+                   "fresh": True}
         try:
-            done = services.submit_assignment(assignment, worker, body.validated_data["responses"],
-                                              feedback=body.validated_data["feedback"],
-                                              client_seconds=body.validated_data["client_seconds"], fresh=True)
+            if want_next:
+                done, following, refusal = services.submit_and_reserve_next(
+                    assignment, worker, body.validated_data["responses"], **answers)
+            else:
+                done = services.submit_assignment(assignment, worker, body.validated_data["responses"], **answers)
         except services.ValidationFailed as exc:
             return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.SubmissionError as exc:
             return HttpResponse({"detail": str(exc)}, status=exc.status)
         if getattr(done, "gold_scored", True):  # only scoring gold answers can have blocked the worker
             worker.refresh_from_db(fields=["blocked"])
-        return HttpResponse({"assignment": done.pk, "status": done.status, "submitted_at": done.submitted_at,
-                             "work_seconds": done.work_seconds, "blocked": worker.blocked})
+        data = {"assignment": done.pk, "status": done.status, "submitted_at": done.submitted_at,
+                "work_seconds": done.work_seconds, "blocked": worker.blocked}
+        if want_next:
+            data["next"] = None if following is None else assignment_data(following)
+            data["next_detail"] = None if refusal is None else str(refusal)
+        return HttpResponse(data)
 
 
 def _own_assignment(request, pk: int):

@@ -2,7 +2,10 @@
 
 Thin views over :mod:`annotation.agreement` (:mod:`~annotation.agreement.table`, :mod:`~annotation.agreement.snapshots`,
 :mod:`~annotation.agreement.scheduling`) and :func:`annotation.services.adjudicate_item`: the figures come from the latest stored
-:class:`~annotation.models.AgreementSnapshot`. When a project has none yet, a small project (at most
+:class:`~annotation.models.AgreementSnapshot`: ``/dashboards/`` reads only each project's summary (two queries for
+any number of projects), the agreement page the snapshot's figures without items plus one page of its item rows,
+and the items page one page of rows (``?page=``, ``?limit=``; the CSV downloads read them all). When a project has
+none yet, a small project (at most
 :data:`SYNC_MAX_RESPONSES` = 2,000 responses, tens of milliseconds) is computed and stored in the request; a larger
 one enqueues ``annotation.recompute_agreement`` after commit (once per :data:`FIRST_VIEW_LOCK_SECONDS`) and the pages
 say "computing" (CSV downloads answer 503 with ``Retry-After``) until the worker has stored it. "Recompute now"
@@ -23,7 +26,8 @@ URLs (``annotation/dashboard_urls.py``)::
     /projects/<slug>/agreement/                      summary, charts, model annotators (?epsilon=: the alt-test's
                                                      margin; ?format=csv: the summary table)
     /projects/<slug>/agreement/recompute/            POST: enqueue a recompute
-    /projects/<slug>/agreement/items/                lowest agreement first, responses, adjudication (?format=csv)
+    /projects/<slug>/agreement/items/                lowest agreement first, responses, adjudication (?page=, ?limit=,
+                                                     ?format=csv)
     /projects/<slug>/agreement/items/<id>/adjudicate/  POST: an expert's final answer
     /projects/<slug>/agreement/<table>.csv           summary | topics | workers | items | over_time
 """
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 
 from django.contrib import messages
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -43,13 +49,14 @@ from .agreement import svg
 from .agreement.alttest import DEFAULT_EPSILON, MIN_HUMANS
 from .agreement.minimums import MIN_ITEM_RESPONSES, MIN_UNITS, MIN_WORKER_UNITS, mark
 from .agreement.scheduling import schedule_first_snapshot, schedule_recompute
-from .agreement.snapshots import latest_snapshot, store_snapshots
+from .agreement.snapshots import item_page, item_rows, latest_snapshot, latest_snapshots, store_snapshots
 from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project, Response
 from .views import expert_required
 
 CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
 SYNC_MAX_RESPONSES = 2000        # first view of a project without a snapshot: compute in the request up to this size
 COMPUTING_RETRY_SECONDS = 5
+LOWEST_SHOWN = 5                 # items listed on the agreement page
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -101,11 +108,14 @@ def _submitted(project: Project) -> int:
     return Assignment.objects.filter(project=project, status__in=Assignment.DONE).count()
 
 
-def _current_adjudications(project: Project) -> dict[int, dict]:
+def _current_adjudications(project: Project, item_ids=None) -> dict[int, dict]:
+    """The latest adjudication of each item of the project (``item_ids``: of those items only)."""
     answer_text = project.get_task_type().answer_text
     out: dict[int, dict] = {}
-    for a in (Adjudication.objects.filter(item__project=project).select_related("expert")
-              .order_by("item_id", "created_at", "id")):
+    qs = Adjudication.objects.filter(item__project=project)
+    if item_ids is not None:
+        qs = qs.filter(item_id__in=item_ids)
+    for a in qs.select_related("expert").order_by("item_id", "created_at", "id"):
         out[a.item_id] = {"answer": a.answer, "text": answer_text(a.answer), "note": a.note,
                           "by": a.expert.get_username() if a.expert else "", "at": a.created_at}
     return out
@@ -189,6 +199,20 @@ def _item_reason(it: dict, table: dict) -> str:
     return "undefined (no two responses share a unit)"
 
 
+def _item_counts(table: dict) -> tuple[int, int]:
+    """(answered items, items without an agreement figure): counted from ``items`` when the table has them (a
+    fresh project table), else the counts stored with the snapshot's figures."""
+    if "items" in table:
+        items = table["items"]
+        return len(items), sum(1 for it in items if it["agreement"] is None)
+    return table.get("n_items", 0), table.get("n_items_without", 0)
+
+
+def _with_items(snap: AgreementSnapshot) -> dict:
+    """The snapshot's figures with every item row (lowest agreement first): for the CSV downloads only."""
+    return {**snap.figures, "items": [r.as_dict() for r in item_rows(snap).iterator(chunk_size=2000)]}
+
+
 def _lowest_first(items: list[dict]) -> list[dict]:
     return sorted(items, key=lambda it: (it["agreement"] is None, it["agreement"] if it["agreement"] is not None
                                          else 0, it["position"], it["item_id"]))
@@ -198,8 +222,8 @@ def charts(table: dict) -> dict:
     """The four charts, each with its n (``*_n``) and a "too few ratings" mark (``*_mark``); points and bars that
     rest on fewer ratings than their minimum are drawn hollow / pale and say so in their tooltip."""
     hist = table.get("item_agreement_histogram") or {"bins": [k / 10 for k in range(11)], "counts": [0] * 10}
-    items = table.get("items", [])
-    n_hist = sum(1 for it in items if it["agreement"] is not None)
+    n_items, n_without = _item_counts(table)
+    n_hist = n_items - n_without
     workers = [_with_overlap(w) for w in table.get("workers", [])]
     y_key, y_label = worker_y_axis(table)
     y_n = "gold_n" if y_key == "gold_accuracy" else "overlap_n"
@@ -218,7 +242,7 @@ def charts(table: dict) -> dict:
         "histogram": svg.histogram("chart-histogram", hist["counts"], hist["bins"],
                                    title=f"Per-item agreement (share of agreeing pairs), n = {_count(n_hist, 'item')}",
                                    xlabel="agreement of the item's responses"),
-        "histogram_n": n_hist, "histogram_left_out": len(items) - n_hist,
+        "histogram_n": n_hist, "histogram_left_out": n_without,
         "histogram_mark": mark(n_hist, MIN_UNITS, "items with 2+ responses"),
         "workers": svg.scatter("chart-workers", points,
                                title=f"Workers: LOO vs {y_label}, n = {_count(len(plotted), 'worker')}",
@@ -272,26 +296,33 @@ def _figure_rows(table: dict) -> list[dict]:
 @expert_required
 @require_GET
 def dashboards(request):
+    done = (Assignment.objects.filter(project=OuterRef("pk"), status__in=Assignment.DONE).order_by()
+            .values("project").annotate(n=Count("pk")).values("n"))
+    adjudicated = (Adjudication.objects.filter(item__project=OuterRef("pk")).order_by()
+                   .values("item__project").annotate(n=Count("item", distinct=True)).values("n"))
+    projects = list(Project.objects.annotate(
+        n_submitted=Coalesce(Subquery(done, output_field=IntegerField()), 0),
+        n_adjudicated=Coalesce(Subquery(adjudicated, output_field=IntegerField()), 0)).order_by("pk"))
+    snaps = latest_snapshots(projects)
     rows = []
-    for project in Project.objects.all():
-        snap = latest_snapshot(project)
-        submitted = _submitted(project)
-        f = snap.figures if snap else {}
+    for project in projects:
+        snap = snaps.get(project.pk)
+        submitted = project.n_submitted
+        f = snap.summary if snap else {}
         rows.append({"project": project, "snap": snap, "submitted": submitted, "results_page": results_page(project),
-                     "stale": snap is not None and snap.based_on != submitted,
+                     "stale": snap is not None and snap.based_on != submitted, "summary": f,
                      "alpha": _num(f.get("alpha")), "alpha_raw": _raw(f.get("alpha")), "level": f.get("level", ""),
                      "percent_agreement": _num(f.get("percent_agreement")), "kappa": _num(f.get("kappa")),
                      "n_units": f.get("n_units", ""), "n_coders": f.get("n_coders", ""),
                      "mark": mark(f.get("n_units"), MIN_UNITS, "pairable units") if snap and not f.get("unsupported")
                      else None,
-                     "adjudicated": Adjudication.objects.filter(item__project=project).values("item").distinct()
-                     .count()})
+                     "adjudicated": project.n_adjudicated})
     if request.GET.get("format") == "csv":
         header = ["project", "task_type", "status", "submitted_assignments", "level", "alpha", "percent_agreement",
                   "kappa", "n_units", "n_coders", "computed_at", "based_on"]
         out = []
         for r in rows:
-            f = r["snap"].figures if r["snap"] else {}
+            f = r["summary"]
             out.append([r["project"].slug, r["project"].task_type, r["project"].status, r["submitted"],
                         f.get("level"), f.get("alpha"), f.get("percent_agreement"), f.get("kappa"),
                         f.get("n_units"), f.get("n_coders"),
@@ -318,7 +349,8 @@ def agreement(request, slug: str):
         return HttpResponse(f"epsilon: {exc}\n", status=400, content_type="text/plain; charset=utf-8")
     submitted = _submitted(project)
     workers = sorted(map(_with_overlap, table.get("workers", [])), key=lambda w: w["coder"])
-    items = table.get("items", [])
+    n_items, n_without = _item_counts(table)
+    lowest = item_page(snap, limit=LOWEST_SHOWN, with_agreement=True, responses=False)
     figures = _figure_rows(table)
     return render(request, "annotation/dashboard/agreement.html", {
         "project": project, "snap": snap, "table": table, "figures": figures,
@@ -326,8 +358,8 @@ def agreement(request, slug: str):
         "workers": [_worker_row(w) for w in workers],
         "submitted": submitted, "stale": snap.based_on != submitted, "new_since": max(0, submitted - snap.based_on),
         "csv_tables": CSV_TABLES, "unitized": table.get("level") == "unitized",
-        "lowest": [_item_row(it, table) for it in _lowest_first(items) if it["agreement"] is not None][:5],
-        "n_items": len(items), "n_items_without": sum(1 for it in items if it["agreement"] is None),
+        "lowest": [_item_row(it, table) for it in lowest],
+        "n_items": n_items, "n_items_without": n_without,
         "no_item_agreement": bool(table.get("unsupported")),
         "results_page": results_page(project), "cve": table.get("crowd_vs_expert"),
         "minimums": {"units": MIN_UNITS, "item_responses": MIN_ITEM_RESPONSES, "worker_units": MIN_WORKER_UNITS},
@@ -404,33 +436,46 @@ def agreement_items(request, slug: str):
     return _items_page(request, get_object_or_404(Project, slug=slug))
 
 
+def _positive(raw: str | None, default: int, most: int) -> int:
+    try:
+        return max(1, min(most, int(raw or default)))
+    except ValueError:
+        return default
+
+
 def _items_page(request, project: Project, *, error: dict | None = None, status: int = 200):
+    """One page of the snapshot's items, lowest agreement first (``?page=`` from 1, ``?limit=`` up to 1,000 a
+    page): rows ``rank >= (page - 1) * limit`` on the rows' index, however many items the project has."""
     snap = _snapshot(project)
     if snap is None:
         return _computing(request, project, csv=request.GET.get("format") == "csv")
     table = snap.figures
-    adjudications = _current_adjudications(project)
-    if request.GET.get("format") == "csv":
-        header, rows = table_csv(table, "items", snap, adjudications, project.get_task_type().answer_text)
-        return _csv_response(f"{project.slug}-items.csv", header, rows)
-    try:
-        limit = max(1, min(1000, int(request.GET.get("limit", 50))))
-    except ValueError:
-        limit = 50
-    items = _lowest_first(table.get("items", []))
-    names = {w["coder"]: w["name"] for w in table.get("workers", [])}
     tt = project.get_task_type()
+    if request.GET.get("format") == "csv":
+        header, rows = table_csv(_with_items(snap), "items", snap, _current_adjudications(project), tt.answer_text)
+        return _csv_response(f"{project.slug}-items.csv", header, rows)
+    limit = _positive(request.GET.get("limit"), 50, 1000)
+    total, _ = _item_counts(table)
+    pages = max(1, -(-total // limit))
+    page = min(_positive(request.GET.get("page"), 1, pages), pages)
+    items = item_page(snap, start=(page - 1) * limit, limit=limit)
+    adjudications = _current_adjudications(project, [it["item_id"] for it in items])
+    names = {w["coder"]: w["name"] for w in table.get("workers", [])}
     rows = []
-    for it in items[:limit]:
+    for it in items:
         rows.append({**_item_row(it, table),
                      "answers": [{"who": names.get(r["coder"], r["coder"]), "expert": r["is_expert"],
                                   "text": tt.answer_text(r["data"])} for r in it["responses"]],
                      "adjudication": adjudications.get(it["item_id"]), "form": tt.adjudication_form(project, it),
                      "form_template": tt.adjudication_template,
                      "error": (error or {}).get(it["item_id"])})
+    n_adjudicated = (Adjudication.objects.filter(item__project=project).values("item").distinct().count())
     return render(request, "annotation/dashboard/items.html", {
-        "project": project, "snap": snap, "rows": rows, "total": len(items), "limit": limit,
-        "n_adjudicated": len(adjudications), "min_item_responses": MIN_ITEM_RESPONSES,
+        "project": project, "snap": snap, "rows": rows, "total": total, "limit": limit,
+        "page": page, "pages": pages, "first_rank": (page - 1) * limit + 1 if rows else 0,
+        "last_rank": (page - 1) * limit + len(rows),
+        "previous_page": page - 1 if page > 1 else None, "next_page": page + 1 if page < pages else None,
+        "n_adjudicated": n_adjudicated, "min_item_responses": MIN_ITEM_RESPONSES,
     }, status=status)
 
 
@@ -445,7 +490,10 @@ def adjudicate(request, slug: str, item_id: int):
     except services.AdjudicationRefused as exc:
         return _items_page(request, project, error={item.pk: f"{exc.field}: {exc.reason}"}, status=400)
     messages.success(request, f"Item {item.pk}: final answer recorded.")
-    return redirect(reverse("annotation:agreement-items", args=[project.slug]) + f"#item-{item.pk}")
+    page = _positive(request.GET.get("page"), 1, 10**9)
+    limit = _positive(request.GET.get("limit"), 50, 1000)
+    back = f"?page={page}&limit={limit}" if request.GET.get("page") else ""
+    return redirect(reverse("annotation:agreement-items", args=[project.slug]) + f"{back}#item-{item.pk}")
 
 
 @expert_required
@@ -457,7 +505,8 @@ def agreement_csv(request, slug: str, table: str):
     snap = _snapshot(project)
     if snap is None:
         return _computing(request, project, csv=True)
-    header, rows = table_csv(snap.figures, table, snap, _current_adjudications(project),
+    header, rows = table_csv(_with_items(snap) if table == "items" else snap.figures, table, snap,
+                             _current_adjudications(project),
                              project.get_task_type().answer_text)
     return _csv_response(f"{project.slug}-{table}.csv", header, rows)
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any, Iterable
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -109,6 +110,12 @@ class AdjudicationRefused(FieldError):
 
 def _skip_locked() -> bool:
     return bool(connection.features.has_select_for_update_skip_locked)
+
+
+def _serialised_writes() -> bool:
+    """SQLite (>= 3.35, for ``UPDATE ... RETURNING``): every transaction is IMMEDIATE (the settings), so a writing
+    transaction holds the database's only write lock from its start; what it reads cannot change under it."""
+    return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
 
 
 # --- workers ------------------------------------------------------------------------------------
@@ -544,6 +551,14 @@ def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh
 
 def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
     with transaction.atomic():
+        return _reserve_in_transaction(project, worker, now)
+
+
+def _reserve_in_transaction(project: Project, worker: Worker, now) -> Assignment | None:
+    """The allocation itself, inside the caller's transaction. Raises :class:`WorkerBlocked` or
+    :class:`QuotaReached` only before anything is written, so a caller may catch them and still commit what it
+    wrote before (:func:`submit_and_reserve_next`)."""
+    if not _serialised_writes():
         # One allocation at a time per worker (two tabs, a retried request): lock the worker row.
         locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
                   .get(pk=worker.pk))
@@ -552,27 +567,38 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
         # A statement of its own, after the lock: on PostgreSQL a subquery in the locking statement would
         # read the snapshot taken before the wait and miss the reservation a twin request just committed.
         held = current_assignment(project, worker, now=now)
-        if held is not None:
-            return held
-        if project.max_hits_per_worker is not None:
-            used = Assignment.objects.filter(project=project, worker=worker).exclude(
-                status=Assignment.Status.EXPIRED).count()
-            if used >= project.max_hits_per_worker:
-                raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
-        assignment = Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
-                                expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
-        for r, from_position in _allocation_passes(project):
-            if _skip_locked() and _take_free_hit(assignment, r, from_position):
-                break
-            hit_id = _take_hit_slow(project, worker, r, from_position)
-            if hit_id is not None:
-                assignment.hit_id = hit_id
-                assignment.save(force_insert=True)
-                break
-        else:
-            return None
-        _add_gold(project, worker, assignment)
-        return assignment
+    else:
+        # SQLite: the IMMEDIATE transaction already holds the database's write lock (one writer at a time), so the
+        # worker's state and the reservation they hold are read in one statement.
+        held_id = (Assignment.objects.filter(project=project, worker=OuterRef("pk"), status=Assignment.Status.RESERVED,
+                                             expires_at__gt=now).order_by("reserved_at").values("pk")[:1])
+        locked = (Worker.objects.only("pk", "blocked", "blocked_reason").annotate(held_id=Subquery(held_id))
+                  .get(pk=worker.pk))
+        if locked.blocked:
+            raise WorkerBlocked(locked.blocked_reason)
+        held = None if locked.held_id is None else current_assignment(project, worker, now=now)
+    if held is not None:
+        return held
+    if project.max_hits_per_worker is not None:
+        used = Assignment.objects.filter(project=project, worker=worker).exclude(
+            status=Assignment.Status.EXPIRED).count()
+        if used >= project.max_hits_per_worker:
+            raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
+    assignment = Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
+                            expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+    for r, from_position in _allocation_passes(project):
+        if _skip_locked() and _take_free_hit(assignment, r, from_position):
+            break
+        hit_id = (_take_hit_serialised(project, worker, r, from_position) if _serialised_writes()
+                  else _take_hit_slow(project, worker, r, from_position))
+        if hit_id is not None:
+            assignment.hit_id = hit_id
+            assignment.save(force_insert=True)
+            break
+    else:
+        return None
+    _add_gold(project, worker, assignment)
+    return assignment
 
 
 def _allocation_passes(project: Project) -> list[tuple[int, int | None]]:
@@ -780,6 +806,23 @@ def _take_hit_slow(project: Project, worker: Worker, r: int, from_position: int 
     return None
 
 
+def _take_hit_serialised(project: Project, worker: Worker, r: int, from_position: int | None = None) -> int | None:
+    """SQLite: pick the first free HIT this worker has not had and take a slot, in one ``UPDATE ... RETURNING``
+    (the writer holds the database lock, so the pick is final; the ``taken < R`` guard stays in the WHERE)."""
+    qn = connection.ops.quote_name
+    hit_table, asg_table = qn(HIT._meta.db_table), qn(Assignment._meta.db_table)
+    band = "" if from_position is None else "AND c.position >= %s "
+    sql = (f"UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
+           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND NOT EXISTS ("
+           f"SELECT 1 FROM {asg_table} a WHERE a.hit_id = c.id AND a.worker_id = %s) "
+           f"ORDER BY c.position LIMIT 1) AND taken < %s RETURNING id")
+    params = [project.pk, r, *([] if from_position is None else [from_position]), worker.pk, r]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
 def assignment_items(assignment: Assignment) -> list[Item]:
     """The HIT's items with the interleaved gold items, in an order that is stable for this assignment.
 
@@ -965,11 +1008,13 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
     return cleaned
 
 
-def submittable_assignments() -> QuerySet[Assignment]:
+def submittable_assignments(*, with_phases: bool = False) -> QuerySet[Assignment]:
     """What :func:`submit_assignment` reads an assignment with (its project, whether gold items were added);
-    a request handler that reads it this way passes ``fresh=True`` and saves the second read."""
+    a request handler that reads it this way passes ``fresh=True`` and saves the second read. ``with_phases``: the
+    project's phase settings too (:func:`submit_and_reserve_next` needs them to hand out the next HIT)."""
     gold_links = Assignment.gold_items.through.objects.filter(assignment_id=OuterRef("pk"))
-    return Assignment.objects.select_related("project").annotate(has_gold=Exists(gold_links))
+    related = ("project", "project__phases") if with_phases else ("project",)
+    return Assignment.objects.select_related(*related).annotate(has_gold=Exists(gold_links))
 
 
 def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
@@ -987,6 +1032,60 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     ``fresh=True``: ``assignment`` was just read with :func:`submittable_assignments`. The returned assignment's
     ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it).
     """
+    return _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
+                   fresh=fresh)
+
+
+def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
+                            client_seconds: float | None = None, now=None, fresh: bool = False
+                            ) -> tuple[Assignment, Assignment | None, AllocationError | None]:
+    """Submit an assignment (:func:`submit_assignment`, same errors, same guarantees) and reserve the worker's next
+    HIT in the same project (:func:`reserve_next_assignment`, same rules): one request per HIT for a worker going
+    through a study. Returns ``(submitted, next, refusal)``: ``next`` is ``None`` when no HIT is handed out, and then
+    ``refusal`` says why when it is a rule (blocked, quota, phases, project not active) rather than nothing left.
+
+    A new submission and the reservation share one transaction (one commit): the reservation is written only after
+    the answers are, and a refusal is raised before it writes anything, so the answers are kept whatever happens to
+    it. A retried submission stores nothing again and gets the reservation the first attempt made (the worker holds
+    it). Late or concurrently changed submissions, a project whose phases come before the HITs, and a project with
+    nothing free (stale reservations are given back first) take the plain path: the submission, then
+    :func:`reserve_next_assignment`.
+    """
+    now = now or timezone.now()
+    if not fresh:
+        assignment = submittable_assignments(with_phases=True).get(pk=assignment.pk)
+        fresh = True
+    project = assignment.project
+    if not hasattr(project, "_argora_phases"):
+        try:
+            project._argora_phases = project.phases  # read with the assignment (``with_phases``)
+        except Project.phases.RelatedObjectDoesNotExist:
+            project._argora_phases = None
+    inline = project.status == Project.Status.ACTIVE and not selectors.gates_work(selectors.phase_config(project))
+    box: dict[str, Any] = {}
+
+    def reserve_inside(done: Assignment) -> None:
+        try:
+            box["next"] = _reserve_in_transaction(project, worker, now)
+        except AllocationError as exc:  # raised before the reservation wrote anything: the answers stay
+            box["refusal"] = exc
+
+    done = _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
+                   fresh=fresh, after_store=reserve_inside if inline else None)
+    if "refusal" in box:
+        return done, None, box["refusal"]
+    if box.get("next") is not None:
+        return done, box["next"], None
+    try:
+        return done, reserve_next_assignment(project, worker, now=now, fresh=True), None
+    except AllocationError as exc:
+        return done, None, exc
+
+
+def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
+            client_seconds: float | None = None, now=None, fresh: bool = False, after_store=None) -> Assignment:
+    """:func:`submit_assignment`; ``after_store(assignment)`` runs inside the transaction that stores a new
+    submission (never on a retry, a late or a refused one) and must not raise after writing anything."""
     now = now or timezone.now()
     feedback = feedback or ""
     if assignment.worker_id != worker.pk:
@@ -1026,11 +1125,15 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
               "client_seconds": client_seconds, "feedback": feedback, "submission_key": key}
 
     if not golds and cleaned and connection.vendor == "postgresql":
-        if _claim_and_store(assignment, fields, cleaned, now):
-            for name, value in fields.items():
-                setattr(assignment, name, value)
-            transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
-            return assignment
+        # one statement, atomic by itself; with ``after_store`` both share one transaction (one commit)
+        with transaction.atomic() if after_store is not None else nullcontext():
+            if _claim_and_store(assignment, fields, cleaned, now):
+                for name, value in fields.items():
+                    setattr(assignment, name, value)
+                transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
+                if after_store is not None:
+                    after_store(assignment)
+                return assignment
     else:
         with transaction.atomic():
             claimed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED,
@@ -1045,6 +1148,8 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
                     assignment.gold_scored = True
                 transaction.on_commit(
                     lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
+                if after_store is not None:
+                    after_store(assignment)
                 return assignment
     # Someone else changed it since we read it: a concurrent retry (same key), an expiry, another answer.
     current = Assignment.objects.select_related("project").get(pk=assignment.pk)

@@ -1,6 +1,7 @@
 """Benchmark: Argora's agreement engine vs. the `krippendorff` package (0.9.0) vs. a naive pure-Python reference.
 
-    .venv/bin/python bench/agreement.py [--seed 0] [--json out.json] [--no-db] [--only-project-table]
+    .venv/bin/python bench/agreement.py [--seed 0] [--repeat 5] [--json out.json] [--no-db] [--only-project-table]
+                                        [--quick]
 
 Cases (issue 5): alpha nominal on 8 coders x 5,032 units and 8 x 1,000,000 units; alpha interval on 4 x 3,400
 real-valued scores (every value distinct, like BWS scores) and on a 1-5 scale; alpha_u on 8 coders x 5,032 sentences
@@ -10,10 +11,18 @@ agreement, 10 over-time points) at 8 coders x 5,032 units, timed from synthetic 
 ``reliability_data`` + ``compute_table`` (the functions ``project_table`` calls) against the 1 s target, and -- unless
 ``--no-db`` -- as ``project_table`` / ``store_snapshots`` on a scratch SQLite database filled with bulk inserts. The naive reference (``annotation.agreement.reference``) is run on a smaller size where the full size would
 take minutes, and then ours is timed on that same smaller size too, so every ratio compares equal inputs; the line says
-which size. The package is run in a child process with a 4 GiB address-space limit, so a case it cannot do shows its
-own error instead of taking the machine down. Peak memory of ours is traced with ``tracemalloc`` (numpy reports its
-buffers to it). Times are the best of ``--repeat`` runs (wall clock, this machine, whatever else it is doing); no
-assertions on speed -- the values are checked against each other.
+which size.
+
+Ours and the package are timed the same way, side by side (issue 25): **warm** -- one fresh child process (4 GiB
+address-space limit, so a case the package cannot do shows its error instead of taking the machine down) runs one
+untimed call of each, then ``--repeat`` interleaved rounds (ours, package); **cold** -- per round a fresh child for
+ours, then one for the package, each timing its first call. Each line prints ours, the package and package / ours as
+min / median / max over the rounds, with the load average. The CLI case runs ``manage.py agreement alpha --file`` on
+the 8 x 1,000,000 matrix written as CSV against the script a user would write with the package (csv module, ``float``
+per cell, ``krippendorff.alpha``), each a fresh process, interleaved, and prints the package's alpha call alone as the
+floor. Peak memory of ours is traced with ``tracemalloc`` (numpy reports its buffers to it). Wall clock, this machine,
+whatever else it is doing; no assertions on speed -- the values are checked against each other. ``--quick``: tiny
+sizes, to check that the script runs.
 """
 from __future__ import annotations
 
@@ -22,7 +31,10 @@ import json
 import multiprocessing as mp
 import os
 import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -79,35 +91,83 @@ def peak_memory(fn) -> tuple[float, object]:
     return peak / 1024 ** 2, result
 
 
-def _package_child(conn, X, level):
+def _timed_child(conn, sides, X, level, repeat):
+    """In this (fresh, forked) child, under the memory limit: ``repeat`` interleaved rounds, each timing every side
+    of ``sides`` once (the first round is the cold call of a fresh process), sending per side the list of seconds
+    and the value, or the error text."""
     try:
         resource.setrlimit(resource.RLIMIT_AS, (PACKAGE_MEMORY_LIMIT, PACKAGE_MEMORY_LIMIT))
         import krippendorff
 
-        t0 = time.perf_counter()
-        value = krippendorff.alpha(X, level_of_measurement=level)
-        conn.send(("ok", time.perf_counter() - t0, float(value)))
-    except BaseException as exc:  # MemoryError above all
-        conn.send(("error", 0.0, f"{type(exc).__name__}: {str(exc)[:160]}"))
+        fns = {"ours": lambda: krippendorff_alpha(X, level),
+               "package": lambda: float(krippendorff.alpha(X, level_of_measurement=level))}
+        times, values, errors = {s: [] for s in sides}, {}, {}
+        for _ in range(repeat):
+            for side in sides:
+                if side in errors:
+                    continue
+                try:
+                    t0 = time.perf_counter()
+                    values[side] = float(fns[side]())
+                    times[side].append(time.perf_counter() - t0)
+                except BaseException as exc:  # MemoryError above all
+                    errors[side] = f"{type(exc).__name__}: {str(exc)[:160]}"
+        conn.send(("ok", times, values, errors))
+    except BaseException as exc:
+        conn.send(("error", {}, {}, {s: f"{type(exc).__name__}: {str(exc)[:160]}" for s in sides}))
 
 
-def run_package(X: np.ndarray, level: str, repeat: int):
-    """(seconds, value) or (None, error text); each run in a fresh child under the memory limit."""
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        parent, child = mp.Pipe(duplex=False)
-        proc = mp.get_context("fork").Process(target=_package_child, args=(child, X, level))
-        proc.start()
-        if not parent.poll(PACKAGE_TIMEOUT):
-            proc.kill()
-            proc.join()
-            return None, f"no answer within {PACKAGE_TIMEOUT} s"
-        status, secs, value = parent.recv()
+def in_child(sides, X, level, repeat):
+    """({side: [seconds...]}, {side: value}, {side: error}) from one fresh child (see :func:`_timed_child`)."""
+    parent, child = mp.Pipe(duplex=False)
+    proc = mp.get_context("fork").Process(target=_timed_child, args=(child, sides, X, level, repeat))
+    proc.start()
+    if not parent.poll(PACKAGE_TIMEOUT):
+        proc.kill()
         proc.join()
-        if status != "ok":
-            return None, value
-        best = min(best, secs)
-    return best, value
+        return {s: [] for s in sides}, {}, {s: f"no answer within {PACKAGE_TIMEOUT} s" for s in sides}
+    _status, times, values, errors = parent.recv()
+    proc.join()
+    return times, values, errors
+
+
+def compare(X, level, repeat):
+    """Both sides timed the same way. warm: one child, ``repeat`` interleaved rounds after one untimed warm-up call
+    of each side (so both are imported and their first-call costs paid); cold: per round a fresh child for ours,
+    then one for the package, each timing its first call. Returns {"warm"|"cold": {"ours": [...], "package": [...],
+    "ratio": [...]}}, the values and the package's error (None when it ran)."""
+    out, values, error = {}, {}, None
+    times, values, errors = in_child(("ours", "package"), X, level, repeat + 1)
+    warm = {side: t[1:] for side, t in times.items()}
+    error = errors.get("package")
+    cold = {"ours": [], "package": []}
+    for _ in range(repeat):
+        for side in ("ours", "package"):
+            if side == "package" and error:
+                continue
+            t, v, e = in_child((side,), X, level, 1)
+            if e.get(side):
+                error = error or e[side]
+                continue
+            cold[side].extend(t[side])
+            values.setdefault(side, v[side])
+    for name, d in (("warm", warm), ("cold", cold)):
+        d["ratio"] = [p / o for o, p in zip(d["ours"], d.get("package", []))]
+        out[name] = d
+    return out, values, error
+
+
+def spread(xs, unit="s"):
+    """min / median / max of ``xs`` (seconds or a ratio)."""
+    if not xs:
+        return "-"
+    if unit == "x":
+        return f"{min(xs):.2f}x / {statistics.median(xs):.2f}x / {max(xs):.2f}x"
+    return " / ".join(fmt_s(v) for v in (min(xs), statistics.median(xs), max(xs)))
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
 
 
 def nominal_matrix(rng, coders: int, units: int, categories: int = 3, agree: float = 0.8, missing: float = 0.1):
@@ -163,6 +223,59 @@ def fmt_s(x):
 
 def ratio(a, b):
     return "-" if a is None or b is None or b == 0 else f"{a / b:.1f}x"
+
+
+# --- the CLI on a CSV file vs a user's script with the package -------------------------------------------------
+BASELINE_SCRIPT = """
+import csv, json, sys, time
+t0 = time.perf_counter()
+import numpy as np, krippendorff
+with open(sys.argv[1], newline="") as fh:
+    rows = list(csv.reader(fh))[1:]
+X = np.array([[float(c) if c.strip() else np.nan for c in row[1:]] for row in rows])
+t1 = time.perf_counter()
+value = krippendorff.alpha(X, level_of_measurement=sys.argv[2])
+t2 = time.perf_counter()
+print(json.dumps({"alpha": float(value), "read_s": t1 - t0, "alpha_s": t2 - t1}))
+"""
+
+
+def cli_case(X, args, rows, level="nominal"):
+    """``manage.py agreement alpha --file M.csv`` (a fresh process: Django start, CSV reading, alpha) against the
+    script a user would write with the package (a fresh process: csv module, ``float`` per cell, krippendorff.alpha),
+    interleaved, ``--repeat`` rounds; the package's call alone (inside that script) is printed as the floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "M.csv"
+        with open(path, "w") as fh:
+            fh.write("coder," + ",".join(f"u{i}" for i in range(X.shape[1])) + "\n")
+            for c, row in enumerate(X):
+                fh.write(f"c{c}," + ",".join("" if v != v else str(int(v)) for v in row) + "\n")
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="argora.settings")
+        ours, script, call, ratios, values = [], [], [], [], set()
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, str(ROOT / "manage.py"), "agreement", "alpha", "--file", str(path),
+                                  "--level", level, "--json"], env=env, cwd=ROOT, capture_output=True, text=True,
+                                 check=True).stdout
+            ours.append(time.perf_counter() - t0)
+            values.add(round(json.loads(out)["alpha"], 9))
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, str(path), level], env=env, cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout
+            script.append(time.perf_counter() - t0)
+            base = json.loads(out)
+            call.append(base["alpha_s"])
+            values.add(round(base["alpha"], 9))
+            ratios.append(script[-1] / ours[-1])
+    assert len(values) == 1, values
+    print(f"\nCLI: manage.py agreement alpha --file ({X.shape[0]} x {X.shape[1]:,} {level} CSV, "
+          f"{path.stat().st_size / 1024 ** 2 if path.exists() else 0:.0f} MiB)  alpha = {values.pop():.4f}  ({load()})")
+    print(f"  ours (whole process)              {spread(ours):>34}")
+    print(f"  user script with the package      {spread(script):>34}   script / ours {spread(ratios, 'x')}")
+    print(f"  the package's alpha call alone    {spread(call):>34}   "
+          f"ours / call {spread([o / c for o, c in zip(ours, call)], 'x')}")
+    rows.append({"case": f"CLI alpha {level}, {X.shape[0]} x {X.shape[1]}", "ours_process_s": ours,
+                 "script_process_s": script, "package_call_s": call, "load": os.getloadavg()})
 
 
 # --- the whole project table (what the dashboard and `manage.py agreement project` compute) ----------------------
@@ -307,10 +420,12 @@ def project_table_case(rng, args, rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=3, help="best of N for ours and the package (naive: 1 run)")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="interleaved rounds for ours and the package, warm and cold (naive: 1 run)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     ap.add_argument("--no-db", action="store_true", help="project table: skip the database-backed run")
     ap.add_argument("--only-project-table", action="store_true", help="run the project-table case only")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (checks that the script runs; figures mean nothing)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -319,47 +434,53 @@ def main(argv=None):
         return rows
 
     def case(name, X, level, naive_units=None):
-        """ours vs package on X; naive on the first ``naive_units`` columns (all when None) vs ours on those."""
-        t_ours, a_ours = best_time(lambda: krippendorff_alpha(X, level), args.repeat)
+        """ours vs package on X, timed the same way (:func:`compare`); naive on the first ``naive_units`` columns
+        (all when None) vs ours on those."""
+        timing, values, pkg_error = compare(X, level, args.repeat)
+        a_ours = values["ours"]
+        a_pkg = values.get("package")
         mem, _ = peak_memory(lambda: krippendorff_alpha(X, level))
-        t_pkg, a_pkg = run_package(X, level, args.repeat)
         Xn = X if naive_units is None else X[:, :naive_units]
         t_naive, a_naive = best_time(lambda: naive_alpha(Xn.tolist(), level), 1)
-        t_ours_n, a_ours_n = (t_ours, a_ours) if naive_units is None else best_time(
-            lambda: krippendorff_alpha(Xn, level), args.repeat)
+        t_ours_n, a_ours_n = best_time(lambda: krippendorff_alpha(Xn, level), args.repeat)
         assert abs(a_naive - a_ours_n) < 1e-9, (name, a_naive, a_ours_n)
-        if isinstance(a_pkg, float):
+        if a_pkg is not None:
             assert abs(a_pkg - a_ours) < 1e-9, (name, a_pkg, a_ours)
-        row = {"case": name, "level": level, "shape": list(X.shape), "alpha": a_ours, "ours_s": t_ours,
-               "ours_peak_mib": mem, "package_s": t_pkg,
-               "package": a_pkg if isinstance(a_pkg, float) else None,
-               "package_error": None if isinstance(a_pkg, float) else a_pkg,
+        row = {"case": name, "level": level, "shape": list(X.shape), "alpha": a_ours, "timing": timing,
+               "ours_s": min(timing["warm"]["ours"]), "ours_peak_mib": mem,
+               "package_s": min(timing["warm"]["package"]) if timing["warm"].get("package") else None,
+               "package": a_pkg, "package_error": pkg_error, "load": os.getloadavg(),
                "naive_units": Xn.shape[1], "naive_s": t_naive, "ours_on_naive_size_s": t_ours_n}
         rows.append(row)
-        print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}")
-        print(f"  ours      {fmt_s(t_ours):>10}   peak {mem:8.1f} MiB (tracemalloc)")
-        if row["package_error"]:
-            print(f"  package   fails: {row['package_error']}")
-        else:
-            print(f"  package   {fmt_s(t_pkg):>10}   package / ours = {ratio(t_pkg, t_ours)}")
+        print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}  ({load()})")
+        print(f"  ours peak {mem:.1f} MiB (tracemalloc)")
+        print(f"  {'':5} {'ours min / median / max':>34}  {'package min / median / max':>34}  "
+              f"{'package / ours':>26}")
+        for mode, d in timing.items():
+            print(f"  {mode:5} {spread(d['ours']):>34}  {spread(d.get('package', [])):>34}  "
+                  f"{spread(d['ratio'], 'x'):>26}")
+        if pkg_error:
+            print(f"  package fails: {pkg_error}")
         size = "same size" if naive_units is None else f"on the first {Xn.shape[1]:,} units only"
         print(f"  naive     {fmt_s(t_naive):>10}   ({size}; ours there {fmt_s(t_ours_n)}) "
               f"naive / ours = {ratio(t_naive, t_ours_n)}")
 
-    case("alpha nominal, 8 x 5,032", nominal_matrix(rng, 8, 5032), "nominal")
-    big = nominal_matrix(rng, 8, 1_000_000)
-    case("alpha nominal, 8 x 1,000,000", big, "nominal", naive_units=20_000)
-    t_big = rows[-1]["ours_s"]
-    print(f"  target: 8 x 1,000,000 nominal in under 5 s -> {'met' if t_big < 5 else 'MISSED'} ({t_big:.2f} s)")
+    q = args.quick
+    small = 500 if q else 5032
+    case(f"alpha nominal, 8 x {small:,}", nominal_matrix(rng, 8, small), "nominal")
+    big_units = 2000 if q else 1_000_000
+    big = nominal_matrix(rng, 8, big_units)
+    case(f"alpha nominal, 8 x {big_units:,}", big, "nominal", naive_units=min(big_units, 20_000))
+    cli_case(big, args, rows)
     del big
-    real = real_scores(rng, 4, 3400)
-    case("alpha interval, 4 x 3,400 real-valued scores", real, "interval", naive_units=400)
+    real = real_scores(rng, 4, 300 if q else 3400)
+    case(f"alpha interval, 4 x {real.shape[1]:,} real-valued scores", real, "interval", naive_units=400)
     print(f"  distinct values: {np.unique(real).size:,} (the package needs units x values x values float64 = "
-          f"{3400 * np.unique(real).size ** 2 * 8 / 1024 ** 4:.1f} TiB)")
-    case("alpha ratio, 4 x 3,400 positive real-valued scores", np.exp(real), "ratio", naive_units=400)
-    case("alpha interval, 1-5 scale, 8 x 5,032", likert(rng, 8, 5032), "interval")
+          f"{real.shape[1] * np.unique(real).size ** 2 * 8 / 1024 ** 4:.1f} TiB)")
+    case(f"alpha ratio, 4 x {real.shape[1]:,} positive real-valued scores", np.exp(real), "ratio", naive_units=400)
+    case(f"alpha interval, 1-5 scale, 8 x {small:,}", likert(rng, 8, small), "interval")
 
-    spans, L, lengths = sentence_spans(rng, 8, 5032)
+    spans, L, lengths = sentence_spans(rng, 8, 300 if q else 5032)
     t_u, res = best_time(lambda: unitized_alpha(spans, L, coders=range(8)), args.repeat)
     mem_u, _ = peak_memory(lambda: unitized_alpha(spans, L, coders=range(8)))
     n_small = 100

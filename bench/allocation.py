@@ -1,22 +1,31 @@
-"""Benchmark: HIT reservations + submissions per second and latency at 1, 10 and 50 concurrent workers.
+"""Benchmark: stored annotations per second, Argora beside doccano 1.8.4, at 1, 10 and 50 concurrent clients.
 
-    .venv/bin/python bench/allocation.py [--seconds 5] [--http] [--clients 1,10,50] [--repeat 3]
+    .venv/bin/python bench/allocation.py [--db sqlite|postgres] [--seconds 5] [--clients 1,10,50] [--repeat 3]
+                                         [--hit-sizes 1,5,10] [--flows combined,two] [--no-doccano]
 
-DATABASE_URL defaults to postgres://postgres@127.0.0.1:5432/argora_bench (created and migrated when
-missing). Each worker is a thread with its own DB connection (service layer) or its own keep-alive HTTP
-connection to a gunicorn server started here (``--http``). One cycle = reserve a HIT of one item + submit
-its response. Only the ``--http`` figures are compared with doccano's annotation submissions/s (the named
-baseline, DESIGN.md: 90.5 / 134.5 / 104.7 at 1 / 10 / 50 clients, measured over HTTP against doccano's server,
-SQLite, same 2-core machine): the default in-process ("service") run calls the service functions directly, with
-no HTTP, authentication or serialisation, so it gets no ratio. No assertions on speed; the counts are checked
-(every acknowledged submission stored once, no item above R).
+Both servers run here, side by side, behind the same gunicorn set-up (gthread, 3 workers x 8 threads, keep-alive
+75 s, persistent database connections) on the same database kind: SQLite files (Argora's own settings: WAL,
+IMMEDIATE transactions; doccano's own defaults) or, with ``--db postgres``, two PostgreSQL databases
+(``--pg-url``, default postgres://postgres@127.0.0.1:5432; databases ``argora_bench`` and ``doccano_bench``, created
+when missing). doccano is the PyPI release 1.8.4, installed at run time into its own venv
+(``$ARGORA_VAR_DIR/bench/doccano-venv``, or ``--doccano-venv``), pinning what a fresh install of it needs today
+(``marshmallow<4``, ``numpy<2``; ``psycopg2-binary`` for PostgreSQL); no doccano code is part of Argora.
+``bench/doccano_setup.py`` (run with doccano's python) migrates its database and creates the project, its labels,
+examples and annotator tokens.
 
-HTTP mode runs gunicorn (gthread, 3 processes x 8 threads by default: the best of 4x4, 2x8, 3x8, 4x8 on the
-2-core machine; keep-alive 75 s, as behind a proxy) the way a deployment should: several worker processes and
-persistent database connections (``DATABASE_CONN_MAX_AGE``, ``--conn-max-age``; 0 opens a PostgreSQL connection per
-request, which costs more than the request itself). With ``--repeat N`` every level runs N times on a
-fresh project and the median is printed (with the spread). The load average is printed, since other
-work on the same machine moves these figures a lot.
+Load: every client is a thread with its own keep-alive HTTP connection, as many as the level says, running for
+``--seconds``. A doccano client labels its share of the examples, one ``POST /v1/projects/<p>/examples/<e>/categories``
+per annotation (doccano does no allocation: each client is handed its own examples here). An Argora client works
+through HITs of ``--hit-sizes`` items (R = 3): flow ``combined`` = ``POST /api/projects/<slug>/next/`` once, then
+``POST /api/assignments/<id>/submit/?next=1`` per HIT (the answer stored and the next HIT reserved in one request);
+flow ``two`` = ``next`` + ``submit`` per HIT (the API before the combined submit). Every level and repeat runs
+doccano and each Argora set-up back to back, the order alternating between repeats (interleaved).
+
+Printed: stored annotations/s (responses / labels written and acknowledged, per wall second), the Argora/doccano
+ratio per level (min / median / max over the repeats, each repeat's Argora run divided by the doccano run beside
+it), p99 request latency, errors, the load average before each run and whether the counts are exact (Argora: every
+acknowledged submission stored once, nothing unacknowledged stored, no item above R; doccano: labels stored = labels
+acknowledged). No assertions on speed.
 """
 from __future__ import annotations
 
@@ -26,6 +35,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -34,27 +44,71 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/argora_bench")
+VAR_DIR = Path(os.environ.get("ARGORA_VAR_DIR", ROOT / "var")).resolve()
+DOCCANO_VERSION = "1.8.4"
+# What a fresh `pip install doccano==1.8.4` needs today: its loose ranges let pip pick releases it breaks on.
+DOCCANO_PINS = ["marshmallow<4", "numpy<2"]
+DOCCANO_PG_DRIVER = "psycopg2-binary==2.9.13"
+R = 3
 
-DOCCANO = {1: 90.5, 10: 134.5, 50: 104.7}
 
-
-def ensure_database(url: str) -> None:
-    if not url.startswith("postgres"):
-        return
+# --- set-up -----------------------------------------------------------------------------------------------------
+def ensure_pg_database(url: str) -> None:
     import psycopg
     from urllib.parse import urlparse
 
     name = urlparse(url).path.lstrip("/")
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def setup_django() -> None:
-    ensure_database(os.environ["DATABASE_URL"])
+def database_urls(db: str, pg_url: str) -> tuple[str, str]:
+    """(Argora's, doccano's) DATABASE_URL."""
+    if db == "postgres":
+        base = pg_url.rstrip("/")
+        urls = (f"{base}/argora_bench", f"{base}/doccano_bench")
+        for url in urls:
+            ensure_pg_database(url)
+        return urls
+    (VAR_DIR / "bench").mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{VAR_DIR / 'bench' / 'argora-bench.sqlite3'}", f"sqlite:///{VAR_DIR / 'bench' / 'doccano.sqlite3'}"
+
+
+def ensure_doccano(venv: Path, db: str) -> Path:
+    """doccano 1.8.4 from PyPI in its own venv (created on first use); returns its python."""
+    python = venv / "bin" / "python"
+    marker = venv / f".argora-bench-{DOCCANO_VERSION}-{db}"
+    if marker.exists():
+        return python
+    if not python.exists():
+        print(f"installing doccano {DOCCANO_VERSION} into {venv} (once) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    packages = [f"doccano=={DOCCANO_VERSION}", *DOCCANO_PINS] + ([DOCCANO_PG_DRIVER] if db == "postgres" else [])
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages], check=True)
+    marker.touch()
+    return python
+
+
+def doccano_env(url: str) -> dict:
+    home = VAR_DIR / "bench" / "doccano-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "ARGORA_"))}
+    env.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="config.settings.production", DEBUG="False",
+               MEDIA_ROOT=str(home / "media"), DOCCANO_HOME=str(home), DATABASE_CONN_MAX_AGE="600")
+    return env
+
+
+def doccano_setup(python: Path, url: str, *, tag: str, examples: int, users: int) -> dict:
+    out = subprocess.run([str(python), str(ROOT / "bench" / "doccano_setup.py"), "--tag", tag,
+                          "--examples", str(examples), "--users", str(users)],
+                         env=doccano_env(url), check=True, capture_output=True, text=True)
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def setup_argora(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
     import django
 
     django.setup()
@@ -63,31 +117,84 @@ def setup_django() -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-def make_project(n_workers: int, n_items: int, tag: str):
+def make_project(n_workers: int, n_items: int, hit_size: int, tag: str):
     from django.contrib.auth import get_user_model
+    from django.db import connection
     from rest_framework.authtoken.models import Token
 
     from annotation import services
 
     project = services.create_project(name=f"bench {tag}", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=3,
-                                      items_per_hit=1)
+                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=R,
+                                      items_per_hit=hit_size)
     services.add_items(project, [{"text": f"bench sentence {i}", "topic": "bench"} for i in range(n_items)])
     services.build_hits(project)
     User = get_user_model()
-    workers, tokens = [], []
+    tokens = []
     for i in range(n_workers):
         user = User.objects.create_user(f"bench-{tag}-{i}")
-        workers.append(services.worker_for_user(user))
+        services.worker_for_user(user)
         tokens.append(Token.objects.create(user=user).key)
-    from django.db import connection
-
     if connection.vendor == "postgresql":  # fresh rows: give the planner statistics, as autovacuum would
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-    return project, workers, tokens
+    return project, tokens
 
 
+# --- servers ----------------------------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(gunicorn: Path, app: str, env: dict, cwd: Path, workers: int, threads: int,
+                   health: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(gunicorn), app, "-b", f"127.0.0.1:{port}", "-w", str(workers), "-k", "gthread", "--threads",
+         str(threads), "--keep-alive", "75", "--log-level", "warning"],
+        cwd=cwd, env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{app}: gunicorn exited with {proc.returncode}")
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", health)
+            c.getresponse().read()
+            return proc, port
+        except OSError:
+            time.sleep(0.3)
+    stop(proc)
+    raise RuntimeError(f"{app}: gunicorn did not start")
+
+
+def warm_up(port: int, method: str, path: str, token: str, threads: int) -> None:
+    """A few rounds of concurrent requests, so that every worker process has imported and set up what a request
+    needs (Django builds its URL resolver, DRF its serializers, on the first request) before anything is timed."""
+    def hit():
+        c = Client(port, token, [])
+        for _ in range(3):
+            c(method, path, {} if method == "POST" else None)
+        c.conn.close()
+
+    workers = [threading.Thread(target=hit, daemon=True) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(timeout=120)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- load ---------------------------------------------------------------------------------------------------------
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -96,143 +203,149 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_clients(n: int, seconds: float, loop) -> dict:
-    """Start ``n`` threads running ``loop(i, stop_at, latencies, counts)``; bounded by ``seconds`` + slack."""
-    from django.db import connections
-
-    latencies: list[float] = []
-    counts = {"cycles": 0, "errors": 0, "acked": []}
+    """``n`` threads running ``loop(i, stop_at, call)`` -> annotations acknowledged; ``call`` does one request."""
+    result = {"latencies": [], "acked": [], "annotations": 0, "errors": 0, "drained": 0}
     lock = threading.Lock()
     barrier = threading.Barrier(n + 1)
 
     def body(i):
-        lat, acked, errors = [], [], 0
+        lat, acked, errors, annotations, drained = [], [], 0, 0, 0
         try:
-            barrier.wait(timeout=60)
-            stop_at = time.monotonic() + seconds
-            errors = loop(i, stop_at, lat, acked)
+            barrier.wait(timeout=120)
+            out = loop(i, time.monotonic() + seconds, lat, acked)
+            annotations, errors, drained = out
         except Exception as exc:  # noqa: BLE001 - counted and reported
             errors += 1
             print(f"  client {i}: {exc!r}", file=sys.stderr)
-        finally:
-            connections.close_all()
-            with lock:
-                latencies.extend(lat)
-                counts["acked"].extend(acked)
-                counts["errors"] += errors
+        with lock:
+            result["latencies"].extend(lat)
+            result["acked"].extend(acked)
+            result["annotations"] += annotations
+            result["errors"] += errors
+            result["drained"] += drained
 
     threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
-    barrier.wait(timeout=60)
+    barrier.wait(timeout=120)
     t0 = time.monotonic()
     for t in threads:
-        t.join(timeout=seconds + 120)
-    elapsed = time.monotonic() - t0
-    counts["cycles"] = len(counts["acked"])
-    return {"elapsed": elapsed, "latencies": latencies, **counts}
+        t.join(timeout=seconds + 180)
+    result["elapsed"] = time.monotonic() - t0
+    return result
 
 
-def service_loop(project, workers):
-    from annotation import services
+class Client:
+    def __init__(self, port: int, token: str, lat: list[float]):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json",
+                        "Accept": "application/json"}
+        self.lat = lat
+
+    def __call__(self, method: str, path: str, body=None) -> tuple[int, bytes]:
+        t = time.perf_counter()
+        self.conn.request(method, path, body=json.dumps(body) if body is not None else b"", headers=self.headers)
+        resp = self.conn.getresponse()
+        data = resp.read()
+        self.lat.append(time.perf_counter() - t)
+        return resp.status, data
+
+
+def argora_loop(port: int, slug: str, tokens: list[str], flow: str):
+    def answers(hit):
+        return {"responses": {str(it["id"]): {"label": "pro"} for it in hit["items"]}}
 
     def loop(i, stop_at, lat, acked):
-        worker = workers[i]
+        call, annotations, errors = Client(port, tokens[i], lat), 0, 0
+        hit = None
         while time.monotonic() < stop_at:
-            t = time.perf_counter()
-            a = services.reserve_next_assignment(project, worker)
-            lat.append(time.perf_counter() - t)
-            if a is None:
-                break
-            items = services.assignment_items(a)
-            t = time.perf_counter()
-            services.submit_assignment(a, worker, {it.pk: {"label": "pro"} for it in items})
-            lat.append(time.perf_counter() - t)
-            acked.append(a.pk)
-        return 0
-
-    return loop
-
-
-def http_loop(port: int, slug: str, tokens: list[str]):
-    def loop(i, stop_at, lat, acked):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"Authorization": f"Token {tokens[i]}", "Content-Type": "application/json",
-                   "Accept": "application/json"}
-        errors = 0
-
-        def call(method, path, body=None):
-            t = time.perf_counter()
-            conn.request(method, path, body=json.dumps(body) if body is not None else b"", headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            lat.append(time.perf_counter() - t)
-            return resp.status, data
-
-        while time.monotonic() < stop_at:
-            status, data = call("POST", f"/api/projects/{slug}/next/")
-            if status == 204:
-                break
+            if hit is None:
+                status, data = call("POST", f"/api/projects/{slug}/next/")
+                if status == 204:
+                    return annotations, errors, 1
+                if status != 200:
+                    print(f"  argora client {i}: next -> {status} {data[:300]!r}", file=sys.stderr)
+                    return annotations, errors + 1, 0
+                hit = json.loads(data)
+            query = "?next=1" if flow == "combined" else ""
+            status, data = call("POST", f"/api/assignments/{hit['assignment']}/submit/{query}", answers(hit))
             if status != 200:
+                print(f"  argora client {i}: submit -> {status} {data[:300]!r}", file=sys.stderr)
                 errors += 1
-                print(f"  client {i}: next -> {status} {data[:300]!r}", file=sys.stderr)
-                break
-            hit = json.loads(data)
-            status, data = call("POST", f"/api/assignments/{hit['assignment']}/submit/",
-                                {"responses": {str(it["id"]): {"label": "pro"} for it in hit["items"]}})
-            if status != 200:
-                errors += 1
-                print(f"  client {i}: submit -> {status} {data[:300]!r}", file=sys.stderr)
+                hit = None
                 continue
             acked.append(hit["assignment"])
-        conn.close()
-        return errors
+            annotations += len(hit["items"])
+            if flow == "combined":
+                body = json.loads(data)
+                hit = body.get("next")
+                if hit is None:
+                    return annotations, errors, 1
+            else:
+                hit = None
+        call.conn.close()
+        return annotations, errors, 0
 
     return loop
 
 
-def free_port(lo=int(os.environ.get("BENCH_PORT_LO", "18500")), hi=int(os.environ.get("BENCH_PORT_HI", "18599"))) -> int:
-    for port in range(lo, hi + 1):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
+def doccano_loop(port: int, project: int, label: int, tokens: list[str], examples: list[int]):
+    n = len(tokens)
+
+    def loop(i, stop_at, lat, acked):
+        call, annotations, errors = Client(port, tokens[i], lat), 0, 0
+        for example in examples[i::n]:
+            if time.monotonic() >= stop_at:
+                break
+            status, data = call("POST", f"/v1/projects/{project}/examples/{example}/categories", {"label": label})
+            if status != 201:
+                errors += 1
+                if errors <= 3:
+                    print(f"  doccano client {i}: -> {status} {data[:300]!r}", file=sys.stderr)
                 continue
-    raise RuntimeError(f"no free port in {lo}-{hi}")
+            acked.append(example)
+            annotations += 1
+        else:
+            call.conn.close()
+            return annotations, errors, 1
+        call.conn.close()
+        return annotations, errors, 0
+
+    return loop
 
 
-def start_gunicorn(workers: int, threads: int, conn_max_age: int):
-    port = free_port()
-    env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE=str(conn_max_age))
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "argora.wsgi:application", "-b", f"127.0.0.1:{port}",
-         "-w", str(workers), "-k", "gthread", "--threads", str(threads), "--keep-alive", "75",
-         "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/healthz")
-            if c.getresponse().status == 200:
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("gunicorn did not start")
-
-
-def check_counts(project, result) -> str:
+# --- counts -------------------------------------------------------------------------------------------------------
+def argora_counts(project, result, hit_size: int) -> str:
     from django.db.models import Count
 
     from annotation.models import Assignment, Response
 
     acked = set(result["acked"])
     stored = set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True))
-    over = (Response.objects.filter(assignment__project=project).values("item").annotate(n=Count("pk"))
-            .filter(n__gt=project.assignments_per_item).count())
+    responses = Response.objects.filter(assignment__project=project)
+    over = responses.values("item").annotate(n=Count("pk")).filter(n__gt=project.assignments_per_item).count()
     dup = len(result["acked"]) - len(acked)
-    return "exact" if acked == stored and not over and not dup else f"MISMATCH acked={len(acked)} stored={len(stored)} over={over} dup={dup}"
+    n_responses = responses.count()
+    ok = acked == stored and not over and not dup and n_responses == result["annotations"]
+    return "exact" if ok else (f"MISMATCH acked={len(acked)} stored={len(stored)} over={over} dup={dup} "
+                               f"responses={n_responses}/{result['annotations']}")
+
+
+def doccano_counts(url: str, examples: list[int], result) -> str:
+    sql = "SELECT COUNT(*) FROM labels_category WHERE example_id >= %s AND example_id <= %s"
+    lo, hi = min(examples), max(examples)
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(url.split("sqlite:///", 1)[1]) as conn:
+            stored = conn.execute(sql.replace("%s", "?"), [lo, hi]).fetchone()[0]
+    else:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            stored = conn.execute(sql, [lo, hi]).fetchone()[0]
+    return "exact" if stored == result["annotations"] == len(set(result["acked"])) else (
+        f"MISMATCH acked={result['annotations']} stored={stored}")
 
 
 def load() -> str:
@@ -242,76 +355,122 @@ def load() -> str:
         return "?"
 
 
+# --- main ---------------------------------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per level")
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432"))
+    parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per run")
     parser.add_argument("--clients", default="1,10,50")
-    parser.add_argument("--http", action="store_true", help="also measure through HTTP against gunicorn")
-    parser.add_argument("--modes", default=None, help="comma list of service,http (overrides --http)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per level; the median is reported")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per level (min/median/max)")
+    parser.add_argument("--hit-sizes", default="1,5,10", help="Argora items per HIT (one run each)")
+    parser.add_argument("--flows", default="combined", help="Argora request flows: combined, two (comma list)")
+    parser.add_argument("--no-doccano", action="store_true", help="Argora only (no ratio)")
+    parser.add_argument("--doccano-venv", type=Path, default=VAR_DIR / "bench" / "doccano-venv")
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
-    parser.add_argument("--conn-max-age", type=int, default=int(os.environ.get("DATABASE_CONN_MAX_AGE", "600")),
-                        help="DATABASE_CONN_MAX_AGE for gunicorn (seconds; 0 = a new connection per request)")
     args = parser.parse_args()
-    setup_django()
-    from django.db import connection
-
     levels = [int(x) for x in args.clients.split(",")]
+    sizes = [int(x) for x in args.hit_sizes.split(",")]
+    flows = args.flows.split(",")
+    argora_url, doccano_url = database_urls(args.db, args.pg_url)
+    setup_argora(argora_url)
     run_id = str(int(time.time()))
-    modes = args.modes.split(",") if args.modes else ["service"] + (["http"] if args.http else [])
-    print(f"database: {connection.vendor}; {os.cpu_count()} CPU(s); {args.seconds:.0f} s per level, "
-          f"{args.repeat} run(s) each (median); one cycle = reserve + submit of a 1-item HIT (R = 3); "
-          f"load average at start: {load()}")
-    if "http" in modes:
-        print(f"gunicorn: {args.gunicorn_workers} workers x {args.gunicorn_threads} threads (gthread), "
-              f"DATABASE_CONN_MAX_AGE={args.conn_max_age}")
-    rows = []
-    gunicorn = None
+    per_run_examples = int(450 * args.seconds) + 200  # more than the fastest doccano client set can label
+
+    servers = []
     try:
-        for mode in modes:
-            if mode == "http":
-                gunicorn = start_gunicorn(args.gunicorn_workers, args.gunicorn_threads, args.conn_max_age)
-            for n in levels:
-                runs = []
-                for rep in range(args.repeat):
-                    n_items = max(300, int(700 * args.seconds))  # more than the fastest level can drain
-                    project, workers, tokens = make_project(n, n_items, f"{run_id}-{mode}-{n}-{rep}")
-                    loop = (service_loop(project, workers) if mode == "service"
-                            else http_loop(gunicorn[1], project.slug, tokens))
+        argora_env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE="600",
+                          DATABASE_URL=argora_url)
+        argora = start_gunicorn(Path(sys.executable).parent / "gunicorn", "argora.wsgi:application", argora_env, ROOT,
+                                args.gunicorn_workers, args.gunicorn_threads, "/healthz")
+        servers.append(argora[0])
+        doccano = None
+        if not args.no_doccano:
+            python = ensure_doccano(args.doccano_venv, args.db)
+            print("setting up doccano's database and project ...", flush=True)
+            dset = doccano_setup(python, doccano_url, tag=run_id, users=max(levels),
+                                 examples=per_run_examples * len(levels) * args.repeat)
+            backend = Path(subprocess.run([str(python), "-c", "import backend, os; print(os.path.dirname("
+                                                               "backend.__file__))"],
+                                          check=True, capture_output=True, text=True).stdout.strip())
+            doccano = start_gunicorn(python.parent / "gunicorn", "config.wsgi:application",
+                                     doccano_env(doccano_url), backend, args.gunicorn_workers, args.gunicorn_threads,
+                                     "/v1/projects")  # 403 without a token: up (its /v1/health/ waits on celery)
+            servers.append(doccano[0])
+        from django.db import connection
+
+        _, warm_tokens = make_project(1, 1, 1, f"{run_id}-warm")
+        warm_up(argora[1], "POST", "/api/projects/no-such-project/next/", warm_tokens[0],
+                args.gunicorn_workers * args.gunicorn_threads)
+        if doccano is not None:
+            warm_up(doccano[1], "GET", f"/v1/projects/{dset['project']}", dset["tokens"][0],
+                    args.gunicorn_workers * args.gunicorn_threads)
+        print(f"database: {connection.vendor} (both); {os.cpu_count()} CPU(s); gunicorn gthread "
+              f"{args.gunicorn_workers} workers x {args.gunicorn_threads} threads for both; {args.seconds:g} s per run, "
+              f"{args.repeat} interleaved repeat(s); R = {R}; Argora flows {flows}, HIT sizes {sizes}; "
+              f"load average at start: {load()}", flush=True)
+
+        rows: dict[tuple, list[dict]] = {}
+        next_example = 0
+        for n in levels:
+            for rep in range(args.repeat):
+                jobs = [("argora", flow, k) for flow in flows for k in sizes]
+                if doccano is not None:
+                    jobs = ([("doccano", "-", 1)] + jobs) if rep % 2 == 0 else (jobs + [("doccano", "-", 1)])
+                for system, flow, k in jobs:
                     before = load()
-                    result = run_clients(n, args.seconds, loop)
-                    per_s = result["cycles"] / result["elapsed"]
-                    lat = result["latencies"]
-                    runs.append((per_s, result["cycles"], percentile(lat, 0.5) * 1000, percentile(lat, 0.99) * 1000,
-                                 result["errors"], check_counts(project, result), before))
-                    print(f"  {mode} {n:>3} clients run {rep + 1}: {per_s:7.1f} subm/s, p50 {runs[-1][2]:.1f} ms, "
-                          f"p99 {runs[-1][3]:.1f} ms, {runs[-1][5]}, load {before}", flush=True)
-                ordered = sorted(runs, key=lambda r: r[0])
-                per_s, cycles, p50, p99, _, _, _ = ordered[len(ordered) // 2]
-                errors = sum(r[4] for r in runs)
-                bad = [r[5] for r in runs if r[5] != "exact"]
-                counts = "exact" if not bad else bad[0]
-                spread = f"{ordered[0][0]:.0f}-{ordered[-1][0]:.0f}"
-                # doccano was measured over HTTP: only the HTTP run is comparable with it
-                baseline = DOCCANO.get(n) if mode == "http" else None
-                rows.append((mode, n, cycles, per_s, baseline, p50, p99, errors, counts, spread))
+                    if system == "doccano":
+                        examples = dset["examples"][next_example:next_example + per_run_examples]
+                        next_example += per_run_examples
+                        result = run_clients(n, args.seconds, doccano_loop(doccano[1], dset["project"],
+                                                                           dset["labels"][0],
+                                                                           dset["tokens"][:n], examples))
+                        counts = doccano_counts(doccano_url, examples, result)
+                    else:
+                        n_hits = max(60, int(110 * args.seconds))  # x R assignments: more than the fastest level
+                        project, tokens = make_project(n, n_hits * k, k, f"{run_id}-{flow}-{k}-{n}-{rep}")
+                        result = run_clients(n, args.seconds, argora_loop(argora[1], project.slug, tokens, flow))
+                        counts = argora_counts(project, result, k)
+                    per_s = result["annotations"] / result["elapsed"]
+                    row = {"per_s": per_s, "p50": percentile(result["latencies"], 0.5) * 1000,
+                           "p99": percentile(result["latencies"], 0.99) * 1000, "errors": result["errors"],
+                           "drained": result["drained"], "counts": counts, "load": before,
+                           "requests": len(result["latencies"]) / result["elapsed"]}
+                    rows.setdefault((system, flow, k, n), []).append(row)
+                    label = "doccano" if system == "doccano" else f"argora {flow} HIT={k}"
+                    print(f"  {n:>3} clients run {rep + 1} {label:24} {per_s:7.1f} annotations/s "
+                          f"({row['requests']:.0f} req/s), p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms, errors {row['errors']}, "
+                          f"{counts}{', DRAINED' if row['drained'] else ''}, load {before}", flush=True)
     finally:
-        if gunicorn is not None:
-            os.killpg(gunicorn[0].pid, signal.SIGTERM)
-            gunicorn[0].wait(timeout=30)
+        for proc in servers:
+            stop(proc)
+
     print()
-    print(f"{'mode':8} {'clients':>7} {'cycles':>7} {'subm/s':>8} {'runs':>9} {'doccano':>8} {'ratio':>6} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'errors':>6}  counts")
-    for mode, n, cycles, per_s, baseline, p50, p99, errors, counts, spread in rows:
-        doccano = f"{baseline:>8.1f} {per_s / baseline:>5.2f}x" if baseline else f"{'-':>8} {'-':>6}"
-        print(f"{mode:8} {n:>7} {cycles:>7} {per_s:>8.1f} {spread:>9} {doccano} "
-              f"{p50:>7.1f} {p99:>7.1f} {errors:>6}  {counts}")
-    print(f"\nbaseline: doccano 1.8.4 annotation submissions/s over HTTP (DESIGN.md), so only 'http' rows get a "
-          f"ratio; 'service' rows call the service functions in-process (no HTTP) and are not comparable with it. "
-          f"subm/s and latencies are the median run ('runs' = min-max subm/s); latency is per request (reserve or "
-          f"submit); 'exact' = every acknowledged submission stored once, nothing unacknowledged stored, no item "
-          f"above R. Load average at end: {load()}")
+    print(f"{'system':26} {'clients':>7} {'annot/s med':>11} {'min-max':>11} {'req/s':>6} {'p50 ms':>6} {'p99 ms':>7} "
+          f"{'ratio min/med/max':>19} {'errors':>6}  counts")
+    for n in levels:
+        base = rows.get(("doccano", "-", 1, n))
+        keys = [k for k in rows if k[3] == n]
+        keys.sort(key=lambda k: (k[0] != "doccano", k[1], k[2]))
+        for key in keys:
+            runs = rows[key]
+            rates = [r["per_s"] for r in runs]
+            ratio = "-"
+            if base and key[0] != "doccano":
+                ratios = sorted(a["per_s"] / b["per_s"] for a, b in zip(runs, base) if b["per_s"] > 0)
+                if ratios:
+                    ratio = f"{ratios[0]:.2f}/{statistics.median(ratios):.2f}/{ratios[-1]:.2f}"
+            bad = [r["counts"] for r in runs if r["counts"] != "exact"]
+            name = "doccano 1.8.4" if key[0] == "doccano" else f"argora {key[1]} HIT={key[2]}"
+            print(f"{name:26} {n:>7} {statistics.median(rates):>11.1f} {min(rates):>5.0f}-{max(rates):<5.0f} "
+                  f"{statistics.median(r['requests'] for r in runs):>6.0f} "
+                  f"{statistics.median(r['p50'] for r in runs):>6.0f} "
+                  f"{max(r['p99'] for r in runs):>7.0f} {ratio:>19} {sum(r['errors'] for r in runs):>6}  "
+                  f"{'exact' if not bad else bad[0]}{' (drained)' if any(r['drained'] for r in runs) else ''}")
+    print(f"\nannotations/s = answers stored and acknowledged per wall second (an Argora HIT of k items stores k); "
+          f"ratio = Argora / doccano of the same repeat (interleaved); p99 = worst repeat's p99 request latency. "
+          f"Load average at end: {load()} on {os.cpu_count()} CPU(s) (other work on the machine moves these figures).")
     return 0
 
 

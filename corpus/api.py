@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, serializers, viewsets
 
 from argora.errors import FieldError
+from argora.pagination import KeysetPagination
 
 from . import selectors, services
 from .filters import DebateFilter, FactFilter, SentenceFilter
@@ -76,10 +77,13 @@ _READER_NOTE = ("Staff receive the full sentence (stance, source, external_id, c
 class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                       viewsets.GenericViewSet):
     """Argument sentences, ordered by id. Staff read everything and add sentences; other authenticated users read
-    the texts without their labels (stance, metadata): a sentence's label can be a gold item's expected answer."""
+    the texts without their labels (stance, metadata): a sentence's label can be a gold item's expected answer.
+    Pages are keyset pages (:class:`argora.pagination.KeysetPagination`: the next / previous links carry a cursor,
+    so no page of a million rows costs an OFFSET or a COUNT)."""
 
     serializer_class = SentenceSerializer
     permission_classes = [IsStaffOrReadOnly]
+    pagination_class = KeysetPagination
 
     def get_serializer_class(self):
         if getattr(self, "swagger_fake_view", False):  # the schema documents the staff view

@@ -9,8 +9,11 @@
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable, Iterator
+
+import numpy as np
 
 from .alpha import LEVELS
 from .errors import AgreementError, AgreementInputError
@@ -19,10 +22,29 @@ from .unitized import UnitizedResult, spans_on_continuum, unitized_alpha
 
 @dataclass
 class ReliabilityTable:
+    """A reliability matrix read from a CSV file.
+
+    ``matrix``: coders x units float64, NaN = missing; at the nominal level the values are codes into ``labels``
+    (the distinct labels, sorted), at the other levels the numbers themselves. ``data`` gives the same cells as
+    Python values (labels or floats, None = missing) for the functions that take labels (kappa).
+    """
+
     coders: list[str]
     units: list[str]
-    data: list[list[Any]]   # coders x units; None = missing; floats unless level == "nominal"
+    matrix: np.ndarray
     lines: list[int]        # file line of each coder row
+    labels: list[str] | None = None
+
+    @property
+    def data(self) -> np.ndarray:
+        """coders x units object array: the label (nominal) or number of each cell, None where it is empty."""
+        present = ~np.isnan(self.matrix)
+        out = np.full(self.matrix.shape, None, dtype=object)
+        if self.labels is not None:
+            out[present] = np.asarray(self.labels, dtype=object)[self.matrix[present].astype(np.intp)]
+        else:
+            out[present] = self.matrix[present].tolist()
+        return out
 
 
 def _rows(path: str) -> Iterable[tuple[int, list[str]]]:
@@ -50,32 +72,121 @@ def _header(path: str, rows, expected: list[str]) -> None:
                                   line=line)
 
 
+def _matrix_rows(path: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line, cells)`` of a matrix file, read whole (the matrix is held whole anyway). A file without quotes,
+    carriage returns or NUL characters is split on newlines and commas (what ``csv.reader`` makes of it, at
+    ``str.split`` speed: 8 rows of 1,000,000 cells); any other file goes through ``csv.reader``."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise AgreementInputError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AgreementInputError(f"not a readable CSV file: {exc}", path=path,
+                                  line=data.count(b"\n", 0, exc.start) + 1) from None
+    del data
+    if '"' in text or "\r" in text or "\x00" in text:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            for row in reader:
+                yield reader.line_num, row
+        except csv.Error as exc:
+            raise AgreementInputError(f"not a readable CSV file: {exc}", path=path, line=reader.line_num) from None
+        return
+    for line, raw in enumerate(text.split("\n"), start=1):
+        yield line, raw.split(",") if raw else []
+
+
+def _numbers_slow(path: str, line: int, units: list[str], cells: list[str], level: str) -> np.ndarray:
+    """One row's numbers cell by cell: only for a row the vectorised path refused, to name the first bad cell (or
+    to read what it could not: a cell of blanks)."""
+    values = np.full(len(cells), np.nan)
+    for i, (unit, cell) in enumerate(zip(units, cells)):
+        cell = cell.strip()
+        if cell == "":
+            continue
+        try:
+            v = float(cell)
+        except ValueError:
+            raise AgreementInputError(f"unit {unit}: {cell!r} is not a number ({level} data)",
+                                      path=path, line=line) from None
+        if v != v or v in (float("inf"), float("-inf")):
+            raise AgreementInputError(f"unit {unit}: {cell!r} is not a finite number", path=path, line=line)
+        if level == "ratio" and v < 0:
+            raise AgreementInputError(f"unit {unit}: ratio data must be non-negative, got {cell}",
+                                      path=path, line=line)
+        values[i] = v
+    return values
+
+
+def _numbers(path: str, line: int, units: list[str], cells: list[str], level: str) -> np.ndarray:
+    """One row's cells as float64 (NaN = empty), with no Python step per cell: a row of few distinct values (a
+    scale) parses each distinct string once and maps the row through that table; a row of many (real-valued
+    scores) goes through ``map(float)``. Anything either refuses (a word, NaN, infinity, a negative ratio value,
+    a cell of blanks) is read again by :func:`_numbers_slow`, which names the cell."""
+    distinct = set(cells)
+    try:
+        if len(distinct) * 4 <= len(cells):
+            table = {raw: float(raw) if raw else np.nan for raw in distinct}
+            values = np.fromiter(map(table.__getitem__, cells), np.float64, len(cells))
+            parsed = np.array([v for raw, v in table.items() if raw], dtype=np.float64)
+        else:
+            obj = np.array(cells, dtype=object)
+            filled = obj != ""
+            parsed = np.fromiter(map(float, obj[filled]), np.float64, int(filled.sum()))
+            values = np.full(len(cells), np.nan)
+            values[filled] = parsed
+    except ValueError:
+        return _numbers_slow(path, line, units, cells, level)
+    if not np.isfinite(parsed).all() or (level == "ratio" and (parsed < 0).any()):
+        return _numbers_slow(path, line, units, cells, level)
+    return values
+
+
+def _codes(cells: list[str], index: dict[str, int]) -> np.ndarray:
+    """One row's labels as codes (-1 = empty), in the order labels are first seen in ``index`` (which grows)."""
+    table = {}
+    for raw in set(cells):
+        label = raw.strip()
+        table[raw] = index.setdefault(label, len(index)) if label else -1
+    return np.fromiter(map(table.__getitem__, cells), np.int64, len(cells))
+
+
 def read_matrix_csv(path: str, level: str = "nominal") -> ReliabilityTable:
-    """Read a reliability matrix; values are parsed as numbers unless ``level`` is nominal."""
+    """Read a reliability matrix; values are parsed as numbers unless ``level`` is nominal (then labels, coded).
+
+    Vectorised: no Python step per cell (see :func:`_numbers`, :func:`_codes`); a bad cell is still reported as
+    ``file:line: unit <id>: reason``.
+    """
     if level not in LEVELS:
         raise AgreementError(f"unknown level {level!r}")
-    rows = _rows(path)
+    rows = _matrix_rows(path)
     try:
         line, head = next(rows)
     except StopIteration:
         raise AgreementInputError("empty file; expected a header coder,<unit ids...>", path=path, line=1) from None
     if not head or head[0].strip().lower() != "coder":
         raise AgreementInputError("the header must start with 'coder' followed by the unit ids", path=path, line=line)
-    units = [u.strip() for u in head[1:]]
+    units = list(map(str.strip, head[1:]))
     if not units:
         raise AgreementInputError("the header names no units", path=path, line=line)
-    seen: dict[str, int] = {}
-    for i, u in enumerate(units):
-        if not u:
-            raise AgreementInputError(f"unit id in column {i + 2} is empty", path=path, line=line)
-        if u in seen:
-            raise AgreementInputError(f"unit id {u!r} appears twice (columns {seen[u] + 2} and {i + 2})",
-                                      path=path, line=line)
-        seen[u] = i
+    if len(set(units)) != len(units) or "" in units:
+        seen: dict[str, int] = {}
+        for i, u in enumerate(units):
+            if not u:
+                raise AgreementInputError(f"unit id in column {i + 2} is empty", path=path, line=line)
+            if u in seen:
+                raise AgreementInputError(f"unit id {u!r} appears twice (columns {seen[u] + 2} and {i + 2})",
+                                          path=path, line=line)
+            seen[u] = i
     coders: list[str] = []
-    data: list[list[Any]] = []
+    values: list[np.ndarray] = []
     lines: list[int] = []
     coder_line: dict[str, int] = {}
+    index: dict[str, int] = {}
+    n = len(units)
     for line, row in rows:
         if not row or all(not c.strip() for c in row):
             continue
@@ -86,36 +197,25 @@ def read_matrix_csv(path: str, level: str = "nominal") -> ReliabilityTable:
             raise AgreementInputError(f"coder {coder!r} already has a row (line {coder_line[coder]})",
                                       path=path, line=line)
         cells = row[1:]
-        if len(cells) > len(units) and any(c.strip() for c in cells[len(units):]):
-            raise AgreementInputError(f"{len(cells)} values but the header names {len(units)} units",
+        if len(cells) > n and any(c.strip() for c in cells[n:]):
+            raise AgreementInputError(f"{len(cells)} values but the header names {n} units",
                                       path=path, line=line)
-        cells = (cells + [""] * len(units))[: len(units)]
-        values: list[Any] = []
-        for unit, cell in zip(units, cells):
-            cell = cell.strip()
-            if cell == "":
-                values.append(None)
-            elif level == "nominal":
-                values.append(cell)
-            else:
-                try:
-                    v = float(cell)
-                except ValueError:
-                    raise AgreementInputError(f"unit {unit}: {cell!r} is not a number ({level} data)",
-                                              path=path, line=line) from None
-                if v != v or v in (float("inf"), float("-inf")):
-                    raise AgreementInputError(f"unit {unit}: {cell!r} is not a finite number", path=path, line=line)
-                if level == "ratio" and v < 0:
-                    raise AgreementInputError(f"unit {unit}: ratio data must be non-negative, got {cell}",
-                                              path=path, line=line)
-                values.append(v)
+        if len(cells) != n:
+            cells = (cells + [""] * n)[:n]
+        values.append(_codes(cells, index) if level == "nominal" else _numbers(path, line, units, cells, level))
         coder_line[coder] = line
         coders.append(coder)
-        data.append(values)
         lines.append(line)
     if not coders:
         raise AgreementInputError("no coder rows after the header", path=path, line=2)
-    return ReliabilityTable(coders=coders, units=units, data=data, lines=lines)
+    if level != "nominal":
+        return ReliabilityTable(coders=coders, units=units, matrix=np.vstack(values), lines=lines)
+    codes = np.vstack(values)
+    labels = sorted(index)
+    order = np.empty(len(index) + 1, dtype=np.float64)     # first-seen code -> sorted code; the last slot: missing
+    order[[index[label] for label in labels]] = np.arange(len(labels))
+    order[-1] = np.nan
+    return ReliabilityTable(coders=coders, units=units, matrix=order[codes], lines=lines, labels=labels)
 
 
 def _int(path: str, line: int, name: str, cell: str) -> int:

@@ -336,16 +336,19 @@ def get_project(project_or_slug):
     return project
 
 
-def project_table(project_slug, *, bootstrap: int = BOOTSTRAP) -> dict:
+def project_table(project_slug, *, bootstrap: int = BOOTSTRAP, item_rows: bool = True) -> dict:
     """Every agreement figure of a project as one JSON-ready dict (``LookupError`` for an unknown slug).
 
     Top level: ``project``, ``task_type``, ``level``, ``alpha`` (and ``alpha_u``, the same number, for span tasks),
     ``alpha_ci``, ``percent_agreement``, ``kappa``, ``fleiss_kappa``, ``n_units``, ``n_coders``, ``n_responses``,
     ``based_on`` (submitted assignments), ``reasons``; then ``topics`` (per topic figures), ``crowd_vs_expert`` (or
     None), ``workers``, ``items``, ``item_agreement_histogram``, ``over_time``.
+
+    ``item_rows=False`` leaves ``items`` bare (``item_id, n, agreement, responses``) for :func:`iter_item_rows` to
+    complete a chunk at a time (:func:`annotation.agreement.snapshots.store_snapshots` writes them in batches).
     """
     with _no_gc():
-        return _project_table(get_project(project_slug), bootstrap)
+        return _project_table(get_project(project_slug), bootstrap, item_rows)
 
 
 @contextlib.contextmanager
@@ -361,7 +364,7 @@ def _no_gc():
             gc.enable()
 
 
-def _project_table(project, bootstrap: int) -> dict:
+def _project_table(project, bootstrap: int, item_rows: bool = True) -> dict:
     records = load_responses(project)
     rel = reliability_data(project, records)
     reference = None
@@ -378,8 +381,8 @@ def _project_table(project, bootstrap: int) -> dict:
     names = {coder_name(w.pk): str(w) for w in Worker.objects.filter(pk__in=ids).select_related("user")}
     for w in table["workers"]:
         w["name"] = names.get(w["coder"], w["coder"])
-    items = Item.objects.filter(pk__in=[it["item_id"] for it in table["items"]]).in_bulk()
-    table["items"] = _items(project, table["items"], items)
+    if item_rows:
+        table["items"] = list(iter_item_rows(project, table["items"]))
     return table
 
 
@@ -590,27 +593,36 @@ def _item_agreement(rel: dict, records: list[dict]) -> list[dict]:
     return out
 
 
-def _items(project, rows: list[dict], items) -> list[dict]:
-    """The per-item rows with what needs the database: position, topic, text, majority answer, adjudication."""
+ITEM_CHUNK = 900  # items read at a time by iter_item_rows (under SQLite's 999 query parameters)
+
+
+def iter_item_rows(project, rows: list[dict], *, chunk_size: int = ITEM_CHUNK):
+    """The per-item rows (bare ones from :func:`compute_table`) completed with what needs the database: position,
+    topic, text, majority answer, adjudication -- in position order, reading the items ``chunk_size`` at a time (the
+    positions of all of them first: integers only)."""
+    by_id = {r["item_id"]: r for r in rows}
+    positions = dict(Item.objects.filter(project=project).values_list("pk", "position"))
+    order = sorted(by_id, key=lambda pk: (positions.get(pk, 0), pk))
     adjudications = {}
-    for a in Adjudication.objects.filter(item__in=list(items)).select_related("expert").order_by("created_at", "id"):
+    for a in (Adjudication.objects.filter(item__project=project).select_related("expert")
+              .order_by("created_at", "id")):
         adjudications[a.item_id] = {"answer": a.answer, "by": a.expert.get_username() if a.expert else "",
                                     "at": a.created_at.isoformat(), "note": a.note}
     tt = project.get_task_type()
-    out = []
-    for row in sorted(rows, key=lambda r: (items[r["item_id"]].position, r["item_id"]) if r["item_id"] in items
-                      else (0, r["item_id"])):
-        item = items.get(row["item_id"])
-        try:
-            agg = tt.aggregate(project, item, [r["data"] for r in row["responses"]]) if item else {}
-        except Exception:  # noqa: BLE001 - an aggregate must never break the dashboard
-            agg = {}
-        payload = (item.payload or {}) if item else {}
-        out.append({"item_id": row["item_id"], "position": item.position if item else 0,
-                    "topic": str(payload.get("topic") or ""), "text": str(payload.get("text") or ""),
-                    "n": row["n"], "agreement": row["agreement"], "majority": tt.aggregate_text(agg),
-                    "responses": row["responses"], "adjudication": adjudications.get(row["item_id"])})
-    return out
+    for start in range(0, len(order), chunk_size):
+        ids = order[start:start + chunk_size]
+        items = {it.pk: it for it in Item.objects.filter(pk__in=ids)}
+        for pk in ids:
+            row, item = by_id[pk], items.get(pk)
+            try:
+                agg = tt.aggregate(project, item, [r["data"] for r in row["responses"]]) if item else {}
+            except Exception:  # noqa: BLE001 - an aggregate must never break the dashboard
+                agg = {}
+            payload = (item.payload or {}) if item else {}
+            yield {"item_id": pk, "position": item.position if item else 0,
+                   "topic": str(payload.get("topic") or ""), "text": str(payload.get("text") or ""),
+                   "n": row["n"], "agreement": row["agreement"], "majority": tt.aggregate_text(agg),
+                   "responses": row["responses"], "adjudication": adjudications.get(pk)}
 
 
 def _over_time(rel, records) -> list[dict]:

@@ -120,7 +120,7 @@ class Command(BaseCommand):
     def _alpha(self, o):
         table = read_matrix_csv(o["file"], o["level"])
         try:
-            res = alpha_report(table.data, o["level"], bootstrap=o["bootstrap"], seed=o["seed"],
+            res = alpha_report(table.matrix, o["level"], bootstrap=o["bootstrap"], seed=o["seed"],
                                confidence=o["confidence"])
         except AgreementError as exc:
             raise CommandError(f"{o['file']}: {exc}", returncode=2) from None
