@@ -10,9 +10,15 @@ Rows for a kind
     - any other JSONL (the span-grounding export ``spans.jsonl`` included): one row per line, as written;
     - a folder holding ``train.jsonl`` and ``dev.jsonl`` (an App. F export with splits): those two files.
 
-    A single file is split into train / dev by its rows' ``split`` field when they have one (``train`` / ``dev``;
-    ``test`` rows are left out), else by :func:`ml.registry.stable_split` on the sentence (``sentence`` / ``text``
-    key): all n-grams of a sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
+    A single file is split into train / dev by its rows' ``split`` field when they have one (``train`` / ``dev``),
+    else by :func:`ml.registry.stable_split` on the sentence (``sentence`` / ``text`` key): all n-grams of a
+    sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
+
+    With an explicit dev file (``--dev DEV``) every row of the training file is a training row (whatever its
+    ``split`` says, and no hash split), every row of DEV a dev row. Rows marked ``split: "test"`` -- in either file,
+    or inside the dev list a kind's ``rows_from_file`` returns -- are test rows, always:
+    :func:`rows_from_file_parts` returns them apart, :func:`train_and_activate` hands them to
+    :func:`ml.registry.train_version` as ``rows_test`` (test metrics only, never training or selection).
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
     n_labels)`` (the ranker kinds' is :func:`ml.data.ranker_rows_from_project`: an aspect project's final answers --
@@ -26,7 +32,8 @@ Retrain loop (:func:`maybe_retrain`)
     ``retrain_kinds``: ``["ranker"]`` for aspect projects, ``["argument"]`` for sentence_label projects, none for the
     others) it counts the aggregated labels; when at least M =
     ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
-    data snapshot of the active version (``snapshot_labels``) -- or there is no version yet and there are M labels
+    data snapshot of the last version trained for it (``snapshot_labels``; the newest ready or archived one, so a
+    version that lost the comparison resets the count too) -- or there is no version yet and there are M labels
     -- it trains a new version (parent = the active one) and activates it only if it is better on the dev split:
     when the spec has ``evaluate``, the active model is scored again on the *new* dev rows and the two are compared
     on the same rows; otherwise the stored dev metrics are compared. ``retrain_every: 0`` turns the loop off.
@@ -51,6 +58,7 @@ from corpus.importers.base import ImportFailed
 
 from . import registry
 from .data import read_jsonl_objects
+from .models import ModelVersion
 from .registry import TrainerError
 
 log = logging.getLogger(__name__)
@@ -101,12 +109,27 @@ def _group_key(row: dict):
     return json.dumps(row, sort_keys=True, default=str)
 
 
-def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[dict]]:
-    """(train, dev) rows of ``kind`` from a file or folder (see the module docstring)."""
+def _parts(result) -> tuple[list[dict], list[dict], list[dict]]:
+    """A ``rows_from_file`` result -- ``(train, dev)`` with test rows tagged ``split: "test"`` anywhere, or
+    ``(train, dev, test)`` -- as three lists with every test row in the third."""
+    train, dev, *rest = result
+    train, test_train = registry.split_test(train)
+    dev, test_dev = registry.split_test(dev)
+    test = list(rest[0]) if rest else []
+    return train, dev, test + test_dev + test_train
+
+
+def _as(rows: list[dict], split: str) -> list[dict]:
+    """Rows moved to another side: a ``split`` key they carry is rewritten (rows without one stay as they are)."""
+    return [dict(r, split=split) if "split" in r and r["split"] != split else r for r in rows]
+
+
+def rows_from_file_parts(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[dict], list[dict]]:
+    """(train, dev, test) rows of ``kind`` from a file or folder (see the module docstring)."""
     spec = registry.get_trainer(kind)
     path = Path(path)
     if spec.rows_from_file is not None and dev_path is None:
-        return spec.rows_from_file(path)
+        return _parts(spec.rows_from_file(path))
     if path.is_dir():
         train_file, dev_file = path / "train.jsonl", path / "dev.jsonl"
         if not train_file.exists() or not dev_file.exists():
@@ -114,19 +137,33 @@ def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[
         path, dev_path = train_file, dev_file
     if not path.exists():
         raise TrainerError(f"{path}:0: no such file")
-    if spec.rows_from_file is not None:  # explicit dev file: the spec reads each file, keeps its train side
-        train, _ = spec.rows_from_file(path)
-        dev_train, dev_dev = spec.rows_from_file(Path(dev_path))
-        return train, dev_train + dev_dev
     if dev_path is not None:
-        return _read_any(path, kind), _read_any(Path(dev_path), kind)
-    rows = _read_any(path, kind)
+        dev_path = Path(dev_path)
+        if not dev_path.exists():
+            raise TrainerError(f"{dev_path}:0: no such file")
+        if spec.rows_from_file is not None:  # explicit dev file: every non-test row of each file, on its side
+            train, held_out, test = _parts(spec.rows_from_file(path))
+            dev_a, dev_b, dev_test = _parts(spec.rows_from_file(dev_path))
+        else:
+            train, test = registry.split_test(_read_any(path, kind))
+            held_out = []
+            dev_a, dev_test = registry.split_test(_read_any(dev_path, kind))
+            dev_b = []
+        return _as(train, "train") + _as(held_out, "train"), _as(dev_a, "dev") + _as(dev_b, "dev"), test + dev_test
+    rows, test = registry.split_test(_read_any(path, kind))
     if any("split" in r for r in rows):
         train = [r for r in rows if r.get("split", "train") == "train"]
         dev = [r for r in rows if r.get("split") == "dev"]
         if train and dev:
-            return train, dev
-    return registry.stable_split(rows, key=_group_key)
+            return train, dev, test
+    train, dev = registry.stable_split(rows, key=_group_key)
+    return train, dev, test
+
+
+def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[dict]]:
+    """(train, dev) rows of ``kind`` from a file or folder (test rows left out: :func:`rows_from_file_parts`)."""
+    train, dev, _ = rows_from_file_parts(kind, path, dev_path=dev_path)
+    return train, dev
 
 
 # --- rows from a project ---------------------------------------------------------------------------
@@ -151,7 +188,7 @@ def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, row
                        progress: Progress = null_progress, task_id: str = "") -> dict:
     """Train a version of ``kind`` and activate it per ``activate`` (``if_better`` / ``always`` / ``never``).
 
-    Rows: ``rows=(train, dev)`` given directly, else ``data`` (a file / folder, :func:`rows_from_file`), else the
+    Rows: ``rows=(train, dev[, test])`` given directly, else ``data`` (a file / folder, :func:`rows_from_file`), else the
     project's labels (:func:`rows_from_project`). Returns ``{"version": id, "status", "metrics", "activated",
     "active": id of the active version afterwards, "compared_with": ...}``.
     """
@@ -159,14 +196,16 @@ def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, row
         raise TrainerError(f"activate: {activate!r} is not one of {', '.join(ACTIVATE_CHOICES)}")
     spec = registry.get_trainer(kind)
     n_labels = None
+    rows_test: list[dict] = []
     if rows is not None:
-        rows_train, rows_dev = rows
+        rows_train, rows_dev, rows_test = _parts(rows)
         snapshot = "rows"
     elif data:
-        rows_train, rows_dev = rows_from_file(kind, data, dev_path=dev_data)
+        rows_train, rows_dev, rows_test = rows_from_file_parts(kind, data, dev_path=dev_data)
         snapshot = str(Path(data).resolve())
     elif project is not None:
         rows_train, rows_dev, n_labels = rows_from_project(kind, project)
+        rows_train, rows_dev, rows_test = _parts((rows_train, rows_dev))
         snapshot = snapshot_name(project, n_labels)
     else:
         raise TrainerError("data: give a data file or a project")
@@ -176,8 +215,8 @@ def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, row
                "dev_data": str(dev_data) if dev_data else None, "seed": seed,
                "hyperparameters": hyperparameters or {}, "base_model": base_model, "activate": activate}
     parent = registry.active_version(kind, project, exact=True)
-    version = registry.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
-                                     base_model=base_model, seed=seed, hyperparameters=hyperparameters,
+    version = registry.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test,
+                                     project=project, base_model=base_model, seed=seed, hyperparameters=hyperparameters,
                                      data_snapshot=snapshot, progress=progress, task_id=task_id, request=request,
                                      snapshot_labels=n_labels, parent=parent)
     outcome: dict[str, Any] = {"version": version.pk, "kind": kind, "status": version.status,
@@ -250,20 +289,30 @@ def schedule_maybe_retrain(project_id: int) -> bool:
                         countdown=delay)
 
 
-def last_snapshot_labels(kind: str, project) -> int | None:
-    """Labels in the data snapshot of the active version (None: no active version of this project)."""
-    current = registry.active_version(kind, project, exact=True)
-    if current is None:
-        return None
-    if current.snapshot_labels is not None:
-        return current.snapshot_labels
-    prefix = f"project:{project.slug}@"
-    if current.data_snapshot.startswith(prefix):
+def _snapshot_labels(version, prefix: str) -> int | None:
+    if version.snapshot_labels is not None:
+        return version.snapshot_labels
+    if version.data_snapshot.startswith(prefix):
         try:
-            return int(current.data_snapshot[len(prefix):])
+            return int(version.data_snapshot[len(prefix):])
         except ValueError:
             pass
-    return 0
+    return None
+
+
+def last_snapshot_labels(kind: str, project) -> int | None:
+    """Labels in the data snapshot of the last version trained from this project's labels -- the newest ready or
+    archived one, active or not: a version that lost the comparison was still an attempt on those labels, and
+    counting from the active one instead retrained at every check after a loss. 0 when only versions trained
+    from elsewhere exist but one is active; None when there is none."""
+    prefix = f"project:{project.slug}@"
+    tried = ModelVersion.objects.filter(kind=kind, project=project, status__in=(
+        ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED)).order_by("-pk")
+    for version in tried:
+        labels = _snapshot_labels(version, prefix)
+        if labels is not None:
+            return labels
+    return 0 if registry.active_version(kind, project, exact=True) is not None else None
 
 
 def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str = "", force: bool = False) -> list[dict]:
@@ -287,6 +336,7 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
         try:
             try:
                 rows_train, rows_dev, n_labels = rows_from_project(kind, project)
+                rows_train, rows_dev, rows_test = _parts((rows_train, rows_dev))
             except TrainerError as exc:
                 outcomes.append({**outcome, "skipped": str(exc)})
                 continue
@@ -301,7 +351,7 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
                 continue
             parent = registry.active_version(kind, project, exact=True)
             version = registry.train_version(
-                kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
+                kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test, project=project,
                 base_model=parent.base_model if parent is not None and parent.base_model else None,
                 seed=parent.seed if parent is not None else 13,
                 hyperparameters=parent.hyperparameters if parent is not None else None,

@@ -21,6 +21,15 @@ Evaluation settings (Table 2)
 A *scorer* is anything with ``score(sentence_text, topic, candidates) -> list[float]`` (the Ranker interface of
 :mod:`annotation.task_types.aspect.rankers`); when it also has ``score_groups(groups)`` (the trained models of
 :mod:`ml.rankers`) that batched path is used.
+
+Metrics of every kind beside their baselines (shared by ``manage.py models``, ``/ml/models/``)
+    A kind reports each figure on the scale of its paper -- 0-1 for F1, precision, recall, recall@k and the ValNov
+    score; x100 for Spearman / Pearson (the similarity kinds) -- and the baseline of that figure as
+    ``<baseline>_<metric>`` (``majority_f1_macro`` beside ``f1_macro``, ``jaccard_spearman`` beside ``spearman``,
+    ``cross_topic_majority_f1_macro`` beside ``cross_topic_f1_macro``; :data:`BASELINE_PREFIXES`). :func:`scale_of`
+    names a metric's scale, :func:`baseline_of` finds its baseline and :func:`beside_baselines` lists
+    ``{"metric", "value", "scale", "baseline", "baseline_metric"}`` rows, the primary metric first, without
+    scaling anything.
 """
 from __future__ import annotations
 
@@ -33,6 +42,91 @@ from .data import SentenceRows, group_sentences, leave_one_topic_out, split_by_s
 
 KS = (5, 10, 15, 20)
 PRIMARY = "recall@10"
+
+# --- metrics beside their baselines (every kind) -----------------------------------------------------
+
+BASELINE_PREFIXES = ("majority", "baseline", "jaccard", "lexical", "bm25", "random", "shared_task")
+SETTING_PREFIXES = ("cross_topic_", "in_topic_")
+COUNT_NAMES = {"n", "n_dev", "n_test", "n_train", "n_rows", "n_pairs", "n_tokens", "sentences",
+               "no_aspect_sentences", "candidates", "steps", "epochs"}
+X100_WORDS = ("spearman", "pearson")
+RAW_WORDS = ("mse", "loss", "perplexity", "seconds")
+
+
+def scale_of(name: str) -> str:
+    """The scale a kind reports ``name`` on: ``"x100"`` (Spearman / Pearson), ``"count"``, ``"raw"`` (losses,
+    perplexity, MSE, times) or ``"0-1"`` (F1, precision, recall, accuracy, recall@k, the ValNov score...)."""
+    lowered = str(name).lower()
+    if lowered in COUNT_NAMES or lowered.startswith("n_"):
+        return "count"
+    if any(w in lowered for w in X100_WORDS):
+        return "x100"
+    if any(w in lowered for w in RAW_WORDS):
+        return "raw"
+    return "0-1"
+
+
+def _split_setting(name: str) -> tuple[str, str]:
+    for prefix in SETTING_PREFIXES:
+        if name.startswith(prefix):
+            return prefix, name[len(prefix):]
+    return "", name
+
+
+def is_baseline(name: str, metrics: dict) -> bool:
+    """``name`` is the baseline figure of another metric in ``metrics`` (``majority_f1_macro`` of ``f1_macro``)."""
+    setting, rest = _split_setting(name)
+    for prefix in BASELINE_PREFIXES:
+        if rest.startswith(prefix + "_") and f"{setting}{rest[len(prefix) + 1:]}" in metrics:
+            return True
+    return False
+
+
+def baseline_of(name: str, metrics: dict) -> tuple[str, float] | None:
+    """``(baseline key, value)`` reported beside metric ``name`` in ``metrics``, or None."""
+    setting, rest = _split_setting(name)
+    for prefix in BASELINE_PREFIXES:
+        key = f"{setting}{prefix}_{rest}"
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return key, float(value)
+    return None
+
+
+def beside_baselines(metrics: dict, primary: str | None = None, *, counts: bool = False) -> list[dict]:
+    """One row per numeric metric that is not itself a baseline: ``{"metric", "value", "scale", "baseline",
+    "baseline_metric"}`` (the primary metric first; counts left out unless ``counts``)."""
+    rows = []
+    for name, value in (metrics or {}).items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or is_baseline(name, metrics):
+            continue
+        scale = scale_of(name)
+        if scale == "count" and not counts:
+            continue
+        found = baseline_of(name, metrics)
+        rows.append({"metric": name, "value": float(value), "scale": scale,
+                     "baseline": found[1] if found else None, "baseline_metric": found[0] if found else None})
+    rows.sort(key=lambda r: r["metric"] != primary)
+    return rows
+
+
+def _num(value: float, scale: str) -> str:
+    if scale == "x100":
+        return f"{value:.1f}"
+    if scale == "count":
+        return f"{value:g}"
+    return f"{value:.3f}" if abs(value) >= 0.001 or value == 0 else f"{value:.3g}"
+
+
+def metric_line(row: dict) -> str:
+    """One :func:`beside_baselines` row as text: ``f1_macro 0.912 [0-1] (majority 0.310)``."""
+    text = f"{row['metric']} {_num(row['value'], row['scale'])} [{row['scale']}]"
+    if row.get("baseline") is not None:
+        name = row["baseline_metric"]
+        setting, rest = _split_setting(name)
+        who = next((p for p in BASELINE_PREFIXES if rest.startswith(p + "_")), name)
+        text += f" ({who} {_num(row['baseline'], row['scale'])})"
+    return text
 
 
 def ranking_order(spans: Sequence[tuple[int, int]], scores: Sequence[float], n_tokens: Sequence[int]) -> list[int]:

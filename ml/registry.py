@@ -7,8 +7,20 @@ Trainer kinds
     folder, which dev metric decides (``primary_metric`` / ``higher_is_better``), and optionally where the rows
     come from: ``rows_from_file(path) -> (train, dev)`` (``manage.py train <kind> --data FILE``, the
     ``ml.tasks.train`` task) and ``rows_from_project(project) -> (train, dev, n_labels)`` (the retrain loop,
-    :mod:`ml.loop`), plus ``evaluate(model, rows_dev) -> metrics`` so the loop can score the active model on the
-    new dev split before deciding.
+    :mod:`ml.loop`), plus ``evaluate(model, rows) -> metrics`` so the loop can score the active model on the
+    new dev split before deciding, the registry can score the test rows of a kind whose trainer does not, and
+    ``manage.py models evaluate VERSION --data FILE`` can score any version on any file. ``evaluate`` scores every
+    row it is given (whatever its ``split``) and reports, beside each figure, the baseline of the kind's paper as
+    ``<baseline>_<metric>`` (``majority_f1_macro``, ``jaccard_spearman``, ...; :func:`ml.metrics.baseline_of`).
+
+Test rows
+    Rows marked ``split: "test"`` are never trained on or selected on: :func:`train_version` takes them as
+    ``rows_test`` (and moves any ``split: "test"`` row it finds among ``rows_dev`` there: a kind's
+    ``rows_from_file`` may return test rows inside its dev list tagged that way), passes the dev rows alone as
+    ``TrainRequest.rows_dev`` (early stopping, thresholds, seed choice) and the test rows as
+    ``TrainRequest.rows_test``, only for the final ``TrainResult.test_metrics``. A trainer that reports no test
+    metrics gets them from the registry: the finished artifact is loaded and ``spec.evaluate(model, rows_test)``
+    scores it. They are stored as ``metrics["test"]`` (with ``metrics["n_test"]``).
 
 Versions
     :func:`train_version` creates a :class:`~ml.models.ModelVersion` row (``training``), runs the trainer into
@@ -35,11 +47,13 @@ of the steps, keeps the best on the dev set; the trainer continues only that one
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
+import signal
 import threading
 import time
 import traceback
@@ -85,12 +99,15 @@ class TrainRequest:
     output_dir: Path
     progress: Progress = null_progress
     project: Any = None  # the annotation.Project (or None) the version is for; informative
+    # rows marked split "test": only for TrainResult.test_metrics of the final model, never for training or
+    # selection (the registry scores them with spec.evaluate when the trainer leaves test_metrics empty)
+    rows_test: list[dict] = field(default_factory=list)
 
 
 @dataclass
 class TrainResult:
     metrics: dict  # must contain the spec's primary_metric, computed on rows_dev
-    test_metrics: dict | None = None
+    test_metrics: dict | None = None  # the final model on request.rows_test (None: the registry evaluates them)
     info: dict = field(default_factory=dict)  # anything else worth recording (chosen seed, steps, ...)
 
 
@@ -105,7 +122,7 @@ class TrainerSpec:
     # where rows come from (optional; a kind without them can still be trained by calling train_version):
     rows_from_file: Callable[[Path], tuple[list[dict], list[dict]]] | None = None
     rows_from_project: Callable[[Any], tuple[list[dict], list[dict], int]] | None = None
-    evaluate: Callable[[Any, list[dict]], dict] | None = None  # (loaded model, rows_dev) -> metrics
+    evaluate: Callable[[Any, list[dict]], dict] | None = None  # (loaded model, rows of any split) -> metrics
     default_base_model: Callable[[], str] | str | None = None
     data_formats: str = ""  # one line for --help: which files rows_from_file reads
 
@@ -158,15 +175,34 @@ def trainer_kinds() -> list[str]:
 
 # --- data ------------------------------------------------------------------------------------------
 
-def data_hash(rows_train: Iterable[dict], rows_dev: Iterable[dict]) -> str:
-    """sha256 of the canonical JSON lines of the rows (sorted keys), train then dev."""
+def data_hash(rows_train: Iterable[dict], rows_dev: Iterable[dict], rows_test: Iterable[dict] = ()) -> str:
+    """sha256 of the canonical JSON lines of the rows (sorted keys), train then dev (then test, when any)."""
     h = hashlib.sha256()
-    for part, rows in (("train", rows_train), ("dev", rows_dev)):
+    rows_test = list(rows_test)
+    parts = (("train", rows_train), ("dev", rows_dev)) + ((("test", rows_test),) if rows_test else ())
+    for part, rows in parts:
         h.update(f"#{part}\n".encode())
         for row in rows:
             h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode())
             h.update(b"\n")
     return h.hexdigest()
+
+
+def is_test(row: dict) -> bool:
+    """A row marked for the test split (never trained or selected on)."""
+    return isinstance(row, dict) and row.get("split") == "test"
+
+
+def split_test(rows: Iterable[dict]) -> tuple[list[dict], list[dict]]:
+    """``(rows not marked test, rows marked split "test")``, order kept."""
+    rows = list(rows)
+    return [r for r in rows if not is_test(r)], [r for r in rows if is_test(r)]
+
+
+def untagged(rows: Iterable[dict]) -> list[dict]:
+    """The rows without their ``split`` key: what ``spec.evaluate`` gets, so a kind's evaluate that keeps to its
+    dev rows (``split_eval``) scores every row it is handed."""
+    return [{k: v for k, v in r.items() if k != "split"} if "split" in r else r for r in rows]
 
 
 def stable_split(rows: Sequence[dict], *, key: str | Callable[[dict], Any] = "sentence", dev_fraction: float = 0.2,
@@ -297,21 +333,28 @@ def _wait_for_run(version):
         time.sleep(max(0.2, min(HEARTBEAT_SECONDS, 5.0)))
 
 
-def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], project=None, base_model: str | None = None,
+def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], rows_test: list[dict] | None = None,
+                  project=None, base_model: str | None = None,
                   seed: int = 13, hyperparameters: dict | None = None, data_snapshot: str = "",
                   progress: Progress = null_progress, task_id: str = "", request: dict | None = None,
                   snapshot_labels: int | None = None, parent=None):
     """Train one version of ``kind`` (see the module docstring); returns the ModelVersion (ready or failed).
 
+    ``rows_test`` (and any ``split: "test"`` row of ``rows_dev`` or ``rows_train``) give the test metrics only.
     Exceptions of the trainer are recorded on the row (``failed`` + ``error``) and re-raised.
     """
     spec = get_trainer(kind)
-    rows_train, rows_dev = list(rows_train), list(rows_dev)
+    rows_train, test_in_train = split_test(rows_train)
+    rows_dev, test_in_dev = split_test(rows_dev)
+    rows_test = list(rows_test or []) + test_in_dev + test_in_train
     if not rows_train:
         raise TrainerError("data: no training rows")
     hyperparameters = dict(hyperparameters or {})
     base_model = spec.base_model_for(base_model)
-    digest = data_hash(rows_train, rows_dev)
+    digest = data_hash(rows_train, rows_dev, rows_test)
+    from .training import apply_threads  # cycle: ml.training imports this module
+
+    threads = apply_threads()  # --threads / $ARGORA_TORCH_THREADS / one per process on CPU
     if parent is None:
         parent = active_version(kind, project, exact=True)
     while True:
@@ -339,23 +382,34 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], pr
         with _Heartbeat(version.pk, attempt):
             result = spec.train(TrainRequest(kind=kind, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model,
                                              seed=seed, hyperparameters=hyperparameters, output_dir=tmp,
-                                             progress=progress, project=project))
-        if not isinstance(result, TrainResult):
-            raise TrainerError(f"trainer {kind!r} returned {type(result).__name__}, not a TrainResult")
+                                             progress=progress, project=project, rows_test=rows_test))
+            if not isinstance(result, TrainResult):
+                raise TrainerError(f"trainer {kind!r} returned {type(result).__name__}, not a TrainResult")
+            test_metrics = dict(result.test_metrics) if result.test_metrics else None
+            test_by = "trainer" if test_metrics else None
+            if rows_test and test_metrics is None and spec.evaluate is not None:
+                progress(0, len(rows_test), f"evaluating {len(rows_test)} test rows")
+                test_metrics = dict(spec.evaluate(spec.load(tmp), untagged(rows_test)) or {})
+                test_by = "registry"
         dev_metrics = dict(result.metrics or {})
         primary = dev_metrics.get(spec.primary_metric)
         if not isinstance(primary, (int, float)) or primary != primary:  # missing or NaN
             raise TrainerError(f"trainer {kind!r} did not report its primary metric {spec.primary_metric!r} "
                                f"on the dev rows (got {sorted(dev_metrics)})")
         metrics = {"dev": dev_metrics, "primary": float(primary), "primary_metric": spec.primary_metric}
-        if result.test_metrics:
-            metrics["test"] = dict(result.test_metrics)
-        if result.info:
-            metrics["info"] = dict(result.info)
+        if test_metrics:
+            metrics["test"] = test_metrics
+            metrics["test_evaluated_by"] = test_by
+        if rows_test:
+            metrics["n_test"] = len(rows_test)
+            if not test_metrics:
+                log.warning("model version %s: %s test rows but kind %r reports no test metrics and has no evaluate",
+                            version.pk, len(rows_test), kind)
+        metrics["info"] = dict(result.info or {}, torch_threads=threads)
         (tmp / MANIFEST).write_text(json.dumps({
             "kind": kind, "version": version.pk, "project": getattr(project, "pk", None), "base_model": base_model,
             "seed": seed, "hyperparameters": hyperparameters, "data_snapshot": data_snapshot, "data_hash": digest,
-            "n_train": len(rows_train), "n_dev": len(rows_dev), "metrics": metrics,
+            "n_train": len(rows_train), "n_dev": len(rows_dev), "n_test": len(rows_test), "metrics": metrics,
             "trained_at": timezone.now().isoformat()}, indent=2, default=str))
         target.parent.mkdir(parents=True, exist_ok=True)
         with transaction.atomic():
@@ -544,36 +598,111 @@ def seed_optimise(train_fn_factory, seeds, *, total_steps: int, probe_fraction: 
 
 # --- interrupted runs ------------------------------------------------------------------------------
 
+INTERRUPTED = "interrupted"
+
+
+def status_of(version) -> str:
+    """The status a person reads: ``interrupted`` for a failed version whose run was stopped or lost (its error
+    starts with "interrupted"), else the stored status."""
+    if version.status == ModelVersion.Status.FAILED and (version.error or "").startswith(INTERRUPTED):
+        return INTERRUPTED
+    return version.status
+
+
+def mark_interrupted(task_id: str, reason: str) -> int:
+    """Mark the versions of ``task_id`` still ``training`` as interrupted (``failed``, error "interrupted: ...")
+    at once; returns how many. For a run stopped by a signal in its own process (:func:`stop_marks_interrupted`)."""
+    if not task_id:
+        return 0
+    return ModelVersion.objects.filter(task_id=task_id, status=ModelVersion.Status.TRAINING).update(
+        status=ModelVersion.Status.FAILED, error=f"{INTERRUPTED}: {reason} at {timezone.now().isoformat()}")
+
+
+@contextlib.contextmanager
+def stop_marks_interrupted(task_id: str):
+    """A block that trains versions under ``task_id`` (a command's run): SIGTERM ends it like Ctrl-C
+    (``SystemExit(143)`` raised in the main thread) and either marks its ``training`` versions interrupted before
+    the exception goes on, so a killed run never waits for ``models recover`` or the beat task. (SIGKILL cannot be
+    caught: such a run is swept as soon as its heartbeat is stale, :func:`sweep_interrupted`.)"""
+    previous = None
+    main = threading.current_thread() is threading.main_thread()
+
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if main:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit) as exc:
+        reason = "stopped by SIGINT (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else \
+            f"stopped by SIGTERM (exit {exc.code})" if exc.code == 128 + signal.SIGTERM else f"exit {exc.code}"
+        try:
+            n = mark_interrupted(task_id, reason)
+            log.warning("training %s %s: %s version(s) marked interrupted", task_id, reason, n)
+        except Exception:  # noqa: BLE001 - the process is going down anyway
+            log.exception("could not mark the versions of %s interrupted", task_id)
+        raise
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def sweep_interrupted() -> list[dict]:
+    """Mark every version still ``training`` whose heartbeat is older than the stale limit (4 heartbeats, 60 s by
+    default) interrupted, without re-sending it; what ``manage.py train``, ``models list`` and ``/ml/models/`` do
+    first, so a killed run shows as interrupted without waiting for the beat task or ``models recover``."""
+    return recover_interrupted(requeue=False)
+
+
+LOST = f"{INTERRUPTED}: no sign of life since "
+RESENT = "; re-sent as ml.tasks.train "
+
+
 def recover_interrupted(*, older_than: float | None = None, requeue: bool = False) -> list[dict]:
     """Versions still ``training`` whose run gave no sign of life for ``older_than`` seconds (default: 4 heartbeats).
 
-    They are marked ``failed`` ("interrupted"); with ``requeue`` their training request is sent again as
-    ``ml.tasks.train`` under the same task id (so it reuses the row). Needed where the broker loses unacknowledged
-    messages of a worker that was killed outright: kombu's filesystem transport keeps them only in the worker's
-    memory. Redis redelivers by itself after ``visibility_timeout``; RabbitMQ when the connection drops; a killed
-    pool child (prefork) is requeued by its parent thanks to ``reject_on_worker_lost``.
+    They are marked ``failed`` ("interrupted: no sign of life since ..."); with ``requeue`` their training request
+    is sent again as ``ml.tasks.train`` under the same task id (so it reuses the row) -- and so is that of a version
+    an earlier sweep without ``requeue`` (:func:`sweep_interrupted`) marked so and nobody re-sent yet (never one
+    stopped on purpose: Ctrl-C / SIGTERM, :func:`stop_marks_interrupted`). Needed where the broker loses
+    unacknowledged messages of a worker that was killed outright: kombu's filesystem transport keeps them only in
+    the worker's memory. Redis redelivers by itself after ``visibility_timeout``; RabbitMQ when the connection
+    drops; a killed pool child (prefork) is requeued by its parent thanks to ``reject_on_worker_lost``.
     """
     from datetime import timedelta
 
     older_than = 4 * HEARTBEAT_SECONDS if older_than is None else older_than
     cutoff = timezone.now() - timedelta(seconds=older_than)
-    found = []
+    found: dict[int, dict] = {}
     for version in ModelVersion.objects.filter(status=ModelVersion.Status.TRAINING):
         last = version.heartbeat_at or version.created_at
         if last > cutoff:
             continue
         updated = ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.TRAINING).update(
-            status=ModelVersion.Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}")
-        if not updated:
-            continue
-        item = {"version": version.pk, "kind": version.kind, "task_id": version.task_id, "requeued": None}
-        req = version.request or {}
-        if requeue and req.get("kind") and not req.get("loop"):
-            from .tasks import train  # cycle: ml.tasks imports this module
+            status=ModelVersion.Status.FAILED, error=f"{LOST}{last.isoformat()}")
+        if updated:
+            found[version.pk] = {"version": version.pk, "kind": version.kind, "task_id": version.task_id,
+                                 "requeued": None}
+    if not requeue:
+        return list(found.values())
+    from .tasks import train  # cycle: ml.tasks imports this module
 
-            kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
-                                             "base_model", "activate") if k in req}
-            result = train.apply_async(kwargs=kwargs, task_id=version.task_id or None)
-            item["requeued"] = result.id
-        found.append(item)
-    return found
+    lost = ModelVersion.objects.filter(status=ModelVersion.Status.FAILED, error__startswith=LOST).exclude(
+        error__contains=RESENT)
+    for version in lost:
+        req = version.request or {}
+        item = found.setdefault(version.pk, {"version": version.pk, "kind": version.kind,
+                                             "task_id": version.task_id, "requeued": None})
+        if not req.get("kind") or req.get("loop"):
+            continue
+        kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
+                                         "base_model", "activate") if k in req}
+        if not ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED,
+                                           error=version.error).update(error=f"{version.error}{RESENT}"):
+            continue  # changed meanwhile (another sweep re-sent it, or a redelivery took it over)
+        result = train.apply_async(kwargs=kwargs, task_id=version.task_id or None)
+        ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED).update(
+            error=f"{version.error}{RESENT}{result.id}")
+        item["requeued"] = result.id
+    return list(found.values())

@@ -3,7 +3,11 @@
 URLs (``ml/urls.py``, mounted at ``/ml/``; namespace ``ml``)::
 
     /ml/models/                        every (kind, project): versions table + SVG line of the dev primary metric
-                                       over versions (?kind=ranker&project=<slug> to filter; ?format=csv)
+                                       over versions (?kind=ranker&project=<slug> to filter; ?format=csv); per
+                                       version the dev primary metric, the same metric on the test rows, each
+                                       beside the kind's baseline (``majority_...``, ``jaccard_...``), on the
+                                       kind's scale (0-1, x100: labelled). Versions whose run died are swept to
+                                       "interrupted" first (:func:`ml.registry.sweep_interrupted`)
     /ml/models/<id>/                   one version: metrics table (dev / test, 3 decimals), the primary metric over
                                        the versions of its (kind, project), the training loss, hyperparameters,
                                        data snapshot, error, artifact
@@ -30,6 +34,7 @@ from annotation.models import Project
 from argora import readable
 
 from . import registry
+from .metrics import baseline_of, is_baseline, scale_of
 from .models import ModelVersion
 
 
@@ -65,6 +70,23 @@ def _numbers(metrics, prefix: str = "") -> dict[str, float]:
     return out
 
 
+SCALE_TEXT = {"0-1": "0–1", "x100": "×100", "count": "count", "raw": ""}
+
+
+def scale_text(name: str) -> str:
+    return SCALE_TEXT[scale_of(name)]
+
+
+def _beside(metrics: dict, name: str) -> dict:
+    """``{"text", "value", "baseline_text", "baseline", "baseline_name"}`` of metric ``name`` in ``metrics``."""
+    value = (metrics or {}).get(name)
+    value = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    found = baseline_of(name, metrics or {}) if name else None
+    return {"text": _fmt(value), "value": value, "baseline": found[1] if found else None,
+            "baseline_text": _fmt(found[1]) if found else "—",
+            "baseline_name": readable.words(found[0]) if found else ""}
+
+
 def _label(name: str) -> str:
     return " · ".join(readable.label(part) if n == 0 else readable.words(part)
                       for n, part in enumerate(name.split(" · ")))
@@ -80,7 +102,7 @@ def metric_table(version: ModelVersion) -> dict:
     primary = metrics.get("primary_metric")
     names.sort(key=lambda n: (n != primary, n in COUNTS))
     return {"columns": columns, "rows": [
-        {"name": n, "label": _label(n), "primary": n == primary,
+        {"name": n, "label": _label(n), "primary": n == primary, "scale": scale_text(n.split(" · ")[-1]),
          "cells": [{"text": _fmt(values[c].get(n)), "value": values[c].get(n)} for c in columns]} for n in names]}
 
 
@@ -151,15 +173,21 @@ def groups(kind: str | None = None, project_slug: str | None = None) -> list[dic
         g["chart"] = versions_chart(f"chart-{g['kind']}-{scope}-{n}", g["kind"], scope, g["metric"], g["versions"])
         numbers = {v.pk: _numbers((v.metrics or {}).get("dev")) for v in g["versions"]}
         seen = [name for v in reversed(g["versions"]) for name in numbers[v.pk]
-                if name != g["metric"] and name not in COUNTS]
+                if name != g["metric"] and name not in COUNTS and not is_baseline(name, numbers[v.pk])]
         others = sorted(dict.fromkeys(seen), key=lambda name: (-seen.count(name), name))
         names = [g["metric"]] + others[: LIST_METRICS - 1]
-        g["columns"] = [{"name": name, "label": _label(name)} for name in names]
+        g["columns"] = [{"name": name, "label": _label(name), "scale": scale_text(name)} for name in names]
+        g["scale"] = scale_text(g["metric"])
         for v in g["versions"]:
             numbers[v.pk][g["metric"]] = v.primary_metric  # the registry's primary value, as the retrain loop reads it
-        g["rows"] = [{"v": v, "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)}
-                                        for name in names]}
+        g["rows"] = [{"v": v, "status": registry.status_of(v),
+                      "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)}
+                                for name in names],
+                      "dev": _beside((v.metrics or {}).get("dev") or {}, g["metric"]),
+                      "test": _beside((v.metrics or {}).get("test") or {}, g["metric"]),
+                      "n_test": (v.metrics or {}).get("n_test", ((v.metrics or {}).get("test") or {}).get("n"))}
                      for v in reversed(g["versions"])]
+        g["has_test"] = any(r["test"]["value"] is not None for r in g["rows"])
         g["active"] = next((v for v in g["versions"] if v.is_active), None)
         # "Roll back" only where there is an active version and an earlier one to go back to
         g["rollback_to"] = registry.rollback_target(g["kind"], g["project"]) if g["active"] is not None else None
@@ -167,21 +195,30 @@ def groups(kind: str | None = None, project_slug: str | None = None) -> list[dic
     return result
 
 
+def _csv(value) -> str:
+    return "" if value is None else str(value)
+
+
 @staff_required
 @require_GET
 def model_list(request):
     kind = request.GET.get("kind") or None
     project = request.GET.get("project") or None
+    registry.sweep_interrupted()  # a run killed outright shows as interrupted, not "training" for ever
     data = groups(kind, project)
     if request.GET.get("format") == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf)
-        writer.writerow(["id", "kind", "project", "status", "active", "primary_metric", "primary", "n_train", "n_dev",
+        writer.writerow(["id", "kind", "project", "status", "active", "primary_metric", "primary", "primary_baseline",
+                         "test_primary", "test_primary_baseline", "scale", "n_train", "n_dev", "n_test",
                          "seed", "base_model", "data_snapshot", "data_hash", "parent", "created_at", "trained_at"])
         for g in data:
-            for v in g["versions"]:
-                writer.writerow([v.pk, v.kind, v.project.slug if v.project else "", v.status, int(v.is_active),
-                                 g["metric"], "" if v.primary_metric is None else v.primary_metric, v.n_train, v.n_dev,
+            for r in reversed(g["rows"]):  # oldest first
+                v = r["v"]
+                writer.writerow([v.pk, v.kind, v.project.slug if v.project else "", r["status"], int(v.is_active),
+                                 g["metric"], "" if v.primary_metric is None else v.primary_metric,
+                                 _csv(r["dev"]["baseline"]), _csv(r["test"]["value"]), _csv(r["test"]["baseline"]),
+                                 scale_of(g["metric"]), v.n_train, v.n_dev, _csv(r["n_test"]),
                                  v.seed, v.base_model, v.data_snapshot, v.data_hash, v.parent_id or "",
                                  v.created_at.isoformat(), v.trained_at.isoformat() if v.trained_at else ""])
         response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
@@ -196,7 +233,7 @@ def _detail_context(version: ModelVersion, **extra) -> dict:
     metric, higher = _spec_metric(version.kind, siblings)
     scope = version.project.slug if version.project else "global"
     info = (version.metrics or {}).get("info")
-    return {"v": version, "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
+    return {"v": version, "status": registry.status_of(version), "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
             "primary_text": _fmt(version.primary_metric), "metrics": metric_table(version),
             "versions_chart": versions_chart(f"chart-versions-{version.pk}", version.kind, scope, metric, siblings,
                                              highlight=version) if len(siblings) > 1 else None,

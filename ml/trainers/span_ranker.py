@@ -33,16 +33,11 @@ import torch
 from torch import nn
 
 from ml import registry, training
-from ml.data import (
-    SentenceRows,
-    group_sentences,
-    ranker_rows_from_file,
-    ranker_rows_from_project,
-)
+from ml.data import SentenceRows, group_sentences, ranker_rows_from_project
 from ml.inference import length_sorted_batches
 from ml.metrics import PRIMARY
 
-from .ranker import StepRun, default_base_model, evaluate, train_runs
+from .ranker import StepRun, default_base_model, evaluate, rows_from_file, train_runs
 
 KIND = "span_ranker"
 DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "head_lr": 1e-3, "weight_decay": 0.01,
@@ -218,7 +213,8 @@ class SpanRun(StepRun):
 
 
 def train(request) -> registry.TrainResult:
-    run, hp, metrics, info = train_runs(request, KIND, DEFAULTS, SpanRun, group_sentences, "train_sentences")
+    run, hp, metrics, test_metrics, info = train_runs(request, KIND, DEFAULTS, SpanRun, group_sentences,
+                                                      "train_sentences")
     out = Path(request.output_dir)
     run.module.encoder.save_pretrained(str(out / "encoder"))
     run.tokenizer.save_pretrained(str(out / "encoder"))
@@ -227,7 +223,7 @@ def train(request) -> registry.TrainResult:
         "kind": KIND, "max_length": int(hp["max_length"]), "hidden": int(hp["hidden"]),
         "dropout": float(hp["dropout"]), "max_width": int(hp["max_width"]),
         "eval_batch_size": int(hp["eval_batch_size"]), "pooling": "mean,max,start,end,width"}, indent=2))
-    return registry.TrainResult(metrics=metrics, info=info)
+    return registry.TrainResult(metrics=metrics, test_metrics=test_metrics, info=info)
 
 
 def load(path: Path, *, device: str | None = None) -> SpanRanker:
@@ -247,7 +243,7 @@ registry.register_trainer(registry.TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric=PRIMARY, higher_is_better=True,
     description="aspect span ranker: one encoder pass per sentence, span pooling (mean/max/start/end/width) + MLP "
                 "regressing the Arg-CTRL §3.1 Step 2a score (MSE); recall@k on dev",
-    rows_from_file=ranker_rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
+    rows_from_file=rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
     default_base_model=default_base_model,
     data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
 ))

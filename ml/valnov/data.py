@@ -23,7 +23,9 @@ Instance weights (:func:`effective_weights`, the trainer's ``weighting`` hyperpa
   :func:`annotation.task_types.validity_novelty.weights.instance_weight` of the two confidence words (1 = no agreement ... 5 = full
   agreement). :mod:`.augment` writes a synthetic row's weight already scaled (source weight x its factor).
 
-Splits: rows with a ``split`` go where it says (``test`` rows are left out); otherwise :func:`ml.registry.stable_split`
+Splits: rows with a ``split`` go where it says (``test`` rows ride in the dev list tagged ``split: "test"``, the
+convention of every trainer kind: the trainer never trains, selects or calibrates on them and reports them as the
+version's test metrics); otherwise :func:`ml.registry.stable_split`
 by topic (the shared task's dev split covers other debate topics than train), 20 % of the topics to dev.
 Synthetic rows never go to dev (their source's topic might).
 """
@@ -115,7 +117,8 @@ def split_rows(rows: list[dict], *, dev_fraction: float = DEV_FRACTION) -> tuple
     if any(r.get("split") for r in rows):
         train = [r for r in rows if r.get("split") in ("", "train")]
         dev = [r for r in rows if r.get("split") in ("dev", "validation", "valid") and not r.get("synthetic")]
-        return train, dev
+        test = [r for r in rows if r.get("split") == "test" and not r.get("synthetic")]
+        return train, dev + test
     originals = [r for r in rows if not r.get("synthetic")]
     train, dev = stable_split(originals, key=lambda r: r.get("topic") or r.get("premise"), dev_fraction=dev_fraction,
                               salt="argora-valnov-dev")

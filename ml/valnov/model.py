@@ -16,6 +16,7 @@ Artifact layout (:meth:`ValNovModel.save` / :func:`load_model`)::
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -76,6 +77,15 @@ class ValNovModel(nn.Module):
         lv, ln = self.logits(**features)
         return torch.sigmoid(lv.float()), torch.sigmoid(ln.float())
 
+    def shift_thresholds(self, validity: float, novelty: float) -> None:
+        """Move each head's decision threshold ``t`` (calibrated on dev) to 0.5: the output bias loses
+        ``logit(t)``, so ``P >= t`` before is ``P >= 0.5`` after and every user of the model (annotators, the
+        4-class score) keeps the one threshold 0.5."""
+        with torch.no_grad():
+            for head, t in ((self.validity_head, validity), (self.novelty_head, novelty)):
+                t = min(max(float(t), 1e-6), 1 - 1e-6)
+                head.out.bias -= math.log(t / (1 - t))
+
     # --- tokenising -------------------------------------------------------------------------------
     def encode_pairs(self, premises: Sequence[str], conclusions: Sequence[str]) -> dict:
         """Token ids of the pairs (no padding); truncation ``longest_first`` to ``max_length``."""
@@ -88,7 +98,7 @@ class ValNovModel(nn.Module):
         return {k: v.to(device) for k, v in features.items()}
 
     # --- artifacts --------------------------------------------------------------------------------
-    def save(self, path, *, threshold: float = 0.5) -> None:
+    def save(self, path, *, threshold: float = 0.5, calibrated: dict | None = None) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(str(path / "encoder"))
@@ -97,7 +107,8 @@ class ValNovModel(nn.Module):
                    path / HEADS_FILE)
         (path / CONFIG_FILE).write_text(json.dumps({
             "max_length": self.max_length, "pooling": self.pooling, "dropout": self.dropout_p,
-            "hidden_size": int(self.encoder.config.hidden_size), "threshold": float(threshold)}, indent=2))
+            "hidden_size": int(self.encoder.config.hidden_size), "threshold": float(threshold),
+            "calibrated_thresholds": calibrated or None}, indent=2))
 
 
 class ValNovPredictor:
@@ -134,8 +145,9 @@ class ValNovPredictor:
     def labels(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[int, int]]:
         return [(int(v >= self.threshold), int(n >= self.threshold)) for v, n in self.predict(pairs)]
 
-    def save(self, path) -> None:
-        self.model.save(path, threshold=self.threshold)
+    def save(self, path, *, calibrated: dict | None = None) -> None:
+        """``calibrated``: the dev thresholds already folded into the heads (recorded in ``valnov.json``)."""
+        self.model.save(path, threshold=self.threshold, calibrated=calibrated)
 
 
 def load_model(path, *, device: str | None = None, batch_size: int = 64) -> ValNovPredictor:

@@ -13,6 +13,7 @@ of its class's F1.
 """
 from __future__ import annotations
 
+import random
 from typing import Iterable, Sequence
 
 VALID_NOVEL, VALID_NOT_NOVEL = "valid&novel", "valid&not-novel"
@@ -111,3 +112,35 @@ def majority_baseline(rows_train: Sequence[dict], rows_dev: Sequence[dict]) -> d
             counts[(v, n)] += 1
     v, n = counts.most_common(1)[0][0] if counts else (1, 0)
     return score_rows(rows_dev, [(float(v), float(n))] * len(rows_dev))
+
+
+def random_baseline(rows: Sequence[dict], *, draws: int = 20, seed: int = 0) -> dict:
+    """The mean scores of uniformly random labels on ``rows`` over ``draws`` seeded draws (the paper's "random
+    baseline", 24.5 ValNov on the shared task's test set): ``{"valnov", "validity_f1", "novelty_f1"}``."""
+    rng = random.Random(f"valnov-random:{seed}")
+    keys = (PRIMARY, "validity_f1", "novelty_f1")
+    total = {k: 0.0 for k in keys}
+    for _ in range(max(1, draws)):
+        scores = score_rows(rows, [(float(rng.random() < 0.5), float(rng.random() < 0.5)) for _ in rows])
+        for k in keys:
+            total[k] += scores[k]
+    return {k: v / max(1, draws) for k, v in total.items()}
+
+
+def calibrate_threshold(gold: Sequence, probs: Sequence[float], *, default: float = 0.5) -> float:
+    """The decision threshold on ``probs`` that maximises the macro F1 of the two classes of one head against
+    ``gold`` (1 / 0; unknown gold left out): candidates are the midpoints between consecutive distinct
+    probabilities (and ``default``); of equally good ones the closest to ``default``. ``default`` when the gold has
+    one class only or fewer than two known labels."""
+    known = [(float(p), label) for p, label in zip(probs, (gold_label(g) for g in gold)) if label is not None]
+    if len({label for _, label in known}) < 2:
+        return float(default)
+    values = sorted({p for p, _ in known})
+    candidates = {float(default)} | {(a + b) / 2 for a, b in zip(values, values[1:])}
+    golds = [label for _, label in known]
+
+    def macro(threshold: float) -> float:
+        per = _f1_per_class(golds, [int(p >= threshold) for p, _ in known], (1, 0))
+        return (per[1] + per[0]) / 2
+
+    return max(sorted(candidates), key=lambda t: (round(macro(t), 12), -abs(t - default)))

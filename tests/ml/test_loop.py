@@ -130,7 +130,13 @@ def test_loop_trains_after_m_labels_and_activates_only_better_versions(project, 
     assert v2.parent_id == v1.pk and out["compared_with"]["how"] == "stored dev metrics"
     assert registry.active_version("ranker", project).pk == v1.pk
 
-    add_labels(project, tmp_path, SENTENCES[9:], "d.jsonl")  # still counted from v1 (the active one): 10 - 5 >= 4
+    [out] = loop.maybe_retrain(project)  # the losing v2 was an attempt on 9 labels: no retrain at every check
+    assert out["skipped"].startswith("0 new labels") and out["since"] == 9 and ModelVersion.objects.count() == 2
+
+    add_labels(project, tmp_path, SENTENCES[9:], "d.jsonl")  # counted from v2 (the last attempt): 10 - 9 < 4
+    [out] = loop.maybe_retrain(project)
+    assert out["skipped"].startswith("1 new labels") and ModelVersion.objects.count() == 2
+    project.config = {"retrain_every": 1}
     [out] = loop.maybe_retrain(project)
     v3 = ModelVersion.objects.get(pk=out["version"])
     assert out["activated"] and v3.is_active and v3.parent_id == v1.pk

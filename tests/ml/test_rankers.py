@@ -291,5 +291,5 @@ def test_train_cli_reports_in_and_cross_topic_recall(tiny_bert, tmp_path, tmp_ar
                  "--hp", "max_steps=2", "--hp", "batch_size=4", "--hp", "max_length=48", stdout=text)
     assert "in-topic recall @5" in text.getvalue() and "cross-topic recall @5" in text.getvalue()
     with pytest.raises(CommandError) as exc:
-        call_command("train", "tagger", "--data", str(data), "--eval", "cross-topic")
+        call_command("train", "argspan", "--data", str(data), "--eval", "cross-topic")
     assert exc.value.returncode == 2 and "--eval" in str(exc.value)

@@ -100,7 +100,8 @@ def test_rows_and_weights_from_a_shared_task_file(tmp_path):
     ], extra=("Instance-Weight", "Synthetic", "split"))
     train, dev = D.rows_from_file(path)
     assert [r["conclusion"] for r in train] == ["C one", "C two", "C four"]
-    assert [r["conclusion"] for r in dev] == ["C three"]   # test rows are left out
+    assert [r["conclusion"] for r in dev] == ["C three", "C five"]   # test rows ride along, tagged (issue 23)
+    assert [r["split"] for r in dev] == ["dev", "test"]
     assert (train[0]["validity"], train[0]["novelty"]) == (1.0, 1.0)
     assert (train[1]["validity"], train[1]["novelty"]) == (0.0, 0.0)
     assert (dev[0]["validity"], dev[0]["novelty"]) == (None, 0.5)   # tie: validity unknown, novelty 1/2

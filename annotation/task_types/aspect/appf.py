@@ -30,7 +30,7 @@ and counted (``stats["non_arguments"]``; the CLI prints it), as are unresolved i
 :func:`export_appf` writes the unsplit file (``out``) and/or the split files (``split`` + ``out_dir``).
 
 Splits (:func:`split_rows`): ``cross-topic`` (test: gun control, school uniforms; dev: death penalty; train:
-the rest, App. F) and ``in-topic`` (a seeded random split whose sizes keep App. F's 3532 / 500 / 1000
+the rest, App. F; or any topics named with ``test`` / ``dev``, each of which must be among the rows) and ``in-topic`` (a seeded random split whose sizes keep App. F's 3532 / 500 / 1000
 proportions for the number of rows at hand, :func:`in_topic_sizes`).
 """
 from __future__ import annotations
@@ -302,8 +302,9 @@ def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[st
                dev: list[str] | None = None, seed: int = 13, sizes: dict | None = None) -> dict[str, list[dict]]:
     """``{"train": [...], "dev": [...], "test": [...]}``, each sorted by hash.
 
-    ``cross-topic``: rows whose topic (case-insensitive) is in ``test`` / ``dev`` (default App. F), the rest
-    train. ``in-topic``: rows (ordered by hash) shuffled with ``random.Random(seed)`` and cut into ``sizes``
+    ``cross-topic``: rows whose topic (case-insensitive) is in ``test`` / ``dev`` (default App. F's: test gun
+    control + school uniforms, dev death penalty), the rest train; ``ValueError`` (nothing to write) when a named
+    (or default) test / dev topic is not among the rows, or no topic is left for train. ``in-topic``: rows (ordered by hash) shuffled with ``random.Random(seed)`` and cut into ``sizes``
     (default :func:`in_topic_sizes`). ``none``: everything in train.
     """
     rows = sorted(rows, key=lambda r: r["hash"])
@@ -312,10 +313,24 @@ def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[st
         out["train"] = rows
         return out
     if mode == "cross-topic":
-        test_topics = {t.lower() for t in (CROSS_TOPIC["test"] if test is None else test)}
-        dev_topics = {t.lower() for t in (CROSS_TOPIC["dev"] if dev is None else dev)}
+        default = test is None and dev is None
+        test_topics = {t.strip().lower() for t in (CROSS_TOPIC["test"] if test is None else test) if t.strip()}
+        dev_topics = {t.strip().lower() for t in (CROSS_TOPIC["dev"] if dev is None else dev) if t.strip()}
         if test_topics & dev_topics:
             raise ValueError(f"split: topic(s) {sorted(test_topics & dev_topics)} are in both test and dev")
+        present = sorted({row["topic"].lower() for row in rows})
+        hint = (f"the rows' topics are {', '.join(repr(t) for t in present) or 'none'}; name the held-out topics "
+                f"with --test T1,T2 --dev T3")
+        for part, named in (("test", test_topics), ("dev", dev_topics)):
+            if not named:
+                raise ValueError(f"split: cross-topic needs at least one {part} topic ({hint})")
+            missing = sorted(named - set(present))
+            if missing:
+                what = "App. F's default " if default else ""
+                raise ValueError(f"split: {what}{part} topic(s) {', '.join(repr(t) for t in missing)} are not among "
+                                 f"the rows ({hint})")
+        if not set(present) - test_topics - dev_topics:
+            raise ValueError(f"split: no topic is left for train ({hint})")
         for row in rows:
             topic = row["topic"].lower()
             out["test" if topic in test_topics else "dev" if topic in dev_topics else "train"].append(row)

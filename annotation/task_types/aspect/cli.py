@@ -5,6 +5,7 @@
     manage.py aspects convert FILE.conll|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con]
     manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
     manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
+    manage.py aspects export --project SLUG --split cross-topic --test T1,T2 --dev T3 --out-dir DIR
     manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
 
 Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
@@ -13,7 +14,9 @@ folder of ``.conll`` files, one per topic: :mod:`annotation.task_types.aspect.co
 from each file's name unless ``--topic``, the stance from the corpus's copy of the sentence, else ``--stance`` --
 and imports them as an App. F file would be; ``convert`` writes those rows as an App. F file instead.
 Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
-(either or both). A wrong combination (``--split`` without ``--out-dir``, ``--out-dir`` without ``--split``,
+(either or both); cross-topic holds out App. F's topics unless ``--test T1,T2 --dev T3`` name others, and
+exits 2 writing nothing when a test / dev topic is not in the project (the message lists its topics). A wrong
+combination (``--split`` without ``--out-dir``, ``--out-dir`` without ``--split``,
 neither ``--out`` nor ``--split``, ``--out`` naming a folder) exits 2 and writes nothing. Sentences that are not
 arguments (stance none) and unresolved items are left out and counted.
 """
@@ -58,6 +61,10 @@ class Command(BaseCommand):
                        help="also write the fixed split (App. F) as train/dev/test.jsonl into --out-dir")
         p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
         p.add_argument("--seed", type=int, default=13, help="seed of the in-topic split")
+        p.add_argument("--test", default=None, help="cross-topic: comma-separated test topics (default App. F's: "
+                                                    "gun control, school uniforms)")
+        p.add_argument("--dev", default=None, help="cross-topic: comma-separated dev topics (default App. F's: "
+                                                   "death penalty); every other topic is train")
         p = sub.add_parser("convert", help="write CoNLL aspect spans as an App. F JSONL file")
         p.add_argument("file", help="a .conll file or a folder of them")
         p.add_argument("--out", required=True, help="the App. F file to write")
@@ -102,10 +109,14 @@ class Command(BaseCommand):
                                             file_name="aspects.jsonl")
                 if problem:
                     raise CommandError(problem, returncode=2)
+                topics = {part: [t.strip() for t in options[part].split(",") if t.strip()]
+                          for part in ("test", "dev") if options.get(part) is not None}
+                if topics and options["split"] != "cross-topic":
+                    raise CommandError(f"--{' and --'.join(topics)}: only with --split cross-topic", returncode=2)
                 project = self._project(options["project"])
                 stats: dict = {}
                 files = appf.export_appf(project, options["out"], split=options["split"], out_dir=options["out_dir"],
-                                         seed=options["seed"], stats=stats)
+                                         seed=options["seed"], stats=stats, **topics)
                 self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
                 self.stdout.write(f"left out: {stats['non_arguments']} non-argument sentence(s) (stance none; App. F "
                                   f"has arguments only), {stats['unresolved']} unresolved item(s)")

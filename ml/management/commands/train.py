@@ -4,7 +4,7 @@
 
     manage.py train ranker --data appf_train.jsonl [--dev appf_dev.jsonl] [--project SLUG] [--seed 13]
         [--epochs 3] [--base-model PATH] [--hp lr=2e-5 --hp batch_size=16] [--activate if_better|always|never]
-        [--json] [--queue] [--eval in-topic|cross-topic]
+        [--json] [--queue] [--eval in-topic|cross-topic] [--threads N]
 
 ``--data``: a file (Arg-CTRL App. F aspect JSONL; the span-grounding ``spans.jsonl`` export; any JSONL of the
 kind's rows) or a folder with ``train.jsonl`` + ``dev.jsonl``. The kind's ``TrainerSpec.rows_from_file`` turns it
@@ -13,24 +13,35 @@ for ``ranker``; a file without a ``split`` field is split by sentence hash). Wit
 trains on the project's aggregated labels. ``--queue`` sends it to a ``gpu`` worker (``ml.tasks.train``) instead
 of training here. ``--eval cross-topic`` (ranker, span_ranker: leave-one-topic-out recall@k, ``cross_topic_recall@k``
 in the dev metrics; argument: leave-one-topic-out macro F1 with one line per held-out topic). Exit 2 with ``FILE:LINE: reason`` for bad data or options.
+
+``--dev DEV``: every row of ``--data`` trains (no hash split), every row of DEV is a dev row; rows marked
+``split: "test"`` in either file give the version's test metrics only (``metrics.test``), never training or
+selection. ``--threads N``: torch / OpenMP threads of this run (default ``$ARGORA_TORCH_THREADS``, else one on a
+CPU-only machine; :func:`ml.training.apply_threads`). Progress: a bar on a terminal, else a plain line every
+``ARGORA_PROGRESS_SECONDS`` (30) on stderr. Ctrl-C or SIGTERM marks the version ``interrupted`` at once (exit 130 /
+143); a run killed outright (SIGKILL, OOM) is marked so by the next ``train`` / ``models list`` / ``/ml/models/``
+once its heartbeat is stale (60 s).
 """
 from __future__ import annotations
 
 import json
+import os
+import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
 from argora.progress import cli_progress
-from ml import registry
+from ml import registry, training
 from ml.loop import train_and_activate
+from ml.metrics import beside_baselines, metric_line
 from ml.similarity.sampling import SamplingError, canonical
 from ml.tasks import train
 
 SAMPLING_KINDS = ("augsbert",)  # kinds whose hyperparameters include strategy and k (AugSBERT §3.1)
 
 
-EVAL_KINDS = ("ranker", "span_ranker", "argument")  # kinds with the "eval" hyperparameter (in- / cross-topic)
+EVAL_KINDS = ("ranker", "span_ranker", "argument", "tagger")  # kinds with the "eval" hyperparameter (in- / cross-topic)
 
 
 def parse_hp(values: list[str], what: str = "hp") -> dict:
@@ -90,6 +101,10 @@ class Command(BaseCommand):
         parser.add_argument("--activate", choices=["if_better", "always", "never"], default="if_better")
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
         parser.add_argument("--queue", action="store_true", help="enqueue ml.tasks.train on the gpu queue instead")
+        parser.add_argument("--threads", type=int, default=None,
+                            help="torch / OpenMP CPU threads for this run (default: $ARGORA_TORCH_THREADS, else 1 on a "
+                                 "machine without CUDA: one training per process; more threads on a busy machine "
+                                 "make training slower, not faster)")
         parser.add_argument("--eval", choices=["in-topic", "cross-topic"], default=None,
                             help="ranker / span_ranker: cross-topic also reports leave-one-topic-out recall@5/10/15/20 "
                                  "(Arg-CTRL Table 2); argument: leave-one-topic-out macro F1 per held-out topic (one "
@@ -117,6 +132,16 @@ class Command(BaseCommand):
                                    f"not {opts['kind']!r}", returncode=2)
             hyperparameters["eval"] = opts["eval"]
 
+        if opts.get("threads") is not None:
+            if opts["queue"]:
+                raise CommandError("--threads: sets this process's threads; a worker takes $ARGORA_TORCH_THREADS "
+                                   "(see the README), not --queue", returncode=2)
+            try:
+                training.thread_count(opts["threads"])
+            except registry.TrainerError as exc:
+                raise CommandError(f"--{exc}", returncode=2) from None
+            os.environ[training.ENV_THREADS] = str(opts["threads"])  # read by registry.train_version
+
         if opts["queue"]:
             result = train.apply_async(kwargs=dict(kind=opts["kind"], project_id=getattr(project, "pk", None),
                                                    data=opts["data"], dev_data=opts["dev"], seed=opts["seed"],
@@ -126,20 +151,29 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(out) if opts["json"] else f"queued ml.tasks.train as {result.id}")
             return
 
+        registry.sweep_interrupted()  # runs killed outright before this one: interrupted, not "training"
+        task_id = f"cli-{uuid.uuid4().hex}"  # names this run's version so a stop can mark it interrupted
         try:
-            with cli_progress(f"train {opts['kind']}") as progress:
+            with registry.stop_marks_interrupted(task_id), cli_progress(f"train {opts['kind']}") as progress:
                 outcome = train_and_activate(opts["kind"], project=project, data=opts["data"], dev_data=opts["dev"],
                                              seed=opts["seed"], hyperparameters=hyperparameters,
                                              base_model=opts["base_model"], activate=opts["activate"],
-                                             progress=progress)
+                                             progress=progress, task_id=task_id)
         except registry.TrainerError as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except KeyboardInterrupt:
+            self.stderr.write("interrupted (Ctrl-C): the version is marked interrupted")
+            raise SystemExit(130) from None
         if opts["json"]:
             self.stdout.write(json.dumps(outcome, sort_keys=True, default=str))
             return
         metric = (outcome["metrics"] or {}).get("primary_metric", "primary")
         self.stdout.write(f"version {outcome['version']} ({outcome['kind']}): {outcome['status']}, dev {metric} = "
                           f"{(outcome['metrics'] or {}).get('primary')}")
+        test = (outcome["metrics"] or {}).get("test") or {}
+        if test:
+            self.stdout.write(f"test ({(outcome['metrics'] or {}).get('n_test', '?')} rows): "
+                              + "; ".join(metric_line(r) for r in beside_baselines(test, metric)[:6]))
         dev = (outcome["metrics"] or {}).get("dev") or {}
         if any(k.startswith("cross_topic_recall@") for k in dev):
             for setting, prefix in (("in-topic", ""), ("cross-topic", "cross_topic_")):
