@@ -223,10 +223,16 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 # sooner by beat's recover tasks. The other timeouts keep a hung broker from hanging the web request that enqueues.
 ARGORA_LONGEST_JOB_SECONDS = int(os.environ.get("ARGORA_LONGEST_JOB_SECONDS", str(12 * 3600)))
 ARGORA_SERVICE_TIMEOUT = float(os.environ.get("ARGORA_SERVICE_TIMEOUT", "2"))
+# ARGORA_BROKER_VISIBILITY_TIMEOUT overrides it (seconds; sharded silver runs: longer than one shard takes), and
+# ARGORA_BROKER_RESTORE_INTERVAL (seconds) makes the worker look for such messages that often (Redis; kombu's default 100).
+ARGORA_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("ARGORA_BROKER_VISIBILITY_TIMEOUT") or ARGORA_LONGEST_JOB_SECONDS)
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ARGORA_LONGEST_JOB_SECONDS,
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ARGORA_BROKER_VISIBILITY_TIMEOUT,
                                        "socket_timeout": ARGORA_SERVICE_TIMEOUT,
                                        "socket_connect_timeout": ARGORA_SERVICE_TIMEOUT}
+    if os.environ.get("ARGORA_BROKER_RESTORE_INTERVAL"):
+        CELERY_BROKER_TRANSPORT_OPTIONS.update(unacked_restore_interval=float(os.environ["ARGORA_BROKER_RESTORE_INTERVAL"]),
+                                               unacked_restore_throttle=1)
 CELERY_BROKER_CONNECTION_TIMEOUT = ARGORA_SERVICE_TIMEOUT
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "django-db")

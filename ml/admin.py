@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
-from . import registry
-from .models import ModelVersion
+from . import pipeline, registry
+from .models import ModelVersion, PipelineRun
 
 
 @admin.register(ModelVersion)
@@ -43,3 +43,31 @@ class ModelVersionAdmin(admin.ModelAdmin):
                                   level=messages.WARNING)
             else:
                 self.message_user(request, f"{where}: rolled back, version {previous.pk} is active")
+
+
+@admin.register(PipelineRun)
+class PipelineRunAdmin(admin.ModelAdmin):
+    """Arg-CTRL data pipelines (:mod:`ml.pipeline`); started with ``manage.py pipeline argctrl``. The action runs
+    the chain from the first unfinished stage, sending the silver stages to the ``gpu`` workers (run it again once
+    they are done to move on), like ``manage.py pipeline argctrl ... --queue``."""
+
+    list_display = ("id", "kind", "topic_name", "stage", "status", "argument_run", "aspect_run", "release",
+                    "updated_at")
+    list_filter = ("kind", "status", "stage")
+    search_fields = ("topic_name", "documents")
+    readonly_fields = [f.name for f in PipelineRun._meta.fields]
+    actions = ["continue_selected"]
+
+    def has_add_permission(self, request):
+        return False  # a pipeline starts from the command line (it reads a folder on the server)
+
+    @admin.action(description="Run / continue the chain (silver stages on the gpu workers)")
+    def continue_selected(self, request, queryset):
+        for run in queryset:
+            try:
+                run = pipeline.advance(run, queue=True)
+            except Exception as exc:  # noqa: BLE001 - shown to the user; the row keeps a failed stage's error
+                self.message_user(request, f"pipeline {run.pk}: {type(exc).__name__}: {exc}", level=messages.ERROR)
+                continue
+            self.message_user(request, f"pipeline {run.pk}: {run.status} at stage {run.stage}"
+                                       + (f" ({run.error})" if run.error else ""))

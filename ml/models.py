@@ -102,7 +102,8 @@ class SilverRun(models.Model):
         FAILED = "failed", "failed"
         CANCELLED = "cancelled", "cancelled"
 
-    kind = models.CharField(max_length=64, help_text='trainer kind: "tagger", "argspan" or "argspanscheme"')
+    kind = models.CharField(max_length=64,
+                            help_text='trainer kind: "tagger", "argspan", "argspanscheme" or "argument"')
     model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="silver_runs")
     project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="silver_runs", help_text="the scope the active model came from")
@@ -110,7 +111,7 @@ class SilverRun(models.Model):
                               related_name="silver_runs", help_text="empty with source empty = all sentences")
     source = models.CharField(max_length=1000, blank=True, default="", help_text="Sentence.source to select")
     options = models.JSONField(default=dict, blank=True,
-                               help_text="batch_size, arguments_only, scheme_ratio, discard_others, ...")
+                               help_text="batch_size, shards, arguments_only, arguments_from_run, scheme_ratio, ...")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     cancel_requested = models.BooleanField(default=False)
     last_sentence_id = models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id")
@@ -138,6 +139,41 @@ class SilverRun(models.Model):
         return {s: v / n for s, v in (self.scheme_sums or {}).items()} if n else {}
 
 
+class SilverShard(models.Model):
+    """One contiguous Sentence id range ``[first_id, last_id]`` of a silver run, processed by one Celery task
+    (``ml.tasks.silver_shard``) and checkpointed like a whole run: ``last_sentence_id`` moves in the same transaction
+    as each batch's labels, with this row locked (see :mod:`ml.silver`)."""
+
+    Status = SilverRun.Status
+
+    run = models.ForeignKey(SilverRun, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField(help_text="0-based position in the run")
+    first_id = models.BigIntegerField(help_text="lowest Sentence id of the range")
+    last_id = models.BigIntegerField(help_text="highest Sentence id of the range")
+    last_sentence_id = models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id")
+    total = models.PositiveIntegerField(default=0, help_text="selected sentences in the range")
+    processed = models.PositiveIntegerField(default=0)
+    labelled = models.PositiveIntegerField(default=0)
+    batches = models.PositiveIntegerField(default=0)
+    scheme_sums = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=SilverRun.Status.choices, default=SilverRun.Status.PENDING,
+                              db_index=True)
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    worker = models.CharField(max_length=255, blank=True, default="", help_text="hostname of the last worker on it")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="times a task started on it")
+    error = models.TextField(blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="ml_silver_one_shard_per_index")]
+
+    def __str__(self) -> str:
+        return f"silver run {self.run_id} shard {self.index} ({self.status}, {self.processed}/{self.total})"
+
+
 class SilverLabel(models.Model):
     """A model's prediction for one sentence in one silver run; kept apart from gold and crowd labels."""
 
@@ -147,6 +183,10 @@ class SilverLabel(models.Model):
                              help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]')
     schemes = models.JSONField(default=dict, blank=True, help_text="{scheme: probability} (argspanscheme)")
     confidence = models.FloatField(default=0.0, help_text="mean probability of the predicted word tags")
+    stance = models.CharField(max_length=8, blank=True, default="",
+                              help_text='argument runs: predicted "pro", "con" or "none" (never Sentence.stance)')
+    stance_probability = models.FloatField(null=True, blank=True, help_text="argument runs: P(predicted stance)")
+    stance_probs = models.JSONField(default=dict, blank=True, help_text='argument runs: {"pro", "con", "none": p}')
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -155,3 +195,46 @@ class SilverLabel(models.Model):
 
     def __str__(self) -> str:
         return f"silver label run {self.run_id} sentence {self.sentence_id}"
+
+
+# --- the Arg-CTRL data pipeline (issue 21, item 2) ---------------------------------------------------
+
+class PipelineRun(models.Model):
+    """One run of a chained data pipeline (``argctrl``: import -> relevance -> argument -> aspects -> documents),
+    see :mod:`ml.pipeline`. ``stages`` holds each stage's state and figures; a re-run continues from the first
+    stage that is not done, so every stage is resumable and a finished pipeline adds nothing."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        RUNNING = "running", "running"
+        WAITING = "waiting", "waiting"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    kind = models.CharField(max_length=32, default="argctrl", db_index=True)
+    documents = models.CharField(max_length=1000, help_text="the folder of *.txt documents (absolute)")
+    topic_name = models.CharField(max_length=200, help_text="the topic as given (slug, name or id)")
+    topic = models.ForeignKey("corpus.Topic", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="pipeline_runs")
+    options = models.JSONField(default=dict, blank=True,
+                               help_text="model versions, relevance terms, batch size, document bounds, release")
+    stage = models.CharField(max_length=32, default="import", help_text="the first stage that is not done")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    stages = models.JSONField(default=dict, blank=True,
+                              help_text='{stage: {"status", "counts", "started_at", "finished_at"}}')
+    argument_run = models.ForeignKey("ml.SilverRun", null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="+", help_text="the argument / stance silver run")
+    aspect_run = models.ForeignKey("ml.SilverRun", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="+", help_text="the aspect tagger's silver run")
+    release = models.ForeignKey("corpus.Release", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="+", help_text="the training-documents release (aspect-docs)")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["kind", "documents", "topic_name"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} pipeline #{self.pk} ({self.topic_name}: {self.stage}, {self.status})"

@@ -51,8 +51,26 @@ def maybe_retrain(self, project_id, force=False) -> list:
 
 @gpu_task(name="ml.tasks.silver")
 def silver(self, run_id) -> dict:
-    """Silver annotation run ``run_id`` (see :mod:`ml.silver`); a redelivered task continues from the checkpoint."""
+    """Silver annotation run ``run_id`` (see :mod:`ml.silver`), its shards one after the other; a redelivered task
+    continues from the checkpoints."""
     return silver_runs.process(int(run_id), progress=celery_progress(self), task_id=self.request.id or "")
+
+
+@gpu_task(name="ml.tasks.silver_shard")
+def silver_shard(self, run_id, index) -> dict:
+    """One shard of a sharded silver run (a ``chord`` member, :func:`ml.silver._enqueue`): late ack and requeue on
+    worker loss (:func:`argora.celery.gpu_task`), so a killed worker's shard is delivered again and continues after
+    its checkpoint; a done shard returns at once. The worker's hostname is kept on the shard row. The last shard to
+    end finalises the run (:func:`ml.silver.finalise`) even if the chord callback never runs."""
+    return silver_runs.process_shard(int(run_id), int(index), progress=celery_progress(self),
+                                     task_id=self.request.id or "", worker=self.request.hostname or "")
+
+
+@shared_task(name="ml.silver_finalise", queue="default")
+def silver_finalise(run_id) -> dict:
+    """Chord callback of a sharded silver run: run-wide statistics from the shards (sums, scheme sums for the scheme
+    means), done when every shard is. Idempotent; not an ``ml.tasks.*`` name, so it runs on the default queue."""
+    return silver_runs.summary(silver_runs.finalise(int(run_id)))
 
 
 @gpu_task(name="ml.tasks.model_annotate")

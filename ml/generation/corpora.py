@@ -108,6 +108,8 @@ from argora.errors import FileLineError
 from argora.jsonl import read_jsonl as read_jsonl_lines
 from argora.progress import Progress, null_progress
 from corpus.models import DebateNode, DebateTree
+from ml.models import SilverLabel
+from ml.silver import filter_label
 
 # --- shared text helpers ------------------------------------------------------------------------------
 
@@ -211,6 +213,66 @@ def gold_aspect_rows(projects: Iterable) -> Iterator[dict]:
             yield normalise_aspect_row(row)
 
 
+def silver_aspect_rows(aspect_run, stance_run=None, *, dropped: Counter | None = None,
+                       chunk_size: int = 2000) -> Iterator[dict]:
+    """Aspect rows from silver runs (Arg-CTRL §4's chain): one row per sentence labelled by either run.
+
+    - stance: the sentence's own stance when it is pro / con (gold, crowd or imported labels win), else the
+      ``argument`` run's predicted stance (``SilverLabel.stance``); a predicted ``none`` is counted as
+      ``not_argument``, a sentence with neither as ``no_stance_label``, and both are left out;
+    - aspects: the texts of the ``tagger`` run's spans for the sentence, after the run's own ``min_confidence``
+      filter (:func:`ml.silver.filter_label`); a sentence the tagger did not label, or labelled without spans,
+      is yielded with no aspects (:func:`build_aspect_documents` counts it as ``no_aspect``).
+
+    Streams in sentence-id order, ``chunk_size`` labels at a time. Without ``stance_run`` only sentences with
+    their own pro / con stance are used."""
+    dropped = dropped if dropped is not None else Counter()
+    opts = dict(aspect_run.options or {})
+
+    def aspects_of(spans) -> list[str]:
+        kept, _schemes, _keep = filter_label(aspect_run, spans or [], {}, {}, opts)
+        return [str(sp.get("text") or "") for sp in kept if str(sp.get("text") or "").strip()]
+
+    def row(sentence, stance, spans) -> dict:
+        return {"topic": sentence.topic.name, "stance": stance, "sentence": sentence.text,
+                "aspects": aspects_of(spans)}
+
+    def own(sentence) -> str | None:
+        return sentence.stance if sentence.stance in ("pro", "con") else None
+
+    if stance_run is not None:
+        labels = (SilverLabel.objects.filter(run=stance_run).select_related("sentence__topic")
+                  .order_by("sentence_id"))
+        chunk: list = []
+
+        def flush(chunk):
+            spans = dict(SilverLabel.objects.filter(run=aspect_run, sentence_id__in=[lab.sentence_id for lab in chunk])
+                         .values_list("sentence_id", "spans"))
+            for lab in chunk:
+                stance = own(lab.sentence) or (lab.stance if lab.stance in ("pro", "con") else None)
+                if stance is None:
+                    dropped["not_argument" if lab.stance == "none" else "no_stance_label"] += 1
+                    continue
+                yield row(lab.sentence, stance, spans.get(lab.sentence_id))
+
+        for label in labels.iterator(chunk_size=chunk_size):
+            chunk.append(label)
+            if len(chunk) >= chunk_size:
+                yield from flush(chunk)
+                chunk = []
+        if chunk:
+            yield from flush(chunk)
+    rest = SilverLabel.objects.filter(run=aspect_run).select_related("sentence__topic").order_by("sentence_id")
+    if stance_run is not None:  # sentences the argument run did not label (e.g. ones with a stance of their own)
+        rest = rest.exclude(sentence_id__in=SilverLabel.objects.filter(run=stance_run).values("sentence_id"))
+    for label in rest.iterator(chunk_size=chunk_size):
+        stance = own(label.sentence)
+        if stance is None:
+            dropped["no_stance_label"] += 1
+            continue
+        yield row(label.sentence, stance, label.spans)
+
+
 @dataclass
 class AspectDocument:
     """One training document: every argument of one control code."""
@@ -265,13 +327,20 @@ def _display_aspect(forms: Counter) -> str:
 def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_ARGS,
                            max_args: int = DEFAULT_MAX_ARGS,
                            max_per_topic_stance: int = DEFAULT_MAX_PER_TOPIC_STANCE, seed: int = 13,
-                           source: str = "gold", progress: Progress = null_progress) -> AspectDocs:
+                           source: str = "gold", progress: Progress = null_progress,
+                           dropped_rows: Counter | None = None) -> AspectDocs:
     """Arg-CTRL §4 training documents from aspect rows (see the module docstring for every rule).
 
     ``rows``: dicts accepted by :func:`normalise_aspect_row` (a bad row raises :class:`RowError`).
     Returns :class:`AspectDocs`: documents sorted by (topic, stance, stem) and ``stats`` = ``{"rows",
     "skipped_stance", "skipped_no_aspect", "groups", "dropped_small", "truncated", "capped",
-    "documents", "arguments", "per_topic_stance": {"topic|stance": n}}``.
+    "documents", "arguments", "per_topic_stance": {"topic|stance": n}, "dropped": {...}}``.
+
+    ``dropped`` says what each filter took away, in the order they apply: ``no_stance`` and ``no_aspect``
+    (rows), then ``too_small``, ``max_args`` and ``cap`` (arguments -- distinct (topic, stance, sentence) -- that
+    are in no document any more after that step: all their groups were under ``min_args``, sampled away from an
+    over-long document, or cut by the per-topic-stance cap). ``dropped_rows`` (the caller's counter, e.g.
+    :func:`silver_aspect_rows`' ``not_argument`` / ``no_stance_label``) is merged in first.
     """
     _check_bounds(min_args, max_args, max_per_topic_stance)
     groups: dict[tuple[str, str, str], dict] = {}
@@ -300,15 +369,20 @@ def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_
         if n % 1000 == 0:
             progress(n, None, "grouping arguments")
 
+    candidates = {(t, st, a) for (t, st, _k), g in groups.items() for a in g["arguments"]}
+    after_small: set = set()
+    after_max: set = set()
     by_ts: dict[tuple[str, str], list[AspectDocument]] = defaultdict(list)
     for (topic, stance, key), group in sorted(groups.items()):
         arguments = group["arguments"]
         if len(arguments) < min_args:
             stats["dropped_small"] += 1
             continue
+        after_small.update((topic, stance, a) for a in arguments)
         if len(arguments) > max_args:
             stats["truncated"] += 1
             arguments = _sample_keep_order(arguments, max_args, random.Random(f"{seed}:{topic}:{stance}:{key}"))
+        after_max.update((topic, stance, a) for a in arguments)
         by_ts[(topic, stance)].append(AspectDocument(
             topic=topic, stance=stance, aspect=_display_aspect(group["forms"]), stem=key, arguments=arguments,
             aspects=sorted(group["forms"]), source=source))
@@ -335,8 +409,13 @@ def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_
         per_ts[f"{topic}|{stance}"] = max_per_topic_stance - budget
         documents.extend(sorted(kept, key=lambda d: d.stem))
     documents.sort(key=lambda d: (d.topic, d.stance, d.stem))
+    final = {(d.topic, d.stance, a) for d in documents for a in d.arguments}
+    dropped = Counter(dropped_rows or {})
+    dropped.update({"no_stance": stats["skipped_stance"], "no_aspect": stats["skipped_no_aspect"],
+                    "too_small": len(candidates - after_small), "max_args": len(after_small - after_max),
+                    "cap": len(after_max - final)})
     progress(n, n, "documents built")
-    out = {"rows": n, "skipped_stance": stats["skipped_stance"], "skipped_no_aspect": stats["skipped_no_aspect"],
+    out = {"dropped": dict(dropped), "rows": n, "skipped_stance": stats["skipped_stance"], "skipped_no_aspect": stats["skipped_no_aspect"],
            "groups": len(groups), "dropped_small": stats["dropped_small"], "truncated": stats["truncated"],
            "capped": stats["capped"], "documents": len(documents),
            "arguments": sum(len(d.arguments) for d in documents), "per_topic_stance": per_ts}

@@ -4,11 +4,15 @@
 
     {"projects": ["aspects-ukp"]          # gold: aspect projects' final answers
      | "rows_file": "silver.jsonl",       # or a JSONL of {topic, stance, sentence, aspects} (silver) / App. F rows
+     | "silver_runs": {"aspects": 12,     # or silver runs: the tagger run's spans as aspects,
+                       "stance": 11},     # the argument run's predicted stance (optional; a sentence's own
+                                          # pro/con stance always wins) -- corpora.silver_aspect_rows
      "source": "gold" | "silver",         # label written into each document (default by input)
      "min_args": 15, "max_args": 1500, "max_per_topic_stance": 100000, "seed": 13}
 
 -> ``aspect-docs.jsonl``: one training document per line (control_code, topic, stance, aspect, stem, aspects,
-n_arguments, arguments, source).
+n_arguments, arguments, source). Both silver runs must be done, the aspects run of kind ``tagger`` and the stance
+run of kind ``argument``.
 
 ``debate-paths`` (debate-trees §2.2)::
 
@@ -28,12 +32,15 @@ n_arguments, arguments, source).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Iterator
 
 from annotation.models import Project
 from annotation.task_types.span_grounding.export import clean_filters, filter_reason
+from argora.progress import Progress, null_progress
 from corpus.models import DebateTree, Topic
 from corpus.releases import CardContext, register_exporter
+from ml.models import SilverRun
 
 from . import corpora
 
@@ -89,10 +96,42 @@ def _source(config: dict, task_type: str) -> dict:
 
 # --- aspect-docs ----------------------------------------------------------------------------------------
 
+def _silver_run(config: dict, key: str, kind: str, *, required: bool):
+    value = (config.get("silver_runs") or {}).get(key)
+    if value is None:
+        if required:
+            raise ValueError(f"config.silver_runs.{key}: the {kind} silver run id is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        raise ValueError(f"config.silver_runs.{key}: a silver run id, got {value!r}")
+    run = SilverRun.objects.filter(pk=int(value)).first()
+    if run is None:
+        raise ValueError(f"config.silver_runs.{key}: no silver run {value}")
+    if run.kind != kind:
+        raise ValueError(f"config.silver_runs.{key}: silver run {run.pk} is a {run.kind!r} run, not {kind!r}")
+    if run.status != SilverRun.Status.DONE:
+        raise ValueError(f"config.silver_runs.{key}: silver run {run.pk} is {run.status}, not done "
+                         f"(finish it: manage.py silver resume {run.pk})")
+    return run.pk
+
+
+def _aspect_source(config: dict) -> dict:
+    runs = config.get("silver_runs")
+    if runs is None:
+        return dict(_source(config, "aspect"), silver_runs=None)
+    if not isinstance(runs, dict) or set(runs) - {"aspects", "stance"}:
+        raise ValueError('config.silver_runs: {"aspects": tagger run id, "stance": argument run id}')
+    if config.get("rows_file") or config.get("projects") or config.get("project"):
+        raise ValueError("config: give one of projects, rows_file or silver_runs")
+    return {"projects": [], "rows_file": None,
+            "silver_runs": {"aspects": _silver_run(config, "aspects", "tagger", required=True),
+                            "stance": _silver_run(config, "stance", "argument", required=False)}}
+
+
 def prepare_aspect_docs(config: dict) -> dict:
-    _unknown(config, {"project", "projects", "rows_file", "source", "min_args", "max_args",
+    _unknown(config, {"project", "projects", "rows_file", "silver_runs", "source", "min_args", "max_args",
                       "max_per_topic_stance", "seed"})
-    out = _source(config, "aspect")
+    out = _aspect_source(config)
     source = config.get("source") or ("gold" if out["projects"] else "silver")
     if source not in ("gold", "silver"):
         raise ValueError(f"config.source: {source!r} is not gold or silver")
@@ -105,17 +144,32 @@ def prepare_aspect_docs(config: dict) -> dict:
     return out
 
 
-def aspect_input_rows(config: dict):
+def aspect_input_rows(config: dict, dropped: Counter | None = None):
+    """The rows of a prepared aspect-docs config; silver runs count what they leave out into ``dropped``."""
+    if config.get("silver_runs"):
+        runs = config["silver_runs"]
+        stance = SilverRun.objects.get(pk=runs["stance"]) if runs.get("stance") else None
+        return corpora.silver_aspect_rows(SilverRun.objects.get(pk=runs["aspects"]), stance, dropped=dropped)
     if config.get("rows_file"):
         return corpora.aspect_rows_from_file(config["rows_file"])
     return corpora.gold_aspect_rows(config["projects"])
 
 
-def build_docs(config: dict) -> corpora.AspectDocs:
-    return corpora.build_aspect_documents(aspect_input_rows(config), min_args=config["min_args"],
+def build_docs(config: dict, *, progress: Progress = null_progress) -> corpora.AspectDocs:
+    """The documents of a prepared aspect-docs config; ``stats["dropped"]`` counts every filter's losses."""
+    dropped: Counter = Counter()
+    return corpora.build_aspect_documents(aspect_input_rows(config, dropped), min_args=config["min_args"],
                                           max_args=config["max_args"],
                                           max_per_topic_stance=config["max_per_topic_stance"], seed=config["seed"],
-                                          source=config["source"])
+                                          source=config["source"], progress=progress, dropped_rows=dropped)
+
+
+def _input_name(c: dict) -> str:
+    if c.get("silver_runs"):
+        runs = c["silver_runs"]
+        return (f"tagger silver run {runs['aspects']}"
+                + (f", stance from argument silver run {runs['stance']}" if runs.get("stance") else ""))
+    return ", ".join(c["projects"]) or c["rows_file"]
 
 
 def aspect_docs_card(ctx: CardContext) -> list[tuple[str, str]]:
@@ -124,7 +178,7 @@ def aspect_docs_card(ctx: CardContext) -> list[tuple[str, str]]:
                        "<aspect>\"), topic, stance, aspect, stem (Porter stems of the aspect's words: aspects with "
                        "the same stem are merged), aspects (merged surface forms), n_arguments, arguments, source."),
             ("Construction", f"Arg-CTRL §4 from {c['source']} aspects "
-                             f"({', '.join(c['projects']) or c['rows_file']}): documents of {c['min_args']} to "
+                             f"({_input_name(c)}): documents of {c['min_args']} to "
                              f"{c['max_args']} arguments, at most {c['max_per_topic_stance']} arguments per topic "
                              f"and stance, seed {c['seed']} (see ml/generation/corpora.py).")]
 

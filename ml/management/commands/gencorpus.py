@@ -2,7 +2,8 @@
 
 ::
 
-    manage.py gencorpus aspect-docs (--projects SLUG[,SLUG] | --rows FILE) [--source gold|silver]
+    manage.py gencorpus aspect-docs (--projects SLUG[,SLUG] | --rows FILE | --silver-aspects RUN
+        [--silver-stance RUN]) [--source gold|silver]
         [--min-args 15] [--max-args 1500] [--max-per-topic-stance 100000] [--seed 13] --out FILE [--json]
     manage.py gencorpus debate-paths [--tree ID ...] [--topic NAME ...] [--strategy supportive|contradicting|
         complex|multi-turn|all ...] [--seed 13] [--fractions 0.9,0.05,0.05] [--anchor root|any] --out FILE [--json]
@@ -10,7 +11,10 @@
         [--max-variables 4] [--min-variables 1] [--require-scheme] [--keep-goal-from-means] --out FILE [--json]
 
 ``--rows`` for aspect-docs: silver rows ``{topic, stance, sentence, aspects}`` or App. F rows; for argu-inputs: the
-span-grounding export (``spans.jsonl``). The output is written through a temporary file: a failure leaves no
+span-grounding export (``spans.jsonl``). ``--silver-aspects RUN`` reads a done ``tagger`` silver run's spans as the
+aspects and ``--silver-stance RUN`` a done ``argument`` silver run's predicted stance (a sentence's own pro / con
+stance wins); ``stats.dropped`` says how many rows / arguments each filter left out (not_argument,
+no_stance_label, no_stance, no_aspect, too_small, max_args, cap). The output is written through a temporary file: a failure leaves no
 partial FILE. ``--json`` prints ``{"corpus", "out", "rows", ...statistics}``. Exit 2 with ``FILE:LINE: reason``
 (bad input rows) or the option and reason (bad options).
 """
@@ -33,6 +37,10 @@ def _split_list(values) -> list[str]:
     return out
 
 
+# config keys named in the exporters' errors -> the options that set them
+OPTION_OF = {"config.silver_runs.aspects": "--silver-aspects", "config.silver_runs.stance": "--silver-stance"}
+
+
 class Command(BaseCommand):
     help = "Write a generation training corpus (aspect-control documents, debate paths, ArgU inputs) as JSONL."
 
@@ -47,6 +55,10 @@ class Command(BaseCommand):
         a = sub.add_parser("aspect-docs", help="Arg-CTRL §4 training documents")
         a.add_argument("--projects", action="append", help="aspect project slug(s) (gold final answers)")
         a.add_argument("--rows", help="JSONL of {topic, stance, sentence, aspects} (silver) or App. F rows")
+        a.add_argument("--silver-aspects", dest="silver_aspects", type=int,
+                       help="a done tagger silver run: its spans are the aspects")
+        a.add_argument("--silver-stance", dest="silver_stance", type=int,
+                       help="a done argument silver run: its predicted stance (a sentence's own pro/con wins)")
         a.add_argument("--source", choices=["gold", "silver"], help="label of the documents (default by input)")
         a.add_argument("--min-args", dest="min_args", type=int, default=15)
         a.add_argument("--max-args", dest="max_args", type=int, default=1500)
@@ -78,7 +90,13 @@ class Command(BaseCommand):
         corpus = opts["corpus"]
         try:
             if corpus == "aspect-docs":
+                silver_runs = None
+                if opts["silver_aspects"] is not None or opts["silver_stance"] is not None:
+                    if opts["silver_aspects"] is None:
+                        raise ValueError("--silver-aspects: the tagger silver run is required with --silver-stance")
+                    silver_runs = {"aspects": opts["silver_aspects"], "stance": opts["silver_stance"]}
                 config = exporters.prepare_aspect_docs(_drop_none({
+                    "silver_runs": silver_runs,
                     "projects": _split_list(opts["projects"]) or None, "rows_file": opts["rows"],
                     "source": opts["source"], "min_args": opts["min_args"], "max_args": opts["max_args"],
                     "max_per_topic_stance": opts["max_per_topic_stance"], "seed": opts["seed"]}))
@@ -97,16 +115,16 @@ class Command(BaseCommand):
                     "require_scheme": opts["require_scheme"],
                     "merge_goal_from_means": not opts["keep_goal_from_means"]}))
         except ValueError as exc:
-            raise CommandError(f"gencorpus {corpus}: {exc}", returncode=2) from None
+            message = str(exc)
+            for key, option in OPTION_OF.items():
+                message = message.replace(key, option)
+            raise CommandError(f"gencorpus {corpus}: {message}", returncode=2) from None
 
         summary: dict = {"corpus": corpus, "out": opts["out"]}
         try:
             with cli_progress(f"gencorpus {corpus}") as progress:
                 if corpus == "aspect-docs":
-                    docs = corpora.build_aspect_documents(
-                        exporters.aspect_input_rows(config), min_args=config["min_args"], max_args=config["max_args"],
-                        max_per_topic_stance=config["max_per_topic_stance"], seed=config["seed"],
-                        source=config["source"], progress=progress)
+                    docs = exporters.build_docs(config, progress=progress)
                     summary["rows"] = write_jsonl((d.as_row() for d in docs.documents), opts["out"])
                     summary["stats"] = docs.stats
                 elif corpus == "debate-paths":
@@ -132,6 +150,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary, sort_keys=True))
         else:
             self.stdout.write(f"wrote {summary['rows']} rows to {opts['out']}")
+            dropped = {k: v for k, v in (summary.get("stats") or {}).get("dropped", {}).items() if v}
+            if dropped:
+                self.stdout.write("dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
 
 
 def _drop_none(config: dict) -> dict:
