@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment, GoldRecord, Item, Response, Worker
-from annotation.signals import assignment_submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,20 +90,6 @@ def check_drained(project, acked):
         assert sorted(Response.objects.filter(assignment_id=pk).values_list("item_id", flat=True)) == list(item_ids)
     assert set(HIT.objects.filter(project=project).values_list("taken", flat=True)) == {R}
     assert not Assignment.objects.filter(project=project, status="reserved").exists()
-
-
-@pytest.fixture
-def signalled():
-    """Assignment ids that ``assignment_submitted`` was sent for (from any thread)."""
-    sent, lock = [], threading.Lock()
-
-    def receiver(sender, assignment, **kwargs):
-        with lock:
-            sent.append(assignment.pk)
-
-    assignment_submitted.connect(receiver, weak=False, dispatch_uid="test_concurrency_receiver")
-    yield sent
-    assignment_submitted.disconnect(dispatch_uid="test_concurrency_receiver")
 
 
 def test_50_workers_drain_200_items_with_r_3(django_user_model, signalled):

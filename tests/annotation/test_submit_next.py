@@ -10,13 +10,10 @@ from datetime import timedelta
 import pytest
 from django.db.models import Count
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
-
 from annotation import services
 from annotation.models import HIT, Assignment, Response, Worker
-from annotation.signals import assignment_submitted
 
+from .test_api import client_for
 from .test_concurrency import run_threads
 
 
@@ -28,31 +25,12 @@ def make_project(slug="sn", *, items=12, per_hit=2, r=1, **kw):
     return p
 
 
-def client_for(user):
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return c
-
-
 def answers(hit, label="pro"):
     return {"responses": {str(i["id"]): {"label": label} for i in hit["items"]}}
 
 
 def submit_next(c, hit, label="pro"):
     return c.post(f"/api/assignments/{hit['assignment']}/submit/?next=1", answers(hit, label), format="json")
-
-
-@pytest.fixture
-def signalled():
-    sent, lock = [], threading.Lock()
-
-    def receiver(sender, assignment, **kwargs):
-        with lock:
-            sent.append(assignment.pk)
-
-    assignment_submitted.connect(receiver, weak=False, dispatch_uid="test_submit_next_receiver")
-    yield sent
-    assignment_submitted.disconnect(dispatch_uid="test_submit_next_receiver")
 
 
 @pytest.mark.django_db
