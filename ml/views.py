@@ -188,6 +188,10 @@ def groups(kind: str | None = None, project_slug: str | None = None) -> list[dic
                       "n_test": (v.metrics or {}).get("n_test", ((v.metrics or {}).get("test") or {}).get("n"))}
                      for v in reversed(g["versions"])]
         g["has_test"] = any(r["test"]["value"] is not None for r in g["rows"])
+        # the baseline's name goes in the column heading (one per group, the newest version's), not in every cell
+        g["dev_baseline_name"] = next((r["dev"]["baseline_name"] for r in g["rows"] if r["dev"]["baseline_name"]), "")
+        g["test_baseline_name"] = next((r["test"]["baseline_name"] for r in g["rows"] if r["test"]["baseline_name"]),
+                                       "")
         g["active"] = next((v for v in g["versions"] if v.is_active), None)
         # "Roll back" only where there is an active version and an earlier one to go back to
         g["rollback_to"] = registry.rollback_target(g["kind"], g["project"]) if g["active"] is not None else None

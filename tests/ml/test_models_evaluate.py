@@ -128,9 +128,11 @@ def test_list_json_and_the_page_show_test_metrics_beside_the_baseline(scored_kin
     page = client.get("/ml/models/?kind=scored").content.decode()
     tr = re.search(rf'<tr class="active-version" data-version="{out["version"]}">(.*?)</tr>', page, re.S).group(1)
     assert '<td class="num test" data-value="0.8">0.800</td>' in tr
-    assert re.search(r'data-part="test" data-value="0.3"[^>]*>0.300 <span class="muted small">majority F1 macro',
-                     tr), tr
-    assert re.search(r'data-part="dev" data-value="0.4"[^>]*>0.400 <span class="muted small">majority F1 macro', tr)
+    assert re.search(r'data-part="test" data-value="0.3" title="majority F1 macro">0.300</td>', tr), tr
+    assert re.search(r'data-part="dev" data-value="0.4" title="majority F1 macro">0.400</td>', tr), tr
+    # the baseline's name once, in each baseline column's heading
+    assert re.search(r'Dev baseline<br><span class="muted small">majority F1 macro</span></th>', page)
+    assert re.search(r'Test baseline<br><span class="muted small">majority F1 macro</span></th>', page)
     assert "Test F1 macro" in page and 'data-scale="0–1"' in page and "/ 3</td>" in tr
     csv_text = client.get("/ml/models/?kind=scored&format=csv").content.decode()
     header, line = csv_text.splitlines()[:2]
