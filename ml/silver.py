@@ -497,8 +497,7 @@ def process_shard(run_id: int, index: int, *, progress: Progress = null_progress
         else:
             progress(shard.processed, shard.total, label)
         batch: list = []
-        rows = selection(run, shard).values_list("id", "text", "topic_id").iterator(chunk_size=max(batch_size, 100))
-        for row in rows:
+        for row in _pages(run, shard, max(batch_size, 100)):
             batch.append(row)
             if len(batch) < batch_size:
                 continue
@@ -522,6 +521,23 @@ def process_shard(run_id: int, index: int, *, progress: Progress = null_progress
     if finish:
         finalise(run.pk)
     return shard_summary(shard)
+
+
+def _pages(run, shard, size: int) -> Iterator[tuple]:
+    """``(id, text, topic_id)`` of the shard's sentences after its checkpoint, in id order, read ``size`` at a time
+    by key (``id > last``), each page fetched whole. No read stays open while a batch is written: on SQLite an open
+    cursor (``.iterator()``) pins its snapshot, and once another worker has committed, this connection's
+    ``BEGIN IMMEDIATE`` fails at once with "database is locked" (the busy timeout cannot help a stale snapshot)."""
+    after = None
+    while True:
+        qs = selection(run, shard)
+        if after is not None:
+            qs = qs.filter(pk__gt=after)
+        page = list(qs.values_list("id", "text", "topic_id")[:size])
+        yield from page
+        if len(page) < size:
+            return
+        after = page[-1][0]
 
 
 def _stopped(run, shard, finish: bool) -> dict:

@@ -4,12 +4,14 @@ CLI's per-shard status."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 from io import StringIO
 from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from corpus.models import Sentence, Topic
@@ -225,3 +227,44 @@ def test_cli_shards_and_per_shard_status(corpus, version, monkeypatch):
     call_command("silver", "status", str(result["run"]), stdout=out)
     text = out.getvalue()
     assert text.count("shard ") >= 3 and "3/3 shards done" in text and "30/30" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_write_their_shards_side_by_side(corpus, version):
+    """Two shards processed at the same time on two database connections (two worker processes, here threads):
+    each commits a batch, waits until the other has committed one too, then commits the rest. A shard that kept a
+    cursor open over its sentences while writing pinned a read snapshot on SQLite, and its next ``BEGIN
+    IMMEDIATE`` failed at once with "database is locked" once the other had committed (both shards were left
+    running, the run never finished)."""
+    Sentence.objects.bulk_create([Sentence(topic=corpus, text=f"Sentence {i} about costs.", content_hash=f"m{i}")
+                                  for i in range(30, 250)])  # > 100 a shard: more than one read of 100 rows
+    run = silver.start("argspanscheme", topic=corpus, shards=2, batch_size=4)
+    both_wrote = threading.Barrier(2, timeout=60)
+
+    class Waiting(FakeSchemes):
+        def predict(self, texts, variables=None, *, batch_size=64):
+            if self.calls == 1:  # the first batch is committed: wait for the other worker's first commit
+                both_wrote.wait()
+            return super().predict(texts, variables, batch_size=batch_size)
+
+    outcomes, errors = {}, []
+
+    def work(index):
+        try:
+            outcomes[index] = silver.process_shard(run.pk, index, model=Waiting(), worker=f"w{index}")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"shard {index}: {type(exc).__name__}: {exc}")
+            both_wrote.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert [outcomes[i]["status"] for i in (0, 1)] == ["done", "done"]
+    run.refresh_from_db()
+    assert run.status == "done" and run.processed == 250
+    assert sorted(SilverLabel.objects.filter(run=run).values_list("sentence_id", flat=True)) == _ids(corpus)
