@@ -70,7 +70,8 @@ def database_urls(db: str, pg_url: str) -> tuple[str, str]:
         urls = (f"{base}/argora_bench", f"{base}/doccano_bench")
         for url in urls:
             ensure_pg_database(url)
-        return urls
+        # doccano's settings require SSL unless the URL names an sslmode (a local server here has no SSL)
+        return urls[0], urls[1] + "?sslmode=disable"
     (VAR_DIR / "bench").mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{VAR_DIR / 'bench' / 'argora-bench.sqlite3'}", f"sqlite:///{VAR_DIR / 'bench' / 'doccano.sqlite3'}"
 
@@ -102,7 +103,9 @@ def doccano_env(url: str) -> dict:
 def doccano_setup(python: Path, url: str, *, tag: str, examples: int, users: int) -> dict:
     out = subprocess.run([str(python), str(ROOT / "bench" / "doccano_setup.py"), "--tag", tag,
                           "--examples", str(examples), "--users", str(users)],
-                         env=doccano_env(url), check=True, capture_output=True, text=True)
+                         env=doccano_env(url), capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"doccano set-up failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
