@@ -4,16 +4,56 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.signals import request_finished, request_started
 
 CHROMIUM = os.environ.get("ARGORA_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
 ]
+
+
+class _InFlight:
+    """Requests the live server (a thread of this process) is still handling. A test that ends while the page's
+    last autosave is on its way must not flush the database under it: on PostgreSQL the TRUNCATE and the request's
+    transaction deadlock, the flush fails and the next test starts on the previous test's rows."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.count = 0
+        self.changed = time.monotonic()
+
+    def started(self, **kwargs):
+        with self.lock:
+            self.count += 1
+            self.changed = time.monotonic()
+
+    def finished(self, **kwargs):
+        with self.lock:
+            self.count = max(0, self.count - 1)
+            self.changed = time.monotonic()
+
+    def wait_quiet(self, quiet=0.3, limit=20.0):
+        """Return once no request has been in flight for ``quiet`` seconds (a request sent as the page closed
+        arrives a moment later), or after ``limit`` seconds."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            with self.lock:
+                idle = self.count == 0 and time.monotonic() - self.changed >= quiet
+            if idle:
+                return
+            time.sleep(0.05)
+
+
+IN_FLIGHT = _InFlight()
+request_started.connect(IN_FLIGHT.started, weak=False, dispatch_uid="argora-browser-in-flight-start")
+request_finished.connect(IN_FLIGHT.finished, weak=False, dispatch_uid="argora-browser-in-flight-end")
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +81,8 @@ def page(browser):
         yield page
     finally:
         context.close()
+        # the database is flushed after this fixture ends: let the live server finish what the page sent last
+        IN_FLIGHT.wait_quiet()
 
 
 def staff_screenshot(page, name: str) -> Path:
