@@ -3,7 +3,7 @@ prints ours vs baseline (issue 23).
 
     python bench/quality.py --data ../shared/data/ukp_aspect/UKP_ASPECT.tsv \
         [--kinds crossencoder,biencoder,augsbert] [--seeds 1,2,3] [--max-train 600] [--max-eval 400] \
-        [--epochs N] [--recipe new|old] [--test-topics T1,T2 --dev-topics T3] [--split-seed 0] [--threads 1] \
+        [--epochs N] [--recipe new|cls|old] [--test-topics T1,T2 --dev-topics T3] [--split-seed 0] [--threads 1] \
         [--tagger-data FILE] [--json]
 
 Similarity kinds (``crossencoder`` = BERT, ``biencoder`` = SBERT, ``augsbert`` = AugSBERT-BM25, whose teacher is the
@@ -19,8 +19,9 @@ prints its dev / test metrics and every baseline it reports.
 Time box for a 2-core machine: ``--max-train`` (training pairs, drawn with the seed), ``--max-eval`` (dev and test
 pairs each), ``--epochs`` (every kind's epochs, the AugSBERT cross-encoder's too), ``--kinds``, one seed. The
 machine's load is printed before and after (a shared machine slows every run; the figures do not depend on it).
-``--recipe old`` trains the cross-encoder with the defaults from before issue 23 (lr 1e-5, head at the same
-rate, 1 epoch, pooler as loaded) for comparison.
+``--recipe`` picks the cross-encoder (AugSBERT's teacher too): ``new`` the default, the gated cross-encoder
+(:mod:`ml.similarity.gated`); ``cls`` the paper's [CLS]-head CrossEncoder with the issue-23 recipe; ``old`` that
+CrossEncoder with the defaults from before issue 23 (lr 1e-5, head at the same rate, 1 epoch, pooler as loaded).
 """
 from __future__ import annotations
 
@@ -55,8 +56,9 @@ def parse_args(argv=None):
     p.add_argument("--max-train", type=int, default=0, help="at most this many training pairs (0: all)")
     p.add_argument("--max-eval", type=int, default=0, help="at most this many dev and test pairs each (0: all)")
     p.add_argument("--epochs", type=int, default=0, help="every kind's epochs (0: the kind's default)")
-    p.add_argument("--recipe", choices=("new", "old"), default="new",
-                   help="cross-encoder defaults: new (issue 23) or old (the paper's BERT-base values)")
+    p.add_argument("--recipe", choices=("new", "cls", "old"), default="new",
+                   help="cross-encoder: new (the gated default), cls (the [CLS] CrossEncoder, issue-23 recipe) or "
+                        "old (the [CLS] CrossEncoder with the paper's BERT-base values)")
     p.add_argument("--test-topics", default="", help="comma list of test topics (default: drawn)")
     p.add_argument("--dev-topics", default="", help="comma list of dev topics (default: drawn)")
     p.add_argument("--split-seed", type=int, default=0)
@@ -97,14 +99,16 @@ def hyperparameters(kind: str, args, cross_model: str | None) -> dict:
         hp["epochs"] = args.epochs
     if args.max_length:
         hp["max_length"] = args.max_length
-    old = {k: v for k, v in sim_models.OLD_CROSS_DEFAULTS.items() if k in ("lr", "head_lr", "epochs", "pooler_init")}
-    if kind == "crossencoder" and args.recipe == "old":
-        hp = dict(old, **hp)
+    recipe = {"new": {}, "cls": {"architecture": "cls"},
+              "old": {k: v for k, v in sim_models.OLD_CROSS_DEFAULTS.items()
+                      if k in ("architecture", "lr", "head_lr", "epochs", "pooler_init")}}[args.recipe]
+    if kind == "crossencoder":
+        hp = dict(recipe, **hp)
     if kind == "augsbert":
         if cross_model:
             hp["cross_encoder"] = cross_model
-        elif args.recipe == "old":
-            hp.update({f"cross_{k}": v for k, v in old.items()})
+        else:
+            hp.update({f"cross_{k}": v for k, v in recipe.items()})
         if args.epochs:
             hp["cross_epochs"] = args.epochs
     return hp

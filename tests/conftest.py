@@ -12,6 +12,25 @@ pytest_plugins = ["tests.worker_utils"]  # the real `celery worker` fixture: cel
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+# `make test` sets this for its second run (PostgreSQL + Redis): the tests that cannot reach a database or the
+# broker already ran in the first (SQLite) run, and their outcome does not depend on either.
+ENV_DATABASE_ONLY = "ARGORA_TESTS_DATABASE_ONLY"
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                     "django_db_serialized_rollback"}
+
+
+def reaches_database_or_broker(item) -> bool:
+    """Whether a test can touch the database or the broker: it is marked ``django_db`` or asks for a database
+    fixture (pytest-django blocks the database for every other test), it is a worker / PostgreSQL / browser test, or
+    its module starts processes (a subprocess reads DATABASE_URL and CELERY_BROKER_URL itself)."""
+    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    if any(item.get_closest_marker(name) for name in ("worker", "postgres", "browser")):
+        return True
+    module = getattr(item, "module", None)
+    return module is None or "subprocess" in vars(module)
+
+
 def pytest_collection_modifyitems(config, items):
     from django.db import connection
 
@@ -20,6 +39,12 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "postgres" in item.keywords:
                 item.add_marker(skip)
+    if os.environ.get(ENV_DATABASE_ONLY) == "1":
+        kept = [item for item in items if reaches_database_or_broker(item)]
+        dropped = [item for item in items if not reaches_database_or_broker(item)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
 
 
 @pytest.fixture(autouse=True)

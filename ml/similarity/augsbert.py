@@ -38,13 +38,15 @@ from .evaluation import evaluate_model
 log = logging.getLogger(__name__)
 
 MODES = ("in-domain", "domain-adaptation")
-# bi-encoder stage: the shared names; cross-encoder stage: cross_<name> (None: the shared value, lr: 1e-5)
+# bi-encoder stage: the shared names; cross-encoder stage: cross_<name> (None: the shared value; lr, epochs and
+# architecture: the cross-encoder defaults of ml.similarity.models)
 AUG_EXTRA = {"strategy": "bm25", "k": sampling.DEFAULT_K, "n_random": 0, "within_topic": True, "kde_bandwidth": 0.0,
              "mode": "in-domain", "cross_encoder": "", "cross_base_model": "", "gold_bi_encoder": "", "source_data": "",
              "label_batch_size": 64,
-             "cross_lr": sim_models.CROSS_DEFAULTS["lr"], "cross_epochs": sim_models.CROSS_DEFAULTS["epochs"],
+             "cross_architecture": None, "cross_lr": None, "cross_epochs": None,
              "cross_max_steps": None, "cross_batch_size": None, "cross_max_length": None, "cross_seeds": None,
              "cross_head_lr": None, "cross_freeze_embeddings": None, "cross_pooler_init": None,
+             "cross_gate_init": None, "cross_gate_lr": None,
              "teacher_check": "warn"}
 TEACHER_CHECKS = ("warn", "refuse", "off")
 AUG_DEFAULTS = dict(sim_models.BI_DEFAULTS, **AUG_EXTRA)
@@ -59,10 +61,16 @@ def _error(message: str) -> Exception:
 
 
 def cross_hp(hp: dict) -> dict:
+    """The cross-encoder stage's hyperparameters: ``cross_<name>``, else the shared ``<name>`` for the names the
+    two stages share (batch size, max length, ...), else the cross-encoder default of ``cross_architecture``;
+    the learning rate and epochs are the cross-encoder's own unless ``cross_lr`` / ``cross_epochs`` are given."""
+    defaults = sim_models.cross_defaults(hp.get("cross_architecture"))
     out = {}
-    for name, default in sim_models.CROSS_DEFAULTS.items():
+    for name, default in defaults.items():
         value = hp.get(f"cross_{name}")
-        out[name] = value if value is not None else hp.get(name, default)
+        if value is None and name not in ("lr", "epochs", "architecture") and name in sim_models.BI_DEFAULTS:
+            value = hp.get(name)
+        out[name] = value if value is not None else default
     return out
 
 

@@ -1,17 +1,20 @@
 """Trainer kind ``crossencoder``: the BERT cross-encoder of AugSBERT (§5) on BWS similarity scores.
 
-A sentence-transformers ``CrossEncoder`` (``num_labels=1``, sigmoid output in [0, 1]) trained with
-``CrossEncoderTrainer`` + ``BinaryCrossEntropyLoss`` on the gold pairs (:mod:`ml.similarity.models`; paper
+A cross-encoder (architecture below) trained on the gold pairs (:mod:`ml.similarity.models`; paper
 defaults lr 1e-5, batch 16; ``seeds=[...]`` for seed optimisation). Rows: the BWS JSONL export or a ``bws`` release
 folder (:mod:`ml.similarity.data`; test rows ride in the dev list tagged ``split: "test"``), or a
 ``bws_similarity`` project. Metrics: dev / test Spearman x 100 and the Jaccard baseline (:mod:`ml.similarity.evaluation`).
-Artifact: ``model/`` (``CrossEncoder.save_pretrained``) and ``similarity.json`` (the training topics, so that
+Artifact: ``model/`` (the model's ``save_pretrained``) and ``similarity.json`` (the training topics, so that
 :func:`evaluate` can tell in-topic from cross-topic rows).
 
-Defaults (issue 23; :data:`ml.similarity.models.CROSS_DEFAULTS`): from the packaged MiniLM bi-encoder checkpoint,
-pooler started as the identity, head at lr 2e-3, encoder at 4e-5, 3 epochs, 10 % warm-up -- on UKP ASPECT
-cross-topic above SBERT, where the paper's BERT-base values (lr 1e-5, one epoch, head at the encoder's rate) stay
-below the Jaccard baseline (``bench/quality.py``).
+Architectures (``--hp architecture=...``; issue 23):
+    ``gated`` (the default, :mod:`ml.similarity.gated`): the bi-encoder checkpoint reads the pair as one sequence,
+    each sentence in its bi-encoder form, with learned per-head gates on the attention between the two sentences;
+    score: the cosine of the two sentences' pooled tokens; SBERT's recipe (lr 2e-5, batch 16, one epoch,
+    :data:`ml.similarity.models.CROSS_DEFAULTS`). On UKP ASPECT cross-topic it is above SBERT.
+    ``cls``: the paper's cross-encoder, a sentence-transformers ``CrossEncoder`` (sigmoid head on ``[CLS]``),
+    with the pooler of a bi-encoder checkpoint started as the identity, head at lr 2e-3, encoder at 4e-5, 3 epochs
+    (:data:`ml.similarity.models.CLS_DEFAULTS`); from MiniLM it stays below SBERT there (``bench/quality.py``).
 
 Test rows (``split: "test"``) are never trained on nor selected on; the version's ``metrics.test`` holds their
 Spearman x 100 beside Jaccard's and the setting (``in-topic`` / ``cross-topic``).
@@ -102,7 +105,8 @@ def default_base_model() -> str:
 
 
 def train(request: registry.TrainRequest) -> registry.TrainResult:
-    return train_pairs(request, "cross", KIND, sim_models.CROSS_DEFAULTS)
+    defaults = sim_models.cross_defaults((request.hyperparameters or {}).get("architecture"))
+    return train_pairs(request, "cross", KIND, defaults)
 
 
 def load(path: Path):
@@ -111,7 +115,8 @@ def load(path: Path):
 
 SPEC = registry.register_trainer(registry.TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric="spearman", higher_is_better=True,
-    description="BWS similarity cross-encoder (sentence-transformers CrossEncoder, sigmoid score; AugSBERT §5)",
+    description="BWS similarity cross-encoder (gated cross-attention over a bi-encoder checkpoint, or the "
+                "[CLS] CrossEncoder of AugSBERT §5)",
     rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
     default_base_model=default_base_model,
     data_formats=sim_data.DATA_FORMATS))

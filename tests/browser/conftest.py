@@ -20,32 +20,40 @@ CHROMIUM_ARGS = [
 
 
 class _InFlight:
-    """Requests the live server (a thread of this process) is still handling. A test that ends while the page's
+    """Requests the live server (threads of this process) is still handling. A test that ends while the page's
     last autosave is on its way must not flush the database under it: on PostgreSQL the TRUNCATE and the request's
-    transaction deadlock, the flush fails and the next test starts on the previous test's rows."""
+    transaction deadlock, the flush fails and the next test starts on the previous test's rows. Requests of the
+    test client (the main thread) are not counted: one whose streamed response is never read never finishes."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.count = 0
+        self.active: dict[int, threading.Thread] = {}
         self.changed = time.monotonic()
 
     def started(self, **kwargs):
+        thread = threading.current_thread()
+        if thread is threading.main_thread():
+            return
         with self.lock:
-            self.count += 1
+            self.active[thread.ident] = thread
             self.changed = time.monotonic()
 
     def finished(self, **kwargs):
+        thread = threading.current_thread()
+        if thread is threading.main_thread():
+            return
         with self.lock:
-            self.count = max(0, self.count - 1)
+            self.active.pop(thread.ident, None)
             self.changed = time.monotonic()
 
     def wait_quiet(self, quiet=0.3, limit=20.0):
-        """Return once no request has been in flight for ``quiet`` seconds (a request sent as the page closed
-        arrives a moment later), or after ``limit`` seconds."""
+        """Return once no live-server thread has been handling a request for ``quiet`` seconds (a request sent as
+        the page closed arrives a moment later), or after ``limit`` seconds."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             with self.lock:
-                idle = self.count == 0 and time.monotonic() - self.changed >= quiet
+                busy = [t for t in self.active.values() if t.is_alive()]
+                idle = not busy and time.monotonic() - self.changed >= quiet
             if idle:
                 return
             time.sleep(0.05)

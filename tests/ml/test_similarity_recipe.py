@@ -1,7 +1,8 @@
 """The similarity recipes on real data (issue 23): UKP ASPECT (Reimers et al. 2019; ``../shared/data/ukp_aspect/``,
 CC BY-NC, read in place, never copied), cut cross-topic by topic.
 
-* the cross-encoder with the old defaults (the paper's BERT-base values) stays below the Jaccard baseline there;
+* the default cross-encoder (gated, from the packaged MiniLM) is above SBERT there, and SBERT above Jaccard;
+* the [CLS] cross-encoder with the old defaults (the paper's BERT-base values) stays below the Jaccard baseline;
 * AugSBERT checks its teacher against the Jaccard baseline and the untrained bi-encoder: warns (recorded in
   ``info``, printed on stderr) or refuses;
 * ``split: "test"`` rows are scored apart, never trained on; ``evaluate`` gives in-topic and cross-topic figures.
@@ -16,10 +17,14 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
 from ml import registry
+from ml.encoders import default_encoder_path
 from ml.similarity import augsbert as A
 from ml.similarity import data as D
+from ml.similarity import models as M
+from ml.similarity.gated import GatedCrossEncoder
 
 REPO = Path(__file__).resolve().parents[2]
 UKP = Path(os.environ.get("ARGORA_UKP_ASPECT") or REPO.parent / "shared" / "data" / "ukp_aspect" / "UKP_ASPECT.tsv")
@@ -77,7 +82,8 @@ def test_old_cross_encoder_defaults_stay_below_jaccard_and_augsbert_warns(tmp_pa
     """The defaults before issue 23 (lr 1e-5, head at the same rate, pooler as loaded, 1 epoch) on the same subset:
     the cross-encoder does not beat word overlap, and AugSBERT with it as teacher says so."""
     rows_train, dev, test = subset()
-    old = {"lr": 1e-5, "head_lr": 0.0, "pooler_init": "keep", "epochs": 1, "max_length": MAX_LENGTH}
+    old = {"architecture": "cls", "lr": 1e-5, "head_lr": 0.0, "pooler_init": "keep", "epochs": 1,
+           "max_length": MAX_LENGTH}
     cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", old)
     print(f"\nold defaults: cross-encoder test {cross.test_metrics['spearman']:.1f}, "
           f"Jaccard {cross.test_metrics['jaccard_spearman']:.1f}")
@@ -90,3 +96,55 @@ def test_old_cross_encoder_defaults_stay_below_jaccard_and_augsbert_warns(tmp_pa
     with pytest.raises(registry.TrainerError, match="teacher_check=refuse"):
         train("augsbert", rows_train[:64], dev, test[:40], tmp_path / "aug2",
               {"cross_encoder": str(tmp_path / "cross" / "model"), "teacher_check": "refuse", "max_length": MAX_LENGTH})
+
+
+# --- the gated cross-encoder (ml.similarity.gated) ------------------------------------------------------------
+
+PAIRS = [("Nuclear power plants produce very little carbon dioxide.", "Nuclear energy is a low-carbon source."),
+         ("School uniforms make children look alike.", "Wind turbines kill birds."),
+         ("Cloning could save endangered species.", "Cloning animals is cruel to them.")]
+
+
+@pytest.mark.slow
+def test_a_closed_gate_is_the_bi_encoder_and_a_saved_model_scores_the_same(tmp_path):
+    """With the gates shut (a large negative logit shift) no token attends to the other sentence: the score is the
+    bi-encoder's cosine of the two sentences, exactly; open (0) it is not. Saved and loaded through the kind's
+    loader, the model gives the same scores and keeps its gates."""
+    base = default_encoder_path()
+    bi = M.predict(M.new_bi_encoder(base), PAIRS)
+    shut = GatedCrossEncoder.new(base, gate_init=-1e4)
+    assert abs(shut.predict(PAIRS) - bi).max() < 1e-4
+    open_ = GatedCrossEncoder.new(base, gate_init=0.0)
+    assert abs(open_.predict(PAIRS) - bi).max() > 1e-2
+
+    with torch.no_grad():
+        open_.gate[3] = -2.5
+    open_.save_pretrained(tmp_path / "model")
+    loaded = M.load_cross_encoder(tmp_path / "model")
+    assert M.is_cross_encoder(loaded) and float(loaded.gate.detach()[3]) == -2.5
+    assert abs(M.predict(loaded, PAIRS) - open_.predict(PAIRS)).max() < 1e-5
+
+
+def test_architecture_picks_its_own_defaults_and_refuses_an_unknown_one():
+    assert M.cross_defaults(None)["architecture"] == "gated" and M.cross_defaults("cls")["epochs"] == 3
+    with pytest.raises(registry.TrainerError, match="architecture must be one of gated, cls"):
+        M.cross_defaults("colbert")
+    # AugSBERT's cross-encoder stage: its own architecture, lr and epochs; the shared max length
+    hp = dict(A.AUG_DEFAULTS, max_length=48, cross_architecture="cls")
+    cross = A.cross_hp(hp)
+    assert (cross["architecture"], cross["lr"], cross["epochs"], cross["max_length"]) == ("cls", 4e-5, 3, 48)
+    assert A.cross_hp(dict(A.AUG_DEFAULTS))["architecture"] == "gated"
+
+
+@needs_ukp
+@pytest.mark.slow
+def test_gated_cross_encoder_beats_sbert_cross_topic(tmp_path):
+    """Issue 23's ordering on UKP ASPECT, cross-topic (480 training pairs of the train topics, 300 test pairs of
+    unseen topics, seed 1): the default cross-encoder (gated, from the packaged MiniLM) is above SBERT trained on
+    the same pairs with the same recipe, and both are above Jaccard."""
+    rows_train, dev, test = subset()
+    sbert = train("biencoder", rows_train, dev, test, tmp_path / "bi", {"max_length": MAX_LENGTH})
+    cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", {"max_length": MAX_LENGTH})
+    s, c, j = sbert.test_metrics["spearman"], cross.test_metrics["spearman"], cross.test_metrics["jaccard_spearman"]
+    print(f"\nUKP ASPECT subset, cross-topic test Spearman x 100: cross-encoder {c:.1f}, SBERT {s:.1f}, Jaccard {j:.1f}")
+    assert c > s > j, (c, s, j)
