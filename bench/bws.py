@@ -12,11 +12,15 @@ tuples) x 4 annotators whose best/worst follow a hidden similarity plus noise. T
 * generic:   ``annotation.agreement.split_half_reliability`` with the BWS counting score function, once per topic and
              once for the whole dataset (other random splits: its rho is an estimate of the same quantity).
 
-Times are the best of ``--repeat`` runs (wall clock, this machine); no assertions on speed.
+Timed in ``--repeat`` interleaved rounds (each round times ours, the loop and the generic path once, in a rotated
+order, same process, warm after one untimed call each); prints min / median / max of each and of the per-round
+ratios, and the machine's load before and after (wall clock, this machine); no assertions on speed.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -47,13 +51,31 @@ def synthetic(n_tuples: int, annotators: int, topics: int, seed: int) -> list[Ju
     return out
 
 
-def best_of(fn, repeat: int):
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+def load_line() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def interleaved(contenders: dict, rounds: int) -> tuple[dict, dict]:
+    """``({name: [seconds per round]}, {name: result})``: one untimed call of each, then ``rounds`` rounds timing
+    each once, the order rotated every round."""
+    results = {name: fn() for name, fn in contenders.items()}
+    times: dict = {name: [] for name in contenders}
+    names = list(contenders)
+    for r in range(max(1, rounds)):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timed(contenders[name])[0])
+    return times, results
+
+
+def spread(values, scale=1.0, fmt="8.1f") -> str:
+    values = [v * scale for v in values]
+    return " / ".join(format(v, fmt) for v in (min(values), statistics.median(values), max(values)))
 
 
 def main(argv=None):
@@ -70,8 +92,9 @@ def main(argv=None):
 
     from annotation.agreement import split_half_reliability
 
+    print(f"machine before: {load_line()}")
     js = synthetic(args.tuples, args.annotators, args.topics, args.seed)
-    t_enc, data = best_of(lambda: encode(js), args.repeat)
+    t_enc, data = timed(lambda: encode(js))
     print(f"{len(js)} judgements: {len(data.tuples)} tuples x {args.annotators} annotators, {data.n_pairs} pairs, "
           f"{len(data.topics)} topics; {args.splits} split-half repetitions")
 
@@ -101,9 +124,10 @@ def main(argv=None):
         out["all"] = split_half_reliability(units, score_fn, n_splits=args.splits, seed=args.seed)["rho"]
         return out
 
-    t_ours, (scores, sh) = best_of(ours, args.repeat)
-    t_loop, (scores_loop, sh_loop) = best_of(loop, args.repeat)
-    t_gen, gen = best_of(generic, max(1, args.repeat - 2))
+    times, results = interleaved({"ours": ours, "loop": loop, "generic": generic}, args.repeat)
+    scores, sh = results["ours"]
+    scores_loop, sh_loop = results["loop"]
+    gen = results["generic"]
 
     same_scores = all(abs(scores[data.pairs[p]]["score"] - v) < 1e-12 for p, v in scores_loop.items())
     same_rho = all(abs(a - b) < 1e-9 for a, b in zip(sh["all"]["per_split"], sh_loop["all"]["per_split"])) and all(
@@ -113,11 +137,14 @@ def main(argv=None):
         print(f"{topic:<12} {sh['topics'][topic]['rho']:7.4f} {sh_loop['topics'][topic]['rho']:7.4f} {gen[topic]:8.4f}")
     print(f"{'all':<12} {sh['all']['rho']:7.4f} {sh_loop['all']['rho']:7.4f} {gen['all']:8.4f}")
     print(f"scores identical: {same_scores}; split-half identical to the loop (same splits): {same_rho}")
-    print(f"encode (CSV rows -> arrays):                 {t_enc * 1000:8.1f} ms")
-    print(f"ours    (vectorised scores + split-half):    {t_ours * 1000:8.1f} ms")
-    print(f"loop    (dicts + spearmanr, same splits):    {t_loop * 1000:8.1f} ms   ratio loop/ours {t_loop / t_ours:6.1f}x")
-    print(f"generic (agreement.split_half_reliability):  {t_gen * 1000:8.1f} ms   ratio generic/ours "
-          f"{t_gen / t_ours:6.1f}x")
+    print(f"encode (CSV rows -> arrays, once):           {t_enc * 1000:8.1f} ms")
+    print(f"{args.repeat} interleaved rounds, min / median / max:")
+    print(f"ours    (vectorised scores + split-half):    {spread(times['ours'], 1000)} ms")
+    for name, what in (("loop", "dicts + spearmanr, same splits"), ("generic", "agreement.split_half_reliability")):
+        ratios = [t / o for t, o in zip(times[name], times["ours"])]
+        print(f"{name:<7} ({what + '):':<37} {spread(times[name], 1000)} ms   ratio {name}/ours "
+              f"{spread(ratios, fmt='.1f')}x")
+    print(f"machine after: {load_line()}")
     if not (same_scores and same_rho):
         print("MISMATCH between ours and the loop", file=sys.stderr)
         return 1
