@@ -21,6 +21,7 @@ Artifact: the encoder and tokenizer (``save_pretrained``) and ``gated-cross-enco
 """
 from __future__ import annotations
 
+import inspect
 import json
 import random
 from pathlib import Path
@@ -48,6 +49,8 @@ class GatedCrossEncoder(torch.nn.Module):
         if len(values) != heads:
             raise ValueError(f"gate: {len(values)} values for {heads} attention heads")
         self.gate = torch.nn.Parameter(torch.tensor(values, dtype=torch.float32))
+        # BERT-like encoders take positions and token types; others (DistilBERT, ...) get what they accept
+        self._accepts = set(inspect.signature(encoder.forward).parameters)
 
     # --- building, saving, loading -------------------------------------------------------------------
 
@@ -106,8 +109,12 @@ class GatedCrossEncoder(torch.nn.Module):
         cross = (in_a[:, :, None] & in_b[:, None, :]) | (in_b[:, :, None] & in_a[:, None, :])
         bias = cross[:, None].to(self.gate.dtype) * self.gate[None, :, None, None]
         bias = bias.masked_fill(~real[:, None, None, :], torch.finfo(bias.dtype).min)
-        hidden = self.encoder(input_ids=ids, attention_mask=bias, token_type_ids=torch.zeros_like(ids),
-                              position_ids=positions).last_hidden_state
+        extra = {}
+        if "position_ids" in self._accepts:
+            extra["position_ids"] = positions
+        if "token_type_ids" in self._accepts:
+            extra["token_type_ids"] = torch.zeros_like(ids)
+        hidden = self.encoder(input_ids=ids, attention_mask=bias, **extra).last_hidden_state
         a = (hidden * in_a[..., None]).sum(1) / in_a.sum(1, keepdim=True)
         b = (hidden * in_b[..., None]).sum(1) / in_b.sum(1, keepdim=True)
         return torch.nn.functional.cosine_similarity(a, b, dim=-1)
