@@ -30,21 +30,22 @@ class _InFlight:
         self.active: dict[int, threading.Thread] = {}
         self.changed = time.monotonic()
 
-    def started(self, **kwargs):
+    def _mark(self, busy: bool) -> None:
         thread = threading.current_thread()
         if thread is threading.main_thread():
             return
         with self.lock:
-            self.active[thread.ident] = thread
+            if busy:
+                self.active[thread.ident] = thread
+            else:
+                self.active.pop(thread.ident, None)
             self.changed = time.monotonic()
 
+    def started(self, **kwargs):
+        self._mark(True)
+
     def finished(self, **kwargs):
-        thread = threading.current_thread()
-        if thread is threading.main_thread():
-            return
-        with self.lock:
-            self.active.pop(thread.ident, None)
-            self.changed = time.monotonic()
+        self._mark(False)
 
     def wait_quiet(self, quiet=0.3, limit=20.0):
         """Return once no live-server thread has been handling a request for ``quiet`` seconds (a request sent as
