@@ -5,8 +5,9 @@ App. F JSONL file with ``--appf``), then, in one run:
 
 * recall@10 (and @5/@15/@20) of both, and of the baseline ranker, on the same dev split (:mod:`ml.metrics`);
 * candidates ranked per second: every 1-4-gram of the same dev sentences scored by each model (a warm-up pass
-  first, then the median of ``--repeats`` timed passes), and the ratio span / cross-encoder (the span ranker should
-  be >= 20x faster: one encoder pass per sentence instead of one per candidate).
+  of each first, then ``--repeats`` interleaved rounds timing each once, the order alternating), min / median / max
+  of each and of the per-round ratio span / cross-encoder (the span ranker should be >= 20x faster: one encoder
+  pass per sentence instead of one per candidate), with the machine's load before and after.
 
 Both evaluation settings of Arg-CTRL Table 2: the dev split above is *in-topic* (dev sentences of the training
 topics); ``--cross-topic`` also trains each model once per topic on the other topics (leave-one-topic-out,
@@ -20,8 +21,8 @@ Usage::
     python bench/ranker.py --random-init         # a MiniLM-shaped BERT with random weights (no weights needed)
     python bench/ranker.py --cross-topic         # also leave-one-topic-out recall@k (slower: a training per topic)
 
-Works without a configured Django project (no database is used): only the trainers, the metrics and the data
-helpers are imported.
+Sets Django up with the project's settings (the data helpers read the annotation models) but uses no database:
+only the trainers, the metrics and the data helpers run.
 """
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
+
+
+def load_line() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
 
 
 def base_model_path(args) -> str:
@@ -84,8 +90,10 @@ def main(argv=None) -> int:
                    help="also leave-one-topic-out recall@k (one extra training per topic and model)")
     args = p.parse_args(argv)
 
+    import django
     import torch
 
+    django.setup()  # the trainers import the data helpers, which read the annotation models (no database is used)
     from ml.data import group_sentences, ranker_rows_from_file, split_by_sentence, synthetic_ranker_rows
     from ml.metrics import RandomScorer, baseline_scorer, evaluate_scorer
     from ml.registry import TrainRequest
@@ -135,22 +143,31 @@ def main(argv=None) -> int:
         figures["random"]["cross_topic"] = {k: round(v, 4) for k, v in ct.items() if k.startswith("recall")}
 
     n_candidates = sum(len(g.spans) for g in dev_groups)
-    for name, model in models.items():
+    load_before = load_line()
+    for model in models.values():
         model.score_groups(dev_groups)  # warm-up (kernels, caches)
-        times = []
-        for _ in range(args.repeats):
+    times: dict = {name: [] for name in models}
+    names = list(models)
+    for r in range(max(1, args.repeats)):
+        for name in (names if r % 2 == 0 else names[::-1]):
             if device == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            model.score_groups(dev_groups)
+            models[name].score_groups(dev_groups)
             if device == "cuda":
                 torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-        sec = statistics.median(times)
+            times[name].append(time.perf_counter() - t0)
+    for name in names:
+        sec = statistics.median(times[name])
         figures[name].update(rank_seconds=round(sec, 4), candidates_per_second=round(n_candidates / sec, 1),
-                             sentences_per_second=round(len(dev_groups) / sec, 1))
-    ratio = figures["span ranker"]["candidates_per_second"] / figures["cross-encoder"]["candidates_per_second"]
+                             sentences_per_second=round(len(dev_groups) / sec, 1),
+                             candidates_per_second_min_median_max=[round(n_candidates / t, 1) for t in
+                                                                   (max(times[name]), sec, min(times[name]))])
+    ratios = [c / s for c, s in zip(times["cross-encoder"], times["span ranker"])]
+    ratio = statistics.median(ratios)
     figures["speedup_span_vs_cross_encoder"] = round(ratio, 2)
+    figures["speedup_min_median_max"] = [round(min(ratios), 2), round(ratio, 2), round(max(ratios), 2)]
+    figures["load"] = {"before": load_before, "after": load_line()}
 
     print("\nin-topic (dev sentences of the training topics)" if args.cross_topic else "")
     print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10} {'cand/s':>11} "
@@ -168,10 +185,15 @@ def main(argv=None) -> int:
             f = figures[name]["cross_topic"]
             cells = ["-" if f.get(f"recall@{k}") is None else f"{f[f'recall@{k}']:.4f}" for k in (5, 10, 15, 20)]
             print(f"{name:<14} {cells[0]:>9} {cells[1]:>10} {cells[2]:>10} {cells[3]:>10}")
-    print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second "
-          f"({n_candidates} candidates of {len(dev_groups)} sentences, median of {args.repeats}); "
+    for name in names:
+        lo, mid, hi = figures[name]["candidates_per_second_min_median_max"]
+        print(f"{name}: {lo:.1f} / {mid:.1f} / {hi:.1f} candidates/s (min / median / max)")
+    print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second (min / median / max "
+          f"{' / '.join(f'{v:.1f}' for v in figures['speedup_min_median_max'])}x over {args.repeats} interleaved "
+          f"rounds; {n_candidates} candidates of {len(dev_groups)} sentences); "
           f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "
           f"(baseline {figures['baseline']['recall@10']:.4f})")
+    print(f"machine before the timed rounds: {figures['load']['before']}; after: {figures['load']['after']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0
