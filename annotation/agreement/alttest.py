@@ -37,7 +37,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import false_discovery_control, ttest_1samp
 
 from argora.errors import FieldError
 
@@ -145,6 +144,8 @@ def _check_labels(humans, model, numeric: bool) -> None:
 
 def _ttest_less(differences: list[int], epsilon: float) -> float:
     """p-value of H0 mean >= epsilon vs H1 mean < epsilon (NaN when the data give none, e.g. no variation at 0)."""
+    from scipy.stats import ttest_1samp  # scipy.stats: 0.7 s at every manage.py start-up otherwise
+
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(ttest_1samp(differences, epsilon, alternative="less").pvalue)
@@ -170,6 +171,8 @@ def benjamini_yekutieli(p_values: Sequence[float], q: float) -> tuple[list[bool]
     rejected = np.zeros(m, dtype=bool)
     if below.size:
         rejected[order[: below[-1] + 1]] = True
+    from scipy.stats import false_discovery_control  # scipy.stats: start-up cost (see _ttest_less)
+
     adjusted = false_discovery_control(filled, method="by")
     return [bool(r) for r in rejected], [float(a) for a in adjusted]
 
