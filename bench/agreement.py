@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from annotation.agreement import krippendorff_alpha, unitized_alpha  # noqa: E402
 from annotation.agreement.reference import naive_alpha, naive_unitized_alpha  # noqa: E402
+from bench.timing import load_line  # noqa: E402
 
 PACKAGE_MEMORY_LIMIT = 4 * 1024 ** 3
 PACKAGE_TIMEOUT = 120
@@ -166,10 +167,6 @@ def spread(xs, unit="s"):
     return " / ".join(fmt_s(v) for v in (min(xs), statistics.median(xs), max(xs)))
 
 
-def load() -> str:
-    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
-
-
 def nominal_matrix(rng, coders: int, units: int, categories: int = 3, agree: float = 0.8, missing: float = 0.1):
     truth = rng.integers(0, categories, units)
     X = np.where(rng.random((coders, units)) < agree, truth, rng.integers(0, categories, (coders, units)))
@@ -269,7 +266,7 @@ def cli_case(X, args, rows, level="nominal"):
             ratios.append(script[-1] / ours[-1])
     assert len(values) == 1, values
     print(f"\nCLI: manage.py agreement alpha --file ({X.shape[0]} x {X.shape[1]:,} {level} CSV, "
-          f"{path.stat().st_size / 1024 ** 2 if path.exists() else 0:.0f} MiB)  alpha = {values.pop():.4f}  ({load()})")
+          f"{path.stat().st_size / 1024 ** 2 if path.exists() else 0:.0f} MiB)  alpha = {values.pop():.4f}  ({load_line()})")
     print(f"  ours (whole process)              {spread(ours):>34}")
     print(f"  user script with the package      {spread(script):>34}   script / ours {spread(ratios, 'x')}")
     print(f"  the package's alpha call alone    {spread(call):>34}   "
@@ -452,7 +449,7 @@ def main(argv=None):
                "package": a_pkg, "package_error": pkg_error, "load": os.getloadavg(),
                "naive_units": Xn.shape[1], "naive_s": t_naive, "ours_on_naive_size_s": t_ours_n}
         rows.append(row)
-        print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}  ({load()})")
+        print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}  ({load_line()})")
         print(f"  ours peak {mem:.1f} MiB (tracemalloc)")
         print(f"  {'':5} {'ours min / median / max':>34}  {'package min / median / max':>34}  "
               f"{'package / ours':>26}")

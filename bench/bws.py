@@ -19,8 +19,6 @@ ratios, and the machine's load before and after (wall clock, this machine); no a
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from annotation.task_types.bws_similarity.design import make_tuples  # noqa: E402
+from bench.timing import load_line, spread  # noqa: E402
 from annotation.task_types.bws_similarity.reliability import split_half, split_half_loop  # noqa: E402
 from annotation.task_types.bws_similarity.scoring import Judgement, counting_scores, counting_scores_loop, encode  # noqa: E402
 
@@ -51,10 +50,6 @@ def synthetic(n_tuples: int, annotators: int, topics: int, seed: int) -> list[Ju
     return out
 
 
-def load_line() -> str:
-    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
-
-
 def timed(fn):
     t0 = time.perf_counter()
     result = fn()
@@ -71,11 +66,6 @@ def interleaved(contenders: dict, rounds: int) -> tuple[dict, dict]:
         for name in names[r % len(names):] + names[:r % len(names)]:
             times[name].append(timed(contenders[name])[0])
     return times, results
-
-
-def spread(values, scale=1.0, fmt="8.1f") -> str:
-    values = [v * scale for v in values]
-    return " / ".join(format(v, fmt) for v in (min(values), statistics.median(values), max(values)))
 
 
 def main(argv=None):
@@ -139,11 +129,11 @@ def main(argv=None):
     print(f"scores identical: {same_scores}; split-half identical to the loop (same splits): {same_rho}")
     print(f"encode (CSV rows -> arrays, once):           {t_enc * 1000:8.1f} ms")
     print(f"{args.repeat} interleaved rounds, min / median / max:")
-    print(f"ours    (vectorised scores + split-half):    {spread(times['ours'], 1000)} ms")
+    print(f"ours    (vectorised scores + split-half):    {spread(times['ours'], '8.1f', 1000)} ms")
     for name, what in (("loop", "dicts + spearmanr, same splits"), ("generic", "agreement.split_half_reliability")):
         ratios = [t / o for t, o in zip(times[name], times["ours"])]
-        print(f"{name:<7} ({what + '):':<37} {spread(times[name], 1000)} ms   ratio {name}/ours "
-              f"{spread(ratios, fmt='.1f')}x")
+        print(f"{name:<7} ({what + '):':<37} {spread(times[name], '8.1f', 1000)} ms   ratio {name}/ours "
+              f"{spread(ratios)}x")
     print(f"machine after: {load_line()}")
     if not (same_scores and same_rho):
         print("MISMATCH between ours and the loop", file=sys.stderr)

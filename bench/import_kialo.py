@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.timing import load_line, spread  # noqa: E402
 WORDS = ("the of to and a in is that for it as was with be by on not he this are or his from at which but have an "
          "they you were her she there one all we their can has more been if would no other so what when up time some "
          "out only into them could may then first any new these two").split()
@@ -68,14 +70,6 @@ def fresh_env(var: str) -> dict:
     env.pop("DATABASE_URL", None)
     manage(env, "migrate", "-v0")
     return env
-
-
-def load_line() -> str:
-    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
-
-
-def spread(values, fmt=".1f") -> str:
-    return " / ".join(format(v, fmt) for v in (min(values), statistics.median(values), max(values)))
 
 
 def main() -> None:

@@ -36,16 +36,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.timing import load_line  # noqa: E402
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SIM_KINDS = ("crossencoder", "biencoder", "augsbert")
 LABELS = {"crossencoder": "BERT (cross-encoder)", "biencoder": "SBERT (bi-encoder)", "augsbert": "AugSBERT-BM25"}
-
-
-def machine_load() -> str:
-    load = os.getloadavg()
-    return f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
 
 
 def parse_args(argv=None):
@@ -249,15 +245,15 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(max(1, args.threads))
-    print(f"machine: {machine_load()}; torch threads {torch.get_num_threads()}", flush=True)
+    print(f"machine: {load_line()}; torch threads {torch.get_num_threads()}", flush=True)
     started = time.monotonic()
-    report: dict = {"machine_before": machine_load()}
+    report: dict = {"machine_before": load_line()}
     if args.data:
         report["similarity"] = train_similarity(args)
         print_similarity(report["similarity"])
     if args.tagger_data:
         report["tagger"] = train_tagger(args.tagger_data, args)
-    report["machine_after"] = machine_load()
+    report["machine_after"] = load_line()
     report["seconds"] = round(time.monotonic() - started, 1)
     print(f"\nmachine after: {report['machine_after']}; {report['seconds']:.0f} s in all")
     if args.json:

@@ -40,8 +40,9 @@ def pytest_collection_modifyitems(config, items):
             if "postgres" in item.keywords:
                 item.add_marker(skip)
     if os.environ.get(ENV_DATABASE_ONLY) == "1":
-        kept = [item for item in items if reaches_database_or_broker(item)]
-        dropped = [item for item in items if not reaches_database_or_broker(item)]
+        kept, dropped = [], []
+        for item in items:
+            (kept if reaches_database_or_broker(item) else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
