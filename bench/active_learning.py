@@ -17,7 +17,8 @@ held-out sentences (another seed; sentences also in the pool left out), or ``--d
 the tagger reads (Arg-CTRL App. F JSONL, ``{"text", "spans"}`` JSONL, CoNLL aspect spans; non-arguments dropped),
 split by sentence hash into pool and held-out set (``--test-fraction``). Nothing is downloaded.
 
-One simulated study per order and seed, each in a project of its own (:func:`simulate`):
+One simulated study per order and seed, each in a project of its own (:func:`simulate`); the seeds are the repeats,
+each seed running the three orders back to back (interleaved):
 
 - an ``aspect`` project (``free_spans``: any whole-word span is a valid answer; R = ``--r`` responses per item,
   ``--items-per-hit`` items per HIT, no gold), the pool imported in a seeded shuffle (the ``random`` order is the
@@ -40,7 +41,9 @@ One simulated study per order and seed, each in a project of its own (:func:`sim
   metric); the responses submitted when it first reaches ``--target`` are the labels needed.
 
 Printed: per order the labels needed per seed and their mean, the labelled sentences and trainings at that point,
-and the ratios uncertainty / random and disagreement / random (below 1: fewer labels than random). An order that
+and the ratios uncertainty / random and disagreement / random (below 1: fewer labels than random): of the means, and
+min / median / max of the per-seed ratios (each seed's study against the random study of the same seed); the
+machine load before and after (it counts labels; the seconds column is the only time it prints). An order that
 does not reach the target within the pool (or ``--max-labels``) is printed as ``>N`` and its ratio as a bound.
 
 Defaults (about 10 minutes on 2 CPU cores): 240 pool / 300 held-out sentences, R = 3, one item per HIT, 5 workers,
@@ -68,6 +71,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from bench.timing import load_line, spread  # noqa: E402
 
 ORDERS = ("random", "uncertainty", "disagreement")
 KIND = "tagger"
@@ -278,7 +283,17 @@ def run(pool: list[dict], test: list[dict], *, orders=ORDERS, seeds=(13,), targe
                 bound = ">="
             else:
                 value, bound = None, "neither reached"
-            ratios[f"{order} / random"] = {"value": None if value is None else round(value, 3), "bound": bound}
+            # the same seed's two studies side by side (same shuffle, noise and training seed): their ratio
+            per_seed = []
+            for seed in seeds:
+                mine_run = next(x for x in runs if x["order"] == order and x["seed"] == seed)
+                base_run = next(x for x in runs if x["order"] == "random" and x["seed"] == seed)
+                if mine_run["labels_to_target"] is not None and base_run["labels_to_target"]:
+                    per_seed.append(round(mine_run["labels_to_target"] / base_run["labels_to_target"], 3))
+                else:
+                    per_seed.append(None)
+            ratios[f"{order} / random"] = {"value": None if value is None else round(value, 3), "bound": bound,
+                                           "per_seed": per_seed}
     return {"target": target, "seeds": list(seeds), "runs": runs, "orders": summary, "ratios": ratios}
 
 
@@ -297,7 +312,12 @@ def format_result(result: dict) -> str:
     lines.append("")
     for name, ratio in result["ratios"].items():
         value = "n/a" if ratio["value"] is None else f"{ratio['bound']}{ratio['value']:.2f}x"
-        lines.append(f"labels needed, {name}: {value}" + (f" ({ratio['bound']})" if ratio["value"] is None else ""))
+        line = f"labels needed, {name}: {value}" + (f" ({ratio['bound']})" if ratio["value"] is None else "")
+        reached = [x for x in ratio.get("per_seed", []) if x is not None]
+        if reached:
+            line += (f"; per seed (both reached the target: {len(reached)} of {len(ratio['per_seed'])}) "
+                     f"min / median / max {spread(reached, '.2f')}x")
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -386,6 +406,7 @@ def main(argv=None) -> int:
           f"{'--data ' + args.data if args.data else 'generated App. F-like data'}: {len(pool)} pool / {len(test)} "
           f"held-out sentences; R = {args.r}, {args.items_per_hit} item(s) per HIT, {args.workers} workers, "
           f"noise {args.noise}, retrain every {args.retrain_every} labelled sentences, seeds {seeds}", flush=True)
+    print(f"before: {load_line()}", flush=True)
     started = time.perf_counter()
     result = run(pool, test, orders=orders, seeds=seeds, target=args.target, r=args.r,
                  items_per_hit=args.items_per_hit, workers=args.workers, noise=args.noise,
@@ -393,7 +414,7 @@ def main(argv=None) -> int:
                  say=lambda line: print(line, flush=True))
     print()
     print(format_result(result))
-    print(f"\n{time.perf_counter() - started:.0f} s in all")
+    print(f"\n{time.perf_counter() - started:.0f} s in all; after: {load_line()}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     if args.keep:

@@ -33,6 +33,8 @@ def test_core_reports_the_three_orders_on_the_same_data(bench, tmp_artifacts):
 
     assert list(result["orders"]) == ["random", "uncertainty", "disagreement"]
     assert set(result["ratios"]) == {"uncertainty / random", "disagreement / random"}
+    for ratio in result["ratios"].values():  # one ratio per seed, from that seed's two studies side by side
+        assert len(ratio["per_seed"]) == 1
     assert [(r["order"], r["seed"]) for r in result["runs"]] == [
         ("random", 3), ("uncertainty", 3), ("disagreement", 3)]
     for run in result["runs"]:
