@@ -10,7 +10,8 @@ REQ_HASH := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut 
 STAMP := $(VENV)/.installed-$(REQ_HASH)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/argora
 REDIS_URL ?= redis://127.0.0.1:6379/15
-PYTEST_ARGS ?=
+# the 30 slowest tests are listed at the end of each half: where the time of the suite goes
+PYTEST_ARGS ?= --durations=30
 
 .PHONY: venv chromium test test-sqlite test-postgres check demo migrate bench clean
 
@@ -53,8 +54,34 @@ demo: venv migrate
 	$(PY) manage.py load_demo
 	$(PY) manage.py run_demo
 
+# `make bench`: every benchmark once, one after the other (never two at once), each printing ours, its named
+# baseline and the ratio over interleaved repeats with the machine load; the whole output goes to
+# var/bench/run-<UTC time>.txt. bench/RESULTS.md says which run its figures come from. UKP_ASPECT: the UKP ASPECT
+# TSV for bench/quality.py (skipped, saying so, when missing).
+UKP_ASPECT ?= ../shared/data/ukp_aspect/UKP_ASPECT.tsv
+BENCH_RUNS = \
+	"bench/silver.py" \
+	"bench/silver.py --workers 1,2 --n 1000" \
+	"bench/import_jsonl.py --rows 1000000 --repeat 2" \
+	"bench/import_kialo.py" \
+	"bench/agreement.py --repeat 3" \
+	"bench/bws.py" \
+	"bench/ranker.py" \
+	"bench/allocation.py --db sqlite" \
+	"bench/allocation.py --db postgres" \
+	"bench/active_learning.py --seeds 13,14,15" \
+	"bench/quality.py --data $(UKP_ASPECT) --max-train 480 --max-eval 300 --max-length 64 --seeds 1,2"
+
 bench: venv
-	@for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@mkdir -p var/bench; log=var/bench/run-$$(date -u +%Y%m%dT%H%M%S).txt; \
+	for run in $(BENCH_RUNS); do \
+	  set -- $$run; \
+	  if [ "$$1" = bench/quality.py ] && [ ! -f "$(UKP_ASPECT)" ]; then \
+	    echo "== $$run: skipped ($(UKP_ASPECT) not found; set UKP_ASPECT=...)" | tee -a $$log; continue; fi; \
+	  echo "== $$run ($$(date -u +%H:%M:%S) UTC)" | tee -a $$log; \
+	  $(PY) $$run 2>&1 | grep --line-buffered -v -e '^Remove reshape node' -e '^Fused ' -e '^Ignore MatMul' -e '^Quantization parameters' -e '^get_tensor_type' | tee -a $$log; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "== $$run failed" | tee -a $$log; exit 1; }; \
+	done; echo "== all done ($$(date -u +%H:%M:%S) UTC): $$log"
 
 clean:
 	rm -rf var/ .pytest_cache
