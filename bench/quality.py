@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.timing import load_line  # noqa: E402
+from bench.timing import load_line, spread  # noqa: E402
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -194,8 +194,10 @@ def print_similarity(results: dict) -> None:
             pairs = [(a["test"], b["test"]) for a in by_kind[better] for b in by_kind[worse] if a["seed"] == b["seed"]]
             wins = sum(1 for a, b in pairs if a > b)
             mean = statistics.fmean(a - b for a, b in pairs) if pairs else 0.0
+            diffs = [a - b for a, b in pairs]
             checks.append(f"{LABELS[better]} > {LABELS[worse]}: {wins}/{len(pairs)} seeds (mean difference "
-                          f"{mean:+.1f})")
+                          f"{mean:+.1f}" + (f"; per seed min / median / max {spread(diffs, '+.1f')}" if diffs else "")
+                          + ")")
     for line in checks:
         print(line)
     for r in by_kind.get("augsbert", []):

@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench.timing import load_line  # noqa: E402
+
 UKP_ASPECT = Path(__file__).resolve().parents[2] / "shared" / "data" / "ukp_aspect" / "UKP_ASPECT.tsv"
 ASPECTS = ["costs", "safety", "radioactive waste", "jobs", "crime rates", "freedom", "health risks", "pollution",
            "carbon emissions", "energy prices"]
@@ -96,10 +98,6 @@ def span_f1(reference: list[dict], predicted: list[dict]) -> float:
     return 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
-def load_line() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1000, help="sentences per timing")
@@ -133,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     from ml.trainers import tagger
 
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); load before: {load_line()}", flush=True)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); before: {load_line()}", flush=True)
 
     if args.data:
         rows_train, rows_dev = loop.rows_from_file("tagger", args.data)
@@ -205,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         agree = span_f1(reference, model.predict(texts[:500]))
         print(f"F1 {name}: dev token macro F1 {f:.4f} vs fp32 {f32:.4f} (delta {100 * (f - f32):+.2f} points); "
               f"span agreement with fp32 on the tagged sentences {agree:.4f}")
-    print(f"load after: {load_line()}")
+    print(f"after: {load_line()}")
     return 0
 
 

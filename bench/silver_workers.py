@@ -1,6 +1,6 @@
 """Sharded silver runs on 1, 2, ... real ``celery worker`` processes on this machine: sentences/s and the ratio.
 
-    python bench/silver_workers.py [--workers 1,2] [--n 2000] [--shards 8] [--batch-size 32]
+    python bench/silver_workers.py [--workers 1,2] [--n 2000] [--shards 8] [--batch-size 32] [--repeats 3]
         [--model packaged|tiny] [--train-steps 40] [--database-url URL --broker-url URL] [--keep]
 
 (``python bench/silver.py --workers 1,2 ...`` runs this.) One ``argument`` model is trained first (``packaged``: the
@@ -9,8 +9,9 @@ BERT from a config, for a quick check). ``--n`` generated sentences over two top
 count k: k worker processes (``celery -A argora worker -Q default,gpu --pool solo -c 1``, each with ONE torch thread:
 ``OMP_NUM_THREADS=MKL_NUM_THREADS=ARGORA_TORCH_THREADS=1``) are started, a small warm-up run lets each load the model,
 and one silver run of ``--shards`` shards over the n sentences is enqueued (one ``ml.tasks.silver_shard`` task per
-shard, a chord) and timed from the enqueue to ``done``. Prints sentences/s per k, the ratio to k = 1 and the machine
-load (``os.getloadavg``) before and after each. On a 2-core machine two one-thread workers can give at most about 2x;
+shard, a chord) and timed from the enqueue to ``done``; ``--repeats`` rounds, each timing every k once (the order
+alternating). Prints sentences/s per k and run, then min / median / max per k and of the per-round ratio to k = 1,
+and the machine load before and after each run. On a 2-core machine two one-thread workers can give at most about 2x;
 the load average says how busy the machine was.
 
 By default everything lives in a temporary folder: an SQLite database and kombu's filesystem broker (no server
@@ -32,6 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.timing import load_line, spread  # noqa: E402
 
 TOPICS = ["nuclear energy", "school uniforms"]
 PRO = ["it helps families", "it creates jobs", "we should support it", "it is cheap and clean", "it saves lives"]
@@ -56,10 +59,6 @@ def generated(n: int, seed: int) -> list[dict]:
     return rows
 
 
-def load_line() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", default="1,2", help="worker counts to time, e.g. 1,2")
@@ -70,6 +69,7 @@ def parse(argv):
     ap.add_argument("--train-steps", dest="train_steps", type=int, default=40)
     ap.add_argument("--database-url", dest="database_url", help="default: SQLite in a temporary folder")
     ap.add_argument("--broker-url", dest="broker_url", help="default: kombu's filesystem broker in that folder")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats (min / median / max)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds to wait for one run")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder and the rows")
     args, rest = ap.parse_known_args(argv)
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.worker_utils import start_worker
 
     call_command("migrate", verbosity=0)
-    print(f"machine: {os.cpu_count()} cores, load {load_line()}; database {django.db.connection.vendor}, "
+    print(f"machine: {load_line()}; database {django.db.connection.vendor}, "
           f"broker {os.environ.get('CELERY_BROKER_URL', 'filesystem://')}")
     hp = {"epochs": 1, "max_steps": args.train_steps, "batch_size": 16, "max_length": 64}
     if args.model == "tiny":
@@ -143,35 +143,41 @@ def main(argv: list[str] | None = None) -> int:
     Sentence.objects.bulk_create([Sentence(topic=warm_topic, text=r["sentence"], source=stamp + "-warm",
                                            content_hash=f"{stamp}-w{i}")
                                   for i, r in enumerate(generated(8 * max(counts), 8))])
-    results: dict[int, float] = {}
+    results: dict[int, list[float]] = {k: [] for k in counts}
     try:
+        for rep in range(args.repeats):
+            # interleaved: every repeat times each worker count once, the order alternating between repeats
+            for k in (counts if rep % 2 == 0 else counts[::-1]):
+                before = load_line()
+                with contextlib.ExitStack() as stack:
+                    workers = [stack.enter_context(start_worker(queues=("default", "gpu"), purge=(i == 0)))
+                               for i in range(k)]
+                    warm = silver.start("argument", source=stamp + "-warm", version=version, batch_size=4,
+                                        shards=2 * k, enqueue=True)
+                    wait_done(warm.pk, args.timeout)
+                    start = time.monotonic()
+                    run = silver.start("argument", source=stamp, version=version, batch_size=args.batch_size,
+                                       shards=args.shards, enqueue=True)
+                    wait_done(run.pk, args.timeout)
+                    wall = time.monotonic() - start
+                    run = SilverRun.objects.get(pk=run.pk)
+                    by_worker: dict[str, int] = {}
+                    for shard in run.shards.all():
+                        by_worker[shard.worker] = by_worker.get(shard.worker, 0) + shard.processed
+                    results[k].append(run.processed / wall)
+                    print(f"repeat {rep + 1}, workers={k}: {run.processed} sentences in {wall:.1f} s = "
+                          f"{results[k][-1]:.1f} sentences/s ({args.shards} shards; per worker "
+                          f"{sorted(by_worker.values(), reverse=True)}); before: {before}; after: {load_line()}",
+                          flush=True)
+                    if len(by_worker) < k:
+                        print(f"  note: only {len(by_worker)} of {k} workers took a shard")
+                    del workers
+        base_k = 1 if 1 in results else counts[0]
+        print(f"\n{args.repeats} interleaved repeat(s), sentences/s min / median / max:")
         for k in counts:
-            before = load_line()
-            with contextlib.ExitStack() as stack:
-                workers = [stack.enter_context(start_worker(queues=("default", "gpu"), purge=(i == 0)))
-                           for i in range(k)]
-                warm = silver.start("argument", source=stamp + "-warm", version=version, batch_size=4,
-                                    shards=2 * k, enqueue=True)
-                wait_done(warm.pk, args.timeout)
-                start = time.monotonic()
-                run = silver.start("argument", source=stamp, version=version, batch_size=args.batch_size,
-                                   shards=args.shards, enqueue=True)
-                wait_done(run.pk, args.timeout)
-                wall = time.monotonic() - start
-                run = SilverRun.objects.get(pk=run.pk)
-                by_worker: dict[str, int] = {}
-                for shard in run.shards.all():
-                    by_worker[shard.worker] = by_worker.get(shard.worker, 0) + shard.processed
-                results[k] = run.processed / wall
-                print(f"workers={k}: {run.processed} sentences in {wall:.1f} s = {results[k]:.1f} sentences/s "
-                      f"({args.shards} shards; per worker {sorted(by_worker.values(), reverse=True)}); "
-                      f"load before {before}, after {load_line()}")
-                if len(by_worker) < k:
-                    print(f"  note: only {len(by_worker)} of {k} workers took a shard")
-                del workers
-        base = results.get(1) or results[counts[0]]
-        for k in counts:
-            print(f"ratio workers={k} / workers={counts[0] if 1 not in results else 1}: {results[k] / base:.2f}x")
+            ratios = [a / b for a, b in zip(results[k], results[base_k])]
+            print(f"workers={k}: {spread(results[k])} sentences/s; ratio to workers={base_k} per repeat "
+                  f"{spread(ratios, '.2f')}x")
     finally:
         if not args.keep:
             SilverRun.objects.filter(model_version=version).delete()
