@@ -192,9 +192,9 @@ def print_similarity(results: dict) -> None:
     for better, worse in (("crossencoder", "biencoder"), ("augsbert", "biencoder")):
         if better in by_kind and worse in by_kind:
             pairs = [(a["test"], b["test"]) for a in by_kind[better] for b in by_kind[worse] if a["seed"] == b["seed"]]
-            wins = sum(1 for a, b in pairs if a > b)
-            mean = statistics.fmean(a - b for a, b in pairs) if pairs else 0.0
             diffs = [a - b for a, b in pairs]
+            wins = sum(1 for d in diffs if d > 0)
+            mean = statistics.fmean(diffs) if diffs else 0.0
             checks.append(f"{LABELS[better]} > {LABELS[worse]}: {wins}/{len(pairs)} seeds (mean difference "
                           f"{mean:+.1f}" + (f"; per seed min / median / max {spread(diffs, '+.1f')}" if diffs else "")
                           + ")")

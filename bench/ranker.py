@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.timing import load_line  # noqa: E402
+from bench.timing import load_line, spread  # noqa: E402
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
@@ -183,10 +183,10 @@ def main(argv=None) -> int:
             cells = ["-" if f.get(f"recall@{k}") is None else f"{f[f'recall@{k}']:.4f}" for k in (5, 10, 15, 20)]
             print(f"{name:<14} {cells[0]:>9} {cells[1]:>10} {cells[2]:>10} {cells[3]:>10}")
     for name in names:
-        lo, mid, hi = figures[name]["candidates_per_second_min_median_max"]
-        print(f"{name}: {lo:.1f} / {mid:.1f} / {hi:.1f} candidates/s (min / median / max)")
+        print(f"{name}: {spread(figures[name]['candidates_per_second_min_median_max'])} candidates/s "
+              f"(min / median / max)")
     print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second (min / median / max "
-          f"{' / '.join(f'{v:.1f}' for v in figures['speedup_min_median_max'])}x over {args.repeats} interleaved "
+          f"{spread(figures['speedup_min_median_max'])}x over {args.repeats} interleaved "
           f"rounds; {n_candidates} candidates of {len(dev_groups)} sentences); "
           f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "
           f"(baseline {figures['baseline']['recall@10']:.4f})")

@@ -360,13 +360,12 @@ def test_killed_pool_child_leaves_no_ready_artifact_and_the_task_is_redelivered(
         assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []  # the killed run's temp folder is gone
     finally:
         os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
-        os.environ.pop("ARGORA_MODEL_HEARTBEAT_SECONDS", None)
 
 
 @pytest.mark.worker
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_task(tmp_path, settings):
+def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_task(tmp_path, settings, monkeypatch):
     """solo pool: SIGKILL the whole worker. Redis redelivers the unacknowledged message to the next worker after
     ``visibility_timeout`` (3 s here, set on that worker's command line for the test only). The filesystem
     transport keeps unacknowledged messages only in the dead worker's memory: ``manage.py models recover --requeue``
@@ -382,7 +381,7 @@ def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_t
 
     settings.ARTIFACT_ROOT = tmp_path / "artifacts"
     os.environ["ARGORA_ARTIFACT_ROOT"] = str(settings.ARTIFACT_ROOT)
-    os.environ["ARGORA_MODEL_HEARTBEAT_SECONDS"] = "1"  # read by the workers at start-up
+    monkeypatch.setenv("ARGORA_MODEL_HEARTBEAT_SECONDS", "1")  # read by the workers at start-up
     gate, pid_file = tmp_path / "gate", tmp_path / "pid"
     include = ("--include", "tests.ml.worker_fake")
     fast_restore = ("--", 'broker.transport_options=(json){"visibility_timeout": 3, "unacked_restore_interval": 1, '
@@ -407,7 +406,6 @@ def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_t
         assert list((settings.ARTIFACT_ROOT / "models").glob(".tmp-*")) == []
     finally:
         os.environ.pop("ARGORA_ARTIFACT_ROOT", None)
-        os.environ.pop("ARGORA_MODEL_HEARTBEAT_SECONDS", None)
 
 
 @pytest.mark.django_db  # the task also sweeps silver runs (none here)
