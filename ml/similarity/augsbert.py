@@ -6,7 +6,11 @@ In-domain (``mode="in-domain"``)
     2. the sampling strategy (:mod:`.sampling`) proposes new pairs of the gold sentences (``semantic`` and
        ``bm25+semantic`` first train a bi-encoder on gold, or reuse ``gold_bi_encoder``);
     3. the cross-encoder labels them (the silver set; ``kde`` then keeps a pair with probability Q(s));
-    4. the bi-encoder is trained on gold + silver (seed optimisation as configured).
+    4. the bi-encoder is trained on the gold pairs + silver (seed optimisation as configured). ``gold_labels``
+       says what the gold pairs carry there: ``teacher`` (the default) the cross-encoder's scores, so every pair the
+       bi-encoder sees is on the teacher's scale; ``gold`` their annotated scores, as in the paper. On a few hundred
+       gold pairs the paper's mix of annotated and teacher scores stays at SBERT's level, the teacher's scores on
+       every pair lift the bi-encoder above it (README "Similarity on small data", bench/RESULTS.md).
     No dev / test pair is ever sampled into the silver set: the evaluation measures pairs the bi-encoder never saw.
 Domain adaptation (``mode="domain-adaptation"``)
     The cross-encoder comes from elsewhere -- ``cross_encoder`` (a version or folder trained on another project /
@@ -47,8 +51,9 @@ AUG_EXTRA = {"strategy": "bm25", "k": sampling.DEFAULT_K, "n_random": 0, "within
              "cross_max_steps": None, "cross_batch_size": None, "cross_max_length": None, "cross_seeds": None,
              "cross_head_lr": None, "cross_freeze_embeddings": None, "cross_pooler_init": None,
              "cross_gate_init": None, "cross_gate_lr": None,
-             "teacher_check": "warn"}
+             "teacher_check": "warn", "gold_labels": "teacher"}
 TEACHER_CHECKS = ("warn", "refuse", "off")
+GOLD_LABELS = ("teacher", "gold")
 AUG_DEFAULTS = dict(sim_models.BI_DEFAULTS, **AUG_EXTRA)
 
 
@@ -176,10 +181,14 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
     k = int(hp["k"])
     if k < 1:
         raise _error("hyperparameters: k must be >= 1")
+    gold_labels = hp.get("gold_labels") or "teacher"
+    if gold_labels not in GOLD_LABELS:
+        raise _error(f"hyperparameters: gold_labels must be one of {', '.join(GOLD_LABELS)}, got {gold_labels!r}")
     output_dir = Path(output_dir)
     dev, test = split_eval(rows_dev)
     rows_train = [r for r in rows_train if r.get("split", "train") == "train"]
     info: dict = {"strategy": strategy, "k": k, "mode": mode, "n_gold": len(rows_train),
+                  "gold_labels": gold_labels if mode == "in-domain" else None,
                   "setting": setting_of(rows_train, test)}
     batch = int(hp["label_batch_size"])
 
@@ -244,20 +253,22 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
         def encode(texts, _model=gold_bi):
             return sim_models.encode(_model, texts, batch_size=batch)
 
-    # 3. the silver set (domain adaptation: the target's own pairs are labelled too, and they are all it trains on)
+    # 3. the silver set. Domain adaptation: the target's own pairs are labelled too, and they are all it trains on;
+    # in-domain with gold_labels=teacher: the gold pairs are labelled too (source "gold"), in place of their scores
     adapt = mode == "domain-adaptation"
+    relabel = adapt or gold_labels == "teacher"
     target_pairs = [{"topic": r.get("topic", ""), "argument1": r["argument1"], "argument2": r["argument2"],
-                     "source": "target"} for r in rows_train] if adapt else []
+                     "source": "target" if adapt else "gold"} for r in rows_train] if relabel else []
     gold_scores = ([r["score"] for r in (source_rows or [])] or None) if adapt else None
     silver, stats = silver_set(strategy, rows_train, cross, k=k, seed=seed, encode=encode,
                                n_random=int(hp["n_random"]), within_topic=bool(hp["within_topic"]),
                                kde_bandwidth=float(hp["kde_bandwidth"]) or None, extra_pairs=target_pairs,
                                gold_scores=gold_scores, batch_size=batch, exclude=rows_dev, progress=progress)
-    train_rows = silver if adapt else list(rows_train) + silver
+    train_rows = silver if relabel else list(rows_train) + silver
     info.update(stats)
     write_jsonl(silver, output_dir / "silver.jsonl")
 
-    # 4. the bi-encoder on gold + silver
+    # 4. the bi-encoder on the gold pairs (annotated or teacher scores) + silver
     bi, bi_info = sim_models.train("bi", train_rows, dev, base_model=base_model, hp=bi_hp(hp), seed=seed,
                                    progress=progress, label="AugSBERT bi-encoder ")
     bi.save_pretrained(str(output_dir / "model"))

@@ -2,6 +2,7 @@
 CC BY-NC, read in place, never copied), cut cross-topic by topic.
 
 * the default cross-encoder (gated, from the packaged MiniLM) is above SBERT there, and SBERT above Jaccard;
+* the default AugSBERT pipeline, with that cross-encoder as its teacher, is above SBERT there;
 * the [CLS] cross-encoder with the old defaults (the paper's BERT-base values) stays below the Jaccard baseline;
 * AugSBERT checks its teacher against the Jaccard baseline and the untrained bi-encoder: warns (recorded in
   ``info``, printed on stderr) or refuses;
@@ -54,6 +55,15 @@ def test_teacher_check_warns_or_refuses():
     assert "35.0" in warning and "base_bi_encoder 42.0" in warning and "jaccard" not in warning
     with pytest.raises(registry.TrainerError, match="teacher_check=refuse"):
         A.check_teacher(20.0, {"jaccard": 30.0}, policy="refuse")
+
+
+def test_gold_labels_is_teacher_by_default_and_refuses_an_unknown_value(tmp_path):
+    assert A.AUG_DEFAULTS["gold_labels"] == "teacher" and A.GOLD_LABELS == ("teacher", "gold")
+    rows = [{"topic": "t", "argument1": "a b", "argument2": "a c", "score": 0.5}]
+    with pytest.raises(registry.TrainerError, match="gold_labels must be one of teacher, gold, got 'silver'"):
+        A.run(rows, [], base_model="unused", hp=dict(A.AUG_DEFAULTS, gold_labels="silver"), seed=1,
+              output_dir=tmp_path)
+    assert not any(tmp_path.iterdir())                 # refused before anything was written
 
 
 @needs_ukp
@@ -136,15 +146,44 @@ def test_architecture_picks_its_own_defaults_and_refuses_an_unknown_one():
     assert A.cross_hp(dict(A.AUG_DEFAULTS))["architecture"] == "gated"
 
 
+@pytest.fixture(scope="module")
+def ukp_subset_models(tmp_path_factory):
+    """SBERT and the default cross-encoder trained on the subset (seed 1), shared by the ordering tests below:
+    ``(rows, {"sbert": result, "cross": result}, cross-encoder folder)``."""
+    rows_train, dev, test = subset()
+    root = tmp_path_factory.mktemp("ukp-subset")
+    sbert = train("biencoder", rows_train, dev, test, root / "bi", {"max_length": MAX_LENGTH})
+    cross = train("crossencoder", rows_train, dev, test, root / "cross", {"max_length": MAX_LENGTH})
+    return (rows_train, dev, test), {"sbert": sbert, "cross": cross}, root / "cross" / "model"
+
+
 @needs_ukp
 @pytest.mark.slow
-def test_gated_cross_encoder_beats_sbert_cross_topic(tmp_path):
+def test_gated_cross_encoder_beats_sbert_cross_topic(ukp_subset_models):
     """Issue 23's ordering on UKP ASPECT, cross-topic (480 training pairs of the train topics, 300 test pairs of
     unseen topics, seed 1): the default cross-encoder (gated, from the packaged MiniLM) is above SBERT trained on
     the same pairs with the same recipe, and both are above Jaccard."""
-    rows_train, dev, test = subset()
-    sbert = train("biencoder", rows_train, dev, test, tmp_path / "bi", {"max_length": MAX_LENGTH})
-    cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", {"max_length": MAX_LENGTH})
+    _, models, _ = ukp_subset_models
+    sbert, cross = models["sbert"], models["cross"]
     s, c, j = sbert.test_metrics["spearman"], cross.test_metrics["spearman"], cross.test_metrics["jaccard_spearman"]
     print(f"\nUKP ASPECT subset, cross-topic test Spearman x 100: cross-encoder {c:.1f}, SBERT {s:.1f}, Jaccard {j:.1f}")
     assert c > s > j, (c, s, j)
+
+
+@needs_ukp
+@pytest.mark.slow
+def test_augsbert_default_recipe_beats_sbert_cross_topic(ukp_subset_models, tmp_path):
+    """Issue 23's AugSBERT > SBERT on the same subset and seed: the default pipeline (BM25 silver pairs, k = 3,
+    every pair the bi-encoder trains on scored by the cross-encoder: ``gold_labels=teacher``) with the default
+    cross-encoder above as its teacher, against SBERT on the gold pairs alone. The bi-encoder recipe is SBERT's."""
+    (rows_train, dev, test), models, teacher = ukp_subset_models
+    aug = train("augsbert", rows_train, dev, test, tmp_path / "aug", {"max_length": MAX_LENGTH,
+                                                                      "cross_encoder": str(teacher)})
+    s, a = models["sbert"].test_metrics["spearman"], aug.test_metrics["spearman"]
+    info = aug.info
+    print(f"\nUKP ASPECT subset, cross-topic test Spearman x 100: AugSBERT-BM25 {a:.1f} (teacher "
+          f"{info['cross_encoder_test']:.1f}), SBERT {s:.1f}; {info['n_silver']} pairs scored by the teacher")
+    assert info["gold_labels"] == "teacher" and info["teacher_ok"] is True
+    assert info["by_source"]["gold"] == len(rows_train) and info["by_source"]["bm25"] > len(rows_train)
+    assert info["n_train"] == info["n_silver"]            # the gold pairs are in it, with the teacher's scores
+    assert a > s, (a, s)

@@ -136,8 +136,9 @@ def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_pa
     gold_only, _ = M.train("bi", train, dev, base_model=base, hp=bi_hp, seed=1)
     gold = evaluate_model(gold_only, test)["spearman"]
 
+    # the paper's mix (gold_labels=gold): the gold pairs keep their annotated scores, the silver pairs get the teacher's
     hp = dict(A.AUG_DEFAULTS, **bi_hp, strategy="bm25", k=3, cross_epochs=10, cross_lr=1e-4, cross_head_lr=1e-3,
-              cross_max_length=64, cross_seeds=[1, 2])
+              cross_max_length=64, cross_seeds=[1, 2], gold_labels="gold")
     out = A.run(train, dev + test, base_model=base, hp=hp, seed=1, output_dir=tmp_path)
     aug = out["test"]["spearman"]
     info = out["info"]
@@ -193,7 +194,9 @@ def test_train_cli_json_for_crossencoder_biencoder_and_augsbert(tmp_path, tmp_ar
         assert metrics["info"]["setting"] == "in-topic" and metrics["info"]["n_gold"] > 0
     info = outcomes["augsbert"]["metrics"]["info"]
     assert info["strategy"] == "bm25" and info["k"] == 2 and info["mode"] == "in-domain"
-    assert info["n_silver"] > 0 and info["by_source"] == {"bm25": info["n_silver"]}
+    # the default gold_labels=teacher: the gold pairs are scored by the cross-encoder too and trained on with it
+    assert info["gold_labels"] == "teacher" and info["by_source"]["gold"] == info["n_gold"]
+    assert info["by_source"]["bm25"] > 0 and info["n_silver"] == info["n_gold"] + info["by_source"]["bm25"]
     version = ModelVersion.objects.get(pk=outcomes["augsbert"]["version"])
     assert version.hyperparameters["strategy"] == "bm25" and version.hyperparameters["k"] == 2
     from pathlib import Path
