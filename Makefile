@@ -12,6 +12,14 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/argora
 REDIS_URL ?= redis://127.0.0.1:6379/15
 # the 30 slowest tests are listed at the end of each half: where the time of the suite goes
 PYTEST_ARGS ?= --durations=30
+# test processes per half (pytest-xdist; a whole module stays in one process; tests/xdist_isolation.py gives each
+# its own var/ folder, test database and Redis databases); TEST_PROCESSES=0: one process, as plain pytest
+TEST_PROCESSES ?= 2
+# ... except these modules, which run after, in one plain process: schemathesis gives every API operation's test the
+# same node id, and pytest-xdist, which hands tests out by node id, would run one of them only
+SERIAL_TESTS := tests/test_api_fuzz.py
+XDIST := $(if $(filter 0,$(TEST_PROCESSES)),-p no:xdist,-n $(TEST_PROCESSES) --dist loadfile $(SERIAL_TESTS:%=--ignore=%))
+SERIAL := $(if $(filter 0,$(TEST_PROCESSES)),true,$(PY) -m pytest -p no:xdist $(PYTEST_ARGS) $(SERIAL_TESTS))
 
 .PHONY: venv chromium test test-sqlite test-postgres check demo migrate bench clean
 
@@ -37,10 +45,12 @@ test: venv chromium
 	else echo "PostgreSQL/Redis not reachable: suite ran on SQLite only"; fi
 
 test-sqlite: venv
-	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(SERIAL)
 
 test-postgres: venv
-	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(SERIAL)
 
 # the layout rules (README "Layout") and a compile of every module; the suite runs the same check
 check: venv

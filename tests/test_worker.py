@@ -38,7 +38,9 @@ def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, 
     from corpus.models import Sentence
     from corpus.tasks.imports import import_corpus_file
 
-    rows = 6000
+    # 30,000 rows: six written batches, each "writing" report visible until the parser's next report (500 rows
+    # later), so a poller slowed by a busy machine still sees one
+    rows = 30000
     path = tmp_path / "generated.tsv"
     write_ukp_tsv(path, rows)
     client.force_login(staff_user)
@@ -63,7 +65,7 @@ def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, 
         if job["state"] in ("SUCCESS", "FAILURE"):
             break
         assert time.monotonic() < deadline, f"job did not finish; states seen: {states}"
-        time.sleep(0.01)
+        time.sleep(0.002)
 
     print("states:", states, "progress:", progress_seen[:1], progress_seen[-1:], len(progress_seen))
     assert job["state"] == "SUCCESS", job

@@ -1,0 +1,29 @@
+"""tests/xdist_isolation.py: each pytest-xdist process gets its own var/ folder and Redis databases."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.xdist_isolation import isolate, redis_url_for
+
+
+def test_redis_database_counts_down_per_process_and_other_urls_stay():
+    assert redis_url_for("redis://127.0.0.1:6379/15", 0) == "redis://127.0.0.1:6379/15"
+    assert redis_url_for("redis://127.0.0.1:6379/15", 1) == "redis://127.0.0.1:6379/14"
+    assert redis_url_for("rediss://:pw@host:6380/3?ssl_cert_reqs=none", 2) == "rediss://:pw@host:6380/1?ssl_cert_reqs=none"
+    assert redis_url_for("filesystem://", 1) == "filesystem://"
+    assert redis_url_for("amqp://guest@localhost//", 1) == "amqp://guest@localhost//"
+    with pytest.raises(ValueError, match="no Redis database left for test process 2"):
+        redis_url_for("redis://127.0.0.1:6379/1", 2)
+
+
+def test_isolate_gives_each_process_its_own_var_dir_broker_and_cache(tmp_path):
+    env = {"ARGORA_VAR_DIR": str(tmp_path), "CELERY_BROKER_URL": "redis://127.0.0.1:6379/15",
+           "CACHE_URL": "redis://127.0.0.1:6379/13"}
+    isolate(env, "gw1")
+    assert Path(env["ARGORA_VAR_DIR"]) == tmp_path / "xdist" / "gw1"
+    assert env["CELERY_BROKER_URL"].endswith("/14") and env["CACHE_URL"].endswith("/12")
+    bare = {}
+    isolate(bare, "gw0")
+    assert bare["ARGORA_VAR_DIR"].endswith("var/xdist/gw0") and "CELERY_BROKER_URL" not in bare
