@@ -3,9 +3,8 @@ CC BY-NC, read in place, never copied), cut cross-topic by topic.
 
 * the default cross-encoder (gated, from the packaged MiniLM) is above SBERT there, and SBERT above Jaccard;
 * the default AugSBERT pipeline, with that cross-encoder as its teacher, is above SBERT there;
-* the [CLS] cross-encoder with the old defaults (the paper's BERT-base values) stays below the Jaccard baseline;
-* AugSBERT checks its teacher against the Jaccard baseline and the untrained bi-encoder: warns (recorded in
-  ``info``, printed on stderr) or refuses;
+* (tests/ml/test_similarity_old_defaults.py: the [CLS] cross-encoder with the old defaults stays below Jaccard,
+  and AugSBERT's teacher check warns or refuses)
 * ``split: "test"`` rows are scored apart, never trained on; ``evaluate`` gives in-topic and cross-topic figures.
 
 The data file is looked up at ``$ARGORA_UKP_ASPECT`` or ``../shared/data/ukp_aspect/UKP_ASPECT.tsv`` (relative to
@@ -84,28 +83,6 @@ def test_test_rows_are_scored_apart_and_evaluate_splits_in_topic_from_cross_topi
     assert metrics["in_topic"]["n"] == 40 and metrics["cross_topic"]["n"] == 60 and metrics["n"] == 100
     both = registry.get_trainer("crossencoder").evaluate(model, dev + test)      # test rows carry split: test
     assert both["n"] == len(dev) and both["test"]["n"] == len(test) and both["test"]["cross_topic"]["n"] == len(test)
-
-
-@needs_ukp
-@pytest.mark.slow
-def test_old_cross_encoder_defaults_stay_below_jaccard_and_augsbert_warns(tmp_path, capsys):
-    """The defaults before issue 23 (lr 1e-5, head at the same rate, pooler as loaded, 1 epoch) on the same subset:
-    the cross-encoder does not beat word overlap, and AugSBERT with it as teacher says so."""
-    rows_train, dev, test = subset()
-    old = {"architecture": "cls", "lr": 1e-5, "head_lr": 0.0, "pooler_init": "keep", "epochs": 1,
-           "max_length": MAX_LENGTH}
-    cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", old)
-    print(f"\nold defaults: cross-encoder test {cross.test_metrics['spearman']:.1f}, "
-          f"Jaccard {cross.test_metrics['jaccard_spearman']:.1f}")
-    assert cross.test_metrics["spearman"] < cross.test_metrics["jaccard_spearman"]
-    aug = train("augsbert", rows_train[:64], dev, test[:40], tmp_path / "aug",
-                {"cross_encoder": str(tmp_path / "cross" / "model"), "max_steps": 2, "k": 1,
-                 "max_length": MAX_LENGTH})
-    assert aug.info["teacher_ok"] is False and "not above" in aug.info["warnings"][0]
-    assert "WARNING: AugSBERT teacher check" in capsys.readouterr().err
-    with pytest.raises(registry.TrainerError, match="teacher_check=refuse"):
-        train("augsbert", rows_train[:64], dev, test[:40], tmp_path / "aug2",
-              {"cross_encoder": str(tmp_path / "cross" / "model"), "teacher_check": "refuse", "max_length": MAX_LENGTH})
 
 
 # --- the gated cross-encoder (ml.similarity.gated) ------------------------------------------------------------
