@@ -69,6 +69,9 @@ class DraftSerializer(serializers.Serializer):
         '{"<item_id>": {"<field>": "text" or ["text", ...]}}: the HIT form\'s fields item-<id>-<field>, partial '
         'answers allowed'))
     feedback = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000, trim_whitespace=False)
+    revision = serializers.IntegerField(required=False, min_value=0, max_value=services.DRAFT_REVISION_MAX, help_text=(
+        "optional: a number that grows with each save (the HIT page sends its clock in ms); a save older than the "
+        "stored draft's is dropped, so saves that cross on the way never bring back older answers"))
 
 
 ErrorsSerializer = inline_serializer("SubmissionErrors", {"errors": serializers.DictField(child=serializers.CharField())})
@@ -197,7 +200,8 @@ class SaveDraft(APIView):
             return refused
         try:
             services.save_draft(assignment, worker, body.validated_data["fields"],
-                                feedback=body.validated_data["feedback"])
+                                feedback=body.validated_data["feedback"],
+                                revision=body.validated_data.get("revision"))
         except services.ValidationFailed as exc:
             return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.SubmissionError as exc:

@@ -286,6 +286,8 @@ class AssignmentDraft(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, primary_key=True, related_name="draft")
     responses = models.JSONField(default=dict, help_text="{item id: the task type's (possibly partial) answer}")
     feedback = models.TextField(blank=True)
+    revision = models.BigIntegerField(default=0, help_text=(
+        "the page's number for this save (hit.js: its clock in ms); a save with a smaller one is dropped"))
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

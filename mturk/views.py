@@ -288,7 +288,8 @@ def external_draft(request, slug: str):
     if not isinstance(body, dict):
         return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
     try:
-        annotation_services.save_draft(assignment, worker, body.get("fields"), feedback=body.get("feedback") or "")
+        annotation_services.save_draft(assignment, worker, body.get("fields"), feedback=body.get("feedback") or "",
+                                       revision=body.get("revision"))
     except annotation_services.ValidationFailed as exc:
         return JsonResponse({"errors": exc.errors}, status=400)
     except annotation_services.SubmissionError as exc:

@@ -71,6 +71,37 @@ def test_draft_is_restored_in_the_hit_page(client, project):
     assert not AssignmentDraft.objects.exists()
 
 
+def test_draft_saves_that_cross_on_the_way_keep_the_newest(client, project):
+    """hit.js numbers its saves (the server's clock in ms): a slow save that lands after a newer one (the page's
+    save as it closes) is dropped, not written over it; a save without a revision always wins; a bad one is a 400."""
+    worker = join(client, project)
+    client.get(reverse("annotation:work", args=[project.slug]))
+    a = Assignment.objects.get(worker=worker)
+    first = services.assignment_items(a)[0]
+    url = reverse("api-annotation-draft", args=[a.pk])
+
+    def put(label, **extra):
+        return client.put(url, {"fields": {str(first.pk): {"label": label}}, **extra}, content_type="application/json")
+
+    assert put("con", revision=2_000).status_code == 204
+    assert put("pro", revision=1_000).status_code == 204  # older: dropped
+    draft = AssignmentDraft.objects.get(assignment=a)
+    assert draft.responses == {str(first.pk): {"label": "con"}} and draft.revision == 2_000
+    assert put("none", revision=2_000).status_code == 204  # the same page's clock did not move: kept
+    assert put("pro", revision=3_000).status_code == 204
+    assert AssignmentDraft.objects.get(assignment=a).responses == {str(first.pk): {"label": "pro"}}
+    assert put("none").status_code == 204  # no revision (an API client): written, the revision stays
+    draft = AssignmentDraft.objects.get(assignment=a)
+    assert draft.responses == {str(first.pk): {"label": "none"}} and draft.revision == 3_000
+    for bad in (-1, "soon", 2 ** 53, True):
+        resp = put("con", revision=bad)
+        assert resp.status_code == 400 and "revision" in resp.json()["errors"], (bad, resp.content)
+    assert AssignmentDraft.objects.get(assignment=a).responses == {str(first.pk): {"label": "none"}}
+    with pytest.raises(services.ValidationFailed) as refused:
+        services.save_draft(a, worker, {}, revision=1.5)
+    assert "revision" in refused.value.errors
+
+
 def test_draft_refuses_what_is_not_the_workers(client, project, django_user_model):
     worker = join(client, project)
     client.get(reverse("annotation:work", args=[project.slug]))

@@ -67,6 +67,17 @@ def test_reload_mid_hit_restores_every_answer_and_the_feedback(live_server, page
     expect(page.locator("#feedback")).to_have_value("Item 2 has a typo.")
     expect(page.locator("#hit-answered")).to_have_text("2 of 3 answered")
     expect(page.locator(f"#item-{items[2].pk}")).to_be_focused()  # the first unanswered item
+    # "saved" never shows over a change the server does not have yet: the status turns at once, before the save
+    status_now = page.evaluate("""() => {
+        const f = document.getElementById("feedback");
+        f.value += " Thanks.";
+        f.dispatchEvent(new Event("input", {bubbles: true}));
+        return document.getElementById("hit-saved").textContent;
+    }""")
+    assert status_now == "Saving your answers…"
+    saved(page)
+    draft = AssignmentDraft.objects.get(assignment=assignment)
+    assert draft.feedback == "Item 2 has a typo. Thanks." and draft.revision > 0
     # a change after the reload is saved too, then the HIT is submitted with all of it
     page.keyboard.press("1")
     saved(page)
@@ -77,7 +88,7 @@ def test_reload_mid_hit_restores_every_answer_and_the_feedback(live_server, page
     expect(page.locator(".hit-item").first).to_be_visible()
     stored = {r.item_id: r.data["label"] for r in Response.objects.filter(assignment=assignment)}
     assert stored == {items[0].pk: "con", items[1].pk: "none", items[2].pk: "pro"}
-    assert Assignment.objects.get(pk=assignment.pk).feedback == "Item 2 has a typo."
+    assert Assignment.objects.get(pk=assignment.pk).feedback == "Item 2 has a typo. Thanks."
 
 
 @pytest.mark.browser
