@@ -200,10 +200,20 @@ def _rating_projects(tmp_path):
     rating_items.import_pairs(pp, tmp_path / "pairs.jsonl")
     ld = rating_items.get_project("ld-pilot", LIKERT, create=True, status="active", assignments_per_item=2)
     rating_items.import_debates(ld, tmp_path / "debates.jsonl")
+    pair_number = {pk: n for n, pk in enumerate(Item.objects.filter(project=pp).order_by("pk")
+                                                .values_list("pk", flat=True))}
     for k in range(2):
         w = Worker.objects.create(external_id=f"r{k}", source="prolific")
-        _do_hits(pp, w, lambda i: {"choice": "equal" if i.position == 0 else "left", "fluent_left": True,
-                                   "fluent_right": k == 0})
+        # fluency in system terms, whatever side the server placed each argument on (a coin seeded by the item id,
+        # and ids depend on what ran before): worker 0 finds every argument fluent, worker 1 those of even pairs, so
+        # each system's fluency kappa is defined (and marked: 5 pairs)
+        while (a := services.reserve_next_assignment(pp, w)) is not None:
+            answers = {}
+            for i in services.assignment_items(a):
+                fluent = k == 0 or pair_number[i.pk] % 2 == 0
+                answers[str(i.pk)] = {"choice": "equal" if i.position == 0 else "left",
+                                      "fluent_left": fluent, "fluent_right": fluent}
+            services.submit_assignment(a, w, answers)
         _do_hits(ld, w, lambda i: {"style": 3 if i.payload["system"] == "human" else 2, "content": 3,
                                    "strategy": 2 + k, "overall": 3})
     return pp, ld

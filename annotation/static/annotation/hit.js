@@ -10,8 +10,7 @@
  * Nothing a worker gives is lost: the form's item fields (item-<id>-<field>, which every task type keeps in step with
  * what is on screen) and the feedback are saved as a draft on the server as they change (debounced, one request at
  * a time, and once more when the page is hidden), and the server puts them back into the page when it is opened
- * again. "Saved" shows only while the server holds what is on screen; each save carries a revision (the server's
- * clock), and the server keeps the newest of saves that cross on the way. The reservation's deadline counts down in the side panel; near it, and after it, "Keep this HIT longer"
+ * again (drafts.js, which the page loads first, does the saving). The reservation's deadline counts down in the side panel; near it, and after it, "Keep this HIT longer"
  * asks for more time while the HIT's place is still free. Answers sent after the deadline are kept as late answers
  * (the server says "late"): the page says so and offers the next HIT.
  */
@@ -300,70 +299,14 @@
   }
 
   function setupDrafts(root, form) {
-    var url = root.dataset.draftUrl;
-    var status = document.getElementById("hit-saved");
-    var csrf = form.elements.csrfmiddlewaretoken ? form.elements.csrfmiddlewaretoken.value : "";
-    var last = null, timer = null, inFlight = false, again = false, stopped = !url, dirty = false;
-    // Each save carries a revision, the server's clock in ms as this page reckons it (so another device's tab
-    // counts on the same clock); the server drops a save older than the draft it has, so a slow save that lands
-    // after the one sent as the page closes cannot bring older answers back.
-    var skew = parseInt(root.dataset.serverNowMs || "", 10) - Date.now();
-    if (isNaN(skew)) skew = 0;
-    var revision = 0;
-
-    function body() {
-      return JSON.stringify({ fields: formFields(form), feedback: form.elements.feedback ? form.elements.feedback.value : "" });
-    }
-    function say(text, failed) {
-      if (!status) return;
-      status.textContent = text;
-      status.classList.toggle("failed", !!failed);
-    }
-    function save(leaving) {
-      if (stopped) return;
-      if (inFlight && !leaving) { again = true; return; }
-      var data = body();
-      if (data === last) {
-        if (dirty && !inFlight) { dirty = false; say("Your answers are saved as you go."); }
-        return;
+    return window.ArgoraDrafts.saver({
+      url: root.dataset.draftUrl, status: document.getElementById("hit-saved"),
+      csrf: form.elements.csrfmiddlewaretoken ? form.elements.csrfmiddlewaretoken.value : "",
+      skewMs: parseInt(root.dataset.serverNowMs || "", 10) - Date.now(),
+      state: function () {
+        return { fields: formFields(form), feedback: form.elements.feedback ? form.elements.feedback.value : "" };
       }
-      inFlight = true;
-      dirty = true;
-      say("Saving your answers…");
-      revision = Math.max(Date.now() + skew, revision + 1);
-      var sent = JSON.parse(data);
-      sent.revision = revision;
-      fetch(url, {
-        method: leaving ? "POST" : "PUT", credentials: "same-origin", keepalive: !!leaving,
-        headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify(sent)
-      }).then(function (resp) {
-        if (resp.ok) { last = data; if (!again) { dirty = false; say("Your answers are saved as you go."); } }
-        else if (resp.status === 409 || resp.status === 403 || resp.status === 404) { stopped = true; say(""); }
-        else say("Your answers could not be saved (the server answered " + resp.status + "); they are still here.", true);
-      }).catch(function () {
-        say("Could not reach the server to save your answers; they are still here.", true);
-      }).then(function () {
-        inFlight = false;
-        if (again) { again = false; save(); }
-      });
-    }
-    if (!stopped) {
-      last = body();  // what the server sent is what it has
-      setInterval(function () { save(); }, 5000);  // a widget that changed its fields without telling us
-      document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") save(true); });
-      window.addEventListener("pagehide", function () { save(true); });
-    }
-    return {
-      changed: function () {
-        if (stopped) return;
-        clearTimeout(timer);
-        // "saved" shows only while the server has what is on screen: a change waiting for its save says so at once
-        if (!dirty && body() !== last) { dirty = true; say("Saving your answers…"); }
-        timer = setTimeout(save, 400);
-      },
-      stop: function () { stopped = true; clearTimeout(timer); }
-    };
+    });
   }
 
   // --- the reservation's deadline ---------------------------------------------------------------------------
