@@ -27,3 +27,30 @@ def test_isolate_gives_each_process_its_own_var_dir_broker_and_cache(tmp_path):
     bare = {}
     isolate(bare, "gw0")
     assert bare["ARGORA_VAR_DIR"].endswith("var/xdist/gw0") and "CELERY_BROKER_URL" not in bare
+
+
+def test_one_process_at_a_time_holds_a_lock_the_other_processes_share(tmp_path, monkeypatch):
+    """The lock file lies in the processes' common folder; a second process (here: a child) cannot take it while
+    the block runs, and can once it is left. Without xdist (no shared folder) the block just runs."""
+    import subprocess
+    import sys
+
+    from tests.xdist_isolation import one_process_at_a_time
+
+    env = {"ARGORA_VAR_DIR": str(tmp_path)}
+    isolate(env, "gw0")
+    assert env["ARGORA_XDIST_SHARED_DIR"] == str(tmp_path / "xdist")
+    monkeypatch.setenv("ARGORA_XDIST_SHARED_DIR", env["ARGORA_XDIST_SHARED_DIR"])
+    probe = ("import fcntl, sys\n"
+             "with open(sys.argv[1], 'a') as f:\n"
+             "    try:\n"
+             "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "    except BlockingIOError:\n"
+             "        sys.exit(3)\n")
+    lock = tmp_path / "xdist" / "many-connections.lock"
+    with one_process_at_a_time("many-connections"):
+        assert subprocess.run([sys.executable, "-c", probe, str(lock)]).returncode == 3
+    assert subprocess.run([sys.executable, "-c", probe, str(lock)]).returncode == 0
+    monkeypatch.delenv("ARGORA_XDIST_SHARED_DIR")
+    with one_process_at_a_time("many-connections"):
+        pass

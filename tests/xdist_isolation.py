@@ -6,6 +6,8 @@ each process its own test database name (``..._gw0``). The children a test start
 Without xdist this module does nothing."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 from pathlib import Path
@@ -29,9 +31,28 @@ def isolate(environ, worker: str) -> None:
     index = int(worker.removeprefix("gw"))
     base = Path(environ.get("ARGORA_VAR_DIR") or Path(__file__).resolve().parent.parent / "var")
     environ["ARGORA_VAR_DIR"] = str(base / "xdist" / worker)
+    environ["ARGORA_XDIST_SHARED_DIR"] = str(base / "xdist")
     for name in ("CELERY_BROKER_URL", "CACHE_URL"):
         if environ.get(name):
             environ[name] = redis_url_for(environ[name], index)
+
+
+@contextlib.contextmanager
+def one_process_at_a_time(name: str):
+    """Hold a lock shared by the test processes while the block runs (a file lock under the processes' common
+    folder); without xdist it does nothing. For what the machine has once only: PostgreSQL's 100 connections, which
+    two tests running 50 connected threads each would exceed ("sorry, too many clients already")."""
+    shared = os.environ.get("ARGORA_XDIST_SHARED_DIR")
+    if not shared:
+        yield
+        return
+    Path(shared).mkdir(parents=True, exist_ok=True)
+    with open(Path(shared) / f"{name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment, GoldRecord, Item, Response, Worker
+from tests.xdist_isolation import one_process_at_a_time
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +22,8 @@ TIME_BOUND_S = 240
 
 
 def run_threads(target, args_list, bound=TIME_BOUND_S):
-    """Run ``target(*args)`` in one thread each; every thread closes its own connection; bounded in time."""
+    """Run ``target(*args)`` in one thread each; every thread closes its own connection; bounded in time. Under
+    pytest-xdist, one process at a time runs its threads (PostgreSQL allows 100 connections)."""
     errors: list[BaseException] = []
     start = threading.Barrier(len(args_list))
 
@@ -35,11 +37,12 @@ def run_threads(target, args_list, bound=TIME_BOUND_S):
             connections.close_all()
 
     threads = [threading.Thread(target=body, args=args, daemon=True) for args in args_list]
-    deadline = time.monotonic() + bound
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=max(0.1, deadline - time.monotonic()))
+    with one_process_at_a_time("many-connections"):  # under xdist, one such test at a time on the machine
+        deadline = time.monotonic() + bound
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(0.1, deadline - time.monotonic()))
     assert not any(t.is_alive() for t in threads), f"workers still running after {bound} s"
     assert not errors, f"{len(errors)} worker(s) failed, first: {errors[0]!r}"
 
@@ -271,3 +274,39 @@ def test_submissions_racing_the_expiry_sweep_end_consistent(django_user_model, s
     assert sorted(signalled) == sorted(pk for pk, outcome in outcomes if outcome == "stored")
     submitted = sum(1 for _, outcome in outcomes if outcome == "stored")
     assert sum(HIT.objects.filter(project=project).values_list("taken", flat=True)) == submitted
+
+
+@pytest.mark.postgres
+def test_a_free_hit_locked_by_an_allocation_in_flight_is_waited_for_without_waiting_on_its_lock(
+        django_user_model, monkeypatch):
+    """PostgreSQL: the only free HIT is locked by another transaction (an allocation in flight). The reservation
+    never queues on that lock (a queue on row locks is what deadlocked 50 workers on the last free HITs): it tries
+    SKIP LOCKED again after short pauses, and gets the HIT once the other transaction has committed. With nothing
+    free at all it answers None at once, without a pause."""
+    project = make_project()
+    hit = HIT.objects.filter(project=project).order_by("position").first()
+    HIT.objects.filter(project=project).exclude(pk=hit.pk).update(taken=R)  # every other HIT is full
+    worker, late = make_workers(django_user_model, 2)
+    pauses, real_sleep = [], time.sleep
+    monkeypatch.setattr(services.time, "sleep", lambda s: (pauses.append(s), real_sleep(s)))
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock():
+        from django.db import transaction
+
+        with transaction.atomic():
+            HIT.objects.select_for_update(no_key=True).get(pk=hit.pk)
+            locked.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=lambda: (hold_the_lock(), connections.close_all()), daemon=True)
+    holder.start()
+    assert locked.wait(timeout=30)
+    threading.Timer(0.05, release.set).start()  # the other transaction ends while the reservation tries again
+    a = services.reserve_next_assignment(project, worker)
+    holder.join(timeout=30)
+    assert a is not None and a.hit_id == hit.pk and pauses  # it paused and tried again, and got the HIT
+    assert HIT.objects.get(pk=hit.pk).taken == 1
+    HIT.objects.filter(pk=hit.pk).update(taken=R)
+    pauses.clear()
+    assert services.reserve_next_assignment(project, late) is None and pauses == []
