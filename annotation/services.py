@@ -498,11 +498,15 @@ def reorder_hits(project: Project) -> dict:
 
 # --- allocation ---------------------------------------------------------------------------------
 def current_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
-    """The worker's unexpired reserved assignment in this project, if any."""
+    """The worker's unexpired reserved assignment in this project, if any (``project`` is the given object: the
+    allocation asks on every reservation, and joining the project's row would only read it again)."""
     now = now or timezone.now()
-    return (Assignment.objects.select_related("hit", "project")
+    held = (Assignment.objects.select_related("hit")
             .filter(project=project, worker=worker, status=Assignment.Status.RESERVED, expires_at__gt=now)
             .order_by("reserved_at").first())
+    if held is not None:
+        held.project = project
+    return held
 
 
 def _gold_count(project: Project, n_items: int, rng: random.Random) -> int:
