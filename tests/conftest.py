@@ -32,14 +32,21 @@ def reaches_database_or_broker(item) -> bool:
 
 
 LONG_MARKERS = ("slow", "browser", "worker")
+# A test that trains for minutes (one core, CI's busy 2 cores): twice pytest.ini's per-test timeout.
+MINUTES_TIMEOUT_S = 1200
 
 
 def long_modules_first(items: list) -> list:
-    """``items`` with every module that has a ``slow`` / ``browser`` / ``worker`` test moved ahead of the others,
-    each module's tests in their order: ``--dist loadfile`` hands whole modules out in this order, so the longest
-    start first and the two processes finish together instead of one waiting on the last model-training module."""
-    long = {item.nodeid.split("::")[0] for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
-    return sorted(items, key=lambda item: item.nodeid.split("::")[0] not in long)
+    """``items`` with every module that has a ``minutes`` test first, then those with a ``slow`` / ``browser`` /
+    ``worker`` test, then the rest, each module's tests in their order: ``--dist loadfile`` hands whole modules out
+    in this order, so the longest start first and the two processes finish together instead of one waiting on the
+    last model-training module."""
+    def module(item):
+        return item.nodeid.split("::")[0]
+
+    longest = {module(item) for item in items if item.get_closest_marker("minutes")}
+    long = {module(item) for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    return sorted(items, key=lambda item: (module(item) not in longest, module(item) not in long))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,6 +57,9 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "postgres" in item.keywords:
                 item.add_marker(skip)
+    for item in items:
+        if item.get_closest_marker("minutes") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(MINUTES_TIMEOUT_S))
     if hasattr(config, "workerinput"):  # a pytest-xdist process: the long modules first (tests/xdist_isolation.py)
         items[:] = long_modules_first(items)
     if os.environ.get(ENV_DATABASE_ONLY) == "1":

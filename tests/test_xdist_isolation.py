@@ -54,3 +54,19 @@ def test_one_process_at_a_time_holds_a_lock_the_other_processes_share(tmp_path, 
     monkeypatch.delenv("ARGORA_XDIST_SHARED_DIR")
     with one_process_at_a_time("many-connections"):
         pass
+
+
+def test_modules_that_train_for_minutes_are_handed_out_first_then_the_long_ones():
+    from tests.conftest import long_modules_first
+
+    class Item:
+        def __init__(self, nodeid, *markers):
+            self.nodeid, self.markers = nodeid, set(markers)
+
+        def get_closest_marker(self, name):
+            return name if name in self.markers else None
+
+    items = [Item("tests/a.py::t1"), Item("tests/b.py::t1", "browser"), Item("tests/b.py::t2"),
+             Item("tests/c.py::t1"), Item("tests/c.py::t2", "slow", "minutes"), Item("tests/d.py::t1", "worker")]
+    assert [i.nodeid for i in long_modules_first(items)] == [
+        "tests/c.py::t1", "tests/c.py::t2", "tests/b.py::t1", "tests/b.py::t2", "tests/d.py::t1", "tests/a.py::t1"]

@@ -12,6 +12,7 @@ from tests.ml.test_similarity_recipe import MAX_LENGTH, needs_ukp, subset, train
 
 @needs_ukp
 @pytest.mark.slow
+@pytest.mark.minutes
 def test_old_cross_encoder_defaults_stay_below_jaccard_and_augsbert_warns(tmp_path, capsys):
     """The defaults before issue 23 (lr 1e-5, head at the same rate, pooler as loaded, 1 epoch) on the same subset:
     the cross-encoder does not beat word overlap, and AugSBERT with it as teacher says so."""

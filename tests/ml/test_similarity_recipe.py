@@ -136,6 +136,7 @@ def ukp_subset_models(tmp_path_factory):
 
 @needs_ukp
 @pytest.mark.slow
+@pytest.mark.minutes
 def test_gated_cross_encoder_beats_sbert_cross_topic(ukp_subset_models):
     """Issue 23's ordering on UKP ASPECT, cross-topic (480 training pairs of the train topics, 300 test pairs of
     unseen topics, seed 1): the default cross-encoder (gated, from the packaged MiniLM) is above SBERT trained on
@@ -149,6 +150,7 @@ def test_gated_cross_encoder_beats_sbert_cross_topic(ukp_subset_models):
 
 @needs_ukp
 @pytest.mark.slow
+@pytest.mark.minutes
 def test_augsbert_default_recipe_beats_sbert_cross_topic(ukp_subset_models, tmp_path):
     """Issue 23's AugSBERT > SBERT on the same subset and seed: the default pipeline (BM25 silver pairs, k = 3,
     every pair the bi-encoder trains on scored by the cross-encoder: ``gold_labels=teacher``) with the default

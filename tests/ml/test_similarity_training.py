@@ -127,6 +127,7 @@ def test_planted_task_is_what_the_docstring_says():
 
 
 @pytest.mark.slow
+@pytest.mark.minutes
 def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_path):
     from ml.encoders import default_encoder_path
 

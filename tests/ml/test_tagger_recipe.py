@@ -50,6 +50,7 @@ def test_balanced_class_weights_and_min_steps():
 # --- the default recipe learns B on real-shaped data ---------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.minutes
 def test_default_recipe_learns_B_on_long_multi_word_aspects_with_the_packaged_minilm(tmp_path):
     """Default hyperparameters, the packaged all-MiniLM-L6-v2, 200 training sentences with 2-3 aspects of 2-6 tokens.
     Caps, for time only: the data size (200 sentences) and 3 epochs instead of the default 5 (21 steps; the old
