@@ -2,7 +2,7 @@
 through botocore's Stubber; refusals name the field and call nothing."""
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
 from botocore.stub import ANY
@@ -133,8 +133,11 @@ def test_block_list_wage_topups_expire_and_extend(staff, stub):
     stub.add_response("update_expiration_for_hit", {}, {"HITId": row.mturk_hit_id, "ExpireAt": ANY})
     before = timezone.now()
     assert post(staff, project, action="extend", hours="48") == [("success", "extended 1 HIT(s)")]
+    after = timezone.now()
     row.refresh_from_db()
-    assert row.status == "Assignable" and 47.9 * 3600 < (row.expires_at - before).total_seconds() <= 48 * 3600
+    # 48 h from the request's clock, cut to whole seconds: between before + 48 h - 1 s and after + 48 h
+    assert row.status == "Assignable" and row.expires_at.microsecond == 0
+    assert before + timedelta(hours=48, seconds=-1) < row.expires_at <= after + timedelta(hours=48)
     # and expire again after the extension: a new call
     stub.add_response("update_expiration_for_hit", {}, {"HITId": row.mturk_hit_id, "ExpireAt": PAST})
     assert post(staff, project, action="expire") == [("success", "expired 1 HIT(s)")]
