@@ -972,8 +972,6 @@ def extend_reservation(assignment: Assignment, worker: Worker, *, now=None) -> A
 
 # --- drafts: answers saved as the worker gives them -----------------------------------------------------------
 DRAFT_MAX_BYTES = 256 * 1024
-
-
 DRAFT_REVISION_MAX = 2 ** 53 - 1  # the largest integer a browser's Number holds exactly
 
 
@@ -1016,10 +1014,14 @@ def save_draft(assignment: Assignment, worker: Worker, values: Any, *, feedback:
         defaults["revision"] = revision
     with transaction.atomic():
         kept = AssignmentDraft.objects.select_for_update().filter(assignment_id=assignment.pk).first()
-        if kept is not None and revision is not None and kept.revision > revision:
+        if kept is None:  # the first save (update_or_create: one racing it updates instead)
+            return AssignmentDraft.objects.update_or_create(assignment_id=assignment.pk, defaults=defaults)[0]
+        if revision is not None and kept.revision > revision:
             return kept  # a newer save got here first
-        draft, _ = AssignmentDraft.objects.update_or_create(assignment_id=assignment.pk, defaults=defaults)
-    return draft
+        for name, value in defaults.items():
+            setattr(kept, name, value)
+        kept.save(update_fields=[*defaults, "updated_at"])
+    return kept
 
 
 def draft_values(assignment: Assignment) -> tuple[dict[int, dict], str]:

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -292,8 +292,6 @@ def test_a_free_hit_locked_by_an_allocation_in_flight_is_waited_for_without_wait
     locked, release = threading.Event(), threading.Event()
 
     def hold_the_lock():
-        from django.db import transaction
-
         with transaction.atomic():
             HIT.objects.select_for_update(no_key=True).get(pk=hit.pk)
             locked.set()

@@ -10,9 +10,10 @@
  * Nothing a worker gives is lost: the form's item fields (item-<id>-<field>, which every task type keeps in step with
  * what is on screen) and the feedback are saved as a draft on the server as they change (debounced, one request at
  * a time, and once more when the page is hidden), and the server puts them back into the page when it is opened
- * again (drafts.js, which the page loads first, does the saving). The reservation's deadline counts down in the side panel; near it, and after it, "Keep this HIT longer"
- * asks for more time while the HIT's place is still free. Answers sent after the deadline are kept as late answers
- * (the server says "late"): the page says so and offers the next HIT.
+ * again (drafts.js, which the page loads first, does the saving). The reservation's deadline counts down in the side
+ * panel; near it, and after it, "Keep this HIT longer" asks for more time while the HIT's place is still free.
+ * Answers sent after the deadline are kept as late answers (the server says "late"): the page says so and offers the
+ * next HIT.
  */
 (function () {
   "use strict";

@@ -6,7 +6,6 @@
   "use strict";
   var form = document.getElementById("survey-form");
   if (!form || !form.dataset.draftUrl) return;
-  var sending = false;
 
   function answers() {
     var out = {};
@@ -28,10 +27,9 @@
     savedText: "Your answers are saved as you type.",
     state: function () { return { answers: answers() }; }
   });
-  function changed() { if (!sending) drafts.changed(); }
-  form.addEventListener("input", changed);
-  form.addEventListener("change", changed);
-  form.addEventListener("submit", function () { sending = true; drafts.stop(); });
+  form.addEventListener("input", drafts.changed);
+  form.addEventListener("change", drafts.changed);
+  form.addEventListener("submit", drafts.stop);  // a stopped saver saves nothing more
   var errors = document.getElementById("survey-errors");
   if (errors) {
     var first = form.querySelector(".survey-q.has-error input, .survey-q.has-error textarea");
