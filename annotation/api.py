@@ -15,6 +15,7 @@ Session (with CSRF) or token auth.
 """
 from __future__ import annotations
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
@@ -149,7 +150,10 @@ class SubmitAssignment(APIView):
         if not body.is_valid():
             return HttpResponse({"errors": _flatten(body.errors)}, status=status.HTTP_400_BAD_REQUEST)
         want_next = request.query_params.get("next", "").lower() in ("1", "true", "yes")
-        assignment = get_object_or_404(services.submittable_assignments(with_phases=want_next), pk=pk)
+        try:
+            assignment = services.submittable_assignment(pk)
+        except Assignment.DoesNotExist:
+            raise Http404("No Assignment matches the given query.") from None
         worker = selectors.worker_of_user(request.user)
         if worker is None or worker.pk != assignment.worker_id:
             return HttpResponse({"detail": "this assignment is not held by you"}, status=status.HTTP_403_FORBIDDEN)

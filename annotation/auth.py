@@ -1,28 +1,45 @@
 """API token authentication that reads the user's Worker row in the same query.
 
 Every annotation request (next HIT, submit) needs the calling user's :class:`~annotation.models.Worker`; DRF's
-``TokenAuthentication`` already joins token and user, and this subclass adds the worker (a reverse one-to-one), so
+``TokenAuthentication`` already joins token and user, and this subclass adds the worker (a reverse one-to-one,
+cached on the user as ``select_related`` would; read with raw SQL: :mod:`annotation.rawsql`), so
 :func:`annotation.services.worker_for_user` / :func:`annotation.selectors.worker_of_user` answer from it without a
 query of their own. Configured in ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``.
 """
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
+from . import rawsql
+from .models import Worker
+
 
 class WorkerTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
-        model = self.get_model()
-        try:
-            token = model.objects.select_related("user", "user__annotation_worker").get(key=key)
-        except model.DoesNotExist:
-            raise exceptions.AuthenticationFailed(_("Invalid token.")) from None
-        if not token.user.is_active:
+        token_model, user_model = self.get_model(), get_user_model()
+        models = (token_model, user_model, Worker)
+        sql = (f"SELECT {', '.join(c for model, alias in zip(models, 'tuw') for c in rawsql.columns(model, alias))} "
+               f"FROM {rawsql.table(token_model)} t JOIN {rawsql.table(user_model)} u "
+               f"ON u.{rawsql.column(user_model, user_model._meta.pk.name)} = t.{rawsql.column(token_model, 'user')} "
+               f"LEFT JOIN {rawsql.table(Worker)} w ON w.{rawsql.column(Worker, 'user')} = "
+               f"u.{rawsql.column(user_model, user_model._meta.pk.name)} "
+               f"WHERE t.{rawsql.column(token_model, 'key')} = %s")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [key])
+            row = cursor.fetchone()
+        if row is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        token = rawsql.instance(token_model, row, 0)
+        user = rawsql.instance(user_model, row, rawsql.width(token_model))
+        if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        return token.user, token
+        token.user = user
+        remember_worker(user, rawsql.instance(Worker, row, rawsql.width(token_model) + rawsql.width(user_model)))
+        return user, token
 
 
 def _worker_relation():

@@ -20,13 +20,13 @@ from typing import Any, Iterable
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
 from argora.errors import FieldError
 
-from . import providers, selectors
+from . import providers, rawsql, selectors
 from .auth import cached_worker, remember_worker
 from .models import (
     HIT,
@@ -39,6 +39,7 @@ from .models import (
     Item,
     Project,
     Response,
+    StudyPhases,
     Worker,
     WorkerProjectCode,
     new_invite_token,
@@ -559,45 +560,32 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
         return _reserve_in_transaction(project, worker, now)
 
 
-def _reserve_in_transaction(project: Project, worker: Worker, now) -> Assignment | None:
+def _reserve_in_transaction(project: Project, worker: Worker, now, locked: Worker | None = None
+                            ) -> Assignment | None:
     """The allocation itself, inside the caller's transaction. Raises :class:`WorkerBlocked` or
     :class:`QuotaReached` only before anything is written, so a caller may catch them and still commit what it
-    wrote before (:func:`submit_and_reserve_next`)."""
-    if not _serialised_writes():
-        # One allocation at a time per worker (two tabs, a retried request): lock the worker row.
-        locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
-                  .get(pk=worker.pk))
-        if locked.blocked:
-            raise WorkerBlocked(locked.blocked_reason)
-        # A statement of its own, after the lock: on PostgreSQL a subquery in the locking statement would
-        # read the snapshot taken before the wait and miss the reservation a twin request just committed.
-        held = current_assignment(project, worker, now=now)
-    else:
-        # SQLite: the IMMEDIATE transaction already holds the database's write lock (one writer at a time), so the
-        # worker's state and the reservation they hold are read in one statement.
-        held_id = (Assignment.objects.filter(project=project, worker=OuterRef("pk"), status=Assignment.Status.RESERVED,
-                                             expires_at__gt=now).order_by("reserved_at").values("pk")[:1])
-        locked = (Worker.objects.only("pk", "blocked", "blocked_reason").annotate(held_id=Subquery(held_id))
-                  .get(pk=worker.pk))
-        if locked.blocked:
-            raise WorkerBlocked(locked.blocked_reason)
-        held = None if locked.held_id is None else current_assignment(project, worker, now=now)
+    wrote before (:func:`submit_and_reserve_next`). ``locked`` (PostgreSQL): the worker's row, already locked by the
+    caller's transaction (its ``blocked`` state read with the lock)."""
+    if _skip_locked():
+        return _reserve_skip_locked(project, worker, now, locked)
+    if _serialised_writes():
+        return _reserve_serialised(project, worker, now)
+    # Neither: one allocation at a time per worker (two tabs, a retried request) by locking the worker row.
+    locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
+              .get(pk=worker.pk))
+    if locked.blocked:
+        raise WorkerBlocked(locked.blocked_reason)
+    held = current_assignment(project, worker, now=now)
     if held is not None:
         return held
     if project.max_hits_per_worker is not None:
         used = Assignment.objects.filter(project=project, worker=worker).exclude(
             status=Assignment.Status.EXPIRED).count()
         if used >= project.max_hits_per_worker:
-            raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
-    assignment = Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
-                            expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+            raise _quota_reached(project)
+    assignment = _new_reservation(project, worker, now)
     for r, from_position in _allocation_passes(project):
-        if _skip_locked():
-            if _take_free_hit_retrying(assignment, r, from_position):
-                break
-            continue
-        hit_id = (_take_hit_serialised(project, worker, r, from_position) if _serialised_writes()
-                  else _take_hit_slow(project, worker, r, from_position))
+        hit_id = _take_hit_slow(project, worker, r, from_position)
         if hit_id is not None:
             assignment.hit_id = hit_id
             assignment.save(force_insert=True)
@@ -606,6 +594,86 @@ def _reserve_in_transaction(project: Project, worker: Worker, now) -> Assignment
         return None
     _add_gold(project, worker, assignment)
     return assignment
+
+
+def _reserve_skip_locked(project: Project, worker: Worker, now, locked: Worker | None) -> Assignment | None:
+    """PostgreSQL: the allocation in two statements. The worker's row is locked first (one allocation at a time per
+    worker: two tabs, a retried request), unless the caller's statement locked it; then one statement checks that the
+    worker holds no reservation and is under the quota, takes a free HIT, inserts the reservation and reads the HIT's
+    items (:func:`_take_free_hit`). When every free HIT is locked by allocations in flight, it tries again after
+    short pauses (:func:`_take_free_hit_retrying`)."""
+    if locked is None:
+        locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
+                  .get(pk=worker.pk))
+    if locked.blocked:
+        raise WorkerBlocked(locked.blocked_reason)
+    assignment = _new_reservation(project, worker, now)
+    passes = _allocation_passes(project)
+    for _ in range(2):
+        outcome = _take_free_hit(assignment, *passes[0], now=now, quota=project.max_hits_per_worker)
+        if outcome != "held":
+            break
+        held = current_assignment(project, worker, now=now)
+        if held is not None:
+            return held
+        # submitted meanwhile (a submission does not take the worker's lock): check again
+    if outcome == "quota":
+        raise _quota_reached(project)
+    if outcome != "taken" and not any(_take_free_hit_retrying(assignment, r, from_position, tried=n == 0)
+                                      for n, (r, from_position) in enumerate(passes)):
+        return None
+    _add_gold(project, worker, assignment)
+    return assignment
+
+
+def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | None:
+    """SQLite: the IMMEDIATE transaction already holds the database's write lock (one writer at a time), so the
+    worker's state, the reservation they hold and their HIT count are read in one statement, and the HIT picked by
+    :func:`_take_hit_serialised` is final."""
+    asg = rawsql.table(Assignment)
+    quota = project.max_hits_per_worker
+    used = "0" if quota is None else (f"(SELECT count(*) FROM {asg} q WHERE q.project_id = %s AND q.worker_id = w.id "
+                                      f"AND q.status <> %s)")
+    sql = (f"SELECT w.blocked, w.blocked_reason, (SELECT a.id FROM {asg} a WHERE a.project_id = %s "
+           f"AND a.worker_id = w.id AND a.status = %s AND a.expires_at > %s LIMIT 1), {used} "
+           f"FROM {rawsql.table(Worker)} w WHERE w.id = %s")
+    params = [project.pk, Assignment.Status.RESERVED.value,
+              Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection),
+              *([] if quota is None else [project.pk, Assignment.Status.EXPIRED.value]), worker.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        blocked, reason, held_id, used_count = cursor.fetchone()
+    if blocked:
+        raise WorkerBlocked(reason)
+    if held_id is not None:
+        return current_assignment(project, worker, now=now)
+    if quota is not None and used_count >= quota:
+        raise _quota_reached(project)
+    for r, from_position in _allocation_passes(project):
+        hit_id = _take_hit_serialised(project, worker, r, from_position)
+        if hit_id is not None:
+            break
+    else:
+        return None
+    assignment = _new_reservation(project, worker, now)
+    assignment.hit_id = hit_id
+    columns, exprs, params = _insert_columns(assignment)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {asg} ({', '.join(columns)}) VALUES ({', '.join(exprs)}) RETURNING id", params)
+        _saved(assignment, cursor.fetchone()[0])
+    assignment._argora_hit_items = _hit_items(hit_id)
+    _add_gold(project, worker, assignment)
+    return assignment
+
+
+def _new_reservation(project: Project, worker: Worker, now) -> Assignment:
+    """The unsaved reservation an allocation fills in with the HIT it takes."""
+    return Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
+                      expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+
+
+def _quota_reached(project: Project) -> QuotaReached:
+    return QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
 
 
 def _allocation_passes(project: Project) -> list[tuple[int, int | None]]:
@@ -678,7 +746,7 @@ def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed
             used += Assignment.objects.filter(project=project, worker=real).exclude(
                 status=Assignment.Status.EXPIRED).count()
         if used >= project.max_hits_per_worker:
-            raise QuotaReached(f"you have done the maximum of {project.max_hits_per_worker} HITs in this project")
+            raise _quota_reached(project)
     per_worker = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_WORKER", 2))
     if claims.filter(status=Assignment.Status.RESERVED, expires_at__gt=now).count() >= per_worker:
         raise TooManyUnconfirmed(f"you hold {per_worker} unsubmitted HITs of this study; submit or return one "
@@ -764,6 +832,21 @@ def _saved(obj, pk):
     return obj
 
 
+def _hit_items(hit_id: int) -> list[Item]:
+    """The items of a HIT, in their order in it."""
+    sql = (f"SELECT {', '.join(rawsql.columns(Item, 'i'))} FROM {rawsql.table(HIT)} h {_hit_items_join('h.id')} "
+           f"WHERE h.id = %s AND i.id IS NOT NULL ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [hit_id])
+        return [rawsql.instance(Item, row, 0) for row in cursor.fetchall()]
+
+
+def _hit_items_join(hit_id_sql: str) -> str:
+    """SQL: ``LEFT JOIN`` the HIT items (alias ``hi``) and items (``i``) of the HIT whose id is ``hit_id_sql``."""
+    return (f"LEFT JOIN {rawsql.table(HITItem)} hi ON hi.{rawsql.column(HITItem, 'hit')} = {hit_id_sql} "
+            f"LEFT JOIN {rawsql.table(Item)} i ON i.id = hi.{rawsql.column(HITItem, 'item')}")
+
+
 # "a HIT this worker has not had": the worker's HITs of the project read once into a set (PostgreSQL: a hashed
 # subplan; SQLite: an ephemeral index), never a join the planner may turn quadratic. With NOT EXISTS, PostgreSQL's
 # plan followed its statistics: taken when the study had no assignments yet (one row estimated), it materialised the
@@ -774,32 +857,63 @@ def _not_had(asg_table: str) -> str:
     return f"c.id NOT IN (SELECT a.hit_id FROM {asg_table} a WHERE a.worker_id = %s AND a.project_id = %s)"
 
 
-def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = None) -> bool:
-    """PostgreSQL: pick the first free HIT nobody else is allocating, take a slot and insert the
-    reservation, in one statement (one round trip).
+def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = None, *, now=None,
+                   quota: int | None = None) -> str:
+    """PostgreSQL: pick the first free HIT nobody else is allocating, take a slot, insert the reservation and read
+    the HIT's items, in one statement (one round trip). ``"taken"``: the reservation is saved on ``assignment`` and
+    its HIT's items are cached there; ``""``: nothing was written (every candidate is locked right now, or none is
+    left).
 
-    ``SKIP LOCKED`` makes concurrent workers take different rows instead of queueing on one; the
-    ``taken < R`` guard in the UPDATE's WHERE is what keeps every HIT at or below R. ``False`` (nothing
-    written) when every candidate is locked right now or none is left: the caller then falls back to waiting.
-    ``from_position``: only HITs at or after that position (the marked HITs of adaptive R).
+    ``SKIP LOCKED`` makes concurrent workers take different rows instead of queueing on one; the ``taken < R`` guard
+    in the UPDATE's WHERE is what keeps every HIT at or below R. ``from_position``: only HITs at or after that
+    position (the marked HITs of adaptive R). ``now`` (the first try of an allocation, after the worker's row was
+    locked): the same statement first checks that the worker holds no unexpired reservation in the project --
+    ``"held"``, nothing written -- and, with ``quota``, has fewer than ``quota`` HITs there that did not expire --
+    ``"quota"``, nothing written. A check in a statement of its own would cost a round trip; inside the locking
+    statement it would read the snapshot taken before a wait on the lock and miss what a twin request committed.
     """
-    qn = connection.ops.quote_name
+    project_id, worker_id = assignment.project_id, assignment.worker_id
+    hit_table, asg_table = rawsql.table(HIT), rawsql.table(Assignment)
+    ctes, cte_params, gate, gate_params, outcomes, outcome_params = [], [], "", [], [], []
+    if now is not None:
+        ctes.append(f"held AS (SELECT a.id FROM {asg_table} a WHERE a.project_id = %s AND a.worker_id = %s "
+                    f"AND a.status = %s AND a.expires_at > %s LIMIT 1)")
+        cte_params += [project_id, worker_id, Assignment.Status.RESERVED.value,
+                       Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection)]
+        gate = "NOT EXISTS (SELECT 1 FROM held) AND "
+        outcomes.append("SELECT 'held', id, NULL FROM held")
+        if quota is not None:
+            ctes.append(f"used AS (SELECT count(*) AS n FROM {asg_table} q WHERE q.project_id = %s "
+                        f"AND q.worker_id = %s AND q.status <> %s)")
+            cte_params += [project_id, worker_id, Assignment.Status.EXPIRED.value]
+            gate += "(SELECT n FROM used) < %s AND "
+            gate_params.append(quota)
+            outcomes.append("SELECT 'quota', NULL, NULL FROM used WHERE NOT EXISTS (SELECT 1 FROM held) AND n >= %s")
+            outcome_params.append(quota)
     band = "" if from_position is None else "AND c.position >= %s "
-    hit_table, asg_table = qn(HIT._meta.db_table), qn(Assignment._meta.db_table)
-    columns, exprs, params = _insert_columns(assignment, raw={"hit_id": "h.id"})
-    sql = (f"WITH h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
-           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND {_not_had(asg_table)} "
-           f"ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND taken < %s RETURNING id) "
-           f"INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h RETURNING id, hit_id")
-    band_params = [] if from_position is None else [from_position]
+    columns, exprs, insert_params = _insert_columns(assignment, raw={"hit_id": "h.id"})
+    ctes.append(f"h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
+                f"SELECT c.id FROM {hit_table} c WHERE {gate}c.project_id = %s AND c.taken < %s {band}"
+                f"AND {_not_had(asg_table)} ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) "
+                f"AND taken < %s RETURNING id)")
+    ctes.append(f"ins AS (INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h "
+                f"RETURNING id, hit_id)")
+    outcomes.insert(0, "SELECT 'taken' AS kind, id, hit_id FROM ins")
+    sql = (f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {', '.join(rawsql.columns(Item, 'i'))} "
+           f"FROM ({' UNION ALL '.join(outcomes)}) k {_hit_items_join('k.hit_id')} "
+           f"ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
+    params = [*cte_params, *gate_params, project_id, r, *([] if from_position is None else [from_position]),
+              worker_id, project_id, r, *insert_params, *outcome_params]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [assignment.project_id, r, *band_params,
-                             assignment.worker_id, assignment.project_id, r, *params])
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    _saved(assignment, row[0]).hit_id = row[1]
-    return True
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return ""
+    if rows[0][0] == "taken":
+        _saved(assignment, rows[0][1]).hit_id = rows[0][2]
+        assignment._argora_hit_items = [item for item in (rawsql.instance(Item, row, 3) for row in rows)
+                                        if item is not None]
+    return rows[0][0]
 
 
 # Pauses (seconds) between tries of _take_free_hit while every free HIT is locked by allocations in flight: 2.8 s in
@@ -807,7 +921,8 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
 SKIP_LOCKED_RETRY_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.2)
 
 
-def _take_free_hit_retrying(assignment: Assignment, r: int, from_position: int | None = None) -> bool:
+def _take_free_hit_retrying(assignment: Assignment, r: int, from_position: int | None = None, *,
+                            tried: bool = False) -> bool:
     """PostgreSQL: :func:`_take_free_hit`, tried again after a pause while a free HIT exists that every try found
     locked by another allocation (it may still have a slot once that one commits); ``False`` when none is left.
 
@@ -815,8 +930,8 @@ def _take_free_hit_retrying(assignment: Assignment, r: int, from_position: int |
     by the time it was locked (PostgreSQL keeps the lock of a row that fails its re-check); a transaction that then
     waited on another HIT's lock -- what this fallback used to do -- could wait in a cycle with one that did the
     same (``deadlock detected``, seen with 50 workers on the last free HITs). The free-HIT check reads without
-    locking; each statement sees what has committed."""
-    if _take_free_hit(assignment, r, from_position):
+    locking; each statement sees what has committed. ``tried``: the caller has just made the first try."""
+    if not tried and _take_free_hit(assignment, r, from_position):
         return True
     for delay in SKIP_LOCKED_RETRY_DELAYS:
         if not _free_hits(assignment.project_id, assignment.worker_id, r, from_position).exists():
@@ -874,8 +989,8 @@ def assignment_items(assignment: Assignment) -> list[Item]:
     cached = getattr(assignment, "_argora_items", None)
     if cached is not None:
         return list(cached)
-    items = [hi.item for hi in HITItem.objects.filter(hit_id=assignment.hit_id).select_related("item")
-             .order_by("position")]
+    items = getattr(assignment, "_argora_hit_items", None)  # read with the assignment or the reservation
+    items = _hit_items(assignment.hit_id) if items is None else list(items)
     gold_ids = getattr(assignment, "_argora_gold_ids", None)
     if gold_ids is None:
         gold = list(assignment.gold_items.order_by("pk"))
@@ -1070,13 +1185,35 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
     return cleaned
 
 
-def submittable_assignments(*, with_phases: bool = False) -> QuerySet[Assignment]:
-    """What :func:`submit_assignment` reads an assignment with (its project, whether gold items were added);
-    a request handler that reads it this way passes ``fresh=True`` and saves the second read. ``with_phases``: the
-    project's phase settings too (:func:`submit_and_reserve_next` needs them to hand out the next HIT)."""
-    gold_links = Assignment.gold_items.through.objects.filter(assignment_id=OuterRef("pk"))
-    related = ("project", "project__phases") if with_phases else ("project",)
-    return Assignment.objects.select_related(*related).annotate(has_gold=Exists(gold_links))
+def submittable_assignment(pk: int) -> Assignment:
+    """An assignment as :func:`submit_assignment` reads it, in one statement: with its project, the project's phase
+    settings (:func:`submit_and_reserve_next` needs them to hand out the next HIT), ``has_gold`` (whether gold items
+    were interleaved) and its HIT's items. A request handler that reads it this way passes ``fresh=True`` and saves
+    the second read. Raises ``Assignment.DoesNotExist``."""
+    gold = Assignment.gold_items.through
+    models = (Assignment, Project, StudyPhases, Item)
+    sql = (f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(gold)} g WHERE g.{rawsql.column(gold, 'assignment')} = a.id), "
+           f"{', '.join(c for model, alias in zip(models, 'apsi') for c in rawsql.columns(model, alias))} "
+           f"FROM {rawsql.table(Assignment)} a JOIN {rawsql.table(Project)} p "
+           f"ON p.id = a.{rawsql.column(Assignment, 'project')} LEFT JOIN {rawsql.table(StudyPhases)} s "
+           f"ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
+           f"{_hit_items_join('a.' + rawsql.column(Assignment, 'hit'))} "
+           f"WHERE a.id = %s ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        rows = cursor.fetchall()
+    if not rows:
+        raise Assignment.DoesNotExist(f"no assignment {pk}")
+    starts = [1]
+    for model in models[:-1]:
+        starts.append(starts[-1] + rawsql.width(model))
+    assignment, project, phases = (rawsql.instance(model, rows[0], at) for model, at in zip(models[:3], starts))
+    project._argora_phases = phases  # what selectors.phase_config reads
+    assignment.project = project
+    assignment.has_gold = bool(rows[0][0])
+    assignment._argora_hit_items = [item for item in (rawsql.instance(Item, row, starts[3]) for row in rows)
+                                    if item is not None]
+    return assignment
 
 
 def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
@@ -1091,7 +1228,7 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     The transaction is short: everything is read and validated before it starts; inside it, one
     ``UPDATE ... WHERE status = 'reserved'`` claims the assignment (the row lock is taken here, so two
     concurrent submissions cannot both pass) and the responses are inserted in one statement.
-    ``fresh=True``: ``assignment`` was just read with :func:`submittable_assignments`. The returned assignment's
+    ``fresh=True``: ``assignment`` was just read with :func:`submittable_assignment`. The returned assignment's
     ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it).
     """
     return _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
@@ -1115,20 +1252,15 @@ def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: d
     """
     now = now or timezone.now()
     if not fresh:
-        assignment = submittable_assignments(with_phases=True).get(pk=assignment.pk)
+        assignment = submittable_assignment(assignment.pk)
         fresh = True
     project = assignment.project
-    if not hasattr(project, "_argora_phases"):
-        try:
-            project._argora_phases = project.phases  # read with the assignment (``with_phases``)
-        except Project.phases.RelatedObjectDoesNotExist:
-            project._argora_phases = None
     inline = project.status == Project.Status.ACTIVE and not selectors.gates_work(selectors.phase_config(project))
     box: dict[str, Any] = {}
 
-    def reserve_inside(done: Assignment) -> None:
+    def reserve_inside(done: Assignment, locked: Worker | None) -> None:
         try:
-            box["next"] = _reserve_in_transaction(project, worker, now)
+            box["next"] = _reserve_in_transaction(project, worker, now, locked)
         except AllocationError as exc:  # raised before the reservation wrote anything: the answers stay
             box["refusal"] = exc
 
@@ -1146,8 +1278,9 @@ def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: d
 
 def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
             client_seconds: float | None = None, now=None, fresh: bool = False, after_store=None) -> Assignment:
-    """:func:`submit_assignment`; ``after_store(assignment)`` runs inside the transaction that stores a new
-    submission (never on a retry, a late or a refused one) and must not raise after writing anything."""
+    """:func:`submit_assignment`; ``after_store(assignment, locked)`` runs inside the transaction that stores a new
+    submission (never on a retry, a late or a refused one) and must not raise after writing anything. ``locked``
+    (PostgreSQL; else ``None``): the worker's row, locked by the statement that stored the answers."""
     now = now or timezone.now()
     feedback = feedback or ""
     if assignment.worker_id != worker.pk:
@@ -1164,7 +1297,7 @@ def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback
     key = submission_key(responses if isinstance(responses, dict) else {}, feedback)
     cached_items = getattr(assignment, "_argora_items", None)
     if not (fresh and hasattr(assignment, "has_gold")):
-        assignment = submittable_assignments().get(pk=assignment.pk)
+        assignment = submittable_assignment(assignment.pk)
     assignment.gold_scored = False
     if _sent(assignment, key):
         return assignment  # retried submission: a no-op
@@ -1189,12 +1322,14 @@ def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback
     if not golds and cleaned and connection.vendor == "postgresql":
         # one statement, atomic by itself; with ``after_store`` both share one transaction (one commit)
         with transaction.atomic() if after_store is not None else nullcontext():
-            if _claim_and_store(assignment, fields, cleaned, now):
+            stored, locked = _claim_and_store(assignment, fields, cleaned, now,
+                                              lock_worker=None if after_store is None else worker.pk)
+            if stored:
                 for name, value in fields.items():
                     setattr(assignment, name, value)
                 transaction.on_commit(lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
                 if after_store is not None:
-                    after_store(assignment)
+                    after_store(assignment, locked)
                 return assignment
     else:
         with transaction.atomic():
@@ -1211,7 +1346,7 @@ def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback
                 transaction.on_commit(
                     lambda: assignment_submitted.send(sender=Assignment, assignment=assignment))
                 if after_store is not None:
-                    after_store(assignment)
+                    after_store(assignment, None)
                 return assignment
     # Someone else changed it since we read it: a concurrent retry (same key), an expiry, another answer.
     current = Assignment.objects.select_related("project").get(pk=assignment.pk)
@@ -1284,9 +1419,12 @@ def accept_late_assignment(assignment: Assignment, *, now=None) -> Assignment:
     return locked
 
 
-def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now) -> bool:
+def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now, *,
+                     lock_worker: int | None = None) -> tuple[bool, Worker | None]:
     """PostgreSQL: claim the reserved, unexpired assignment and insert its responses in one statement (atomic by
-    itself: no BEGIN/COMMIT round trips). ``False`` (nothing written) when it is no longer reserved or expired."""
+    itself: no BEGIN/COMMIT round trips). ``(False, ...)``: nothing written, it is no longer reserved or it expired.
+    ``lock_worker``: the same statement locks that worker's row (inside the caller's transaction, for the
+    allocation that follows: :func:`submit_and_reserve_next`) and returns it with its ``blocked`` state."""
     qn = connection.ops.quote_name
     meta = Assignment._meta
     sets, params = [], []
@@ -1302,17 +1440,28 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
     value_columns = [f"v{i}" for i, e in enumerate(rows[0][0]) if e != "c.id"]
     select = [e if e == "c.id" else f"v.v{i}" for i, e in enumerate(rows[0][0])]
     values = ", ".join("(" + ", ".join(e for e in exprs if e != "c.id") + ")" for exprs, _ in rows)
-    sql = (f"WITH c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s AND expires_at > %s "
-           f"RETURNING id) INSERT INTO {qn(Response._meta.db_table)} ({', '.join(columns)}) "
-           f"SELECT {', '.join(select)} FROM c CROSS JOIN (VALUES {values}) AS v({', '.join(value_columns)}) "
-           f"RETURNING 1")
-    params += [assignment.pk, Assignment.Status.RESERVED.value,
-               meta.get_field("expires_at").get_db_prep_value(now, connection)]
+    worker_fields = ["id", "blocked", "blocked_reason"]
+    lock, read, lock_params = "", "", []
+    if lock_worker is not None:
+        lock = (f"w AS (SELECT {', '.join(rawsql.column(Worker, name) for name in worker_fields)} "
+                f"FROM {rawsql.table(Worker)} WHERE id = %s FOR NO KEY UPDATE), ")
+        read = f", {', '.join('w.' + rawsql.column(Worker, name) for name in worker_fields)} FROM w"
+        lock_params = [lock_worker]
+    sql = (f"WITH {lock}c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s "
+           f"AND expires_at > %s RETURNING id), ins AS (INSERT INTO {qn(Response._meta.db_table)} "
+           f"({', '.join(columns)}) SELECT {', '.join(select)} FROM c CROSS JOIN (VALUES {values}) "
+           f"AS v({', '.join(value_columns)}) RETURNING 1) SELECT (SELECT count(*) FROM ins){read}")
+    params = [*lock_params, *params, assignment.pk, Assignment.Status.RESERVED.value,
+              meta.get_field("expires_at").get_db_prep_value(now, connection)]
     for _, row_params in rows:
         params += row_params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return bool(cursor.fetchall())
+        row = cursor.fetchone()
+    if row is None:  # no such worker
+        return False, None
+    locked = Worker.from_db(connection.alias, worker_fields, row[1:]) if lock_worker is not None else None
+    return bool(row[0]), locked
 
 
 def _check_open(assignment: Assignment, key: str, now) -> None:

@@ -1,0 +1,57 @@
+"""Raw reads for the one-request-per-HIT path (token auth, submit, reserve the next HIT).
+
+Each such read fetches in one statement what the ORM fetches in two or three, and skips the ORM's query compilation,
+which costs a worker's request as much as the database round trip does (``bench/allocation.py``). The SQL names
+columns and tables through the models' metadata, and :func:`instance` converts every value as the ORM converts it,
+so the instances are the ones a queryset would have built.
+"""
+from __future__ import annotations
+
+from django.db import connection
+
+
+def table(model) -> str:
+    """The model's table name, quoted."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def column(model, name: str) -> str:
+    """The column of the model's field ``name``, quoted."""
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+def columns(model, alias: str) -> list[str]:
+    """The model's concrete columns under the table alias ``alias``, in field order (read back by :func:`instance`)."""
+    qn = connection.ops.quote_name
+    return [f"{alias}.{qn(field.column)}" for field in model._meta.concrete_fields]
+
+
+def width(model) -> int:
+    """How many values :func:`columns` selects for the model."""
+    return len(model._meta.concrete_fields)
+
+
+def instance(model, row, start: int):
+    """The ``model`` instance whose :func:`columns` start at ``row[start]``, every value converted as the ORM
+    converts it; ``None`` when its primary key is NULL (an outer join that matched nothing)."""
+    fields = model._meta.concrete_fields
+    values = list(row[start:start + len(fields)])
+    if values[fields.index(model._meta.pk)] is None:
+        return None
+    for n, col, convert in _converters(model):
+        values[n] = convert(values[n], col, connection)
+    return model.from_db(connection.alias, [field.attname for field in fields], values)
+
+
+def _converters(model) -> list:
+    """``(field index, column, converter)`` for the model's values that the ORM converts on this connection (kept
+    on the connection's operations object: each thread has its own)."""
+    known = connection.ops.__dict__.setdefault("_argora_converters", {})
+    if model not in known:
+        out = []
+        for n, field in enumerate(model._meta.concrete_fields):
+            col = field.get_col(model._meta.db_table)
+            out += [(n, col, convert) for convert in (*connection.ops.get_db_converters(col),
+                                                      *col.get_db_converters(connection))]
+        known[model] = out
+    return known[model]
