@@ -1,4 +1,4 @@
-"""Raw reads for the one-request-per-HIT path (token auth, submit, reserve the next HIT).
+"""Raw SQL for the one-request-per-HIT path (token auth, submit, reserve the next HIT).
 
 Each such read fetches in one statement what the ORM fetches in two or three, and skips the ORM's query compilation,
 which costs a worker's request as much as the database round trip does (``bench/allocation.py``). The SQL names
@@ -29,6 +29,33 @@ def columns(model, alias: str) -> list[str]:
 def width(model) -> int:
     """How many values :func:`columns` selects for the model."""
     return len(model._meta.concrete_fields)
+
+
+def insert_columns(obj, raw: dict[str, str] | None = None) -> tuple[list[str], list[str], list]:
+    """Column names, value expressions and parameters to INSERT the unsaved ``obj`` with raw SQL, prepared
+    by the model fields themselves (defaults, ``auto_now_add``, JSON); ``raw`` maps an attname to an SQL
+    expression to use instead of a parameter."""
+    raw = raw or {}
+    qn = connection.ops.quote_name
+    columns, exprs, params = [], [], []
+    for field in obj._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(qn(field.column))
+        if field.attname in raw:
+            exprs.append(raw[field.attname])
+        else:
+            exprs.append("%s")
+            params.append(field.get_db_prep_save(field.pre_save(obj, add=True), connection))
+    return columns, exprs, params
+
+
+def saved(obj, pk):
+    """``obj`` as the ORM leaves an instance it has just inserted with primary key ``pk``."""
+    obj.pk = pk
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
 
 
 def instance(model, row, start: int):

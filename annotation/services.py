@@ -499,8 +499,8 @@ def reorder_hits(project: Project) -> dict:
 
 # --- allocation ---------------------------------------------------------------------------------
 def current_assignment(project: Project, worker: Worker, *, now=None) -> Assignment | None:
-    """The worker's unexpired reserved assignment in this project, if any (``project`` is the given object: the
-    allocation asks on every reservation, and joining the project's row would only read it again)."""
+    """The worker's unexpired reserved assignment in this project, if any (``project`` is the given object: joining
+    the project's row would only read it again)."""
     now = now or timezone.now()
     held = (Assignment.objects.select_related("hit")
             .filter(project=project, worker=worker, status=Assignment.Status.RESERVED, expires_at__gt=now)
@@ -657,10 +657,10 @@ def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | N
         return None
     assignment = _new_reservation(project, worker, now)
     assignment.hit_id = hit_id
-    columns, exprs, params = _insert_columns(assignment)
+    columns, exprs, params = rawsql.insert_columns(assignment)
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {asg} ({', '.join(columns)}) VALUES ({', '.join(exprs)}) RETURNING id", params)
-        _saved(assignment, cursor.fetchone()[0])
+        rawsql.saved(assignment, cursor.fetchone()[0])
     assignment._argora_hit_items = _hit_items(hit_id)
     _add_gold(project, worker, assignment)
     return assignment
@@ -806,32 +806,6 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
     raise HITFull("every slot of this HIT is taken in Argora; please return the HIT")
 
 
-def _insert_columns(obj, raw: dict[str, str] | None = None) -> tuple[list[str], list[str], list]:
-    """Column names, value expressions and parameters to INSERT the unsaved ``obj`` with raw SQL, prepared
-    by the model fields themselves (defaults, ``auto_now_add``, JSON); ``raw`` maps an attname to an SQL
-    expression to use instead of a parameter."""
-    raw = raw or {}
-    qn = connection.ops.quote_name
-    columns, exprs, params = [], [], []
-    for field in obj._meta.concrete_fields:
-        if field.primary_key:
-            continue
-        columns.append(qn(field.column))
-        if field.attname in raw:
-            exprs.append(raw[field.attname])
-        else:
-            exprs.append("%s")
-            params.append(field.get_db_prep_save(field.pre_save(obj, add=True), connection))
-    return columns, exprs, params
-
-
-def _saved(obj, pk):
-    obj.pk = pk
-    obj._state.adding = False
-    obj._state.db = connection.alias
-    return obj
-
-
 def _hit_items(hit_id: int) -> list[Item]:
     """The items of a HIT, in their order in it."""
     sql = (f"SELECT {', '.join(rawsql.columns(Item, 'i'))} FROM {rawsql.table(HIT)} h {_hit_items_join('h.id')} "
@@ -891,7 +865,7 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
             outcomes.append("SELECT 'quota', NULL, NULL FROM used WHERE NOT EXISTS (SELECT 1 FROM held) AND n >= %s")
             outcome_params.append(quota)
     band = "" if from_position is None else "AND c.position >= %s "
-    columns, exprs, insert_params = _insert_columns(assignment, raw={"hit_id": "h.id"})
+    columns, exprs, insert_params = rawsql.insert_columns(assignment, raw={"hit_id": "h.id"})
     ctes.append(f"h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
                 f"SELECT c.id FROM {hit_table} c WHERE {gate}c.project_id = %s AND c.taken < %s {band}"
                 f"AND {_not_had(asg_table)} ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) "
@@ -910,7 +884,7 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
     if not rows:
         return ""
     if rows[0][0] == "taken":
-        _saved(assignment, rows[0][1]).hit_id = rows[0][2]
+        rawsql.saved(assignment, rows[0][1]).hit_id = rows[0][2]
         assignment._argora_hit_items = [item for item in (rawsql.instance(Item, row, 3) for row in rows)
                                         if item is not None]
     return rows[0][0]
@@ -1434,8 +1408,8 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
         params.append(field.get_db_prep_save(value, connection))
     rows, columns = [], None
     for item, data in cleaned.values():
-        columns, exprs, row_params = _insert_columns(Response(assignment_id=assignment.pk, item=item, data=data),
-                                                     raw={"assignment_id": "c.id"})
+        response = Response(assignment_id=assignment.pk, item=item, data=data)
+        columns, exprs, row_params = rawsql.insert_columns(response, raw={"assignment_id": "c.id"})
         rows.append((exprs, row_params))
     value_columns = [f"v{i}" for i, e in enumerate(rows[0][0]) if e != "c.id"]
     select = [e if e == "c.id" else f"v.v{i}" for i, e in enumerate(rows[0][0])]

@@ -176,9 +176,10 @@ def test_queries_per_hit_are_bounded_and_do_not_grow_with_its_size(django_user_m
                                                                    django_assert_num_queries):
     """PostgreSQL, 4 statements: token auth with the worker; the assignment with its project, phases and items; the
     claim, the answers and the worker's lock (one statement); the worker's reservation and quota checked, a slot
-    taken, the new assignment inserted and the next HIT's items read (one statement). SQLite, 8: the claim, the answers, the worker's state, the slot, the new assignment and the next HIT's items are
-    statements of their own (there is no round trip to save). Plus the transaction's BEGIN / COMMIT (or the test
-    transaction's SAVEPOINT / RELEASE)."""
+    taken, the new assignment inserted and the next HIT's items read (one statement). SQLite, 8: the claim, the
+    answers, the worker's state, the slot, the new assignment and the next HIT's items are statements of their own
+    (there is no round trip to save). Plus the transaction's BEGIN / COMMIT (or the test transaction's SAVEPOINT /
+    RELEASE)."""
     make_project(items=40, per_hit=per_hit)
     c = client_for(django_user_model.objects.create_user("alice"))
     hit = c.post("/api/projects/sn/next/", format="json").json()
