@@ -21,24 +21,21 @@ from .models import Worker
 class WorkerTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         token_model, user_model = self.get_model(), get_user_model()
-        models = (token_model, user_model, Worker)
-        sql = (f"SELECT {', '.join(c for model, alias in zip(models, 'tuw') for c in rawsql.columns(model, alias))} "
+        user_pk = rawsql.column(user_model, user_model._meta.pk.name)
+        sql = (f"SELECT {rawsql.select((token_model, 't'), (user_model, 'u'), (Worker, 'w'))} "
                f"FROM {rawsql.table(token_model)} t JOIN {rawsql.table(user_model)} u "
-               f"ON u.{rawsql.column(user_model, user_model._meta.pk.name)} = t.{rawsql.column(token_model, 'user')} "
-               f"LEFT JOIN {rawsql.table(Worker)} w ON w.{rawsql.column(Worker, 'user')} = "
-               f"u.{rawsql.column(user_model, user_model._meta.pk.name)} "
-               f"WHERE t.{rawsql.column(token_model, 'key')} = %s")
+               f"ON u.{user_pk} = t.{rawsql.column(token_model, 'user')} LEFT JOIN {rawsql.table(Worker)} w "
+               f"ON w.{rawsql.column(Worker, 'user')} = u.{user_pk} WHERE t.{rawsql.column(token_model, 'key')} = %s")
         with connection.cursor() as cursor:
             cursor.execute(sql, [key])
             row = cursor.fetchone()
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        token = rawsql.instance(token_model, row, 0)
-        user = rawsql.instance(user_model, row, rawsql.width(token_model))
+        token, user, worker = rawsql.instances(row, (token_model, user_model, Worker))
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         token.user = user
-        remember_worker(user, rawsql.instance(Worker, row, rawsql.width(token_model) + rawsql.width(user_model)))
+        remember_worker(user, worker)
         return user, token
 
 

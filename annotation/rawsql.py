@@ -26,9 +26,14 @@ def columns(model, alias: str) -> list[str]:
     return [f"{alias}.{qn(field.column)}" for field in model._meta.concrete_fields]
 
 
-def width(model) -> int:
-    """How many values :func:`columns` selects for the model."""
-    return len(model._meta.concrete_fields)
+def select(*aliased) -> str:
+    """SQL: the :func:`columns` of each ``(model, alias)`` in turn (read back by :func:`instances`)."""
+    return ", ".join(c for model, alias in aliased for c in columns(model, alias))
+
+
+def width(*models) -> int:
+    """How many values :func:`columns` selects for these models together."""
+    return sum(len(model._meta.concrete_fields) for model in models)
 
 
 def insert_columns(obj, raw: dict[str, str] | None = None) -> tuple[list[str], list[str], list]:
@@ -68,6 +73,15 @@ def instance(model, row, start: int):
     for n, col, convert in _converters(model):
         values[n] = convert(values[n], col, connection)
     return model.from_db(connection.alias, [field.attname for field in fields], values)
+
+
+def instances(row, models, start: int = 0) -> list:
+    """One :func:`instance` per model, their columns side by side from ``row[start]`` (as :func:`select` lists them)."""
+    out = []
+    for model in models:
+        out.append(instance(model, row, start))
+        start += width(model)
+    return out
 
 
 def _converters(model) -> list:

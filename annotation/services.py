@@ -808,11 +808,17 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
 
 def _hit_items(hit_id: int) -> list[Item]:
     """The items of a HIT, in their order in it."""
-    sql = (f"SELECT {', '.join(rawsql.columns(Item, 'i'))} FROM {rawsql.table(HIT)} h {_hit_items_join('h.id')} "
-           f"WHERE h.id = %s AND i.id IS NOT NULL ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
+    sql = (f"SELECT {rawsql.select((Item, 'i'))} FROM {rawsql.table(HIT)} h {_hit_items_join('h.id')} "
+           f"WHERE h.id = %s ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
     with connection.cursor() as cursor:
         cursor.execute(sql, [hit_id])
-        return [rawsql.instance(Item, row, 0) for row in cursor.fetchall()]
+        return _joined_items(cursor.fetchall(), 0)
+
+
+def _joined_items(rows, start: int) -> list[Item]:
+    """The items a :func:`_hit_items_join` added to ``rows`` (their columns from ``row[start]``), a HIT without any
+    read as none."""
+    return [item for item in (rawsql.instance(Item, row, start) for row in rows) if item is not None]
 
 
 def _hit_items_join(hit_id_sql: str) -> str:
@@ -873,7 +879,7 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
     ctes.append(f"ins AS (INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h "
                 f"RETURNING id, hit_id)")
     outcomes.insert(0, "SELECT 'taken' AS kind, id, hit_id FROM ins")
-    sql = (f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {', '.join(rawsql.columns(Item, 'i'))} "
+    sql = (f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {rawsql.select((Item, 'i'))} "
            f"FROM ({' UNION ALL '.join(outcomes)}) k {_hit_items_join('k.hit_id')} "
            f"ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
     params = [*cte_params, *gate_params, project_id, r, *([] if from_position is None else [from_position]),
@@ -885,8 +891,7 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
         return ""
     if rows[0][0] == "taken":
         rawsql.saved(assignment, rows[0][1]).hit_id = rows[0][2]
-        assignment._argora_hit_items = [item for item in (rawsql.instance(Item, row, 3) for row in rows)
-                                        if item is not None]
+        assignment._argora_hit_items = _joined_items(rows, 3)
     return rows[0][0]
 
 
@@ -1165,12 +1170,11 @@ def submittable_assignment(pk: int) -> Assignment:
     were interleaved) and its HIT's items. A request handler that reads it this way passes ``fresh=True`` and saves
     the second read. Raises ``Assignment.DoesNotExist``."""
     gold = Assignment.gold_items.through
-    models = (Assignment, Project, StudyPhases, Item)
+    models = (Assignment, Project, StudyPhases)
     sql = (f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(gold)} g WHERE g.{rawsql.column(gold, 'assignment')} = a.id), "
-           f"{', '.join(c for model, alias in zip(models, 'apsi') for c in rawsql.columns(model, alias))} "
-           f"FROM {rawsql.table(Assignment)} a JOIN {rawsql.table(Project)} p "
-           f"ON p.id = a.{rawsql.column(Assignment, 'project')} LEFT JOIN {rawsql.table(StudyPhases)} s "
-           f"ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
+           f"{rawsql.select(*zip(models, 'aps'), (Item, 'i'))} FROM {rawsql.table(Assignment)} a "
+           f"JOIN {rawsql.table(Project)} p ON p.id = a.{rawsql.column(Assignment, 'project')} "
+           f"LEFT JOIN {rawsql.table(StudyPhases)} s ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
            f"{_hit_items_join('a.' + rawsql.column(Assignment, 'hit'))} "
            f"WHERE a.id = %s ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
     with connection.cursor() as cursor:
@@ -1178,15 +1182,11 @@ def submittable_assignment(pk: int) -> Assignment:
         rows = cursor.fetchall()
     if not rows:
         raise Assignment.DoesNotExist(f"no assignment {pk}")
-    starts = [1]
-    for model in models[:-1]:
-        starts.append(starts[-1] + rawsql.width(model))
-    assignment, project, phases = (rawsql.instance(model, rows[0], at) for model, at in zip(models[:3], starts))
+    assignment, project, phases = rawsql.instances(rows[0], models, 1)
     project._argora_phases = phases  # what selectors.phase_config reads
     assignment.project = project
     assignment.has_gold = bool(rows[0][0])
-    assignment._argora_hit_items = [item for item in (rawsql.instance(Item, row, starts[3]) for row in rows)
-                                    if item is not None]
+    assignment._argora_hit_items = _joined_items(rows, 1 + rawsql.width(*models))
     return assignment
 
 
