@@ -9,7 +9,6 @@ query of their own. Configured in ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASS
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
@@ -26,7 +25,7 @@ class WorkerTokenAuthentication(TokenAuthentication):
                f"FROM {rawsql.table(token_model)} t JOIN {rawsql.table(user_model)} u "
                f"ON u.{user_pk} = t.{rawsql.column(token_model, 'user')} LEFT JOIN {rawsql.table(Worker)} w "
                f"ON w.{rawsql.column(Worker, 'user')} = u.{user_pk} WHERE t.{rawsql.column(token_model, 'key')} = %s")
-        with connection.cursor() as cursor:
+        with rawsql.cursor() as cursor:
             cursor.execute(sql, [key])
             row = cursor.fetchone()
         if row is None:

@@ -8,6 +8,25 @@ so the instances are the ones a queryset would have built.
 from __future__ import annotations
 
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
+
+
+def cursor():
+    """A cursor for these statements. On PostgreSQL its parameters are bound on the server, so psycopg prepares a
+    statement once this connection has run it ``prepare_threshold`` times (``DATABASE_PREPARE_THRESHOLD``, 5 by
+    default; settings.py): later runs skip the parsing and, where the server keeps a generic plan, the planning, which
+    cost it more than running these statements does. The ORM's own cursors keep Django's client-side binding."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.close_if_health_check_failed()  # the health check's own cursor binds on the client
+    connection.ensure_connection()
+    raw = connection.connection
+    factory = raw.cursor_factory
+    raw.cursor_factory = ServerBindingCursor
+    try:
+        return connection.cursor()
+    finally:
+        raw.cursor_factory = factory
 
 
 def table(model) -> str:
@@ -66,13 +85,13 @@ def saved(obj, pk):
 def instance(model, row, start: int):
     """The ``model`` instance whose :func:`columns` start at ``row[start]``, every value converted as the ORM
     converts it; ``None`` when its primary key is NULL (an outer join that matched nothing)."""
-    fields = model._meta.concrete_fields
-    values = list(row[start:start + len(fields)])
-    if values[fields.index(model._meta.pk)] is None:
+    attnames, pk_index, converters = _layout(model)
+    values = list(row[start:start + len(attnames)])
+    if values[pk_index] is None:
         return None
-    for n, col, convert in _converters(model):
+    for n, col, convert in converters:
         values[n] = convert(values[n], col, connection)
-    return model.from_db(connection.alias, [field.attname for field in fields], values)
+    return model.from_db(connection.alias, attnames, values)
 
 
 def instances(row, models, start: int = 0) -> list:
@@ -84,15 +103,17 @@ def instances(row, models, start: int = 0) -> list:
     return out
 
 
-def _converters(model) -> list:
-    """``(field index, column, converter)`` for the model's values that the ORM converts on this connection (kept
-    on the connection's operations object: each thread has its own)."""
-    known = connection.ops.__dict__.setdefault("_argora_converters", {})
+def _layout(model) -> tuple[list[str], int, list]:
+    """The model's concrete attnames, its primary key's index among them and ``(field index, column, converter)`` for
+    the values the ORM converts on this connection (kept on the connection's operations object: each thread has its
+    own)."""
+    known = connection.ops.__dict__.setdefault("_argora_layouts", {})
     if model not in known:
-        out = []
-        for n, field in enumerate(model._meta.concrete_fields):
+        fields = model._meta.concrete_fields
+        converters = []
+        for n, field in enumerate(fields):
             col = field.get_col(model._meta.db_table)
-            out += [(n, col, convert) for convert in (*connection.ops.get_db_converters(col),
-                                                      *col.get_db_converters(connection))]
-        known[model] = out
+            converters += [(n, col, convert) for convert in (*connection.ops.get_db_converters(col),
+                                                             *col.get_db_converters(connection))]
+        known[model] = ([field.attname for field in fields], fields.index(model._meta.pk), converters)
     return known[model]

@@ -640,7 +640,7 @@ def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | N
     params = [project.pk, Assignment.Status.RESERVED.value,
               Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection),
               *([] if quota is None else [project.pk, Assignment.Status.EXPIRED.value]), worker.pk]
-    with connection.cursor() as cursor:
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         blocked, reason, held_id, used_count = cursor.fetchone()
     if blocked:
@@ -658,7 +658,7 @@ def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | N
     assignment = _new_reservation(project, worker, now)
     assignment.hit_id = hit_id
     columns, exprs, params = rawsql.insert_columns(assignment)
-    with connection.cursor() as cursor:
+    with rawsql.cursor() as cursor:
         cursor.execute(f"INSERT INTO {asg} ({', '.join(columns)}) VALUES ({', '.join(exprs)}) RETURNING id", params)
         rawsql.saved(assignment, cursor.fetchone()[0])
     assignment._argora_hit_items = _hit_items(hit_id)
@@ -809,8 +809,8 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
 def _hit_items(hit_id: int) -> list[Item]:
     """The items of a HIT, in their order in it."""
     sql = (f"SELECT {rawsql.select((Item, 'i'))} FROM {rawsql.table(HIT)} h {_hit_items_join('h.id')} "
-           f"WHERE h.id = %s ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
-    with connection.cursor() as cursor:
+           f"WHERE h.id = %s {_in_hit_order()}")
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, [hit_id])
         return _joined_items(cursor.fetchall(), 0)
 
@@ -819,6 +819,11 @@ def _joined_items(rows, start: int) -> list[Item]:
     """The items a :func:`_hit_items_join` added to ``rows`` (their columns from ``row[start]``), a HIT without any
     read as none."""
     return [item for item in (rawsql.instance(Item, row, start) for row in rows) if item is not None]
+
+
+def _in_hit_order() -> str:
+    """SQL: ``ORDER BY`` the items a :func:`_hit_items_join` added in their order in the HIT."""
+    return f"ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id"
 
 
 def _hit_items_join(hit_id_sql: str) -> str:
@@ -881,10 +886,10 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
     outcomes.insert(0, "SELECT 'taken' AS kind, id, hit_id FROM ins")
     sql = (f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {rawsql.select((Item, 'i'))} "
            f"FROM ({' UNION ALL '.join(outcomes)}) k {_hit_items_join('k.hit_id')} "
-           f"ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
+           f"{_in_hit_order()}")
     params = [*cte_params, *gate_params, project_id, r, *([] if from_position is None else [from_position]),
               worker_id, project_id, r, *insert_params, *outcome_params]
-    with connection.cursor() as cursor:
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows:
@@ -953,7 +958,7 @@ def _take_hit_serialised(project: Project, worker: Worker, r: int, from_position
            f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND {_not_had(asg_table)} "
            f"ORDER BY c.position LIMIT 1) AND taken < %s RETURNING id")
     params = [project.pk, r, *([] if from_position is None else [from_position]), worker.pk, project.pk, r]
-    with connection.cursor() as cursor:
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return None if row is None else row[0]
@@ -1176,8 +1181,8 @@ def submittable_assignment(pk: int) -> Assignment:
            f"JOIN {rawsql.table(Project)} p ON p.id = a.{rawsql.column(Assignment, 'project')} "
            f"LEFT JOIN {rawsql.table(StudyPhases)} s ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
            f"{_hit_items_join('a.' + rawsql.column(Assignment, 'hit'))} "
-           f"WHERE a.id = %s ORDER BY hi.{rawsql.column(HITItem, 'position')}, hi.id")
-    with connection.cursor() as cursor:
+           f"WHERE a.id = %s {_in_hit_order()}")
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, [pk])
         rows = cursor.fetchall()
     if not rows:
@@ -1429,7 +1434,7 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
               meta.get_field("expires_at").get_db_prep_value(now, connection)]
     for _, row_params in rows:
         params += row_params
-    with connection.cursor() as cursor:
+    with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:  # no such worker

@@ -139,6 +139,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file (not :memory:) so that a celery worker subprocess and a live server share the test DB.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_argora.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The per-HIT statements (annotation/rawsql.py's cursor) are prepared on the server once a connection has run
+    # them this many times; "off" behind a transaction-pooling proxy that cannot keep prepared statements. The ORM's
+    # own statements are bound on the client and never prepared (Django's default).
+    _prepare = os.environ.get("DATABASE_PREPARE_THRESHOLD", "5")
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None if _prepare == "off" else int(_prepare)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

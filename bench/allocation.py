@@ -293,11 +293,15 @@ def argora_loop(port: int, slug: str, tokens: list[str], flow: str):
 
 
 def doccano_loop(port: int, project: int, label: int, tokens: list[str], examples: list[int]):
-    n = len(tokens)
+    todo, lock = iter(examples), threading.Lock()  # one queue: a fast client never waits on a share of its own
+
+    def next_example():
+        with lock:
+            return next(todo, None)
 
     def loop(i, stop_at, lat, acked):
         call, annotations, errors = Client(port, tokens[i], lat), 0, 0
-        for example in examples[i::n]:
+        for example in iter(next_example, None):
             if time.monotonic() >= stop_at:
                 break
             status, data = call("POST", f"/v1/projects/{project}/examples/{example}/categories", {"label": label})
@@ -379,7 +383,8 @@ def main() -> int:
     argora_url, doccano_url = database_urls(args.db, args.pg_url)
     setup_argora(argora_url)
     run_id = str(int(time.time()))
-    per_run_examples = int(450 * args.seconds) + 200  # more than the fastest doccano client set can label
+    # more than the fastest client set labels in a run (doccano's clients take them from one queue)
+    per_run_examples = int(600 * args.seconds) + 200
 
     servers = []
     try:
@@ -431,7 +436,8 @@ def main() -> int:
                                                                            dset["tokens"][:n], examples))
                         counts = doccano_counts(doccano_url, examples, result)
                     else:
-                        n_hits = max(60, int(110 * args.seconds))  # x R assignments: more than the fastest level
+                        # one Argora worker takes each HIT at most once: a lone client needs a HIT per request
+                        n_hits = max(60, int(400 * args.seconds))
                         project, tokens = make_project(n, n_hits * k, k, f"{run_id}-{flow}-{k}-{n}-{rep}")
                         result = run_clients(n, args.seconds, argora_loop(argora[1], project.slug, tokens, flow))
                         counts = argora_counts(project, result, k)

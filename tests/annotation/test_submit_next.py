@@ -226,3 +226,32 @@ def test_50_workers_drain_with_submit_and_next_concurrently(django_user_model, s
     assert set(HIT.objects.filter(project=project).values_list("taken", flat=True)) == {r}
     assert not Assignment.objects.filter(project=project, status="reserved").exists()
     assert sorted(signalled) == sorted(acked)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_postgresql_prepares_the_per_hit_statements_and_the_answers_stay_exact(django_user_model):
+    """After a few HITs on one connection the server holds the per-HIT statements prepared (token auth, the
+    assignment read, the claim, the allocation), each run from its prepared form since; the ORM's statements stay
+    unprepared (bound on the client). Every answer is still stored once, with its values."""
+    assert connection.settings_dict["OPTIONS"]["prepare_threshold"] == 5
+    make_project(items=40, per_hit=3)
+    c = client_for(django_user_model.objects.create_user("alice"))
+    hit = c.post("/api/projects/sn/next/", format="json").json()
+    submitted = []
+    for n in range(8):
+        r = submit_next(c, hit, label=["pro", "con"][n % 2])
+        assert r.status_code == 200
+        submitted.append(hit["assignment"])
+        hit = r.json()["next"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    tables = [next(t for t in ("authtoken_token", "annotation_assignment_gold_items", "annotation_response",
+                               "annotation_hit") if f'"{t}"' in statement) for statement, _ in prepared]
+    assert sorted(tables) == ["annotation_assignment_gold_items", "annotation_hit", "annotation_response",
+                              "authtoken_token"], prepared
+    assert all(runs >= 3 for _, runs in prepared), prepared
+    stored = Response.objects.filter(assignment_id__in=submitted).order_by("assignment_id", "item_id")
+    assert stored.count() == 8 * 3
+    assert [r.data["label"] for r in stored] == [["pro", "con"][n % 2] for n in range(8) for _ in range(3)]
