@@ -132,6 +132,7 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + IMMEDIATE transactions: writers queue on the lock instead of failing half-way with
     # "database is locked" on upgrade; the timeout bounds how long they queue.
+    DATABASES["default"]["ENGINE"] = "argora.sqlite3"  # Django's backend with a queue for writers (its docstring)
     DATABASES["default"]["OPTIONS"] = {
         "timeout": int(os.environ.get("SQLITE_TIMEOUT", "30")),
         "transaction_mode": "IMMEDIATE",
