@@ -44,6 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.timing import spread  # noqa: E402
+
 VAR_DIR = Path(os.environ.get("ARGORA_VAR_DIR", ROOT / "var")).resolve()
 DOCCANO_VERSION = "1.8.4"
 # What a fresh `pip install doccano==1.8.4` needs today: its loose ranges let pip pick releases it breaks on.
@@ -456,8 +458,8 @@ def main() -> int:
             stop(proc)
 
     print()
-    print(f"{'system':26} {'clients':>7} {'annot/s med':>11} {'min-max':>11} {'req/s':>6} {'p50 ms':>6} {'p99 ms':>7} "
-          f"{'ratio min/med/max':>19} {'errors':>6}  counts")
+    print(f"{'system':26} {'clients':>7} {'annot/s med':>11} {'min-max':>11} {'req/s':>6} {'p50 ms':>6} "
+          f"{'p99 ms min / med / max':>22} {'ratio min/med/max':>19} {'errors':>6}  counts")
     for n in levels:
         base = rows.get(("doccano", "-", 1, n))
         keys = [k for k in rows if k[3] == n]
@@ -475,10 +477,10 @@ def main() -> int:
             print(f"{name:26} {n:>7} {statistics.median(rates):>11.1f} {min(rates):>5.0f}-{max(rates):<5.0f} "
                   f"{statistics.median(r['requests'] for r in runs):>6.0f} "
                   f"{statistics.median(r['p50'] for r in runs):>6.0f} "
-                  f"{max(r['p99'] for r in runs):>7.0f} {ratio:>19} {sum(r['errors'] for r in runs):>6}  "
+                  f"{spread([r['p99'] for r in runs], '.0f'):>22} {ratio:>19} {sum(r['errors'] for r in runs):>6}  "
                   f"{'exact' if not bad else bad[0]}{' (drained)' if any(r['drained'] for r in runs) else ''}")
     print(f"\nannotations/s = answers stored and acknowledged per wall second (an Argora HIT of k items stores k); "
-          f"ratio = Argora / doccano of the same repeat (interleaved); p99 = worst repeat's p99 request latency. "
+          f"ratio = Argora / doccano of the same repeat (interleaved); p99 = each repeat's p99 request latency. "
           f"Load average at end: {load()} on {os.cpu_count()} CPU(s) (other work on the machine moves these figures).")
     return 0
 
