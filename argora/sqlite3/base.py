@@ -11,6 +11,7 @@ databases are left to SQLite.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -21,6 +22,16 @@ from filelock import FileLock, Timeout
 _queues: dict[str, tuple[threading.Lock, FileLock]] = {}
 _queues_lock = threading.Lock()
 POLL_SECONDS = 0.001
+
+
+def _forget_queues() -> None:
+    """In a forked child (a Celery pool process, a gunicorn worker): the parent's locks, held or not, are not the
+    child's; it starts with its own."""
+    global _queues, _queues_lock
+    _queues, _queues_lock = {}, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_queues)
 
 
 def _queue(name: str) -> tuple[threading.Lock, FileLock]:
