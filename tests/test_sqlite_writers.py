@@ -176,3 +176,23 @@ def test_the_queue_between_processes_is_the_lock_file_beside_the_database():
         holder.kill()
         holder.wait(WAIT)
     assert sorted(Worker.objects.values_list("external_id", flat=True)) == ["after", "outside a transaction"]
+
+
+def test_a_lock_file_that_cannot_be_opened_fails_the_transaction_and_frees_the_queue():
+    """The lock file's path is taken by a directory: the transaction fails with that error and writes nothing, and
+    once the path is a file again the next transaction gets in (the thread's place was given back)."""
+    lock = Path(f"{Path(connection.settings_dict['NAME']).resolve()}-writers.lock")
+    moved = lock.with_name(lock.name + ".moved")
+    lock.touch()
+    lock.rename(moved)
+    lock.mkdir()
+    try:
+        with pytest.raises(OSError):
+            with transaction.atomic():
+                Worker.objects.create(external_id="never")
+    finally:
+        lock.rmdir()
+        moved.rename(lock)
+    with transaction.atomic():
+        Worker.objects.create(external_id="after")
+    assert list(Worker.objects.values_list("external_id", flat=True)) == ["after"]

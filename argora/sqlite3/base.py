@@ -58,6 +58,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         except Timeout:
             local.release()
             raise OperationalError("database is locked") from None
+        except BaseException:  # e.g. the lock file cannot be opened
+            local.release()
+            raise
         self._holding = (local, shared)
         try:
             super()._start_transaction_under_autocommit()
@@ -83,5 +86,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self._holding is not None:
             local, shared = self._holding
             self._holding = None
-            shared.release()
-            local.release()
+            try:
+                shared.release()
+            finally:
+                local.release()
