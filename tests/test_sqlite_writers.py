@@ -4,6 +4,7 @@ thread or another process and enters once that one has ended (committed, rolled 
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,37 @@ def in_thread(target):
     t = threading.Thread(target=body, daemon=True)
     t.start()
     return t, errors
+
+
+@contextmanager
+def timeout(seconds: float):
+    """The database's ``timeout`` option set to ``seconds`` for the transactions begun inside (read at each BEGIN)."""
+    options = connection.settings_dict["OPTIONS"]
+    saved = options.get("timeout")
+    options["timeout"] = seconds
+    try:
+        yield
+    finally:
+        options["timeout"] = saved
+
+
+@contextmanager
+def held_by(script: str, arg: str):
+    """Another process running ``script`` with ``arg``, once it has printed "holding"; it lets go when its stdin
+    gets a line (``process.stdin``), and is killed when the block ends."""
+    process = subprocess.Popen([sys.executable, "-c", script, arg], cwd=ROOT, text=True, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE)
+    try:
+        assert process.stdout.readline().strip() == "holding"
+        yield process
+    finally:
+        process.kill()
+        process.wait(WAIT)
+
+
+def let_go(process) -> None:
+    process.stdin.write("\n")
+    process.stdin.flush()
 
 
 def test_a_transaction_waits_for_another_threads_and_sees_what_it_committed():
@@ -86,14 +118,9 @@ def test_the_queue_is_free_again_after_a_rollback_and_after_a_close_inside_a_tra
         with transaction.atomic():
             done.append(Worker.objects.count())
 
-    options = connection.settings_dict["OPTIONS"]
-    saved = options.get("timeout")
-    options["timeout"] = 5  # a place never given back would fail this thread after 5 s
-    try:
+    with timeout(5):  # a place never given back would fail this thread after 5 s
         t, errors = in_thread(other)
         t.join(WAIT)
-    finally:
-        options["timeout"] = saved
     assert not errors and done == [0], errors
     assert not Worker.objects.filter(external_id__in=["rolled back", "closed"]).exists()
 
@@ -116,27 +143,14 @@ print("done", flush=True)
 
 def test_a_writer_in_another_process_holds_the_queue_past_the_timeout_then_lets_it_go():
     name = Path(connection.settings_dict["NAME"]).resolve()
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, f"sqlite:///{name}"], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout.readline().strip() == "holding"
-        options = connection.settings_dict["OPTIONS"]
-        saved = options.get("timeout")
-        options["timeout"] = 0.3
-        try:
-            with pytest.raises(OperationalError, match="database is locked"):
-                with transaction.atomic():
-                    Worker.objects.create(external_id="too late")
-        finally:
-            options["timeout"] = saved
-        holder.stdin.write("\n")
-        holder.stdin.flush()
+    with held_by(HOLDER, f"sqlite:///{name}") as holder:
+        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"):
+            with transaction.atomic():
+                Worker.objects.create(external_id="too late")
+        let_go(holder)
         assert holder.stdout.readline().strip() == "done"
         with transaction.atomic():  # the thread's and the file's places were both given back
             Worker.objects.create(external_id="after")
-    finally:
-        holder.kill()
-        holder.wait(WAIT)
     assert sorted(Worker.objects.values_list("external_id", flat=True)) == ["after", "other process"]
 
 
@@ -153,28 +167,15 @@ def test_the_queue_between_processes_is_the_lock_file_beside_the_database():
     """A process that holds ``<database>-writers.lock`` (and no SQLite lock at all) keeps this process's
     transactions out until it lets go: the queue, not SQLite's own wait, decides who writes next."""
     name = Path(connection.settings_dict["NAME"]).resolve()
-    holder = subprocess.Popen([sys.executable, "-c", FILE_HOLDER, f"{name}-writers.lock"], cwd=ROOT, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout.readline().strip() == "holding"
+    with held_by(FILE_HOLDER, f"{name}-writers.lock") as holder:
         Worker.objects.create(external_id="outside a transaction")  # SQLite itself is free
-        options = connection.settings_dict["OPTIONS"]
-        saved = options.get("timeout")
-        options["timeout"] = 0.3
-        try:
-            with pytest.raises(OperationalError, match="database is locked"):
-                with transaction.atomic():
-                    Worker.objects.create(external_id="queued too long")
-        finally:
-            options["timeout"] = saved
-        holder.stdin.write("\n")
-        holder.stdin.flush()
+        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"):
+            with transaction.atomic():
+                Worker.objects.create(external_id="queued too long")
+        let_go(holder)
         assert holder.wait(WAIT) == 0
         with transaction.atomic():
             Worker.objects.create(external_id="after")
-    finally:
-        holder.kill()
-        holder.wait(WAIT)
     assert sorted(Worker.objects.values_list("external_id", flat=True)) == ["after", "outside a transaction"]
 
 
