@@ -7,8 +7,13 @@ so the instances are the ones a queryset would have built.
 """
 from __future__ import annotations
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
+from django.db.models.query_utils import DeferredAttribute
+from django.db.models.signals import post_init, pre_init
 
 
 def cursor():
@@ -16,38 +21,40 @@ def cursor():
     statement once this connection has run it ``prepare_threshold`` times (``DATABASE_PREPARE_THRESHOLD``, 5 by
     default; settings.py): later runs skip the parsing and, where the server keeps a generic plan, the planning, which
     cost it more than running these statements does. The ORM's own cursors keep Django's client-side binding."""
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    connection.close_if_health_check_failed()  # the health check's own cursor binds on the client
-    connection.ensure_connection()
-    raw = connection.connection
+    db = connections[DEFAULT_DB_ALIAS]  # `connection`, looked up once
+    if db.vendor != "postgresql":
+        return db.cursor()
+    db.close_if_health_check_failed()  # the health check's own cursor binds on the client
+    db.ensure_connection()
+    raw = db.connection
     factory = raw.cursor_factory
     raw.cursor_factory = ServerBindingCursor
     try:
-        return connection.cursor()
+        return db.cursor()
     finally:
         raw.cursor_factory = factory
 
 
 def table(model) -> str:
     """The model's table name, quoted."""
-    return connection.ops.quote_name(model._meta.db_table)
+    return memo(("table", model), lambda: connection.ops.quote_name(model._meta.db_table))
 
 
 def column(model, name: str) -> str:
     """The column of the model's field ``name``, quoted."""
-    return connection.ops.quote_name(model._meta.get_field(name).column)
+    return memo(("column", model, name), lambda: connection.ops.quote_name(model._meta.get_field(name).column))
 
 
 def columns(model, alias: str) -> list[str]:
     """The model's concrete columns under the table alias ``alias``, in field order (read back by :func:`instance`)."""
     qn = connection.ops.quote_name
-    return [f"{alias}.{qn(field.column)}" for field in model._meta.concrete_fields]
+    return list(memo(("columns", model, alias),
+                      lambda: tuple(f"{alias}.{qn(field.column)}" for field in model._meta.concrete_fields)))
 
 
 def select(*aliased) -> str:
     """SQL: the :func:`columns` of each ``(model, alias)`` in turn (read back by :func:`instances`)."""
-    return ", ".join(c for model, alias in aliased for c in columns(model, alias))
+    return memo(("select", aliased), lambda: ", ".join(c for model, alias in aliased for c in columns(model, alias)))
 
 
 def width(*models) -> int:
@@ -82,38 +89,70 @@ def saved(obj, pk):
     return obj
 
 
-def instance(model, row, start: int):
+def instance(model, row, start: int, db=None):
     """The ``model`` instance whose :func:`columns` start at ``row[start]``, every value converted as the ORM
-    converts it; ``None`` when its primary key is NULL (an outer join that matched nothing)."""
-    attnames, pk_index, converters = _layout(model)
+    converts it; ``None`` when its primary key is NULL (an outer join that matched nothing). ``db``: this thread's
+    connection, when the caller has it already (``connection`` is a proxy that looks it up on every use)."""
+    db = db or connections[DEFAULT_DB_ALIAS]
+    attnames, pk_index, converters, plain = _layout(model, db)
     values = list(row[start:start + len(attnames)])
     if values[pk_index] is None:
         return None
     for n, col, convert in converters:
-        values[n] = convert(values[n], col, connection)
-    return model.from_db(connection.alias, attnames, values)
+        values[n] = convert(values[n], col, db)
+    if not plain:
+        return model.from_db(db.alias, attnames, values)
+    # what from_db leaves, without Model.__init__'s per-field setattr and its two signals (nobody listens to them)
+    obj = model.__new__(model)
+    obj.__dict__.update(zip(attnames, values))
+    obj._state = state = ModelState()
+    state.adding, state.db = False, db.alias
+    return obj
 
 
 def instances(row, models, start: int = 0) -> list:
     """One :func:`instance` per model, their columns side by side from ``row[start]`` (as :func:`select` lists them)."""
-    out = []
+    db, out = connections[DEFAULT_DB_ALIAS], []
     for model in models:
-        out.append(instance(model, row, start))
+        out.append(instance(model, row, start, db))
         start += width(model)
     return out
 
 
-def _layout(model) -> tuple[list[str], int, list]:
-    """The model's concrete attnames, its primary key's index among them and ``(field index, column, converter)`` for
-    the values the ORM converts on this connection (kept on the connection's operations object: each thread has its
-    own)."""
-    known = connection.ops.__dict__.setdefault("_argora_layouts", {})
+def column_instances(model, rows, start: int) -> list:
+    """The :func:`instance` of ``model`` at ``start`` in each row, leaving out the rows where it is ``None``."""
+    db = connections[DEFAULT_DB_ALIAS]
+    return [obj for obj in (instance(model, row, start, db) for row in rows) if obj is not None]
+
+
+def memo(key, build):
+    """``build()``, once per key and connection: the SQL text of a name depends on nothing a request changes, and is
+    kept beside :func:`_layout`'s (on the connection's operations object: each thread has its own)."""
+    known = connection.ops.__dict__.setdefault("_argora_sql", {})
+    try:
+        return known[key]
+    except KeyError:
+        known[key] = value = build()
+        return value
+
+
+def _layout(model, db) -> tuple[list[str], int, list, bool]:
+    """The model's concrete attnames, its primary key's index among them, ``(field index, column, converter)`` for
+    the values the ORM converts on this connection, and whether an instance may be built without ``Model.__init__``
+    (no receiver of ``pre_init``/``post_init`` for the model, no ``from_db`` of its own, and every field read through
+    Django's plain deferred attributes, which keep the value in the instance's ``__dict__``). Kept on the connection's
+    operations object: each thread has its own."""
+    known = db.ops.__dict__.setdefault("_argora_layouts", {})
     if model not in known:
         fields = model._meta.concrete_fields
         converters = []
         for n, field in enumerate(fields):
             col = field.get_col(model._meta.db_table)
-            converters += [(n, col, convert) for convert in (*connection.ops.get_db_converters(col),
-                                                             *col.get_db_converters(connection))]
-        known[model] = ([field.attname for field in fields], fields.index(model._meta.pk), converters)
+            converters += [(n, col, convert) for convert in (*db.ops.get_db_converters(col),
+                                                             *col.get_db_converters(db))]
+        plain = (not pre_init.has_listeners(model) and not post_init.has_listeners(model)
+                 and model.from_db.__func__ is Model.from_db.__func__
+                 and all(type(getattr(model, f.attname, None)) in (DeferredAttribute, ForeignKeyDeferredAttribute)
+                         for f in fields))
+        known[model] = ([field.attname for field in fields], fields.index(model._meta.pk), converters, plain)
     return known[model]

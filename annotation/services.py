@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
@@ -818,7 +819,7 @@ def _hit_items(hit_id: int) -> list[Item]:
 def _joined_items(rows, start: int) -> list[Item]:
     """The items a :func:`_hit_items_join` added to ``rows`` (their columns from ``row[start]``), a HIT without any
     read as none."""
-    return [item for item in (rawsql.instance(Item, row, start) for row in rows) if item is not None]
+    return rawsql.column_instances(Item, rows, start)
 
 
 def _in_hit_order() -> str:
@@ -1403,44 +1404,55 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
     """PostgreSQL: claim the reserved, unexpired assignment and insert its responses in one statement (atomic by
     itself: no BEGIN/COMMIT round trips). ``(False, ...)``: nothing written, it is no longer reserved or it expired.
     ``lock_worker``: the same statement locks that worker's row (inside the caller's transaction, for the
-    allocation that follows: :func:`submit_and_reserve_next`) and returns it with its ``blocked`` state."""
-    qn = connection.ops.quote_name
+    allocation that follows: :func:`submit_and_reserve_next`) and returns it with its ``blocked`` state.
+
+    The answers travel as one JSON parameter (``jsonb_to_recordset``), so the statement's text is the same for every
+    HIT size: one prepared statement (:func:`annotation.rawsql.cursor`) serves them all, and no answer is adapted as a
+    parameter of its own."""
     meta = Assignment._meta
-    sets, params = [], []
-    for name, value in fields.items():
-        field = meta.get_field(name)
-        sets.append(f"{qn(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    rows, columns = [], None
-    for item, data in cleaned.values():
-        response = Response(assignment_id=assignment.pk, item=item, data=data)
-        columns, exprs, row_params = rawsql.insert_columns(response, raw={"assignment_id": "c.id"})
-        rows.append((exprs, row_params))
-    value_columns = [f"v{i}" for i, e in enumerate(rows[0][0]) if e != "c.id"]
-    select = [e if e == "c.id" else f"v.v{i}" for i, e in enumerate(rows[0][0])]
-    values = ", ".join("(" + ", ".join(e for e in exprs if e != "c.id") + ")" for exprs, _ in rows)
-    worker_fields = ["id", "blocked", "blocked_reason"]
-    lock, read, lock_params = "", "", []
-    if lock_worker is not None:
-        lock = (f"w AS (SELECT {', '.join(rawsql.column(Worker, name) for name in worker_fields)} "
-                f"FROM {rawsql.table(Worker)} WHERE id = %s FOR NO KEY UPDATE), ")
-        read = f", {', '.join('w.' + rawsql.column(Worker, name) for name in worker_fields)} FROM w"
-        lock_params = [lock_worker]
-    sql = (f"WITH {lock}c AS (UPDATE {qn(meta.db_table)} SET {', '.join(sets)} WHERE id = %s AND status = %s "
-           f"AND expires_at > %s RETURNING id), ins AS (INSERT INTO {qn(Response._meta.db_table)} "
-           f"({', '.join(columns)}) SELECT {', '.join(select)} FROM c CROSS JOIN (VALUES {values}) "
-           f"AS v({', '.join(value_columns)}) RETURNING 1) SELECT (SELECT count(*) FROM ins){read}")
-    params = [*lock_params, *params, assignment.pk, Assignment.Status.RESERVED.value,
-              meta.get_field("expires_at").get_db_prep_value(now, connection)]
-    for _, row_params in rows:
-        params += row_params
+    params = [meta.get_field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
+    answers = json.dumps([{"item": item.pk, "data": data} for item, data in cleaned.values()])
+    created_at = Response._meta.get_field("created_at")
+    params += [assignment.pk, Assignment.Status.RESERVED.value, meta.get_field("expires_at").get_db_prep_value(
+        now, connection), created_at.get_db_prep_save(timezone.now(), connection), answers]
     with rawsql.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_claim_sql(tuple(fields), lock_worker is not None),
+                       params if lock_worker is None else [lock_worker, *params])
         row = cursor.fetchone()
     if row is None:  # no such worker
         return False, None
-    locked = Worker.from_db(connection.alias, worker_fields, row[1:]) if lock_worker is not None else None
+    locked = Worker.from_db(connection.alias, _LOCKED_WORKER, row[1:]) if lock_worker is not None else None
     return bool(row[0]), locked
+
+
+_LOCKED_WORKER = ("id", "blocked", "blocked_reason")
+
+
+def _claim_sql(fields: tuple[str, ...], lock_worker: bool) -> str:
+    """The statement of :func:`_claim_and_store` (its text built once per connection). Parameters: [the worker's id,]
+    the values of ``fields``, the assignment's id, status ``reserved``, now, the responses' ``created_at`` and the
+    answers as a JSON array of ``{"item": id, "data": answer}``."""
+    def build() -> str:
+        qn = connection.ops.quote_name
+        meta, response = Assignment._meta, Response._meta
+        sets = ", ".join(f"{qn(meta.get_field(name).column)} = %s" for name in fields)
+        # every column of a response: from the claimed assignment, the JSON array, or the one created_at parameter
+        source = {"assignment": "c.id", "item": "x.item", "data": "x.data", "created_at": "%s"}
+        stored = [f for f in response.concrete_fields if not f.primary_key]
+        if {f.name for f in stored} != set(source):
+            raise ImproperlyConfigured(f"Response has fields this statement does not write: {stored}")
+        item, data = response.get_field("item"), response.get_field("data")
+        lock = read = ""
+        if lock_worker:
+            lock = (f"w AS (SELECT {', '.join(rawsql.column(Worker, name) for name in _LOCKED_WORKER)} "
+                    f"FROM {rawsql.table(Worker)} WHERE id = %s FOR NO KEY UPDATE), ")
+            read = f", {', '.join('w.' + rawsql.column(Worker, name) for name in _LOCKED_WORKER)} FROM w"
+        return (f"WITH {lock}c AS (UPDATE {rawsql.table(Assignment)} SET {sets} WHERE id = %s AND status = %s "
+                f"AND expires_at > %s RETURNING id), ins AS (INSERT INTO {rawsql.table(Response)} "
+                f"({', '.join(qn(f.column) for f in stored)}) SELECT {', '.join(source[f.name] for f in stored)} "
+                f"FROM c CROSS JOIN jsonb_to_recordset(%s::jsonb) AS x(item {item.db_type(connection)}, "
+                f"data {data.db_type(connection)}) RETURNING 1) SELECT (SELECT count(*) FROM ins){read}")
+    return rawsql.memo(("claim", fields, lock_worker), build)
 
 
 def _check_open(assignment: Assignment, key: str, now) -> None:

@@ -89,3 +89,43 @@ def test_token_auth_reads_the_user_and_worker_the_orm_reads(django_user_model):
     read, _ = WorkerTokenAuthentication().authenticate_credentials(key)
     known, cached = cached_worker(read)
     assert known and fields(cached) == fields(type(worker).objects.get(pk=worker.pk))
+
+
+@pytest.mark.django_db
+def test_instances_are_built_as_from_db_builds_them_and_init_receivers_are_honoured(django_user_model):
+    """``rawsql.instance`` builds an instance without ``Model.__init__`` only where nothing could tell: the instance
+    holds the same attributes as one from the ORM, counts as saved in this database (a save updates, a related
+    object loads), and a model whose ``post_init`` has a receiver is built through ``from_db``, receiver called."""
+    from django.db import connection
+    from django.db.models.signals import post_init
+
+    from annotation import rawsql
+
+    project = make_project("raw-inst")
+    worker = services.worker_for_user(django_user_model.objects.create_user("erin"))
+    held = services.reserve_next_assignment(project, worker)
+    read = held._argora_hit_items[0]
+    orm = Item.objects.get(pk=read.pk)
+    assert {k: v for k, v in vars(read).items() if k != "_state"} == {k: v for k, v in vars(orm).items()
+                                                                       if k != "_state"}
+    assert (read._state.adding, read._state.db) == (False, orm._state.db) and read == orm
+    assert read.project == project and read.project.slug == "raw-inst"
+    read.payload = {**read.payload, "text": "changed"}
+    read.save()
+    assert Item.objects.count() == 9 and Item.objects.get(pk=read.pk).payload["text"] == "changed"
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance.pk)
+
+    post_init.connect(receiver, sender=Item)
+    connection.ops.__dict__.pop("_argora_layouts", None)  # a receiver belongs in an app's ready(), before any read
+    try:
+        again = services.submittable_assignment(held.pk)
+        items = services.assignment_items(again)
+    finally:
+        post_init.disconnect(receiver, sender=Item)
+        connection.ops.__dict__.pop("_argora_layouts", None)
+    assert sorted(seen) == sorted(i.pk for i in items) and len(items) == 3
+    assert rawsql._layout(Item, connection)[3] is True

@@ -18,9 +18,9 @@ from .test_api import client_for
 from .test_concurrency import run_threads
 
 
-def make_project(slug="sn", *, items=12, per_hit=2, r=1, **kw):
+def make_project(slug="sn", *, items=12, per_hit=2, r=1, labels=("pro", "con"), **kw):
     p = services.create_project(name=slug, slug=slug, task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=per_hit, assignments_per_item=r, **kw)
+                                config={"labels": list(labels)}, items_per_hit=per_hit, assignments_per_item=r, **kw)
     services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(items)])
     services.build_hits(p)
     return p
@@ -233,17 +233,21 @@ def test_50_workers_drain_with_submit_and_next_concurrently(django_user_model, s
 def test_postgresql_prepares_the_per_hit_statements_and_the_answers_stay_exact(django_user_model):
     """After a few HITs on one connection the server holds the per-HIT statements prepared (token auth, the
     assignment read, the claim, the allocation), each run from its prepared form since; the ORM's statements stay
-    unprepared (bound on the client). Every answer is still stored once, with its values."""
+    unprepared (bound on the client). HITs of another size reuse the same claim statement (the answers travel as one
+    JSON parameter). Every answer is still stored once, with its value, whatever characters it holds."""
     assert connection.settings_dict["OPTIONS"]["prepare_threshold"] == 5
-    make_project(items=40, per_hit=3)
+    labels = ['pro "quoted" \\ back\\slash', "contra \u2014 \u00fcn\u00efc\u00f6d\u00e9 \U0001f389 \u2028 end"]
     c = client_for(django_user_model.objects.create_user("alice"))
-    hit = c.post("/api/projects/sn/next/", format="json").json()
-    submitted = []
-    for n in range(8):
-        r = submit_next(c, hit, label=["pro", "con"][n % 2])
-        assert r.status_code == 200
-        submitted.append(hit["assignment"])
-        hit = r.json()["next"]
+    submitted, expected = [], []
+    for slug, per_hit in (("sn", 3), ("sn5", 5)):
+        make_project(slug, items=40, per_hit=per_hit, labels=labels)
+        hit = c.post(f"/api/projects/{slug}/next/", format="json").json()
+        for n in range(8):
+            r = submit_next(c, hit, label=labels[n % 2])
+            assert r.status_code == 200
+            submitted.append(hit["assignment"])
+            expected += [labels[n % 2]] * per_hit
+            hit = r.json()["next"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
         prepared = cursor.fetchall()
@@ -252,6 +256,8 @@ def test_postgresql_prepares_the_per_hit_statements_and_the_answers_stay_exact(d
     assert sorted(tables) == ["annotation_assignment_gold_items", "annotation_hit", "annotation_response",
                               "authtoken_token"], prepared
     assert all(runs >= 3 for _, runs in prepared), prepared
+    claim = next(runs for statement, runs in prepared if '"annotation_response"' in statement)
+    assert claim == 16 - 5  # both HIT sizes ran the one statement: run unprepared 5 times, then prepared
     stored = Response.objects.filter(assignment_id__in=submitted).order_by("assignment_id", "item_id")
-    assert stored.count() == 8 * 3
-    assert [r.data["label"] for r in stored] == [["pro", "con"][n % 2] for n in range(8) for _ in range(3)]
+    assert stored.count() == 8 * 3 + 8 * 5
+    assert [r.data for r in stored] == [{"label": label} for label in expected]
