@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/allocation.py [--db sqlite|postgres] [--seconds 5] [--clients 1,10,50] [--repeat 3]
                                          [--hit-sizes 1,5,10] [--flows combined,two] [--no-doccano]
+                                         [--no-reuse-port]
 
 Both servers run here, side by side, behind the same gunicorn set-up (gthread, 3 workers x 8 threads, keep-alive
-75 s, persistent database connections) on the same database kind: SQLite files (Argora's own settings: WAL,
+75 s, ``--reuse-port``, persistent database connections) on the same database kind: SQLite files (Argora's own settings: WAL,
 IMMEDIATE transactions; doccano's own defaults) or, with ``--db postgres``, two PostgreSQL databases
 (``--pg-url``, default postgres://postgres@127.0.0.1:5432; databases ``argora_bench`` and ``doccano_bench``, created
 when missing). doccano is the PyPI release 1.8.4, installed at run time into its own venv
@@ -19,13 +20,19 @@ per annotation (doccano does no allocation: each client is handed its own exampl
 through HITs of ``--hit-sizes`` items (R = 3): flow ``combined`` = ``POST /api/projects/<slug>/next/`` once, then
 ``POST /api/assignments/<id>/submit/?next=1`` per HIT (the answer stored and the next HIT reserved in one request);
 flow ``two`` = ``next`` + ``submit`` per HIT (the API before the combined submit). Every level and repeat runs
-doccano and each Argora set-up back to back, the order alternating between repeats (interleaved).
+doccano and each Argora set-up back to back, the order alternating between repeats (interleaved). Before each run the
+databases' dirty pages are written out (:func:`settle`), so that no run pays for the set-up writes before it.
 
 Printed: stored annotations/s (responses / labels written and acknowledged, per wall second), the Argora/doccano
 ratio per level (min / median / max over the repeats, each repeat's Argora run divided by the doccano run beside
 it), p99 request latency, errors, the load average before each run and whether the counts are exact (Argora: every
 acknowledged submission stored once, nothing unacknowledged stored, no item above R; doccano: labels stored = labels
 acknowledged). No assertions on speed.
+
+``--reuse-port`` (gunicorn's option; README, "Running at scale") gives every worker process a listening socket of its
+own, so the kernel spreads new connections over the workers. Without it (``--no-reuse-port``) the workers share one
+socket and whichever is on a CPU when the clients connect takes their connections: at 50 clients one worker held 35
+to 46 of the 50 kept-alive connections while the others idled, and the clients it held waited about 4x longer.
 """
 from __future__ import annotations
 
@@ -154,11 +161,11 @@ def free_port() -> int:
 
 
 def start_gunicorn(gunicorn: Path, app: str, env: dict, cwd: Path, workers: int, threads: int,
-                   health: str) -> tuple[subprocess.Popen, int]:
+                   health: str, reuse_port: bool = True) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen(
         [str(gunicorn), app, "-b", f"127.0.0.1:{port}", "-w", str(workers), "-k", "gthread", "--threads",
-         str(threads), "--keep-alive", "75", "--log-level", "warning"],
+         str(threads), "--keep-alive", "75", "--log-level", "warning", *(["--reuse-port"] if reuse_port else [])],
         cwd=cwd, env=env, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -357,6 +364,24 @@ def doccano_counts(url: str, examples: list[int], result) -> str:
         f"MISMATCH acked={result['annotations']} stored={stored}")
 
 
+def settle(doccano_url: str) -> None:
+    """Before every timed run, of either server: write out what the set-up left dirty (PostgreSQL: a ``CHECKPOINT``,
+    one for the whole cluster; SQLite: each database's WAL checkpointed into its file), then ``sync``, so that no run
+    pays for the writes of the set-up before it (an Argora project of up to 20,000 items is created right before
+    its run, doccano's examples once at the start)."""
+    import sqlite3
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT" if connection.vendor == "postgresql" else "PRAGMA wal_checkpoint(TRUNCATE)")
+    if doccano_url.startswith("sqlite:///"):
+        with sqlite3.connect(doccano_url.removeprefix("sqlite:///"), timeout=30) as other:
+            other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        other.close()
+    os.sync()
+
+
 def load() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -378,6 +403,8 @@ def main() -> int:
     parser.add_argument("--doccano-venv", type=Path, default=VAR_DIR / "bench" / "doccano-venv")
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
+    parser.add_argument("--no-reuse-port", dest="reuse_port", action="store_false",
+                        help="both servers' workers share one listening socket (gunicorn's default)")
     args = parser.parse_args()
     levels = [int(x) for x in args.clients.split(",")]
     sizes = [int(x) for x in args.hit_sizes.split(",")]
@@ -393,7 +420,7 @@ def main() -> int:
         argora_env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE="600",
                           DATABASE_URL=argora_url)
         argora = start_gunicorn(Path(sys.executable).parent / "gunicorn", "argora.wsgi:application", argora_env, ROOT,
-                                args.gunicorn_workers, args.gunicorn_threads, "/healthz")
+                                args.gunicorn_workers, args.gunicorn_threads, "/healthz", args.reuse_port)
         servers.append(argora[0])
         doccano = None
         if not args.no_doccano:
@@ -406,7 +433,7 @@ def main() -> int:
                                           check=True, capture_output=True, text=True).stdout.strip())
             doccano = start_gunicorn(python.parent / "gunicorn", "config.wsgi:application",
                                      doccano_env(doccano_url), backend, args.gunicorn_workers, args.gunicorn_threads,
-                                     "/v1/projects")  # 403 without a token: up (its /v1/health/ waits on celery)
+                                     "/v1/projects", args.reuse_port)  # 403 without a token: up (/v1/health/ waits on celery)
             servers.append(doccano[0])
         from django.db import connection
 
@@ -417,7 +444,8 @@ def main() -> int:
             warm_up(doccano[1], "GET", f"/v1/projects/{dset['project']}", dset["tokens"][0],
                     args.gunicorn_workers * args.gunicorn_threads)
         print(f"database: {connection.vendor} (both); {os.cpu_count()} CPU(s); gunicorn gthread "
-              f"{args.gunicorn_workers} workers x {args.gunicorn_threads} threads for both; {args.seconds:g} s per run, "
+              f"{args.gunicorn_workers} workers x {args.gunicorn_threads} threads"
+              f"{', --reuse-port' if args.reuse_port else ''} for both; {args.seconds:g} s per run, "
               f"{args.repeat} interleaved repeat(s); R = {R}; Argora flows {flows}, HIT sizes {sizes}; "
               f"load average at start: {load()}", flush=True)
 
@@ -429,10 +457,11 @@ def main() -> int:
                 if doccano is not None:
                     jobs = ([("doccano", "-", 1)] + jobs) if rep % 2 == 0 else (jobs + [("doccano", "-", 1)])
                 for system, flow, k in jobs:
-                    before = load()
                     if system == "doccano":
                         examples = dset["examples"][next_example:next_example + per_run_examples]
                         next_example += per_run_examples
+                        settle(doccano_url)
+                        before = load()
                         result = run_clients(n, args.seconds, doccano_loop(doccano[1], dset["project"],
                                                                            dset["labels"][0],
                                                                            dset["tokens"][:n], examples))
@@ -441,6 +470,8 @@ def main() -> int:
                         # one Argora worker takes each HIT at most once: a lone client needs a HIT per request
                         n_hits = max(60, int(400 * args.seconds))
                         project, tokens = make_project(n, n_hits * k, k, f"{run_id}-{flow}-{k}-{n}-{rep}")
+                        settle(doccano_url)
+                        before = load()
                         result = run_clients(n, args.seconds, argora_loop(argora[1], project.slug, tokens, flow))
                         counts = argora_counts(project, result, k)
                     per_s = result["annotations"] / result["elapsed"]

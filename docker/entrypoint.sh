@@ -16,6 +16,7 @@ case "$role" in
     exec gunicorn argora.wsgi \
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_CONCURRENCY:-4}" \
+      --reuse-port \
       --timeout "${GUNICORN_TIMEOUT:-60}" \
       --access-logfile - \
       "$@"
