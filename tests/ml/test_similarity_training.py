@@ -127,11 +127,12 @@ def test_planted_task_is_what_the_docstring_says():
 
 
 @pytest.mark.slow
-@pytest.mark.minutes
 def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_path):
+    """24 groups (100 gold pairs, 120 test pairs): about 75 s on one thread. Both bi-encoders get the same recipe
+    (4 epochs), so the gold-only one is not undertrained; the teacher (one seed) passes AugSBERT's teacher check."""
     from ml.encoders import default_encoder_path
 
-    train, dev, test = planted()
+    train, dev, test = planted(n_groups=24)
     base = default_encoder_path()
     bi_hp = dict(M.BI_DEFAULTS, epochs=4, max_length=24, freeze_embeddings=True)
     gold_only, _ = M.train("bi", train, dev, base_model=base, hp=bi_hp, seed=1)
@@ -139,7 +140,7 @@ def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_pa
 
     # the paper's mix (gold_labels=gold): the gold pairs keep their annotated scores, the silver pairs get the teacher's
     hp = dict(A.AUG_DEFAULTS, **bi_hp, strategy="bm25", k=3, cross_epochs=10, cross_lr=1e-4, cross_head_lr=1e-3,
-              cross_max_length=64, cross_seeds=[1, 2], gold_labels="gold")
+              cross_max_length=64, cross_seeds=[1], gold_labels="gold")
     out = A.run(train, dev + test, base_model=base, hp=hp, seed=1, output_dir=tmp_path)
     aug = out["test"]["spearman"]
     info = out["info"]
@@ -160,7 +161,7 @@ def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_pa
     same = [s["score"] for s in silver if code(s["argument1"]) == code(s["argument2"])]
     other = [s["score"] for s in silver if code(s["argument1"]) != code(s["argument2"])]
     assert same and other and sum(same) / len(same) > sum(other) / len(other)
-    assert info["cross_encoder_test"] > 20.0
+    assert info["cross_encoder_test"] > 20.0 and info["teacher_ok"] is True
     assert aug > gold + 2.0, (gold, aug)
 
 
