@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.signals import request_finished, request_started
+from django.db import connections
 
 CHROMIUM = os.environ.get("ARGORA_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -79,6 +80,11 @@ def browser():
         finally:
             browser.close()
             shutil.rmtree(profile, ignore_errors=True)
+            # Playwright's event loop runs in this thread while the browser is open, so Django kept this thread's
+            # connections apart from those it uses outside (asgiref: per context when a loop is running). Once the
+            # loop stops they can no longer be reached, and pytest-django could not drop a PostgreSQL test database
+            # they were still connected to ("is being accessed by other users"): close them while they can be.
+            connections.close_all()
 
 
 @pytest.fixture
