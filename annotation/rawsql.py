@@ -47,9 +47,8 @@ def column(model, name: str) -> str:
 
 def columns(model, alias: str) -> list[str]:
     """The model's concrete columns under the table alias ``alias``, in field order (read back by :func:`instance`)."""
-    qn = connection.ops.quote_name
-    return list(memo(("columns", model, alias),
-                      lambda: tuple(f"{alias}.{qn(field.column)}" for field in model._meta.concrete_fields)))
+    return list(memo(("columns", model, alias), lambda: tuple(
+        f"{alias}.{connection.ops.quote_name(field.column)}" for field in model._meta.concrete_fields)))
 
 
 def select(*aliased) -> str:
@@ -125,10 +124,11 @@ def column_instances(model, rows, start: int) -> list:
     return [obj for obj in (instance(model, row, start, db) for row in rows) if obj is not None]
 
 
-def memo(key, build):
-    """``build()``, once per key and connection: the SQL text of a name depends on nothing a request changes, and is
-    kept beside :func:`_layout`'s (on the connection's operations object: each thread has its own)."""
-    known = connection.ops.__dict__.setdefault("_argora_sql", {})
+def memo(key, build, db=None):
+    """``build()``, once per key and connection, kept on the connection's operations object (each thread has its
+    own): the SQL text of a name and a model's :func:`_layout` depend on nothing a request changes. ``db``: this
+    thread's connection, when the caller has it already."""
+    known = (db or connections[DEFAULT_DB_ALIAS]).ops.__dict__.setdefault("_argora_sql", {})
     try:
         return known[key]
     except KeyError:
@@ -140,10 +140,8 @@ def _layout(model, db) -> tuple[list[str], int, list, bool]:
     """The model's concrete attnames, its primary key's index among them, ``(field index, column, converter)`` for
     the values the ORM converts on this connection, and whether an instance may be built without ``Model.__init__``
     (no receiver of ``pre_init``/``post_init`` for the model, no ``from_db`` of its own, and every field read through
-    Django's plain deferred attributes, which keep the value in the instance's ``__dict__``). Kept on the connection's
-    operations object: each thread has its own."""
-    known = db.ops.__dict__.setdefault("_argora_layouts", {})
-    if model not in known:
+    Django's plain deferred attributes, which keep the value in the instance's ``__dict__``); :func:`memo`-ised."""
+    def build():
         fields = model._meta.concrete_fields
         converters = []
         for n, field in enumerate(fields):
@@ -154,5 +152,6 @@ def _layout(model, db) -> tuple[list[str], int, list, bool]:
                  and model.from_db.__func__ is Model.from_db.__func__
                  and all(type(getattr(model, f.attname, None)) in (DeferredAttribute, ForeignKeyDeferredAttribute)
                          for f in fields))
-        known[model] = ([field.attname for field in fields], fields.index(model._meta.pk), converters, plain)
-    return known[model]
+        return [field.attname for field in fields], fields.index(model._meta.pk), converters, plain
+
+    return memo(("layout", model), build, db)

@@ -42,6 +42,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -351,8 +352,6 @@ def doccano_counts(url: str, examples: list[int], result) -> str:
     sql = "SELECT COUNT(*) FROM labels_category WHERE example_id >= %s AND example_id <= %s"
     lo, hi = min(examples), max(examples)
     if url.startswith("sqlite"):
-        import sqlite3
-
         with sqlite3.connect(url.split("sqlite:///", 1)[1]) as conn:
             stored = conn.execute(sql.replace("%s", "?"), [lo, hi]).fetchone()[0]
     else:
@@ -369,8 +368,6 @@ def settle(doccano_url: str) -> None:
     one for the whole cluster; SQLite: each database's WAL checkpointed into its file), then ``sync``, so that no run
     pays for the writes of the set-up before it (an Argora project of up to 20,000 items is created right before
     its run, doccano's examples once at the start)."""
-    import sqlite3
-
     from django.db import connection
 
     with connection.cursor() as cursor:

@@ -120,12 +120,12 @@ def test_instances_are_built_as_from_db_builds_them_and_init_receivers_are_honou
         seen.append(instance.pk)
 
     post_init.connect(receiver, sender=Item)
-    connection.ops.__dict__.pop("_argora_layouts", None)  # a receiver belongs in an app's ready(), before any read
+    connection.ops.__dict__.pop("_argora_sql", None)  # a receiver belongs in an app's ready(), before any read
     try:
         again = services.submittable_assignment(held.pk)
         items = services.assignment_items(again)
     finally:
         post_init.disconnect(receiver, sender=Item)
-        connection.ops.__dict__.pop("_argora_layouts", None)
+        connection.ops.__dict__.pop("_argora_sql", None)
     assert sorted(seen) == sorted(i.pk for i in items) and len(items) == 3
     assert rawsql._layout(Item, connection)[3] is True
