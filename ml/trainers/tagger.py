@@ -3,9 +3,9 @@
 Rows
     Arg-CTRL App. F rows (``{"sentence", "aspect_pos": ["(begin,length)", ...], ...}``; what ``manage.py train
     tagger --data appf.jsonl`` reads, :func:`rows_from_file`) or ``{"text", "spans": [{"begin",
-    "end"}]}``. ``--data`` may also be the argument-aspect span corpus in CoNLL (a ``.conll`` file, or a folder of
-    them, one per topic; train.conll + dev.conll in a folder are taken as the split): its sentences, rebuilt from
-    their tokens, become App. F rows (:func:`annotation.task_types.aspect.conll.tagger_rows`). Words are the
+    "end"}]}``. ``--data`` may also be the argument-aspect span corpus in CoNLL (a ``.conll`` / ``.txt`` file as
+    published, or a folder of them, one per topic; train + dev (+ test) files in a folder are taken as the split):
+    its sentences, rebuilt from their tokens, become App. F rows (:func:`annotation.task_types.aspect.conll.tagger_rows`). Words are the
     annotation tokens (:func:`ml.inference.words_of`); a word inside an aspect is ``B``
     (first word) or ``I``; every other word ``O``. Sub-words after the first of a word are ignored in the loss.
 
@@ -441,7 +441,8 @@ def conll_rows(path) -> list[dict]:
 
 
 def read_rows(path) -> list[dict]:
-    """Tagger rows of one JSONL (or ``.conll``) file, each checked (``TrainerError("file:line: reason")``)."""
+    """Tagger rows of one JSONL (or CoNLL: ``.conll`` / ``.txt``) file, each checked
+    (``TrainerError("file:line: reason")``)."""
     path = Path(path)
     if path.suffix.lower() in conll.EXTENSIONS:
         return conll_rows(path)
@@ -500,16 +501,23 @@ def rows_from_path(path, read, key: str, *, keep_test: bool = False) -> tuple[li
     return split_rows(read(path), key, keep_test=keep_test)
 
 
+def _split_file(folder: Path, split: str) -> Path | None:
+    """``folder/<split>.conll`` or ``folder/<split>.txt``, whichever is there."""
+    return next((folder / f"{split}{ext}" for ext in conll.EXTENSIONS if (folder / f"{split}{ext}").is_file()), None)
+
+
 def rows_from_file(path) -> tuple[list[dict], list[dict]]:
-    """(train, dev + test) from an App. F file / ``{text, spans}`` JSONL / ``.conll`` file, or a folder with
-    ``train.jsonl`` + ``dev.jsonl`` (+ ``test.jsonl``; or ``train.conll`` + ``dev.conll`` (+ ``test.conll``); any
-    other ``.conll`` files of a folder are read together and split by sentence hash). Test rows travel in the dev
-    list tagged ``split: "test"``: :func:`train` evaluates them into the version's test metrics only."""
+    """(train, dev + test) from an App. F file / ``{text, spans}`` JSONL / CoNLL (``.conll`` / ``.txt``) file, or a
+    folder with ``train.jsonl`` + ``dev.jsonl`` (+ ``test.jsonl``; or CoNLL ``train`` + ``dev`` (+ ``test``) files,
+    as the aspect corpus's experiment folders hold them; any other CoNLL files of a folder are read together and
+    split by sentence hash). Test rows travel in the dev list tagged ``split: "test"``: :func:`train` evaluates them
+    into the version's test metrics only."""
     path = Path(path)
-    if path.is_dir() and not (path / "train.jsonl").exists() and any(path.glob("*.conll")):
-        if (path / "train.conll").exists() and (path / "dev.conll").exists():
-            test = tag_split(conll_rows(path / "test.conll"), "test") if (path / "test.conll").exists() else []
-            return conll_rows(path / "train.conll"), conll_rows(path / "dev.conll") + test
+    if path.is_dir() and not (path / "train.jsonl").exists() and any(map(conll.is_corpus_file, path.iterdir())):
+        train_file, dev_file, test_file = (_split_file(path, split) for split in conll.SPLIT_NAMES)
+        if train_file and dev_file:
+            test = tag_split(conll_rows(test_file), "test") if test_file else []
+            return conll_rows(train_file), conll_rows(dev_file) + test
         return split_rows(conll_rows(path), "sentence")
     return rows_from_path(path, read_rows, "sentence", keep_test=True)
 
@@ -526,5 +534,6 @@ register_trainer(TrainerSpec(
     description="Aspect tagger (Arg-CTRL §3.2): BIO token classification; macro F1/P/R over B, I, O (Table 3)",
     rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
     data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), {text, spans} JSONL, or "
-                 "CoNLL aspect spans (a .conll file or a folder of them)",
+                 "CoNLL aspect spans (a .conll / .txt file or a folder of them; the Ruckdeschel & Wiedemann "
+                 "corpus files as published)",
 ))

@@ -165,6 +165,21 @@ def test_conll_rows_are_app_f_rows_with_spans_on_the_rebuilt_sentence(tmp_path):
     assert [text[b:e] for b, e in spans] == row["aspect_pos_string"]
 
 
+def test_an_experiment_folder_of_the_published_corpus_is_its_split(tmp_path):
+    """``experiments/exp1_mw/corpora/conll_gold_token/{train,dev,test}.txt`` as the corpus publishes them: numbered
+    tokens labelled with aspect categories; train / dev / test are the split and the topic is the folder's."""
+    folder = tmp_path / "exp1_mw" / "corpora" / "conll_gold_token"
+    folder.mkdir(parents=True)
+    for split, words in (("train", ["wages", "rise"]), ("dev", ["prices", "climb"]), ("test", ["jobs", "go"])):
+        body = f"1\t{words[0]}\tPRICES\tTrue\n2\t{words[1]}\tO\tTrue\n3\t.\tO\tFalse\n\n"
+        (folder / f"{split}.txt").write_text(body * 2, encoding="utf-8")
+    train, dev = tagger.rows_from_file(folder)
+    assert [r["sentence"] for r in train] == ["wages rise."]  # the same sentence twice with the same spans: once
+    assert [(r["sentence"], r.get("split"), r["topic"]) for r in dev] == [
+        ("prices climb.", None, "minimum wage"), ("jobs go.", "test", "minimum wage")]
+    assert train[0]["aspect_pos_string"] == ["wages"]
+
+
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_train_tagger_from_a_folder_of_conll_files(tmp_path, tmp_artifacts):
@@ -185,9 +200,9 @@ def test_train_tagger_from_a_folder_of_conll_files(tmp_path, tmp_artifacts):
 @pytest.mark.django_db
 def test_a_bad_conll_file_exits_2_with_file_line(tmp_path, tmp_artifacts):
     path = tmp_path / "bad.conll"
-    path.write_text("Nuclear\tO\npower\tB-ASP\n\nIt\tO\nis\tASPECT\n", encoding="utf-8")
+    path.write_text("Nuclear\tO\npower\tB-ASP\n\nIt\tO\nis\tFalse\n", encoding="utf-8")
     with pytest.raises(CommandError) as info:
         call_command("train", "tagger", "--data", str(path), stdout=StringIO())
     assert info.value.returncode == 2
-    assert str(info.value) == f"{path}:5: label 'ASPECT' is not one of O, B-ASP, I-ASP, B, I"
+    assert str(info.value).startswith(f"{path}:5: label 'False' is not a label: O, B or I")
     assert not ModelVersion.objects.exists()

@@ -1,17 +1,17 @@
 """``manage.py aspects import|export|labels|convert``: App. F aspect datasets and ranker training labels.
 
     manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits] [--activate]
-    manage.py aspects import FILE.conll|FOLDER --format conll --project SLUG [--topic T] [--stance pro|con] [...]
-    manage.py aspects convert FILE.conll|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con]
+    manage.py aspects import FILE.conll|FILE.txt|FOLDER --format conll --project SLUG [--topic T] [--stance pro|con]
+    manage.py aspects convert FILE.conll|FILE.txt|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con]
     manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
     manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
     manage.py aspects export --project SLUG --split cross-topic --test T1,T2 --dev T3 --out-dir DIR
     manage.py aspects labels (--project SLUG | --appf FILE) --out FILE.jsonl
 
 Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
-``--format conll`` reads the argument-aspect span corpus (CoNLL, one token and its BIO label a line; a file or a
-folder of ``.conll`` files, one per topic: :mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic
-from each file's name unless ``--topic``, the stance from the corpus's copy of the sentence, else ``--stance`` --
+``--format conll`` reads the argument-aspect span corpus (CoNLL, one token and its label a line, numbered and with
+aspect categories as published or plain BIO; a file or a folder of ``.conll`` / ``.txt`` files, one per topic:
+:mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic from each file's name unless ``--topic``, the stance from the corpus's copy of the sentence, else ``--stance`` --
 and imports them as an App. F file would be; ``convert`` writes those rows as an App. F file instead.
 Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
 (either or both); cross-topic holds out App. F's topics unless ``--test T1,T2 --dev T3`` name others, and
@@ -42,9 +42,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
         p = sub.add_parser("import", help="import an App. F JSONL file (or CoNLL spans) into an aspect project")
-        p.add_argument("file", help="the App. F file; with --format conll a .conll file or a folder of them")
+        p.add_argument("file", help="the App. F file; with --format conll a .conll / .txt file or a folder of them")
         p.add_argument("--format", dest="fmt", choices=["appf", "conll"], default="appf",
-                       help="appf (default): Arg-CTRL App. F JSONL; conll: token<TAB>BIO label lines, one file a topic")
+                       help="appf (default): Arg-CTRL App. F JSONL; conll: [number<TAB>]token<TAB>label lines "
+                            "(BIO or aspect categories), one file a topic")
         p.add_argument("--topic", help="conll: the topic of every sentence (default: each file's name)")
         p.add_argument("--stance", choices=conll.STANCES,
                        help="conll: the stance of sentences the corpus does not have (App. F rows need one)")
@@ -66,7 +67,7 @@ class Command(BaseCommand):
         p.add_argument("--dev", default=None, help="cross-topic: comma-separated dev topics (default App. F's: "
                                                    "death penalty); every other topic is train")
         p = sub.add_parser("convert", help="write CoNLL aspect spans as an App. F JSONL file")
-        p.add_argument("file", help="a .conll file or a folder of them")
+        p.add_argument("file", help="a .conll / .txt file or a folder of them")
         p.add_argument("--out", required=True, help="the App. F file to write")
         p.add_argument("--topic", help="the topic of every sentence (default: each file's name)")
         p.add_argument("--stance", choices=conll.STANCES, help="the stance of sentences the corpus does not have")

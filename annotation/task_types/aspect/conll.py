@@ -1,20 +1,32 @@
 """The argument-aspect span corpus in CoNLL (Ruckdeschel & Wiedemann 2022) as App. F rows.
 
-One token and its BIO label per line, a blank line between sentences, one file per topic::
+One token and its label per line, a blank line between sentences, one file per topic. The corpus as published
+(``Leibniz-HBI/argument-aspect-corpus-v1``: ``datasets/<ab|mj|mw|ne>_conll_gold_chunk.txt`` and the experiments'
+``train.txt`` / ``dev.txt`` / ``test.txt``) numbers its tokens and labels each with its aspect category; a plain
+``token<TAB>label`` file with BIO labels reads the same way::
 
-    Nuclear	O
-    power	B-ASP
-    is	O
-    n't	O
-    cheap	B-ASP
-    .	O
+    1	Nuclear	O                      Nuclear	O
+    2	power	ECONOMIC IMPACT         power	B-ASP
+    3	is	O                           is	O
+    4	cheap	ECONOMIC IMPACT         cheap	B-ASP
+    5	.	O                           .	O
 
-- A line is ``token<TAB>label`` (more tab-separated columns are allowed: the token is the first, the label the
-  last; a line without a tab is split on spaces). Labels: ``O``, ``B-ASP`` / ``I-ASP`` or ``B`` / ``I`` (any case).
-  An ``I`` after an ``O`` starts a span (the IOB1 reading; nothing is dropped). ``-DOCSTART-`` lines and comment
-  lines (``# ...`` whose last field is not a label) end a sentence and are skipped.
-- The topic is the file name (``nuclear_energy.conll`` -> ``nuclear energy``: ``_`` and ``-`` read as spaces) unless
-  one is given.
+- Columns: a sentence whose first line starts with the number ``1`` and has three or more fields numbers its tokens
+  (``number<TAB>token<TAB>label[<TAB>...]``: the token is the second field, the label the third; further columns,
+  such as the corpus's ``True`` / ``False`` whitespace flag, are ignored, and the numbers must run 1, 2, 3 ...).
+  Otherwise the token is the first field and the label the last (a line without a tab is split on spaces).
+- Labels: ``O``; ``B`` / ``I`` with an optional category (``B-ASP``, ``I-GOVERNMENT``); or a bare category
+  (``GOVERNMENT``, ``UN/EMPLOYMENT RATE``), read as ``I-`` of it. A span is a ``B``, or an ``I`` after an ``O`` or
+  after another category (the IOB1 reading: nothing is dropped), with the ``I``'s of its category that follow it, so
+  a run of tokens with the same category is one span and two adjacent categories are two. The tagger and App. F are
+  single-class: the category is kept on the sentence (``span_categories``), not in the rows. A label that is a
+  number or ``True`` / ``False`` is refused (a column mix-up). ``-DOCSTART-`` lines and comment lines (``# ...``
+  without a tab, or whose last field is not a label) end a sentence and are skipped.
+- Files: ``.conll`` or ``.txt``; a folder's such files (sorted; hidden ones and README / LICENSE / NOTICE files left
+  out). The topic is given, else from the file's name: one of the corpus's topic codes as a word of it
+  (``mw_conll_gold_chunk.txt`` -> ``minimum wage``; ``ab`` abortion, ``mj`` marijuana legalization, ``ne``
+  nuclear energy), for a split file (``train`` / ``dev`` / ``test``) of its folders' names (``exp1_mw/...``), else the
+  name itself (``nuclear_energy.conll`` -> ``nuclear energy``: ``_`` and ``-`` read as spaces).
 - The sentence is rebuilt from its tokens (:func:`detokenize`): the tokens exactly as written, one space between
   two tokens except before closing punctuation (``. , ; : ! ? ) ] } %``, ``...``) and contractions (``n't``,
   ``'s``, ``'re``...), after opening brackets, and inside straight quotes (``" the report "`` -> ``"the
@@ -43,9 +55,12 @@ from corpus.models import Sentence
 
 from .appf import APPF_STANCE, AppFRow, format_pos
 
-EXTENSIONS = (".conll",)
-LABELS = {"o": "O", "b": "B", "i": "I", "b-asp": "B", "i-asp": "I"}
+EXTENSIONS = (".conll", ".txt")
 STANCES = ("pro", "con")
+# the corpus's topic codes (its file and experiment names: ab_conll_gold_chunk.txt, exp1_mw/...)
+CORPUS_TOPICS = {"ab": "abortion", "mj": "marijuana legalization", "mw": "minimum wage", "ne": "nuclear energy"}
+SPLIT_NAMES = ("train", "dev", "test")
+_NOT_CORPUS_FILES = ("readme", "license", "licence", "notice", "changelog")
 
 _CLOSING = re.compile(r"^(?:[.,;:!?)\]}%…]+|\.\.\.|n['’]t|['’](?:s|re|ve|ll|d|m|t))$", re.IGNORECASE)
 _OPENING = {"(", "[", "{", "``", "“", "‘"}
@@ -83,9 +98,21 @@ def detokenize(tokens: list[str]) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), offsets
 
 
+def _corpus_topic(name: str) -> str | None:
+    words = re.split(r"[_\-\s.]+", name.lower())
+    return next((CORPUS_TOPICS[w] for w in words if w in CORPUS_TOPICS), None)
+
+
 def topic_of_file(path) -> str:
-    """``nuclear_energy.conll`` -> ``nuclear energy``."""
-    return normalise(re.sub(r"[_\-]+", " ", Path(path).stem))
+    """``mw_conll_gold_chunk.txt`` -> ``minimum wage``, ``exp1_mw/corpora/conll_gold_token/train.txt`` -> ``minimum
+    wage``, ``nuclear_energy.conll`` -> ``nuclear energy`` (the module docstring)."""
+    path = Path(path)
+    names = [path.stem] + ([p.name for p in path.parents][:3] if path.stem.lower() in SPLIT_NAMES else [])
+    for name in names:
+        topic = _corpus_topic(name)
+        if topic:
+            return topic
+    return normalise(re.sub(r"[_\-]+", " ", path.stem))
 
 
 @dataclass
@@ -98,23 +125,68 @@ class ConllSentence:
     offsets: list[tuple[int, int]] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)  # (begin, length), App. F's form
     file: str = ""
+    categories: list[str | None] = field(default_factory=list)  # per token: its label's category, if any
+    span_categories: list[str | None] = field(default_factory=list)  # per span
 
     def build(self) -> "ConllSentence":
         self.text, self.offsets = detokenize(self.tokens)
-        spans, start = [], None
-        for i, label in enumerate(self.labels + ["O"]):
-            if start is not None and label != "I":
+        categories = self.categories or [None] * len(self.labels)
+        spans, kinds, start, open_category = [], [], None, None
+        for i, (label, category) in enumerate(zip(self.labels + ["O"], categories + [None])):
+            if start is not None and (label != "I" or category != open_category):
                 begin, end = self.offsets[start][0], self.offsets[i - 1][1]
                 spans.append((begin, end - begin))
+                kinds.append(open_category)
                 start = None
             if label == "B" or (label == "I" and start is None):
-                start = i
-        self.spans = spans
+                start, open_category = i, category
+        self.spans, self.span_categories = spans, kinds
         return self
 
 
-def _label(fields: list[str]) -> str | None:
-    return LABELS.get(fields[-1].lower()) if len(fields) >= 2 else None
+def parse_label(value: str) -> tuple[str, str | None] | None:
+    """``(B | I | O, category or None)`` of a label cell (the module docstring), or None when it is not a label."""
+    value = value.strip()
+    low = value.lower()
+    if not value or low in ("true", "false") or value.lstrip("+-").isdigit():
+        return None
+    if low == "o":
+        return "O", None
+    if low in ("b", "i"):
+        return low.upper(), None
+    if low[:2] in ("b-", "i-") and value[2:].strip():
+        category = value[2:].strip()
+        return low[0].upper(), (None if category.lower() == "asp" else category)
+    return "I", value  # a bare category: the IO reading
+
+
+def _numbered(lines: list[tuple[int, list[str]]]) -> bool:
+    """Whether a sentence's lines number their tokens (first field 1, 2, ... with a token and a label after it)."""
+    first = lines[0][1]
+    return len(first) >= 3 and first[0] == "1" and (len(lines) == 1 or lines[1][1][0] == "2")
+
+
+def _sentence_lines(path: Path, text: str) -> list[list[tuple[int, list[str]]]]:
+    """The token lines of each sentence, as ``(line number, fields)``."""
+    groups: list[list[tuple[int, list[str]]]] = []
+    current: list[tuple[int, list[str]]] | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("-DOCSTART-"):
+            current = None
+            continue
+        fields = line.rstrip("\r").split("\t") if "\t" in line else stripped.split()
+        fields = [f.strip() for f in fields]
+        if stripped.startswith("#") and ("\t" not in line or len(fields) < 2 or parse_label(fields[-1]) is None):
+            current = None  # a comment line (a token line starting with # has a tab and a label)
+            continue
+        if len(fields) < 2:
+            raise ImportFailed(path, number, f"expected a token and its label (token<TAB>label), found {line!r}")
+        if current is None:
+            current = []
+            groups.append(current)
+        current.append((number, fields))
+    return groups
 
 
 def parse_conll(path, text: str | None = None, *, topic: str | None = None) -> list[ConllSentence]:
@@ -125,43 +197,44 @@ def parse_conll(path, text: str | None = None, *, topic: str | None = None) -> l
     if not name:
         raise ImportFailed(path, 0, "no topic: give one (the file name has none)")
     sentences: list[ConllSentence] = []
-    current: ConllSentence | None = None
-    for number, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("-DOCSTART-"):
-            current = None
-            continue
-        fields = line.rstrip("\r").split("\t") if "\t" in line else stripped.split()
-        fields = [f.strip() for f in fields]
-        label = _label(fields)
-        if label is None:
-            if stripped.startswith("#"):
-                current = None  # a comment line
-                continue
-            if len(fields) < 2:
-                raise ImportFailed(path, number, f"expected a token and its label (token<TAB>label), found {line!r}")
-            raise ImportFailed(path, number, f"label {fields[-1]!r} is not one of O, B-ASP, I-ASP, B, I")
-        token = fields[0]
-        if not token:
-            raise ImportFailed(path, number, "the token is empty")
-        if current is None:
-            current = ConllSentence(line=number, topic=name, tokens=[], labels=[], file=path.name)
-            sentences.append(current)
-        current.tokens.append(token)
-        current.labels.append(label)
+    for lines in _sentence_lines(path, text):
+        numbered = _numbered(lines)
+        sentence = ConllSentence(line=lines[0][0], topic=name, tokens=[], labels=[], file=path.name)
+        for position, (number, fields) in enumerate(lines, start=1):
+            if numbered and (len(fields) < 3 or fields[0] != str(position)):
+                found = "\t".join(fields)
+                raise ImportFailed(path, number, f"expected token number {position} then its token and label "
+                                                 f"(this sentence numbers its tokens), found {found!r}")
+            token, cell = (fields[1], fields[2]) if numbered else (fields[0], fields[-1])
+            label = parse_label(cell)
+            if label is None:
+                raise ImportFailed(path, number, f"label {cell!r} is not a label: O, B or I (with an optional "
+                                                 "category: B-ASP, I-GOVERNMENT) or a category name; the label is "
+                                                 "the last column, or the third after a token number")
+            if not token:
+                raise ImportFailed(path, number, "the token is empty")
+            sentence.tokens.append(token)
+            sentence.labels.append(label[0])
+            sentence.categories.append(label[1])
+        sentences.append(sentence.build())
     if not sentences:
         raise ImportFailed(path, 0, "no sentences: the file has no token lines")
-    return [s.build() for s in sentences]
+    return sentences
+
+
+def is_corpus_file(path: Path) -> bool:
+    """A ``.conll`` / ``.txt`` file that is not hidden and not a README, LICENSE or NOTICE."""
+    return (path.is_file() and not path.name.startswith(".") and path.suffix.lower() in EXTENSIONS
+            and not path.stem.lower().startswith(_NOT_CORPUS_FILES))
 
 
 def conll_files(path) -> list[Path]:
-    """A ``.conll`` file as it is, or a folder's ``.conll`` files (sorted; hidden ones left out)."""
+    """A file as it is, or a folder's ``.conll`` / ``.txt`` files (:func:`is_corpus_file`, sorted)."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
-                       and p.suffix.lower() in EXTENSIONS)
+        files = sorted(p for p in path.iterdir() if is_corpus_file(p))
         if not files:
-            raise ImportFailed(path, 0, "folder has no .conll files")
+            raise ImportFailed(path, 0, "folder has no .conll or .txt files")
         return files
     if not path.exists():
         raise ImportFailed(path, 0, "file not found")

@@ -28,10 +28,12 @@ APPF = Source(
 CONLL = Source(
     "conll", "Argument-aspect spans (CoNLL)",
     "One token and its label a line (token, a tab, then O, B-ASP or I-ASP; B and I also do), a blank line between "
-    "sentences; one file a topic (the topic is the file's name unless you give one). The sentences are rebuilt from "
+    "sentences; the corpus's own files (numbered tokens, each labelled with its aspect category, e.g. "
+    "mw_conll_gold_chunk.txt) read as they are. One file a topic (the topic is the file's name unless you give one). "
+    "The sentences are rebuilt from "
     "their tokens and go into the corpus; the aspects are kept as the reference (or, as gold, as the expected answer). "
     "A sentence's stance is the corpus's for the same sentence, else the stance you give.",
-    extensions=(".conll",), rows="",
+    extensions=conll.EXTENSIONS, rows="",
     options=(SourceOption("as_gold", "Every sentence is a gold item (expected answer: its aspects)",
                           help="quality-check items; the project needs other items too"),
              SourceOption("topic", "Topic", kind="text", help="default: the file's name (nuclear_energy.conll: "

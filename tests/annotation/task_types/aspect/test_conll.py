@@ -95,6 +95,88 @@ def test_an_inside_label_after_outside_starts_a_span():
     assert [sentence.text[b:b + n] for b, n in sentence.spans] == ["rise fast"]
 
 
+# The corpus as published (Leibniz-HBI/argument-aspect-corpus-v1): numbered tokens, each labelled with its aspect
+# category, a fourth True / False column in the experiments' split files. The sentences are written for this test.
+PUBLISHED = """1\tA\tO\tTrue
+2\thigher\tO\tTrue
+3\twage\tO\tTrue
+4\twould\tO\tTrue
+5\tcost\tUN/EMPLOYMENT RATE\tTrue
+6\tjobs\tUN/EMPLOYMENT RATE\tTrue
+7\tand\tO\tTrue
+8\traise\tPRICES\tTrue
+9\tprices\tPRICES\tTrue
+10\t.\tO\tFalse
+
+1\tIt\tO\tTrue
+2\tlifts\tSOCIAL JUSTICE/INJUSTICE\tTrue
+3\tworkers\tSOCIAL JUSTICE/INJUSTICE\tTrue
+4\tout\tECONOMIC IMPACT\tTrue
+5\tof\tECONOMIC IMPACT\tTrue
+6\tpoverty\tECONOMIC IMPACT\tTrue
+7\t,\tO\tTrue
+8\tsays\tO\tTrue
+9\t#\tO\tTrue
+10\tRaiseTheWage\tGOVERNMENT\tFalse
+"""
+
+
+def test_the_corpus_files_as_published_read_with_numbers_and_categories(tmp_path):
+    path = tmp_path / "mw_conll_gold_chunk.txt"
+    path.write_text(PUBLISHED.replace("\tTrue", "").replace("\tFalse", ""), encoding="utf-8")  # datasets/: 3 columns
+    flagged = tmp_path / "flagged" / "mw_conll_gold_token.txt"
+    flagged.parent.mkdir()
+    flagged.write_text(PUBLISHED, encoding="utf-8")  # experiments/: the fourth column is ignored
+    for file in (path, flagged):
+        first, second = conll.parse_conll(file)
+        assert first.topic == "minimum wage" and (first.line, second.line) == (1, 12)
+        assert first.text == "A higher wage would cost jobs and raise prices."
+        assert [first.text[b:b + n] for b, n in first.spans] == ["cost jobs", "raise prices"]
+        assert first.span_categories == ["UN/EMPLOYMENT RATE", "PRICES"]
+        # two categories side by side are two spans; the tokens are the second column, not the numbers
+        assert second.text == "It lifts workers out of poverty, says # RaiseTheWage"
+        assert [second.text[b:b + n] for b, n in second.spans] == ["lifts workers", "out of poverty", "RaiseTheWage"]
+        assert second.span_categories == ["SOCIAL JUSTICE/INJUSTICE", "ECONOMIC IMPACT", "GOVERNMENT"]
+
+
+def test_bio_labels_with_categories_and_comment_lines():
+    text = ("# text = Wages rise, prices rise.\n#\tO\nWages\tB-PRICES\nrise\tI-PRICES\nprices\tI-GOVERNMENT\n"
+            "rise\tI-GOVERNMENT\nfast\tB-GOVERNMENT\n")
+    [sentence] = conll.parse_conll("nuclear_energy.conll", text)
+    assert sentence.line == 2 and sentence.tokens[0] == "#"  # a comment is skipped; a '#' token line is a token
+    assert [sentence.text[b:b + n] for b, n in sentence.spans] == ["Wages rise", "prices rise", "fast"]
+    assert sentence.span_categories == ["PRICES", "GOVERNMENT", "GOVERNMENT"]
+
+
+@pytest.mark.parametrize("path, topic", [
+    ("datasets/ab_conll_gold_chunk.txt", "abortion"),
+    ("datasets/mj_conll_gold_chunk.txt", "marijuana legalization"),
+    ("experiments/exp1_ne/corpora/conll_gold_token/train.txt", "nuclear energy"),
+    ("experiments/exp2_mw/corpora/conll_gold_chunk/test.txt", "minimum wage"),
+    ("spans/nuclear_energy.conll", "nuclear energy"),
+    ("spans/gun-control.conll", "gun control"),
+])
+def test_the_topic_comes_from_the_corpus_file_and_folder_names(path, topic):
+    assert conll.topic_of_file(Path(path)) == topic
+
+
+def test_convert_a_folder_of_the_corpus_files_as_published(tmp_path):
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    (folder / "mw_conll_gold_chunk.txt").write_text(PUBLISHED, encoding="utf-8")
+    (folder / "ne_conll_gold_chunk.txt").write_text("1\tReactors\tO\n2\tleak\tSAFETY\n3\t.\tO\n",
+                                                    encoding="utf-8")
+    (folder / "README.txt").write_text("The Argument Aspect Corpus V1\n")
+    (folder / "LICENSE").write_text("terms\n")
+    out = tmp_path / "appf.jsonl"
+    assert ": 3 App. F rows" in run("convert", folder, "--out", out, "--stance", "con")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["topic"], r["aspect_pos_string"]) for r in rows] == [
+        ("minimum wage", ["cost jobs", "raise prices"]),
+        ("minimum wage", ["lifts workers", "out of poverty", "RaiseTheWage"]),
+        ("nuclear energy", ["leak"])]
+
+
 def test_import_a_folder_as_gold_then_export_round_trips(tmp_path):
     folder = folder_of(tmp_path)
     out = run("import", folder, "--format", "conll", "--project", "spans", "--create", "--as-gold",
@@ -140,7 +222,9 @@ def test_a_sentence_without_a_stance_is_refused_with_its_line_and_nothing_is_wri
 
 
 @pytest.mark.parametrize("body, line, reason", [
-    ("Nuclear\tO\npower\tASPECT\n", 2, "label 'ASPECT' is not one of O, B-ASP, I-ASP, B, I"),
+    ("Nuclear\tO\npower\tTrue\n", 2, "label 'True' is not a label: O, B or I"),
+    ("1\tNuclear\tO\tTrue\n2\tpower\t7\tTrue\n", 2, "label '7' is not a label"),
+    ("1\tNuclear\tO\n2\tpower\tO\n4\tis\tO\n", 3, "expected token number 3 then its token and label"),
     ("Nuclear\tO\npower\n", 2, "expected a token and its label"),
     ("\n\n", 0, "no sentences"),
 ])
