@@ -69,8 +69,13 @@ demo: venv migrate
 # var/bench/run-<UTC time>.txt. bench/RESULTS.md says which run its figures come from. UKP_ASPECT: the UKP ASPECT
 # TSV for bench/quality.py (skipped, saying so, when missing).
 UKP_ASPECT ?= ../shared/data/ukp_aspect/UKP_ASPECT.tsv
+# ASPECT_SPANS: a labelled aspect-span folder for bench/silver.py's F1 on real data, by default one experiment split
+# of the argument-aspect corpus (github.com/Leibniz-HBI/argument-aspect-corpus-v1) copied under var/data/
+# (skipped, saying so, when missing).
+ASPECT_SPANS ?= var/data/argument-aspect-corpus-v1/experiments/exp1_mw/corpora/conll_gold_token
 BENCH_RUNS = \
 	"bench/silver.py" \
+	"bench/silver.py --data $(ASPECT_SPANS)" \
 	"bench/silver.py --workers 1,2 --n 1000" \
 	"bench/import_jsonl.py --rows 1000000 --repeat 2" \
 	"bench/import_kialo.py" \
@@ -88,6 +93,8 @@ bench: venv
 	  set -- $$run; \
 	  if [ "$$1" = bench/quality.py ] && [ ! -f "$(UKP_ASPECT)" ]; then \
 	    echo "== $$run: skipped ($(UKP_ASPECT) not found; set UKP_ASPECT=...)" | tee -a $$log; continue; fi; \
+	  if [ "$$2" = --data ] && [ "$$1" = bench/silver.py ] && [ ! -e "$(ASPECT_SPANS)" ]; then \
+	    echo "== $$run: skipped ($(ASPECT_SPANS) not found; set ASPECT_SPANS=...)" | tee -a $$log; continue; fi; \
 	  echo "== $$run ($$(date -u +%H:%M:%S) UTC)" | tee -a $$log; \
 	  $(PY) $$run 2>&1 | grep --line-buffered -v -e '^Remove reshape node' -e '^Fused ' -e '^Ignore MatMul' -e '^Quantization parameters' -e '^get_tensor_type' | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "== $$run failed" | tee -a $$log; exit 1; }; \
