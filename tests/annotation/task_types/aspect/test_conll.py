@@ -264,3 +264,20 @@ def test_the_studio_conll_source_previews_and_imports_gold(tmp_path):
     saved = Project.objects.get(slug=result["project"])
     assert Item.objects.filter(project=saved).count() == 2
     assert set(Sentence.objects.values_list("topic__name", "stance")) == {("nuclear energy", "con")}
+
+
+def test_the_studio_conll_source_takes_a_corpus_file_as_published():
+    project = studio.check_setup(name="Minimum wage aspects", task_type="aspect", config={},
+                                 values={"assignments_per_item": 1, "items_per_hit": 2})
+    source = studio.source_named(get_task_type("aspect"), "conll")
+    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / "t-conll-published"
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / "upload-5678.txt"
+    stored.write_text(PUBLISHED, encoding="utf-8")
+    data = studio.source_input(source, upload={"path": str(stored), "name": "mw_conll_gold_chunk.txt"},
+                               options={"stance": "pro", "as_gold": True})
+    preview, problems = studio.preview_import(project, data)
+    assert problems == [] and preview.gold == 2 and preview.rows[0][1] == "minimum wage"  # the corpus's topic code
+    result = studio.run_import(studio.import_spec(project, data), job="job-conll-published")
+    gold = GoldItem.objects.get(item__project__slug=result["project"], item__payload__text__startswith="It lifts")
+    assert [a["text"] for a in gold.expected["aspects"]] == ["lifts workers", "out of poverty", "RaiseTheWage"]
