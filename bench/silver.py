@@ -5,10 +5,11 @@
                                                     # (bench/silver_workers.py)
 
 Model: the packaged all-MiniLM-L6-v2 with a token-classification head trained briefly (``--train-steps``) on
-planted aspects, or on ``--data FILE`` (any file or folder ``manage.py train tagger --data`` reads: App. F JSONL, CoNLL,
-the argument-aspect corpus as published, e.g. its ``experiments/exp1_mw/corpora/conll_gold_token/`` folder; then the
-F1 below is on that data's held-out rows, dev and test). Both sides run the same trained 6-layer encoder on the same sentences,
-with the same number of threads (``--threads``, default 1: one per worker process, as silver workers run).
+planted aspects, or on ``--data FILE`` (any file or folder ``manage.py train tagger --data`` reads: App. F JSONL,
+CoNLL, the argument-aspect corpus as published, e.g. its ``experiments/exp1_mw/corpora/conll_gold_token/`` folder;
+then the tagger's own recipe unless ``--train-steps``, and the F1 below is on that data's held-out rows, dev and
+test). Training is untimed and uses every core. Both sides run the same trained 6-layer encoder on the same
+sentences, with the same number of threads (``--threads``, default 1: one per worker process, as silver workers run).
 
 Sentences: ``--texts FILE`` (one sentence per line, or a TSV whose columns hold sentences), by default the real
 arguments of ``../shared/data/ukp_aspect/UKP_ASPECT.tsv`` when present, else planted ones (the bench says which).
@@ -22,8 +23,9 @@ Contenders, timed interleaved ``--repeats`` times (each round runs every contend
 - ``ours onnx int8``: the same on ONNX Runtime (exported once, int8 weights) -- what silver runs use on CPU.
 
 Prints sentences/s per contender and round, the ratio ours / best baseline (min / median / max over the rounds),
-the machine load before and after, and the F1 of each of ours against the fp32 model: token macro F1 and exact span F1
-on the held-out rows, and on the real sentences the span-level agreement of each int8 engine with the fp32 model's spans (no gold there).
+the machine load before and after, and the F1 of each of ours against the fp32 model: token macro F1 and exact span
+F1 on the held-out rows, and on the real sentences the span-level agreement of each int8 engine with the fp32
+model's spans (no gold there).
 Targets (issue 25): >= 1.5x the best pipeline set-up, F1 within 0.5 points.
 """
 from __future__ import annotations

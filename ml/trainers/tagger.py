@@ -5,9 +5,10 @@ Rows
     tagger --data appf.jsonl`` reads, :func:`rows_from_file`) or ``{"text", "spans": [{"begin",
     "end"}]}``. ``--data`` may also be the argument-aspect span corpus in CoNLL (a ``.conll`` / ``.txt`` file as
     published, or a folder of them, one per topic; train + dev (+ test) files in a folder are taken as the split):
-    its sentences, rebuilt from their tokens, become App. F rows (:func:`annotation.task_types.aspect.conll.tagger_rows`). Words are the
-    annotation tokens (:func:`ml.inference.words_of`); a word inside an aspect is ``B``
-    (first word) or ``I``; every other word ``O``. Sub-words after the first of a word are ignored in the loss.
+    its sentences, rebuilt from their tokens, become App. F rows
+    (:func:`annotation.task_types.aspect.conll.tagger_rows`). Words are the annotation tokens
+    (:func:`ml.inference.words_of`); a word inside an aspect is ``B`` (first word) or ``I``; every other word ``O``.
+    Sub-words after the first of a word are ignored in the loss.
 
 Model
     ``AutoModelForTokenClassification`` from ``base_model`` (default: the packaged all-MiniLM-L6-v2, its encoder with a

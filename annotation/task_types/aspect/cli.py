@@ -11,8 +11,9 @@
 Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr, exits 2 and writes nothing.
 ``--format conll`` reads the argument-aspect span corpus (CoNLL, one token and its label a line, numbered and with
 aspect categories as published or plain BIO; a file or a folder of ``.conll`` / ``.txt`` files, one per topic:
-:mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic from each file's name unless ``--topic``, the stance from the corpus's copy of the sentence, else ``--stance`` --
-and imports them as an App. F file would be; ``convert`` writes those rows as an App. F file instead.
+:mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic from each file's name unless ``--topic``, the
+stance from the corpus's copy of the sentence, else ``--stance`` -- and imports them as an App. F file would be;
+``convert`` writes those rows as an App. F file instead.
 Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
 (either or both); cross-topic holds out App. F's topics unless ``--test T1,T2 --dev T3`` name others, and
 exits 2 writing nothing when a test / dev topic is not in the project (the message lists its topics). A wrong
