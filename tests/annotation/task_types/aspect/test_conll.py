@@ -5,7 +5,6 @@ stance from the corpus or ``--stance``, ``aspects convert``, the studio's ``conl
 from __future__ import annotations
 
 import json
-import shutil
 from io import StringIO
 from pathlib import Path
 
@@ -245,14 +244,21 @@ def test_the_same_sentence_with_other_spans_is_refused_naming_both_lines(tmp_pat
     assert "1 repeated sentence(s) kept once" in run("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro")
 
 
-def test_the_studio_conll_source_previews_and_imports_gold(tmp_path):
-    project = studio.check_setup(name="CoNLL study", task_type="aspect", config={},
+def studio_upload(study: str, body: str, stored_name: str):
+    """``(project, the aspect type's conll source, the stored upload)``: a new study and a file as the studio
+    stores an upload."""
+    project = studio.check_setup(name=study, task_type="aspect", config={},
                                  values={"assignments_per_item": 1, "items_per_hit": 2})
     source = studio.source_named(get_task_type("aspect"), "conll")
-    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / "t-conll"
+    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / f"t-{project.slug}"
     folder.mkdir(parents=True, exist_ok=True)
-    stored = folder / "upload-1234.conll"
-    shutil.copy(folder_of(tmp_path) / "nuclear_energy.conll", stored)
+    stored = folder / stored_name
+    stored.write_text(body, encoding="utf-8")
+    return project, source, stored
+
+
+def test_the_studio_conll_source_previews_and_imports_gold():
+    project, source, stored = studio_upload("CoNLL study", NUCLEAR, "upload-1234.conll")
     bad = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
                               options={"stance": "maybe"})
     assert studio.preview_import(project, bad)[1] == ["stance: pro or con (or empty), not 'maybe'"]
@@ -267,13 +273,7 @@ def test_the_studio_conll_source_previews_and_imports_gold(tmp_path):
 
 
 def test_the_studio_conll_source_takes_a_corpus_file_as_published():
-    project = studio.check_setup(name="Minimum wage aspects", task_type="aspect", config={},
-                                 values={"assignments_per_item": 1, "items_per_hit": 2})
-    source = studio.source_named(get_task_type("aspect"), "conll")
-    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / "t-conll-published"
-    folder.mkdir(parents=True, exist_ok=True)
-    stored = folder / "upload-5678.txt"
-    stored.write_text(PUBLISHED, encoding="utf-8")
+    project, source, stored = studio_upload("Minimum wage aspects", PUBLISHED, "upload-5678.txt")
     data = studio.source_input(source, upload={"path": str(stored), "name": "mw_conll_gold_chunk.txt"},
                                options={"stance": "pro", "as_gold": True})
     preview, problems = studio.preview_import(project, data)
