@@ -34,6 +34,13 @@ Runs (:func:`start_run` -> a Celery task -> :func:`run`)
     asked again in another pass after a back-off (``ARGORA_LLM_BACKOFF``; a 429's ``Retry-After`` when it is longer,
     at most ``ARGORA_LLM_MAX_SLEEP``), until ``options["max_attempts"]`` (``ARGORA_LLM_MAX_ATTEMPTS``) attempts per
     item were made. Progress goes to ``progress(done, total)``.
+
+Not a way out of the server (SECURITY.md)
+    An LLM annotator's ``base_url`` other than the operator's endpoint (the scheme, host and port of
+    ``ARGORA_LLM_BASE_URL``) must not reach the server's own networks unless the operator allowed the host
+    (:func:`check_base_url`, :mod:`argora.outbound`), and ``api_key_env`` must start with ``ARGORA_LLM_KEY_PREFIX``
+    (:func:`key_env_name`): checked here on write and again by the client at call time. A failed attempt keeps only
+    the first ``RAW_EXCERPT`` characters of the reply, and its error says how long the reply was.
 """
 from __future__ import annotations
 
@@ -50,6 +57,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from argora import outbound
 from argora.errors import FieldError
 from argora.progress import Progress, null_progress
 
@@ -83,6 +91,7 @@ LLM_TASK = "ml.llm_annotate"                 # default queue: an HTTP client, no
 DEFAULT_BATCH = {ModelAnnotator.Kind.REGISTRY: 64, ModelAnnotator.Kind.LLM: 4}
 NAME_MAX = 100
 TEMPLATE_MAX = 20000
+RAW_EXCERPT = 500    # characters of a failed attempt's reply that are stored (and shown on the Failures page)
 STALE_SECONDS = 600  # a "running" annotator without a batch for this long may be started again
 
 # The prompt a new LLM annotator starts with and the answer format it is told (``$format``) come from the task type's
@@ -156,6 +165,37 @@ def _check_template(project: Project, template: str) -> str:
 
 
 # --- set-up ------------------------------------------------------------------------------------------------------
+def is_operator_endpoint(url: str) -> bool:
+    """``url`` reaches the operator's own LLM endpoint (the scheme, host and port of ``ARGORA_LLM_BASE_URL``)."""
+    return outbound.same_origin(str(url), str(settings.ARGORA_LLM_BASE_URL or ""))
+
+
+def check_base_url(url: str) -> str:
+    """``url`` when an LLM annotator may call it: the operator's endpoint, or one whose host resolves only to
+    addresses outside the server's networks or allowed by the operator (:func:`argora.outbound.check_url`)."""
+    if is_operator_endpoint(url):
+        return url
+    try:
+        return outbound.check_url(str(url))
+    except outbound.Refused as exc:
+        raise FieldError("base_url", str(exc)) from None
+
+
+def key_env_name(name) -> str:
+    """``name`` when an annotator may read its key from that environment variable: it starts with
+    ``ARGORA_LLM_KEY_PREFIX`` (so no annotator can send ``DJANGO_SECRET_KEY``, ``PROLIFIC_API_TOKEN`` or AWS keys)."""
+    if not (isinstance(name, str) and name.isascii() and name.replace("_", "").isalnum()):
+        raise FieldError("api_key_env", "the name of an environment variable holding the key")
+    prefix = str(settings.ARGORA_LLM_KEY_PREFIX or "")
+    if not prefix:
+        raise FieldError("api_key_env", "the operator allows no key variable per annotator (ARGORA_LLM_KEY_PREFIX "
+                                        "is empty): leave it empty to use ARGORA_LLM_API_KEY")
+    if not name.startswith(prefix) or name == prefix:
+        raise FieldError("api_key_env", f"a variable whose name starts with {prefix} (e.g. {prefix}OPENAI), which "
+                                        f"the operator sets; empty: ARGORA_LLM_API_KEY")
+    return name
+
+
 def _number(options: dict, key: str, low: float, high: float, *, integer: bool = False):
     if key not in options or options[key] in (None, ""):
         return
@@ -182,11 +222,12 @@ def _clean_options(kind: str, project: Project, options: dict | None) -> dict:
         base = str(options.get("base_url") or settings.ARGORA_LLM_BASE_URL or "")
         if not base.startswith(("http://", "https://")):
             raise FieldError("base_url", "the endpoint's base URL, e.g. http://localhost:8000/v1 (vLLM)")
+        if options.get("base_url"):
+            options["base_url"] = check_base_url(base.strip())
         if not str(options.get("model") or settings.ARGORA_LLM_MODEL or "").strip():
             raise FieldError("model", "name the model the endpoint serves (or set ARGORA_LLM_MODEL)")
-        env = options.get("api_key_env")
-        if env is not None and not (isinstance(env, str) and env.replace("_", "").isalnum()):
-            raise FieldError("api_key_env", "the name of an environment variable holding the key")
+        if options.get("api_key_env") is not None:
+            key_env_name(options["api_key_env"])
         _number(options, "temperature", 0, 2)
         _number(options, "timeout", 1, 600)
         _number(options, "max_tokens", 1, 32768, integer=True)
@@ -386,12 +427,15 @@ def store_answers(annotator: ModelAnnotator, items: list[Item], answers: list[di
                 except ResponseInvalid as exc:
                     failure, error = ModelAnswerFailure.Kind.INVALID, f"{exc.field}: {exc.reason}"
             if failure:
+                raw = str(answer.get("raw") or "")
+                if len(raw) > RAW_EXCERPT:
+                    error = f"{error[:4800]} (a reply of {len(raw)} characters: its first {RAW_EXCERPT} are kept)"
                 if failure not in ModelAnswerFailure.Kind.values:
                     failure = ModelAnswerFailure.Kind.ERROR
                 if failure == ModelAnswerFailure.Kind.RATE_LIMITED and answer.get("retry_after"):
                     wait = max(wait or 0.0, float(answer["retry_after"]))
                 ModelAnswerFailure.objects.create(annotator=annotator, item=item, kind=failure, error=error[:5000],
-                                                  raw=str(answer.get("raw") or "")[:20000], attempt=attempt,
+                                                  raw=raw[:RAW_EXCERPT], attempt=attempt,
                                                   seconds=float(answer.get("seconds") or 0.0), **common)
                 continue
             assignment, _ = Assignment.objects.get_or_create(

@@ -5,6 +5,14 @@ and ``Authorization: Bearer <key>`` when a key is set. Settings (``argora/settin
 ``ARGORA_LLM_MODEL``, ``ARGORA_LLM_API_KEY``, ``ARGORA_LLM_TIMEOUT``; a model annotator's ``options`` override the
 base URL, the model, the time-out, and name another environment variable for the key (``api_key_env``).
 
+Not a way out of the server (SECURITY.md): :func:`endpoint` checks again what :mod:`annotation.model_annotators`
+checked on write -- a base URL other than the operator's (``ARGORA_LLM_BASE_URL``'s scheme, host and port) must not
+reach the server's own networks (:mod:`argora.outbound`), and ``api_key_env`` must start with
+``ARGORA_LLM_KEY_PREFIX`` -- raising :class:`~argora.errors.FieldError`, which fails the run; the call itself goes
+through :func:`argora.outbound.post`, which checks every address at connect time and follows no redirect. The
+operator's ``ARGORA_LLM_API_KEY`` is sent only to the operator's endpoint. A reply is read up to
+``MAX_REPLY_BYTES``.
+
 One request, one outcome, as in :mod:`prolific.client`: :func:`chat` returns a :class:`Reply` or raises
 :class:`LLMFailure` whose ``kind`` says what went wrong (``timeout``, ``rate_limited`` with the ``Retry-After`` in
 seconds -- a number or an HTTP date --, ``http`` for other statuses and network errors, ``malformed`` for a body
@@ -28,7 +36,11 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.model_annotators import check_base_url, is_operator_endpoint, key_env_name
+from argora import outbound
+
 CONNECT_TIMEOUT = 5.0
+MAX_REPLY_BYTES = 4_000_000  # a longer body is not read on (malformed)
 
 
 class LLMFailure(Exception):
@@ -55,6 +67,7 @@ class Endpoint:
     timeout: float = 60.0
     temperature: float = 0.0
     max_tokens: int = 512
+    trusted: bool = False  # the operator's endpoint (ARGORA_LLM_BASE_URL): no address check
 
     @property
     def model_id(self) -> str:
@@ -62,10 +75,19 @@ class Endpoint:
 
 
 def endpoint(options: dict | None = None) -> Endpoint:
-    """The endpoint of a model annotator: its ``options`` over the ``ARGORA_LLM_*`` settings."""
+    """The endpoint of a model annotator: its ``options`` over the ``ARGORA_LLM_*`` settings. Raises
+    :class:`~argora.errors.FieldError` (``base_url``, ``api_key_env``) for what may not be called or read (the
+    options may have been written to the database past the checks)."""
     o = options or {}
-    key = os.environ.get(o["api_key_env"], "") if o.get("api_key_env") else settings.ARGORA_LLM_API_KEY
-    return Endpoint(base_url=str(o.get("base_url") or settings.ARGORA_LLM_BASE_URL).rstrip("/"),
+    base = str(o.get("base_url") or settings.ARGORA_LLM_BASE_URL).rstrip("/")
+    trusted = not o.get("base_url") or is_operator_endpoint(base)
+    if not trusted:
+        check_base_url(base)
+    if o.get("api_key_env"):
+        key = os.environ.get(key_env_name(o["api_key_env"]), "")
+    else:
+        key = settings.ARGORA_LLM_API_KEY if trusted else ""
+    return Endpoint(base_url=base, trusted=trusted,
                     model=str(o.get("model") or settings.ARGORA_LLM_MODEL), api_key=key or "",
                     timeout=float(o.get("timeout") or settings.ARGORA_LLM_TIMEOUT),
                     temperature=float(o.get("temperature") or 0.0), max_tokens=int(o.get("max_tokens") or 512))
@@ -87,8 +109,24 @@ def retry_after(response: requests.Response) -> float:
     return min(max(seconds, 0.0), float(settings.ARGORA_LLM_MAX_SLEEP))
 
 
+def _read(response: requests.Response) -> tuple[str, bool]:
+    """The body as text, at most ``MAX_REPLY_BYTES`` of it, and whether it was longer."""
+    chunks, size = [], 0
+    try:
+        for chunk in response.iter_content(65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                break
+    finally:
+        response.close()
+    body = b"".join(chunks)
+    return body[:MAX_REPLY_BYTES].decode(response.encoding or "utf-8", errors="replace"), size > MAX_REPLY_BYTES
+
+
 def chat(ep: Endpoint, messages: list[dict]) -> Reply:
-    """One chat completion (see the module doc)."""
+    """One chat completion (see the module doc); :class:`argora.outbound.Refused` when the endpoint's address may
+    not be called (it fails the run)."""
     headers = {"Content-Type": "application/json", "User-Agent": "argora"}
     if ep.api_key:
         headers["Authorization"] = f"Bearer {ep.api_key}"
@@ -96,8 +134,9 @@ def chat(ep: Endpoint, messages: list[dict]) -> Reply:
             "logprobs": True}
     began = time.monotonic()
     try:
-        response = requests.post(f"{ep.base_url}/chat/completions", json=body, headers=headers,
-                                 timeout=(CONNECT_TIMEOUT, ep.timeout))
+        response = outbound.post(f"{ep.base_url}/chat/completions", trusted=ep.trusted, json=body,
+                                 headers=headers, timeout=(CONNECT_TIMEOUT, ep.timeout), stream=True)
+        raw, too_long = _read(response)
     except requests.Timeout as exc:
         raise LLMFailure("timeout", f"no reply within {ep.timeout:g} s ({type(exc).__name__})",
                          seconds=time.monotonic() - began) from exc
@@ -105,14 +144,18 @@ def chat(ep: Endpoint, messages: list[dict]) -> Reply:
         raise LLMFailure("http", f"no answer from {ep.base_url} ({type(exc).__name__}: {exc})",
                          seconds=time.monotonic() - began) from exc
     seconds = time.monotonic() - began
-    raw = response.text[:20000]
     if response.status_code == 429:
         raise LLMFailure("rate_limited", "429: the endpoint is rate-limiting", raw=raw,
                          retry_after=retry_after(response), seconds=seconds)
     if response.status_code >= 400:
         raise LLMFailure("http", f"HTTP {response.status_code} from {ep.base_url}", raw=raw, seconds=seconds)
+    if response.status_code >= 300:
+        raise LLMFailure("http", f"HTTP {response.status_code} from {ep.base_url}: redirects are not followed",
+                         raw=raw, seconds=seconds)
+    if too_long:
+        raise LLMFailure("malformed", f"the reply is longer than {MAX_REPLY_BYTES} bytes", raw=raw, seconds=seconds)
     try:
-        payload = response.json()
+        payload = json.loads(raw)
         choice = payload["choices"][0]
         text = choice["message"]["content"]
         if not isinstance(text, str):

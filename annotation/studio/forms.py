@@ -284,7 +284,9 @@ class LLMAnnotatorForm(forms.Form):
     model = forms.CharField(label="Model", required=False, max_length=300)
     base_url = forms.CharField(label="Base URL", required=False, max_length=500)
     api_key_env = forms.CharField(label="API key variable", required=False, max_length=200,
-                                  help_text="the environment variable that holds the key; empty: ARGORA_LLM_API_KEY")
+                                  help_text="the environment variable that holds the key, its name starting with "
+                                            "ARGORA_LLM_KEY_PREFIX (default ARGORA_LLM_KEY_); empty: "
+                                            "ARGORA_LLM_API_KEY, sent only to ARGORA_LLM_BASE_URL")
     temperature = forms.CharField(label="Temperature (0-2)", required=False, widget=_number_input("0.1"),
                                   help_text="empty: 0 (the most likely answer)")
     batch_size = forms.CharField(label="Batch size", required=False, widget=_number_input("1"),
@@ -297,7 +299,8 @@ class LLMAnnotatorForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["model"].help_text = f"empty: ARGORA_LLM_MODEL ({default_model or 'not set'})"
         self.fields["base_url"].help_text = (f"the OpenAI-compatible endpoint; empty: ARGORA_LLM_BASE_URL "
-                                             f"({default_base_url or 'not set'})")
+                                             f"({default_base_url or 'not set'}). Another host must not be of the "
+                                             f"server's own networks unless ARGORA_OUTBOUND_ALLOWED_HOSTS allows it")
 
     def options(self) -> dict:
         return {key: self.cleaned_data.get(key) for key in self.OPTIONS}
