@@ -17,9 +17,10 @@ log = logging.getLogger(__name__)
 def enqueue_once(key: str, task, *, window: int, args=(), kwargs=None, countdown: int = 0,
                  force: bool = False, robust: bool = True) -> bool:
     """Enqueue ``task`` with ``args`` / ``kwargs`` after commit unless ``key`` was taken in the last ``window``
-    seconds; ``force`` skips the window. A cache that is down or hung (its calls time out after
-    ``ARGORA_SERVICE_TIMEOUT`` / 4) is logged and nothing is enqueued. ``robust``: a broker that is down is logged,
-    never raised into the request that triggered the job. Returns whether the task was enqueued."""
+    seconds; ``force`` skips the window. A cache that is down or hung (a call waits ``ARGORA_SERVICE_TIMEOUT`` / 4 at
+    most, and in a request no longer than its budget allows: :mod:`argora.budget`) is logged and nothing is enqueued.
+    ``robust``: a broker that is down is logged, never raised into the request that triggered the job. Returns whether
+    the task was enqueued."""
     if not force:
         try:
             if not cache.add(key, 1, timeout=max(1, int(window))):

@@ -4,11 +4,9 @@ environment and ``check --deploy`` is clean with them."""
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,33 +17,6 @@ from rest_framework.test import APIClient
 from annotation import services
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def hung_redis():
-    """A TCP server that accepts connections and never answers (a hung Redis, not a down one)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(50)
-    held = []
-    stop = threading.Event()
-
-    def accept():
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -61,8 +32,10 @@ def test_a_hung_cache_does_not_fail_a_submission(hung_redis, django_user_model, 
     api = APIClient()
     api.force_authenticate(user)
     with override_settings(CACHES=hung):
-        with pytest.raises(Exception):  # the cache itself times out ...
-            caches["default"].get("probe")
+        # the cache itself cannot answer: a read is a miss, a lock raises (argora.budget) ...
+        assert caches["default"].get("probe", "miss") == "miss"
+        with pytest.raises(Exception):
+            caches["default"].add("probe", 1)
         body = api.post(f"/api/projects/{project.slug}/next/").json()
         r = api.post(f"/api/assignments/{body['assignment']}/submit/",
                      {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}}, format="json")

@@ -79,6 +79,13 @@ def subprocess_env(**extra: str) -> dict:
     return env
 
 
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 now (for a server a test starts: gunicorn, a private redis-server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Linux: the child gets SIGTERM when the test process dies, so no orphan worker eats later messages."""
     try:
@@ -116,14 +123,23 @@ class WorkerProcess:
         return self.proc.returncode
 
 
-def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT) -> dict:
+def send_ping(queue: str, broker_url: str | None = None):
+    """``argora.ping`` to ``queue`` through the test process's broker, or through ``broker_url`` (a private one)."""
+    from argora.celery import app
+    from argora.tasks import ping
+
+    if broker_url is None:
+        return ping.apply_async(queue=queue)
+    with app.connection_for_write(broker_url) as connection:
+        return ping.apply_async(queue=queue, connection=connection)
+
+
+def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT, broker_url: str | None = None) -> dict:
     """Send ``argora.ping`` to the worker's first queue until it answers (bounded by ``timeout``)."""
     from celery.exceptions import TimeoutError as CeleryTimeout
 
-    from argora.tasks import ping
-
     deadline = time.monotonic() + timeout
-    result = ping.apply_async(queue=worker.queues[0])
+    result = send_ping(worker.queues[0], broker_url)
     while True:
         if not worker.alive():
             raise RuntimeError(f"celery worker exited with {worker.proc.returncode} before it was ready:\n{worker.log()}")
@@ -136,16 +152,17 @@ def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT) -> d
         if answer.get("worker") == worker.hostname:
             return answer
         # an answer from some other worker: ask again until ours answers
-        result = ping.apply_async(queue=worker.queues[0])
+        result = send_ping(worker.queues[0], broker_url)
 
 
 @contextlib.contextmanager
 def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo", purge: bool = True,
-                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = ()):
-    """Start ``celery -A argora worker`` on ``queues`` against the current (test) database; yield it ready."""
+                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = (), broker_url: str | None = None):
+    """Start ``celery -A argora worker`` on ``queues`` against the current (test) database; yield it ready.
+    ``broker_url``: the worker's broker instead of the test process's (a private redis-server; nothing is purged)."""
     from argora.celery import app
 
-    if purge:  # stale messages from an earlier, interrupted run must not run against this database
+    if purge and broker_url is None:  # stale messages of an earlier, interrupted run must not run against this database
         app.control.purge()
     hostname = f"argora-test-{uuid.uuid4().hex[:8]}@%h"
     log_dir = Path(tempfile.mkdtemp(prefix="argora-worker-"))
@@ -158,11 +175,12 @@ def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo
         *extra_args,
     ]
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=subprocess_env(), stdout=log_file, stderr=subprocess.STDOUT,
+        env = subprocess_env(**({"CELERY_BROKER_URL": broker_url} if broker_url else {}))
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     worker = WorkerProcess(proc, log_path, hostname.replace("%h", socket.gethostname()), tuple(queues))
     try:
-        wait_until_ready(worker, timeout=ready_timeout)
+        wait_until_ready(worker, timeout=ready_timeout, broker_url=broker_url)
         yield worker
     finally:
         worker.stop()
