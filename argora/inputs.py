@@ -17,7 +17,7 @@ import json
 
 from django.http import HttpResponseBadRequest, JsonResponse
 
-from .errors import FieldError
+from .errors import FieldError, is_api
 
 MAX_JSON_DEPTH = 64
 NUL = "\x00"
@@ -101,7 +101,7 @@ class InputGuardMiddleware:
             bad = self._nul_in(request.POST)
         if bad is not None:
             reason = "contains a NUL character"
-            if request.path.startswith("/api/"):
+            if is_api(request):
                 return JsonResponse({"errors": {bad: reason}}, status=400)
             return HttpResponseBadRequest(f"{bad}: {reason}", content_type="text/plain; charset=utf-8")
         return self.get_response(request)

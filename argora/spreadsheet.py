@@ -3,8 +3,9 @@
 A cell a spreadsheet would run as a formula (text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
 return, e.g. an annotator's ``=HYPERLINK(...)`` in a feedback box or a sentence) is written with a leading ``'``
 (OWASP's "CSV injection" advice), so it shows as the text it is. Numbers, also negative ones, are written as
-they are. Data files meant for programs (the ValNov shared-task CSV, the KB export) keep their exact contents and do
-not go through here.
+they are. Every CSV download of the site goes through here, the ValNov shared-task download and the model list
+included; data files written for programs (``manage.py valnov export``, the KB export, release files) keep their
+exact contents and do not.
 """
 from __future__ import annotations
 

