@@ -31,6 +31,8 @@ from django.core.signing import BadSignature
 from django.db import transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from argora.oidc import signs_in_with_provider
+
 from .auth import remember_worker
 from .models import Worker
 from .services import worker_for_user
@@ -49,8 +51,9 @@ class TooManyAttempts(Exception):
 
 
 def _signable(user) -> bool:
+    # an account that signs in with the institution's provider (argora.oidc) is passwordless too, but no worker
     return bool(user is not None and user.is_active and not user.is_staff and not user.is_superuser
-                and not user.has_usable_password())
+                and not user.has_usable_password() and not signs_in_with_provider(user))
 
 
 def _new_passwordless_user():
