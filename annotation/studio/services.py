@@ -28,8 +28,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import markdown
-import nh3
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -43,6 +41,7 @@ from annotation.models import HIT, Project, Worker
 from annotation.task_types import get_task_type, sources_of
 from annotation.task_types.base import Preview, ResponseInvalid, Source, SourceInput, TaskType
 from argora.errors import FieldError, FileLineError
+from argora.html import markdown_html
 from argora.jobs import result_link
 from argora.progress import null_progress
 from corpus.importers.readers import read_text
@@ -382,12 +381,6 @@ def _import_result(project: Project, summary: dict) -> dict:
 
 
 # --- running the project ---------------------------------------------------------------------------------------
-def guidelines_html(text: str) -> str:
-    """Markdown -> HTML, sanitised (an allow-list of tags and attributes: no scripts, styles or event handlers)."""
-    html = markdown.markdown(text or "", extensions=["extra", "sane_lists"], output_format="html")
-    return nh3.clean(html, link_rel="noopener noreferrer")
-
-
 def update_settings(project: Project, values: dict, *, guidelines_markdown: str | None = None) -> Project:
     """Change the project's settings (``values``: any of :data:`SETTINGS_FIELDS`) and its guidelines (Markdown,
     stored as sanitised HTML and as its source in ``config["guidelines_markdown"]``). A change that would break
@@ -411,7 +404,7 @@ def update_settings(project: Project, values: dict, *, guidelines_markdown: str 
         if guidelines_markdown is not None:
             if len(guidelines_markdown) > 100_000:
                 raise SetupRefused("guidelines", "at most 100,000 characters")
-            locked.guidelines = guidelines_html(guidelines_markdown)
+            locked.guidelines = markdown_html(guidelines_markdown)
             config[GUIDELINES_KEY] = guidelines_markdown
         locked.config = config
         try:

@@ -17,6 +17,8 @@ from mturk.models import MTurkHIT, MTurkProjectSettings
 HIT_ID = "3X7837UUADRXYCQSL6TZ2YZ1K0N6J4"
 ASSIGNMENT_ID = "3IO1LGZLK9WROAXCHZWRWLI6UK486H"
 WORKER_ID = "A2SJZ4ZP9E8QNB"
+TURK_ORIGIN = "https://workersandbox.mturk.com"
+TURK_PAGE = f"{TURK_ORIGIN}/projects/argora/tasks"  # answered by page.route: no network
 TEXTS = [
     "Nuclear power plants emit almost no carbon dioxide while they run.",
     "Nuclear waste stays dangerous for thousands of years and nobody wants it stored nearby.",
@@ -65,7 +67,11 @@ def test_preview_then_accept_in_an_iframe_and_submit_to_turk(live_server, page, 
     # 2. accept: MTurk frames the page with assignmentId / hitId / workerId / turkSubmitTo
     src = external_url(live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID, workerId=WORKER_ID,
                        turkSubmitTo=fake_turk)
-    page.set_content(f'<h1>MTurk</h1><iframe id="turk" src="{src}" width="1300" height="700"></iframe>')
+    # the framing page comes from MTurk's origin: the page's CSP (frame-ancestors) lets only MTurk's hosts frame it
+    mturk_page = f'<h1>MTurk</h1><iframe id="turk" src="{src}" width="1300" height="700"></iframe>'
+    page.route(f"{TURK_PAGE}*", lambda route: route.fulfill(content_type="text/html", body=mturk_page))
+    page.context.grant_permissions(["local-network-access"], origin=TURK_ORIGIN)  # a public page framing localhost
+    page.goto(TURK_PAGE)
     frame = page.frame_locator("#turk")
     expect(frame.locator(".hit-item")).to_have_count(4)
     # the accepting worker stays provisional until MTurk confirms the assignment
