@@ -4,7 +4,8 @@ from django.contrib import admin, messages
 
 from argora.errors import FieldError
 
-from . import model_annotators, phases, selectors, services
+from . import model_annotators, phases, selectors, services, teams
+from .admin_scope import TeamScopedAdmin, WorkerScopedAdmin
 from .models import (
     HIT,
     Assignment,
@@ -26,7 +27,8 @@ from .models import (
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(TeamScopedAdmin):
+    project_path = ''
     # R, items per HIT and gold rate are on each project's page: the list fits 1366 px beside the filters
     list_display = ("name", "slug", "task_type", "status", "progress", "created_at")
     list_filter = ("status", "task_type")
@@ -53,29 +55,40 @@ class ProjectAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if not change and obj.created_by_id is None:
             obj.created_by = request.user
+        changed = list(getattr(form, "changed_data", None) or [])
+        before = {f: form.initial.get(f) for f in changed} if change else {}
         super().save_model(request, obj, form, change)
+        if not change:
+            teams.add_creator(obj, request.user)  # who made it owns it (annotation.access)
+        elif changed:
+            teams.record(obj, request.user, "settings", teams.changes(
+                before, {f: form.cleaned_data.get(f) for f in changed}))
         for warning in obj.get_task_type().project_warnings(obj):  # e.g. likert_debate: 5-10 reviewers per debate
             self.message_user(request, warning, level=messages.WARNING)
 
     @admin.action(description="Build HITs from items not yet in a HIT")
     def build_hits(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for project in queryset:
             n = services.build_hits(project)
             self.message_user(request, f"{project}: {n} HIT(s) built")
 
     @admin.action(description="Regenerate invite token (old invite links stop working)")
     def regenerate_invite_token(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for project in queryset:
             services.regenerate_invite_token(project)
         self.message_user(request, f"{queryset.count()} invite token(s) regenerated")
 
     @admin.action(description="Expire stale reservations")
     def expire_reservations(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         n = sum(services.expire_reservations(project=project) for project in queryset)
         self.message_user(request, f"{n} reservation(s) expired")
 
     @admin.action(description="Activate")
     def activate(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for project in queryset:
             try:
                 services.set_project_status(project, Project.Status.ACTIVE)
@@ -84,6 +97,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
     @admin.action(description="Close")
     def close(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for project in queryset:
             services.set_project_status(project, Project.Status.CLOSED)
 
@@ -94,7 +108,7 @@ class GoldInline(admin.StackedInline):
 
 
 @admin.register(Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(TeamScopedAdmin):
     list_display = ("id", "project", "position", "is_gold", "is_training", "external_key", "short_payload")
     list_filter = ("project", "is_gold", "is_training")
     search_fields = ("external_key",)
@@ -113,7 +127,7 @@ class HITItemInline(admin.TabularInline):
 
 
 @admin.register(HIT)
-class HITAdmin(admin.ModelAdmin):
+class HITAdmin(TeamScopedAdmin):
     list_display = ("id", "project", "position", "taken", "created_at")
     list_filter = ("project",)
     readonly_fields = ("taken",)
@@ -131,7 +145,7 @@ class ResponseInline(admin.TabularInline):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(TeamScopedAdmin):
     """Assignments are made by allocation (``reserve_next_assignment``, MTurk's binding) and change state through
     services only, because ``HIT.taken`` counts the ones holding a slot: here every field is read-only, nothing
     can be added, approve / reject are actions (``set_assignment_status``) and delete goes through
@@ -153,15 +167,17 @@ class AssignmentAdmin(admin.ModelAdmin):
         services.do_release_assignment(obj)
 
     def delete_queryset(self, request, queryset):
-        for assignment in queryset:
+        for assignment in self.changeable(request, queryset):
             services.do_release_assignment(assignment)
 
     @admin.action(description="Approve submitted assignments")
     def approve(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         self._review(request, queryset, Assignment.Status.APPROVED)
 
     @admin.action(description="Reject submitted assignments (frees their slot)")
     def reject(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         self._review(request, queryset, Assignment.Status.REJECTED)
 
     def _review(self, request, queryset, status):
@@ -176,7 +192,8 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Response)
-class ResponseAdmin(admin.ModelAdmin):
+class ResponseAdmin(TeamScopedAdmin):
+    project_path = 'assignment__project'
     list_display = ("id", "assignment", "item", "data", "created_at")
     list_filter = ("assignment__project",)
     raw_id_fields = ("assignment", "item")
@@ -192,7 +209,7 @@ class ResponseAdmin(admin.ModelAdmin):
 
 
 @admin.register(Worker)
-class WorkerAdmin(admin.ModelAdmin):
+class WorkerAdmin(WorkerScopedAdmin):
     list_display = ("id", "__str__", "source", "blocked", "blocked_reason", "blocked_at", "created_at")
     list_filter = ("blocked", "source")
     search_fields = ("external_id", "claimed_external_id", "link_id", "user__username", "blocked_reason")
@@ -224,21 +241,23 @@ class WorkerAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkerProjectCode)
-class WorkerProjectCodeAdmin(admin.ModelAdmin):
+class WorkerProjectCodeAdmin(TeamScopedAdmin):
     list_display = ("worker", "project", "kind", "code", "created_at")
     list_filter = ("project", "kind")
     search_fields = ("code",)
 
 
 @admin.register(GoldItem)
-class GoldItemAdmin(admin.ModelAdmin):
+class GoldItemAdmin(TeamScopedAdmin):
+    project_path = 'item__project'
     list_display = ("id", "item", "expected", "tolerance")
     list_filter = ("item__project",)
     raw_id_fields = ("item",)
 
 
 @admin.register(GoldRecord)
-class GoldRecordAdmin(admin.ModelAdmin):
+class GoldRecordAdmin(TeamScopedAdmin):
+    project_path = 'item__project'
     list_display = ("id", "worker", "item", "assignment", "correct", "score", "created_at")
     list_filter = ("correct", "item__project")
     raw_id_fields = ("worker", "item", "assignment")
@@ -263,7 +282,7 @@ class StudyPhasesForm(forms.ModelForm):
 
 
 @admin.register(StudyPhases)
-class StudyPhasesAdmin(admin.ModelAdmin):
+class StudyPhasesAdmin(TeamScopedAdmin):
     """A project's phases (the studio's "Study phases" page does the same, with the training items); saved through
     :func:`annotation.phases.configure`."""
 
@@ -290,7 +309,7 @@ class TrainingAnswerInline(admin.TabularInline):
 
 
 @admin.register(Participation)
-class ParticipationAdmin(admin.ModelAdmin):
+class ParticipationAdmin(TeamScopedAdmin):
     """What a worker did in a project's phases: read-only (workers write it through the phase pages)."""
 
     list_display = ("id", "project", "worker", "consent_at", "attempts_finished", "training_score", "outcome_label",
@@ -318,7 +337,7 @@ class ParticipationAdmin(admin.ModelAdmin):
 
 # --- model annotators (annotation.model_annotators changes them; the admin reads and starts runs) ---------------
 @admin.register(ModelAnnotator)
-class ModelAnnotatorAdmin(admin.ModelAdmin):
+class ModelAnnotatorAdmin(TeamScopedAdmin):
     list_display = ("name", "project", "kind", "status", "processed", "failed", "include_in_results", "created_at")
     list_filter = ("kind", "status", "include_in_results")
     search_fields = ("name", "project__slug")
@@ -330,6 +349,7 @@ class ModelAnnotatorAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run the selected model annotators (a job each)")
     def run_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for annotator in queryset:
             try:
                 model_annotators.start_run(annotator)
@@ -338,17 +358,20 @@ class ModelAnnotatorAdmin(admin.ModelAdmin):
 
     @admin.action(description="Count their answers in aggregates and releases")
     def include_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for annotator in queryset:
             model_annotators.set_included(annotator, True)
 
     @admin.action(description="Keep their answers apart (default)")
     def keep_apart_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)
         for annotator in queryset:
             model_annotators.set_included(annotator, False)
 
 
 @admin.register(ModelAnswer)
-class ModelAnswerAdmin(admin.ModelAdmin):
+class ModelAnswerAdmin(TeamScopedAdmin):
+    project_path = 'annotator__project'
     list_display = ("annotator", "item", "model_id", "prompt_version", "confidence", "seconds", "cost", "created_at")
     list_filter = ("annotator",)
     readonly_fields = [f.name for f in ModelAnswer._meta.fields]
@@ -358,7 +381,8 @@ class ModelAnswerAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelAnswerFailure)
-class ModelAnswerFailureAdmin(admin.ModelAdmin):
+class ModelAnswerFailureAdmin(TeamScopedAdmin):
+    project_path = 'annotator__project'
     list_display = ("annotator", "item", "kind", "attempt", "error", "created_at")
     list_filter = ("kind", "annotator")
     readonly_fields = [f.name for f in ModelAnswerFailure._meta.fields]

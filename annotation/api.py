@@ -23,7 +23,9 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response as HttpResponse
 from rest_framework.views import APIView
 
-from . import selectors, services
+from argora.schema import DetailSerializer, ErrorsSerializer
+
+from . import access, selectors, services
 from .models import Assignment, Project
 
 
@@ -31,7 +33,7 @@ class IsExpert(permissions.BasePermission):
     message = "staff (experts) only"
 
     def has_permission(self, request, view):
-        return selectors.user_is_expert(request.user)
+        return access.is_team_user(request.user)
 
 
 class ItemSerializer(serializers.Serializer):
@@ -75,10 +77,6 @@ class DraftSerializer(serializers.Serializer):
         "stored draft's is dropped, so saves that cross on the way never bring back older answers"))
 
 
-ErrorsSerializer = inline_serializer("SubmissionErrors", {"errors": serializers.DictField(child=serializers.CharField())})
-DetailSerializer = inline_serializer("Detail", {"detail": serializers.CharField()})
-
-
 def _flatten(errors, prefix="") -> dict[str, str]:
     out: dict[str, str] = {}
     if isinstance(errors, dict):
@@ -115,6 +113,9 @@ class NextAssignment(APIView):
     def post(self, request, slug: str):
         project = get_object_or_404(Project, slug=slug)
         worker = services.worker_for_user(request.user)
+        if not access.worker_admitted(project, worker):  # another study's worker, by slug: not through its door
+            return HttpResponse({"detail": "this project takes workers through its own invite link only"},
+                                status=status.HTTP_403_FORBIDDEN)
         try:
             assignment = services.reserve_next_assignment(project, worker, fresh=True)
         except services.QuotaReached:
@@ -252,7 +253,7 @@ class ProjectProgress(APIView):
         "workers": serializers.ListField(child=serializers.DictField()),
     }), 403: DetailSerializer, 404: DetailSerializer})
     def get(self, request, slug: str):
-        project = get_object_or_404(Project, slug=slug)
+        project = get_object_or_404(access.projects(request.user), slug=slug)  # outside its team: 404
         return HttpResponse(selectors.project_progress(project))
 
 
@@ -269,7 +270,9 @@ class ProjectCreateSerializer(serializers.Serializer):
     task_type = serializers.CharField(max_length=100, help_text="a registered task type, e.g. sentence_label")
     slug = serializers.SlugField(max_length=200, required=False, allow_blank=True, default="")
     config = serializers.DictField(required=False, default=dict, help_text="the task type's options")
-    guidelines = serializers.CharField(required=False, allow_blank=True, default="", help_text="HTML")
+    guidelines = serializers.CharField(required=False, allow_blank=True, default="",
+                                       help_text="HTML, sanitised before it is stored (an allow-list: no "
+                                                 "scripts, styles or event handlers)")
     assignments_per_item = serializers.IntegerField(required=False, min_value=1, max_value=1000)
     items_per_hit = serializers.IntegerField(required=False, min_value=1, max_value=500)
     gold_rate = serializers.FloatField(required=False, min_value=0, max_value=1)

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from argora import access as argora_access
+
 from .task_types import autodiscover, package_modules
 
 
@@ -19,3 +21,9 @@ class AnnotationConfig(AppConfig):
 
         autodiscover()  # every task type package registers itself
         package_modules("receivers")  # each task type's signal receivers
+        from . import access  # noqa: PLC0415  (imports the models: only once apps are ready)
+
+        # the access questions argora and corpus ask (argora.access): answered by the project teams
+        argora_access.fill("team_user", access.is_team_user)
+        argora_access.fill("release_visible", access.release_visible)
+        argora_access.fill("visible_releases", access.visible_releases)

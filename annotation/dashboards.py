@@ -44,14 +44,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from argora.spreadsheet import csv_response
 
-from . import model_annotators, services
+from . import access, model_annotators, services
 from .agreement import svg
 from .agreement.alttest import DEFAULT_EPSILON, MIN_HUMANS
 from .agreement.minimums import MIN_ITEM_RESPONSES, MIN_UNITS, MIN_WORKER_UNITS, mark
 from .agreement.scheduling import schedule_first_snapshot, schedule_recompute
 from .agreement.snapshots import item_page, item_rows, latest_snapshot, latest_snapshots, store_snapshots
 from .models import Adjudication, AgreementSnapshot, Assignment, Item, Project, Response
-from .views import expert_required
+from .views import expert_required, team_project
 
 CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
 SYNC_MAX_RESPONSES = 2000        # first view of a project without a snapshot: compute in the request up to this size
@@ -300,7 +300,7 @@ def dashboards(request):
             .values("project").annotate(n=Count("pk")).values("n"))
     adjudicated = (Adjudication.objects.filter(item__project=OuterRef("pk")).order_by()
                    .values("item__project").annotate(n=Count("item", distinct=True)).values("n"))
-    projects = list(Project.objects.annotate(
+    projects = list(access.projects(request.user).annotate(
         n_submitted=Coalesce(Subquery(done, output_field=IntegerField()), 0),
         n_adjudicated=Coalesce(Subquery(adjudicated, output_field=IntegerField()), 0)).order_by("pk"))
     snaps = latest_snapshots(projects)
@@ -335,7 +335,7 @@ def dashboards(request):
 @expert_required
 @require_GET
 def agreement(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.VIEW)
     snap = _snapshot(project)
     if snap is None:
         return _computing(request, project, csv=request.GET.get("format") == "csv")
@@ -423,7 +423,7 @@ def _item_row(it: dict, table: dict) -> dict:
 @expert_required
 @require_POST
 def agreement_recompute(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.CHANGE)
     schedule_recompute(project.pk, force=True)
     messages.success(request, "Recomputation queued: the figures update when the worker has finished "
                               "(reload this page).")
@@ -433,7 +433,7 @@ def agreement_recompute(request, slug: str):
 @expert_required
 @require_GET
 def agreement_items(request, slug: str):
-    return _items_page(request, get_object_or_404(Project, slug=slug))
+    return _items_page(request, team_project(request, slug))
 
 
 def _positive(raw: str | None, default: int, most: int) -> int:
@@ -482,7 +482,7 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
 @expert_required
 @require_POST
 def adjudicate(request, slug: str, item_id: int):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.CHANGE)
     item = get_object_or_404(Item, pk=item_id, project=project)
     answer = project.get_task_type().parse_adjudication(project, request.POST)
     try:
@@ -499,7 +499,7 @@ def adjudicate(request, slug: str, item_id: int):
 @expert_required
 @require_GET
 def agreement_csv(request, slug: str, table: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.VIEW)
     if table not in CSV_TABLES:
         raise Http404(f"no table {table!r}")
     snap = _snapshot(project)

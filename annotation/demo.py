@@ -42,6 +42,11 @@ EXPERT_USERNAME, EXPERT_SKILL = "expert", 0.97
 SIMULATED_HITS = 4       # HITs filled by the simulation (R = 3 assignments each); the others stay open
 
 
+def _demo_owner():
+    """The demo researcher (``expert``) owns the demo projects: its studio shows them (``annotation.access``)."""
+    return get_user_model().objects.filter(username=EXPERT_USERNAME).first()
+
+
 def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
     """Create (once) the demo project from up to ``n_items`` corpus sentences; gold items come from sentences
     whose stance is known. Then simulate the seeded workers (once). Returns the project, or ``None`` when the
@@ -63,7 +68,8 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
         project = services.create_project(
             name="Demo: stance of argument sentences", slug=DEMO_SLUG, task_type="sentence_label",
             config={"labels": LABELS}, guidelines=GUIDELINES, assignments_per_item=3, items_per_hit=5,
-            gold_rate=0.2 if gold_rows else 0.0, reward_cents=50, time_estimate_seconds=120, status="active")
+            gold_rate=0.2 if gold_rows else 0.0, reward_cents=50, time_estimate_seconds=120, status="active",
+            created_by=_demo_owner())
         tt = project.get_task_type()
         gold = [{"payload": payload, "expected": {"label": s.stance},
                  "explanation": f"This sentence is labelled {s.stance}."}
@@ -127,7 +133,8 @@ def load_phases_project(say) -> Project | None:
         project = services.create_project(
             name="Demo: the whole worker journey (consent, training, survey)", slug=PHASES_SLUG,
             task_type="sentence_label", config={"labels": LABELS}, guidelines=GUIDELINES, assignments_per_item=2,
-            items_per_hit=5, reward_cents=50, time_estimate_seconds=300, gold_min_items=0, status="active")
+            items_per_hit=5, reward_cents=50, time_estimate_seconds=300, gold_min_items=0, status="active",
+            created_by=_demo_owner())
         tt = project.get_task_type()
         gold = [{"payload": payload, "expected": {"label": s.stance}, "training": True,
                  "explanation": WHY[s.stance].format(topic=str(s.topic) if s.topic_id else "the topic")}

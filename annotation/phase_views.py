@@ -20,14 +20,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from argora.errors import FieldError
+from argora.html import markdown_html
 from argora.inputs import parse_json
 
-from . import phases, selectors, services
+from . import access, phases, selectors, services
 from .forms import parse_item_responses
 from .hit_page import hit_context
 from .models import Participation, Project, Worker, WorkerProjectCode
-from .studio.services import guidelines_html
-from .views import _closed
+from .views import _closed, _not_admitted
 
 # the pages a step may show while the project is not active (the end of the study stays reachable)
 OPEN_WHEN_CLOSED = (phases.SURVEY, "survey-draft", phases.SCREENED_OUT, "declined")
@@ -91,6 +91,8 @@ def study(request, slug: str, step: str = "next"):
     """The phase pages of a logged-in worker (invite link, Prolific, a local account)."""
     project = get_object_or_404(Project, slug=slug)
     worker = services.worker_for_user(request.user)
+    if not access.worker_admitted(project, worker):  # another study's worker, by slug: not through this door
+        return _not_admitted(request, project)
     return handle(request, local_channel(request, project, worker), step)
 
 
@@ -171,7 +173,7 @@ def _consent(request, channel: Channel):
             return _next(request, channel)
     cfg = selectors.phase_config(channel.project)
     return render(request, "annotation/phases/consent.html", _context(
-        channel, phases.CONSENT, consent_html=guidelines_html(cfg.consent_text), error=error),
+        channel, phases.CONSENT, consent_html=markdown_html(cfg.consent_text), error=error),
         status=400 if error else 200)
 
 
@@ -337,8 +339,8 @@ def _screened_out(request, channel: Channel):
     code = back["code"] if back else code  # the platform's own code: the one its page checks
     return render(request, "annotation/phases/screened_out.html", _context(
         channel, phases.SCREENED_OUT, participation=p, code=code, redirect_url=redirect_url,
-        message_html=guidelines_html((cfg.screened_out_message if cfg is not None else "")
-                                     or phases.DEFAULT_SCREENED_OUT),
+        message_html=markdown_html((cfg.screened_out_message if cfg is not None else "")
+                                   or phases.DEFAULT_SCREENED_OUT),
         figures=selectors.attempt_score(project, p, p.attempts_finished), handoff=channel.handoff))
 
 

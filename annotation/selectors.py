@@ -29,17 +29,6 @@ from .models import (
 EXPERT_GROUP = RESEARCHER_GROUP  # experts = Researchers (the group argora.roles defines), staff and superusers
 
 
-def user_is_expert(user) -> bool:
-    """Staff, superusers and Researchers see projects and dashboards."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_staff or user.is_superuser or user.groups.filter(name=EXPERT_GROUP).exists())
-
-
-def project_list() -> QuerySet[Project]:
-    return Project.objects.order_by("-created_at", "id")
-
-
 def wrong_task_type(project, task_types: str | tuple[str, ...]) -> str | None:
     """Why ``project`` is not a project of ``task_types`` (a name, or a tuple of names any of which will do);
     ``None`` when it is. E.g. ``'p2' is a 'x' project, not 'y'``."""

@@ -27,11 +27,12 @@ from django.utils.text import slugify
 
 from argora.errors import FieldError
 
-from . import providers, rawsql, selectors
+from . import providers, rawsql, selectors, teams
 from .auth import cached_worker, remember_worker
 from .models import (
     HIT,
     Adjudication,
+    Admission,
     Assignment,
     AssignmentDraft,
     GoldItem,
@@ -254,8 +255,16 @@ def create_project(*, name: str, task_type: str, slug: str | None = None, config
     project = Project(name=name.strip(), slug=slug, task_type=task_type, config=config, created_by=created_by,
                       **settings)
     _check_settings(project)
-    project.save()
+    with transaction.atomic():
+        project.save()
+        teams.add_creator(project, created_by)  # who made it owns it (annotation.access)
     return project
+
+
+def admit_worker(project: Project, worker: Worker, *, via: str = "invite") -> None:
+    """``worker`` came in through one of ``project``'s doors (its invite link, its Prolific study link): it may
+    take the project's HITs (:func:`annotation.access.worker_admitted`)."""
+    Admission.objects.get_or_create(project=project, worker=worker, defaults={"via": via[:20]})
 
 
 def _check_settings(project: Project) -> None:
@@ -546,13 +555,19 @@ def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh
         step = selectors.phase_step(project, worker)
         if step != selectors.WORK:
             raise PhasesPending(step)
-    for attempt in range(2):
+    assignment = _reserve(project, worker, now)
+    if assignment is not None:
+        return assignment
+    # Nothing free: return this project's stale reservations to the pool and look again -- also when this sweep gave
+    # none back (a twin request, the same worker's, may have just swept the one it is taking: the look finds it held).
+    # A stale reservation this sweep skipped is being swept or submitted right now: look again once that is done.
+    for delay in (0, *SKIP_LOCKED_RETRY_DELAYS):
+        if delay:
+            time.sleep(delay)
+        expire_reservations(now=now, project=project)
         assignment = _reserve(project, worker, now)
-        if assignment is not None or attempt:
+        if assignment is not None or not _stale_reservations(project, now).exists():
             return assignment
-        # Nothing free: return this project's stale reservations to the pool and look once more.
-        if not expire_reservations(now=now, project=project):
-            return None
     return None
 
 
@@ -1002,6 +1017,11 @@ def expire_reservations(now=None, *, project: Project | None = None) -> int:
     return sum(_expire_one(pk, now) for pk in list(stale.values_list("pk", flat=True)[:10000]))
 
 
+def _stale_reservations(project: Project, now) -> QuerySet:
+    """The project's reservations past their ``expires_at`` that no sweep has given back yet."""
+    return Assignment.objects.filter(project=project, status=Assignment.Status.RESERVED, expires_at__lte=now)
+
+
 def _expire_one(pk: int, now) -> bool:
     """Mark one reservation past its ``expires_at`` expired and give its slot back (once, whoever gets there)."""
     return _give_back(Assignment.objects.filter(pk=pk, status=Assignment.Status.RESERVED, expires_at__lte=now))
@@ -1209,7 +1229,8 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     ``UPDATE ... WHERE status = 'reserved'`` claims the assignment (the row lock is taken here, so two
     concurrent submissions cannot both pass) and the responses are inserted in one statement.
     ``fresh=True``: ``assignment`` was just read with :func:`submittable_assignment`. The returned assignment's
-    ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it).
+    ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it; a retry
+    of a submission with gold items says so too, for the first attempt scored them).
     """
     return _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
                    fresh=fresh)
@@ -1226,7 +1247,7 @@ def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: d
     A new submission and the reservation share one transaction (one commit): the reservation is written only after
     the answers are, and a refusal is raised before it writes anything, so the answers are kept whatever happens to
     it. A retried submission stores nothing again and gets the reservation the first attempt made (the worker holds
-    it). Late or concurrently changed submissions, a project whose phases come before the HITs, and a project with
+    it) or the refusal it got; so does a twin sent at the same moment. Late or concurrently changed submissions, a project whose phases come before the HITs, and a project with
     nothing free (stale reservations are given back first) take the plain path: the submission, then
     :func:`reserve_next_assignment`.
     """
@@ -1280,7 +1301,9 @@ def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback
         assignment = submittable_assignment(assignment.pk)
     assignment.gold_scored = False
     if _sent(assignment, key):
-        return assignment  # retried submission: a no-op
+        # retried submission: a no-op, but the first attempt may have scored gold answers (and blocked the worker)
+        assignment.gold_scored = getattr(assignment, "has_gold", True)
+        return assignment
     late = _is_late(assignment, now)
     if not late:
         _check_open(assignment, key, now)

@@ -12,12 +12,16 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import identity, phases, selectors, services
+from argora.clientaddr import client_address
+
+from . import access, identity, phases, selectors, services
 from .forms import HITSubmitForm, parse_item_responses
 from .hit_page import hit_context, refused_submission
 from .models import Assignment, Project, Worker
@@ -29,12 +33,13 @@ DONE_STATUSES = selectors.WORKED_STATUSES
 
 # --- helpers ------------------------------------------------------------------------------------
 def is_expert(user) -> bool:
-    """Experts (staff, superusers, the "experts" group) see projects and dashboards; crowdworkers do not."""
-    return user.is_active and selectors.user_is_expert(user)
+    """May open the staff side at all (:func:`annotation.access.is_team_user`: a superuser, a user who may make
+    projects, or a member of some project's team); crowdworkers may not."""
+    return access.is_team_user(user)
 
 
 def expert_required(view):
-    """Anonymous -> login page; a logged-in crowdworker -> 403 with a reason."""
+    """Anonymous -> login page; a logged-in user in no team (a crowdworker) -> 403 with a reason."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -47,16 +52,42 @@ def expert_required(view):
     return wrapper
 
 
-def task_type_page(task_types: str | tuple[str, ...], what: str):
-    """Decorator of a task type's staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
-    (:func:`expert_required`), and the project must be of ``task_types`` -- another project is a 404 saying so
-    ("Not a <what>")."""
+def team_project(request, slug: str, action: str = access.VIEW) -> Project:
+    """The project ``slug`` if the request's user may ``action`` it (:mod:`annotation.access`): a 404 for a user
+    outside its team (as for a project that does not exist), a 403 naming the role for a member without it."""
+    try:
+        return access.visible_project(request.user, slug, action)
+    except Project.DoesNotExist:
+        raise Http404("no such project") from None
+    except access.NotAllowed as exc:
+        raise PermissionDenied(str(exc)) from None
+
+
+def project_page(action: str = access.VIEW):
+    """Decorator of a staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
+    (:func:`expert_required`), and the user may ``action`` the project (:func:`team_project`)."""
 
     def decorator(view):
         @wraps(view)
         @expert_required
         def wrapper(request, slug: str, *args, **kwargs):
-            project = get_object_or_404(Project, slug=slug)
+            return view(request, team_project(request, slug, action), *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def task_type_page(task_types: str | tuple[str, ...], what: str, action: str = access.VIEW):
+    """Decorator of a task type's staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
+    (:func:`expert_required`), the user may ``action`` the project (:func:`team_project`), and the project must be
+    of ``task_types`` -- another project is a 404 saying so ("Not a <what>")."""
+
+    def decorator(view):
+        @wraps(view)
+        @expert_required
+        def wrapper(request, slug: str, *args, **kwargs):
+            project = team_project(request, slug, action)
             wrong = selectors.wrong_task_type(project, task_types)
             if wrong:
                 return notice(request, f"Not a {what}", [f"Project {wrong}."], status=404)
@@ -108,6 +139,7 @@ def invite(request, token: str):
         if user is None:
             user, _worker = identity.new_invite_worker(pid=(request.GET.get("PROLIFIC_PID") or "").strip()[:200])
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    services.admit_worker(project, services.worker_for_user(request.user), via="invite")
     response = redirect("annotation:work", slug=project.slug)
     identity.remember(response, request.user)
     return response
@@ -120,7 +152,7 @@ def recover(request):
     if request.method == "POST":
         try:
             user = identity.user_for_recovery_code(request.POST.get("code", ""),
-                                                   address=request.META.get("REMOTE_ADDR", ""))
+                                                   address=client_address(request))
         except identity.TooManyAttempts as exc:
             return render(request, "annotation/recover.html", {"error": str(exc)}, status=429)
         if user is not None:
@@ -150,6 +182,8 @@ def my_projects(request):
 def work(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
     worker = services.worker_for_user(request.user)
+    if not access.worker_admitted(project, worker):
+        return _not_admitted(request, project)
     if request.method == "POST":
         return _submit(request, project, worker)
     if worker.blocked:
@@ -174,6 +208,11 @@ def work(request, slug: str):
     if assignment is None:
         return redirect(reverse("annotation:done", args=[project.slug]) + "?finished=1")
     return _render_hit(request, project, worker, assignment)
+
+
+def _not_admitted(request, project: Project):
+    return notice(request, "Not invited", [f"{project.name} takes workers through its own invite link only: open "
+                                           f"the link you were given for it."], status=403)
 
 
 def _blocked(request, project: Project, worker: Worker):
@@ -285,7 +324,7 @@ def done(request, slug: str):
 @require_GET
 def instructions(request, slug: str):
     project = get_object_or_404(Project, slug=slug)
-    if project.status != Project.Status.ACTIVE and not is_expert(request.user):
+    if project.status != Project.Status.ACTIVE and not access.can(request.user, project):
         return _closed(request, project)
     return render(request, "annotation/instructions.html", {"project": project, "task_type": project.get_task_type()})
 
@@ -295,7 +334,7 @@ def instructions(request, slug: str):
 @require_GET
 def project_list(request):
     rows = []
-    for project in Project.objects.all():
+    for project in access.projects(request.user):
         progress = selectors.project_progress(project)
         rows.append({"project": project, "progress": progress,
                      "blocked": sum(1 for w in progress["workers"] if w["blocked"]),
@@ -307,7 +346,7 @@ def project_list(request):
 @expert_required
 @require_GET
 def project_progress(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug)
     progress = selectors.project_progress(project)
     invite_url = request.build_absolute_uri(reverse("annotation:invite", args=[project.invite_token]))
     percent = round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0

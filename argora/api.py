@@ -1,10 +1,17 @@
-from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import jobs
+from . import access, errors, jobs
+
+
+class IsTeamUser(permissions.BasePermission):
+    """A user of some project's team (:func:`argora.access.team_user`)."""
+
+    def has_permission(self, request, view):
+        return access.team_user(request.user)
 
 
 class JobBadgeSerializer(serializers.Serializer):
@@ -37,13 +44,14 @@ class JobSerializer(serializers.Serializer):
 class JobDetail(APIView):
     """State and progress of a background job (Celery task)."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsTeamUser]
 
     @extend_schema(responses=JobSerializer)
     def get(self, request, task_id: str):
         return Response(jobs.job_state(task_id))
 
 
+@csrf_exempt  # it changes nothing: an unknown path is a 404 whatever the method and cookies, not a CSRF failure
 def not_found(request, *args, **kwargs):
     """Any other path under /api/: a JSON 404 (not the HTML page), as the API's clients expect."""
-    return JsonResponse({"detail": "Not found."}, status=404)
+    return errors.page_not_found(request, None)

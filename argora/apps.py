@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
+from .clientaddr import trusted_proxies
 from .roles import grant_researcher_permissions
 
 
@@ -11,3 +12,4 @@ class ArgoraConfig(AppConfig):
     def ready(self):
         # the Researcher group and its permissions, after every migrate and flush (argora.roles)
         post_migrate.connect(grant_researcher_permissions, dispatch_uid="argora.researcher-permissions")
+        trusted_proxies()  # a malformed ARGORA_TRUSTED_PROXIES stops the process at start (ImproperlyConfigured)

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -53,15 +54,32 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "") or local_secret_key(VAR_DIR
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+CSRF_FAILURE_VIEW = "argora.errors.csrf_failure"  # a JSON 403 under /api/, Django's page elsewhere
 # HTTPS deployments (README "Security"): behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER=1 and
 # DJANGO_HTTPS=1 (secure cookies, redirect to https, HSTS for DJANGO_SECURE_HSTS_SECONDS).
 HTTPS = env_bool("DJANGO_HTTPS", False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+# Proxies (addresses or CIDR networks) whose X-Forwarded-For is believed: the client address of per-address limits is
+# the right-most forwarded address that is not one of them (argora.clientaddr). Empty: REMOTE_ADDR as it is.
+ARGORA_TRUSTED_PROXIES = env_list("ARGORA_TRUSTED_PROXIES", "")
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", HTTPS)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", HTTPS)
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", str(31536000 if HTTPS else 0)))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# Content-Security-Policy (django-csp; SECURITY.md "Inputs"): scripts only from this origin or an inline <script> with
+# the response's nonce (``nonce="{{ request.csp_nonce }}"``): no inline event handler or javascript: URL runs. Styles
+# may be inline (the templates', the admin's and Swagger UI's style attributes: a nonce cannot allow an attribute).
+# Images also as data: URLs (Swagger UI's icons) and from ARGORA_CSP_IMG_SRC (e.g. guidelines' pictures elsewhere).
+# No page may be framed but the MTurk ExternalQuestion pages, by MTurk (mturk.views.framed_by_mturk); forms post here.
+ARGORA_CSP_IMG_SRC = env_list("ARGORA_CSP_IMG_SRC", "")
+ARGORA_CSP_REPORT_URI = os.environ.get("ARGORA_CSP_REPORT_URI", "")  # where browsers report violations
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
+    "img-src": [SELF, "data:", *ARGORA_CSP_IMG_SRC], "object-src": [NONE], "base-uri": [NONE],
+    "frame-ancestors": [NONE], "form-action": [SELF],
+    **({"report-uri": [ARGORA_CSP_REPORT_URI]} if ARGORA_CSP_REPORT_URI else {}),
+}}
 # Public base URL (used for MTurk ExternalQuestion URLs and links in e-mails / CLI output).
 ARGORA_PUBLIC_URL = os.environ.get("ARGORA_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
@@ -76,6 +94,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: /api/docs/ works offline
+    "csp",  # django-csp: the Content-Security-Policy header (below)
     "django_celery_results",
     "argora",
     "corpus",
@@ -86,7 +105,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "argora.budget.ServiceBudgetMiddleware",  # one time budget per request for Redis calls (cache, broker)
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response, static files included (above WhiteNoise, which answers those itself)
+    "csp.middleware.CSPMiddleware",
     # Static files (the admin's CSS included) straight from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -115,6 +137,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "argora.context_processors.staff_nav",  # the bar's staff links: members of a team only
             ],
         },
     },
@@ -183,6 +206,30 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
+# --- Institutional sign-in: OpenID Connect (argora.oidc, mozilla-django-oidc; README "Institutional sign-in") ------
+# Off unless the issuer, client id and client secret are set. Endpoints come from <issuer>/.well-known/openid-
+# configuration at the first sign-in (never at start-up); one set here wins. The backend answers only /oidc/callback/.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "argora.oidc.OIDCBackend"]
+ARGORA_OIDC_ISSUER = os.environ.get("ARGORA_OIDC_ISSUER", "")  # exactly the provider's "issuer" (the id_token's iss)
+ARGORA_OIDC_NAME = os.environ.get("ARGORA_OIDC_NAME", "your institution")  # "Sign in with <name>" on the login page
+OIDC_RP_CLIENT_ID = os.environ.get("ARGORA_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("ARGORA_OIDC_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("ARGORA_OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("ARGORA_OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("ARGORA_OIDC_USERINFO_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("ARGORA_OIDC_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("ARGORA_OIDC_SIGN_ALGO", "RS256")  # RS*/ES* with the JWKS; HS256: the secret
+OIDC_RP_SCOPES = os.environ.get("ARGORA_OIDC_SCOPES", "openid email profile")
+OIDC_USE_PKCE = env_bool("ARGORA_OIDC_USE_PKCE", True)
+OIDC_TIMEOUT = float(os.environ.get("ARGORA_OIDC_TIMEOUT", "10"))  # seconds per call to the provider
+OIDC_VERIFY_SSL = True
+# Who a sign-in is (argora.oidc.user_for_claims): the account linked to its (iss, sub); else the one account with a
+# password whose e-mail is the claims' *verified* e-mail; else a new plain account (no staff, group or permission).
+ARGORA_OIDC_MATCH_EMAIL = env_bool("ARGORA_OIDC_MATCH_EMAIL", True)
+ARGORA_OIDC_CREATE_USERS = env_bool("ARGORA_OIDC_CREATE_USERS", True)
+ARGORA_OIDC_USERNAME_CLAIM = os.environ.get("ARGORA_OIDC_USERNAME_CLAIM", "preferred_username")  # else sub
+ARGORA_OIDC_ALLOW_SUPERUSERS = env_bool("ARGORA_OIDC_ALLOW_SUPERUSERS", False)  # off: superusers use their password
+
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -192,7 +239,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": int(os.environ.get("ARGORA_API_PAGE_SIZE", "50")),
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "argora.schema.AutoSchema",  # drf-spectacular's, with every operation's error statuses
     "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",
     # JSON bodies: bounded nesting, no NUL characters (argora.inputs); forms for the browsable admin-free API
     "DEFAULT_PARSER_CLASSES": ["argora.parsers.JSONParser", "rest_framework.parsers.FormParser",
@@ -229,10 +276,13 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 # (training, silver annotation), or a running job would be started a second time. A killed worker's job is found
 # sooner by beat's recover tasks. The other timeouts keep a hung broker from hanging the web request that enqueues.
 ARGORA_LONGEST_JOB_SECONDS = int(os.environ.get("ARGORA_LONGEST_JOB_SECONDS", str(12 * 3600)))
-ARGORA_SERVICE_TIMEOUT = float(os.environ.get("ARGORA_SERVICE_TIMEOUT", "2"))
 # ARGORA_BROKER_VISIBILITY_TIMEOUT overrides it (seconds; sharded silver runs: longer than one shard takes), and
 # ARGORA_BROKER_RESTORE_INTERVAL (seconds) makes the worker look for such messages that often (Redis; kombu's default 100).
 ARGORA_BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("ARGORA_BROKER_VISIBILITY_TIMEOUT") or ARGORA_LONGEST_JOB_SECONDS)
+# seconds all Redis calls of one web request may take together, cache and broker (argora.budget)
+ARGORA_SERVICE_TIMEOUT = float(os.environ.get("ARGORA_SERVICE_TIMEOUT", "2"))
+# a Redis server that timed out or refused in a request is skipped by this process for so long (0: never)
+ARGORA_SERVICE_BREAKER_SECONDS = float(os.environ.get("ARGORA_SERVICE_BREAKER_SECONDS", "5"))
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ARGORA_BROKER_VISIBILITY_TIMEOUT,
                                        "socket_timeout": ARGORA_SERVICE_TIMEOUT,
@@ -240,6 +290,11 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
     if os.environ.get("ARGORA_BROKER_RESTORE_INTERVAL"):
         CELERY_BROKER_TRANSPORT_OPTIONS.update(unacked_restore_interval=float(os.environ["ARGORA_BROKER_RESTORE_INTERVAL"]),
                                                unacked_restore_throttle=1)
+if CELERY_BROKER_URL.startswith("redis://"):  # rediss:// keeps kombu's own: kombu turns TLS on by that scheme's name
+    # kombu's Redis transport on argora.budget's connections, and a worker that survives its broker's restart
+    CELERY_BROKER_TRANSPORT = "argora.broker:Transport"
+# a worker (and beat) whose broker went away keeps trying to reconnect, never exits (celery's default: 100 tries)
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = ARGORA_SERVICE_TIMEOUT
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "django-db")
@@ -270,7 +325,7 @@ def cache_settings(url: str) -> dict:
     requests that use it, e.g. a submission's debounce lock), else a folder."""
     if url.startswith(("redis://", "rediss://")):
         timeout = ARGORA_SERVICE_TIMEOUT / 4
-        return {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url,
+        return {"default": {"BACKEND": "argora.budget.RedisCache", "LOCATION": url,  # Django's, on the request budget
                             "OPTIONS": {"socket_timeout": timeout, "socket_connect_timeout": timeout}}}
     return {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                         "LOCATION": url or str(VAR_DIR / "cache")}}
@@ -345,3 +400,11 @@ ARGORA_LLM_BACKOFF = tuple(float(x) for x in os.environ.get("ARGORA_LLM_BACKOFF"
 ARGORA_LLM_MAX_SLEEP = float(os.environ.get("ARGORA_LLM_MAX_SLEEP", "60"))        # longest wait a Retry-After gets
 # price per 1,000 tokens (prompt + completion) for the cost column; 0 = not recorded
 ARGORA_LLM_COST_PER_1K_TOKENS = float(os.environ.get("ARGORA_LLM_COST_PER_1K_TOKENS", "0"))
+# An annotator's ``api_key_env`` must start with this (no annotator can send DJANGO_SECRET_KEY, PROLIFIC_API_TOKEN,
+# AWS keys...); empty: no annotator names a variable of its own.
+ARGORA_LLM_KEY_PREFIX = os.environ.get("ARGORA_LLM_KEY_PREFIX", "ARGORA_LLM_KEY_")
+# Outbound calls to a URL a user chose (argora.outbound: an LLM annotator's base URL): a host resolving to a loopback,
+# link-local, private, CGNAT, unspecified, multicast or reserved address is refused unless listed here (comma-separated
+# host names, addresses, CIDR networks: ``llm.internal,10.1.0.0/16``). The operator's ARGORA_LLM_BASE_URL is trusted.
+ARGORA_OUTBOUND_ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ARGORA_OUTBOUND_ALLOWED_HOSTS", "").split(",")
+                                 if h.strip()]

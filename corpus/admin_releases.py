@@ -13,6 +13,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from argora import access
+
 from . import releases
 from .models import Release, ReleaseFile, Topic
 from .tasks.releases import build_release_task
@@ -51,7 +53,8 @@ class ReleaseAdmin(admin.ModelAdmin):
     inlines = [ReleaseFileInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("creator").annotate(_rows=Sum("files__rows"))
+        qs = access.visible_releases(request.user, super().get_queryset(request))  # project releases: their teams
+        return qs.select_related("creator").annotate(_rows=Sum("files__rows"))
 
     @admin.display(description="rows", ordering="_rows")
     def total_rows(self, obj):

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, serializers, viewsets
 
+from argora import access
 from argora.errors import FieldError
 from argora.pagination import KeysetPagination
 
@@ -150,11 +151,23 @@ class DebateTreeViewSet(viewsets.ReadOnlyModelViewSet):
         return PublicDebateTreeDetailSerializer
 
 
+class TeamUser(permissions.BasePermission):
+    """The staff side: a user of some project's team or a researcher (:func:`argora.access.team_user`)."""
+
+    message = "for research teams only"
+
+    def has_permission(self, request, view):
+        return access.team_user(request.user)
+
+
 class ReleaseViewSet(viewsets.ReadOnlyModelViewSet):
-    """Dataset releases with their files and checksums (staff only, read-only)."""
+    """Dataset releases with their files and checksums (read-only): a project's releases to its team
+    (:func:`argora.access.visible_releases`), the others to researchers."""
 
     serializer_class = ReleaseSerializer
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, TeamUser]
 
     def get_queryset(self):
-        return selectors.release_list()
+        if getattr(self, "swagger_fake_view", False):
+            return selectors.release_list()
+        return access.visible_releases(self.request.user, selectors.release_list())

@@ -6,10 +6,11 @@ import mimetypes
 from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
+
+from argora import access
 
 from .models import Release
 from .releases import ReleaseFileChanged, open_verified
@@ -24,9 +25,9 @@ _CONTENT_TYPES = {".jsonl": "application/x-ndjson", ".md": "text/markdown; chars
 def release_file(request, pk: int, name: str):
     """Stream one file of a published release: only names recorded in ReleaseFile, and only while their bytes match
     the checksum recorded at publication (a changed file is refused with 409)."""
-    if not request.user.is_staff:
-        raise PermissionDenied("release files are available to staff only")
     release = get_object_or_404(Release, pk=pk, status=Release.Status.PUBLISHED)
+    if not access.release_visible(request.user, release):  # releases of projects outside the user's teams
+        raise Http404(f"no release {pk}")
     try:
         fh = open_verified(release, name)
     except ReleaseFileChanged as exc:

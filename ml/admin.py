@@ -1,11 +1,14 @@
 from django.contrib import admin, messages
 
+from annotation.admin_scope import TeamScopedAdmin
+
 from . import pipeline, registry
 from .models import ModelVersion, PipelineRun
 
 
 @admin.register(ModelVersion)
-class ModelVersionAdmin(admin.ModelAdmin):
+class ModelVersionAdmin(TeamScopedAdmin):
+    shared_rows = True
     list_display = ("id", "kind", "project", "status", "is_active", "primary", "n_train", "n_dev", "seed",
                     "data_snapshot", "created_at", "trained_at")
     list_filter = ("kind", "status", "is_active", "project")
@@ -22,6 +25,7 @@ class ModelVersionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Activate (one per kind and project)")
     def activate_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for version in queryset:
             try:
                 registry.activate(version)
@@ -32,6 +36,7 @@ class ModelVersionAdmin(admin.ModelAdmin):
     @admin.action(description="Roll back: archive the active version of each selected version's kind and project, "
                               "re-activate the previous one")
     def rollback_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         """The same as ``manage.py models rollback <kind> [--project SLUG]`` (:func:`ml.registry.rollback`), once
         per (kind, project) among the selected versions."""
         scopes = {(v.kind, v.project_id): v.project for v in queryset.select_related("project")}
@@ -46,7 +51,8 @@ class ModelVersionAdmin(admin.ModelAdmin):
 
 
 @admin.register(PipelineRun)
-class PipelineRunAdmin(admin.ModelAdmin):
+class PipelineRunAdmin(TeamScopedAdmin):
+    project_path = None
     """Arg-CTRL data pipelines (:mod:`ml.pipeline`); started with ``manage.py pipeline argctrl``. The action runs
     the chain from the first unfinished stage, sending the silver stages to the ``gpu`` workers (run it again once
     they are done to move on), like ``manage.py pipeline argctrl ... --queue``."""
@@ -63,6 +69,7 @@ class PipelineRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run / continue the chain (silver stages on the gpu workers)")
     def continue_selected(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for run in queryset:
             try:
                 run = pipeline.advance(run, queue=True)

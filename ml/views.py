@@ -19,35 +19,53 @@ Staff only (anonymous -> login, others -> 403), like the agreement dashboards.
 """
 from __future__ import annotations
 
-import csv
-import io
 from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponse
+from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation import access, teams
 from annotation.agreement import svg
 from annotation.models import Project
 from argora import readable
+from argora.spreadsheet import csv_response
 
 from . import registry
 from .metrics import baseline_of, is_baseline, scale_of
 from .models import ModelVersion
 
 
-def staff_required(view):
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not request.user.is_staff:
-            return render(request, "ml/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
+def staff_required(view=None, *, researchers: bool = False):
+    """Anonymous -> login; a user of no project team (:func:`annotation.access.is_team_user`) -> 403. ``researchers``:
+    only users who may make projects (the Researcher role) and superusers: pages of models that belong to no
+    project (generation runs, the similarity results)."""
 
-    return wrapper
+    def decorator(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            allowed = access.may_create_projects(request.user) if researchers else access.is_team_user(request.user)
+            if not allowed:
+                return render(request, "ml/forbidden.html", status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator(view) if view is not None else decorator
+
+
+def visible_versions(user):
+    """The model versions ``user`` may see: those of the projects they may see, and models of no project."""
+    return ModelVersion.objects.filter(Q(project__isnull=True) | Q(project_id__in=access.project_ids(user)))
+
+
+def _may_change(user, project) -> bool:
+    """Activate / roll back: ``change`` on the model's project; a model of no project: the Researcher role."""
+    return access.can(user, project, access.CHANGE) if project is not None else access.may_create_projects(user)
 
 
 LIST_METRICS = 3  # metric columns on the list page (the primary metric first); the version page shows them all
@@ -152,8 +170,9 @@ def versions_chart(svg_id: str, kind: str, scope: str, metric: str, versions, *,
         lo=min([0.0] + series["values"]), hi=max([1.0] + series["values"]))
 
 
-def groups(kind: str | None = None, project_slug: str | None = None) -> list[dict]:
-    qs = ModelVersion.objects.select_related("project", "parent").order_by("kind", "project_id", "id")
+def groups(kind: str | None = None, project_slug: str | None = None, *, user=None) -> list[dict]:
+    qs = (visible_versions(user) if user is not None else ModelVersion.objects.all()).select_related(
+        "project", "parent").order_by("kind", "project_id", "id")
     if kind:
         qs = qs.filter(kind=kind)
     if project_slug == "-":
@@ -209,25 +228,21 @@ def model_list(request):
     kind = request.GET.get("kind") or None
     project = request.GET.get("project") or None
     registry.sweep_interrupted()  # a run killed outright shows as interrupted, not "training" for ever
-    data = groups(kind, project)
+    data = groups(kind, project, user=request.user)
     if request.GET.get("format") == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf)
-        writer.writerow(["id", "kind", "project", "status", "active", "primary_metric", "primary", "primary_baseline",
-                         "test_primary", "test_primary_baseline", "scale", "n_train", "n_dev", "n_test",
-                         "seed", "base_model", "data_snapshot", "data_hash", "parent", "created_at", "trained_at"])
+        rows = [["id", "kind", "project", "status", "active", "primary_metric", "primary", "primary_baseline",
+                 "test_primary", "test_primary_baseline", "scale", "n_train", "n_dev", "n_test",
+                 "seed", "base_model", "data_snapshot", "data_hash", "parent", "created_at", "trained_at"]]
         for g in data:
             for r in reversed(g["rows"]):  # oldest first
                 v = r["v"]
-                writer.writerow([v.pk, v.kind, v.project.slug if v.project else "", r["status"], int(v.is_active),
-                                 g["metric"], "" if v.primary_metric is None else v.primary_metric,
-                                 _csv(r["dev"]["baseline"]), _csv(r["test"]["value"]), _csv(r["test"]["baseline"]),
-                                 scale_of(g["metric"]), v.n_train, v.n_dev, _csv(r["n_test"]),
-                                 v.seed, v.base_model, v.data_snapshot, v.data_hash, v.parent_id or "",
-                                 v.created_at.isoformat(), v.trained_at.isoformat() if v.trained_at else ""])
-        response = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="models.csv"'
-        return response
+                rows.append([v.pk, v.kind, v.project.slug if v.project else "", r["status"], int(v.is_active),
+                             g["metric"], "" if v.primary_metric is None else v.primary_metric,
+                             _csv(r["dev"]["baseline"]), _csv(r["test"]["value"]), _csv(r["test"]["baseline"]),
+                             scale_of(g["metric"]), v.n_train, v.n_dev, _csv(r["n_test"]),
+                             v.seed, v.base_model, v.data_snapshot, v.data_hash, v.parent_id or "",
+                             v.created_at.isoformat(), v.trained_at.isoformat() if v.trained_at else ""])
+        return csv_response("models.csv", rows)  # every cell safe to open in a spreadsheet
     return render(request, "ml/models.html", {"groups": data, "kind": kind or "", "project": project or "",
                                               "kinds": registry.trainer_kinds()})
 
@@ -252,16 +267,19 @@ def _detail_context(version: ModelVersion, **extra) -> dict:
 @staff_required
 @require_GET
 def model_detail(request, pk: int):
-    version = get_object_or_404(ModelVersion.objects.select_related("project", "parent"), pk=pk)
+    version = get_object_or_404(visible_versions(request.user).select_related("project", "parent"), pk=pk)
     return render(request, "ml/model_detail.html", _detail_context(version))
 
 
 @staff_required
 @require_POST
 def model_activate(request, pk: int):
-    version = get_object_or_404(ModelVersion.objects.select_related("project", "parent"), pk=pk)
+    version = get_object_or_404(visible_versions(request.user).select_related("project", "parent"), pk=pk)
+    if not _may_change(request.user, version.project):
+        return render(request, "ml/forbidden.html", status=403)
     try:
         registry.activate(version)
+        teams.record(version.project, request.user, "model.activate", {"kind": version.kind, "version": version.pk})
         messages.success(request, f"Version {version.pk} is now the active {version.kind}.")
     except ValueError as exc:
         messages.error(request, str(exc))
@@ -274,8 +292,12 @@ def model_activate(request, pk: int):
 def model_rollback(request):
     kind = request.POST.get("kind", "")
     slug = request.POST.get("project", "")
-    project = get_object_or_404(Project, slug=slug) if slug and slug != "-" else None
+    project = get_object_or_404(access.projects(request.user), slug=slug) if slug and slug != "-" else None
+    if not _may_change(request.user, project):
+        return render(request, "ml/forbidden.html", status=403)
     previous = registry.rollback(kind, project)
+    if previous is not None:
+        teams.record(project, request.user, "model.rollback", {"kind": kind, "version": previous.pk})
     if previous is None:
         messages.error(request, f"No earlier ready {kind} version to roll back to.")
     else:

@@ -5,6 +5,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
+from annotation.admin_scope import TeamScopedAdmin
+
 from . import publishing
 from .client import MTurkError
 from .models import (
@@ -18,7 +20,7 @@ from .tasks import sync_project_task
 
 
 @admin.register(MTurkProjectSettings)
-class MTurkProjectSettingsAdmin(admin.ModelAdmin):
+class MTurkProjectSettingsAdmin(TeamScopedAdmin):
     list_display = ("project", "sandbox", "title", "reward_cents", "target_hourly_wage_cents", "approval_policy",
                     "panel")
     list_filter = ("sandbox", "approval_policy")
@@ -31,12 +33,14 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync with MTurk (list, approve/reject, pay bonuses) as a background job")
     def sync_now(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             transaction.on_commit(lambda pk=cfg.project_id: sync_project_task.delay(pk))
         self.message_user(request, f"queued {queryset.count()} sync(s)")
 
     @admin.action(description="Publish unpublished HITs (cost shown on the MTurk panel first)")
     def publish_hits(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             try:
                 rows = publishing.publish_project(cfg.project)
@@ -46,6 +50,7 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
     @admin.action(description="Block Argora's blocked workers on MTurk")
     def sync_block_list(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             try:
                 n = publishing.sync_blocks(sandbox=cfg.sandbox, project=cfg.project)
@@ -55,6 +60,7 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
     @admin.action(description="Expire the project's HITs now")
     def expire_hits(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             try:
                 self.message_user(request, f"{cfg.project}: expired {publishing.expire_hits(cfg.project)} HIT(s)")
@@ -63,7 +69,7 @@ class MTurkProjectSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(MTurkHIT)
-class MTurkHITAdmin(admin.ModelAdmin):
+class MTurkHITAdmin(TeamScopedAdmin):
     """Rows made by publishing and refreshed by the sync (GetHIT): read-only; the mapping to the Argora HIT is what
     the ExternalQuestion binding relies on."""
 
@@ -79,6 +85,7 @@ class MTurkHITAdmin(admin.ModelAdmin):
 
     @admin.action(description="Refresh status and expiry from MTurk (GetHIT)")
     def refresh_status(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         done = 0
         for row in queryset:
             try:
@@ -90,7 +97,8 @@ class MTurkHITAdmin(admin.ModelAdmin):
 
 
 @admin.register(MTurkAssignment)
-class MTurkAssignmentAdmin(admin.ModelAdmin):
+class MTurkAssignmentAdmin(TeamScopedAdmin):
+    project_path = 'mturk_hit__project'
     """What the last sync saw on MTurk: read-only (linking an Argora assignment here is what verifies it)."""
 
     list_display = ("mturk_assignment_id", "worker_id", "mturk_hit", "status", "assignment", "submitted_at")
@@ -103,7 +111,7 @@ class MTurkAssignmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(MTurkBonus)
-class MTurkBonusAdmin(admin.ModelAdmin):
+class MTurkBonusAdmin(TeamScopedAdmin):
     list_display = ("worker_id", "assignment_id", "amount_cents", "kind", "paid", "created_at", "paid_at")
     list_filter = ("paid", "kind", "project")
     search_fields = ("worker_id", "assignment_id")
@@ -111,7 +119,9 @@ class MTurkBonusAdmin(admin.ModelAdmin):
 
 
 @admin.register(MTurkOperation)
-class MTurkOperationAdmin(admin.ModelAdmin):
+class MTurkOperationAdmin(TeamScopedAdmin):
+    shared_rows = True
+    superusers_only = True
     list_display = ("created_at", "operation", "key", "status", "attempts", "sandbox", "error")
     list_filter = ("status", "operation", "sandbox")
     search_fields = ("key",)

@@ -1,12 +1,12 @@
 """MTurk pages: the ExternalQuestion (preview / accept), its submit endpoint, the staff panel, and a stand-in
 for MTurk's ``/mturk/externalSubmit`` that exists only in DEBUG or with ``ARGORA_MTURK_FAKE_TURK`` (tests).
 
-The ExternalQuestion is shown inside MTurk's iframe, so these two views (and only these) are
-``xframe_options_exempt``; MTurk's page is cross-site, so they are ``csrf_exempt`` and authenticate with the
-signed binding instead (see :mod:`mturk.binding`). They reuse ``annotation/hit.html`` and ``hit.js``: the page's
-JSON submit goes to :func:`external_submit`, which stores the answers through
-``annotation.services.submit_assignment`` and then hands the worker a form that posts ``assignmentId`` to
-``turkSubmitTo + "/mturk/externalSubmit"``.
+The ExternalQuestion is shown inside MTurk's iframe, so these views (and only these) are :func:`framed_by_mturk`
+(no X-Frame-Options; the Content-Security-Policy lets MTurk's hosts frame them); MTurk's page is cross-site, so
+they are ``csrf_exempt`` and authenticate with the signed binding instead (see :mod:`mturk.binding`). They reuse
+``annotation/hit.html`` and ``hit.js``: the page's JSON submit goes to :func:`external_submit`, which stores the
+answers through ``annotation.services.submit_assignment`` and then hands the worker a form that posts
+``assignmentId`` to ``turkSubmitTo + "/mturk/externalSubmit"``.
 
 The study's phases (:mod:`annotation.phases`) run inside the frame too (:func:`external_phase`, the pages of
 :mod:`annotation.phase_views`): a worker whose claimed workerId has not passed the consent, instructions and training
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from csp.decorators import csp_replace, csp_update
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.core import signing
 from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
@@ -32,11 +32,13 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import phase_views, phases, selectors
+from annotation import access, phase_views, phases, selectors, teams
 from annotation import services as annotation_services
 from annotation.forms import HITSubmitForm, parse_item_responses
 from annotation.hit_page import hit_context, refused_submission
 from annotation.models import Assignment, HITItem, Project, Worker
+from annotation.views import expert_required, team_project
+from argora.clientaddr import client_address
 from argora.errors import FieldError
 from argora.inputs import parse_json
 
@@ -47,6 +49,15 @@ from .models import MTurkHIT, MTurkOperation, MTurkProjectSettings
 from .tasks import sync_project_task
 
 RECEIVED: list[dict] = []  # what the local MTurk stand-in received (tests read it)
+# MTurk's hosts (and ARGORA_MTURK_SUBMIT_TO's): they frame the ExternalQuestion pages, whose forms post to them
+MTURK_ORIGINS = (*binding_mod.MTURK_SUBMIT_HOSTS, *(v.rstrip("/") for v in settings.ARGORA_MTURK_SUBMIT_TO))
+
+
+def framed_by_mturk(view):
+    """A page shown inside MTurk's iframe: no X-Frame-Options (it cannot name MTurk), the Content-Security-Policy's
+    ``frame-ancestors`` names MTurk's hosts instead of ``'none'``, and ``form-action`` adds them (externalSubmit)."""
+    view = csp_update({"form-action": list(MTURK_ORIGINS)})(csp_replace({"frame-ancestors": list(MTURK_ORIGINS)})(view))
+    return xframe_options_exempt(view)
 
 
 def _notice(request, heading, lines, *, status):
@@ -72,7 +83,7 @@ def _render_hit(request, project, assignment, b, *, status=200, **extra):
     return render(request, "mturk/hit.html", context, status=status)
 
 
-@xframe_options_exempt
+@framed_by_mturk
 @csrf_exempt
 @require_GET
 def external(request, slug: str):
@@ -106,7 +117,7 @@ def external(request, slug: str):
         return gate
     try:
         b = binding_mod.bind(project, mhit, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
-                             turk_submit_to=turk_submit_to, client=request.META.get("REMOTE_ADDR", ""))
+                             turk_submit_to=turk_submit_to, client=client_address(request))
     except binding_mod.BindingRefused as exc:
         return _notice(request, "Not your HIT", [str(exc)], status=403)
     except binding_mod.BindingConflict as exc:
@@ -192,7 +203,7 @@ def _phases_gate(request, project, *, assignment_id: str, worker_id: str, hit_id
                         "there is no HIT for you here. Thank you for your interest."], status=403)
     try:
         record = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=worker_id,
-                                     platform_assignment=assignment_id, client=request.META.get("REMOTE_ADDR", ""))
+                                     platform_assignment=assignment_id, client=client_address(request))
     except annotation_services.AllocationError as exc:  # too many new claims from one address
         return _notice(request, "Please return this HIT", [str(exc)], status=exc.status)
     return redirect(_phase_url(project, record.worker, "next", **ids))
@@ -231,7 +242,7 @@ def _phase_channel(request, project, token: str) -> phase_views.Channel:
         work_url=work_url, done_url=done_url)
 
 
-@xframe_options_exempt
+@framed_by_mturk
 @csrf_exempt
 @require_http_methods(["GET", "POST", "PUT"])
 def external_phase(request, slug: str, step: str):
@@ -247,7 +258,7 @@ def external_phase(request, slug: str, step: str):
     return phase_views.handle(request, channel, step)
 
 
-@xframe_options_exempt
+@framed_by_mturk
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
 def external_submit(request, slug: str):
@@ -271,7 +282,7 @@ def external_submit(request, slug: str):
     return _submit_form(request, project, assignment, worker, b)
 
 
-@xframe_options_exempt
+@framed_by_mturk
 @csrf_exempt
 @require_http_methods(["PUT", "POST"])
 def external_draft(request, slug: str):
@@ -339,7 +350,7 @@ def _submit_form(request, project, assignment, worker, b):
     return _handoff(request, project, b, assignment)
 
 
-@xframe_options_exempt
+@framed_by_mturk
 @csrf_exempt
 def fake_external_submit(request):
     """Local stand-in for MTurk's externalSubmit (DEBUG or ARGORA_MTURK_FAKE_TURK only): records the POST."""
@@ -369,16 +380,17 @@ def _hours(value) -> int:
     return hours
 
 
-@staff_member_required
+@expert_required
 @require_http_methods(["GET", "POST"])
 def panel(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.CHANGE if request.method == "POST" else access.VIEW)
     cfg = MTurkProjectSettings.objects.filter(project=project).first()
     if request.method == "POST":
         action = request.POST.get("action", "")
         if action not in PANEL_ACTIONS or cfg is None:
             messages.error(request, f"action: unknown action {action!r} or no MTurk settings")
             return redirect("mturk:panel", slug=slug)
+        teams.record(project, request.user, f"mturk.{action}", {"sandbox": cfg.sandbox})
         try:
             if action == "publish":
                 if request.POST.get("confirm") != "yes":

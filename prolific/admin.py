@@ -7,6 +7,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
+from annotation.admin_scope import TeamScopedAdmin
 from argora.errors import FieldError
 
 from . import publishing
@@ -40,7 +41,7 @@ class StudyAdminForm(forms.ModelForm):
 
 
 @admin.register(ProlificStudy)
-class ProlificStudyAdmin(admin.ModelAdmin):
+class ProlificStudyAdmin(TeamScopedAdmin):
     form = StudyAdminForm
     list_display = ("project", "study_id", "status", "places", "estimated_minutes", "reward_cents", "approval_policy",
                     "panel")
@@ -63,12 +64,14 @@ class ProlificStudyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync with Prolific (bind, approve/reject, free places, bonuses) as a background job")
     def sync_now(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset.exclude(study_id=""):
             transaction.on_commit(lambda pk=cfg.project_id: sync_project_task.delay(pk))
         self.message_user(request, f"queued {queryset.exclude(study_id='').count()} sync(s)")
 
     @admin.action(description="Publish (creates the draft first; the cost is shown on the Prolific panel)")
     def publish_studies(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             try:
                 cfg = publishing.publish(cfg.project)
@@ -78,6 +81,7 @@ class ProlificStudyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Pause the studies on Prolific")
     def pause_studies(self, request, queryset):
+        queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         for cfg in queryset:
             try:
                 self.message_user(request, f"{cfg.project}: {publishing.pause(cfg.project).status}")
@@ -85,7 +89,7 @@ class ProlificStudyAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{cfg.project}: {exc}", level=messages.ERROR)
 
 
-class ReadOnly(admin.ModelAdmin):
+class ReadOnly(TeamScopedAdmin):
     def has_add_permission(self, request):
         return False
 
@@ -111,7 +115,7 @@ class ProlificSubmissionAdmin(ReadOnly):
 
 
 @admin.register(ProlificBonus)
-class ProlificBonusAdmin(admin.ModelAdmin):
+class ProlificBonusAdmin(TeamScopedAdmin):
     list_display = ("submission", "amount_cents", "kind", "status", "bulk_id", "created_at", "paid_at")
     list_filter = ("status", "kind", "project")
     readonly_fields = ("status", "bulk_id", "paid_at")
@@ -120,6 +124,8 @@ class ProlificBonusAdmin(admin.ModelAdmin):
 
 @admin.register(ProlificOperation)
 class ProlificOperationAdmin(ReadOnly):
+    shared_rows = True
+    superusers_only = True
     list_display = ("created_at", "operation", "key", "status", "http_status", "attempts", "error")
     list_filter = ("status", "operation")
     search_fields = ("key",)
@@ -127,6 +133,8 @@ class ProlificOperationAdmin(ReadOnly):
 
 @admin.register(ProlificWebhookEvent)
 class ProlificWebhookEventAdmin(ReadOnly):
+    project_path = None
+    superusers_only = True
     list_display = ("received_at", "event_type", "resource_id", "outcome")
     list_filter = ("event_type",)
     search_fields = ("event_id", "resource_id")

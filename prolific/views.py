@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import login
 from django.db import transaction
 from django.http import JsonResponse
@@ -15,8 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import identity
+from annotation import access, identity, teams
+from annotation import services as annotation_services
 from annotation.models import Project
+from annotation.views import expert_required, team_project
+from argora.clientaddr import client_address
 from argora.errors import FieldError
 
 from . import entry, publishing, sync, webhooks
@@ -37,12 +39,13 @@ def start(request, slug: str):
     try:
         came = entry.enter(project, pid=q.get("PROLIFIC_PID", "").strip(), study_id=q.get("STUDY_ID", "").strip(),
                            session_id=q.get("SESSION_ID", "").strip(), current_user=current,
-                           client=request.META.get("REMOTE_ADDR", ""))
+                           client=client_address(request))
     except entry.EntryRefused as exc:
         return render(request, "prolific/notice.html", {"heading": exc.heading, "lines": exc.lines},
                       status=exc.status)
     if not request.user.is_authenticated or request.user.pk != came.user.pk:
         login(request, came.user, backend="django.contrib.auth.backends.ModelBackend")
+    annotation_services.admit_worker(project, annotation_services.worker_for_user(came.user), via="prolific")
     response = redirect("annotation:work", slug=project.slug)
     identity.remember(response, came.user)
     return response
@@ -90,16 +93,17 @@ def _panel(request, project, *, form=None, status=200):
     }, status=status)
 
 
-@staff_member_required
+@expert_required
 @require_http_methods(["GET", "POST"])
 def panel(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+    project = team_project(request, slug, access.CHANGE if request.method == "POST" else access.VIEW)
     if request.method == "GET":
         return _panel(request, project)
     action = request.POST.get("action", "")
     if action not in PANEL_ACTIONS:
         messages.error(request, f"action: unknown action {action!r}")
         return redirect("prolific:panel", slug=slug)
+    teams.record(project, request.user, f"prolific.{action}")
     if action == "settings":
         # the form fills a copy in memory (fields left out of the POST keep their value); the service saves it
         form = StudySettingsForm(request.POST, instance=ProlificStudy.objects.filter(project=project).first()

@@ -3,6 +3,8 @@ broker by default; `make test` runs it again on PostgreSQL + Redis when they ans
 from __future__ import annotations
 
 import os
+import socket
+import threading
 
 import pytest
 
@@ -80,9 +82,39 @@ def _fresh_cache():
     cache.clear()
 
 
+def join_every_project(user, role: str = "owner"):
+    """Put ``user`` in the team (with ``role``) of every project there is and every project made until the returned
+    function is called: the feature tests' researcher, who works on the projects the test makes. What a user outside
+    a team may do is tested on its own (tests/annotation/test_teams.py)."""
+    from django.db.models.signals import post_save
+
+    from annotation.models import Project, ProjectMember
+
+    uid = f"tests.join_every_project.{user.pk}"
+
+    def join(sender, instance, created, **kwargs):
+        if created:
+            ProjectMember.objects.get_or_create(project=instance, user=user, defaults={"role": role})
+
+    for project in Project.objects.all():
+        join(Project, project, True)
+    post_save.connect(join, sender=Project, dispatch_uid=uid, weak=False)
+    return lambda: post_save.disconnect(sender=Project, dispatch_uid=uid)
+
+
 @pytest.fixture
 def staff_user(django_user_model):
-    return django_user_model.objects.create_user("expert", "expert@example.org", "pw-expert-123", is_staff=True)
+    """A researcher (staff, the Researcher role) on the team (as owner) of every project the test has or makes
+    (:func:`join_every_project`)."""
+    from django.contrib.auth.models import Group
+
+    from argora.roles import RESEARCHER_GROUP
+
+    user = django_user_model.objects.create_user("expert", "expert@example.org", "pw-expert-123", is_staff=True)
+    user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
+    leave = join_every_project(user)
+    yield user
+    leave()
 
 
 @pytest.fixture
@@ -95,3 +127,31 @@ def tmp_artifacts(settings, tmp_path):
     settings.ARTIFACT_ROOT = tmp_path / "artifacts"
     settings.ARTIFACT_ROOT.mkdir()
     return settings.ARTIFACT_ROOT
+
+
+@pytest.fixture
+def hung_redis():
+    """A TCP server that accepts connections and never answers (a hung Redis, not a down one): its ``redis://`` URL
+    (database 0; tests/test_hardening.py, tests/test_service_budget.py)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(50)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()

@@ -41,8 +41,9 @@ def store_eager(monkeypatch):
 
 
 @pytest.fixture
-def staff(client, staff_user):
-    client.force_login(staff_user)
+def staff(client, admin_user_obj):
+    """The operator: the list of every team's jobs is theirs (a researcher opens the jobs their pages link to)."""
+    client.force_login(admin_user_obj)
     return client
 
 
@@ -174,8 +175,11 @@ def test_a_result_link_must_be_a_path_on_this_site(staff):
     assert "<dt>Rows</dt><dd>1,200</dd>" in detail
 
 
-def test_jobs_pages_are_for_staff_only(client, django_user_model):
+def test_jobs_pages_are_for_staff_only(client, django_user_model, staff_user):
     task_id = stored_job("SUCCESS", {"rows": 1})
     assert client.get("/jobs/").status_code == 302
     client.force_login(django_user_model.objects.create_user("plain", password="pw-plain-123"))
-    assert client.get(f"/jobs/{task_id}/").status_code == 302
+    assert client.get(f"/jobs/{task_id}/").status_code == 403  # in no team: not the staff side
+    client.force_login(staff_user)  # a researcher: the job a page of theirs links to; not every team's jobs
+    assert client.get(f"/jobs/{task_id}/").status_code == 200
+    assert client.get("/jobs/").status_code == 403

@@ -61,7 +61,7 @@ def load_responses(project, *, gold: bool = False) -> list[dict]:
                                         item__is_gold=gold).exclude(unverified_q("assignment__"))
                 .values_list("item_id", "assignment_id", "data"))
     rows.sort(key=lambda r: (order[r[1]], items[r[0]][0], r[0]))  # submission order, then the item's position
-    # the same rule as selectors.user_is_expert, for all of the project's users in one query
+    # answers of staff, superusers and Researchers are experts' answers: for all of the project's users in one query
     user_ids = {a[3] for a in assignments if a[3] is not None}
     experts = set(get_user_model().objects.filter(pk__in=user_ids)
                   .filter(Q(is_staff=True) | Q(is_superuser=True) | Q(groups__name=EXPERT_GROUP))

@@ -13,6 +13,7 @@ urlpatterns = [
     path("guidelines/preview/", views.guidelines_preview, name="studio-guidelines-preview"),
     path("projects/<slug:slug>/", views.project_page, name="studio-project"),
     path("projects/<slug:slug>/settings/", views.project_settings, name="studio-settings"),
+    path("projects/<slug:slug>/team/", views.project_team, name="studio-team"),
     path("projects/<slug:slug>/phases/", views.project_phases, name="studio-phases"),
     path("projects/<slug:slug>/status/<str:status>/", views.project_status, name="studio-status"),
     path("projects/<slug:slug>/workers/<int:worker_id>/unblock/", views.unblock, name="studio-unblock"),

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_celery_results.models import TaskResult
 
 from annotation import model_annotators as ma
-from annotation import phases, selectors, services
+from annotation import access, phases, selectors, services, teams
 from annotation.hit_page import duration_text
 from annotation.models import (
     Assignment,
@@ -38,9 +38,10 @@ from annotation.models import (
     Worker,
 )
 from annotation.task_types import all_task_types, get_task_type
-from annotation.views import notice
+from annotation.views import notice, team_project
 from argora import jobs
 from argora.errors import FieldError
+from argora.html import markdown_html
 from argora.roles import RESEARCHER_GROUP
 
 from . import forms as studio_forms
@@ -51,28 +52,28 @@ IMPORT_TASK = "annotation.studio_import"
 DRAFTS_KEY = "studio:drafts"
 MAX_DRAFTS = 10
 FEEDBACK_SHOWN = 200
-PERMISSION_WHAT = {
-    "annotation.view_project": "see the studio's projects",
-    "annotation.add_project": "create projects",
-    "annotation.change_project": "change a project's settings and status",
-    "annotation.change_worker": "unblock workers",
-}
-
-
-def studio_page(*perms: str):
-    """Anonymous -> the login page; a user without every permission in ``perms`` -> 403 saying which is missing."""
+def studio_page(action: str | None = None, *, create: bool = False):
+    """Anonymous -> the login page. ``create``: the user must be allowed to make projects (the Researcher role:
+    ``annotation.add_project``), else a 403 saying so. ``action`` (a view routed with ``<slug:slug>``): the view gets
+    the project instead of the slug, if the user may ``action`` it (:mod:`annotation.access`: a 404 outside its team,
+    a 403 naming the role needed). Neither: any user of the staff side (a member of some team)."""
 
     def decorator(view):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
-            missing = [p for p in perms if not (request.user.is_active and request.user.has_perm(p))]
-            if missing:
-                lines = [f"To {PERMISSION_WHAT.get(p, p)} you need the permission {p}." for p in missing]
-                lines.append(f"The {RESEARCHER_GROUP} role has it: ask an administrator to add your account to the "
-                             f"{RESEARCHER_GROUP} group.")
-                return notice(request, "Not allowed", lines, status=403)
+            if create and not access.may_create_projects(request.user):
+                return notice(request, "Not allowed", [
+                    "To create projects you need the permission annotation.add_project.",
+                    f"The {RESEARCHER_GROUP} role has it: ask an administrator to add your account to the "
+                    f"{RESEARCHER_GROUP} group, or a project's owner to add you to its team."], status=403)
+            if not access.is_team_user(request.user):
+                return notice(request, "Not allowed", [
+                    "The studio is for research teams: ask a project's owner to add you to its team, or an "
+                    f"administrator to add your account to the {RESEARCHER_GROUP} group."], status=403)
+            if action is not None:
+                kwargs["project"] = team_project(request, kwargs.pop("slug"), action)
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -88,17 +89,17 @@ def _task_type(project: Project):
 
 
 # --- the list --------------------------------------------------------------------------------------------------
-@studio_page("annotation.view_project")
+@studio_page()
 @require_GET
 def index(request):
     rows = []
-    for project in selectors.project_list():
+    for project in access.projects(request.user):
         progress = selectors.project_progress(project)
         tt = _task_type(project)
         rows.append({"project": project, "progress": progress, "task_type": tt,
                      "links": links.project_links(project)})
     return render(request, "annotation/studio/index.html", {
-        "rows": rows, "can_add": request.user.has_perm("annotation.add_project")})
+        "rows": rows, "can_add": access.may_create_projects(request.user)})
 
 
 # --- a new project, in steps -----------------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def _config_text(config: dict) -> str:
     return "{\n" + ",\n".join(lines) + "\n}"
 
 
-@studio_page("annotation.add_project")
+@studio_page(create=True)
 @require_http_methods(["GET", "POST"])
 def new_project(request):
     form = studio_forms.NewProjectForm(request.POST or None)
@@ -163,7 +164,7 @@ def new_project(request):
         status=400 if form.errors else 200)
 
 
-@studio_page("annotation.add_project")
+@studio_page(create=True)
 @require_http_methods(["GET", "POST"])
 def new_items(request, token: str):
     draft = _draft(request, token)
@@ -205,7 +206,7 @@ def new_items(request, token: str):
         "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024}, status=400 if form.errors else 200)
 
 
-@studio_page("annotation.add_project")
+@studio_page(create=True)
 @require_http_methods(["GET", "POST"])
 def new_preview(request, token: str):
     draft = _draft(request, token)
@@ -249,13 +250,13 @@ def _import_job(task_id: str) -> dict:
             "link": state.get("link"), "error": message}
 
 
-@studio_page("annotation.add_project")
+@studio_page(create=True)
 @require_GET
 def job(request, task_id):
     return render(request, "annotation/studio/job.html", {"job": _import_job(str(task_id)), "step": 4})
 
 
-@studio_page("annotation.add_project")
+@studio_page(create=True)
 @require_GET
 def job_state(request, task_id):
     return JsonResponse(_import_job(str(task_id)))
@@ -286,10 +287,9 @@ def _late(project: Project) -> list[dict]:
              if a.submitted_at else ""} for a in late[:LATE_SHOWN]]
 
 
-@studio_page("annotation.view_project")
+@studio_page(access.VIEW)
 @require_GET
-def project_page(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+def project_page(request, project: Project):
     progress = selectors.project_progress(project)
     blocked = (Worker.objects.filter(assignments__project=project, blocked=True).distinct()
                .select_related("user").order_by("blocked_at", "id"))
@@ -297,18 +297,18 @@ def project_page(request, slug: str):
     return render(request, "annotation/studio/project.html", {
         "project": project, "task_type": _task_type(project), "progress": progress, "invite_url": invite_url,
         "links": links.project_links(project), "feedback": _feedback(project), "blocked": blocked,
-        "late": _late(project), "can_accept": request.user.has_perm("annotation.change_assignment"),
+        "late": _late(project), "can_accept": access.can(request.user, project, access.CHANGE),
         "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
         "origin": (project.config or {}).get(studio.IMPORT_KEY),
         "phases": selectors.phase_config(project), "phase_counts": selectors.phase_counts(project),
-        "can_change": request.user.has_perm("annotation.change_project"),
-        "can_unblock": request.user.has_perm("annotation.change_worker")})
+        "can_change": access.can(request.user, project, access.CHANGE),
+        "can_unblock": access.can(request.user, project, access.CHANGE),
+        "audit": teams.audit_log(project, limit=10), "role": access.role_of(request.user, project)})
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
-def project_settings(request, slug: str):
-    project = get_object_or_404(Project, slug=slug)
+def project_settings(request, project: Project):
     markdown_source = (project.config or {}).get(studio.GUIDELINES_KEY)
     initial = {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}
     initial["guidelines"] = markdown_source if isinstance(markdown_source, str) else project.guidelines
@@ -316,9 +316,13 @@ def project_settings(request, slug: str):
     form = studio_forms.SettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         values = {key: form.cleaned_data[key] for key in studio.SETTINGS_FIELDS}
+        before = {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}
         try:
             studio.update_settings(project, values, guidelines_markdown=form.cleaned_data["guidelines"])
             order = services.set_item_order(project, form.item_order_value)
+            teams.record(project, request.user, "settings", {
+                **teams.changes(before, {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}),
+                "item_order": order["mode"]})
         except studio.SetupRefused as exc:
             studio_forms.attach(form, exc)
         except services.ProjectInvalid as exc:
@@ -332,16 +336,15 @@ def project_settings(request, slug: str):
     hits = project.hits.count()
     return render(request, "annotation/studio/settings.html", {
         "project": project, "form": form, "hits": hits, "task_type": _task_type(project),
-        "guidelines_html": studio.guidelines_html(form["guidelines"].value() or "")},
+        "guidelines_html": markdown_html(form["guidelines"].value() or "")},
         status=400 if form.errors else 200)
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
-def project_phases(request, slug: str):
+def project_phases(request, project: Project):
     """The study's phases: consent, instructions, training items and qualification, screened-out message, survey
     (``annotation.phases.configure``)."""
-    project = get_object_or_404(Project, slug=slug)
     cfg = selectors.phase_config(project)
     golds = list(GoldItem.objects.filter(item__project=project).select_related("item")
                  .order_by("item__position", "item_id"))
@@ -358,6 +361,7 @@ def project_phases(request, slug: str):
         except phases.PhaseRefused as exc:
             form.attach(exc)
         else:
+            teams.record(project, request.user, "phases", {"fields": sorted(form.values())})
             messages.success(request, "Study phases saved.")
             return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#phases")
     tt = _task_type(project)
@@ -369,29 +373,30 @@ def project_phases(request, slug: str):
         "survey_example": studio_forms.SURVEY_EXAMPLE}, status=400 if form.errors else 200)
 
 
-@studio_page("annotation.change_project")
+@studio_page()
 @require_POST
 def guidelines_preview(request):
     """The guidelines' Markdown rendered as the HIT page will show it (sanitised), for the live preview."""
     text = request.POST.get("guidelines", "")
     if len(text) > 100_000:
         return JsonResponse({"errors": {"guidelines": "at most 100,000 characters"}}, status=400)
-    return JsonResponse({"html": studio.guidelines_html(text)})
+    return JsonResponse({"html": markdown_html(text)})
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
-def project_status(request, slug: str, status: str):
-    project = get_object_or_404(Project, slug=slug)
+def project_status(request, project: Project, status: str):
     if status not in Project.Status.values:
         raise Http404("no such status")
     error = ""
     if request.method == "POST":
+        before = project.status
         try:
             studio.change_status(project, status)
         except FieldError as exc:  # the transition, or set_project_status's own checks (no HITs yet)
             error = exc.reason
         else:
+            teams.record(project, request.user, "status", {"status": [before, project.status]})
             messages.success(request, f"{project.name} is {project.get_status_display().lower()} now.")
             return redirect("annotation:studio-project", slug=project.slug)
     elif status not in studio.allowed_statuses(project):
@@ -403,31 +408,32 @@ def project_status(request, slug: str, status: str):
             status=Assignment.Status.RESERVED).count()}, status=400 if error else 200)
 
 
-@studio_page("annotation.change_assignment")
+@studio_page(access.CHANGE)
 @require_POST
-def accept_late(request, slug: str, assignment_id: int):
+def accept_late(request, project: Project, assignment_id: int):
     """Count a late assignment's answers after all (``services.accept_late_assignment``)."""
-    project = get_object_or_404(Project, slug=slug)
     assignment = get_object_or_404(Assignment, pk=assignment_id, project=project)
     try:
         services.accept_late_assignment(assignment)
     except services.AssignmentNotOpen as exc:
         messages.error(request, str(exc))
     else:
+        teams.record(project, request.user, "late.accept", {"assignment": assignment.pk,
+                                                            "worker": str(assignment.worker)})
         messages.success(request, f"The late answers of {assignment.worker} count now.")
     return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#late")
 
 
-@studio_page("annotation.change_worker")
+@studio_page(access.CHANGE)
 @require_POST
-def unblock(request, slug: str, worker_id: int):
-    project = get_object_or_404(Project, slug=slug)
+def unblock(request, project: Project, worker_id: int):
     worker = get_object_or_404(Worker, pk=worker_id)
     try:
         studio.unblock(project, worker)
     except studio.SetupRefused as exc:
         messages.error(request, str(exc))
     else:
+        teams.record(project, request.user, "worker.unblock", {"worker": str(worker)})
         messages.success(request, f"{worker} may work again.")
     return redirect(reverse("annotation:studio-project", args=[project.slug]) + "#blocked")
 
@@ -454,21 +460,20 @@ def _models_page(request, project: Project, *, error: str = "", status: int = 20
     return render(request, "annotation/studio/models.html", {
         "project": project, "rows": rows, "error": error,
         "agreement_url": reverse("annotation:agreement", args=[project.slug]) + "#models",
-        "can_change": request.user.has_perm("annotation.change_project")}, status=status)
+        "can_change": access.can(request.user, project, access.CHANGE)}, status=status)
 
 
-@studio_page("annotation.view_project")
+@studio_page(access.VIEW)
 @require_GET
-def project_models(request, slug: str):
+def project_models(request, project: Project):
     """The project's model annotators: counts, kept apart or counted, the last run's job, and what to do next."""
-    return _models_page(request, get_object_or_404(Project, slug=slug))
+    return _models_page(request, project)
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
-def model_new(request, slug: str):
+def model_new(request, project: Project):
     """Add a registry annotator (a ready model of ``catalogue``) or an LLM annotator (``kind`` says which form)."""
-    project = get_object_or_404(Project, slug=slug)
     kind = request.POST.get("kind", "") if request.method == "POST" else ""
     catalogue = ma.catalogue(project)
     llm_form = studio_forms.LLMAnnotatorForm(
@@ -490,6 +495,8 @@ def model_new(request, slug: str):
             except FieldError as exc:
                 studio_forms.attach(form, exc)
             else:
+                teams.record(project, request.user, "model.add", {"annotator": annotator.name, "kind": kind,
+                                                                  "model": ma.model_id(annotator)})
                 messages.success(request, f"Model annotator {annotator.name} added ({ma.model_id(annotator)}). "
                                           f"Its answers are kept apart until you count them in results.")
                 return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
@@ -499,11 +506,10 @@ def model_new(request, slug: str):
         "kind": kind, "error": error, "placeholders": _placeholders(project)}, status=400 if failed else 200)
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
-def model_prompt(request, slug: str, annotator_id: int):
+def model_prompt(request, project: Project, annotator_id: int):
     """An LLM annotator's prompt: every save that changes it is a new version; the versions below."""
-    project = get_object_or_404(Project, slug=slug)
     annotator = _annotator(project, annotator_id)
     if annotator.kind != ModelAnnotator.Kind.LLM:
         raise Http404("only an LLM annotator has a prompt")
@@ -515,6 +521,9 @@ def model_prompt(request, slug: str, annotator_id: int):
         except FieldError as exc:
             studio_forms.attach(form, exc)
         else:
+            if annotator.prompt_version != before:
+                teams.record(project, request.user, "model.prompt", {"annotator": annotator.name,
+                                                                     "version": annotator.prompt_version})
             messages.success(request, f"Prompt v{annotator.prompt_version} saved; the next run asks with it."
                              if annotator.prompt_version != before else
                              f"No change: the prompt is still v{annotator.prompt_version}.")
@@ -525,40 +534,72 @@ def model_prompt(request, slug: str, annotator_id: int):
         status=400 if form.errors else 200)
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_POST
-def model_run(request, slug: str, annotator_id: int):
+def model_run(request, project: Project, annotator_id: int):
     """Queue a run (``start_run``) and show its job."""
-    project = get_object_or_404(Project, slug=slug)
     annotator = _annotator(project, annotator_id)
     try:
         task_id = ma.start_run(annotator)
     except FieldError as exc:
         return _models_page(request, project, error=str(exc), status=400)
+    teams.record(project, request.user, "model.run", {"annotator": annotator.name, "job": str(task_id)})
     return redirect("job-detail", task_id=task_id)
 
 
-@studio_page("annotation.change_project")
+@studio_page(access.CHANGE)
 @require_POST
-def model_include(request, slug: str, annotator_id: int):
+def model_include(request, project: Project, annotator_id: int):
     """Count the annotator's answers in results (``include=1``) or keep them apart (``include=0``)."""
-    project = get_object_or_404(Project, slug=slug)
     annotator = _annotator(project, annotator_id)
     value = request.POST.get("include", "")
     if value not in ("0", "1"):
         return _models_page(request, project, error="include: 1 (count in results) or 0 (keep apart)", status=400)
     ma.set_included(annotator, value == "1")
+    teams.record(project, request.user, "model.include", {"annotator": annotator.name, "include": value == "1"})
     messages.success(request, f"The answers of {annotator.name} "
                               f"{'count in results now' if value == '1' else 'are kept apart now'}.")
     return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
 
 
-@studio_page("annotation.view_project")
+@studio_page(access.VIEW)
 @require_GET
-def model_failures(request, slug: str, annotator_id: int):
+def model_failures(request, project: Project, annotator_id: int):
     """The annotator's failed attempts, newest first, with the reply as it came."""
-    project = get_object_or_404(Project, slug=slug)
     annotator = _annotator(project, annotator_id)
     rows = [{"f": f, "item": studio.item_summary(project, f.item.payload)} for f in ma.failures(annotator)]
     return render(request, "annotation/studio/models_failures.html", {
         "project": project, "annotator": annotator, "rows": rows, "summary": ma.summary(annotator)})
+
+
+# --- the team and the audit log (annotation.teams) ---------------------------------------------------------------
+@studio_page(access.VIEW)
+@require_http_methods(["GET", "POST"])
+def project_team(request, project: Project):
+    """The project's team (members and roles; owners change it) and its audit log."""
+    error, typed = "", ""
+    if request.method == "POST":
+        if not access.can(request.user, project, access.MANAGE):
+            return notice(request, "Not allowed", [str(access.NotAllowed(project, access.MANAGE,
+                                                                          access.role_of(request.user, project)))],
+                          status=403)
+        op, typed = request.POST.get("op", ""), request.POST.get("user", "")
+        try:
+            if op == "add" or op == "set":
+                teams.add_member(project, typed, request.POST.get("role", ""), by=request.user)
+            elif op == "remove":
+                member = access.members(project).filter(user__username=typed).first()
+                if member is None:
+                    raise teams.TeamRefused("user", f"{typed!r} is not in this team")
+                teams.remove_member(member, by=request.user)
+            else:
+                raise teams.TeamRefused("op", "one of add, set, remove")
+        except teams.TeamRefused as exc:
+            error = str(exc)
+        else:
+            messages.success(request, "Team saved.")
+            return redirect("annotation:studio-team", slug=project.slug)
+    return render(request, "annotation/studio/team.html", {
+        "project": project, "members": access.members(project), "roles": access.Role.choices,
+        "can_manage": access.can(request.user, project, access.MANAGE), "audit": teams.audit_log(project),
+        "error": error, "typed_user": typed}, status=400 if error else 200)

@@ -19,11 +19,21 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import access
 from annotation.task_types.ratings import RatingsError
 from corpus.importers.base import ImportFailed
 
 from . import evaluate as ev
 from . import generate as gen
+
+
+class IsResearcher(permissions.BasePermission):
+    """Generation runs belong to no project: users who may make projects (the Researcher role) and superusers."""
+
+    message = "generation is for researchers (the Researcher role)"
+
+    def has_permission(self, request, view):
+        return access.may_create_projects(request.user)
 
 MAX_INPUTS = 200
 
@@ -64,7 +74,7 @@ GenerateRequest = inline_serializer("GenerateRequest", {
 class Generate(APIView):
     """Generate arguments, counter-arguments, ArgU arguments, debate responses or debates."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(operation_id="generate_create", request=GenerateRequest, responses={200: dict, 400: dict})
     def post(self, request):
@@ -113,7 +123,7 @@ class Generate(APIView):
 
 
 class RunList(APIView):
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(operation_id="generate_runs_list", responses=dict)
     def get(self, request):
@@ -121,7 +131,7 @@ class RunList(APIView):
 
 
 class RunDetail(APIView):
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(operation_id="generate_runs_retrieve", responses=dict)
     def get(self, request, run_id: str):
@@ -134,7 +144,7 @@ class RunDetail(APIView):
 
 
 class RunEvaluate(APIView):
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(operation_id="generate_runs_evaluate", request=None, responses=dict)
     def post(self, request, run_id: str):
@@ -149,7 +159,7 @@ class RunEvaluate(APIView):
 
 
 class RunRatings(APIView):
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(operation_id="generate_runs_ratings", request=inline_serializer("RunRatingsRequest", {"project": serializers.CharField(required=False)}),
                    responses=dict)

@@ -61,7 +61,7 @@ def _form_field(message: str, form: dict) -> str:
     return field if field in form else "inputs"
 
 
-@staff_required
+@staff_required(researchers=True)
 def generate_page(request):
     context = {"versions": _versions(), "modes": gen.MODES, "formats": gen.LINE_FORMATS, "runs": gen.list_runs(20),
                "form": {"mode": "arguments", "inputs": "", "model_version": ""}, "errors": {}}
@@ -100,7 +100,7 @@ def _run_or_404(run_id):
         raise Http404("no such generation run") from None
 
 
-@staff_required
+@staff_required(researchers=True)
 def run_page(request, run_id: str):
     run = _run_or_404(run_id)
     metrics = run.get("metrics") or {}
@@ -119,7 +119,7 @@ def run_page(request, run_id: str):
     })
 
 
-@staff_required
+@staff_required(researchers=True)
 @require_POST
 def run_evaluate(request, run_id: str):
     _run_or_404(run_id)
@@ -132,7 +132,7 @@ def run_evaluate(request, run_id: str):
     return redirect(reverse("ml:generation-run", args=[run_id]))
 
 
-@staff_required
+@staff_required(researchers=True)
 @require_POST
 def run_ratings(request, run_id: str):
     _run_or_404(run_id)
@@ -171,7 +171,7 @@ KEY_METRICS = ("aspect_presence", "fact_faithfulness", "bleu", "rouge_l", "meteo
                "mean_turns")
 
 
-@staff_required
+@staff_required(researchers=True)
 def evaluation_page(request):
     rows = []
     for meta in gen.list_runs(200):

@@ -73,7 +73,7 @@ def _rendered(t: dict) -> dict:
     return {"settings": t["settings"], "rows": rows}
 
 
-@staff_required
+@staff_required(researchers=True)
 @require_GET
 def results(request):
     project = request.GET.get("project") or None

@@ -25,6 +25,7 @@ from annotation.task_types import all_task_types, get_task_type
 from argora.roles import RESEARCHER_GROUP
 from corpus.importers import import_file
 from corpus.models import FactVariable
+from tests.conftest import join_every_project
 
 pytestmark = pytest.mark.django_db
 
@@ -122,7 +123,9 @@ def researcher(client, django_user_model):
     user = django_user_model.objects.create_user("researcher", password="pw-research-123")
     user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
     client.force_login(user)
-    return user
+    leave = join_every_project(user)  # on the team of every project made here: the pages really render
+    yield user
+    leave()
 
 
 @pytest.mark.parametrize("task_type", sorted(SOURCES))

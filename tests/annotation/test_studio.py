@@ -26,6 +26,7 @@ from annotation.task_types import all_task_types, get_task_type, sources_of
 from argora.roles import RESEARCHER_GROUP
 from corpus.importers import import_file
 from corpus.models import Sentence, Topic
+from tests.conftest import join_every_project
 from tests.worker_utils import eager_celery
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +58,9 @@ def test_every_registered_task_type_has_a_case():
 def researcher(django_user_model):
     user = django_user_model.objects.create_user("researcher", password="pw-research-123")
     user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
-    return user
+    leave = join_every_project(user)  # on the team of the projects the tests make
+    yield user
+    leave()
 
 
 @pytest.fixture
@@ -131,13 +134,13 @@ def test_permissions(client, django_user_model, researcher):
         assert resp.status_code == 302 and resp["Location"].startswith("/accounts/login/"), url
     plain = django_user_model.objects.create_user("crowd", password="pw-crowd-123")
     staff = django_user_model.objects.create_user("staffer", password="pw-staff-123", is_staff=True)
-    for user in (plain, staff):  # logged in without the permissions: 403 saying which one and how to get it
+    for user in (plain, staff):  # logged in, in no team and not a Researcher: 403 saying how to get in
         client.force_login(user)
         for url in pages:
             resp = client.get(url)
             assert resp.status_code == 403, url
             text = resp.content.decode()
-            assert "you need the permission annotation." in text and RESEARCHER_GROUP in text, url
+            assert RESEARCHER_GROUP in text and "team" in text, url
         resp = client.post(reverse("annotation:studio-status", args=["p", "active"]))
         assert resp.status_code == 403
     client.force_login(researcher)

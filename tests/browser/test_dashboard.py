@@ -25,6 +25,8 @@ from annotation.task_types.validity_novelty import results as valnov
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 
+from tests.conftest import join_every_project
+
 from .conftest import staff_screenshot
 
 SCREENSHOT = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "dashboard.png")
@@ -241,8 +243,10 @@ def _no_overlap_project(django_user_model):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_every_dashboard_and_results_page_states_its_n_and_fits(live_server, page, tmp_path, django_user_model):
+def test_every_dashboard_and_results_page_states_its_n_and_fits(live_server, page, tmp_path, django_user_model,
+                                                                 request):
     call_command("load_demo", stdout=io.StringIO())
+    request.addfinalizer(join_every_project(django_user_model.objects.get(username="expert")))  # the team of each
     bws_project = _bws_project(django_user_model)
     vn = _valnov_project(tmp_path)
     pp, ld = _rating_projects(tmp_path)

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import model_annotators as ma
+from annotation import teams
 from tests.annotation.test_model_annotators import FakeLLM, three_humans
 
 from .conftest import staff_screenshot
@@ -24,6 +25,7 @@ def test_model_annotator_section_shows_its_alt_test(live_server, page, httpserve
     annotator = ma.create_annotator(project, name="fake LLM", kind="llm", options={"batch_size": 12})
     ma.run(annotator.pk)
     django_user_model.objects.create_user("expert", "e@example.org", "pw-expert-123", is_staff=True)
+    teams.add_member(project, "expert", "viewer", by=None)  # the project's team: its dashboard opens
 
     url = f"/projects/{project.slug}/agreement/"
     login(page, live_server, "expert", "pw-expert-123", url)

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation import phases, services
+from annotation import phases, services, teams
 from annotation.models import Assignment, Participation, Project, Response, Worker, WorkerProjectCode
 
 from .conftest import staff_screenshot
@@ -187,6 +187,7 @@ def test_the_researcher_sets_up_the_phases_in_the_studio_and_reads_the_counts(li
 
     ensure_accounts()
     project = make_project()
+    teams.add_member(project, "expert", "editor", by=None)  # the study's team
     phases.configure(project, {"training_enabled": False, "survey_enabled": False}, training_items=[])
     page.goto(f"{live_server.url}/accounts/login/?next=/studio/projects/{project.slug}/phases/")
     page.fill("input[name=username]", "expert")

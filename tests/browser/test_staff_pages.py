@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import transaction
 from django.db.models import Count
@@ -28,6 +29,7 @@ from annotation.task_types.validity_novelty import results as valnov
 from argora.celery import app
 from argora.jobs import result_link
 from argora.management.commands.load_demo import DEMO_ACCOUNTS
+from tests.conftest import join_every_project
 from argora.progress import write_progress
 from corpus.models import FactVariable, Sentence, Topic
 from ml import registry
@@ -208,14 +210,15 @@ def login(page, live_server, username: str) -> None:
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_every_staff_page_fits_1366_px(live_server, page, tmp_path, tmp_artifacts):
+def test_every_staff_page_fits_1366_px(live_server, page, tmp_path, tmp_artifacts, request):
     call_command("load_demo", stdout=io.StringIO())
+    request.addfinalizer(join_every_project(get_user_model().objects.get(username="expert")))  # the team of each
     projects = answered_projects(tmp_path)
     job_ids = jobs()
     versions = model_versions(tmp_artifacts, projects["sentence_label"])
     try:
         pages = [("staff-projects", "/projects/"), ("staff-dashboards", "/dashboards/"),
-                 ("staff-jobs", "/jobs/"), ("staff-job-running", f"/jobs/{job_ids['PROGRESS']}/"),
+                 ("staff-job-running", f"/jobs/{job_ids['PROGRESS']}/"),
                  ("staff-job-done", f"/jobs/{job_ids['SUCCESS']}/"),
                  ("staff-job-failed", f"/jobs/{job_ids['FAILURE']}/"),
                  ("staff-models", "/ml/models/"), ("staff-model", f"/ml/models/{versions[2].pk}/"),
@@ -242,6 +245,9 @@ def test_every_staff_page_fits_1366_px(live_server, page, tmp_path, tmp_artifact
             if name.startswith(("staff-model", "staff-agreement-", "staff-results-")):  # the whole page, to look at
                 page.screenshot(path=str(Path(settings.VAR_DIR) / "screenshots" / f"{name}-full.png"), full_page=True)
         login(page, live_server, "admin")
+        response = page.goto(f"{live_server.url}/jobs/")  # every team's jobs: the operator's page
+        assert response.status == 200
+        wide += fits(page, "staff-jobs")
         for name, url in admin_pages:
             response = page.goto(f"{live_server.url}{url}")
             assert response.status == 200, (url, response.status)

@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
 from annotation import model_annotators as ma
+from annotation import teams
 from annotation.models import ModelAnnotator
 from argora.roles import RESEARCHER_GROUP
 from tests.annotation import test_model_annotators
@@ -31,6 +32,7 @@ def test_researcher_adds_runs_and_inspects_an_llm_annotator(live_server, page, l
     project = three_humans()
     user = django_user_model.objects.create_user("researcher", password="pw-research-123", is_staff=True)
     user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
+    teams.add_member(project, user.username, "editor", by=None)
     studio_url = f"/studio/projects/{project.slug}/"
     login(page, live_server, "researcher", "pw-research-123", studio_url)
     expect(page).to_have_url(re.compile(rf"{studio_url}$"))

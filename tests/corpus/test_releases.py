@@ -381,7 +381,7 @@ def test_download_is_staff_only_and_serves_listed_files(tmp_artifacts, corpus_da
 
     django_user_model.objects.create_user("worker", "w@example.org", "pw-worker-123")
     client.login(username="worker", password="pw-worker-123")
-    assert client.get(url).status_code == 403
+    assert client.get(url).status_code == 404  # not theirs to see: as if there were no such release
 
     client.login(username="expert", password="pw-expert-123")
     response = client.get(url)

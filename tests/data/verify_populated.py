@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotation import selectors
+from annotation import access, selectors
 from annotation.agreement.table import project_table
 from annotation.models import Adjudication, Project
 from annotation.task_types.bws_similarity.project import latest_scores
@@ -16,7 +16,11 @@ from corpus.releases import build_release, release_path
 
 settings.ARTIFACT_ROOT = tempfile.mkdtemp()
 client = Client()
-client.force_login(get_user_model().objects.get(username="expert"))
+# projects made before project teams have no team (none recorded who made them): the operator sees them all and
+# gives them owners; the demo researcher sees none of them until then
+expert = get_user_model().objects.get(username="expert")
+assert not any(access.can(expert, p) for p in Project.objects.all()) or expert.is_superuser
+client.force_login(get_user_model().objects.create_superuser("operator-after-upgrade", "op@example.org", "pw-op-12345"))
 out = {"projects": {}}
 for project in Project.objects.order_by("slug"):
     tt = project.get_task_type()

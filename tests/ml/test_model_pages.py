@@ -3,11 +3,14 @@ primary metric across the versions of a kind, the training loss, and "Roll back"
 version to go back to."""
 from __future__ import annotations
 
+import csv
+import io
 import re
 
 import pytest
 from django.utils import timezone
 
+from annotation import services
 from ml import registry
 from ml.models import ModelVersion
 from tests.ml.fakes import register_fake
@@ -123,3 +126,16 @@ def test_a_single_version_page_says_why_there_is_no_chart(staff, fake_kind, tmp_
     page = staff.get(f"/ml/models/{failed.pk}/").content.decode()
     assert "No metrics." in page and 'id="activate"' not in page
     assert staff.post(f"/ml/models/{failed.pk}/activate/").status_code == 400
+
+
+def test_the_csv_download_writes_formula_cells_as_text(staff, fake_kind, tmp_artifacts):
+    """A base model or data snapshot named like a formula shows as text in a spreadsheet; numbers stay numbers."""
+    services.create_project(name="P", slug="p", task_type="sentence_label")  # the staff user is on its team
+    v = version(tmp_artifacts, 0.5)
+    ModelVersion.objects.filter(pk=v.pk).update(base_model='=HYPERLINK("http://evil.example","x")',
+                                                data_snapshot="@SUM(A1:A9)")
+    r = staff.get("/ml/models/?format=csv")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    [row] = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert row["base_model"] == '\'=HYPERLINK("http://evil.example","x")' and row["data_snapshot"] == "'@SUM(A1:A9)"
+    assert (row["id"], row["primary"], row["n_train"]) == (str(v.pk), "0.5", "1200")
