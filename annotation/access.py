@@ -163,7 +163,8 @@ def worker_admitted(project: Project, worker: Worker) -> bool:
             or Participation.objects.filter(project=project, worker=worker).exists())
 
 
-def _release_slugs(config) -> list[str]:
+def release_projects(config) -> list[str]:
+    """The slugs of the projects a release's ``config`` exports (``project`` / ``projects``)."""
     config = config if isinstance(config, dict) else {}
     slugs = config.get("projects") or ([config["project"]] if config.get("project") else [])
     if isinstance(slugs, str):
@@ -172,7 +173,7 @@ def _release_slugs(config) -> list[str]:
 
 
 def _config_visible(user, config) -> bool:
-    slugs = _release_slugs(config)
+    slugs = release_projects(config)
     if not slugs:
         return may_create_projects(user)
     return projects(user).filter(slug__in=slugs).count() == len(set(slugs))

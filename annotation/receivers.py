@@ -4,6 +4,8 @@
   (at most one enqueued per ``annotation.agreement.scheduling.DEBOUNCE_SECONDS`` per project), and, when the project
   orders its items by what the answers so far say (``config["item_order"]`` not random), a debounced
   ``annotation.reorder_hits`` (at most one per :data:`REORDER_SECONDS` per project).
+* ``corpus.signals.release_published`` -> a ``release.publish`` line in the audit log of each project the release
+  exports (``annotation.teams``), by the release's creator.
 """
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import logging
 from django.dispatch import receiver
 
 from argora.debounce import enqueue_once
+from corpus.signals import release_published
 
-from . import selectors
+from . import access, selectors, teams
+from .models import Project
 from .agreement.scheduling import schedule_recompute
 from .signals import assignment_submitted
 from .tasks import reorder_hits
@@ -42,3 +46,11 @@ def reorder_hits_on_submit(sender, assignment=None, **kwargs):
                      args=(assignment.project_id,), countdown=REORDER_SECONDS // 2)
     except Exception:  # noqa: BLE001 - re-ranking must never fail a worker's submission
         log.exception("could not schedule the re-ranking of project %s", assignment.project_id)
+
+
+@receiver(release_published, dispatch_uid="annotation.receivers.audit_release")
+def audit_release(sender, release=None, **kwargs):
+    slugs = access.release_projects(release.config)
+    for project in Project.objects.filter(slug__in=slugs):
+        teams.record(project, release.creator, "release.publish",
+                     {"release": f"{release.name} {release.version}", "kind": release.kind})

@@ -41,6 +41,7 @@ from argora.jsonl import dumps
 from argora.progress import Progress, null_progress
 
 from .models import Release, ReleaseFile, Sentence, Stance, Topic
+from .signals import release_published
 
 CARD_NAME = "README.md"
 CHUNK_SIZE = 2000
@@ -300,6 +301,7 @@ def build_release(name: str, version: str, *, kind: str = "sentences", config: d
             locked.published_at = timezone.now()
             locked.error = ""
             locked.save()
+            release_published.send(sender=Release, release=locked)  # e.g. the projects' audit logs
         progress(done[0], done[0], "published")
         return locked
     except BaseException as exc:

@@ -7,8 +7,13 @@ status or merge target changed, with ``sender=FactVariable, fact=<the variable>`
 ``fact_uses``: sent by :func:`corpus.services.delete_fact` with ``sender=FactVariable, fact=<the variable>``; each
 receiver returns a list of readable uses (``"3 span_grounding items offer it"``). A variable with any use is not
 deleted.
+
+``release_published``: sent by :func:`corpus.releases.build_release` inside the transaction that publishes a
+release, with ``sender=Release, release=<the release>``; annotation writes a line in the audit log of each project
+the release exports.
 """
 from django.dispatch import Signal
 
 fact_changed = Signal()
 fact_uses = Signal()
+release_published = Signal()

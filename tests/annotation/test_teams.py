@@ -408,3 +408,10 @@ def test_the_team_command_gives_a_project_made_by_a_command_its_owner(django_use
     assert refused.value.returncode == 2 and "last owner" in str(refused.value)
     with pytest.raises(CommandError, match="no project with slug 'nope'"):
         call_command("team", "nope")
+
+
+def test_publishing_a_release_of_the_project_is_in_its_audit_log(study):
+    release = build_release("secret-answers", "2.0", kind="annotations", config={"project": "secret"},
+                            creator=study["users"]["editor"])
+    entry = AuditEntry.objects.filter(project=study["project"], action="release.publish").latest("id")
+    assert entry.user == study["users"]["editor"] and entry.detail["release"] == f"{release.name} 2.0"
