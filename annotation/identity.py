@@ -26,11 +26,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.core.signing import BadSignature
 from django.db import transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from argora import counters
 from argora.oidc import signs_in_with_provider
 
 from .auth import remember_worker
@@ -160,12 +160,10 @@ def user_for_recovery_code(code: str, *, address: str = ""):
     """The user whose worker has this recovery code, or ``None``; raises :class:`TooManyAttempts` after
     :data:`RECOVERY_ATTEMPTS` tries from ``address`` within an hour."""
     key = RECOVERY_KEY.format(address or "unknown")
-    cache.add(key, 0, 3600)
     try:
-        attempts = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, 3600)
-        attempts = 1
+        attempts = counters.bump(key, window=3600)
+    except counters.CounterUnavailable:
+        raise TooManyAttempts("recovery codes cannot be checked for a moment; please try again in a minute") from None
     if attempts > RECOVERY_ATTEMPTS:
         raise TooManyAttempts("too many recovery codes tried from your address; please wait an hour")
     match = _CODE.match(re.sub(r"\s+", "", str(code or "")).upper())

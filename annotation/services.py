@@ -18,13 +18,13 @@ from datetime import timedelta
 from typing import Any, Iterable
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
+from argora import counters
 from argora.errors import FieldError
 
 from . import providers, rawsql, selectors, teams
@@ -771,8 +771,12 @@ def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed
         per_address = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6))
         key = UNCONFIRMED_ADDRESS_KEY.format(project.pk, hashlib.sha256(client.encode()).hexdigest()[:16])
         window = max(1, int((expires_at - now).total_seconds()))
-        cache.add(key, 0, timeout=window)
-        if cache.incr(key) > per_address:
+        try:
+            accepted = counters.bump(key, window=window)
+        except counters.CounterUnavailable:
+            raise TooManyUnconfirmed("the server cannot take new HITs of this study for a moment; please try again in "
+                                     "a minute") from None
+        if accepted > per_address:
             raise TooManyUnconfirmed("too many HITs of this study were accepted from your network; try again later")
     return reserve_hit(project, provisional_worker(source, claimed_id), hit_id, external_id=external_id,
                        expires_at=expires_at, now=now)

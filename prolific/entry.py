@@ -20,13 +20,13 @@ from datetime import timedelta
 from urllib.parse import quote
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation import identity
 from annotation import services as annotation_services
 from annotation.models import Project, Worker
+from argora import counters
 
 from .models import ProlificSession, ProlificStudy
 
@@ -87,8 +87,12 @@ def enter(project: Project, *, pid: str, study_id: str, session_id: str, current
         window = max(60, int(project.reservation_timeout_seconds))
         if client:
             key = _client_key(project, client)
-            cache.add(key, 0, timeout=window)
-            if cache.incr(key) > int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6)):
+            try:
+                opened = counters.bump(key, window=window)
+            except counters.CounterUnavailable:
+                raise EntryRefused("Please try again in a minute", [
+                    "The study cannot take new participants for a moment."], status=503) from None
+            if opened > int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6)):
                 raise EntryRefused("Please try again later", [
                     "Too many new participants opened this study from your network just now."], status=429)
         worker = annotation_services.provisional_worker(Worker.Source.PROLIFIC, pid)

@@ -206,6 +206,15 @@ def test_a_workers_flow_and_a_job_page_stay_within_the_budget(hung_redis_site, d
         submit_url = f"/api/assignments/{assignment}/submit/"
         items = [str(i["id"]) for i in hit["next"]["items"]]
     call(worker, "GET", f"/work/{project.slug}/done/")
+    # a rate limit that cannot count holds closed and says so: "try again", never a 500 (argora.counters)
+    anonymous = requests.Session()
+    call(anonymous, "GET", "/work/recover/")
+    start = time.monotonic()
+    refused = anonymous.post(site + "/work/recover/", data={"code": "W1-AAAA-BBBB-CCCC",
+                                                            "csrfmiddlewaretoken": anonymous.cookies["csrftoken"]},
+                             timeout=60)
+    times.append(("POST /work/recover/", time.monotonic() - start))
+    assert refused.status_code == 429 and "try again in a minute" in refused.text
 
     staff = requests.Session()
     call(staff, "GET", "/accounts/login/")
