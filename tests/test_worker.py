@@ -30,7 +30,8 @@ def write_ukp_tsv(path, rows: int) -> None:
                     f"{labels[i % 3]}\ttrain\n")
 
 
-def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, client, staff_user):
+def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, client, staff_user,
+                                                  django_user_model):
     import time
 
     from django.db import transaction
@@ -89,6 +90,8 @@ def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, 
     page = client.get(f"/jobs/{task_id}/")
     assert page.status_code == 200
     assert "SUCCESS" in page.content.decode()
+    assert client.get("/jobs/").status_code == 403  # every team's jobs: the operator's list
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw-root-123"))
     listing = client.get("/jobs/").content.decode()
     assert task_id in listing
 
@@ -101,7 +104,7 @@ def test_job_endpoints_are_for_staff_only(celery_worker_proc, client, django_use
     assert client.get(f"/api/jobs/{result.id}/").status_code in (401, 403)
     client.force_login(django_user_model.objects.create_user("plain", password="pw-plain-123"))
     assert client.get(f"/api/jobs/{result.id}/").status_code == 403
-    assert client.get(f"/jobs/{result.id}/").status_code == 302  # to the admin login
+    assert client.get(f"/jobs/{result.id}/").status_code == 403  # in no team: not the staff side
 
 
 def test_ml_tasks_route_to_gpu_queue_and_a_gpu_only_worker_runs_them(transactional_db):
