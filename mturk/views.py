@@ -390,7 +390,6 @@ def panel(request, slug: str):
         if action not in PANEL_ACTIONS or cfg is None:
             messages.error(request, f"action: unknown action {action!r} or no MTurk settings")
             return redirect("mturk:panel", slug=slug)
-        teams.record(project, request.user, f"mturk.{action}", {"sandbox": cfg.sandbox})
         try:
             if action == "publish":
                 if request.POST.get("confirm") != "yes":
@@ -415,6 +414,9 @@ def panel(request, slug: str):
                 messages.success(request, f"planned {n} wage top-up bonus(es); the next sync pays them")
         except (publishing.PublishError, MTurkError, ValueError) as exc:
             messages.error(request, str(exc))
+        else:  # what was done (a publish not confirmed did nothing)
+            if action != "publish" or request.POST.get("confirm") == "yes":
+                teams.record(project, request.user, f"mturk.{action}", {"sandbox": cfg.sandbox})
         return redirect("mturk:panel", slug=slug)
     balance, balance_error = None, ""
     preview = None

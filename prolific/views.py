@@ -103,7 +103,6 @@ def panel(request, slug: str):
     if action not in PANEL_ACTIONS:
         messages.error(request, f"action: unknown action {action!r}")
         return redirect("prolific:panel", slug=slug)
-    teams.record(project, request.user, f"prolific.{action}")
     if action == "settings":
         # the form fills a copy in memory (fields left out of the POST keep their value); the service saves it
         form = StudySettingsForm(request.POST, instance=ProlificStudy.objects.filter(project=project).first()
@@ -115,6 +114,7 @@ def panel(request, slug: str):
         except FieldError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.reason)
             return _panel(request, project, form=form, status=400)
+        teams.record(project, request.user, "prolific.settings")
         messages.success(request, "study settings saved")
         return redirect("prolific:panel", slug=slug)
     if action != "sync" and not ProlificStudy.objects.filter(project=project).exists():
@@ -124,6 +124,8 @@ def panel(request, slug: str):
         _act(request, project, action)
     except (FieldError, ProlificError) as exc:
         messages.error(request, str(exc))
+    else:
+        teams.record(project, request.user, f"prolific.{action}")
     return redirect("prolific:panel", slug=slug)
 
 
