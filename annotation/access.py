@@ -100,14 +100,14 @@ def check(user, project: Project, action: str = VIEW) -> None:
         raise NotAllowed(project, action, role)
 
 
-def projects_q(user, action: str = VIEW, *, prefix: str = "") -> Q:
-    """A filter of rows whose project (reached by ``prefix``, e.g. ``"project__"`` or ``"item__project__"``) the
-    user may ``action``; matches nothing for a user outside every team, everything for a superuser."""
+def projects_q(user, action: str = VIEW) -> Q:
+    """A filter of the projects the user may ``action``: nothing for a user outside every team, everything for a
+    superuser."""
     if not _active(user):
         return Q(pk__in=[])
     if user.is_superuser:
         return Q()
-    return Q(**{f"{prefix}members__user": user, f"{prefix}members__role__in": ROLES_FOR[action]})
+    return Q(members__user=user, members__role__in=ROLES_FOR[action])
 
 
 def projects(user, action: str = VIEW) -> QuerySet[Project]:

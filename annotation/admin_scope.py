@@ -30,18 +30,20 @@ class TeamScopedAdmin(admin.ModelAdmin):
         return access.is_superuser(user) if self.superusers_only else access.may_create_projects(user)
 
     def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        user = request.user
+        return self._scoped(super().get_queryset(request), request.user, access.VIEW)
+
+    def _scoped(self, queryset, user, action: str):
+        """The rows of ``queryset`` whose project ``user`` may ``action`` (shared rows: :meth:`_shared_allowed`)."""
         if access.is_superuser(user):
-            return qs
+            return queryset
         if self.project_path is None:
-            return qs if self._shared_allowed(user) else qs.none()
+            return queryset if self._shared_allowed(user) else queryset.none()
         if self.project_path == "":
-            return qs.filter(pk__in=access.project_ids(user))
-        mine = Q(**{f"{self.project_path}__in": access.project_ids(user)})
+            return queryset.filter(pk__in=access.project_ids(user, action))
+        mine = Q(**{f"{self.project_path}__in": access.project_ids(user, action)})
         if self.shared_rows and self._shared_allowed(user):
             mine |= Q(**{f"{self.project_path}__isnull": True})
-        return qs.filter(mine)
+        return queryset.filter(mine)
 
     def project_of(self, obj):
         if self.project_path is None:
@@ -97,17 +99,7 @@ class TeamScopedAdmin(admin.ModelAdmin):
 
     def changeable(self, request, queryset):
         """The rows of ``queryset`` (an action's selection) whose project the user may change."""
-        user = request.user
-        if access.is_superuser(user):
-            return queryset
-        if self.project_path is None:
-            return queryset if self._shared_allowed(user) else queryset.none()
-        if self.project_path == "":
-            return queryset.filter(pk__in=access.project_ids(user, access.CHANGE))
-        mine = Q(**{f"{self.project_path}__in": access.project_ids(user, access.CHANGE)})
-        if self.shared_rows and self._shared_allowed(user):
-            mine |= Q(**{f"{self.project_path}__isnull": True})
-        return queryset.filter(mine)
+        return self._scoped(queryset, request.user, access.CHANGE)
 
 
 class WorkerScopedAdmin(admin.ModelAdmin):

@@ -3,7 +3,9 @@
 Who may call these is :mod:`annotation.access`'s question (``manage`` for the team); these functions check what the
 team itself must keep true: a project always has an owner, a user is in a team once, a role is one of
 :class:`ProjectMember.Role`. Every staff action that changes a project (settings, status, phases, members, model
-annotators, late answers, unblocking, releases, publishing) writes one :func:`record` line in the same transaction.
+annotators, late answers, unblocking, releases, publishing) writes one :func:`record` line once it is made: the
+team's changes here in their own transaction, the others right after their service returns (the studio, admin and
+panel views; a published release through ``corpus.signals.release_published``, inside its transaction).
 """
 from __future__ import annotations
 

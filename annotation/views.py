@@ -63,21 +63,6 @@ def team_project(request, slug: str, action: str = access.VIEW) -> Project:
         raise PermissionDenied(str(exc)) from None
 
 
-def project_page(action: str = access.VIEW):
-    """Decorator of a staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
-    (:func:`expert_required`), and the user may ``action`` the project (:func:`team_project`)."""
-
-    def decorator(view):
-        @wraps(view)
-        @expert_required
-        def wrapper(request, slug: str, *args, **kwargs):
-            return view(request, team_project(request, slug, action), *args, **kwargs)
-
-        return wrapper
-
-    return decorator
-
-
 def task_type_page(task_types: str | tuple[str, ...], what: str, action: str = access.VIEW):
     """Decorator of a task type's staff page ``view(request, project, ...)`` routed with ``<slug:slug>``: experts only
     (:func:`expert_required`), the user may ``action`` the project (:func:`team_project`), and the project must be

@@ -52,6 +52,8 @@ IMPORT_TASK = "annotation.studio_import"
 DRAFTS_KEY = "studio:drafts"
 MAX_DRAFTS = 10
 FEEDBACK_SHOWN = 200
+
+
 def studio_page(action: str | None = None, *, create: bool = False):
     """Anonymous -> the login page. ``create``: the user must be allowed to make projects (the Researcher role:
     ``annotation.add_project``), else a 403 saying so. ``action`` (a view routed with ``<slug:slug>``): the view gets
@@ -291,18 +293,18 @@ def _late(project: Project) -> list[dict]:
 @require_GET
 def project_page(request, project: Project):
     progress = selectors.project_progress(project)
+    can_change = access.can(request.user, project, access.CHANGE)
     blocked = (Worker.objects.filter(assignments__project=project, blocked=True).distinct()
                .select_related("user").order_by("blocked_at", "id"))
     invite_url = request.build_absolute_uri(reverse("annotation:invite", args=[project.invite_token]))
     return render(request, "annotation/studio/project.html", {
         "project": project, "task_type": _task_type(project), "progress": progress, "invite_url": invite_url,
         "links": links.project_links(project), "feedback": _feedback(project), "blocked": blocked,
-        "late": _late(project), "can_accept": access.can(request.user, project, access.CHANGE),
+        "late": _late(project), "can_accept": can_change,
         "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
         "origin": (project.config or {}).get(studio.IMPORT_KEY),
         "phases": selectors.phase_config(project), "phase_counts": selectors.phase_counts(project),
-        "can_change": access.can(request.user, project, access.CHANGE),
-        "can_unblock": access.can(request.user, project, access.CHANGE),
+        "can_change": can_change, "can_unblock": can_change,
         "audit": teams.audit_log(project, limit=10), "role": access.role_of(request.user, project)})
 
 
@@ -585,7 +587,7 @@ def project_team(request, project: Project):
                           status=403)
         op, typed = request.POST.get("op", ""), request.POST.get("user", "")
         try:
-            if op == "add" or op == "set":
+            if op in ("add", "set"):
                 teams.add_member(project, typed, request.POST.get("role", ""), by=request.user)
             elif op == "remove":
                 member = access.members(project).filter(user__username=typed).first()
