@@ -27,6 +27,7 @@ JSONL arguments, a corpus selection: :mod:`annotation.studio.sentences`).
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -195,6 +196,68 @@ class SourceOption:
 
 
 @dataclass(frozen=True)
+class GoldShare:
+    """Which rows of an upload that carries labels become gold items (their expected answer: the row's own label;
+    the other rows become items for the workers): none, the first ``n`` rows, ``n`` percent of the rows drawn at
+    random with ``seed`` (the same rows for the same file and seed), or every row (a gold-only addition to a project
+    that has items already). The studio asks for it on every source with a :attr:`Source.gold_label`."""
+
+    mode: str = "none"   # one of GOLD_MODES
+    n: int = 0           # "first": rows; "percent": 0..100
+    seed: int = 13
+
+    def __post_init__(self):
+        if self.mode not in GOLD_MODES:
+            raise FieldError("gold_mode", f"one of {', '.join(GOLD_MODES)}, not {self.mode!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 0:
+            raise FieldError("gold_n", "a whole number, 0 or more")
+        if self.mode == "percent" and self.n > 100:
+            raise FieldError("gold_n", f"a share in percent (0 to 100), not {self.n}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise FieldError("gold_seed", "a whole number")
+
+    @property
+    def active(self) -> bool:
+        return self.mode == "all" or (self.mode in ("first", "percent") and self.n > 0)
+
+    def rows(self, total: int) -> set[int]:
+        """The 0-based indexes (in file order) of the gold rows among ``total`` rows."""
+        if self.mode == "all":
+            return set(range(total))
+        if self.mode == "first":
+            return set(range(min(self.n, total)))
+        if self.mode == "percent":
+            k = min(total, round(total * self.n / 100))
+            return set(random.Random(self.seed).sample(range(total), k))
+        return set()
+
+    def split(self, rows: list) -> tuple[list, list]:
+        """``(gold rows, other rows)``, each in file order."""
+        chosen = self.rows(len(rows))
+        return ([r for i, r in enumerate(rows) if i in chosen], [r for i, r in enumerate(rows) if i not in chosen])
+
+    def describe(self) -> str:
+        if self.mode == "all":
+            return "every row is a gold item"
+        if self.mode == "first" and self.n:
+            return f"the first {self.n} row(s) are gold items"
+        if self.mode == "percent" and self.n:
+            return f"{self.n}% of the rows, drawn with seed {self.seed}, are gold items"
+        return "no gold items"
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "n": self.n, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, value: dict | None) -> "GoldShare":
+        value = value or {}
+        return cls(mode=value.get("mode", "none"), n=value.get("n", 0), seed=value.get("seed", 13))
+
+
+GOLD_MODES = ("none", "first", "percent", "all")
+
+
+@dataclass(frozen=True)
 class Source:
     """One way to make a project's items: an upload format (``extensions`` given: the file's name must end with one
     of them) or, without extensions, a selection from the corpus (topics + a limit). ``rows``: how the file is laid
@@ -208,6 +271,9 @@ class Source:
     example: str = ""
     options: tuple[SourceOption, ...] = ()
     rows: str = ""
+    # What a gold item's expected answer is when a row of this source is made gold (e.g. "its aspects", "its
+    # stance"); empty: the source's rows carry no labels, and the studio offers no gold share for it.
+    gold_label: str = ""
 
     @property
     def is_upload(self) -> bool:
@@ -226,6 +292,7 @@ class SourceInput:
     topics: list = field(default_factory=list)
     limit: int | None = None
     options: dict = field(default_factory=dict)
+    gold: GoldShare = field(default_factory=GoldShare)  # which rows become gold items (sources with a gold_label)
 
 
 @dataclass
