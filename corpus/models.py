@@ -164,6 +164,8 @@ class Release(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.BUILDING)
     creator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     config = models.JSONField(default=dict, blank=True, help_text="the configuration that made it")
+    card = models.JSONField(default=dict, blank=True,
+                            help_text="the dataset card's license / citation / description (README.md)")
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     directory = models.CharField(max_length=1000, blank=True, help_text="folder under ARGORA_ARTIFACT_ROOT")
@@ -177,7 +179,7 @@ class Release(models.Model):
         """Raised when code tries to change what a published release is (see :meth:`save`)."""
 
     # What a published release *is*: none of these may change after publishing.
-    IMMUTABLE_FIELDS = ("name", "version", "kind", "config", "directory")
+    IMMUTABLE_FIELDS = ("name", "version", "kind", "config", "card", "directory")
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}"

@@ -47,6 +47,9 @@ CARD_NAME = "README.md"
 CHUNK_SIZE = 2000
 _PROGRESS_EVERY = 500
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+# the dataset card's own fields (build_release(card=...)), each at most this many characters
+CARD_FIELDS = ("license", "citation", "description")
+CARD_LIMITS = {"license": 200, "citation": 5000, "description": 10000}
 
 Rows = Iterable[dict]
 ExportFn = Callable[[dict], Iterable[tuple[str, Rows]]]
@@ -165,7 +168,15 @@ def check_release_free(name: str, version: str) -> None:
         raise _exists(existing)
 
 
-def _claim(name: str, version: str, kind: str, config: dict, creator) -> Release:
+def check_new_release(name: str, version: str) -> tuple[str, str]:
+    """``(name, version)`` stripped, when they are valid folder names and not taken yet; else ``ValueError`` naming
+    ``name`` or ``version`` (a taken one: :class:`ReleaseExists`). What a form checks before it queues a build."""
+    name, version = _check_name("name", name), _check_name("version", version)
+    check_release_free(name, version)
+    return name, version
+
+
+def _claim(name: str, version: str, kind: str, config: dict, creator, card: dict | None = None) -> Release:
     """Create the ``building`` row; the unique constraint is the final guard against a concurrent twin."""
     try:
         with transaction.atomic():
@@ -175,7 +186,7 @@ def _claim(name: str, version: str, kind: str, config: dict, creator) -> Release
                     raise _exists(existing)
                 existing.delete()  # a failed attempt leaves nothing worth keeping; this is a retry
             return Release.objects.create(name=name, version=version, kind=kind, config=config, creator=creator,
-                                          status=Release.Status.BUILDING,
+                                          card=card or {}, status=Release.Status.BUILDING,
                                           directory=f"releases/{name}/{version}")
     except IntegrityError:
         raise ReleaseExists(f"release {name} {version} already exists (created concurrently); "
@@ -234,16 +245,46 @@ def open_verified(release: Release, name: str):
     return fh
 
 
+def clean_card(card) -> dict:
+    """The dataset card's own fields ``{"license", "citation", "description"}`` (each optional; a string of at most
+    :data:`CARD_LIMITS` characters, stripped; empty ones left out). ``ValueError`` naming ``card.<field>``."""
+    if card is None:
+        return {}
+    if not isinstance(card, dict):
+        raise ValueError(f"card: expected an object with {', '.join(CARD_FIELDS)}, got {type(card).__name__}")
+    unknown = sorted(set(card) - set(CARD_FIELDS))
+    if unknown:
+        raise ValueError(f"card: unknown field(s) {', '.join(map(str, unknown))} (expected {', '.join(CARD_FIELDS)})")
+    out = {}
+    for key in CARD_FIELDS:
+        value = card.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"card.{key}: expected text, got {type(value).__name__}")
+        value = value.replace("\r\n", "\n").strip()
+        if len(value) > CARD_LIMITS[key]:
+            raise ValueError(f"card.{key}: at most {CARD_LIMITS[key]} characters (got {len(value)})")
+        if key == "license" and "\n" in value:
+            raise ValueError("card.license: one line (an SPDX id such as CC-BY-4.0, or the licence's name)")
+        if value:
+            out[key] = value
+    return out
+
+
 def build_release(name: str, version: str, *, kind: str = "sentences", config: dict | None = None,
-                  creator=None, progress: Progress = null_progress) -> Release:
+                  creator=None, card: dict | None = None, progress: Progress = null_progress) -> Release:
     """Build and publish release ``name`` ``version`` with the exporter for ``kind``.
 
     Refuses (:class:`ReleaseExists`) when that name+version exists; raises ``ValueError`` naming the
     config key for a bad config (before anything is written). ``creator`` is a user or a user id.
+    ``card``: the dataset card's ``license`` / ``citation`` / ``description`` (:func:`clean_card`), stored on the
+    release and written near the top of its README.md.
     On any failure the temporary folder is removed and the release row is marked failed with the error.
     """
     name = _check_name("name", name)
     version = _check_name("version", version)
+    card = clean_card(card)
     exporter = get_exporter(kind)
     check_release_free(name, version)
     config = dict(config or {})
@@ -251,7 +292,7 @@ def build_release(name: str, version: str, *, kind: str = "sentences", config: d
         config = exporter.prepare(config)
     creator = _resolve_creator(creator)
 
-    release = _claim(name, version, kind, config, creator)
+    release = _claim(name, version, kind, config, creator, card)
     final = releases_root() / name / version
     tmp = releases_root() / f".tmp-{uuid.uuid4().hex}"
     moved = False
@@ -370,11 +411,21 @@ def render_card(release: Release, exporter: Exporter, config: dict, files: list[
         f"- kind: {exporter.kind}",
         f"- creator: {creator}",
         f"- created: {release.created_at.isoformat()}",
-        "- built with: Argora (`manage.py export_release` / admin publish action)",
+        "- built with: Argora (`manage.py export_release` / admin publish action / studio Release step)",
         "",
     ]
+    card = release.card if isinstance(release.card, dict) else {}
+    if card.get("description"):
+        lines += [card["description"], ""]
     if exporter.description:
         lines += [exporter.description, ""]
+    if card.get("license"):
+        lines += ["## License", "", card["license"], ""]
+    if card.get("citation"):
+        fence = "```"
+        while fence in card["citation"]:  # a fence the citation itself cannot close
+            fence += "`"
+        lines += ["## Citation", "", fence, card["citation"], fence, ""]
     lines += ["## Configuration", "", "```json", json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False),
               "```", "", "## Files", "", "| file | rows | bytes | sha256 |", "| --- | ---: | ---: | --- |"]
     lines += [f"| {f['name']} | {f['rows']} | {f['size']} | `{f['sha256']}` |" for f in files]

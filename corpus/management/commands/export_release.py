@@ -3,6 +3,8 @@
     manage.py export_release --name ukp-sentences --version 1.0 --split cross-topic
     manage.py export_release --name ukp-sentences --version 1.1 --split in-topic --seed 13 --sizes 3532,500,1000
     manage.py export_release --name aspects --version 1.0 --kind aspects --config release.json
+    manage.py export_release --name pilot --version 1.0 --kind annotations --config release.json \
+        --license CC-BY-4.0 --citation "$(cat CITATION.bib)" --description "Stance labels of the pilot."
 
 Prints the release folder and one ``sha256  file`` line per file. A refused re-publish of an existing
 name+version, or a bad configuration, exits with status 2 and the reason.
@@ -42,6 +44,9 @@ class Command(BaseCommand):
         parser.add_argument("--creator", help="username recorded as the release's creator")
         parser.add_argument("--include-non-arguments", action="store_true",
                             help="also export sentences with stance none")
+        parser.add_argument("--license", help="the dataset card's licence, e.g. CC-BY-4.0")
+        parser.add_argument("--citation", help="how to cite the dataset (BibTeX or text; README.md shows it as a block)")
+        parser.add_argument("--description", help="a paragraph describing the dataset, near the top of README.md")
 
     def handle(self, *args, **opts):
         config = self._config(opts)
@@ -52,8 +57,9 @@ class Command(BaseCommand):
                 raise CommandError(f"--creator: no user named {opts['creator']!r}", returncode=2)
         try:
             with cli_progress(f"release {opts['name']} {opts['release_version']}") as progress:
+                card = {key: opts[key] for key in ("license", "citation", "description") if opts[key] is not None}
                 release = build_release(opts["name"], opts["release_version"], kind=opts["kind"], config=config,
-                                        creator=creator, progress=progress)
+                                        creator=creator, card=card, progress=progress)
         except ValueError as exc:  # ReleaseExists, bad names, bad config: the person can act on these
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(f"published {release.name} {release.version}: {release_path(release)}")
