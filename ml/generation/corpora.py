@@ -13,7 +13,8 @@ silver rows from any iterable of the same shape (the silver tagger's output).
 
 :func:`build_aspect_documents` does, in this order:
 
-- rows whose stance is not pro/con or that have no aspect are skipped (counted);
+- rows whose stance is not pro/con (e.g. an App. F row with ``"stance": null``, a sentence whose stance its
+  source did not give: never guessed) or that have no aspect are skipped (counted);
 - every (argument, aspect) pair goes to the group ``(topic, stance, aspect_stem(aspect))``. The stem key is the
   Porter stem of every lower-cased word of the aspect ("costs" and "cost" -> "cost"; "nuclear wastes" -> "nuclear
   wast"), so aspects with the same stem are merged into one document. An argument with several aspects is in

@@ -7,7 +7,9 @@ Row (what every trainer of this package reads)::
 ``score`` is the BWS counting score in [0, 1] (:mod:`annotation.task_types.bws_similarity.export`); other keys of the export
 (``best``, ``worst``, ``appearances``) are dropped. ``split`` is ``train`` / ``dev`` / ``test``.
 
-Sources (:func:`read_pairs` tells the file's format by its extension: ``.csv``, ``.tsv``, else JSONL)
+Sources (:func:`read_pairs` tells the file's format by its extension: ``.csv``, ``.tsv``, else JSONL; the two
+published formats are read by :mod:`annotation.task_types.bws_similarity.pairfiles`, the readers the studio's pair
+file sources use too)
     * the **BWS Argument Similarity Corpus** as published (Thakur et al. 2021, AugSBERT §4.1;
       ``BWS_Argument_Similarity_Corpus.csv``): a CSV with the columns ``topic, argument1, argument2, score`` (``id``
       optional, kept as the pair id; ``score`` the BWS score in [0, 1]); a ``split`` (or ``set``) column, when
@@ -42,60 +44,35 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from annotation.task_types.bws_similarity import export as bws_export
+from annotation.task_types.bws_similarity import pairfiles
 from annotation.task_types.bws_similarity.project import export_rows
 from corpus.importers.base import ImportFailed
-from corpus.importers.fields import csv_rows
-from corpus.importers.readers import iter_lines
 from ml.data import read_jsonl_objects
 from ml.registry import TrainerError, TrainerFileError
 
 SPLITS = ("train", "dev", "test")
 SETTINGS = ("in-topic", "cross-topic")
-_A1 = ("argument1", "argument 1", "argument_1", "sentence1", "text1", "a")
-_A2 = ("argument2", "argument 2", "argument_2", "sentence2", "text2", "b")
 
 
 def _error(message: str) -> Exception:
     return TrainerError(message)
 
 
-def _first(obj: dict, names: Sequence[str]):
-    for name in names:
-        if name in obj:
-            return obj[name]
-    return None
-
-
 def pair_row(obj: dict, *, where: str = "row") -> dict:
-    """A validated pair row from one JSON object (``TrainerError("<where>: reason")`` when it is not one)."""
-    a, b = _first(obj, _A1), _first(obj, _A2)
-    if not isinstance(a, str) or not a.strip() or not isinstance(b, str) or not b.strip():
-        raise _error(f"{where}: a pair row needs non-empty argument1 and argument2 (the BWS export's keys)")
-    if "score" not in obj:
-        raise _error(f"{where}: missing key score")
+    """A validated pair row from one JSON object (``TrainerError("<where>: reason")`` when it is not one;
+    :func:`annotation.task_types.bws_similarity.pairfiles.check_pair`)."""
     try:
-        score = float(obj["score"])
-    except (TypeError, ValueError):
-        raise _error(f"{where}: score must be a number, got {obj['score']!r}") from None
-    if not 0.0 <= score <= 1.0:
-        raise _error(f"{where}: score {score} is outside [0, 1]")
-    row = {"pair_id": str(obj.get("pair_id", obj.get("id", ""))), "topic": str(obj.get("topic") or ""),
-           "argument1": a.strip(), "argument2": b.strip(), "score": score}
-    split = obj.get("split")
-    if split is not None:
-        if split not in SPLITS:
-            raise _error(f"{where}: split {split!r} is not one of train, dev, test")
-        row["split"] = split
-    return row
+        return pairfiles.check_pair(obj)
+    except pairfiles.PairInvalid as exc:
+        raise _error(f"{where}: {exc}") from None
 
 
 # --- the published corpora --------------------------------------------------------------------------------
 
-BWS_COLUMNS = ("topic", "argument1", "argument2", "score")
-SPLIT_ALIASES = {"train": "train", "dev": "dev", "val": "dev", "validation": "dev", "test": "test"}
-ASPECT_COLUMNS = ("topic", "sentence_1", "sentence_2", "label")
-# UKP ASPECT label -> score: the paper's binarisation (see the module docstring for why).
-ASPECT_SCORES = {"HS": 1.0, "SS": 1.0, "NS": 0.0, "DTORCD": 0.0}
+BWS_COLUMNS = pairfiles.BWS_COLUMNS
+SPLIT_ALIASES = pairfiles.SPLIT_ALIASES
+ASPECT_COLUMNS = pairfiles.ASPECT_COLUMNS
+ASPECT_SCORES = pairfiles.ASPECT_SCORES  # the paper's binarisation (see the module docstring for why)
 FORMATS = {".csv": "BWS Argument Similarity Corpus CSV", ".tsv": "UKP ASPECT TSV", ".jsonl": "BWS JSONL export"}
 DATA_FORMATS = ("BWS Argument Similarity Corpus CSV (id, topic, argument1, argument2, score[, split]), UKP ASPECT TSV "
                 "(topic, sentence_1, sentence_2, label: HS/SS -> 1, NS/DTORCD -> 0), the BWS JSONL export, or a "
@@ -106,59 +83,26 @@ def _file_error(exc: ImportFailed) -> TrainerFileError:
     return TrainerFileError(exc.file, exc.line, exc.reason)
 
 
-def read_bws_csv(path) -> list[dict]:
-    """Pair rows of a BWS Argument Similarity Corpus CSV (see the module docstring); ``file:line`` errors."""
-    path = Path(path)
-    rows = []
+def _read(reader, path) -> list[dict]:
     try:
-        for line, cells in csv_rows(path, iter_lines(path), "excel", BWS_COLUMNS, ("id", "split", "set")):
-            obj = {k: v.strip() for k, v in cells.items()}
-            split = obj.pop("split", "") or obj.pop("set", "")
-            obj.pop("set", None)
-            if split:
-                if split.lower() not in SPLIT_ALIASES:
-                    raise TrainerFileError(path, line, f"split {split!r} is not one of train, dev, test")
-                obj["split"] = SPLIT_ALIASES[split.lower()]
-            row = pair_row(obj, where=f"{path}:{line}")
-            row["pair_id"] = row["pair_id"] or f"L{line}"
-            rows.append(row)
+        rows = reader(Path(path))
     except ImportFailed as exc:
         raise _file_error(exc) from None
-    if not rows:
-        raise TrainerFileError(path, 0, "no rows: the file has a header only")
+    for row in rows:
+        row.pop("line", None)
     return rows
+
+
+def read_bws_csv(path) -> list[dict]:
+    """Pair rows of a BWS Argument Similarity Corpus CSV (see the module docstring; the reader is the studio's,
+    :func:`annotation.task_types.bws_similarity.pairfiles.read_bws_csv`); ``file:line`` errors."""
+    return _read(pairfiles.read_bws_csv, path)
 
 
 def read_aspect_tsv(path) -> list[dict]:
-    """Pair rows of a UKP ASPECT TSV (or one of its split files); ``file:line`` errors. Cells are split on tabs as
-    the corpus's own reader does (a sentence may start with a quote: no CSV quoting)."""
-    path = Path(path)
-    rows = []
-    try:
-        for line, text in enumerate(iter_lines(path), start=1):
-            text = text.rstrip("\n")
-            if not text.strip():
-                continue
-            cells = [c.strip() for c in text.split("\t")]
-            if line == 1 and tuple(c.lower() for c in cells) == ASPECT_COLUMNS:
-                continue  # the header of UKP_ASPECT.tsv
-            if len(cells) != 4:
-                raise TrainerFileError(path, line, f"expected 4 tab-separated columns (topic, sentence_1, sentence_2, "
-                                                   f"label), found {len(cells)}")
-            topic, a, b, label = cells
-            if label not in ASPECT_SCORES:
-                raise TrainerFileError(path, line, f"label {label!r} is not one of {', '.join(ASPECT_SCORES)}")
-            if not topic:
-                raise TrainerFileError(path, line, "topic is empty")
-            row = pair_row({"topic": topic, "argument1": a, "argument2": b, "score": ASPECT_SCORES[label],
-                            "pair_id": f"L{line}"}, where=f"{path}:{line}")
-            row["label"] = label
-            rows.append(row)
-    except ImportFailed as exc:
-        raise _file_error(exc) from None
-    if not rows:
-        raise TrainerFileError(path, 0, "no rows: the file is empty")
-    return rows
+    """Pair rows of a UKP ASPECT TSV (or one of its split files; the reader is the studio's,
+    :func:`annotation.task_types.bws_similarity.pairfiles.read_aspect_tsv`); ``file:line`` errors."""
+    return _read(pairfiles.read_aspect_tsv, path)
 
 
 def read_pairs(path) -> list[dict]:

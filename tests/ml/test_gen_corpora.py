@@ -410,6 +410,7 @@ def test_gencorpus_command(tmp_path, capsys):
 def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     from annotation import services
     from annotation.task_types.aspect.appf import import_appf
+    from annotation.task_types.base import GoldShare
     from corpus.releases import build_release, release_path
 
     lines = []
@@ -423,7 +424,7 @@ def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     project = services.create_project(name="Aspects", slug="aspects-gold", task_type="aspect", status="active",
                                       config={"top_k": 3})
-    import_appf(path, project, as_gold=True)
+    import_appf(path, project, gold=GoldShare("all"))
 
     rows = list(corpora.gold_aspect_rows(["aspects-gold"]))
     assert len(rows) == 4 and {r["stance"] for r in rows} == {"con"}
@@ -435,3 +436,27 @@ def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     assert release.config["source"] == "gold"
     [row] = [json.loads(l) for l in (release_path(release) / "aspect-docs.jsonl").read_text().splitlines()]
     assert row["aspects"] == ["cost", "costs"] and row["n_arguments"] == 3
+
+
+@pytest.mark.django_db
+def test_gold_aspect_rows_of_unknown_stance_are_skipped_never_guessed(tmp_path):
+    """A CoNLL sentence without a stance is App. F ``"stance": null``: the aspect documents leave it out (counted),
+    no control code says PRO or CON for it."""
+    from annotation import services
+    from annotation.task_types.aspect.appf import import_appf
+
+    lines = [json.dumps({"hash": f"h{i}", "topic": "nuclear energy", "stance": stance, "sentence": sentence,
+                         "aspect_pos": ["(4,4)"], "aspect_pos_string": ["cost"]})
+             for i, (stance, sentence) in enumerate([("Argument_against", "The cost is too high."),
+                                                     (None, "The cost is what it is."),
+                                                     ("Argument_against", "The cost keeps rising.")])]
+    path = tmp_path / "appf.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    project = services.create_project(name="Aspects", slug="aspects-unknown", task_type="aspect", config={"top_k": 3})
+    import_appf(path, project)
+    rows = list(corpora.gold_aspect_rows(["aspects-unknown"]))
+    assert sorted((r["sentence"], r["stance"]) for r in rows) == [
+        ("The cost is too high.", "con"), ("The cost is what it is.", None), ("The cost keeps rising.", "con")]
+    result = build_aspect_documents(rows, min_args=1)
+    assert [(d.control_code, len(d.arguments)) for d in result.documents] == [("nuclear energy CON cost", 2)]
+    assert result.stats["dropped"]["no_stance"] == 1

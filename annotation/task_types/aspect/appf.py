@@ -6,13 +6,19 @@ One JSON object per line::
      "stance": "Argument_for" | "Argument_against", "topic": "nuclear energy", "sentence": "..."}
 
 ``aspect_pos`` are ``"(begin,length)"`` character offsets into ``sentence``; ``aspect_pos_string[i]`` must be
-``sentence[begin:begin + length]``. Stance mapping: ``Argument_for`` <-> ``pro``, ``Argument_against`` <-> ``con``.
+``sentence[begin:begin + length]``. Stance mapping: ``Argument_for`` <-> ``pro``, ``Argument_against`` <-> ``con``,
+and ``null`` (or ``"unknown"``) <-> ``unknown``: a sentence whose stance its source did not give (a CoNLL file
+without one, :mod:`.conll`) keeps it unknown all the way -- the corpus stores it with stance ``none`` and metadata
+``{"stance": "unknown"}`` (the corpus has no "unknown" stance), the item payload says ``"stance": "unknown"``, and
+the export writes ``"stance": null``; nothing invents Argument_for.
 
 Import (:func:`import_appf`) is all-or-nothing: every line is validated first (:class:`ImportFailed` names
 ``file:line``), then in ONE transaction each row becomes a ``corpus.Sentence`` (topic, text, stance, content
 hash from :func:`corpus.hashing.sentence_hash`, the App. F hash in ``external_id``; a sentence already stored
 is reused) and an item of the project: a gold item (``GoldItem.expected = {"aspects": [...], "no_aspect":
-...}``) with ``as_gold=True``, else a plain item whose ``payload["reference"]`` keeps the imported aspects.
+...}``) for the rows the gold share picks (``gold``, a :class:`~annotation.task_types.base.GoldShare` over the rows in
+file order; ``aspects import --as-gold`` = every row), else a plain item whose ``payload["reference"]`` keeps the
+imported aspects.
 Re-importing the same file into the same project adds nothing (items are keyed ``appf:<hash>``).
 
 A gold row's item also gets the quality-check instruction of App. A (``payload["instruction"]``, e.g. "Select
@@ -24,8 +30,9 @@ Export (:func:`project_rows`) writes one row per item that has a final answer (s
 :func:`annotation.task_types.aspect.aggregation.final_answer`: adjudicated > gold > crowd vote > imported reference).
 Rows are sorted by hash, keys sorted, aspects ordered by begin; an item whose answer is still the imported
 one is written with the imported strings exactly, so import + export round-trips byte for byte. App. F holds
-arguments only (``stance`` is ``Argument_for`` or ``Argument_against``, and import refuses anything else), so an
-item whose sentence is not an argument (stance ``none``, UKP's ``NoArgument``) is left out of every App. F export
+arguments only (``stance`` is ``Argument_for``, ``Argument_against`` or ``null`` for an unknown stance, and import
+refuses anything else), so an item whose sentence is not an argument (stance ``none``, UKP's ``NoArgument``) is left
+out of every App. F export
 and counted (``stats["non_arguments"]``; the CLI prints it), as are unresolved items (``stats["unresolved"]``).
 :func:`export_appf` writes the unsplit file (``out``) and/or the split files (``split`` + ``out_dir``).
 
@@ -53,6 +60,7 @@ from annotation.task_types.aspect.items import (
     top_k_for,
 )
 from annotation.task_types.aspect.rankers import get_active_ranker
+from annotation.task_types.base import GoldShare
 from argora.jsonl import read_jsonl, write_jsonl
 from argora.progress import null_progress
 from corpus.hashing import sentence_hash
@@ -66,6 +74,8 @@ from .aggregation import final_answer
 
 APPF_STANCE = {"pro": "Argument_for", "con": "Argument_against"}
 STANCE_FROM_APPF = {v: k for k, v in APPF_STANCE.items()}
+UNKNOWN = "unknown"  # a stance the source did not give (App. F: null); never read as pro or con
+UNKNOWN_METADATA = {"stance": UNKNOWN}  # how the corpus (stance "none") keeps a sentence's unknown stance
 REQUIRED = ("hash", "aspect_pos", "aspect_pos_string", "stance", "topic", "sentence")
 SPLITS = ("train", "dev", "test")
 CROSS_TOPIC = {"test": ["gun control", "school uniforms"], "dev": ["death penalty"]}
@@ -80,11 +90,11 @@ class AppFRow:
     hash: str
     sentence: str
     topic: str
-    stance: str                      # pro / con
+    stance: str                      # pro / con / unknown
     aspect_pos: list[str]            # as written in the file
     aspect_pos_string: list[str]
     spans: list[tuple[int, int]]
-    raw_stance: str = ""
+    raw_stance: str | None = ""      # App. F's: Argument_for / Argument_against / None (unknown)
     extra: dict = field(default_factory=dict)  # unknown keys, written back on export
 
     def reference(self) -> dict:
@@ -101,11 +111,12 @@ def parse_row(path, number: int, obj: dict) -> AppFRow:
     missing = [k for k in REQUIRED if k not in obj]
     if missing:
         raise ImportFailed(path, number, f"missing key(s) {', '.join(missing)}")
-    for key in ("hash", "topic", "sentence", "stance"):
+    for key in ("hash", "topic", "sentence"):
         if not isinstance(obj[key], str) or not obj[key].strip():
             raise ImportFailed(path, number, f'"{key}" must be a non-empty string')
-    if obj["stance"] not in STANCE_FROM_APPF:
-        raise ImportFailed(path, number, f'"stance" must be Argument_for or Argument_against, got {obj["stance"]!r}')
+    if obj["stance"] not in STANCE_FROM_APPF and obj["stance"] not in (None, UNKNOWN):
+        raise ImportFailed(path, number, f'"stance" must be Argument_for, Argument_against or null (unknown), got '
+                                         f'{obj["stance"]!r}')
     if len(obj["hash"]) > 180:
         raise ImportFailed(path, number, '"hash" is longer than 180 characters')
     if len(obj["topic"]) > 200:
@@ -133,8 +144,9 @@ def parse_row(path, number: int, obj: dict) -> AppFRow:
                                              f"sentence, but aspect_pos_string[{i}] is {s!r}")
         spans.append((begin, length))
     extra = {k: v for k, v in obj.items() if k not in REQUIRED}
-    return AppFRow(number, obj["hash"], sentence, obj["topic"], STANCE_FROM_APPF[obj["stance"]], list(pos),
-                   list(strings), spans, raw_stance=obj["stance"], extra=extra)
+    stance = STANCE_FROM_APPF.get(obj["stance"], UNKNOWN)
+    return AppFRow(number, obj["hash"], sentence, obj["topic"], stance, list(pos), list(strings), spans,
+                   raw_stance=APPF_STANCE.get(stance), extra=extra)
 
 
 def parse_appf(path, text: str | None = None) -> list[AppFRow]:
@@ -152,9 +164,25 @@ def parse_appf(path, text: str | None = None) -> list[AppFRow]:
 
 
 # --- import --------------------------------------------------------------------------------------------
-def import_appf(path, project, *, as_gold: bool = False, progress=null_progress, rows: list[AppFRow] | None = None
-                ) -> dict:
-    """Import an App. F file into ``project`` (an ``aspect`` project). All or nothing; idempotent.
+def corpus_record(row: AppFRow) -> SentenceRecord:
+    """The corpus sentence of a row: its stance, or ``none`` with :data:`UNKNOWN_METADATA` when it is unknown."""
+    known = row.stance in APPF_STANCE
+    return SentenceRecord(line=row.line, topic=row.topic, text=row.sentence, stance=row.stance if known else "none",
+                          source=SOURCE, external_id=row.hash, metadata={} if known else dict(UNKNOWN_METADATA))
+
+
+def present_hashes(project, rows: list[AppFRow]) -> set[str]:
+    """The App. F hashes of ``rows`` the (saved) project has already (:func:`import_appf` skips those rows)."""
+    if project.pk is None:
+        return set()
+    keys = Item.objects.filter(project=project, external_key__in=[f"appf:{r.hash}" for r in rows])
+    return {key.removeprefix("appf:") for key in keys.values_list("external_key", flat=True)}
+
+
+def import_appf(path, project, *, gold: GoldShare | None = None, progress=null_progress,
+                rows: list[AppFRow] | None = None) -> dict:
+    """Import an App. F file into ``project`` (an ``aspect`` project). All or nothing; idempotent. ``gold``: which
+    rows (in file order) become gold items (default none; ``GoldShare("all")``: every row, ``--as-gold``).
 
     Returns ``{"rows", "sentences_created", "items_created", "gold_created", "skipped"}``.
     """
@@ -163,18 +191,18 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
         raise ImportFailed(path, 0, f"project {wrong}")
     rows = parse_appf(path) if rows is None else rows
     total = len(rows)
+    gold_rows = {id(r) for r in (gold or GoldShare()).split(rows)[0]}
     progress(0, total, "parsed")
     with transaction.atomic():
-        parsed = ParsedFile(sentences=[SentenceRecord(line=r.line, topic=r.topic, text=r.sentence, stance=r.stance,
-                                                      source=SOURCE, external_id=r.hash) for r in rows])
+        parsed = ParsedFile(sentences=[corpus_record(r) for r in rows])
         summary = save(parsed, progress=null_progress)
         by_hash = dict(Sentence.objects.filter(
             content_hash__in=[sentence_hash(r.topic, r.sentence) for r in rows]).values_list("content_hash", "id"))
         present = set(Item.objects.filter(project=project, external_key__in=[f"appf:{r.hash}" for r in rows])
                       .values_list("external_key", flat=True))
         ranker = get_active_ranker(project)
-        instruct = as_gold and gold_instructions_on(project)
-        plain, gold, skipped = [], [], 0
+        instruct = gold_instructions_on(project)
+        plain, gold_items, skipped = [], [], 0
         for i, r in enumerate(rows, start=1):
             if f"appf:{r.hash}" in present:
                 skipped += 1
@@ -183,23 +211,23 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
                                     sentence_id=by_hash.get(sentence_hash(r.topic, r.sentence)),
                                     ranker=ranker, top_k=top_k_for(project.config, ranker, r.topic), extra=r.spans)
             payload["reference"] = r.reference()
-            if as_gold:
+            if id(r) in gold_rows:
                 expected = {"aspects": payload["reference"]["aspects"], "no_aspect": not r.spans}
                 if instruct:
                     payload["instruction"] = gold_instruction(expected, r.sentence)
-                gold.append((payload, expected))
+                gold_items.append((payload, expected))
             else:
                 plain.append(payload)
             if i % 200 == 0:
                 progress(i, total, "building items")
         if plain:
             add_items(project, plain)
-        if gold:
+        if gold_items:
             tt = project.get_task_type()
             last = Item.objects.filter(project=project).order_by("-position").values_list("position", flat=True).first()
             position = 0 if last is None else last + 1
             items = []
-            for n, (payload, _) in enumerate(gold):
+            for n, (payload, _) in enumerate(gold_items):
                 items.append(Item(project=project, payload=payload, is_gold=True, position=position + n,
                                   **tt.item_links(payload)))
             Item.objects.bulk_create(items)
@@ -207,10 +235,10 @@ def import_appf(path, project, *, as_gold: bool = False, progress=null_progress,
                 for item in items:
                     item.pk = Item.objects.get(project=project, position=item.position).pk
             GoldItem.objects.bulk_create([GoldItem(item=item, expected=expected)
-                                          for item, (_, expected) in zip(items, gold)])
+                                          for item, (_, expected) in zip(items, gold_items)])
     progress(total, total, "done")
     return {"rows": total, "sentences_created": summary.created["sentences"], "items_created": len(plain),
-            "gold_created": len(gold), "skipped": skipped}
+            "gold_created": len(gold_items), "skipped": skipped}
 
 
 # --- export --------------------------------------------------------------------------------------------
@@ -225,13 +253,14 @@ def parse_pos(value: str) -> tuple[int, int] | None:
 
 
 def is_argument(item) -> bool:
-    """Whether an item's sentence is an argument (App. F stance Argument_for / Argument_against): the imported
-    App. F stance, else the payload's ``pro`` / ``con``."""
+    """Whether an item's sentence is an App. F row (an argument: stance Argument_for / Argument_against, or one whose
+    stance is unknown, null in App. F): the imported App. F stance, else the payload's ``pro`` / ``con`` /
+    ``unknown``; ``none`` (not an argument) is not."""
     payload = item.payload or {}
     reference = payload.get("reference") if isinstance(payload.get("reference"), dict) else {}
     if reference.get("stance"):
         return reference["stance"] in STANCE_FROM_APPF
-    return payload.get("stance") in APPF_STANCE
+    return payload.get("stance") in APPF_STANCE or payload.get("stance") == UNKNOWN
 
 
 def appf_row(item, answer: dict) -> dict | None:
@@ -252,7 +281,8 @@ def appf_row(item, answer: dict) -> dict | None:
         pos = [format_pos(b, l) for b, l in spans]
         strings = [text[b:b + l] for b, l in spans]
     topic = reference.get("topic") or payload.get("topic", "")
-    stance = reference.get("stance") or APPF_STANCE[payload["stance"]]
+    stance = reference["stance"] if reference.get("stance") in STANCE_FROM_APPF \
+        else APPF_STANCE.get(payload.get("stance"))  # None: unknown (never invented)
     row = dict(reference.get("extra") or {})
     row.update({"hash": reference.get("hash") or sentence_hash(topic, text), "aspect_pos": pos,
                 "aspect_pos_string": strings, "stance": stance, "topic": topic, "sentence": text})

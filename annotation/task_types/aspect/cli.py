@@ -1,8 +1,9 @@
 """``manage.py aspects import|export|labels|convert``: App. F aspect datasets and ranker training labels.
 
     manage.py aspects import FILE --project SLUG [--as-gold] [--create] [--build-hits] [--activate]
-    manage.py aspects import FILE.conll|FILE.txt|FOLDER --format conll --project SLUG [--topic T] [--stance pro|con]
-    manage.py aspects convert FILE.conll|FILE.txt|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con]
+    manage.py aspects import FILE.conll|FILE.txt|FOLDER --format conll --project SLUG [--topic T]
+                             [--stance pro|con|unknown]
+    manage.py aspects convert FILE.conll|FILE.txt|FOLDER --out FILE.jsonl [--topic T] [--stance pro|con|unknown]
     manage.py aspects export --project SLUG --out FILE.jsonl [--split cross-topic|in-topic --out-dir DIR] [--seed N]
     manage.py aspects export --project SLUG --split cross-topic|in-topic --out-dir DIR [--seed N]
     manage.py aspects export --project SLUG --split cross-topic --test T1,T2 --dev T3 --out-dir DIR
@@ -12,8 +13,10 @@ Import is all or nothing: on a problem it prints ``file:line: reason`` to stderr
 ``--format conll`` reads the argument-aspect span corpus (CoNLL, one token and its label a line, numbered and with
 aspect categories as published or plain BIO; a file or a folder of ``.conll`` / ``.txt`` files, one per topic:
 :mod:`annotation.task_types.aspect.conll`) as App. F rows -- the topic from each file's name unless ``--topic``, the
-stance from the corpus's copy of the sentence, else ``--stance`` -- and imports them as an App. F file would be;
-``convert`` writes those rows as an App. F file instead.
+stance from the sentence's own ``# stance = pro|con|unknown`` line, else the corpus's copy of the sentence, else
+``--stance``, else unknown (App. F ``"stance": null``; never invented) -- and imports them as an App. F file would
+be; ``convert`` writes those rows as an App. F file instead. ``--as-gold``: every row is a gold item (expected
+answer: its aspects).
 Export: ``--out`` is the unsplit App. F file; ``--split`` + ``--out-dir`` write train/dev/test.jsonl into DIR
 (either or both); cross-topic holds out App. F's topics unless ``--test T1,T2 --dev T3`` name others, and
 exits 2 writing nothing when a test / dev topic is not in the project (the message lists its topics). A wrong
@@ -31,6 +34,7 @@ from annotation.models import Project
 from annotation.selectors import project_of_type, status_note
 from annotation.task_types.aspect import appf, conll, labels
 from annotation.task_types.aspect.appf import parse_appf
+from annotation.task_types.base import GoldShare
 from argora.jsonl import write_jsonl
 from argora.progress import cli_progress
 from corpus.importers import ImportFailed
@@ -48,8 +52,9 @@ class Command(BaseCommand):
                        help="appf (default): Arg-CTRL App. F JSONL; conll: [number<TAB>]token<TAB>label lines "
                             "(BIO or aspect categories), one file a topic")
         p.add_argument("--topic", help="conll: the topic of every sentence (default: each file's name)")
-        p.add_argument("--stance", choices=conll.STANCES,
-                       help="conll: the stance of sentences the corpus does not have (App. F rows need one)")
+        p.add_argument("--stance", choices=conll.STANCE_CHOICES,
+                       help="conll: the stance of sentences with no '# stance' line that the corpus does not have "
+                            "(default: unknown, App. F stance null)")
         p.add_argument("--project", required=True, help="slug of the aspect project")
         p.add_argument("--as-gold", action="store_true", help="create gold items (expected = the file's aspects)")
         p.add_argument("--create", action="store_true", help="create the project (task type aspect) if missing")
@@ -71,7 +76,9 @@ class Command(BaseCommand):
         p.add_argument("file", help="a .conll / .txt file or a folder of them")
         p.add_argument("--out", required=True, help="the App. F file to write")
         p.add_argument("--topic", help="the topic of every sentence (default: each file's name)")
-        p.add_argument("--stance", choices=conll.STANCES, help="the stance of sentences the corpus does not have")
+        p.add_argument("--stance", choices=conll.STANCE_CHOICES,
+                       help="the stance of sentences with no '# stance' line that the corpus does not have "
+                            "(default: unknown, App. F stance null)")
         p = sub.add_parser("labels", help="write Step 2a ranker labels (sentence, candidate, score) as JSONL")
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--project")
@@ -96,10 +103,13 @@ class Command(BaseCommand):
                     rows = parse_appf(options["file"])  # validate before creating anything
                 project = self._project(options["project"], create=options["create"])
                 with cli_progress("import aspects") as progress:
-                    summary = appf.import_appf(options["file"], project, as_gold=options["as_gold"],
+                    summary = appf.import_appf(options["file"], project,
+                                               gold=GoldShare("all") if options["as_gold"] else None,
                                                progress=progress, rows=rows)
                 if stats.get("duplicates"):
                     summary["duplicate_sentences"] = stats["duplicates"]
+                if stats.get("stance_unknown"):
+                    summary["stance_unknown"] = stats["stance_unknown"]
                 if options["build_hits"] or options["activate"]:
                     summary["hits_created"] = services.build_hits(project)
                 if options["activate"]:
@@ -126,8 +136,10 @@ class Command(BaseCommand):
                 stats = {}
                 rows = conll.appf_rows(options["file"], topic=options["topic"], stance=options["stance"], stats=stats)
                 n = write_jsonl([conll.appf_dict(r) for r in rows], options["out"])
-                self.stdout.write(f"{options['out']}: {n} App. F rows ({stats['stance_from_corpus']} stance(s) from "
-                                  f"the corpus, {stats['duplicates']} repeated sentence(s) kept once)")
+                self.stdout.write(f"{options['out']}: {n} App. F rows ({stats['stance_from_file']} stance(s) from "
+                                  f"the file, {stats['stance_from_corpus']} from the corpus, "
+                                  f"{stats['stance_unknown']} unknown, {stats['duplicates']} repeated sentence(s) "
+                                  f"kept once)")
             else:
                 if options["appf"]:
                     rows = list(labels.appf_label_rows(options["appf"]))  # validate the whole file first

@@ -32,9 +32,15 @@ One token and its label per line, a blank line between sentences, one file per t
   ``'s``, ``'re``...), after opening brackets, and inside straight quotes (``" the report "`` -> ``"the
   report"``). Every token keeps its character offsets, and a span is ``text[begin of its first token : end of its
   last]``, so ``aspect_pos_string`` is always exactly the span's text.
-- App. F needs each sentence's stance (``Argument_for`` / ``Argument_against``), which CoNLL does not carry: it is
-  the stance of the same sentence (topic + text) in the corpus when it is there (import the UKP corpus first), else
-  the ``stance`` given (``pro`` / ``con``); without either the sentence is refused with its line.
+- Stance: the corpus's files carry none, and a stance is never invented. A sentence's stance is, in this order: its
+  own from the file -- a comment line ``# stance = pro`` (``con``, ``unknown``; UKP's ``Argument_for`` /
+  ``Argument_against`` also do; ``# stance: pro`` too) before the sentence's first token, as CoNLL-U writes
+  ``# text = ...``; it applies to the next sentence only --, else the stance of the same sentence (topic + text) in
+  the corpus when it is there as pro / con (import the UKP corpus first), else the ``stance`` given for the whole
+  file (``pro`` / ``con`` / ``unknown``; it does not override a sentence's own ``unknown``), else **unknown**:
+  App. F ``"stance": null``, the item payload's ``"unknown"`` (:mod:`.appf`). A file's stance that contradicts the
+  corpus's pro / con for the same sentence is refused with the comment's line; a stance value that is none of these
+  is refused with its line.
 - The App. F ``hash`` is the corpus's sentence hash of (topic, text). The same sentence twice with the same spans
   is kept once (counted in ``duplicates``); with other spans it is refused (both lines named).
 
@@ -53,10 +59,12 @@ from corpus.importers.base import ImportFailed
 from corpus.importers.readers import read_text
 from corpus.models import Sentence
 
-from .appf import APPF_STANCE, AppFRow, format_pos
+from .appf import APPF_STANCE, STANCE_FROM_APPF, UNKNOWN, AppFRow, format_pos
 
 EXTENSIONS = (".conll", ".txt")
 STANCES = ("pro", "con")
+STANCE_CHOICES = ("pro", "con", UNKNOWN)  # what a file (or the whole-file option) may say
+_STANCE_COMMENT = re.compile(r"^#\s*stance\s*[=:]\s*(.*?)\s*$", re.IGNORECASE)
 # the corpus's topic codes (its file and experiment names: ab_conll_gold_chunk.txt, exp1_mw/...)
 CORPUS_TOPICS = {"ab": "abortion", "mj": "marijuana legalization", "mw": "minimum wage", "ne": "nuclear energy"}
 SPLIT_NAMES = ("train", "dev", "test")
@@ -127,6 +135,8 @@ class ConllSentence:
     file: str = ""
     categories: list[str | None] = field(default_factory=list)  # per token: its label's category, if any
     span_categories: list[str | None] = field(default_factory=list)  # per span
+    stance: str | None = None                   # the file's own (a ``# stance = ...`` line), if any
+    stance_line: int = 0                        # the line that said it
 
     def build(self) -> "ConllSentence":
         self.text, self.offsets = detokenize(self.tokens)
@@ -166,10 +176,21 @@ def _numbered(lines: list[tuple[int, list[str]]]) -> bool:
     return len(first) >= 3 and first[0] == "1" and (len(lines) == 1 or lines[1][1][0] == "2")
 
 
-def _sentence_lines(path: Path, text: str) -> list[list[tuple[int, list[str]]]]:
-    """The token lines of each sentence, as ``(line number, fields)``."""
-    groups: list[list[tuple[int, list[str]]]] = []
+def parse_stance(value: str) -> str | None:
+    """``pro`` / ``con`` / ``unknown`` of a file's stance value (UKP's ``Argument_for`` / ``Argument_against`` read
+    as pro / con), or None when it is none of them."""
+    value = value.strip()
+    if value in STANCE_FROM_APPF:
+        return STANCE_FROM_APPF[value]
+    return value.lower() if value.lower() in STANCE_CHOICES else None
+
+
+def _sentence_lines(path: Path, text: str) -> list[tuple[list[tuple[int, list[str]]], str | None, int]]:
+    """The token lines of each sentence, as ``(line number, fields)``, with the stance a ``# stance = ...`` line
+    before it gave (and that line's number)."""
+    groups: list[tuple[list[tuple[int, list[str]]], str | None, int]] = []
     current: list[tuple[int, list[str]]] | None = None
+    stance, stance_line = None, 0
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("-DOCSTART-"):
@@ -179,12 +200,19 @@ def _sentence_lines(path: Path, text: str) -> list[list[tuple[int, list[str]]]]:
         fields = [f.strip() for f in fields]
         if stripped.startswith("#") and ("\t" not in line or len(fields) < 2 or parse_label(fields[-1]) is None):
             current = None  # a comment line (a token line starting with # has a tab and a label)
+            said = _STANCE_COMMENT.match(stripped)
+            if said:
+                stance, stance_line = parse_stance(said.group(1)), number
+                if stance is None:
+                    raise ImportFailed(path, number, f"stance {said.group(1)!r} is not pro, con or unknown "
+                                                     "(Argument_for / Argument_against also do)")
             continue
         if len(fields) < 2:
             raise ImportFailed(path, number, f"expected a token and its label (token<TAB>label), found {line!r}")
         if current is None:
             current = []
-            groups.append(current)
+            groups.append((current, stance, stance_line))
+            stance, stance_line = None, 0
         current.append((number, fields))
     return groups
 
@@ -197,9 +225,10 @@ def parse_conll(path, text: str | None = None, *, topic: str | None = None) -> l
     if not name:
         raise ImportFailed(path, 0, "no topic: give one (the file name has none)")
     sentences: list[ConllSentence] = []
-    for lines in _sentence_lines(path, text):
+    for lines, stance, stance_line in _sentence_lines(path, text):
         numbered = _numbered(lines)
-        sentence = ConllSentence(line=lines[0][0], topic=name, tokens=[], labels=[], file=path.name)
+        sentence = ConllSentence(line=lines[0][0], topic=name, tokens=[], labels=[], file=path.name, stance=stance,
+                                 stance_line=stance_line)
         for position, (number, fields) in enumerate(lines, start=1):
             if numbered and (len(fields) < 3 or fields[0] != str(position)):
                 found = "\t".join(fields)
@@ -273,35 +302,43 @@ def _stances(hashes: list[str]) -> dict[str, str]:
 
 def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stats: dict | None = None
               ) -> list[AppFRow]:
-    """App. F rows of a CoNLL file or folder (see the module docstring); ``stats`` (optional) receives
-    ``{"sentences", "duplicates", "stance_from_corpus"}``."""
-    if stance is not None and stance not in STANCES:
-        raise ImportFailed(path, 0, f"stance must be pro or con, got {stance!r}")
+    """App. F rows of a CoNLL file or folder (see the module docstring; ``stance``: the whole file's, for sentences
+    that have none of their own and are not in the corpus; none given: unknown); ``stats`` (optional) receives
+    ``{"sentences", "duplicates", "stance_from_file", "stance_from_corpus", "stance_unknown"}``."""
+    if stance is not None and stance not in STANCE_CHOICES:
+        raise ImportFailed(path, 0, f"stance must be pro, con or unknown, got {stance!r}")
     sentences, duplicates = read_sentences(path, topic=topic)
     known = _stances([sentence_hash(s.topic, s.text) for s in sentences])
-    rows, from_corpus = [], 0
+    rows = []
+    counts = {"stance_from_file": 0, "stance_from_corpus": 0, "stance_unknown": 0}
     for s in sentences:
         key = sentence_hash(s.topic, s.text)
-        row_stance = known.get(key) if known.get(key) in STANCES else None
-        if row_stance is not None:
-            from_corpus += 1
-        else:
-            row_stance = stance
-        if row_stance is None:
+        corpus_stance = known.get(key) if known.get(key) in STANCES else None
+        if s.stance in STANCES and corpus_stance not in (None, s.stance):
             where = Path(path) / s.file if Path(path).is_dir() else Path(path)
-            raise ImportFailed(where, s.line, "no stance for this sentence: it is not in the corpus as an argument on "
-                                              f"{s.topic!r}; import the corpus first or give the stance (pro or con)")
+            raise ImportFailed(where, s.stance_line, f"stance {s.stance} here, but the corpus has this sentence on "
+                                                     f"{s.topic!r} as {corpus_stance}")
+        if s.stance in STANCES:
+            row_stance = s.stance
+            counts["stance_from_file"] += 1
+        elif corpus_stance is not None:
+            row_stance = corpus_stance
+            counts["stance_from_corpus"] += 1
+        else:
+            row_stance = stance if stance in STANCES and s.stance is None else UNKNOWN
+        if row_stance == UNKNOWN:
+            counts["stance_unknown"] += 1
         positions = [format_pos(b, n) for b, n in s.spans]
         rows.append(AppFRow(line=s.line, hash=key, sentence=s.text, topic=s.topic, stance=row_stance,
                             aspect_pos=positions, aspect_pos_string=[s.text[b:b + n] for b, n in s.spans],
-                            spans=list(s.spans), raw_stance=APPF_STANCE[row_stance]))
+                            spans=list(s.spans), raw_stance=APPF_STANCE.get(row_stance)))
     if stats is not None:
-        stats.update(sentences=len(rows), duplicates=duplicates, stance_from_corpus=from_corpus)
+        stats.update(sentences=len(rows), duplicates=duplicates, **counts)
     return rows
 
 
 def appf_dict(row: AppFRow) -> dict:
-    """An App. F row as the JSONL line ``aspects export`` writes."""
+    """An App. F row as the JSONL line ``aspects export`` writes (``"stance": null`` when it is unknown)."""
     return {"hash": row.hash, "aspect_pos": list(row.aspect_pos), "aspect_pos_string": list(row.aspect_pos_string),
             "stance": row.raw_stance, "topic": row.topic, "sentence": row.sentence}
 

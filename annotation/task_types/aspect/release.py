@@ -59,7 +59,8 @@ def aspects_card(ctx: CardContext) -> list[tuple[str, str]]:
     else:
         text = "No split: one file, aspects.jsonl."
     fmt = ("Arg-CTRL App. F JSONL: hash, aspect_pos (\"(begin,length)\" strings ordered by begin), "
-           "aspect_pos_string, stance (Argument_for / Argument_against), topic, sentence. Keys sorted; rows by hash. "
+           "aspect_pos_string, stance (Argument_for / Argument_against; null where the source gave none, e.g. a "
+           "CoNLL sentence of unknown stance: never guessed), topic, sentence. Keys sorted; rows by hash. "
            "Aspects are the adjudicated answer, the gold answer, the crowd's accepted spans (votes >= the "
            "threshold, a strict majority of R unless configured) or the imported reference, in that order.")
     return [("Format", fmt), ("Splits", text)]

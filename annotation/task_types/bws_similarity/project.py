@@ -97,6 +97,52 @@ def sample(project, topic: str, n_pairs: int, *, seed: int | None = None, scorer
     return report
 
 
+def add_pairs(project, topic: str, pairs: list[dict], *, source: str) -> dict:
+    """Put a file's argument pairs of one topic into ``project.config["pairs"]`` as they are (no sampling: the
+    published pair corpora, :mod:`.pairfiles`), replacing the topic's earlier pairs (refused once the topic's tuples
+    are built). ``pairs``: ``{"a_id", "b_id", "file_id", "score"[, "label"]}`` with corpus sentence ids
+    (``a_id`` = the file's argument1); a pair given twice (either order) is kept once. ``source``: what the report
+    names (the file). Returns the topic's report, stored in ``config["sampling"]`` like a sample's."""
+    _check(project)
+    row = Topic.objects.filter(name__iexact=topic).first()
+    if row is None:
+        raise BWSProjectError("topic", f"no topic named {topic!r}")
+    if row.name in _built_topics(project):
+        raise BWSProjectError("topic", f"topic {row.name!r} already has tasks; add its pairs to a new project")
+    texts = dict(Sentence.objects.filter(topic=row, pk__in={p["a_id"] for p in pairs} | {p["b_id"] for p in pairs})
+                 .values_list("pk", "text"))
+    config = dict(project.config or {})
+    kept = {pid: p for pid, p in (config.get("pairs") or {}).items() if p.get("topic") != row.name}
+    seen: set[frozenset] = set()
+    n = 0
+    for p in pairs:
+        key = frozenset((p["a_id"], p["b_id"]))
+        if len(key) < 2 or key in seen:
+            continue
+        if p["a_id"] not in texts or p["b_id"] not in texts:
+            raise BWSProjectError("pairs", f"pair {p.get('file_id')!r}: its arguments are not corpus sentences of "
+                                           f"{row.name!r}")
+        seen.add(key)
+        pair = {"topic": row.name, "a": texts[p["a_id"]], "b": texts[p["b_id"]], "a_id": p["a_id"],
+                "b_id": p["b_id"], "file_id": str(p.get("file_id", "")), "file_score": p.get("score")}
+        if p.get("label"):
+            pair["file_label"] = p["label"]
+        kept[f"{p['a_id']}-{p['b_id']}"] = pair
+        n += 1
+    if n < design.TUPLE_SIZE:
+        raise BWSProjectError("pairs", f"topic {row.name!r} has {n} distinct pair(s); a BWS task needs "
+                                       f"{design.TUPLE_SIZE}")
+    arguments = len({i for key in seen for i in key})
+    report = {"topic": row.name, "arguments": arguments, "candidates": n, "pairs": n, "requested": n, "bins": {},
+              "seed": "", "scorer": f"pairs of {source}"}
+    config["pairs"] = kept
+    config.setdefault("sampling", {})[row.name] = report
+    with transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(config=config)
+    project.config = config
+    return report
+
+
 def _attention_checks(project, topic: str, pair_ids: list[str], n: int, rng: random.Random) -> list[dict]:
     pairs = project.config["pairs"]
     ids = sorted({pairs[pid]["a_id"] for pid in pair_ids} | {pairs[pid]["b_id"] for pid in pair_ids})

@@ -23,7 +23,9 @@ Config (``project.config``): ``scorer`` (distant supervision for pair sampling: 
 ``seed`` (sampling and tuple design), ``tuples_per_pair`` (default 2: Kiritchenko & Mohammad's 2N tuples),
 ``attention_checks`` (gold tuples per topic, default 2), ``n_splits`` (split-half repetitions, default 25),
 ``splits`` (cross-topic ``{"train": [5 topics], "dev": [1], "test": [2]}``), and, written by ``bws sample``,
-``pairs`` ``{pair id: {"topic", "a", "b", "a_id", "b_id", "ds", "bin"}}`` and ``sampling`` (per-topic reports).
+``pairs`` ``{pair id: {"topic", "a", "b", "a_id", "b_id", "ds", "bin"}}`` (a pair file's pairs, from the studio's
+pair-file sources: ``"file_id", "file_score"[, "file_label"]`` instead of ``ds`` / ``bin``) and ``sampling``
+(per-topic reports).
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ def _int(config: dict, key: str, *, minimum: int) -> int:
 class BWSSimilarity(TaskType):
     name = "bws_similarity"
     label = "Argument similarity (Best-Worst Scaling)"
+    release_kinds = ("bws",)  # release.py
     template = "task_types/bws_similarity/hit.html"
     script = "task_types/bws_similarity/hit.js"
     # the paper's defaults: R = 4 workers per tuple, 5 tuples per HIT, an attention check in about every fifth task

@@ -22,13 +22,16 @@ the corpus or that has no reference argument of its stance is refused (``file:li
 Debate trees: :func:`tree_debates` turns root-to-leaf paths of :class:`corpus.models.DebateTree` rows into human
 debates (debate trees §3): the root's text is the topic; the next ``length`` nodes of a path are the turns, the
 speakers alternating (Alice, Bob, ...). Paths shorter than ``length`` are left out; longer ones are cut, and paths that
-share the same first ``length`` turns give one debate.
+share the same first ``length`` turns give one debate. :func:`record_debates` reads the same paths from a parsed Kialo
+export before it is imported (the studio's preview), and :func:`tree_pairs` makes pairwise items from one: the
+supportive against the contradicting reply to the same prompt (debate trees §2.2, Table 2).
 """
 from __future__ import annotations
 
 import hashlib
 import random
 from collections import Counter
+from pathlib import Path
 from typing import Any, Iterator
 
 from django.db import transaction
@@ -37,7 +40,9 @@ from annotation import services
 from annotation.models import Item, Project
 from annotation.selectors import project_of_type
 from argora.jsonl import read_jsonl
-from corpus.importers.base import ImportFailed
+from corpus.importers import import_file
+from corpus.importers.base import ImportFailed, TreeRecord
+from corpus.importers.parsers import parse_kialo
 from corpus.importers.readers import read_text
 from corpus.models import DebateNode, DebateTree, Sentence, Stance, Topic
 
@@ -211,37 +216,136 @@ def tree_debates(trees=None, *, length: int = 10, limit: int | None = None) -> l
     for tree in qs:
         nodes = list(DebateNode.objects.filter(tree=tree).order_by("id")
                      .values("id", "parent_id", "path", "depth", "stance", "text"))
-        children: dict[Any, list[dict]] = {}
-        for node in nodes:
-            children.setdefault(node["parent_id"], []).append(node)
-        roots = children.get(None, [])
-        seen: set[tuple[int, ...]] = set()
-        for root in roots:
-            stack = [(root, [])]
-            while stack:
-                node, path = stack.pop()
-                kids = children.get(node["id"], [])
-                turns = path if node is root else path + [node]
-                if len(turns) == length or (not kids and len(turns) >= length):
-                    ids = tuple(n["id"] for n in turns[:length])
-                    if ids not in seen:
-                        seen.add(ids)
-                        out.append(_tree_payload(tree, root, turns[:length]))
-                        if limit is not None and len(out) >= limit:
-                            return out
-                    continue
-                for kid in reversed(kids):
-                    stack.append((kid, turns))
+        for root, turns in _debate_paths(nodes, length):
+            out.append(_tree_payload(tree.pk, tree.title, root, turns))
+            if limit is not None and len(out) >= limit:
+                return out
     return out
 
 
-def _tree_payload(tree, root: dict, turns: list[dict]) -> dict:
+def record_debates(tree, *, length: int = 10, limit: int | None = None, tree_pk: Any = "<new>") -> list[dict]:
+    """:func:`tree_debates` for a parsed Kialo tree (:class:`corpus.importers.base.TreeRecord`, nothing written):
+    the same paths in the same order; ``tree_pk`` stands in the debate ids for the tree's id once imported."""
+    if length < 2:
+        raise RatingsError("--length: a debate needs at least 2 turns")
+    nodes = [{"id": n.path, "parent_id": n.parent_path, "path": n.path, "depth": n.depth, "stance": n.stance,
+              "text": n.text} for n in sorted(tree.nodes, key=lambda n: n.depth)]  # the writer's id order
+    out: list[dict] = []
+    for root, turns in _debate_paths(nodes, length):
+        out.append(_tree_payload(tree_pk, tree.title, root, turns))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _debate_paths(nodes: list[dict], length: int) -> Iterator[tuple[dict, list[dict]]]:
+    """``(root, turns)`` of every root-to-leaf path of one tree cut to ``length`` turns (the nodes below the root),
+    depth first in the nodes' order; shorter paths are left out, paths sharing their first turns come once."""
+    children: dict[Any, list[dict]] = {}
+    for node in nodes:
+        children.setdefault(node["parent_id"], []).append(node)
+    seen: set[tuple] = set()
+    for root in children.get(None, []):
+        stack = [(root, [])]
+        while stack:
+            node, path = stack.pop()
+            kids = children.get(node["id"], [])
+            turns = path if node is root else path + [node]
+            if len(turns) == length or (not kids and len(turns) >= length):
+                ids = tuple(n["id"] for n in turns[:length])
+                if ids not in seen:
+                    seen.add(ids)
+                    yield root, turns[:length]
+                continue
+            for kid in reversed(kids):
+                stack.append((kid, turns))
+
+
+def _tree_payload(tree_pk, title: str, root: dict, turns: list[dict]) -> dict:
     last = turns[-1]["path"]
-    debate_id = f"tree{tree.pk}:{last}:{len(turns)}"
+    debate_id = f"tree{tree_pk}:{last}:{len(turns)}"
     return {"debate_id": debate_id, "system": "human", "topic": root["text"],
             "turns": [{"speaker": SPEAKERS[n % 2], "text": node["text"], "stance": node["stance"]}
                       for n, node in enumerate(turns)],
-            "key": f"debate:{debate_id}", "source": {"tree": tree.pk, "title": tree.title, "path": last}}
+            "key": f"debate:{debate_id}", "source": {"tree": tree_pk, "title": title, "path": last}}
+
+
+def read_kialo(path, *, topic: str | None = None, source: str | None = None) -> TreeRecord:
+    """The debate tree of a Kialo text export, checked by the corpus's parser (``file:line: reason``); nothing is
+    written. ``topic``: the corpus topic the tree is linked to (none by default); ``source``: stored as the tree's
+    source (default: the file's name)."""
+    return parse_kialo(path, read_text(path), topic=topic or None, source=source or Path(str(path)).name).trees[0]
+
+
+def import_kialo(path, *, topic: str | None = None, source: str | None = None, progress=None) -> DebateTree:
+    """Import a Kialo text export into the corpus (:func:`corpus.importers.import_file`, all or nothing; a tree
+    imported before is reused as it is) and return its :class:`~corpus.models.DebateTree`."""
+    tree = read_kialo(path, topic=topic, source=source)
+    import_file(path, "kialo", topic=topic or None, source=source or Path(str(path)).name,
+                **({"progress": progress} if progress is not None else {}))
+    return DebateTree.objects.get(content_hash=tree.content_hash)
+
+
+# Pairwise pairs from a debate tree: the two single-node responses of debate-trees Table 2 to the same prompt.
+SUPPORTIVE, CONTRADICTING = "supportive", "contradicting"
+PAIR_STANCE = "one supports it, one refutes it"
+
+
+def tree_pairs(tree, *, limit: int | None = None) -> list[dict]:
+    """Pairwise payloads from a parsed debate tree (:class:`corpus.importers.base.TreeRecord`): for every prompt of
+    the supportive / contradicting strategies of debate-trees Table 2 (``[Pro Con][Pro]*``: a thesis and a chain of
+    its supporters, ending at a claim P), a supportive response (a Pro reply of P, system ``"supportive"``) against
+    a contradicting one (a Con reply of P, system ``"contradicting"``): P's k-th Pro reply with its k-th Con reply
+    (Kialo's order), so each reply is in at most one pair. The topic is P's text. A thesis is a node without a
+    Pro/Con label (the root; in a multi-thesis discussion the root's question is none, its unlabelled positions
+    are), as :func:`ml.generation.corpora.thesis_nodes` reads them."""
+    by_path = {n.path: n for n in tree.nodes}
+    children: dict[str, list] = {}
+    for node in tree.nodes:
+        if node.parent_path is not None:
+            children.setdefault(node.parent_path, []).append(node)
+
+    def thesis(node) -> bool:
+        if node.stance in (Stance.PRO, Stance.CON):
+            return False
+        # the question of a multi-thesis discussion (unlabelled children) is not an argument
+        return not (node.parent_path is None and any(k.stance not in (Stance.PRO, Stance.CON)
+                                                     for k in children.get(node.path, [])))
+
+    prompts: dict[str, tuple[str, ...] | None] = {}
+
+    def prompt_of(node) -> tuple[str, ...] | None:
+        """The paths of the prompt thesis .. node when it matches ``[Pro Con][Pro]*``, else None."""
+        if node.path not in prompts:
+            if thesis(node):
+                prompts[node.path] = (node.path,)
+            elif node.stance == Stance.PRO and node.parent_path in by_path:
+                above = prompt_of(by_path[node.parent_path])
+                prompts[node.path] = above + (node.path,) if above else None
+            else:
+                prompts[node.path] = None
+        return prompts[node.path]
+
+    out: list[dict] = []
+    for node in sorted(tree.nodes, key=lambda n: tuple(int(p) for p in n.path.split("."))):
+        prompt = prompt_of(node)
+        if not prompt:
+            continue
+        kids = children.get(node.path, [])
+        pros = [k for k in kids if k.stance == Stance.PRO]
+        cons = [k for k in kids if k.stance == Stance.CON]
+        for pro, con in zip(pros, cons):
+            if pro.text.strip() == con.text.strip():
+                continue
+            key = f"pair:kialo:{tree.content_hash[:16]}:{pro.path}|{con.path}"
+            out.append({"topic": node.text[:MAX_TEXT], "stance": PAIR_STANCE,
+                        "a": {"system": SUPPORTIVE, "text": pro.text[:MAX_TEXT]},
+                        "b": {"system": CONTRADICTING, "text": con.text[:MAX_TEXT]}, "key": key,
+                        "source": {"tree": tree.content_hash, "title": tree.title, "prompt": list(prompt),
+                                   "a": pro.path, "b": con.path}})
+            if limit is not None and len(out) >= limit:
+                return out
+    return out
 
 
 # --- projects and import --------------------------------------------------------------------------
@@ -304,4 +408,5 @@ def import_trees(project, *, length: int = 10, limit: int | None = None, trees=N
 
 
 __all__ = ["DEFAULTS", "ImportFailed", "get_project", "import_corpus_pairs", "import_debates", "import_pairs",
-           "import_payloads", "import_trees", "read_corpus_pairs", "read_debates", "read_pairs", "tree_debates"]
+           "import_payloads", "import_trees", "read_corpus_pairs", "read_debates", "read_pairs", "record_debates",
+           "tree_debates", "tree_pairs"]

@@ -50,7 +50,8 @@ class Command(BaseCommand):
                                               "annotate without --as-gold to open the project")
                 table = read_file(options["file"], options["format"])  # every row checked before any write
                 project = results.get_project(options["project"], create=True)
-                s = results.import_table(project, table, as_gold=options["as_gold"])
+                s = results.import_table(project, table,
+                                         gold_rows=range(len(table.rows)) if options["as_gold"] else ())
                 if options["activate"]:
                     services.set_project_status(project, Project.Status.ACTIVE)
                 kind = "gold items" if options["as_gold"] else "items"

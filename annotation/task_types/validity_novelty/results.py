@@ -5,8 +5,9 @@ Import (all-or-nothing): every row is read and checked first (:mod:`.csvio`); th
 row is created -- premise, conclusion and topic in ``Item.payload``, the row's labels as ``payload["reference"]`` (the
 reference / gold labels, never shown to workers), its other columns as ``payload["extra"]`` -- the file's header is
 merged into ``project.config["columns"]`` (so the export writes the same columns in the same order) and the new
-non-gold items are put into HITs. ``as_gold=True`` makes every row a gold item whose expected answer is the row's
-labels (1 -> yes, -1 -> no; a 0 dimension is not scored). Re-importing a file adds nothing: an item's key is a hash
+non-gold items are put into HITs. ``gold_rows`` (0-based row indexes, e.g. a studio gold share; ``valnov import
+--as-gold``: every row) makes those rows gold items whose expected answer is the row's labels (1 -> yes, -1 -> no; a 0
+dimension is not scored). Re-importing a file adds nothing: an item's key is a hash
 of topic, premise and conclusion plus the occurrence number within the file.
 
 Export: one row per item, in import order. Labels per item (``labels=``):
@@ -107,37 +108,38 @@ def expected_of(row: Row) -> dict:
             if label in CHOICE_OF_LABEL}
 
 
-def import_table(project, table: Table, *, as_gold: bool = False) -> dict:
-    """Items (or gold items) for the rows of ``table``, in one transaction. Returns ``{"created", "skipped",
-    "gold", "hits"}``; rows whose key the project already has are skipped."""
+def import_table(project, table: Table, *, gold_rows=()) -> dict:
+    """Items, and gold items for the rows whose 0-based index is in ``gold_rows``, for the rows of ``table``, in one
+    transaction. Returns ``{"created", "skipped", "gold", "hits"}`` (``created`` counts the gold items too); rows
+    whose key the project already has are skipped. HITs are built when some row is no gold item."""
+    gold_rows = set(gold_rows)
     occurrences: Counter = Counter()
     keyed = []
-    for row in table.rows:
+    for n, row in enumerate(table.rows):
         base = row_key(row, 0).rsplit("#", 1)[0]
         occurrences[base] += 1
-        keyed.append((row, f"{base}#{occurrences[base]}"))
+        keyed.append((n, row, f"{base}#{occurrences[base]}"))
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
-        have = set(Item.objects.filter(project=locked, external_key__in=[k for _, k in keyed])
+        have = set(Item.objects.filter(project=locked, external_key__in=[k for _, _, k in keyed])
                    .values_list("external_key", flat=True))
-        new = [(row, key) for row, key in keyed if key not in have]
+        new = [(n, row, key) for n, row, key in keyed if key not in have]
         config = dict(locked.config or {})
         config["columns"] = merge_columns(config.get("columns") or [], table.columns)
         Project.objects.filter(pk=locked.pk).update(config=config)
         project.config = config
-        if as_gold:
-            services.add_items(locked, [], gold=[{"payload": payload_of(row, key), "expected": expected_of(row)}
-                                                 for row, key in new])
-            hits = 0
-        else:
-            services.add_items(locked, [payload_of(row, key) for row, key in new])
-            hits = services.build_hits(locked)
-    return {"created": len(new), "skipped": len(keyed) - len(new), "gold": len(new) if as_gold else 0, "hits": hits}
+        gold = [{"payload": payload_of(row, key), "expected": expected_of(row)}
+                for n, row, key in new if n in gold_rows]
+        services.add_items(locked, [payload_of(row, key) for n, row, key in new if n not in gold_rows], gold=gold)
+        hits = services.build_hits(locked) if len(gold_rows) < len(keyed) else 0
+    return {"created": len(new), "skipped": len(keyed) - len(new), "gold": len(gold), "hits": hits}
 
 
 def import_file(project, path, *, fmt: str | None = None, as_gold: bool = False) -> dict:
-    """Read ``path`` (all-or-nothing; :class:`ImportFailed` ``file:line: reason``), then :func:`import_table`."""
-    return import_table(project, read_file(path, fmt), as_gold=as_gold)
+    """Read ``path`` (all-or-nothing; :class:`ImportFailed` ``file:line: reason``), then :func:`import_table`
+    (``as_gold``: every row a gold item)."""
+    table = read_file(path, fmt)
+    return import_table(project, table, gold_rows=range(len(table.rows)) if as_gold else ())
 
 
 # --- responses and aggregates ------------------------------------------------------------------------

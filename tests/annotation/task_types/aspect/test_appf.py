@@ -12,6 +12,8 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.models import GoldItem, Item
+from annotation.studio import services as studio
+from annotation.task_types import get_task_type
 from annotation.task_types.aspect import appf
 from annotation.task_types.aspect.appf import (
     import_appf,
@@ -20,6 +22,7 @@ from annotation.task_types.aspect.appf import (
     project_rows,
     split_rows,
 )
+from annotation.task_types.base import GoldShare
 from corpus.hashing import sentence_hash
 from corpus.importers import ImportFailed
 from corpus.models import Sentence, Topic
@@ -98,7 +101,7 @@ def test_import_creates_sentences_and_items_and_is_idempotent(appf_file, project
 
 
 def test_import_as_gold(appf_file, project):
-    summary = import_appf(appf_file, project, as_gold=True)
+    summary = import_appf(appf_file, project, gold=GoldShare("all"))
     assert summary["gold_created"] == 8 and summary["items_created"] == 0
     gold = GoldItem.objects.get(item__external_key="appf:h06")
     assert gold.item.is_gold
@@ -109,14 +112,14 @@ def test_import_as_gold(appf_file, project):
 
 @pytest.mark.parametrize("as_gold", [False, True])
 def test_round_trip_is_byte_for_byte(appf_file, project, tmp_path, as_gold):
-    import_appf(appf_file, project, as_gold=as_gold)
+    import_appf(appf_file, project, gold=GoldShare("all" if as_gold else "none"))
     out = tmp_path / "out" / "aspects.jsonl"
     files = appf.export_appf(project, out)
     assert files == {str(out): 8}
     assert out.read_bytes() == canonical(appf_file)
     # and back: the exported file imports into a fresh project and exports to the same bytes
     again = services.create_project(name="Again", slug="again", task_type="aspect", config={"top_k": 3})
-    assert import_appf(out, again, as_gold=as_gold)["rows"] == 8
+    assert import_appf(out, again, gold=GoldShare("all" if as_gold else "none"))["rows"] == 8
     appf.export_appf(again, tmp_path / "again.jsonl")
     assert (tmp_path / "again.jsonl").read_bytes() == out.read_bytes()
 
@@ -130,7 +133,7 @@ def test_malformed_line_names_file_and_line_and_writes_nothing(tmp_path, project
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for", "aspect_pos": ["(0,2)"],
                      "aspect_pos_string": ["bc"]}), "aspect_pos_string[0]"),
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "pro", "aspect_pos": [],
-                     "aspect_pos_string": []}), "Argument_for or Argument_against"),
+                     "aspect_pos_string": []}), "Argument_for, Argument_against or null (unknown)"),
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for"}), "missing key"),
         (appf_line(*ROWS[0]), "duplicate hash"),
     ]
@@ -290,7 +293,7 @@ def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, proj
 
     path = tmp_path / "two.jsonl"
     path.write_text("\n".join(appf_line(*r) for r in ROWS[5:7]) + "\n", encoding="utf-8")
-    import_appf(path, project, as_gold=True)
+    import_appf(path, project, gold=GoldShare("all"))
     text = "My uncle visited a nuclear power station last summer."
     payload = build_payload(text, "nuclear energy", stance="none", ranker=BaselineRanker(load_from_db=False))
     visited = text.index("visited")
@@ -309,3 +312,61 @@ def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, proj
     cli = StringIO()
     call_command("aspects", "export", "--project", project.slug, "--out", str(tmp_path / "cli.jsonl"), stdout=cli)
     assert "1 non-argument sentence(s)" in cli.getvalue() and "0 unresolved" in cli.getvalue()
+
+
+# --- the studio's App. F source: the gold share, an unknown stance ---------------------------------------------
+def studio_data(tmp_name: str, path: Path, gold: dict | None):
+    """``(unsaved project, SourceInput)`` of the App. F source for ``path`` stored as the studio stores an upload."""
+    project = studio.check_setup(name=f"Aspects {tmp_name}", task_type="aspect", config={"top_k": 3},
+                                 values={"assignments_per_item": 1, "items_per_hit": 2})
+    folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / f"t-{tmp_name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = folder / "upload.jsonl"
+    stored.write_bytes(path.read_bytes())
+    source = studio.source_named(get_task_type("aspect"), "appf-jsonl")
+    assert source.gold_label == "its aspects" and not source.options  # the gold share replaced "as gold"
+    return project, studio.source_input(source, upload={"path": str(stored), "name": "aspects.jsonl"}, gold=gold)
+
+
+def file_hashes(path) -> list[str]:
+    return [r.hash for r in parse_appf(path)]
+
+
+@pytest.mark.parametrize("gold, expected", [
+    ({"mode": "first", "n": 3}, lambda n: set(range(3))),
+    ({"mode": "percent", "n": 50, "seed": 7}, lambda n: GoldShare("percent", 50, seed=7).rows(n)),
+])
+def test_the_studio_gold_share_makes_the_chosen_rows_gold_in_preview_and_write(appf_file, gold, expected):
+    hashes = file_hashes(appf_file)
+    want = {hashes[i] for i in expected(len(hashes))}
+    project, data = studio_data(gold["mode"], appf_file, gold)
+    preview, problems = studio.preview_import(project, data)
+    again, _ = studio.preview_import(project, data)  # the same rows for the same file and seed
+    assert problems == [] and (preview.items, preview.gold) == (8 - len(want), len(want)) and len(want) == \
+        (3 if gold["mode"] == "first" else 4)
+    assert preview.columns[-1] == "gold" and again.rows == preview.rows
+    shown = {hashes[n]: row[-1] for n, row in enumerate(preview.rows)}
+    assert {h for h, mark in shown.items() if mark == "gold"} == want & set(shown)
+    result = studio.run_import(studio.import_spec(project, data), job=f"job-appf-{gold['mode']}")
+    assert (result["items"], result["gold"]) == (8 - len(want), len(want))
+    made = {g.item.external_key.removeprefix("appf:"): g.expected
+            for g in GoldItem.objects.filter(item__project__slug=result["project"]).select_related("item")}
+    assert set(made) == want
+    row = next(r for r in parse_appf(appf_file) if r.hash in want)
+    assert made[row.hash] == {"aspects": row.reference()["aspects"], "no_aspect": not row.spans}
+    plain = Item.objects.filter(project__slug=result["project"], is_gold=False)
+    assert {i.external_key.removeprefix("appf:") for i in plain} == set(hashes) - want
+
+
+def test_an_app_f_row_of_unknown_stance_stays_unknown(tmp_path, project):
+    path = tmp_path / "unknown.jsonl"
+    path.write_text(json.dumps({"hash": "u1", "topic": "gun control", "stance": None, "sentence": "Guns are tools.",
+                                "aspect_pos": ["(9,5)"], "aspect_pos_string": ["tools"]}) + "\n", encoding="utf-8")
+    import_appf(path, project)
+    item = Item.objects.get(project=project)
+    assert item.payload["stance"] == "unknown" and item.payload["reference"]["stance"] is None
+    sentence = Sentence.objects.get()
+    assert (sentence.stance, sentence.metadata) == ("none", {"stance": "unknown"})
+    out = tmp_path / "out.jsonl"
+    appf.export_appf(project, out)
+    assert json.loads(out.read_text())["stance"] is None and out.read_bytes() == canonical(path)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from annotation import services
 from annotation.models import GoldItem, Item, Project
 from annotation.studio import services as studio
 from annotation.task_types import get_task_type
@@ -18,6 +19,7 @@ from annotation.task_types.aspect import conll
 from annotation.task_types.aspect.appf import parse_appf
 from corpus.importers import import_file
 from corpus.models import Sentence, Topic
+from corpus.releases import build_release, release_path
 
 pytestmark = pytest.mark.django_db
 
@@ -206,18 +208,71 @@ def test_the_stance_comes_from_the_corpus_when_the_sentence_is_there(tmp_path):
     path = tmp_path / "gun_control.conll"
     path.write_text(GUNS, encoding="utf-8")
     converted = tmp_path / "appf.jsonl"
-    assert "1 stance(s) from the corpus" in run("convert", path, "--out", converted)
+    assert "1 from the corpus, 0 unknown" in run("convert", path, "--out", converted)
     [row] = [json.loads(line) for line in converted.read_text().splitlines()]
     assert row["stance"] == "Argument_against" and row["aspect_pos"] == ["(0,17)", "(23,5)"]
     run("import", converted, "--project", "guns", "--create")  # the converted file is App. F
     assert Item.objects.get(project__slug="guns").payload["reference"]["aspects"][1]["text"] == "lives"
 
 
-def test_a_sentence_without_a_stance_is_refused_with_its_line_and_nothing_is_written(tmp_path):
+def test_no_stance_anywhere_is_unknown_never_pro_or_con_through_items_corpus_and_release(tmp_path, tmp_artifacts):
+    """The corpus's files carry no stance: nothing given, nothing in the corpus -> unknown in the App. F rows, the
+    item payloads, the corpus (stance none + metadata), the export and the aspects release (stance null)."""
     folder = folder_of(tmp_path)
-    message = refused("import", folder, "--format", "conll", "--project", "spans", "--create")
-    assert message.startswith(f"{folder / 'gun-control.conll'}:3: no stance for this sentence")
-    assert not Project.objects.exists() and not Sentence.objects.exists()
+    out = run("import", folder, "--format", "conll", "--project", "spans", "--create")
+    assert "rows 3" in out and "stance_unknown 3" in out
+    project = Project.objects.get(slug="spans")
+    assert {i.payload["stance"] for i in Item.objects.filter(project=project)} == {"unknown"}
+    assert {i.payload["reference"]["stance"] for i in Item.objects.filter(project=project)} == {None}
+    assert [(s.stance, s.metadata) for s in Sentence.objects.all()] == [("none", {"stance": "unknown"})] * 3
+    exported = tmp_path / "aspects.jsonl"
+    run("export", "--project", "spans", "--out", exported)
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(rows) == 3 and {r["stance"] for r in rows} == {None}  # resolved by the imported reference
+    assert {r.stance for r in parse_appf(exported)} == {"unknown"}  # a valid App. F file, read back as unknown
+    release = build_release("spans", "1.0", kind="aspects", config={"projects": ["spans"], "split": "none"})
+    written = [json.loads(line) for line in (release_path(release) / "aspects.jsonl").read_text().splitlines()]
+    assert len(written) == 3 and {r["stance"] for r in written} == {None}
+    # an item built from the same corpus sentence (another project, the corpus source) keeps it unknown too
+    other = services.create_project(name="from corpus", slug="from-corpus", task_type="aspect")
+    services.add_items_from_rows(other, list(Sentence.objects.order_by("id")))
+    assert {i.payload["stance"] for i in Item.objects.filter(project=other)} == {"unknown"}
+
+
+def test_a_stance_line_per_sentence_is_honoured_and_beats_the_file_default(tmp_path):
+    path = tmp_path / "nuclear_energy.conll"
+    path.write_text("# stance = con\n" + NUCLEAR.replace("\nReactors", "# stance: Argument_for\nReactors")
+                    + "\n# stance = unknown\nWaste\tB-ASP\npiles\tO\nup\tO\n.\tO\n"
+                    + "\nPlants\tO\nare\tO\nold\tB-ASP\n.\tO\n", encoding="utf-8")
+    stats: dict = {}
+    rows = conll.appf_rows(path, stance="pro", stats=stats)
+    assert [(r.sentence, r.stance, r.raw_stance) for r in rows] == [
+        ('Nuclear power isn\'t cheap (or safe), says "the waste report".', "con", "Argument_against"),
+        ("Reactors create jobs in rural areas.", "pro", "Argument_for"),
+        ("Waste piles up.", "unknown", None),  # its own "unknown": not overridden by the file's default
+        ("Plants are old.", "pro", "Argument_for")]  # no line of its own: the file's default
+    assert (stats["stance_from_file"], stats["stance_unknown"]) == (2, 1)
+    run("import", path, "--format", "conll", "--project", "mixed", "--create")
+    assert dict(Item.objects.filter(project__slug="mixed").values_list("payload__text", "payload__stance")) == {
+        'Nuclear power isn\'t cheap (or safe), says "the waste report".': "con",
+        "Reactors create jobs in rural areas.": "pro", "Waste piles up.": "unknown", "Plants are old.": "unknown"}
+    assert dict(Sentence.objects.values_list("text", "stance"))["Reactors create jobs in rural areas."] == "pro"
+
+
+@pytest.mark.parametrize("head, line, reason", [
+    ("# stance = maybe\n", 1, "stance 'maybe' is not pro, con or unknown"),
+    ("# stance = pro\n", 1, "stance pro here, but the corpus has this sentence on 'gun control' as con"),
+])
+def test_a_bad_or_contradicting_stance_line_is_refused_with_its_line(tmp_path, head, line, reason):
+    corpus = tmp_path / "guns.jsonl"
+    corpus.write_text(json.dumps({"topic": "gun control", "sentence": "Background checks save lives.",
+                                  "stance": "con"}) + "\n", encoding="utf-8")
+    import_file(corpus, "jsonl")
+    path = tmp_path / "gun_control.conll"
+    path.write_text(head + GUNS, encoding="utf-8")
+    message = refused("import", path, "--format", "conll", "--project", "x", "--create")
+    assert message.startswith(f"{path}:{line}: {reason}"), message
+    assert not Project.objects.exists()
 
 
 @pytest.mark.parametrize("body, line, reason", [
@@ -261,7 +316,7 @@ def test_the_studio_conll_source_previews_and_imports_gold():
     project, source, stored = studio_upload("CoNLL study", NUCLEAR, "upload-1234.conll")
     bad = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
                               options={"stance": "maybe"})
-    assert studio.preview_import(project, bad)[1] == ["stance: pro or con (or empty), not 'maybe'"]
+    assert studio.preview_import(project, bad)[1] == ["stance: pro, con or unknown (or empty: unknown), not 'maybe'"]
     data = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
                                options={"stance": "con"})
     preview, problems = studio.preview_import(project, data)
@@ -275,9 +330,13 @@ def test_the_studio_conll_source_previews_and_imports_gold():
 def test_the_studio_conll_source_takes_a_corpus_file_as_published():
     project, source, stored = studio_upload("Minimum wage aspects", PUBLISHED, "upload-5678.txt")
     data = studio.source_input(source, upload={"path": str(stored), "name": "mw_conll_gold_chunk.txt"},
-                               options={"stance": "pro", "as_gold": True})
+                               options={"stance": "pro"}, gold={"mode": "first", "n": 1})
     preview, problems = studio.preview_import(project, data)
-    assert problems == [] and preview.gold == 2 and preview.rows[0][1] == "minimum wage"  # the corpus's topic code
+    assert problems == [] and (preview.items, preview.gold) == (1, 1)
+    assert preview.rows[0][1] == "minimum wage"  # the corpus's topic code
+    assert preview.columns[-1] == "gold" and [r[-1] for r in preview.rows] == ["gold", ""]
     result = studio.run_import(studio.import_spec(project, data), job="job-conll-published")
-    gold = GoldItem.objects.get(item__project__slug=result["project"], item__payload__text__startswith="It lifts")
-    assert [a["text"] for a in gold.expected["aspects"]] == ["lifts workers", "out of poverty", "RaiseTheWage"]
+    gold = GoldItem.objects.get(item__project__slug=result["project"])
+    assert [a["text"] for a in gold.expected["aspects"]] == ["cost jobs", "raise prices"]
+    other = Item.objects.get(project__slug=result["project"], is_gold=False)
+    assert other.payload["text"].startswith("It lifts") and len(other.payload["reference"]["aspects"]) == 3

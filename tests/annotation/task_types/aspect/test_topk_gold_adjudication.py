@@ -27,6 +27,7 @@ from annotation.task_types.aspect.items import (
     top_k_for,
 )
 from annotation.task_types.aspect.rankers import BaselineRanker
+from annotation.task_types.base import GoldShare
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 
@@ -296,7 +297,7 @@ def test_imported_gold_stores_its_instruction_and_the_page_shows_it(client, tmp_
     assert rows and all("instruction" not in r for r in rows)
     # a project with gold_instructions false imports gold without one
     quiet = services.create_project(name="q", slug="quiet", task_type="aspect", config={"gold_instructions": False})
-    appf.import_appf(path, quiet, as_gold=True)
+    appf.import_appf(path, quiet, gold=GoldShare("all"))
     assert all("instruction" not in i.payload for i in Item.objects.filter(project=quiet))
 
 
