@@ -14,8 +14,10 @@ Readers
     :func:`ranker_rows_from_file` (the ``ranker`` / ``span_ranker`` kinds' ``rows_from_file``, what ``manage.py
     train ranker|span_ranker --data FILE`` uses): an App. F JSONL file (validated, ``file:line`` errors) or a JSONL
     of label rows, split by sentence into (train, dev). :func:`ranker_rows_from_project` (the retrain loop): the
-    project's final answers (adjudicated > gold > crowd vote > imported reference), split by a stable hash of the
-    sentence so a growing project keeps its dev sentences.
+    project's *human* labels (:func:`human_aspect_rows`: adjudicated > gold > crowd vote; an item whose final
+    answer is only its imported reference, or a model annotator's, is no label), split by a stable hash of the
+    sentence so a growing project keeps its dev sentences. :func:`human_span_rows`: the same for a
+    ``span_grounding`` project (the ``argspan`` kinds, ``seq2seq``).
 
 Splits
     :func:`split_by_sentence` (seeded, every n-gram of a sentence on one side), :func:`leave_one_topic_out`.
@@ -29,9 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from annotation.task_types.aspect.appf import parse_appf, parse_pos, project_rows
+from annotation.models import Item
+from annotation.selectors import counted_responses
+from annotation.task_types.aspect.aggregation import final_answer
+from annotation.task_types.aspect.appf import appf_row, is_argument, parse_appf, parse_pos
 from annotation.task_types.aspect.candidates import Candidate
 from annotation.task_types.aspect.labels import label_rows
+from annotation.task_types.span_grounding.export import clean_filters, export_row, filter_reason, normalisation_by_item
 from argora.jsonl import read_jsonl
 from corpus.importers.base import ImportFailed
 from corpus.tokens import tokenize
@@ -127,17 +133,68 @@ def ranker_rows_from_file(path, *, dev_fraction: float = 0.2, seed: int = 13) ->
     return split_by_sentence(rows, dev_fraction=dev_fraction, seed=seed)
 
 
+# the final-answer sources that are human labels (annotation.task_types.aspect.aggregation.final_answer); "reference"
+# (the imported answer of the item) and "none" are not
+HUMAN_SOURCES = ("adjudicated", "gold", "crowd")
+
+
+def human_aspect_rows(project) -> list[dict]:
+    """App. F rows (:func:`annotation.task_types.aspect.appf.appf_row`) of the argument items of an ``aspect``
+    project whose final answer is a human label -- an expert's adjudication, a gold item's expected answer, or the
+    vote of submitted crowd responses (confirmed workers, no model annotator) -- sorted by hash. Items whose only
+    answer is the imported reference are left out: the retrain loop trains on the project's labelled data, never
+    on a whole imported corpus by accident."""
+    items = list(Item.objects.filter(project=project, is_training=False).select_related("gold")
+                 .order_by("position", "id"))
+    by_item: dict[int, list[dict]] = {}
+    for item_id, data in (counted_responses(project, include_gold=True, include_models=False)
+                          .order_by("id").values_list("item_id", "data")):
+        by_item.setdefault(item_id, []).append(data)
+    rows = []
+    for item in items:
+        if not is_argument(item):
+            continue
+        answer = final_answer(project, item, by_item.get(item.pk, []))
+        if answer.get("source") not in HUMAN_SOURCES:
+            continue
+        row = appf_row(item, answer)
+        if row is not None:
+            rows.append(row)
+    rows.sort(key=lambda r: r["hash"])
+    return rows
+
+
 def ranker_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
-    """(train, dev, n_labels) from the project's final answers; dev = the sentences whose stable hash falls in
-    the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev sentences.
-    ``n_labels`` = sentences with a final answer (a "no aspect" answer gives all-zero rows: negatives)."""
-    answers = project_rows(project)
+    """(train, dev, n_labels) from the project's human labels (:func:`human_aspect_rows`); dev = the sentences whose
+    stable hash falls in the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev
+    sentences. ``n_labels`` = sentences with a human final answer (a "no aspect" answer gives all-zero rows:
+    negatives)."""
+    answers = human_aspect_rows(project)
     rows: list[dict] = []
     for answer in answers:
         spans = [parse_pos(p) for p in answer["aspect_pos"]]
         rows.extend(ranker_rows(answer["sentence"], spans, topic=answer["topic"]))
     train, dev = stable_split(rows, key=lambda r: [r.get("topic") or "", r["sentence"]])
     return train, dev, len(answers)
+
+
+def human_span_rows(project, *, filters=None) -> Iterator[dict]:
+    """Span export rows (:func:`annotation.task_types.span_grounding.export.export_row`) of a ``span_grounding``
+    project's non-gold items from their human responses only (confirmed workers; no model annotator, even one
+    included in the results; an item with none is left out), in item order, optionally ArgU §3.2.4-filtered."""
+    filters = clean_filters(filters)
+    task_type = project.get_task_type()
+    responses: dict[int, list[dict]] = {}
+    for item_id, data in (counted_responses(project, include_models=False).order_by("item_id", "id")
+                          .values_list("item_id", "data")):
+        responses.setdefault(item_id, []).append(data)
+    items = list(Item.objects.filter(project=project, is_gold=False, pk__in=list(responses)).order_by("position", "id"))
+    mapping = normalisation_by_item([i.pk for i in items])
+    for item in items:
+        got = responses[item.pk]
+        row = export_row(project, item, got, task_type.aggregate(project, item, got), mapping=mapping.get(item.pk, {}))
+        if filters is None or filter_reason(row, filters) is None:
+            yield row
 
 
 def leave_one_topic_out(rows: Sequence[dict], topics: Iterable[str] | None = None

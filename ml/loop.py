@@ -21,16 +21,17 @@ Rows for a kind
     :func:`ml.registry.train_version` as ``rows_test`` (test metrics only, never training or selection).
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
-    n_labels)`` (the ranker kinds' is :func:`ml.data.ranker_rows_from_project`: an aspect project's final answers --
-    adjudicated > gold > crowd vote > imported reference -- turned into label rows, split by sentence hash;
-    ``n_labels`` = sentences with a final answer); a kind without one cannot learn from projects.
+    n_labels)`` (the ranker kinds' is :func:`ml.data.ranker_rows_from_project`: an aspect project's human final
+    answers -- adjudicated > gold > crowd vote; an imported reference is no label -- turned into label rows, split
+    by sentence hash; ``n_labels`` = sentences with a human final answer); a kind without one cannot learn from
+    projects.
 
 Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
     enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
     lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the task type's
     ``retrain_kinds``: ``["ranker"]`` for aspect projects, ``["argument"]`` for sentence_label projects, none for the
-    others) it counts the aggregated labels; when at least M =
+    others) it counts the human labels; when at least M =
     ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
     data snapshot of the last version trained for it (``snapshot_labels``; the newest ready or archived one, so a
     version that lost the comparison resets the count too) -- or there is no version yet and there are M labels
@@ -38,6 +39,26 @@ Retrain loop (:func:`maybe_retrain`)
     when the spec has ``evaluate``, the active model is scored again on the *new* dev rows and the two are compared
     on the same rows; otherwise the stored dev metrics are compared. ``retrain_every: 0`` turns the loop off.
     A cache lock per (project, kind) keeps two workers from training the same thing at once.
+
+    Labels are the project's *human* labels only: each spec's ``rows_from_project`` reads adjudications, gold
+    items' expected answers and the aggregate of submitted crowd responses -- never an item's imported reference
+    nor a model annotator's answers (:func:`ml.data.human_aspect_rows` for the aspect kinds), so a project imported
+    from a corpus does not count its whole corpus as new labels.
+
+Budget (project config keys, else settings / environment)
+    ``retrain_max_rows`` (``ARGORA_RETRAIN_MAX_ROWS``, default 20,000): a retrain whose train + dev + test rows
+    exceed it is *refused* with the reason (nothing trained; the studio's retraining page raises the budget);
+    ``retrain_max_steps`` (``ARGORA_RETRAIN_MAX_STEPS``, default 2,000) and ``retrain_max_seconds``
+    (``ARGORA_RETRAIN_MAX_SECONDS``, default 1,800): training stops at the first cap reached, checked between
+    optimisation steps (:func:`ml.training.budget`), and the version records it (``metrics["budget"]``:
+    ``{"max_steps", "max_seconds", "steps", "seconds", "capped"}``). ``0`` = no limit.
+
+Attempts (:class:`ml.models.RetrainAttempt`, written by :func:`record_attempt` only)
+    ``queued`` when :func:`schedule_maybe_retrain` enqueues the check, then per kind ``running`` -> ``finished`` /
+    ``failed``, or ``refused`` (over the budget) / ``skipped`` (too few new labels; only the latest skipped row
+    of a kind is kept). :func:`retrain_status` is what the studio's project page shows (the
+    ``annotation.providers.retrain_status`` slot); :func:`update_retrain_settings` changes ``retrain_every`` and
+    the budget (the ``retrain_settings_update`` slot, the studio's retraining page), with an audit line.
 """
 from __future__ import annotations
 
@@ -49,21 +70,35 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
 
+from annotation import teams
+from annotation.models import Project
 from annotation.task_types.aspect.appf import parse_appf
 from annotation.task_types.aspect.labels import label_rows
 from argora.debounce import enqueue_once
+from argora.errors import FieldError
 from argora.progress import Progress, null_progress
 from corpus.importers.base import ImportFailed
 
-from . import registry
+from . import registry, training
 from .data import read_jsonl_objects
-from .models import ModelVersion
+from .models import ModelVersion, RetrainAttempt
 from .registry import TrainerError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RETRAIN_EVERY = 50
+# the loop's settings: project.config key -> (setting / environment variable, default); 0 = off / no limit
+RETRAIN_SETTINGS = {
+    "retrain_every": ("ARGORA_RETRAIN_EVERY", DEFAULT_RETRAIN_EVERY),
+    "retrain_max_rows": ("ARGORA_RETRAIN_MAX_ROWS", 20_000),
+    "retrain_max_steps": ("ARGORA_RETRAIN_MAX_STEPS", 2_000),
+    "retrain_max_seconds": ("ARGORA_RETRAIN_MAX_SECONDS", 1_800),
+}
+RETRAIN_SETTING_MAX = 10**9
+ATTEMPTS_SHOWN = 20
 DEBOUNCE_KEY = "argora:ml-maybe-retrain:{}"
 TRAIN_LOCK_KEY = "argora:ml-retrain-lock:{}:{}"
 TRAIN_LOCK_SECONDS = 6 * 3600
@@ -256,15 +291,38 @@ def _activate_if_better(spec, version, rows_dev) -> dict:
 
 # --- the retrain loop ------------------------------------------------------------------------------
 
-def retrain_every(project) -> int:
-    """M: labels between retrains (project.config["retrain_every"], else ARGORA_RETRAIN_EVERY, default 50)."""
-    value = (project.config or {}).get("retrain_every")
+def default_setting(key: str) -> int:
+    """The value of a :data:`RETRAIN_SETTINGS` key for a project that does not set it (settings, else the
+    environment, else the built-in default)."""
+    name, default = RETRAIN_SETTINGS[key]
+    value = getattr(settings, name, None)
     if value is None:
-        value = getattr(settings, "ARGORA_RETRAIN_EVERY", os.environ.get("ARGORA_RETRAIN_EVERY", DEFAULT_RETRAIN_EVERY))
+        value = os.environ.get(name, default)
     try:
         return max(0, int(value))
     except (TypeError, ValueError):
-        return DEFAULT_RETRAIN_EVERY
+        return default
+
+
+def retrain_setting(project, key: str) -> int:
+    """``project.config[key]`` (an int >= 0), else :func:`default_setting`."""
+    value = (project.config or {}).get(key)
+    if value is None:
+        return default_setting(key)
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return default_setting(key)
+
+
+def retrain_every(project) -> int:
+    """M: labels between retrains (project.config["retrain_every"], else ARGORA_RETRAIN_EVERY, default 50)."""
+    return retrain_setting(project, "retrain_every")
+
+
+def retrain_budget(project) -> dict:
+    """``{"max_rows", "max_steps", "max_seconds"}`` of a retrain of ``project`` (0 = no limit)."""
+    return {key[len("retrain_"):]: retrain_setting(project, key) for key in RETRAIN_SETTINGS if key != "retrain_every"}
 
 
 def retrain_kinds(project) -> list[str]:
@@ -285,8 +343,125 @@ def schedule_maybe_retrain(project_id: int) -> bool:
     from .tasks import maybe_retrain  # cycle: ml.tasks imports this module
 
     delay = debounce_seconds()
-    return enqueue_once(DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id],
-                        countdown=delay)
+    enqueued = enqueue_once(DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id],
+                            countdown=delay)
+    if enqueued and not RetrainAttempt.objects.filter(project_id=project_id, state=RetrainAttempt.State.QUEUED).exists():
+        record_attempt(project_id, state=RetrainAttempt.State.QUEUED)
+    return enqueued
+
+
+# --- attempts (what the studio shows) ----------------------------------------------------------------
+
+def record_attempt(project, kind: str = "", *, state: str, attempt: RetrainAttempt | None = None,
+                   **fields) -> RetrainAttempt:
+    """Write one :class:`~ml.models.RetrainAttempt` (``attempt`` given: update it) in ``state`` with ``fields``
+    (``reason``, ``n_labels``, ``new_labels``, ``rows``, ``steps``, ``capped``, ``version``, ``task_id``). Times:
+    ``started_at`` when running, ``finished_at`` when it ends (finished / refused / failed / skipped). A new
+    ``skipped`` row replaces the older skipped rows of its kind."""
+    project_id = project if isinstance(project, int) else project.pk
+    now = timezone.now()
+    values = dict(fields, state=state)
+    if kind:
+        values["kind"] = kind
+    if state == RetrainAttempt.State.RUNNING:
+        values["started_at"] = now
+    elif state != RetrainAttempt.State.QUEUED:
+        values["finished_at"] = now
+    with transaction.atomic():
+        if attempt is None:
+            attempt = RetrainAttempt(project_id=project_id)
+        for name, value in values.items():
+            setattr(attempt, name, value)
+        attempt.save()
+        if state == RetrainAttempt.State.SKIPPED:
+            (RetrainAttempt.objects.filter(project_id=project_id, kind=attempt.kind, state=state)
+             .exclude(pk=attempt.pk).delete())
+    return attempt
+
+
+def _take_queued(project) -> RetrainAttempt | None:
+    """The project's oldest queued check (the others, the same check enqueued again, are dropped)."""
+    queued = list(RetrainAttempt.objects.filter(project=project, state=RetrainAttempt.State.QUEUED).order_by("id"))
+    if len(queued) > 1:
+        RetrainAttempt.objects.filter(pk__in=[a.pk for a in queued[1:]]).delete()
+    return queued[0] if queued else None
+
+
+def attempt_dict(attempt: RetrainAttempt | None) -> dict | None:
+    if attempt is None:
+        return None
+    return {"id": attempt.pk, "kind": attempt.kind, "state": attempt.state, "reason": attempt.reason,
+            "n_labels": attempt.n_labels, "new_labels": attempt.new_labels, "rows": attempt.rows,
+            "steps": attempt.steps, "capped": attempt.capped, "version": attempt.version_id,
+            "task_id": attempt.task_id, "created_at": attempt.created_at, "started_at": attempt.started_at,
+            "finished_at": attempt.finished_at, "when": attempt.finished_at or attempt.started_at or attempt.created_at}
+
+
+def retrain_settings(project) -> dict:
+    """The loop's settings of ``project``: ``{key: {"value", "default", "own": set on the project}}`` for each
+    :data:`RETRAIN_SETTINGS` key."""
+    config = project.config or {}
+    return {key: {"value": retrain_setting(project, key), "default": default_setting(key),
+                  "own": config.get(key) is not None} for key in RETRAIN_SETTINGS}
+
+
+def retrain_status(project) -> dict:
+    """What the studio shows (``annotation.providers.retrain_status``): ``{"every", "budget", "settings", "kinds":
+    [{"kind", "last": the latest attempt that is not a skipped check, "check": the latest attempt, "new_labels",
+    "n_labels" (at that check)}], "queued": the pending check, "attempts": the latest attempts}`` (attempts as
+    :func:`attempt_dict`)."""
+    attempts = RetrainAttempt.objects.filter(project=project).select_related("version")
+    kinds = []
+    for kind in retrain_kinds(project):
+        mine = attempts.filter(kind=kind)
+        check = mine.first()
+        last = mine.exclude(state=RetrainAttempt.State.SKIPPED).first()
+        kinds.append({"kind": kind, "last": attempt_dict(last), "check": attempt_dict(check),
+                      "new_labels": check.new_labels if check else None, "n_labels": check.n_labels if check else None})
+    queued = attempts.filter(state=RetrainAttempt.State.QUEUED).order_by("id").first()
+    return {"every": retrain_every(project), "budget": retrain_budget(project), "settings": retrain_settings(project),
+            "kinds": kinds, "queued": attempt_dict(queued),
+            "attempts": [attempt_dict(a) for a in attempts[:ATTEMPTS_SHOWN]]}
+
+
+def update_retrain_settings(project, values: dict, *, user=None) -> dict:
+    """Set the loop's settings of ``project`` (``values``: :data:`RETRAIN_SETTINGS` keys -> an int >= 0, or
+    ``None`` / ``""`` for the default), in one transaction with an audit line (``retraining``). A bad value raises
+    :class:`~argora.errors.FieldError` naming the key; nothing is written then. Returns :func:`retrain_settings`."""
+    clean: dict[str, int | None] = {}
+    for key, value in values.items():
+        if key not in RETRAIN_SETTINGS:
+            raise FieldError(key, f"not a retraining setting (known: {', '.join(RETRAIN_SETTINGS)})")
+        if value is None or value == "":
+            clean[key] = None
+            continue
+        if isinstance(value, bool):
+            raise FieldError(key, "a whole number >= 0")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise FieldError(key, f"a whole number >= 0, got {value!r}") from None
+        if number != value and str(number) != str(value).strip():
+            raise FieldError(key, f"a whole number >= 0, got {value!r}")
+        if number < 0 or number > RETRAIN_SETTING_MAX:
+            raise FieldError(key, f"between 0 and {RETRAIN_SETTING_MAX}, got {number}")
+        clean[key] = number
+    with transaction.atomic():
+        locked = Project.objects.select_for_update().get(pk=project.pk)
+        config = dict(locked.config or {})
+        before = {key: config.get(key) for key in clean}
+        for key, number in clean.items():
+            if number is None:
+                config.pop(key, None)
+            else:
+                config[key] = number
+        after = {key: config.get(key) for key in clean}
+        Project.objects.filter(pk=locked.pk).update(config=config)
+        project.config = config
+        changed = teams.changes(before, after)
+        if changed:
+            teams.record(project, user, "retraining", changed)
+    return retrain_settings(project)
 
 
 def _snapshot_labels(version, prefix: str) -> int | None:
@@ -316,22 +491,35 @@ def last_snapshot_labels(kind: str, project) -> int | None:
 
 
 def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str = "", force: bool = False) -> list[dict]:
-    """Retrain every kind of ``project`` that has M new labels; one outcome dict per kind considered."""
+    """Retrain every kind of ``project`` that has M new human labels, within the project's budget; one outcome
+    dict per kind considered, and one :class:`~ml.models.RetrainAttempt` per kind (the queued check becomes the
+    first one)."""
     every = retrain_every(project)
+    budget = retrain_budget(project)
+    queued = _take_queued(project)
     outcomes = []
+
+    def record(kind, state, **fields):
+        nonlocal queued
+        attempt, queued = queued, None
+        return record_attempt(project, kind, state=state, attempt=attempt, task_id=task_id, **fields)
+
     for kind in retrain_kinds(project):
         outcome: dict[str, Any] = {"kind": kind, "project": project.pk}
         if every <= 0 and not force:
             outcomes.append({**outcome, "skipped": "retrain_every is 0"})
+            record(kind, RetrainAttempt.State.SKIPPED, reason="retrain_every is 0: retraining is off")
             continue
         try:
             spec = registry.get_trainer(kind)
         except TrainerError as exc:
             outcomes.append({**outcome, "skipped": str(exc)})
+            record(kind, RetrainAttempt.State.SKIPPED, reason=str(exc))
             continue
         lock = TRAIN_LOCK_KEY.format(project.pk, kind)
         if not cache.add(lock, task_id or 1, timeout=TRAIN_LOCK_SECONDS):
             outcomes.append({**outcome, "skipped": "a retrain of this kind is running"})
+            record(kind, RetrainAttempt.State.SKIPPED, reason="a retrain of this kind is running")
             continue
         try:
             try:
@@ -339,29 +527,68 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
                 rows_train, rows_dev, rows_test = _parts((rows_train, rows_dev))
             except TrainerError as exc:
                 outcomes.append({**outcome, "skipped": str(exc)})
+                record(kind, RetrainAttempt.State.SKIPPED, reason=str(exc))
                 continue
             since = last_snapshot_labels(kind, project)
             new = n_labels - (since or 0)
-            outcome.update(labels=n_labels, since=since, new=new, every=every)
+            n_rows = len(rows_train) + len(rows_dev) + len(rows_test)
+            outcome.update(labels=n_labels, since=since, new=new, every=every, rows=n_rows, budget=budget)
+            counts = {"n_labels": n_labels, "new_labels": new, "rows": n_rows}
             if not force and new < every:
-                outcomes.append({**outcome, "skipped": f"{new} new labels, retrain every {every}"})
+                reason = f"{new} new labels, retrain every {every}"
+                outcomes.append({**outcome, "skipped": reason})
+                record(kind, RetrainAttempt.State.SKIPPED, reason=reason, **counts)
                 continue
             if not rows_dev or not rows_train:
-                outcomes.append({**outcome, "skipped": "not enough labelled sentences for a train and a dev split"})
+                reason = "not enough labelled sentences for a train and a dev split"
+                outcomes.append({**outcome, "skipped": reason})
+                record(kind, RetrainAttempt.State.SKIPPED, reason=reason, **counts)
                 continue
+            if budget["max_rows"] and n_rows > budget["max_rows"]:
+                reason = (f"{n_rows} rows from {n_labels} labels exceed the budget of {budget['max_rows']} rows "
+                          f"(retrain_max_rows): not trained; raise the budget on the project's retraining page")
+                outcomes.append({**outcome, "refused": reason})
+                record(kind, RetrainAttempt.State.REFUSED, reason=reason, **counts)
+                continue
+            attempt = record(kind, RetrainAttempt.State.RUNNING, **counts)
             parent = registry.active_version(kind, project, exact=True)
-            version = registry.train_version(
-                kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test, project=project,
-                base_model=parent.base_model if parent is not None and parent.base_model else None,
-                seed=parent.seed if parent is not None else 13,
-                hyperparameters=parent.hyperparameters if parent is not None else None,
-                data_snapshot=snapshot_name(project, n_labels), progress=progress,
-                task_id=f"{task_id}:{kind}" if task_id else "",
-                request={"kind": kind, "project_id": project.pk, "loop": True},
-                snapshot_labels=n_labels, parent=parent)
-            outcome.update(version=version.pk, metrics=version.metrics)
+            with training.budget(max_steps=budget["max_steps"], max_seconds=budget["max_seconds"]) as spent:
+                try:
+                    version = registry.train_version(
+                        kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test, project=project,
+                        base_model=parent.base_model if parent is not None and parent.base_model else None,
+                        seed=parent.seed if parent is not None else 13,
+                        hyperparameters=parent.hyperparameters if parent is not None else None,
+                        data_snapshot=snapshot_name(project, n_labels), progress=progress,
+                        task_id=f"{task_id}:{kind}" if task_id else "",
+                        request={"kind": kind, "project_id": project.pk, "loop": True},
+                        snapshot_labels=n_labels, parent=parent)
+                except Exception as exc:
+                    record_attempt(project, kind, state=RetrainAttempt.State.FAILED, attempt=attempt,
+                                   reason=f"{type(exc).__name__}: {exc}"[:2000], steps=spent.steps)
+                    raise
+            used = spent.as_dict()
+            if version.status == ModelVersion.Status.READY:
+                metrics = dict(version.metrics or {}, budget=used)
+                ModelVersion.objects.filter(pk=version.pk).update(metrics=metrics)
+                version.metrics = metrics
+            reason = (f"stopped at the {spent.capped.replace('_', ' ')} budget after {spent.steps} steps"
+                      if spent.capped else "")
+            state = (RetrainAttempt.State.FINISHED if version.status == ModelVersion.Status.READY
+                     else RetrainAttempt.State.FAILED)
+            if state == RetrainAttempt.State.FAILED:
+                reason = version.error[:2000] or "training failed"
+            outcome.update(version=version.pk, metrics=version.metrics, steps=spent.steps, capped=spent.capped)
             outcome.update(_activate_if_better(spec, version, rows_dev))
+            if state == RetrainAttempt.State.FINISHED:
+                reason = "; ".join(filter(None, [reason, "activated" if outcome.get("activated")
+                                                 else "kept the active version (not better on dev)"]))
+            record_attempt(project, kind, state=state, attempt=attempt, reason=reason, steps=spent.steps,
+                           capped=spent.capped, version=version)
             outcomes.append(outcome)
         finally:
             cache.delete(lock)
+    if queued is not None:  # no kind to retrain: the check is done
+        record_attempt(project, state=RetrainAttempt.State.SKIPPED, attempt=queued, task_id=task_id,
+                       reason="the project retrains no trainer kind")
     return outcomes

@@ -238,3 +238,44 @@ class PipelineRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} pipeline #{self.pk} ({self.topic_name}: {self.stage}, {self.status})"
+
+
+# --- the retrain loop's attempts (issue 37, point 4) -------------------------------------------------
+
+class RetrainAttempt(models.Model):
+    """One retrain of a kind from a project's labels, as the studio shows it (:mod:`ml.loop`): ``queued`` when the
+    check is enqueued after a submission, then ``running`` / ``finished`` (a version was trained) / ``refused`` (over
+    the budget, with the reason) / ``failed`` (the trainer raised) / ``skipped`` (too few new labels). Written only
+    by :func:`ml.loop.record_attempt`."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+        REFUSED = "refused", "refused"
+        FAILED = "failed", "failed"
+        SKIPPED = "skipped", "skipped"
+
+    project = models.ForeignKey("annotation.Project", on_delete=models.CASCADE, related_name="retrain_attempts")
+    kind = models.CharField(max_length=64, blank=True, default="", help_text='trainer kind; "" = the queued check')
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED, db_index=True)
+    reason = models.TextField(blank=True, default="")
+    n_labels = models.PositiveIntegerField(null=True, blank=True, help_text="human labels of the project")
+    new_labels = models.IntegerField(null=True, blank=True, help_text="human labels since the last version")
+    rows = models.PositiveIntegerField(null=True, blank=True, help_text="training + dev rows")
+    steps = models.PositiveIntegerField(null=True, blank=True, help_text="optimisation steps run (budgeted kinds)")
+    capped = models.CharField(max_length=32, blank=True, default="",
+                              help_text='"max_steps" / "max_seconds" when the budget stopped training early')
+    version = models.ForeignKey(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="retrain_attempts")
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "kind", "state"])]
+
+    def __str__(self) -> str:
+        return f"retrain {self.kind or '(check)'} of project {self.project_id}: {self.state}"

@@ -26,6 +26,13 @@ The step loop
     best weights kept and early stopping. Its :meth:`TrainLoop.steps` is a generator (it yields after every step),
     so a run can stop part-way and continue: :class:`LoopRun`, the run interface of
     :func:`ml.registry.seed_optimise_runs`, and :func:`seeded_run` (AugSBERT §3.1 seed optimisation).
+Budgets
+    ``with training.budget(max_steps=N, max_seconds=S) as b:`` caps every :class:`TrainLoop` run inside it (the
+    retrain loop, :mod:`ml.loop`): optimisation steps are counted across the loops of the block (seed probes
+    included) and the wall clock from the block's start, both checked between steps; at the cap the loop stops
+    as if it had reached its last step (a last dev evaluation when it evaluates, best weights restored) and
+    ``b.capped`` says why (``"max_steps"`` / ``"max_seconds"``; ``""``: not capped). ``0`` = no cap. The
+    sentence-transformers kinds train in the library's own Trainers and are not capped.
 
 Importing this module is cheap (torch is imported by the functions that use it): :mod:`ml.rankers` (imported by
 annotation when items are built) and :mod:`ml.generation.train` (imported at start-up) import it.
@@ -39,6 +46,9 @@ import json
 import math
 import os
 import random
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from argora.progress import Progress, null_progress
@@ -313,6 +323,47 @@ def epoch_message(loop: "TrainLoop", metrics: dict | None) -> str | None:
     return f"epoch {loop.epoch}/{loop.epochs} loss {loop.last_loss:.4f}"
 
 
+@dataclass
+class Budget:
+    """A step / wall-clock cap on the training runs of a :func:`budget` block (``0`` = no cap)."""
+
+    max_steps: int = 0
+    max_seconds: float = 0.0
+    steps: int = 0
+    started: float = field(default_factory=lambda: time.monotonic())
+    capped: str = ""
+
+    def exhausted(self) -> str:
+        """Why no further step may run (``"max_steps"`` / ``"max_seconds"``), or ``""``."""
+        if self.max_steps and self.steps >= self.max_steps:
+            return "max_steps"
+        if self.max_seconds and time.monotonic() - self.started >= self.max_seconds:
+            return "max_seconds"
+        return ""
+
+    def as_dict(self) -> dict:
+        return {"max_steps": self.max_steps, "max_seconds": self.max_seconds, "steps": self.steps,
+                "seconds": round(time.monotonic() - self.started, 3), "capped": self.capped}
+
+
+_BUDGET: ContextVar[Budget | None] = ContextVar("argora_training_budget", default=None)
+
+
+@contextlib.contextmanager
+def budget(max_steps: int = 0, max_seconds: float = 0.0):
+    """Cap the :class:`TrainLoop` runs inside the block (module docstring, "Budgets"); yields the :class:`Budget`."""
+    current = Budget(max_steps=max(0, int(max_steps or 0)), max_seconds=max(0.0, float(max_seconds or 0)))
+    token = _BUDGET.set(current)
+    try:
+        yield current
+    finally:
+        _BUDGET.reset(token)
+
+
+def current_budget() -> Budget | None:
+    return _BUDGET.get()
+
+
 class TrainLoop:
     """Epochs x batches of optimisation steps over ``model``.
 
@@ -358,6 +409,8 @@ class TrainLoop:
         self.best_eval: dict | None = None
         self._best_state = None
         self._since_best = 0
+        self.capped = ""  # why a budget stopped the loop early ("max_steps" / "max_seconds"), "" when it did not
+        self._evaluated_at = -1  # the step of the last evaluation
 
     def optimise(self, batch):
         """One optimisation step on ``batch``; returns the loss."""
@@ -384,6 +437,22 @@ class TrainLoop:
         self._report(None)
         return loss
 
+    def _spend(self) -> bool:
+        """Count the step against the budget of the block (if any); True when it is now spent."""
+        current = _BUDGET.get()
+        if current is None:
+            return False
+        current.steps += 1
+        return bool(current.exhausted())
+
+    def _over_budget(self) -> bool:
+        """True (and ``capped`` set, on the loop and the budget) when the budget allows no further step."""
+        current = _BUDGET.get()
+        reason = current.exhausted() if current is not None else ""
+        if reason:
+            self.capped = current.capped = reason
+        return bool(reason)
+
     def _report(self, metrics: dict | None) -> None:
         line = self.describe(self, metrics)
         if line is not None:
@@ -392,6 +461,7 @@ class TrainLoop:
     def _checkpoint(self, last: bool) -> bool:
         """Evaluate on dev, keep the best; True when patience ran out."""
         metrics = self.evaluate() or {}
+        self._evaluated_at = self.step
         entry = {"epoch": self.epoch, "step": self.step, "loss": self.last_loss, "metrics": metrics}
         self.evals.append(entry)
         self._report(metrics)
@@ -412,20 +482,27 @@ class TrainLoop:
             self.epoch = epoch + 1
             batches = iter(self.batches(epoch))
             while self.step < self.total:
+                if self._over_budget():
+                    break
                 batch = next(batches, _END)
                 if batch is _END:
                     break
                 self.optimise(batch)
+                spent = self._spend()
                 if self.evaluate is not None and self.eval_steps and (
-                        self.step % self.eval_steps == 0 or self.step >= self.total):
-                    stop = self._checkpoint(last=self.step >= self.total)
+                        self.step % self.eval_steps == 0 or self.step >= self.total or spent):
+                    stop = self._checkpoint(last=self.step >= self.total or spent)
                 yield self.step
                 if stop:
                     break
-            last = self.epoch == self.epochs or self.step >= self.total
+            last = self.epoch == self.epochs or self.step >= self.total or bool(self.capped)
             if stop:
                 break
-            if self.evaluate is not None and self.eval_epochs and (last or self.epoch % self.eval_epochs == 0):
+            if self.capped:  # stopped by the budget: one last evaluation of these weights, unless just done
+                due = self.step > 0 and self._evaluated_at != self.step
+            else:
+                due = bool(self.eval_epochs) and (last or self.epoch % self.eval_epochs == 0)
+            if self.evaluate is not None and due:
                 if self._checkpoint(last):
                     break
             if last:

@@ -51,14 +51,13 @@ from typing import Sequence
 
 import numpy as np
 
-from annotation.task_types.span_grounding.export import project_rows
 from annotation.task_types.span_grounding.metrics import evaluate as span_eval
 
 # span-level P/R/F1 at partial / full / exact overlap (ArgU §3.2.2): one definition, shared with the annotation metrics
 from annotation.task_types.span_grounding.metrics import span_f1
 from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
 from ml import training
-from ml.data import read_jsonl_objects
+from ml.data import human_span_rows, read_jsonl_objects
 from ml.inference import (
     BIO,
     IGNORE,
@@ -230,7 +229,9 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 
 def rows_from_project(project):
-    rows = list(project_rows(project))
+    """The human labels of a ``span_grounding`` project (:func:`ml.data.human_span_rows`: crowd responses, never
+    a model annotator's), split by text hash."""
+    rows = list(human_span_rows(project))
     train_rows, dev_rows = stable_split(rows, key="text")
     return train_rows, dev_rows, len(rows)
 

@@ -43,12 +43,12 @@ from pathlib import Path
 from typing import Sequence
 
 from annotation.task_types.aspect import conll
-from annotation.task_types.aspect.appf import parse_pos, project_rows
+from annotation.task_types.aspect.appf import parse_pos
 from annotation.task_types.span_grounding.metrics import span_f1
 from corpus.importers.base import ImportFailed
 from ml import training
 from argora.progress import null_progress
-from ml.data import leave_one_topic_out, read_jsonl_objects
+from ml.data import human_aspect_rows, leave_one_topic_out, read_jsonl_objects
 from ml.encoders import resolve
 from ml.similarity.data import split_eval
 from ml.inference import (
@@ -524,8 +524,9 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 
 def rows_from_project(project):
-    """The final answers of an ``aspect`` project (App. F rows), split by sentence hash."""
-    rows = project_rows(project)
+    """The human labels of an ``aspect`` project (App. F rows, :func:`ml.data.human_aspect_rows`: no imported
+    reference), split by sentence hash."""
+    rows = human_aspect_rows(project)
     train_rows, dev_rows = stable_split(rows, key="sentence")
     return train_rows, dev_rows, len(rows)
 

@@ -34,9 +34,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from annotation.models import Item
 from annotation.task_types.validity_novelty.aggregation import target
 from annotation.task_types.validity_novelty.csvio import read_file
-from annotation.task_types.validity_novelty.results import export_records
+from annotation.task_types.validity_novelty.results import export_records, responses_by_item
 from annotation.task_types.validity_novelty.weights import instance_weight
 from corpus.importers.base import ImportFailed
 from ml.registry import TrainerError, stable_split
@@ -133,12 +134,18 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 
 def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
-    """``TrainerSpec.rows_from_project``: the project's labels (crowd aggregate, else imported reference; see
-    :func:`annotation.task_types.validity_novelty.results.export_records`) with individual weights, split by topic."""
-    _, records, summary = export_records(project, labels="auto", with_weights=True)
-    rows = [row_from_columns(rec, line=i) for i, rec in enumerate(records, 1)]
+    """``TrainerSpec.rows_from_project``: the project's human labels -- the crowd aggregate of the items that have
+    submitted responses (:func:`annotation.task_types.validity_novelty.results.export_records` with
+    ``labels="crowd"``), never an imported reference -- with individual weights, split by topic. ``n_labels`` =
+    items with crowd responses."""
+    _, records, _ = export_records(project, labels="crowd", with_weights=True)
+    items = list(Item.objects.filter(project=project, is_gold=False).order_by("position", "id").values_list("pk", flat=True))
+    if len(items) != len(records):  # crowd mode writes one record per non-gold item, in item order
+        raise TrainerError(f"project: {project.slug!r}: {len(records)} crowd records for {len(items)} items")
+    voted = set(responses_by_item(project))
+    rows = [row_from_columns(rec, line=i) for i, (pk, rec) in enumerate(zip(items, records), 1) if pk in voted]
     train, dev = split_rows(rows)
-    return train, dev, summary["rows"]
+    return train, dev, len(rows)
 
 
 def effective_weights(rows: Iterable[dict], mode: str = "individual", *, dataset_weights: dict | None = None,

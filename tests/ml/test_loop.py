@@ -7,6 +7,8 @@ import json
 import pytest
 
 from annotation import services
+from annotation.models import Item
+from annotation.task_types.aspect.aggregation import adjudicate
 from annotation.task_types.aspect.appf import import_appf
 from ml import loop, registry
 from ml.models import ModelVersion
@@ -91,7 +93,14 @@ def project():
 
 
 def add_labels(project, tmp_path, rows, name):
+    """Import the rows, then an expert adjudicates each new item with its reference spans: human labels (an
+    imported reference alone is no label, tests/ml/test_retrain_budget.py)."""
+    before = set(Item.objects.filter(project=project).values_list("pk", flat=True))
     import_appf(write_appf(tmp_path / name, rows), project)
+    for item in Item.objects.filter(project=project).exclude(pk__in=before):
+        reference = item.payload.get("reference") or {}
+        adjudicate(item, [[a["begin"], a["length"]] for a in reference.get("aspects") or []],
+                   no_aspect=not reference.get("aspects"), by="expert")
 
 
 def test_retrain_every_setting_and_project_config(project, settings):
