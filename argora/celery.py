@@ -17,6 +17,7 @@ app.conf.task_queues = (Queue("default"), Queue("gpu"))
 app.conf.task_default_queue = "default"
 app.conf.task_routes = {"ml.tasks.*": {"queue": "gpu"}}
 app.autodiscover_tasks()
+app.autodiscover_tasks(["ml.generation"])  # ml.generation.tasks (ml.tasks.generate): a package, not an app
 
 
 def gpu_task(*args, **opts):

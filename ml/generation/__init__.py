@@ -7,9 +7,14 @@ Modules:
   Mono / Dual, debate responses), registered in :mod:`ml.trainers.generator`;
 * :mod:`.generate` -- loaded generators (penalised sampling, beam search with trigram blocking, counter-arguments,
   multi-turn debates) and generation runs stored atomically under ``ARTIFACT_ROOT/generation/runs/``;
+* :mod:`.runs`, :mod:`.tasks` -- generation on workers (issue 37): a request is checked, stored as a ``queued``
+  run and sent as ``ml.tasks.generate`` (``gpu`` queue); the worker writes each input's outputs into the run as it
+  goes (``running`` -> ``done`` / ``failed``); a run is its creator's (and superusers'); ``start_training`` queues
+  ``ml.tasks.train`` on a generation-corpus release (the generation page's "Train a generator" form);
 * :mod:`.evaluate` -- a run's metrics (from :mod:`.metrics`) and ``send_to_ratings`` (pairwise / Likert items);
-* :mod:`.api`, :mod:`.views` -- ``/api/generate/`` and the staff pages ``/ml/generation/...``;
-  ``manage.py generate run|evaluate|ratings|list|demo`` is the CLI.
+* :mod:`.api`, :mod:`.views` -- ``/api/generate/`` (202 with the run id at once; ``runs/<id>/`` its state and the
+  outputs so far) and the Researcher pages ``/ml/generation/...`` (the run page streams the outputs);
+  ``manage.py generate run|evaluate|ratings|list|demo`` is the CLI (it generates in the command's own process).
 
 The corpora and metrics modules are plain functions over plain rows, importable without touching the database
 except where a function says so.

@@ -1,11 +1,16 @@
-"""JSON API of generation under ``/api/generate/`` (staff only; session with CSRF or token auth).
+"""JSON API of generation under ``/api/generate/`` (the Researcher role; session with CSRF or token auth).
 
 - ``POST /api/generate/`` ``{"mode", "inputs": [objects] | "lines": "one input a line", "model_version"?: id,
-  "kind"?: "generator"|"seq2seq", "decoding"?: {...}, "options"?: {...}, "references"?: [rows], "name"?,
-  "store"?: true}`` -> 200 ``{"run": id | null, "mode", "model_version", "outputs": [...]}``;
-  400 ``{"errors": {field: reason}}``. Modes and inputs: :mod:`ml.generation.generate`.
-- ``GET /api/generate/runs/`` -> the latest runs; ``GET /api/generate/runs/<id>/`` -> one run with outputs and metrics.
-- ``POST /api/generate/runs/<id>/evaluate/`` -> the stored metrics (:func:`ml.generation.evaluate.evaluate_run`).
+  "kind"?: "generator"|"seq2seq", "decoding"?: {...}, "options"?: {...}, "references"?: [rows], "name"?}``
+  -> 202 ``{"run": id, "status": "queued", "url": run page, "job": job page, "state": run JSON, "mode",
+  "model_version"}`` at once: the request is checked here (400 ``{"errors": {field: reason}}``, nothing stored or
+  queued), the decoding runs on a worker (:mod:`ml.generation.runs`); 503 ``{"errors": {"queue": ...}}`` when the
+  task queue does not answer. Modes and inputs: :mod:`ml.generation.generate`.
+- ``GET /api/generate/runs/`` -> the caller's latest runs; ``GET /api/generate/runs/<id>/`` -> one run:
+  ``status`` (queued / running / done / failed), ``error``, ``progress`` {done, total, percent}, the ``outputs``
+  stored so far, metrics once evaluated. A run is readable by its creator and superusers only (404 otherwise).
+- ``POST /api/generate/runs/<id>/evaluate/`` -> the stored metrics (:func:`ml.generation.evaluate.evaluate_run`;
+  400 ``run`` while the run is not done).
 - ``POST /api/generate/runs/<id>/ratings/`` ``{"project"?: slug}`` -> ``{"project", "task_type", "created",
   "skipped", "hits"}`` (:func:`ml.generation.evaluate.send_to_ratings`).
 """
@@ -13,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from django.urls import path
+from django.urls import path, reverse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
@@ -25,6 +30,7 @@ from corpus.importers.base import ImportFailed
 
 from . import evaluate as ev
 from . import generate as gen
+from . import runs
 
 
 class IsResearcher(permissions.BasePermission):
@@ -67,16 +73,15 @@ GenerateRequest = inline_serializer("GenerateRequest", {
     "options": serializers.DictField(required=False),
     "references": serializers.ListField(child=serializers.DictField(), required=False),
     "name": serializers.CharField(required=False),
-    "store": serializers.BooleanField(required=False, default=True),
 })
 
 
 class Generate(APIView):
-    """Generate arguments, counter-arguments, ArgU arguments, debate responses or debates."""
+    """Queue a run: arguments, counter-arguments, ArgU arguments, debate responses or debates."""
 
     permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
-    @extend_schema(operation_id="generate_create", request=GenerateRequest, responses={200: dict, 400: dict})
+    @extend_schema(operation_id="generate_create", request=GenerateRequest, responses={202: dict, 400: dict, 503: dict})
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
         mode = data.get("mode")
@@ -91,8 +96,8 @@ class Generate(APIView):
             return _bad("references", "references: a list of objects {topic, stance, aspect(s), text} is required")
         if data.get("kind") is not None and data["kind"] not in ("generator", "seq2seq"):
             return _bad("kind", "kind: generator or seq2seq")
-        if data.get("store") is not None and not isinstance(data["store"], bool):
-            return _bad("store", "store: true or false")
+        if data.get("store") is False:
+            return _bad("store", "store: every request is a stored run on a worker (leave store out)")
         if data.get("name") is not None and not isinstance(data["name"], str):
             return _bad("name", "name: a string is required")
         source = "inputs" if data.get("inputs") is not None else "lines"
@@ -112,14 +117,29 @@ class Generate(APIView):
                 inputs = gen.parse_lines(mode, data["lines"])
                 if len(inputs) > MAX_INPUTS:
                     return _bad("lines", f"lines: at most {MAX_INPUTS} per request")
-            run = gen.run_generation(mode, inputs, version=data.get("model_version"), kind=data.get("kind"),
-                                     decoding=data.get("decoding"), options=data.get("options"),
-                                     references=references, name=str(data.get("name") or ""),
-                                     store=data.get("store", True) is not False)
+            run = runs.start_run(mode, inputs, user=request.user, version=data.get("model_version"),
+                                 kind=data.get("kind"), decoding=data.get("decoding"), options=data.get("options"),
+                                 references=references, name=str(data.get("name") or ""))
         except gen.GenerationError as exc:
             return _error(exc, source)
-        return Response({"run": run["id"], "mode": mode, "model_version": run["model_version"],
-                         "outputs": run["outputs"]})
+        except runs.QueueUnavailable as exc:
+            return Response({"errors": {"queue": str(exc)}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        state = runs.public({**run, "outputs": []})
+        return Response({"run": run["id"], "status": run["status"], "url": state["url"], "job": state["job"],
+                         "state": reverse("api-generate-run", args=[run["id"]]), "mode": mode,
+                         "model_version": run["model_version"]}, status=status.HTTP_202_ACCEPTED)
+
+
+def _visible_run(request, run_id: str) -> dict:
+    """The run if the caller may read it; :class:`~ml.generation.generate.GenerationError` (a 404) otherwise."""
+    run = gen.get_run(run_id)
+    if not runs.visible(request.user, run):
+        raise gen.GenerationError(f"run: no run {run_id!r}")
+    return run
+
+
+def _not_found(exc) -> Response:
+    return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
 
 
 class RunList(APIView):
@@ -127,7 +147,7 @@ class RunList(APIView):
 
     @extend_schema(operation_id="generate_runs_list", responses=dict)
     def get(self, request):
-        return Response({"runs": gen.list_runs(100)})
+        return Response({"runs": runs.runs_for(request.user, 100)})
 
 
 class RunDetail(APIView):
@@ -136,11 +156,10 @@ class RunDetail(APIView):
     @extend_schema(operation_id="generate_runs_retrieve", responses=dict)
     def get(self, request, run_id: str):
         try:
-            run = gen.get_run(run_id)
+            run = _visible_run(request, run_id)
         except gen.GenerationError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
-        run.pop("references_rows", None)
-        return Response(run)
+            return _not_found(exc)
+        return Response(runs.public(run))
 
 
 class RunEvaluate(APIView):
@@ -149,9 +168,11 @@ class RunEvaluate(APIView):
     @extend_schema(operation_id="generate_runs_evaluate", request=None, responses=dict)
     def post(self, request, run_id: str):
         try:
-            gen.get_run(run_id)
+            run = _visible_run(request, run_id)
         except gen.GenerationError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+            return _not_found(exc)
+        if run["status"] != runs.DONE:
+            return _bad("run", f"run: run {run_id} is {run['status']}; evaluate it once it is done")
         try:
             return Response(ev.evaluate_run(run_id))
         except (gen.GenerationError, ValueError) as exc:
@@ -165,9 +186,11 @@ class RunRatings(APIView):
                    responses=dict)
     def post(self, request, run_id: str):
         try:
-            gen.get_run(run_id)
+            run = _visible_run(request, run_id)
         except gen.GenerationError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+            return _not_found(exc)
+        if run["status"] != runs.DONE:
+            return _bad("run", f"run: run {run_id} is {run['status']}; rate it once it is done")
         data = request.data if isinstance(request.data, dict) else {}
         try:
             outcome = ev.send_to_ratings(run_id, project_slug=(data.get("project") or None))

@@ -29,7 +29,11 @@ Generation runs (:func:`create_run`, :func:`get_run`, :func:`list_runs`)
     A run is a folder ``ARTIFACT_ROOT/generation/runs/<id>/`` written atomically (temp folder + rename):
     ``run.json`` (id, mode, model version, kind, config, created_at, references, rating projects),
     ``outputs.jsonl`` (one generated row a line) and, once evaluated, ``metrics.json``
-    (:mod:`ml.generation.evaluate`). Ids sort by creation time. :func:`run_generation` generates and stores one.
+    (:mod:`ml.generation.evaluate`). Ids sort by creation time. :func:`run_generation` generates and stores one
+    (the CLI); the API and pages queue runs on a worker instead (:mod:`ml.generation.runs`: ``run.json`` adds
+    ``status`` queued / running / done / failed, ``created_by``, ``task_id``, ``n_inputs``, ``inputs_done``,
+    ``error``, and :func:`write_outputs` replaces ``outputs.jsonl`` atomically after each input). Runs stored
+    before that read as ``done`` with no creator.
 
 Modes of a run and their inputs (each input one dict):
 
@@ -546,11 +550,18 @@ def _write_json_atomic(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
+RUN_STATUSES = ("queued", "running", "done", "failed")
+
+
 def create_run(*, mode: str, outputs: list[dict], version=None, config: dict | None = None,
-               references: list[dict] | None = None, name: str = "") -> dict:
-    """Store a run (module docstring); returns its ``run.json`` dict."""
+               references: list[dict] | None = None, name: str = "", status: str = "done",
+               created_by: int | None = None, extra: dict | None = None) -> dict:
+    """Store a run (module docstring); returns its ``run.json`` dict. ``status`` ``"queued"``: a run a worker
+    fills (:mod:`ml.generation.runs`); ``created_by``: the user id who may read it (None: superusers only)."""
     if mode not in MODES:
         raise GenerationError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+    if status not in RUN_STATUSES:
+        raise GenerationError(f"status: {status!r} is not one of {', '.join(RUN_STATUSES)}")
     root = runs_root()
     root.mkdir(parents=True, exist_ok=True)
     now = datetime.now(dt_timezone.utc)
@@ -558,7 +569,8 @@ def create_run(*, mode: str, outputs: list[dict], version=None, config: dict | N
     meta = {"id": run_id, "mode": mode, "name": name or "", "created_at": now.isoformat(),
             "model_version": getattr(version, "pk", None), "kind": getattr(version, "kind", None),
             "system": system_name(version), "config": config or {}, "n_outputs": len(outputs),
-            "references": len(references or []), "ratings": {}}
+            "references": len(references or []), "ratings": {}, "status": status, "created_by": created_by,
+            **(extra or {})}
     tmp = root / f".tmp-{run_id}"
     tmp.mkdir()
     try:
@@ -585,7 +597,9 @@ def get_run(run_id: str) -> dict:
     if not (folder / "run.json").exists():
         raise GenerationError(f"run: no run {run_id!r}")
     meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    meta["outputs"] = _read_jsonl(folder / "outputs.jsonl")
+    meta.setdefault("status", "done")  # runs stored before runs went to workers
+    meta.setdefault("created_by", None)
+    meta["outputs"] = _read_jsonl(folder / "outputs.jsonl")  # read after run.json: never fewer than it counts
     meta["references_rows"] = _read_jsonl(folder / "references.jsonl")
     metrics = folder / "metrics.json"
     meta["metrics"] = json.loads(metrics.read_text(encoding="utf-8")) if metrics.exists() else None
@@ -600,25 +614,53 @@ def update_run(run_id: str, **fields) -> dict:
     return meta
 
 
+def write_outputs(run_id: str, outputs: list[dict]) -> None:
+    """Replace the run's ``outputs.jsonl`` atomically (temp file + rename): a reader sees the old rows or all the
+    new ones, never half a line."""
+    folder = run_dir(run_id)
+    part = folder / f".outputs.jsonl.{uuid.uuid4().hex}.part"
+    try:
+        write_jsonl(outputs, part)
+        os.replace(part, folder / "outputs.jsonl")
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def write_references(run_id: str, references: list[dict]) -> None:
+    folder = run_dir(run_id)
+    part = folder / f".references.jsonl.{uuid.uuid4().hex}.part"
+    try:
+        write_jsonl(references, part)
+        os.replace(part, folder / "references.jsonl")
+    finally:
+        part.unlink(missing_ok=True)
+
+
 def _read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [row for _, row in read_jsonl(path)]
 
 
-def list_runs(limit: int = 50) -> list[dict]:
-    """Newest first: the ``run.json`` of each run, with ``evaluated``."""
+def list_runs(limit: int = 50, keep=None) -> list[dict]:
+    """Newest first: the ``run.json`` of each run, with ``evaluated``; ``keep(meta)``: only the runs it accepts
+    (the ones a user may read, :func:`ml.generation.runs.visible`)."""
     root = runs_root()
     if not root.exists():
         return []
     out = []
-    for folder in sorted((p for p in root.iterdir() if _RUN_ID.match(p.name)), reverse=True)[:limit]:
+    for folder in sorted((p for p in root.iterdir() if _RUN_ID.match(p.name)), reverse=True):
+        if len(out) >= limit:
+            break
         try:
             meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         meta["evaluated"] = (folder / "metrics.json").exists()
-        out.append(meta)
+        meta.setdefault("status", "done")
+        meta.setdefault("created_by", None)
+        if keep is None or keep(meta):
+            out.append(meta)
     return out
 
 
@@ -811,11 +853,12 @@ def check_inputs(mode: str, inputs) -> None:
 
 def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | None = None, project=None,
                    decoding: dict | None = None, options: dict | None = None, references: list[dict] | None = None,
-                   name: str = "", store: bool = True) -> dict:
+                   name: str = "", store: bool = True, created_by: int | None = None) -> dict:
     """Generate with a registry version (given, or the active one of the mode's kind) and store the run.
     Argument runs without ``references`` store the model's held-out dev arguments as their references (METEOR /
     ROUGE-L per control code, and the reference side of pairwise human evaluation).
-    Returns the run's dict (``outputs`` included; ``id`` None when ``store`` is False)."""
+    Returns the run's dict (``outputs`` included; ``id`` None when ``store`` is False). ``created_by``: the user id
+    who may read the run on the pages (None: superusers only)."""
     if mode not in MODES:
         raise GenerationError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
     decoding, options = clean_decoding(decoding), clean_options(options)
@@ -838,7 +881,7 @@ def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | N
     if not store:
         return {"id": None, "mode": mode, "model_version": version.pk, "config": config, "outputs": outputs}
     meta = create_run(mode=mode, outputs=outputs, version=version, config=config, references=references,
-                      name=name)
+                      name=name, created_by=created_by)
     meta["outputs"] = [{"id": i, **o} for i, o in enumerate(outputs)]
     return meta
 

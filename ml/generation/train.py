@@ -56,6 +56,7 @@ from typing import Sequence
 
 from argora.jsonl import write_jsonl
 from ml import training
+from ml.data import human_aspect_rows, human_span_rows
 from ml.encoders import resolve
 from ml.registry import TrainerError, TrainRequest, TrainResult, stable_split
 
@@ -675,8 +676,9 @@ def causal_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
 
 
 def seq2seq_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
-    """ArgU inputs of a ``span_grounding`` project (ArgU §3.2.4 filters), split by argument hash."""
-    rows = list(corpora.argu_inputs(corpora.span_rows([project], filters=True)))
+    """ArgU inputs of a ``span_grounding`` project's human labels (:func:`ml.data.human_span_rows`, ArgU §3.2.4
+    filters), split by argument hash."""
+    rows = list(corpora.argu_inputs(human_span_rows(project, filters=True)))
     train, dev = stable_split(rows, key="argument", dev_fraction=0.1)
     return train, dev, len(rows)
 

@@ -117,7 +117,7 @@ def test_generate_run_evaluate_ratings_and_list(tmp_path, tmp_artifacts):
 
 
 def test_demo_trains_generates_and_shows_an_evaluation_page(tmp_artifacts, client, staff_user):
-    out = json.loads(run("generate", "demo", "--steps", "20", "--json"))
+    out = json.loads(run("generate", "demo", "--steps", "20", "--user", "expert", "--json"))
     for kind in ("generator", "seq2seq"):
         first, last = out["train_loss"][kind]
         assert last < first, (kind, first, last)
@@ -144,3 +144,6 @@ def test_demo_trains_generates_and_shows_an_evaluation_page(tmp_artifacts, clien
     assert ('data-column="retrieval_rouge_l"' in page) == (retrieval["scored"] > 0)
     run_page = client.get(out["urls"]["arguments"]).content.decode()
     assert 'id="reference-scores"' in run_page and arguments["outputs"][0]["text"][:20] in run_page
+    assert arguments["created_by"] == staff_user.pk and arguments["status"] == "done"
+    with pytest.raises(CommandError, match="^--user: no user 'nobody'"):
+        run("generate", "demo", "--user", "nobody")

@@ -11,15 +11,19 @@ import shutil
 
 import pytest
 import torch
+from django.contrib.auth.models import Group
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from argora.roles import RESEARCHER_GROUP
 from ml import registry
 from ml.generation import corpora
 from ml.generation import evaluate as ev
 from ml.generation import generate as gen
+from ml.generation import runs
 from ml.generation.train import TRAIN_ARGUMENTS, read_meta
 from ml.models import ModelVersion
+from tests.worker_utils import eager_celery
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -374,27 +378,34 @@ def api(staff_user):
     return client
 
 
-def test_api_generates_for_staff_and_stores_the_run(models, tmp_artifacts, api, django_user_model):
+def test_api_generates_for_staff_and_stores_the_run(models, tmp_artifacts, api, django_user_model, settings):
     body = {"mode": "arguments", "model_version": models["causal"].pk, "decoding": {"max_new_tokens": 8},
             "inputs": [{"topic": "nuclear energy", "stance": "con", "aspect": "safety"}, "school uniforms|pro|cost"]}
-    resp = api.post("/api/generate/", body, format="json")
-    assert resp.status_code == 200, resp.content
+    with eager_celery(settings):  # the task runs in this process (tests/ml/test_gen_worker.py: a real worker)
+        resp = api.post("/api/generate/", body, format="json")
+    assert resp.status_code == 202, resp.content
     data = resp.json()
-    assert data["model_version"] == models["causal"].pk and len(data["outputs"]) == 2
-    assert data["outputs"][1]["control_code"] == "school uniforms PRO cost" and data["outputs"][0]["text"]
+    assert data["status"] == "queued" and data["model_version"] == models["causal"].pk
+    assert data["url"] == f"/ml/generation/runs/{data['run']}/" and data["job"].startswith("/jobs/")
     assert [r["id"] for r in gen.list_runs()] == [data["run"]]
     detail = api.get(f"/api/generate/runs/{data['run']}/").json()
+    assert detail["status"] == "done" and detail["progress"] == {"done": 2, "total": 2, "percent": 100.0}
     assert detail["config"]["decoding"] == {"max_new_tokens": 8} and len(detail["outputs"]) == 2
+    assert [o["input"] for o in detail["outputs"]] == [0, 1]
+    assert detail["outputs"][1]["control_code"] == "school uniforms PRO cost" and detail["outputs"][0]["text"]
+    assert detail["references"] > 0 and detail["config"]["references_source"] == "model dev split"
     assert api.get("/api/generate/runs/").json()["runs"][0]["id"] == data["run"]
     evaluated = api.post(f"/api/generate/runs/{data['run']}/evaluate/", format="json")
     assert evaluated.status_code == 200 and evaluated.json()["n_outputs"] == 2
-    # lines, the active model of the mode's kind, and no storing
+    # lines and the active model of the mode's kind; "store": false is refused (every request is a stored run)
     registry.activate(models["seq2seq"])
-    resp = api.post("/api/generate/", {"mode": "responses", "lines": "Uniforms are good. | They are not.",
-                                       "decoding": {"max_new_tokens": 6}, "store": False}, format="json")
-    assert resp.status_code == 200 and resp.json()["run"] is None
-    assert resp.json()["outputs"][0]["reference"] == "They are not."
-    assert len(gen.list_runs()) == 1
+    with eager_celery(settings):
+        resp = api.post("/api/generate/", {"mode": "responses", "lines": "Uniforms are good. | They are not.",
+                                           "decoding": {"max_new_tokens": 6}}, format="json")
+    assert resp.status_code == 202
+    assert api.get(resp.json()["state"]).json()["outputs"][0]["reference"] == "They are not."
+    assert api.post("/api/generate/", dict(body, store=False), format="json").json()["errors"].keys() == {"store"}
+    assert len(gen.list_runs()) == 2
 
     django_user_model.objects.create_user("crowd", "c@example.org", "pw-crowd-123")
     other = APIClient()
@@ -402,6 +413,27 @@ def test_api_generates_for_staff_and_stores_the_run(models, tmp_artifacts, api, 
     assert other.post("/api/generate/", body, format="json").status_code == 403
     assert other.get("/api/generate/runs/").status_code == 403
     assert APIClient().post("/api/generate/", body, format="json").status_code in (401, 403)
+
+
+def test_a_failing_run_is_marked_failed_with_the_error(models, tmp_artifacts, api, staff_user):
+    version = ModelVersion.objects.get(pk=models["causal"].pk)
+    meta = gen.create_run(mode="arguments", outputs=[], version=version, status="queued", created_by=staff_user.pk,
+                          config={"inputs": [{"topic": "t", "stance": "pro", "aspect": "a"}]},
+                          extra={"n_inputs": 1, "inputs_done": 0})
+    real = version.artifact_path
+    registry.clear_model_cache()
+    ModelVersion.objects.filter(pk=version.pk).update(artifact_path=str(tmp_artifacts / "gone"))
+    try:  # the artifact went missing after the request was checked: the worker's task fails
+        with pytest.raises(gen.GenerationError, match="^model_version: .*could not be loaded"):
+            runs.execute_run(meta["id"])
+    finally:
+        ModelVersion.objects.filter(pk=version.pk).update(artifact_path=real)
+        registry.clear_model_cache()
+    run = api.get(f"/api/generate/runs/{meta['id']}/").json()
+    assert run["status"] == "failed" and "could not be loaded" in run["error"] and run["outputs"] == []
+    assert api.post(f"/api/generate/runs/{meta['id']}/evaluate/").json()["errors"].keys() == {"run"}
+    with pytest.raises(gen.GenerationError):  # a redelivered task of a failed run does not run it again
+        runs.execute_run(meta["id"])
 
 
 @pytest.mark.parametrize("body, field", [
@@ -431,7 +463,7 @@ def test_api_bad_input_is_400_naming_the_field_and_writes_no_run(models, tmp_art
     assert not gen.runs_root().exists() or not any(gen.runs_root().iterdir())
 
 
-def test_generation_pages_render_for_staff(models, tmp_artifacts, client, staff_user, django_user_model):
+def test_generation_pages_render_for_staff(models, tmp_artifacts, client, staff_user, django_user_model, settings):
     assert client.get("/ml/generation/").status_code == 302                   # anonymous -> login
     django_user_model.objects.create_user("crowd", "c@example.org", "pw-crowd-123")
     client.login(username="crowd", password="pw-crowd-123")
@@ -447,14 +479,16 @@ def test_generation_pages_render_for_staff(models, tmp_artifacts, client, staff_
                                           "model_version": models["causal"].pk, "theta": "0.5"})
     assert bad.status_code == 400 and 'data-field="theta"' in bad.content.decode() and not gen.list_runs()
 
-    resp = client.post("/ml/generation/", {"mode": "arguments", "inputs": "nuclear energy | pro | cost\n"
-                                           "school uniforms | con | bullying", "model_version": models["causal"].pk,
-                                           "max_new_tokens": "10", "name": "page run"})
+    form = {"mode": "arguments", "inputs": "nuclear energy | pro | cost\nschool uniforms | con | bullying",
+            "model_version": models["causal"].pk, "max_new_tokens": "10", "name": "page run"}
+    with eager_celery(settings):  # the worker's task runs in this process
+        resp = client.post("/ml/generation/", form)
     assert resp.status_code == 302
     (run,) = gen.list_runs()
     assert resp.url == f"/ml/generation/runs/{run['id']}/" and run["name"] == "page run"
     page = client.get(resp.url).content.decode()
-    assert "nuclear energy PRO cost" in page and 'id="not-evaluated"' in page
+    assert "nuclear energy PRO cost" in page and 'id="not-evaluated"' in page and 'data-status="done"' in page
+    assert "<script" not in page.split('id="outputs"')[1]  # done: nothing polls
     stored = gen.get_run(run["id"])
     for o in stored["outputs"]:
         assert f'data-output="{o["id"]}"' in page
@@ -464,3 +498,21 @@ def test_generation_pages_render_for_staff(models, tmp_artifacts, client, staff_
     evaluation = client.get("/ml/generation/evaluation/").content.decode()
     assert f'data-run="{run["id"]}"' in evaluation and "dev_perplexity" in evaluation
     assert client.get("/ml/generation/runs/20000101-000000-abcdef/").status_code == 404
+
+    # a queued run (no worker here): the page polls its JSON and shows no evaluation yet
+    resp = client.post("/ml/generation/", dict(form, name="waiting"))
+    waiting = next(r for r in gen.list_runs() if r["name"] == "waiting")
+    page = client.get(resp.url).content.decode()
+    assert waiting["status"] == "queued" and 'data-status="queued"' in page and 'id="evaluate"' not in page
+    assert f'data-url="/api/generate/runs/{waiting["id"]}/"' in page and '<script nonce="' in page
+    assert client.post(f"/ml/generation/runs/{waiting['id']}/evaluate/").status_code == 302
+    assert gen.get_run(waiting["id"])["metrics"] is None
+
+    # another researcher sees none of these runs
+    other = django_user_model.objects.create_user("other", "o@example.org", "pw-other-123", is_staff=True)
+    other.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
+    client.login(username="other", password="pw-other-123")
+    assert client.get(f"/ml/generation/runs/{run['id']}/").status_code == 404
+    assert client.post(f"/ml/generation/runs/{run['id']}/evaluate/").status_code == 404
+    assert 'id="no-runs"' in client.get("/ml/generation/").content.decode()
+    assert f'data-run="{run["id"]}"' not in client.get("/ml/generation/evaluation/").content.decode()

@@ -4,15 +4,17 @@
 
     manage.py generate run --mode arguments --input "nuclear energy | pro | waste" [--input ...]
         [--file INPUTS.jsonl | --lines INPUTS.txt] [--model-version ID] [--decoding theta=1.2 --decoding n=3]
-        [--option turns=10] [--references REFS.jsonl] [--name NAME] [--evaluate] [--json]
+        [--option turns=10] [--references REFS.jsonl] [--name NAME] [--evaluate] [--user USERNAME] [--json]
     manage.py generate evaluate RUN [--references REFS.jsonl] [--json]
     manage.py generate ratings RUN [--project SLUG] [--references REFS.jsonl] [--json]
     manage.py generate list [--json]
-    manage.py generate demo [--steps 250] [--base-model PATH] [--json]
+    manage.py generate demo [--steps 250] [--base-model PATH] [--user USERNAME] [--json]
 
 ``run``: inputs are JSON objects (``--file``, one a line) or text lines (``--input`` / ``--lines``; the formats of
 :data:`ml.generation.generate.LINE_FORMATS`); without ``--model-version`` the active model of the mode's kind is used.
-``--evaluate`` evaluates the new run at once. ``ratings`` creates ``pairwise_preference`` (argument runs; needs
+``--evaluate`` evaluates the new run at once. ``run`` generates in this process (the pages and the API queue runs
+on a worker: :mod:`ml.generation.runs`); ``--user``: who may read the runs on the pages besides superusers.
+``ratings`` creates ``pairwise_preference`` (argument runs; needs
 reference arguments) or ``likert_debate`` (debate runs) items through :mod:`annotation.task_types.ratings`.
 
 ``demo``: trains two tiny models on the demo corpus (``argora/demo_data``): an Arg-CTRL causal LM on the demo
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.task_types.aspect.rankers import BaselineRanker
@@ -102,8 +105,10 @@ def demo_debate_rows(directory: Path = DEMO_DIR) -> tuple[list[dict], str]:
     return rows, root.text
 
 
-def run_demo(*, steps: int = 250, base_model: str | None = None, progress=None, seed: int = 13) -> dict:
-    """Train, generate, evaluate (see the module docstring); returns the run ids, versions and URLs."""
+def run_demo(*, steps: int = 250, base_model: str | None = None, progress=None, seed: int = 13,
+             created_by: int | None = None) -> dict:
+    """Train, generate, evaluate (see the module docstring); returns the run ids, versions and URLs. The runs are
+    readable on the pages by ``created_by`` (a user id) and superusers."""
     from django.urls import reverse
 
     progress = progress or null_progress
@@ -130,13 +135,16 @@ def run_demo(*, steps: int = 250, base_model: str | None = None, progress=None, 
     references = [{"topic": r["topic"], "stance": r["stance"], "aspects": r["aspects"], "text": r["sentence"]}
                   for r in dev_rows]
     args_run = gen.run_generation("arguments", codes, version=causal, decoding={"max_new_tokens": 40},
-                                  references=references, name="demo: arguments")
+                                  references=references, name="demo: arguments",
+                                  created_by=created_by)
     counter_inputs = [{"argument": r["sentence"], "topic": r["topic"], "stance": r["stance"]} for r in dev_rows[:2]]
     counter_run = gen.run_generation("counter", counter_inputs, version=causal, decoding={"max_new_tokens": 40},
-                                     options={"max_aspects": 2}, references=references, name="demo: counter")
+                                     options={"max_aspects": 2}, references=references, name="demo: counter",
+                                     created_by=created_by)
     debate_run = gen.run_generation("debate", [{"thesis": thesis, "turns": 4},
                                                {"thesis": "Pupils should choose their own clothes.", "turns": 4}],
-                                    version=seq, decoding={"max_new_tokens": 30}, name="demo: debates")
+                                    version=seq, decoding={"max_new_tokens": 30}, name="demo: debates",
+                                    created_by=created_by)
     metrics = {}
     for run in (args_run, counter_run, debate_run):
         metrics[run["id"]] = ev.evaluate_run(run["id"])
@@ -174,6 +182,8 @@ class Command(BaseCommand):
         parser.add_argument("--project", help="ratings: project slug (created as a draft if missing)")
         parser.add_argument("--steps", type=int, default=250, help="demo: optimisation steps per model")
         parser.add_argument("--base-model", dest="base_model", help="demo: warm-start from this checkpoint")
+        parser.add_argument("--user", help="run, demo: the username who may read the runs on the pages (default: "
+                                            "none, superusers only)")
         parser.add_argument("--json", action="store_true")
 
     def _out(self, opts, data, text: str):
@@ -181,10 +191,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         action = opts["action"]
+        owner = None
+        if opts["user"]:
+            owner = get_user_model().objects.filter(username=opts["user"]).values_list("pk", flat=True).first()
+            if owner is None:
+                raise CommandError(f"--user: no user {opts['user']!r}", returncode=2)
         try:
             if action == "demo":
                 with cli_progress("demo: train") as progress:
-                    out = run_demo(steps=opts["steps"], base_model=opts["base_model"], progress=progress)
+                    out = run_demo(steps=opts["steps"], base_model=opts["base_model"], progress=progress,
+                                   created_by=owner)
                 lines = [f"trained generator #{out['versions']['generator']} and seq2seq #{out['versions']['seq2seq']}"]
                 lines += [f"  generated: {t}" for t in out["outputs"]["arguments"]]
                 lines += [f"run {name}: {out['urls'][name]}" for name in ("arguments", "counter", "debate")]
@@ -227,7 +243,7 @@ class Command(BaseCommand):
             run = gen.run_generation(opts["mode"], inputs, version=opts["model_version"],
                                      decoding=parse_hp(opts["decoding"], "decoding"),
                                      options=parse_hp(opts["option"], "option"), references=references,
-                                     name=opts["name"])
+                                     name=opts["name"], created_by=owner)
             result = {"run": run["id"], "outputs": run["outputs"]}
             if opts["evaluate"]:
                 result["metrics"] = ev.evaluate_run(run["id"])
