@@ -59,6 +59,12 @@ def may_create_projects(user) -> bool:
     return _active(user) and user.has_perm("annotation.add_project")
 
 
+def owner_or_superuser(user, owner_id) -> bool:
+    """Things of no project that belong to the user who made them (a generation run): that user and superusers;
+    ``owner_id`` None (made on the command line): superusers only."""
+    return _active(user) and (bool(user.is_superuser) or (owner_id is not None and owner_id == user.pk))
+
+
 def is_team_user(user) -> bool:
     """May open the staff side at all: a superuser, a user who may make projects, or a member of some team. A user
     who is none of these (a crowdworker; an OIDC user not made a member yet) sees no staff page."""

@@ -21,6 +21,7 @@ import random
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from django.utils import timezone
 
 from corpus.models import Sentence
@@ -86,6 +87,14 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
             f"/projects/{DEMO_SLUG}/agreement/")
     load_phases_project(say)
     return project
+
+
+def links() -> list[tuple[str, str]]:
+    """``(path, what)`` of the invite link of every active project, the demo's first (``manage.py run_demo`` prints
+    them as full URLs at the end of its start-up output: a worker opens one, no login needed)."""
+    first = {DEMO_SLUG: 0, PHASES_SLUG: 1}
+    projects = sorted(Project.objects.filter(status=Project.Status.ACTIVE), key=lambda p: (first.get(p.slug, 2), p.pk))
+    return [(reverse("annotation:invite", args=[p.invite_token]), f"{p.name} ({p.task_type})") for p in projects]
 
 
 # --- the study phases demo -----------------------------------------------------------------------------------------

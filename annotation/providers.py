@@ -24,6 +24,10 @@ slot                called as
 ``item_confidence`` ``item_confidence(project, item_ids) -> {item_id: p} | None``: the active model's confidence
                     in its answer to each item (0..1; the ``uncertainty`` item order asks it); ``None`` or an
                     empty dict: no model can answer the project's task type (the order falls back to random)
+``retrain_status``  ``retrain_status(project) -> dict``: the retrain loop's settings, budget and latest attempts
+                    (what the studio's project and retraining pages show; :func:`ml.loop.retrain_status`)
+``retrain_settings_update`` ``retrain_settings_update(project, values, user=...) -> dict``: set ``retrain_every``
+                    and the budget (raises ``argora.errors.FieldError`` naming the key; audit-logged)
 ==================  ====================================================================================
 """
 from __future__ import annotations
@@ -74,6 +78,8 @@ model_answerer = Slot("model_answerer", "model annotators need the ml app (INSTA
 model_catalogue = Slot("model_catalogue", "registry models come from the ml app")
 model_prompt = Slot("model_prompt", "task-type prompts for LLM annotators come from the ml app")
 item_confidence = Slot("item_confidence", "model confidence for the uncertainty item order comes from the ml app")
+retrain_status = Slot("retrain_status", "model retraining comes from the ml app")
+retrain_settings_update = Slot("retrain_settings_update", "model retraining comes from the ml app")
 
 
 # The pages a recruitment app adds to every project's page list (annotation.studio.links): its staff panel,

@@ -5,7 +5,8 @@ team itself must keep true: a project always has an owner, a user is in a team o
 :class:`ProjectMember.Role`. Every staff action that changes a project (settings, status, phases, members, model
 annotators, late answers, unblocking, releases, publishing) writes one :func:`record` line once it is made: the
 team's changes here in their own transaction, the others right after their service returns (the studio, admin and
-panel views; a published release through ``corpus.signals.release_published``, inside its transaction).
+panel views; a published release through ``corpus.signals.release_published``, inside its transaction; items added
+in the studio by the addition's job, inside its transaction: ``annotation.studio.services.run_addition``).
 """
 from __future__ import annotations
 

@@ -22,3 +22,5 @@ class MlConfig(AppConfig):
         providers.model_catalogue.fill("ml.annotators.catalogue")
         providers.model_prompt.fill("ml.annotators.prompt_defaults")
         providers.item_confidence.fill("ml.item_confidence.item_confidence")
+        providers.retrain_status.fill("ml.loop.retrain_status")
+        providers.retrain_settings_update.fill("ml.loop.update_retrain_settings")

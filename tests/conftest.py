@@ -123,6 +123,22 @@ def admin_user_obj(django_user_model):
 
 
 @pytest.fixture
+def store_eager(monkeypatch):
+    """Tasks run eagerly (``.apply()``, or ``.delay()`` under :func:`tests.worker_utils.eager_celery`) store their
+    state and result like a worker's (the job pages read them). Celery copies ``task_store_eager_result`` onto each
+    task class when the task is first used, so an earlier test that ran the task fixed it there: set it on every
+    task, not only in the config."""
+    from argora.celery import app
+
+    before = app.conf.task_store_eager_result
+    app.conf.task_store_eager_result = True
+    for task in list(app.tasks.values()):
+        monkeypatch.setattr(type(task), "store_eager_result", True)
+    yield
+    app.conf.task_store_eager_result = before
+
+
+@pytest.fixture
 def tmp_artifacts(settings, tmp_path):
     settings.ARTIFACT_ROOT = tmp_path / "artifacts"
     settings.ARTIFACT_ROOT.mkdir()

@@ -88,6 +88,31 @@ def test_load_demo_calls_app_demo_hooks(monkeypatch):
     assert "Demo data from apps: fake" in out.getvalue()
 
 
+@pytest.mark.django_db
+def test_run_demo_ends_its_start_up_output_with_full_invite_urls_and_the_logins(client):
+    from annotation.models import Project
+    from argora.management.commands.run_demo import Command
+
+    call_command("load_demo", stdout=io.StringIO())
+    out = io.StringIO()
+    Command(stdout=out)._banner("http://127.0.0.1:8123")  # what run_demo prints once the server and worker answer
+    text = out.getvalue()
+    lines = text.splitlines()
+    invites = [line.split()[0] for line in lines if "/invite/" in line]
+    active = Project.objects.filter(status=Project.Status.ACTIVE)
+    assert len(active) >= 2
+    assert sorted(invites) == sorted(f"http://127.0.0.1:8123/invite/{p.invite_token}/" for p in active)
+    assert invites[0] == f"http://127.0.0.1:8123/invite/{Project.objects.get(slug='demo-stance').invite_token}/"
+    # at the end: the invite links, then the logins, then how to stop
+    assert text.index("Invite links") < text.index("Logins") < text.index("argora-expert") < text.index("Ctrl-C")
+    assert lines[-1] == "Press Ctrl-C to stop."
+    for url in invites:  # each one opens its study for a new worker
+        resp = client.get(url.removeprefix("http://127.0.0.1:8123"))
+        assert resp.status_code == 302, url
+        assert "/invite/" not in resp["Location"], resp["Location"]
+        client.logout()
+
+
 def free_port() -> int:
     """A free port in 18400-18499 (random start), else any free port."""
     start = random.randrange(100)

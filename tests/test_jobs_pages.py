@@ -28,19 +28,6 @@ def stored_job(state: str, result, name: str = "corpus.import_corpus_file") -> s
 
 
 @pytest.fixture
-def store_eager(monkeypatch):
-    """Tasks run with ``.apply()`` store their state and result like a worker's (the jobs pages read them).
-    Celery copies ``task_store_eager_result`` onto each task class when the task is first used, so an earlier
-    test that ran the task fixed it there: set it on every task, not only in the config."""
-    before = app.conf.task_store_eager_result
-    app.conf.task_store_eager_result = True
-    for task in list(app.tasks.values()):
-        monkeypatch.setattr(type(task), "store_eager_result", True)
-    yield
-    app.conf.task_store_eager_result = before
-
-
-@pytest.fixture
 def staff(client, admin_user_obj):
     """The operator: the list of every team's jobs is theirs (a researcher opens the jobs their pages link to)."""
     client.force_login(admin_user_obj)

@@ -72,6 +72,7 @@ def subprocess_env(**extra: str) -> dict:
         DATABASE_URL=current_database_url(),
         CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
         ARGORA_VAR_DIR=str(settings.VAR_DIR),
+        ARGORA_ARTIFACT_ROOT=str(settings.ARTIFACT_ROOT),  # a test's tmp_artifacts (asked for before the worker)
         CELERY_TASK_ALWAYS_EAGER="0",
         PYTHONUNBUFFERED="1",
     )

@@ -72,18 +72,31 @@ class NewProjectForm(forms.Form):
         return data
 
 
+GOLD_CHOICES = [("none", "none"), ("first", "the first N rows"), ("percent", "N% of the rows at random (seed)")]
+GOLD_ALL = ("all", "every row (a gold-only addition)")
+GOLD_FIELDS = ("gold_mode", "gold_n", "gold_seed")
+
+
 class ItemsForm(forms.Form):
-    """Where the items come from: one of the task type's sources, its file or corpus selection, and its options."""
+    """Where the items come from: one of the task type's sources, its file or corpus selection, and its options;
+    for a source whose rows carry labels, the gold share (``gold_mode``, ``gold_n``, ``gold_seed``: which rows
+    become gold items, :class:`~annotation.task_types.base.GoldShare`; "every row" only when ``adding``, items added
+    to a project that has items for the workers)."""
 
     source = forms.ChoiceField(label="Items from", widget=forms.RadioSelect)
     file = forms.FileField(label="File", required=False)
     topics = forms.ModelMultipleChoiceField(queryset=Topic.objects.order_by("name"), required=False,
                                             label="Topics", widget=forms.SelectMultiple(attrs={"size": 6}))
     limit = forms.IntegerField(label="At most (items)", required=False, min_value=1)
+    gold_mode = forms.ChoiceField(label="Gold items", required=False, initial="none", widget=forms.RadioSelect)
+    gold_n = forms.IntegerField(label="N (rows, or percent)", required=False, min_value=0)
+    gold_seed = forms.IntegerField(label="Seed", required=False, initial=13,
+                                   help_text="the same seed draws the same rows of the same file")
 
-    def __init__(self, *args, sources: tuple[Source, ...], **kwargs):
+    def __init__(self, *args, sources: tuple[Source, ...], gold_all: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.sources = sources
+        self.fields["gold_mode"].choices = GOLD_CHOICES + ([GOLD_ALL] if gold_all else [])
         self.fields["source"].choices = [(s.name, s.label) for s in sources]
         if len(sources) == 1:
             self.fields["source"].initial = sources[0].name
@@ -109,6 +122,17 @@ class ItemsForm(forms.Form):
         if source is None:
             return {}
         return {o.name: self.cleaned_data.get(option_field_name(source, o.name)) for o in source.options}
+
+    def gold(self) -> dict | None:
+        """The gold share asked for (``{"mode", "n", "seed"}``), or None for a source whose rows carry no labels."""
+        source = self.chosen()
+        if source is None or not source.gold_label:
+            return None
+        return {"mode": self.cleaned_data.get("gold_mode") or "none", "n": self.cleaned_data.get("gold_n"),
+                "seed": self.cleaned_data.get("gold_seed")}
+
+    def gold_sources(self) -> list[Source]:
+        return [s for s in self.sources if s.gold_label]
 
     def clean(self):
         data = super().clean()

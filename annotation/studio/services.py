@@ -12,6 +12,16 @@ A new project is made in steps (:mod:`annotation.studio.views`):
    queue), which creates the project, writes its items with the same all-or-nothing importers the CLI uses and builds
    the HITs, all in one transaction: on any problem nothing is left behind.
 
+A source whose rows carry labels (``Source.gold_label``) takes a gold share (:class:`~annotation.task_types.base.
+GoldShare`: none, the first N rows, N% drawn with a seed; on an addition also every row), which
+:func:`source_input` checks and the upload spec carries to the worker.
+
+Items are added to an existing project (draft, active or paused; ``/studio/projects/<slug>/items/add/``) in the same
+steps: :func:`source_input` with ``adding_to``, :func:`preview_import` with the saved project, then
+:func:`start_import` of an :func:`addition_spec`, which :func:`run_import` hands to :func:`run_addition`: the new
+items through the task type's ``sources.write``, a row already in the project skipped, HITs for the new items only
+(the project's HITs, assignments and answers stay as they are), the audit line; one transaction.
+
 Then :func:`update_settings` (refusing changes that would break running work), :func:`change_status` (draft ->
 active <-> paused -> closed) and :func:`unblock` run the project.
 """
@@ -34,12 +44,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.text import get_valid_filename
 
-from annotation import services
-from annotation.models import HIT, Project, Worker
+from annotation import services, teams
+from annotation.models import HIT, Item, Project, Worker
 from annotation.task_types import get_task_type, sources_of
-from annotation.task_types.base import Preview, ResponseInvalid, Source, SourceInput, TaskType
+from annotation.task_types.base import GoldShare, Preview, ResponseInvalid, Source, SourceInput, TaskType
 from argora.errors import FieldError, FileLineError
 from argora.html import markdown_html
 from argora.jobs import result_link
@@ -67,6 +79,8 @@ TRANSITIONS = {
 }
 GUIDELINES_KEY = "guidelines_markdown"   # project.config key of the guidelines' Markdown source
 IMPORT_KEY = "studio_import"             # project.config key: where the items came from (job, source, file)
+ADDITIONS_KEY = "studio_additions"       # project.config key: the items added since (job, source, file, summary)
+ADDITIONS_KEPT = 100                     # additions listed in the config (the audit log keeps every one)
 
 
 class SetupRefused(FieldError):
@@ -84,8 +98,14 @@ def sources_module(tt: TaskType) -> ModuleType | None:
 
 
 def sources_for(tt: TaskType) -> tuple[Source, ...]:
+    """The task type's sources. The corpus sources (:mod:`.sentences`) take gold answers from the sentences' corpus
+    stance, which only a task type with ``gold_from_sentence`` reads as an answer: for the others they offer no gold
+    share (their ``gold_label`` is cleared)."""
     module = sources_module(tt)
-    return tuple(getattr(module, "SOURCES", ())) if module is not None else ()
+    found = tuple(getattr(module, "SOURCES", ())) if module is not None else ()
+    if type(tt).gold_from_sentence is TaskType.gold_from_sentence:
+        found = tuple(replace(s, gold_label="") if s in sentences.SOURCES else s for s in found)
+    return found
 
 
 def source_named(tt: TaskType, name: str) -> Source:
@@ -193,10 +213,52 @@ def upload_path(stored: dict | None) -> Path | None:
     return path if root in path.parents and path.is_file() else None
 
 
+def has_worker_items(project: Project | None) -> bool:
+    """Whether a saved project has items for the workers (what a gold-only addition needs)."""
+    return project is not None and project.pk is not None and \
+        Item.objects.filter(project=project, is_gold=False).exists()
+
+
+def gold_share(source: Source, gold: GoldShare | dict | None, *, adding_to: Project | None = None) -> GoldShare:
+    """The checked gold share of an upload (``gold``: a GoldShare or ``{"mode", "n", "seed"}`` as the form sends
+    it). Refused naming ``gold_mode``, ``gold_n`` or ``gold_seed``: a share of a source whose rows carry no answers, a
+    first-N / percent share without N, every row gold unless items are added to a project that has items for the
+    workers (``adding_to``)."""
+    if gold is None:
+        return GoldShare()
+    if not isinstance(gold, GoldShare):
+        values = dict(gold)
+        numbers = {}
+        for key, default in (("n", 0), ("seed", 13)):
+            value = values.get(key)
+            try:
+                numbers[key] = default if value in (None, "") else int(value)
+            except (TypeError, ValueError):
+                raise SetupRefused(f"gold_{key}", "a whole number") from None
+        try:
+            gold = GoldShare(mode=values.get("mode") or "none", n=numbers["n"], seed=numbers["seed"])
+        except FieldError as exc:
+            raise SetupRefused(exc.field, exc.reason) from None
+    if gold.mode == "none":
+        return GoldShare(seed=gold.seed)
+    if not source.gold_label:
+        raise SetupRefused("gold_mode", f"{source.label} rows carry no answers: no gold items from them")
+    if gold.mode == "first" and gold.n < 1:
+        raise SetupRefused("gold_n", "how many of the first rows become gold items (1 or more)")
+    if gold.mode == "percent" and gold.n < 1:
+        raise SetupRefused("gold_n", "what share of the rows becomes gold items, in percent (1 to 100)")
+    if gold.mode == "all" and not has_worker_items(adding_to):
+        raise SetupRefused("gold_mode", "every row a gold item: only when adding to a project that has items for "
+                                        "the workers; leave some rows for the workers")
+    return gold
+
+
 def source_input(source: Source, *, upload: dict | None = None, topics=(), limit: int | None = None,
-                 options: dict | None = None) -> SourceInput:
-    """What the source reads, with its options checked and their defaults filled in (:class:`SetupRefused` naming
-    the option, or ``file``, ``topics``, ``limit``)."""
+                 options: dict | None = None, gold: GoldShare | dict | None = None,
+                 adding_to: Project | None = None) -> SourceInput:
+    """What the source reads, with its options and gold share (:func:`gold_share`) checked and their defaults
+    filled in (:class:`SetupRefused` naming the option, ``gold_mode`` / ``gold_n`` / ``gold_seed``, or ``file``,
+    ``topics``, ``limit``). ``adding_to``: the saved project the items are added to (none: a new project)."""
     options = dict(options or {})
     clean: dict[str, Any] = {}
     for option in source.options:
@@ -217,6 +279,7 @@ def source_input(source: Source, *, upload: dict | None = None, topics=(), limit
         else:
             text = "" if value is None else str(value).strip()
             clean[option.name] = text[:200] or (option.default or "")
+    share = gold_share(source, gold, adding_to=adding_to)
     if limit is not None and limit < 1:
         raise SetupRefused("limit", "at least 1 (or empty: no limit)")
     path, name = None, ""
@@ -228,7 +291,8 @@ def source_input(source: Source, *, upload: dict | None = None, topics=(), limit
     topic_rows = list(Topic.objects.filter(pk__in=[int(t) for t in topics]).order_by("name")) if topics else []
     if len(topic_rows) != len(set(topics or ())):
         raise SetupRefused("topics", "a chosen topic no longer exists")
-    return SourceInput(source=source, path=path, file_name=name, topics=topic_rows, limit=limit, options=clean)
+    return SourceInput(source=source, path=path, file_name=name, topics=topic_rows, limit=limit, options=clean,
+                       gold=share)
 
 
 def problem_text(exc: Exception, data: SourceInput | None) -> str:
@@ -302,13 +366,17 @@ def preview_import(project: Project, data: SourceInput) -> tuple[Preview | None,
     if module is None:
         return None, ["source: this task type says nowhere where its items come from (no sources module)"]
     try:
-        return module.preview(project, data), []
+        preview = module.preview(project, data)
     except FileLineError as exc:
         if data.path is not None and data.source.rows:
             return None, _every_problem(module, project, data, exc)
         return None, [problem_text(exc, data)]
     except (FieldError, ValueError) as exc:
         return None, [problem_text(exc, data)]
+    if project.pk is None and data.gold.active and preview.items == 0:
+        return None, [f"gold_n: leave some rows for the workers ({data.gold.describe()}: {preview.gold} gold "
+                      f"item(s), no item for the workers)"]
+    return preview, []
 
 
 # --- step 3: the import on a worker ---------------------------------------------------------------------------
@@ -318,23 +386,67 @@ def import_spec(project: Project, data: SourceInput, *, user=None) -> dict:
             "settings": {key: getattr(project, key) for key in SETUP_FIELDS},
             "source": data.source.name, "path": str(data.path) if data.path else None, "file_name": data.file_name,
             "topics": [t.pk for t in data.topics], "limit": data.limit, "options": data.options,
-            "user": getattr(user, "pk", None)}
+            "gold": data.gold.as_dict(), "user": getattr(user, "pk", None)}
 
 
-def start_import(spec: dict) -> str:
+def addition_spec(project: Project, data: SourceInput, *, user=None) -> dict:
+    """What the worker needs to add items to the saved ``project``: the project and the source (as
+    :func:`import_spec`)."""
+    return {"add_to": project.pk, "project": project.slug, "task_type": project.task_type,
+            "source": data.source.name, "path": str(data.path) if data.path else None, "file_name": data.file_name,
+            "topics": [t.pk for t in data.topics], "limit": data.limit, "options": data.options,
+            "gold": data.gold.as_dict(), "user": getattr(user, "pk", None)}
+
+
+def addition_job_id(project: Project) -> str:
+    """A new job id (a UUID) for an addition to ``project`` that only this project's pages accept: its last 8 bytes
+    are a keyed hash of the project and the first 8 (:func:`is_addition_job`)."""
+    head = secrets.token_bytes(8)
+    return str(uuid.UUID(bytes=head + _job_tag(project, head)))
+
+
+def is_addition_job(project: Project, task_id) -> bool:
+    raw = uuid.UUID(str(task_id)).bytes
+    return secrets.compare_digest(raw[8:], _job_tag(project, raw[:8]))
+
+
+def _job_tag(project: Project, head: bytes) -> bytes:
+    return salted_hmac("argora.studio.addition", f"{project.pk}:{head.hex()}").digest()[:8]
+
+
+def start_import(spec: dict, *, task_id: str | None = None) -> str:
     """Queue the import (``annotation.studio_import``, default queue) once the current transaction commits; returns
-    the job's id (its page: ``/studio/jobs/<id>/``)."""
+    the job's id (its page: ``/studio/jobs/<id>/``; an addition's: under its project)."""
     from annotation.tasks import studio_import  # a real cycle: annotation.tasks imports this module
 
-    task_id = str(uuid.uuid4())
+    task_id = task_id or str(uuid.uuid4())
     transaction.on_commit(lambda: studio_import.apply_async(args=[spec], task_id=task_id))
     return task_id
+
+
+def _spec_input(tt: TaskType, spec: dict) -> SourceInput:
+    """The source input an upload spec names (the upload must still be there)."""
+    source = source_named(tt, spec["source"])
+    path = Path(spec["path"]) if spec.get("path") else None
+    if source.is_upload and (path is None or not path.is_file()):
+        raise SetupRefused("file", "the uploaded file is gone; upload it again")
+    return SourceInput(source=source, path=path, file_name=spec.get("file_name") or "",
+                       topics=list(Topic.objects.filter(pk__in=spec.get("topics") or []).order_by("name")),
+                       limit=spec.get("limit"), options=spec.get("options") or {},
+                       gold=GoldShare.from_dict(spec.get("gold")))
+
+
+def _spec_user(spec: dict):
+    return get_user_model().objects.filter(pk=spec.get("user")).first() if spec.get("user") else None
 
 
 def run_import(spec: dict, *, progress=null_progress, job: str | None = None) -> dict:
     """Create the project, write its items through the task type's ``sources.write`` and build the HITs, in ONE
     transaction: on any problem nothing is written and :class:`StudioImportFailed` says why. Running it again for
-    the same ``job`` returns the first result (a retried task makes no second project)."""
+    the same ``job`` returns the first result (a retried task makes no second project). A spec of
+    :func:`addition_spec` adds the items to its project instead (:func:`run_addition`)."""
+    if spec.get("add_to"):
+        return run_addition(spec, progress=progress, job=job)
     if job:
         done = Project.objects.filter(**{f"config__{IMPORT_KEY}__job": job}).first()
         if done is not None:
@@ -343,14 +455,12 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
     try:
         tt = get_task_type(spec["task_type"])
         module = sources_module(tt)
-        source = source_named(tt, spec["source"])
-        path = Path(spec["path"]) if spec.get("path") else None
-        if source.is_upload and (path is None or not path.is_file()):
-            raise SetupRefused("file", "the uploaded file is gone; upload it again")
-        data = SourceInput(source=source, path=path, file_name=spec.get("file_name") or "",
-                           topics=list(Topic.objects.filter(pk__in=spec.get("topics") or []).order_by("name")),
-                           limit=spec.get("limit"), options=spec.get("options") or {})
-        user = get_user_model().objects.filter(pk=spec.get("user")).first() if spec.get("user") else None
+        data = _spec_input(tt, spec)
+        source, path = data.source, data.path
+        user = _spec_user(spec)
+        if data.gold.mode == "all":
+            raise SetupRefused("gold_mode", "every row a gold item: only when adding to a project that has items "
+                                            "for the workers")
         origin = {"job": job or "", "source": source.name, "source_label": source.label, "file": data.file_name,
                   "topics": [t.name for t in data.topics]}
         progress(0, None, "creating the project")
@@ -360,10 +470,12 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
                                               created_by=user, **(spec.get("settings") or {}))
             summary = module.write(project, data, progress)
             project.refresh_from_db()
+            summary = {"items": int(summary.get("items", 0)), "gold": int(summary.get("gold", 0))}
+            if data.gold.active and not summary["items"]:
+                raise SetupRefused("gold_n", "leave some rows for the workers")
             progress(0, None, "building HITs")
             services.build_hits(project)
-            summary = {"items": int(summary.get("items", 0)), "gold": int(summary.get("gold", 0)),
-                       "hits": HIT.objects.filter(project=project).count()}
+            summary["hits"] = HIT.objects.filter(project=project).count()
             config = dict(project.config)
             config[IMPORT_KEY] = {**origin, "summary": summary}
             Project.objects.filter(pk=project.pk).update(config=config)
@@ -378,6 +490,83 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
 def _import_result(project: Project, summary: dict) -> dict:
     return {"project": project.slug, **summary,
             **result_link(reverse("annotation:studio-project", args=[project.slug]), f"Open {project.name}")}
+
+
+def addition_refused(project: Project) -> str:
+    """Why items cannot be added to ``project`` now ("" when they can): a closed project takes none."""
+    if project.status == Project.Status.CLOSED:
+        return f"{project.name} is closed: a closed project takes no new items (make a new project instead)"
+    return ""
+
+
+def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) -> dict:
+    """Add the items of an upload (or a corpus selection) to the saved project of an :func:`addition_spec`, in ONE
+    transaction: the task type's ``sources.write``, then HITs for the new items only (:func:`annotation.services.
+    build_hits` puts only items that are in no HIT into new HITs: the project's HITs, assignments and answers stay
+    as they are), the addition in the project's config and its audit line (``items.add``). A row whose item the
+    project has already (the same corpus sentence or the same key) is skipped; nothing new at all, a closed
+    project, a bad file: :class:`StudioImportFailed`, nothing written. Running it again for the same ``job``
+    returns the first result."""
+    project = Project.objects.filter(pk=spec.get("add_to")).first()
+    if project is None:
+        raise StudioImportFailed("project: the project is gone")
+    if job:
+        for done in (project.config or {}).get(ADDITIONS_KEY) or []:
+            if done.get("job") == job:
+                return {**_import_result(project, done.get("summary") or {}), "added": True}
+    data = None
+    try:
+        tt = get_task_type(project.task_type)
+        module = sources_module(tt)
+        if module is None:
+            raise SetupRefused("source", f"{tt.label} says nowhere where its items come from")
+        data = _spec_input(tt, spec)
+        user = _spec_user(spec)
+        progress(0, None, "adding the items")
+        with transaction.atomic():
+            locked = Project.objects.select_for_update().get(pk=project.pk)
+            refused = addition_refused(locked)
+            if refused:
+                raise SetupRefused("project", refused)
+            if data.gold.mode == "all" and not has_worker_items(locked):
+                raise SetupRefused("gold_mode", "every row a gold item: only when the project has items for the "
+                                                "workers already")
+            items = Item.objects.filter(project=locked)
+            last = items.aggregate(last=Max("pk"))["last"] or 0
+            had_sentences = set(items.filter(sentence__isnull=False).values_list("sentence_id", flat=True))
+            had_keys = set(items.exclude(external_key="").values_list("external_key", flat=True))
+            hits_before = HIT.objects.filter(project=locked).count()
+            module.write(locked, data, progress)
+            new = list(Item.objects.filter(project=locked, pk__gt=last)
+                       .values_list("pk", "sentence_id", "external_key", "is_gold"))
+            again = {pk for pk, sentence, key, _ in new if sentence in had_sentences or (key and key in had_keys)}
+            if again:  # made by this write, in this transaction
+                Item.objects.filter(pk__in=again).delete()
+            kept = [row for row in new if row[0] not in again]
+            if not kept:
+                raise SetupRefused("items", "nothing to add: every row is in the project already" if again else
+                                            "nothing to add: no rows")
+            locked.refresh_from_db()
+            progress(0, None, "building HITs")
+            services.build_hits(locked)
+            summary = {"items": sum(1 for row in kept if not row[3]), "gold": sum(1 for row in kept if row[3]),
+                       "skipped": len(again), "hits": HIT.objects.filter(project=locked).count() - hits_before}
+            addition = {"job": job or "", "source": data.source.name, "source_label": data.source.label,
+                        "file": data.file_name, "topics": [t.name for t in data.topics],
+                        "gold": data.gold.describe(), "summary": summary, "at": timezone.now().isoformat()}
+            locked.refresh_from_db(fields=["config"])
+            config = dict(locked.config or {})
+            config[ADDITIONS_KEY] = ([*(config.get(ADDITIONS_KEY) or []), addition])[-ADDITIONS_KEPT:]
+            Project.objects.filter(pk=locked.pk).update(config=config)
+            teams.record(locked, user, "items.add", {  # (no key "items": the audit template reads .items)
+                "source": data.source.name, "file": data.file_name, "gold_share": data.gold.describe(),
+                "new_items": summary["items"], "new_gold": summary["gold"], "skipped": summary["skipped"],
+                "new_hits": summary["hits"], "job": job or ""})
+    except (FileLineError, FieldError, ValueError) as exc:
+        raise StudioImportFailed(problem_text(exc, data)) from None
+    if data.path is not None:
+        shutil.rmtree(data.path.parent, ignore_errors=True)
+    return {**_import_result(project, summary), "added": True}
 
 
 # --- running the project ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """URLs of the study studio (namespace ``annotation``, under ``/studio/``)."""
 from django.urls import path
 
-from . import views
+from . import add_views, release_views, retrain_views, views
 
 urlpatterns = [
     path("", views.index, name="studio"),
@@ -14,6 +14,13 @@ urlpatterns = [
     path("projects/<slug:slug>/", views.project_page, name="studio-project"),
     path("projects/<slug:slug>/settings/", views.project_settings, name="studio-settings"),
     path("projects/<slug:slug>/team/", views.project_team, name="studio-team"),
+    path("projects/<slug:slug>/retraining/", retrain_views.project_retraining, name="studio-retraining"),
+    path("projects/<slug:slug>/items/add/", add_views.add_items, name="studio-add-items"),
+    path("projects/<slug:slug>/items/add/<str:token>/preview/", add_views.add_preview, name="studio-add-preview"),
+    path("projects/<slug:slug>/items/add/jobs/<uuid:task_id>/", add_views.add_job, name="studio-add-job"),
+    path("projects/<slug:slug>/items/add/jobs/<uuid:task_id>/state/", add_views.add_job_state,
+         name="studio-add-job-state"),
+    path("projects/<slug:slug>/release/", release_views.project_release, name="studio-release"),
     path("projects/<slug:slug>/phases/", views.project_phases, name="studio-phases"),
     path("projects/<slug:slug>/status/<str:status>/", views.project_status, name="studio-status"),
     path("projects/<slug:slug>/workers/<int:worker_id>/unblock/", views.unblock, name="studio-unblock"),

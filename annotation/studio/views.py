@@ -27,7 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_celery_results.models import TaskResult
 
 from annotation import model_annotators as ma
-from annotation import access, phases, selectors, services, teams
+from annotation import access, phases, providers, selectors, services, teams
 from annotation.hit_page import duration_text
 from annotation.models import (
     Assignment,
@@ -190,22 +190,45 @@ def new_items(request, token: str):
         try:
             upload = studio.store_upload(data["file"], source) if source.is_upload else None
             checked = studio.source_input(source, upload=upload, topics=[t.pk for t in data["topics"]],
-                                          limit=data["limit"], options=form.options())
+                                          limit=data["limit"], options=form.options(), gold=form.gold())
         except studio.SetupRefused as exc:
-            if exc.field in {o.name for o in source.options}:
-                form.add_error(studio_forms.option_field_name(source, exc.field), exc.reason)
-            else:
-                studio_forms.attach(form, exc)
+            attach_items_error(form, source, exc)
         else:
-            draft["items"] = {"source": source.name, "upload": upload, "topics": [t.pk for t in checked.topics],
-                              "limit": checked.limit, "options": checked.options}
+            draft["items"] = items_draft(source, upload, checked)
             _save_draft(request, token, draft)
             return redirect("annotation:studio-new-preview", token=token)
-    return render(request, "annotation/studio/items.html", {
-        "form": form, "project": project, "task_type": tt, "token": token, "step": 2,
-        "sources": [{"source": s, "fields": [form[studio_forms.option_field_name(s, o.name)] for o in s.options]}
-                    for s in sources],
-        "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024}, status=400 if form.errors else 200)
+    return render(request, "annotation/studio/items.html", items_context(form, project, sources, token=token),
+                  status=400 if form.errors else 200)
+
+
+def attach_items_error(form, source, exc: studio.SetupRefused) -> None:
+    """A refusal of the items step as an error of its field (a source option's field is named after the source)."""
+    if exc.field in {o.name for o in source.options}:
+        form.add_error(studio_forms.option_field_name(source, exc.field), exc.reason)
+    else:
+        studio_forms.attach(form, exc)
+
+
+def items_draft(source, upload: dict | None, checked) -> dict:
+    """What the session keeps of a checked items step (the preview and the confirm read it again)."""
+    return {"source": source.name, "upload": upload, "topics": [t.pk for t in checked.topics],
+            "limit": checked.limit, "options": checked.options, "gold": checked.gold.as_dict()}
+
+
+def draft_input(project: Project, items: dict, *, adding_to: Project | None = None):
+    """The source input of a kept items step, checked again (:class:`studio.SetupRefused`)."""
+    source = studio.source_named(project.get_task_type(), items["source"])
+    return studio.source_input(source, upload=items.get("upload"), topics=items.get("topics") or [],
+                               limit=items.get("limit"), options=items.get("options"), gold=items.get("gold"),
+                               adding_to=adding_to)
+
+
+def items_context(form, project: Project, sources, **extra) -> dict:
+    """What the items page (a new project's step 2, or "Add items") shows."""
+    return {"form": form, "project": project, "task_type": project.get_task_type(), "step": 2,
+            "sources": [{"source": s, "fields": [form[studio_forms.option_field_name(s, o.name)]
+                                                 for o in s.options]} for s in sources],
+            "gold_sources": form.gold_sources(), "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024, **extra}
 
 
 @studio_page(create=True)
@@ -217,9 +240,8 @@ def new_preview(request, token: str):
     items = draft["items"]
     try:
         project = _setup_project(draft)
-        source = studio.source_named(project.get_task_type(), items["source"])
-        data = studio.source_input(source, upload=items.get("upload"), topics=items.get("topics") or [],
-                                   limit=items.get("limit"), options=items.get("options"))
+        data = draft_input(project, items)
+        source = data.source
     except studio.SetupRefused as exc:
         messages.error(request, str(exc))
         return redirect("annotation:studio-new-items", token=token)
@@ -233,35 +255,55 @@ def new_preview(request, token: str):
     hits = -(-preview.items // project.items_per_hit) if preview is not None and project.items_per_hit else 0
     return render(request, "annotation/studio/preview.html", {
         "project": project, "task_type": project.get_task_type(), "source": source, "data": data,
-        "preview": preview, "problems": problems, "token": token, "hits": hits, "step": 3},
+        "preview": preview, "problems": problems, "token": token, "hits": hits, "step": 3,
+        "items_url": reverse("annotation:studio-new-items", args=[token])},
         status=400 if problems else 200)
 
 
 # --- the import job --------------------------------------------------------------------------------------------
-def _import_job(task_id: str) -> dict:
-    """The job's state, if it is a studio import (a job not started yet has no row: it is shown as waiting)."""
+RELEASE_TASK = "corpus.build_release"  # the Release step (release_views.py)
+STUDIO_JOBS = {IMPORT_TASK: "import", RELEASE_TASK: "release"}  # task name -> the job page's kind
+
+
+def _import_job(task_id: str, kind: str = "import") -> dict:
+    """The job's state, if it is a studio import or release (a job not started yet has no row: it is shown as
+    waiting, as the ``kind`` the page that started it named)."""
     row = TaskResult.objects.filter(task_id=task_id).only("task_name").first()
-    if row is not None and row.task_name not in (None, "", IMPORT_TASK):
-        raise Http404("not a studio import")
+    if row is not None and row.task_name not in (None, "", *STUDIO_JOBS):
+        raise Http404("not a studio job")
+    kind = STUDIO_JOBS.get(row.task_name if row is not None else None) or (kind if kind in ("import", "release")
+                                                                           else "import")
     state = jobs.job_state(task_id)
     message = state.get("error_line") or ""
     if message.startswith("StudioImportFailed: "):
         message = message[len("StudioImportFailed: "):]
     return {"id": task_id, "state": state["state"], "badge": state.get("badge"), "percent": state.get("percent"),
             "progress_text": state.get("progress_text") or "", "result": state.get("result"),
-            "link": state.get("link"), "error": message}
+            "link": state.get("link"), "error": message, "kind": kind}
 
 
-@studio_page(create=True)
+def _studio_job(request, task_id) -> dict | None:
+    """The job (``?for=release``: started by the Release step); None for an import job the user may not see (the
+    Researcher role makes projects; a release job: any team's member, the id is the random one its page links to)."""
+    found = _import_job(str(task_id), request.GET.get("for", "import"))
+    return found if found["kind"] == "release" or access.may_create_projects(request.user) else None
+
+
+@studio_page()
 @require_GET
 def job(request, task_id):
-    return render(request, "annotation/studio/job.html", {"job": _import_job(str(task_id)), "step": 4})
+    found = _studio_job(request, task_id)
+    if found is None:
+        return notice(request, "Not allowed", ["To create projects you need the permission annotation.add_project."],
+                      status=403)
+    return render(request, "annotation/studio/job.html", {"job": found, "step": 4})
 
 
-@studio_page(create=True)
+@studio_page()
 @require_GET
 def job_state(request, task_id):
-    return JsonResponse(_import_job(str(task_id)))
+    found = _studio_job(request, task_id)
+    return JsonResponse(found) if found is not None else JsonResponse({"detail": "not allowed"}, status=403)
 
 
 # --- one project -----------------------------------------------------------------------------------------------
@@ -303,9 +345,11 @@ def project_page(request, project: Project):
         "late": _late(project), "can_accept": can_change,
         "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
         "origin": (project.config or {}).get(studio.IMPORT_KEY),
+        "additions": (project.config or {}).get(studio.ADDITIONS_KEY) or [],
         "phases": selectors.phase_config(project), "phase_counts": selectors.phase_counts(project),
         "can_change": can_change, "can_unblock": can_change,
-        "audit": teams.audit_log(project, limit=10), "role": access.role_of(request.user, project)})
+        "audit": teams.audit_log(project, limit=10), "role": access.role_of(request.user, project),
+        "retraining": providers.retrain_status.get(project)})
 
 
 @studio_page(access.CHANGE)

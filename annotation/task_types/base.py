@@ -179,6 +179,11 @@ class TaskType:
     # Trainer kinds the retrain loop trains from a project of this type unless its config names others.
     retrain_kinds: tuple[str, ...] = ()
 
+    # --- releases ----------------------------------------------------------------------------------
+    # The task type's own release kinds (its ``release`` module registers them); ``annotations`` is offered for a
+    # project of any type besides these (annotation/studio/releases.py).
+    release_kinds: tuple[str, ...] = ()
+
 
 # --- item sources (a task type package's ``sources`` module; see the module doc) ----------------------------------
 @dataclass(frozen=True)

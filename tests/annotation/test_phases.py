@@ -535,7 +535,9 @@ def test_done_and_screened_out_pages_send_the_worker_back_through_the_completion
     services.submit_assignment(assignment, w, {str(i.pk): {"label": "pro"}
                                                for i in services.assignment_items(assignment)})
     html = client.get(reverse("annotation:done", args=[project.slug])).content.decode()
-    assert 'http-equiv="refresh" content="4;url=https://platform.invalid/complete?cc=COMPLETED"' in html
+    # the page goes back by a script countdown the participant can stop (no <meta http-equiv="refresh">: WCAG 2.2.1)
+    assert 'href="https://platform.invalid/complete?cc=COMPLETED" id="back-to-platform-link"' in html
+    assert 'id="back-to-platform-stay"' in html and 'http-equiv="refresh"' not in html
     # the platform's code is shown (the one its page checks), not Argora's own
     assert 'id="back-to-platform-link"' in html and "COMPLETED-CODE" in html
     assert services.completion_code(project, w) not in html

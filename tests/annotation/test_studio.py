@@ -100,8 +100,11 @@ def start(client, name="Study", task_type="sentence_label", config="", **setting
     return resp["Location"].split("/")[-3]
 
 
+GOLD_FIELDS = ("gold_mode", "gold_n", "gold_seed")  # the gold share: fields of the form, not of a source
+
+
 def items_post(client, token, source, file=None, **fields):
-    data = {"source": source, **{f"{source}__{k}" if k not in ("topics", "limit") else k: v
+    data = {"source": source, **{f"{source}__{k}" if k not in ("topics", "limit", *GOLD_FIELDS) else k: v
                                  for k, v in fields.items()}}
     if file is not None:
         data["file"] = file
@@ -193,8 +196,8 @@ def test_items_form_errors(rclient, settings, monkeypatch):
     resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"))
     assert resp.status_code == 400 and "the studio takes files up to" in errors_of(resp, "file")
     monkeypatch.setattr(studio, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024)
-    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold="-1")
-    assert resp.status_code == 400 and "greater than or equal to 0" in resp.content.decode()
+    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold_mode="first", gold_n="-1")
+    assert resp.status_code == 400 and "greater than or equal to 0" in errors_of(resp, "gold_n")
     resp = items_post(rclient, token, "no-such-source")
     assert resp.status_code == 400 and "not one of the available choices" in errors_of(resp, "source")
     resp = items_post(rclient, token, "corpus", limit="0")
@@ -209,7 +212,7 @@ def test_items_form_errors(rclient, settings, monkeypatch):
 def test_upload_preview_confirm_import(rclient, settings, django_capture_on_commit_callbacks):
     token = start(rclient, name="Uniform stance", config='{"labels": ["pro", "con", "none"]}',
                   assignments_per_item="2", items_per_hit="2")
-    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold="1")
+    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold_mode="first", gold_n="1")
     assert resp.status_code == 302
     preview = rclient.get(resp["Location"])
     html = preview.content.decode()
@@ -286,8 +289,8 @@ def test_preview_says_what_the_corpus_lacks(rclient):
     assert preview.status_code == 400
     assert "variables: topic &#x27;minimum wage&#x27; has 0 active fact variable(s)" in preview.content.decode()
     token = start(rclient, task_type="sentence_label", config='{"labels": ["good", "bad"]}')
-    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold="1")
-    assert "gold: sentence 1" in rclient.get(resp["Location"]).content.decode()  # "pro" is no label of this project
+    resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold_mode="first", gold_n="1")
+    assert "gold_mode: sentence 1" in rclient.get(resp["Location"]).content.decode()  # "pro" is no label of this project
     assert Topic.objects.count() == 0
 
 
@@ -314,14 +317,14 @@ def test_import_is_all_or_nothing(settings):
     _, data = spec_for("sentence_label")
     spec = studio.import_spec(project, data)
     spec["config"] = {"labels": ["good", "bad"]}
-    spec["options"] = {"gold": 1}
-    with pytest.raises(studio.StudioImportFailed, match="gold: sentence 1"):
+    spec["gold"] = {"mode": "first", "n": 1}
+    with pytest.raises(studio.StudioImportFailed, match="gold_mode: sentence 1"):
         studio.run_import(spec, job="j")
     assert Project.objects.count() == 0 and Sentence.objects.count() == 0 and Topic.objects.count() == 0
     # a file made bad after the preview: file:line with the uploaded name
     bad = Path(spec["path"])
     bad.write_text(bad.read_text().replace("Argument_for", "Maybe"))
-    spec["options"] = {"gold": 0}
+    spec["gold"] = {"mode": "none"}
     spec["config"] = {}
     with pytest.raises(studio.StudioImportFailed, match=r'^uniforms\.tsv:2: unknown annotation "Maybe"'):
         studio.run_import(spec, job="k")

@@ -57,7 +57,8 @@ NOT_TEAM_ROUTES = {
     "annotation:studio-job-state", "job-detail", "api-job-detail",
 }
 # models of no project (generation runs, the similarity results): the Researcher role (tests/ml)
-GLOBAL_ROUTES = {"ml:generation", "ml:generation-evaluation", "ml:generation-run", "ml:generation-run-evaluate",
+GLOBAL_ROUTES = {"ml:generation", "ml:generation-evaluation", "ml:generation-train", "ml:generation-run",
+                 "ml:generation-run-evaluate",
                  "ml:generation-run-ratings", "ml:similarity-results", "api-generate", "api-generate-runs",
                  "api-generate-run", "api-generate-run-evaluate", "api-generate-run-ratings"}
 # pages that list what a user may see (no project in the URL): they answer, without the projects of other teams

@@ -344,12 +344,16 @@ def test_tab_after_picking_moves_to_the_next_control(live_server, page):
     listbox = page.locator(f"#item-{ids[0]}-listbox")
     expect(listbox).to_have_attribute("tabindex", "-1")
 
-    # with both lists shown, pick with Enter: the list stays open for the next aspect, long enough to scroll
-    # (a scroller is a tab stop in Chromium); Tab then leaves the field for the next control
+    # with both lists shown, pick with Enter: the list closes (it would cover the next sentence); typing opens it
+    # again, long enough to scroll (a scroller is a tab stop in Chromium); Tab then leaves the field for the next
+    # control
     page.keyboard.press("Alt+m")
     page.keyboard.type("clean")
     page.keyboard.press("Enter")
     expect(page.locator(f"#item-{ids[0]} .aspect-chip")).to_have_text(["clean×"])
+    expect(listbox).to_be_hidden()
+    page.keyboard.type("c")
+    page.keyboard.press("Backspace")  # an empty field: the whole list, nothing highlighted
     expect(listbox).to_be_visible()
     assert listbox.evaluate("el => el.scrollHeight > el.clientHeight")
     page.keyboard.press("Tab")
@@ -363,7 +367,7 @@ def test_tab_after_picking_moves_to_the_next_control(live_server, page):
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     expect(page.locator(f"#item-{ids[2]} .aspect-chip")).to_have_count(1)
-    expect(page.locator(f"#item-{ids[2]}-listbox")).to_be_visible()
+    expect(page.locator(f"#item-{ids[2]}-listbox")).to_be_hidden()  # picked: the list closed
     walked = []
     for _ in range(8):
         page.keyboard.press("Tab")
@@ -373,3 +377,40 @@ def test_tab_after_picking_moves_to_the_next_control(live_server, page):
             break
     assert walked[0] == "aspect-more" and walked[-1] == "hit-submit", walked
     expect(page.locator("#hit-submit")).to_be_focused()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_suggestion_list_closes_on_a_pick_and_when_the_field_loses_focus(live_server, page):
+    project = make_aspect_project()
+    page.goto(f"{live_server.url}/invite/{project.invite_token}/")
+    expect(page.locator(".hit-item")).to_have_count(3)
+    assignment = Assignment.objects.get(worker=Worker.objects.get(source=Worker.Source.INVITE))
+    items = services.assignment_items(assignment)
+    ids = [i.pk for i in items]
+    first = items[0].payload["candidates"][0]
+    second = next(c for c in items[0].payload["candidates"][1:] if not overlap(c, first))
+    listbox, field = page.locator(f"#item-{ids[0]}-listbox"), page.locator(f"#item-{ids[0]}-input")
+
+    # Enter on the highlighted candidate: picked, and the list no longer covers the next sentence
+    page.keyboard.type(first["text"])
+    expect(listbox).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#item-{ids[0]} .aspect-chip")).to_have_text([first["text"] + "×"])
+    expect(listbox).to_be_hidden()
+    expect(field).to_be_focused()
+    expect(page.locator(f"#item-{ids[1]}-text")).to_be_visible()
+    # a click on an option picks it and closes the list too
+    page.keyboard.press("ArrowDown")
+    expect(listbox).to_be_visible()
+    listbox.locator("[role=option]", has_text=second["text"]).first.click()
+    expect(page.locator(f"#item-{ids[0]} .aspect-chip")).to_have_count(2)
+    expect(listbox).to_be_hidden()
+    expect(field).to_have_attribute("aria-expanded", "false")
+    # open, then focus leaves the field (a click on the next sentence's field): the list closes
+    page.keyboard.type("a")
+    expect(listbox).to_be_visible()
+    page.locator(f"#item-{ids[1]}-input").click()
+    expect(listbox).to_be_hidden()
+    expect(field).to_have_attribute("aria-expanded", "false")
+    assert Response.objects.count() == 0  # nothing was submitted on the way

@@ -148,7 +148,7 @@ def test_expired_reservation_taken_by_another_keeps_the_late_answers(live_server
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_log_out_and_the_invite_link_again_is_the_same_worker(live_server, page):
+def test_log_out_and_the_invite_link_again_is_the_same_worker(live_server, page, new_context):
     project = make_project()
     worker, assignment = join(page, live_server, project)
     for key in "123":
@@ -171,7 +171,7 @@ def test_log_out_and_the_invite_link_again_is_the_same_worker(live_server, page)
     expect(page.locator("#completion-code")).to_have_text(first_code)
     assert Worker.objects.filter(source=Worker.Source.INVITE).count() == 1
     # another browser: the recovery code makes it the same worker
-    context = page.context.browser.new_context(viewport={"width": 1366, "height": 768})
+    context = new_context(viewport={"width": 1366, "height": 768})  # checked by axe-core as well (conftest)
     try:
         other = context.new_page()
         other.goto(f"{live_server.url}/work/recover/")

@@ -229,9 +229,21 @@
 
     root.addEventListener("input", function () { drafts.changed(); });
 
+    // A press (the mouse, or a finger's tap: its compatibility mouse events) that focuses another item moves the
+    // highlight only once released: the highlighted item shows its key hints and the others hide theirs, and a
+    // layout that moved under the pointer between press and release would send the click elsewhere (a tapped
+    // choice of the next item would not be chosen).
+    var pressing = false, pending = false;
+    root.addEventListener("mousedown", function () { pressing = true; }, true);
+    document.addEventListener("mouseup", function () {
+      pressing = false;
+      if (pending) { pending = false; update(); }
+    }, true);
     root.addEventListener("focusin", function (ev) {
       var el = itemOf(ev.target);
-      if (el) { current = items.indexOf(el); update(); }
+      if (!el) return;
+      current = items.indexOf(el);
+      if (pressing) pending = true; else update();
     });
 
     root.addEventListener("change", function (ev) {

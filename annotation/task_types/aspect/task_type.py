@@ -2,7 +2,8 @@
 
 Item payload (built by :meth:`Aspect.build_items` / :func:`build_payload`)::
 
-    {"sentence_id": 12 | null, "text": "...", "topic": "nuclear energy", "stance": "pro" | "con" | "none",
+    {"sentence_id": 12 | null, "text": "...", "topic": "nuclear energy",
+     "stance": "pro" | "con" | "none" | "unknown",   # unknown: the source gave none (App. F null; never shown)
      "candidates": [{"id": "18:5", "begin": 18, "length": 5, "text": "clean", "score": 0.73}, ...],
                           # first list: the ranker's top-k (config top_k, default 10), best first
      "more": [{"id": "0:7", "begin": 0, "length": 7, "text": "Nuclear"}, ...],
@@ -69,7 +70,7 @@ import json
 
 from annotation.task_types.aspect import unitized
 from annotation.task_types.aspect.aggregation import adjudicate, final_answer
-from annotation.task_types.aspect.appf import appf_row
+from annotation.task_types.aspect.appf import UNKNOWN, appf_row
 from annotation.task_types.aspect.candidates import parse_span, span_id, tokenize
 from annotation.task_types.aspect.items import (
     DEFAULT_TOP_K,
@@ -129,6 +130,7 @@ def _flag(data: dict, name: str) -> bool:
 class Aspect(TaskType):
     name = "aspect"
     label = "Aspects (ranked candidates)"
+    release_kinds = ("aspects",)  # release.py
     template = "task_types/aspect/hit.html"
     script = "task_types/aspect/hit.js"
     guidelines_template = "task_types/aspect/guidelines.html"
@@ -173,7 +175,10 @@ class Aspect(TaskType):
         for sentence in rows:
             topic = getattr(sentence, "topic", None)
             topic = str(topic) if topic else ""
-            items.append(build_payload(sentence.text, topic, stance=sentence.stance, sentence_id=sentence.pk,
+            stance = sentence.stance
+            if stance == "none" and (sentence.metadata or {}).get("stance") == UNKNOWN:
+                stance = UNKNOWN  # stored as "none" by the corpus, which has no unknown stance (appf.UNKNOWN_METADATA)
+            items.append(build_payload(sentence.text, topic, stance=stance, sentence_id=sentence.pk,
                                        ranker=ranker, top_k=top_k_for(project.config, ranker, topic)))
         return items
 

@@ -299,6 +299,7 @@ def check_spans(text: str, tokens, spans: list[dict], offered: set) -> list[dict
 class SpanGrounding(TaskType):
     name = NAME
     label = "Factual spans grounded to the KB (+ argument schemes)"
+    release_kinds = ("spans",)  # export.KIND, registered in release.py
     template = "task_types/span_grounding/hit.html"
     script = "task_types/span_grounding/hit.js"
     builds_from_sentences = True

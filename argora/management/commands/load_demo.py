@@ -3,7 +3,9 @@
 Creates the demo accounts, then calls every installed app's optional ``<app>.demo.load(stdout)`` hook in the order of
 ``INSTALLED_APPS``: the corpus imports the files in ``argora/demo_data/`` (:mod:`corpus.demo`; content hashes make a
 second run add nothing), then the apps above it add theirs (e.g. annotation's demo project) without touching this
-command. A hook must be idempotent too; a bad demo file exits with status 2 and ``file:line: reason``.
+command. A hook must be idempotent too; a bad demo file exits with status 2 and ``file:line: reason``. An app's
+optional ``<app>.demo.links()`` gives ``(path, what)`` pairs (annotation: every active project's invite link) that
+``manage.py run_demo`` prints as full URLs at the end of its start-up output.
 
 Accounts (``ARGORA_DEMO_PASSWORD`` replaces all passwords):
 
@@ -78,9 +80,8 @@ def ensure_accounts(reset_passwords: bool = False) -> dict[str, bool]:
     return created
 
 
-def run_app_demo_hooks(stdout) -> list[str]:
-    """Call ``<app>.demo.load(stdout)`` for every installed app that has one; returns the apps called."""
-    called = []
+def _app_demo_modules():
+    """``(app label, its demo module)`` of every installed app that has a ``demo`` module, in INSTALLED_APPS order."""
     for config in apps.get_app_configs():
         module_name = f"{config.name}.demo"
         if importlib.util.find_spec(config.name) is None:
@@ -89,13 +90,30 @@ def run_app_demo_hooks(stdout) -> list[str]:
             spec = importlib.util.find_spec(module_name)
         except ModuleNotFoundError:
             spec = None
-        if spec is None:
-            continue
-        load = getattr(importlib.import_module(module_name), "load", None)
+        if spec is not None:
+            yield config.label, importlib.import_module(module_name)
+
+
+def run_app_demo_hooks(stdout) -> list[str]:
+    """Call ``<app>.demo.load(stdout)`` for every installed app that has one; returns the apps called."""
+    called = []
+    for label, module in _app_demo_modules():
+        load = getattr(module, "load", None)
         if callable(load):
             load(stdout)
-            called.append(config.label)
+            called.append(label)
     return called
+
+
+def app_demo_links() -> list[tuple[str, str]]:
+    """``(path, what)`` from every installed app's optional ``<app>.demo.links()`` (e.g. annotation's invite links),
+    which ``manage.py run_demo`` prints as full URLs of the running server."""
+    found = []
+    for _, module in _app_demo_modules():
+        links = getattr(module, "links", None)
+        if callable(links):
+            found.extend(links())
+    return found
 
 
 def accounts_table() -> str:

@@ -2,7 +2,8 @@
 
 Starts, as child processes of this command, a Celery worker on the ``default`` and ``gpu`` queues and gunicorn
 (``argora.wsgi``, static files served by whitenoise), sends ``argora.ping`` through the broker and waits for
-the worker's answer, prints the URLs and the demo logins, and then waits. Ctrl-C or SIGTERM stops both children
+the worker's answer, prints the URLs (the invite link of every active project among them, as full URLs) and the
+demo logins, and then waits. Ctrl-C or SIGTERM stops both children
 (SIGTERM, then SIGKILL after a grace period). Their output goes to ``$ARGORA_VAR_DIR/logs/{web,worker}.log``.
 
 ``--smoke`` also fetches ``/``, ``/admin/login/`` and ``/api/schema/`` and every stylesheet those pages link
@@ -27,7 +28,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from argora.tasks import ping
 
-from .load_demo import accounts_table
+from .load_demo import accounts_table, app_demo_links
 
 BIN = Path(sys.executable).parent
 STOP_GRACE_S = 15.0
@@ -96,6 +97,21 @@ class Child:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait(timeout=grace)
+
+
+def banner_lines(base: str) -> list[str]:
+    """The end of the start-up output: the pages, every invite link (``<app>.demo.links()``) and the logins, as full
+    URLs of the server at ``base`` (``http://host:port``)."""
+    lines = [f"  {base}{path:<12} {what}" for path, what in (
+        ("/", "home"), ("/admin/", "Django admin"), ("/api/docs/", "OpenAPI docs"),
+        ("/jobs/", "background jobs and their progress"))]
+    links = app_demo_links()
+    if links:
+        lines.append("Invite links (a worker opens one to join that study, no login needed):")
+        lines.extend(f"  {base}{path}  {what}" for path, what in links)
+    lines.append("Logins (from manage.py load_demo):")
+    lines.append(accounts_table())
+    return lines
 
 
 class DemoFailed(Exception):
@@ -225,11 +241,7 @@ class Command(BaseCommand):
 
     def _banner(self, base: str) -> None:
         self.stdout.write(self.style.SUCCESS(f"\nArgora demo is running at {base}/"))
-        for path, what in (("/", "home"), ("/admin/", "Django admin"), ("/api/docs/", "OpenAPI docs"),
-                           ("/jobs/", "background jobs and their progress")):
-            self.stdout.write(f"  {base}{path:<12} {what}")
-        self.stdout.write("Logins (from manage.py load_demo):")
-        self.stdout.write(accounts_table())
+        self.stdout.write("\n".join(banner_lines(base)))
         self.stdout.write("Press Ctrl-C to stop.")
 
     def _wait(self) -> None:

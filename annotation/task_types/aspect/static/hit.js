@@ -3,7 +3,8 @@
  * The hidden checkboxes item-<id>-aspects[] ("begin:length" ids) of the plain form are the state; this script
  * puts a type-ahead tag field on top of them:
  *   typing filters the candidates (a candidate typed in full, whatever its case, is highlighted before the ones
- *   that merely contain the text), ArrowUp/ArrowDown move, Enter or Tab pick, Escape closes the list,
+ *   that merely contain the text), ArrowUp/ArrowDown move, Enter or Tab pick (the list closes then, and when the
+ *   field loses focus), Escape closes the list,
  *   Backspace in the empty field removes the last chosen aspect, Alt+M (or the button, or the last entry
  *   of the list) shows the second list; candidates from both lists are offered from then on.
  * Chosen aspects are chips and marks in the sentence; an aspect overlapping a chosen one is refused with a
@@ -20,6 +21,8 @@
  *   mouse: select words in the sentence (drag, or double-click a word); on mouseup the selection snaps to whole
  *     words and becomes an aspect. A click puts the word cursor on a word, Shift+click extends it, and the
  *     "Add selected span" button adds the words under the cursor.
+ *   touch: a tap puts the word cursor on a word, a tap on another word extends it to there (touch has no Shift),
+ *     and the "Add selected span" button adds the words under the cursor.
  *   keyboard: the sentence is a tab stop; ArrowLeft/ArrowRight move the word cursor, Shift+ArrowLeft/Right
  *     (and Shift+Home/End) extend it, Enter adds the words under it, Delete/Backspace removes the aspect under
  *     it, Escape shrinks it to one word.
@@ -396,7 +399,7 @@
     if (!fromSentence) st.input.value = "";
     st.active = -1;
     render(st);
-    if (document.activeElement === st.input) openList(st);
+    closeList(st); // picked: the list closes (it would cover the next sentence); typing, ArrowDown or a tap reopens it
     changed(st, c.cb);
     return true;
   }
@@ -505,6 +508,8 @@
       if (!st.cursor && !st.mouse) { setCursor(st, 0, 0); render(st); }
     });
     s.addEventListener("keydown", function (ev) { freeKey(st, ev); });
+    // a finger's tap arrives as pointerdown (pointerType "touch"), then the compatibility mouse events
+    s.addEventListener("pointerdown", function (ev) { st.touch = ev.pointerType === "touch"; });
     s.addEventListener("mousedown", function (ev) {
       if (ev.button !== 0) return;
       st.mouse = { shift: ev.shiftKey };
@@ -519,6 +524,7 @@
     });
     if (st.addBtn) {
       st.addBtn.addEventListener("click", function () {
+        st.touchAnchor = null;
         if (st.cursor) addCursor(st);
         s.focus({ preventScroll: true });
       });
@@ -670,9 +676,16 @@
     }
     var tok = ev.target && ev.target.closest ? ev.target.closest(".aspect-tok") : null;
     if (tok && st.sentence.contains(tok)) {
-      var i = parseInt(tok.dataset.i, 10);
+      var i = parseInt(tok.dataset.i, 10), a = st.touchAnchor;
+      st.touchAnchor = null;
       if (shift && st.cursor) setCursor(st, st.cursor.anchor, i);
-      else setCursor(st, i, i);
+      else if (st.touch && a !== null && a !== undefined && a !== i && st.cursor && st.cursor.anchor === a &&
+               st.cursor.focus === a) {
+        setCursor(st, a, i); // a second tap (touch has no Shift): the words from the first tap to this one
+      } else {
+        setCursor(st, i, i);
+        if (st.touch) st.touchAnchor = i;
+      }
       render(st);
     }
   }

@@ -9,6 +9,9 @@
  * Mouse: drag over words (the selection snaps to whole tokens) to mark a span; it becomes the selected span. Click a
  *   span to select it, drag the handles at its ends to resize it; click a variable on the right to ground it; the
  *   chips under the text select (click), remove (×), or accept/reject a suggestion (✓ / ✗).
+ * Touch (a phone): tap a word (the cursor), tap another word to extend the cursor to it, then "Mark selected words"
+ *   (the button marks the words under the cursor, with a mouse too); tap a span to select it and a variable to
+ *   ground it; the chips work as with the mouse.
  * Keyboard (the text is the item's tab stop): ←/→ move the token cursor (onto a span = select it), Shift+←/→ extend
  *   it, Home/End, Enter marks the words under the cursor, Escape collapses / deselects. On a selected span:
  *   1..N ground it to that variable, 0 (or O) to Others, Shift+←/→ move its end, Alt+Shift+←/→ move its start,
@@ -84,6 +87,19 @@
     el.addEventListener("focus", function (ev) { if (ev.target === el) text.focus(); });
     el.addEventListener("keydown", function (ev) { keydown(st, ev); });
     text.addEventListener("mousedown", function (ev) { mousedown(st, ev); });
+    // a finger's tap arrives as pointerdown (pointerType "touch"), then the compatibility mouse events
+    text.addEventListener("pointerdown", function (ev) { st.touch = ev.pointerType === "touch"; });
+    st.markBtn = $(el, ".sg-mark");
+    if (st.markBtn) {
+      st.markBtn.tabIndex = -1; // the keyboard marks with Enter in the text
+      st.markBtn.addEventListener("mousedown", function (ev) { ev.preventDefault(); });
+      st.markBtn.addEventListener("click", function () {
+        st.touchAnchor = null;
+        if (st.sel < 0 && st.cursor) addFromCursor(st);
+        changed(st);
+        text.focus();
+      });
+    }
     text.addEventListener("focus", function () {
       if (!st.cursor) placeCursorAtStart(st);
       if (!st.mouseDown) render(st); // a click renders on mouseup: replacing the text under a starting drag would lose it
@@ -416,8 +432,16 @@
     var tok = tokenOfTarget(st, ev.target);
     if (tok < 0) return;
     st.text.focus();
+    var a = st.touchAnchor;
+    st.touchAnchor = null;
     if (ev.shiftKey && st.cursor && st.sel < 0) setCursor(st, st.cursor.anchor, tok);
-    else moveTo(st, tok);
+    else if (st.touch && a !== null && a !== undefined && a !== tok && st.sel < 0 && st.cursor &&
+             st.cursor.anchor === a && st.cursor.focus === a && spanIndexAt(st, st.tokens[tok][0]) < 0) {
+      setCursor(st, a, tok); // a second tap (touch has no Shift): the words from the first tap to this one
+    } else {
+      moveTo(st, tok);
+      if (st.touch && st.sel < 0) st.touchAnchor = tok;
+    }
     warn(st, "");
     changed(st);
   }
@@ -466,6 +490,10 @@
       v.button.setAttribute("aria-pressed", sp && sp.variable === v.id ? "true" : "false");
     });
     st.el.classList.toggle("sg-has-selection", !!sp);
+    if (st.markBtn) {
+      var r = cursorRange(st);
+      st.markBtn.disabled = !(r && !sp && spanIndexAt(st, r.begin) < 0);
+    }
     var noSpans = !st.spans.length;
     if (st.noneLabel) st.noneLabel.hidden = !noSpans;
     if (!noSpans && st.noneBox) st.noneBox.checked = false;
