@@ -81,7 +81,7 @@ class Generate(APIView):
 
     permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
-    @extend_schema(operation_id="generate_create", request=GenerateRequest, responses={202: dict, 400: dict, 503: dict})
+    @extend_schema(operation_id="generate_create", request=GenerateRequest, responses={202: dict, 400: dict})
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
         mode = data.get("mode")
