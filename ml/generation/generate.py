@@ -614,26 +614,24 @@ def update_run(run_id: str, **fields) -> dict:
     return meta
 
 
-def write_outputs(run_id: str, outputs: list[dict]) -> None:
-    """Replace the run's ``outputs.jsonl`` atomically (temp file + rename): a reader sees the old rows or all the
-    new ones, never half a line."""
-    folder = run_dir(run_id)
-    part = folder / f".outputs.jsonl.{uuid.uuid4().hex}.part"
+def _write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
+    """Replace ``path`` atomically (temp file + rename): a reader sees the old rows or all the new ones, never half a
+    line."""
+    part = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
     try:
-        write_jsonl(outputs, part)
-        os.replace(part, folder / "outputs.jsonl")
+        write_jsonl(rows, part)
+        os.replace(part, path)
     finally:
         part.unlink(missing_ok=True)
+
+
+def write_outputs(run_id: str, outputs: list[dict]) -> None:
+    """Replace the run's ``outputs.jsonl`` atomically (:func:`_write_jsonl_atomic`)."""
+    _write_jsonl_atomic(run_dir(run_id) / "outputs.jsonl", outputs)
 
 
 def write_references(run_id: str, references: list[dict]) -> None:
-    folder = run_dir(run_id)
-    part = folder / f".references.jsonl.{uuid.uuid4().hex}.part"
-    try:
-        write_jsonl(references, part)
-        os.replace(part, folder / "references.jsonl")
-    finally:
-        part.unlink(missing_ok=True)
+    _write_jsonl_atomic(run_dir(run_id) / "references.jsonl", references)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
