@@ -130,7 +130,8 @@ def synthetic_data(n_pool: int, n_test: int, seed: int) -> tuple[list[dict], lis
 
 def file_data(path, test_fraction: float) -> tuple[list[dict], list[dict]]:
     """Pool and held-out sentences of a local labelled file (split by sentence hash)."""
-    from ml.registry import get_trainer, stable_split
+    from ml.registry import get_trainer
+    from ml.splits import stable_split
 
     train, dev = get_trainer(KIND).rows_from_file(Path(path))
     rows = sentence_rows(list(train) + list(dev))
@@ -389,7 +390,7 @@ def main(argv=None) -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="bench-active-learning-"))
     setup_django(folder)
-    from ml.registry import TrainerError
+    from ml.errors import TrainerError
 
     try:
         pool, test = (file_data(args.data, args.test_fraction) if args.data

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     from rest_framework.authtoken.models import Token
 
     from argora.roles import RESEARCHER_GROUP
-    from ml import registry
+    from ml import registry, splits, versions
     from ml.models import ModelVersion
     from tests.worker_utils import start_worker, subprocess_env
 
@@ -192,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         hp["from_config"] = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                              "intermediate_size": 64}
     rows = aspect_rows()
-    train, dev = registry.stable_split(rows, key="sentence", dev_fraction=0.2)
+    train, dev = splits.stable_split(rows, key="sentence", dev_fraction=0.2)
     t0 = time.monotonic()
-    version = registry.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=hp)
+    version = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=hp)
     registry.activate(version)
     params = sum(p.numel() for p in registry.load_model(version).model.parameters())
     registry.clear_model_cache()

@@ -209,14 +209,14 @@ def print_similarity(results: dict) -> None:
 
 
 def train_tagger(path: str, args) -> dict | None:
-    from ml import registry
+    from ml import registry, splits
 
     if "tagger" not in registry.trainer_kinds():
         print("--tagger-data: no tagger kind is registered; skipped")
         return None
     spec = registry.get_trainer("tagger")
     rows_train, rows_dev = spec.rows_from_file(Path(path))
-    rows_dev, rows_test = registry.split_test(rows_dev)
+    rows_dev, rows_test = splits.split_test(rows_dev)
     hp = {"epochs": args.epochs} if args.epochs else {}
     with tempfile.TemporaryDirectory(prefix="argora-quality-") as tmp:
         started = time.monotonic()

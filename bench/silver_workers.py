@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from corpus.models import Sentence, Topic
     from ml import silver
     from ml.models import SilverRun
-    from ml.registry import train_version
+    from ml.versions import train_version
     from tests.worker_utils import start_worker
 
     call_command("migrate", verbosity=0)

@@ -41,7 +41,8 @@ from annotation.task_types.span_grounding.export import clean_filters, export_ro
 from argora.jsonl import read_jsonl
 from corpus.importers.base import ImportFailed
 from corpus.tokens import tokenize
-from ml.registry import TrainerError, TrainerFileError, stable_split
+from ml.errors import TrainerError, TrainerFileError
+from ml.splits import stable_split
 
 LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
@@ -71,7 +72,7 @@ def appf_ranker_rows(path) -> list[dict]:
 
 def read_jsonl_objects(path: Path) -> list[tuple[int, dict]]:
     """``(line number, object)`` of every non-blank line of a JSONL file (:func:`argora.jsonl.read_jsonl`); a
-    :class:`~ml.registry.TrainerError` ``"file:line: reason"`` when it cannot be read, a line is not a JSON object,
+    :class:`~ml.errors.TrainerError` ``"file:line: reason"`` when it cannot be read, a line is not a JSON object,
     or there is none."""
     return list(read_jsonl(path, error=TrainerFileError, require_rows=True))
 
@@ -166,7 +167,7 @@ def human_aspect_rows(project) -> list[dict]:
 
 def ranker_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     """(train, dev, n_labels) from the project's human labels (:func:`human_aspect_rows`); dev = the sentences whose
-    stable hash falls in the dev fifth (:func:`ml.registry.stable_split`), so successive versions share their dev
+    stable hash falls in the dev fifth (:func:`ml.splits.stable_split`), so successive versions share their dev
     sentences. ``n_labels`` = sentences with a human final answer (a "no aspect" answer gives all-zero rows:
     negatives)."""
     answers = human_aspect_rows(project)

@@ -23,7 +23,6 @@ or inside prose); anything else is ``malformed``.
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import math
 import os
@@ -34,10 +33,9 @@ from typing import Any
 
 import requests
 from django.conf import settings
-from django.utils import timezone
 
 from annotation.model_annotators import check_base_url, is_operator_endpoint, key_env_name
-from argora import outbound
+from argora import http, outbound
 
 CONNECT_TIMEOUT = 5.0
 MAX_REPLY_BYTES = 4_000_000  # a longer body is not read on (malformed)
@@ -94,19 +92,9 @@ def endpoint(options: dict | None = None) -> Endpoint:
 
 
 def retry_after(response: requests.Response) -> float:
-    """Seconds a 429 asks to wait (``Retry-After``: seconds or an HTTP date; 1 when absent or unreadable)."""
-    value = (response.headers.get("Retry-After") or "").strip()
-    if not value:
-        return 1.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return 1.0
-        seconds = (when - timezone.now()).total_seconds()
-    return min(max(seconds, 0.0), float(settings.ARGORA_LLM_MAX_SLEEP))
+    """Seconds a 429 asks to wait (``Retry-After``: seconds or an HTTP date; 1 when absent or unreadable), at most
+    ``ARGORA_LLM_MAX_SLEEP``."""
+    return http.retry_after(response, max_seconds=float(settings.ARGORA_LLM_MAX_SLEEP))
 
 
 def _read(response: requests.Response) -> tuple[str, bool]:

@@ -2,36 +2,35 @@
 
 Rows for a kind
     :func:`rows_from_file` (``manage.py train <kind> --data FILE``, ``ml.tasks.train(data=FILE)``) asks the kind's
-    ``TrainerSpec.rows_from_file(path) -> (train, dev)`` first. Without one, the default reader takes
+    ``TrainerSpec.rows_from_file(path) -> (train, dev)`` first: a kind reads its own formats (the ranker kinds turn
+    an Arg-CTRL App. F file into §3.1 Step 2a label rows, the tagger reads App. F and CoNLL, ...). Without one, the
+    default reader takes
 
-    - an Arg-CTRL App. F aspect JSONL file (keys ``hash, aspect_pos, sentence, ...``) and, for the ``ranker`` kind,
-      turns it into §3.1 Step 2a label rows (every 1-4-gram with ``#aspect tokens / N``,
-      :func:`annotation.task_types.aspect.labels.label_rows`); other kinds get the App. F rows themselves;
-    - any other JSONL (the span-grounding export ``spans.jsonl`` included): one row per line, as written;
-    - a folder holding ``train.jsonl`` and ``dev.jsonl`` (an App. F export with splits): those two files.
+    - any JSONL: one row per line, as written;
+    - a folder holding ``train.jsonl`` and ``dev.jsonl``: those two files.
 
     A single file is split into train / dev by its rows' ``split`` field when they have one (``train`` / ``dev``),
-    else by :func:`ml.registry.stable_split` on the sentence (``sentence`` / ``text`` key): all n-grams of a
+    else by :func:`ml.splits.stable_split` on the sentence (``sentence`` / ``text`` key): all n-grams of a
     sentence stay on one side. A bad line raises ``TrainerError("FILE:LINE: reason")``.
 
     With an explicit dev file (``--dev DEV``) every row of the training file is a training row (whatever its
     ``split`` says, and no hash split), every row of DEV a dev row. Rows marked ``split: "test"`` -- in either file,
     or inside the dev list a kind's ``rows_from_file`` returns -- are test rows, always:
     :func:`rows_from_file_parts` returns them apart, :func:`train_and_activate` hands them to
-    :func:`ml.registry.train_version` as ``rows_test`` (test metrics only, never training or selection).
+    :func:`ml.versions.train_version` as ``rows_test`` (test metrics only, never training or selection).
 
     :func:`rows_from_project` (the retrain loop) asks ``TrainerSpec.rows_from_project(project) -> (train, dev,
-    n_labels)`` (the ranker kinds' is :func:`ml.data.ranker_rows_from_project`: an aspect project's human final
-    answers -- adjudicated > gold > crowd vote; an imported reference is no label -- turned into label rows, split
-    by sentence hash; ``n_labels`` = sentences with a human final answer); a kind without one cannot learn from
-    projects.
+    n_labels)`` (each kind's own reader of the projects it learns from, e.g. :func:`ml.data.ranker_rows_from_project`:
+    the human final answers -- adjudicated > gold > crowd vote; an imported reference is no label -- turned into
+    label rows, split by sentence hash; ``n_labels`` = sentences with a human final answer); a kind without one
+    cannot learn from projects.
 
 Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
     enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
-    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the task type's
-    ``retrain_kinds``: ``["ranker"]`` for aspect projects, ``["argument"]`` for sentence_label projects, none for the
-    others) it counts the human labels; when at least M =
+    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the ``retrain_kinds`` its
+    task type declares in its own package, :attr:`annotation.task_types.base.TaskType.retrain_kinds`) it counts the
+    human labels; when at least M =
     ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
     data snapshot of the last version trained for it (``snapshot_labels``; the newest ready or archived one, so a
     version that lost the comparison resets the count too) -- or there is no version yet and there are M labels
@@ -42,8 +41,8 @@ Retrain loop (:func:`maybe_retrain`)
 
     Labels are the project's *human* labels only: each spec's ``rows_from_project`` reads adjudications, gold
     items' expected answers and the aggregate of submitted crowd responses -- never an item's imported reference
-    nor a model annotator's answers (:func:`ml.data.human_aspect_rows` for the aspect kinds), so a project imported
-    from a corpus does not count its whole corpus as new labels.
+    nor a model annotator's answers (e.g. :func:`ml.data.human_aspect_rows`), so a project imported from a corpus
+    does not count its whole corpus as new labels.
 
 Budget (project config keys, else settings / environment)
     ``retrain_max_rows`` (``ARGORA_RETRAIN_MAX_ROWS``, default 20,000): a retrain whose train + dev + test rows
@@ -75,17 +74,14 @@ from django.utils import timezone
 
 from annotation import teams
 from annotation.models import Project
-from annotation.task_types.aspect.appf import parse_appf
-from annotation.task_types.aspect.labels import label_rows
 from argora.debounce import enqueue_once
 from argora.errors import FieldError
 from argora.progress import Progress, null_progress
-from corpus.importers.base import ImportFailed
 
-from . import registry, training
+from . import registry, splits, training, versions
 from .data import read_jsonl_objects
 from .models import ModelVersion, RetrainAttempt
-from .registry import TrainerError
+from .errors import TrainerError
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +99,6 @@ DEBOUNCE_KEY = "argora:ml-maybe-retrain:{}"
 TRAIN_LOCK_KEY = "argora:ml-retrain-lock:{}:{}"
 TRAIN_LOCK_SECONDS = 6 * 3600
 ACTIVATE_CHOICES = ("if_better", "always", "never")
-# the kinds the loop retrains for a task type whose own ``retrain_kinds`` names none (the ML side's default)
-TASK_TYPE_KINDS = {"sentence_label": ("argument",)}
 
 
 def debounce_seconds() -> int:
@@ -114,27 +108,9 @@ def debounce_seconds() -> int:
 
 # --- rows from files -------------------------------------------------------------------------------
 
-def _is_appf(rows: list[dict]) -> bool:
-    return all(k in rows[0] for k in ("aspect_pos", "sentence", "topic"))
-
-
-def _appf_rows(path: Path, kind: str) -> list[dict]:
-    try:
-        parsed = parse_appf(path)
-    except ImportFailed as exc:
-        raise TrainerError(str(exc)) from None
-    if kind != "ranker":
-        return [dict(r.extra, hash=r.hash, sentence=r.sentence, topic=r.topic, stance=r.raw_stance,
-                     aspect_pos=r.aspect_pos, aspect_pos_string=r.aspect_pos_string) for r in parsed]
-    rows = []
-    for r in parsed:
-        rows.extend(label_rows(r.sentence, r.spans, topic=r.topic))
-    return rows
-
-
-def _read_any(path: Path, kind: str) -> list[dict]:
-    rows = [row for _, row in read_jsonl_objects(path)]
-    return _appf_rows(path, kind) if _is_appf(rows) else rows
+def _read_rows(path: Path) -> list[dict]:
+    """The default reader of a kind without ``rows_from_file``: one row per JSONL line, as written."""
+    return [row for _, row in read_jsonl_objects(path)]
 
 
 def _group_key(row: dict):
@@ -148,8 +124,8 @@ def _parts(result) -> tuple[list[dict], list[dict], list[dict]]:
     """A ``rows_from_file`` result -- ``(train, dev)`` with test rows tagged ``split: "test"`` anywhere, or
     ``(train, dev, test)`` -- as three lists with every test row in the third."""
     train, dev, *rest = result
-    train, test_train = registry.split_test(train)
-    dev, test_dev = registry.split_test(dev)
+    train, test_train = splits.split_test(train)
+    dev, test_dev = splits.split_test(dev)
     test = list(rest[0]) if rest else []
     return train, dev, test + test_dev + test_train
 
@@ -180,18 +156,18 @@ def rows_from_file_parts(kind: str, path, *, dev_path=None) -> tuple[list[dict],
             train, held_out, test = _parts(spec.rows_from_file(path))
             dev_a, dev_b, dev_test = _parts(spec.rows_from_file(dev_path))
         else:
-            train, test = registry.split_test(_read_any(path, kind))
+            train, test = splits.split_test(_read_rows(path))
             held_out = []
-            dev_a, dev_test = registry.split_test(_read_any(dev_path, kind))
+            dev_a, dev_test = splits.split_test(_read_rows(dev_path))
             dev_b = []
         return _as(train, "train") + _as(held_out, "train"), _as(dev_a, "dev") + _as(dev_b, "dev"), test + dev_test
-    rows, test = registry.split_test(_read_any(path, kind))
+    rows, test = splits.split_test(_read_rows(path))
     if any("split" in r for r in rows):
         train = [r for r in rows if r.get("split", "train") == "train"]
         dev = [r for r in rows if r.get("split") == "dev"]
         if train and dev:
             return train, dev, test
-    train, dev = registry.stable_split(rows, key=_group_key)
+    train, dev = splits.stable_split(rows, key=_group_key)
     return train, dev, test
 
 
@@ -250,7 +226,7 @@ def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, row
                "dev_data": str(dev_data) if dev_data else None, "seed": seed,
                "hyperparameters": hyperparameters or {}, "base_model": base_model, "activate": activate}
     parent = registry.active_version(kind, project, exact=True)
-    version = registry.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test,
+    version = versions.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test,
                                      project=project, base_model=base_model, seed=seed, hyperparameters=hyperparameters,
                                      data_snapshot=snapshot, progress=progress, task_id=task_id, request=request,
                                      snapshot_labels=n_labels, parent=parent)
@@ -326,13 +302,13 @@ def retrain_budget(project) -> dict:
 
 
 def retrain_kinds(project) -> list[str]:
-    """The kinds the loop retrains from ``project``: its ``config["retrain_kinds"]``, else its task type's
-    ``retrain_kinds`` (the aspect task type: ``ranker``), else :data:`TASK_TYPE_KINDS` (``sentence_label``:
-    ``argument``); none for a task type that is not installed."""
+    """The kinds the loop retrains from ``project``: its ``config["retrain_kinds"]``, else the ``retrain_kinds`` its
+    task type declares (in its own package); none for a task type that is not installed. A kind the trainer
+    registry does not know is skipped with the reason when the loop runs (:func:`maybe_retrain`)."""
     kinds = (project.config or {}).get("retrain_kinds")
     if kinds is None:
         try:
-            kinds = project.get_task_type().retrain_kinds or TASK_TYPE_KINDS.get(project.task_type, ())
+            kinds = project.get_task_type().retrain_kinds
         except KeyError:
             kinds = ()
     return [k for k in kinds if isinstance(k, str)]
@@ -340,7 +316,7 @@ def retrain_kinds(project) -> list[str]:
 
 def schedule_maybe_retrain(project_id: int) -> bool:
     """Enqueue ``ml.tasks.maybe_retrain`` after commit, at most once per debounce window per project."""
-    from .tasks import maybe_retrain  # cycle: ml.tasks imports this module
+    from .tasks import maybe_retrain  # cycle: the Celery task <-> service pair (ml.tasks imports this module)
 
     delay = debounce_seconds()
     enqueued = enqueue_once(DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id],
@@ -554,7 +530,7 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
             parent = registry.active_version(kind, project, exact=True)
             with training.budget(max_steps=budget["max_steps"], max_seconds=budget["max_seconds"]) as spent:
                 try:
-                    version = registry.train_version(
+                    version = versions.train_version(
                         kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test, project=project,
                         base_model=parent.base_model if parent is not None and parent.base_model else None,
                         seed=parent.seed if parent is not None else 13,

@@ -1,7 +1,7 @@
 """The model registry: one :class:`ModelVersion` row per trained model.
 
 A version is trained into a temporary folder and renamed into ``ARTIFACT_ROOT/models/<kind>/<id>/`` only when
-training finished, so ``status == "ready"`` always means the artifact is complete (see :mod:`ml.registry`).
+training finished, so ``status == "ready"`` always means the artifact is complete (see :mod:`ml.versions`).
 At most one version per ``(kind, project)`` is active (two partial unique constraints: one for project-specific
 versions, one for global ones, since NULLs never collide in a plain unique constraint).
 """

@@ -1,39 +1,23 @@
-"""The model registry: trainer kinds, versioned training runs with atomic artifacts, activation and rollback.
+"""The model registry: trainer kinds (what a kind trains, loads, scores and annotates), and which version of a kind is
+active, with activation, rollback and a per-process cache of loaded models.
 
 Trainer kinds
-    A module ``ml/trainers/<kind>.py`` (every module of that package is imported at start-up) calls
+    A module ``ml/trainers/<kind>.py`` (every module of that package is imported at first use) calls
     :func:`register_trainer` with a :class:`TrainerSpec`: how to ``train`` (a :class:`TrainRequest` in, a
     :class:`TrainResult` out, the artifact written into ``request.output_dir``), how to ``load`` an artifact
     folder, which dev metric decides (``primary_metric`` / ``higher_is_better``), and optionally where the rows
     come from: ``rows_from_file(path) -> (train, dev)`` (``manage.py train <kind> --data FILE``, the
     ``ml.tasks.train`` task) and ``rows_from_project(project) -> (train, dev, n_labels)`` (the retrain loop,
     :mod:`ml.loop`), plus ``evaluate(model, rows) -> metrics`` so the loop can score the active model on the
-    new dev split before deciding, the registry can score the test rows of a kind whose trainer does not, and
+    new dev split before deciding, a training run can score the test rows of a kind whose trainer does not, and
     ``manage.py models evaluate VERSION --data FILE`` can score any version on any file. ``evaluate`` scores every
     row it is given (whatever its ``split``) and reports, beside each figure, the baseline of the kind's paper as
     ``<baseline>_<metric>`` (``majority_f1_macro``, ``jaccard_spearman``, ...; :func:`ml.metrics.baseline_of`).
+    A kind whose model can annotate corpus sentences fills ``silver`` (a :class:`SilverSpec`: how to predict a
+    batch, whether it predicts stances, what its release rows add); :mod:`ml.silver` asks only that.
 
-Test rows
-    Rows marked ``split: "test"`` are never trained on or selected on: :func:`train_version` takes them as
-    ``rows_test`` (and moves any ``split: "test"`` row it finds among ``rows_dev`` there: a kind's
-    ``rows_from_file`` may return test rows inside its dev list tagged that way), passes the dev rows alone as
-    ``TrainRequest.rows_dev`` (early stopping, thresholds, seed choice) and the test rows as
-    ``TrainRequest.rows_test``, only for the final ``TrainResult.test_metrics``. A trainer that reports no test
-    metrics gets them from the registry: the finished artifact is loaded and ``spec.evaluate(model, rows_test)``
-    scores it. They are stored as ``metrics["test"]`` (with ``metrics["n_test"]``).
-
-Versions
-    :func:`train_version` creates a :class:`~ml.models.ModelVersion` row (``training``), runs the trainer into
-    ``ARTIFACT_ROOT/models/.tmp-<id>-a<attempt>-<uuid>/`` and only when it returned renames that folder to
-    ``ARTIFACT_ROOT/models/<kind>/<id>/`` (same file system: an atomic rename) and marks the row ``ready`` with its
-    metrics (``{"dev": {...}, "primary": <dev primary metric>, "primary_metric": name}``). On any exception the
-    temporary folder is removed and the row is ``failed`` with the error; a worker that dies (SIGKILL, OOM) leaves
-    the row ``training`` and at most a ``.tmp-*`` folder, never a final folder. ``task_id`` makes a run
-    idempotent, and a run owns its row by its attempt number: a redelivered Celery task whose version is ready gets
-    it without training again; one that arrives while the first delivery still runs (its heartbeat is fresh: a
-    thread refreshes ``heartbeat_at`` while a run trains) waits for that run and returns its result; one whose
-    first delivery died (no heartbeat for 4 intervals) or failed takes the row over (``attempts`` + 1). A run only ever marks
-    its own attempt ready or failed, so a duplicate delivery can never fail, deactivate or delete another's model.
+    Training a version is :func:`ml.versions.train_version`; the errors are :mod:`ml.errors`, the row splits
+    :mod:`ml.splits`, seed optimisation :mod:`ml.seeds`.
 
 Activation
     One active version per ``(kind, project)`` (``project=None``: global); :func:`active_version` prefers the
@@ -41,49 +25,27 @@ Activation
     primary metric beats the active version's (strictly; the first version always wins). :func:`rollback`
     archives the active version and re-activates the one active before it. :func:`load_model` loads an
     artifact once per process (LRU of ``ARGORA_MODEL_CACHE_SIZE``, default 4).
-
-Seed optimisation (AugSBERT §3.1, App. D): :func:`seed_optimise` trains every seed to ``probe_fraction`` (20 %)
-of the steps, keeps the best on the dev set; the trainer continues only that one to the end.
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import os
-import shutil
-import signal
 import threading
-import time
-import traceback
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from argora.errors import FileLineError
 from argora.progress import Progress, null_progress
 
+from .errors import TrainerError
 from .models import ModelVersion
 
 log = logging.getLogger(__name__)
-
-MANIFEST = "argora-model.json"
-HEARTBEAT_SECONDS = float(os.environ.get("ARGORA_MODEL_HEARTBEAT_SECONDS", "15"))
-
-
-class TrainerError(ValueError):
-    """A request the trainer registry refuses (unknown kind, missing metric, no data...)."""
-
-
-class TrainerFileError(FileLineError, TrainerError):
-    """A data file a trainer cannot read (``file:line: reason``)."""
 
 
 # --- specs -----------------------------------------------------------------------------------------
@@ -100,15 +62,33 @@ class TrainRequest:
     progress: Progress = null_progress
     project: Any = None  # the annotation.Project (or None) the version is for; informative
     # rows marked split "test": only for TrainResult.test_metrics of the final model, never for training or
-    # selection (the registry scores them with spec.evaluate when the trainer leaves test_metrics empty)
+    # selection (ml.versions scores them with spec.evaluate when the trainer leaves test_metrics empty)
     rows_test: list[dict] = field(default_factory=list)
 
 
 @dataclass
 class TrainResult:
     metrics: dict  # must contain the spec's primary_metric, computed on rows_dev
-    test_metrics: dict | None = None  # the final model on request.rows_test (None: the registry evaluates them)
+    test_metrics: dict | None = None  # the final model on request.rows_test (None: ml.versions evaluates them)
     info: dict = field(default_factory=dict)  # anything else worth recording (chosen seed, steps, ...)
+
+
+@dataclass(frozen=True)
+class SilverSpec:
+    """How a kind's model annotates corpus sentences in a silver run (:mod:`ml.silver`).
+
+    ``predict(model, batch) -> [prediction]``: one prediction per sentence of the batch (an :class:`ml.silver.Batch`:
+    ``texts``, ``topic_names()``, ``variables()``, ``batch_size``), each a dict with ``spans`` and optionally
+    ``schemes`` (scheme -> probability), ``confidence``, ``stance`` / ``stance_probability`` / ``stance_probs``.
+    ``stances``: the kind predicts a stance per sentence (pro / con / none): a sentence counts as labelled when it is
+    pro or con, and its runs can select the arguments of a later run (``options["arguments_from_run"]``).
+    ``release_row(row, label, sentence) -> row``: the kind's own fields of a release row (a :class:`SilverLabel` of
+    the run and its :class:`~corpus.models.Sentence`), e.g. the App. F shape of the tagger's.
+    """
+
+    predict: Callable[[Any, Any], list[dict]]
+    stances: bool = False
+    release_row: Callable[[dict, Any, Any], dict] | None = None
 
 
 @dataclass
@@ -119,12 +99,13 @@ class TrainerSpec:
     primary_metric: str
     higher_is_better: bool = True
     description: str = ""
-    # where rows come from (optional; a kind without them can still be trained by calling train_version):
+    # where rows come from (optional; a kind without them can still be trained by ml.versions.train_version):
     rows_from_file: Callable[[Path], tuple[list[dict], list[dict]]] | None = None
     rows_from_project: Callable[[Any], tuple[list[dict], list[dict], int]] | None = None
     evaluate: Callable[[Any, list[dict]], dict] | None = None  # (loaded model, rows of any split) -> metrics
     default_base_model: Callable[[], str] | str | None = None
     data_formats: str = ""  # one line for --help: which files rows_from_file reads
+    silver: SilverSpec | None = None  # how its model annotates corpus sentences (None: no silver runs of this kind)
 
     def better(self, new: float | None, old: float | None) -> bool:
         if new is None:
@@ -156,7 +137,7 @@ def unregister_trainer(kind: str) -> None:
 
 
 def _discover() -> None:
-    import ml.trainers  # noqa: F401  (every trainer module; cycle: they import this one; torch: start-up cost)
+    import ml.trainers  # noqa: F401  (plug-in discovery at first use: torch is a start-up cost; they import this one)
 
 
 def get_trainer(kind: str) -> TrainerSpec:
@@ -173,273 +154,9 @@ def trainer_kinds() -> list[str]:
     return sorted(_TRAINERS)
 
 
-# --- data ------------------------------------------------------------------------------------------
-
-def data_hash(rows_train: Iterable[dict], rows_dev: Iterable[dict], rows_test: Iterable[dict] = ()) -> str:
-    """sha256 of the canonical JSON lines of the rows (sorted keys), train then dev (then test, when any)."""
-    h = hashlib.sha256()
-    rows_test = list(rows_test)
-    parts = (("train", rows_train), ("dev", rows_dev)) + ((("test", rows_test),) if rows_test else ())
-    for part, rows in parts:
-        h.update(f"#{part}\n".encode())
-        for row in rows:
-            h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str).encode())
-            h.update(b"\n")
-    return h.hexdigest()
-
-
-def is_test(row: dict) -> bool:
-    """A row marked for the test split (never trained or selected on)."""
-    return isinstance(row, dict) and row.get("split") == "test"
-
-
-def split_test(rows: Iterable[dict]) -> tuple[list[dict], list[dict]]:
-    """``(rows not marked test, rows marked split "test")``, order kept."""
-    rows = list(rows)
-    return [r for r in rows if not is_test(r)], [r for r in rows if is_test(r)]
-
-
-def untagged(rows: Iterable[dict]) -> list[dict]:
-    """The rows without their ``split`` key: what ``spec.evaluate`` gets, so a kind's evaluate that keeps to its
-    dev rows (``split_eval``) scores every row it is handed."""
-    return [{k: v for k, v in r.items() if k != "split"} if "split" in r else r for r in rows]
-
-
-def stable_split(rows: Sequence[dict], *, key: str | Callable[[dict], Any] = "sentence", dev_fraction: float = 0.2,
-                 salt: str = "argora-dev") -> tuple[list[dict], list[dict]]:
-    """Split rows into (train, dev) by a hash of a group key (all rows of one sentence land on the same side).
-
-    The side of a group depends only on its key, so the dev split of a growing project keeps its old members:
-    successive versions of the retrain loop are compared on overlapping dev sets. If the hash puts every group on
-    one side, the last group (in order) goes to the other so that both sides are non-empty when there are >= 2.
-    """
-    keyfn = key if callable(key) else (lambda row: row.get(key))
-    groups: "OrderedDict[str, list[dict]]" = OrderedDict()
-    for row in rows:
-        groups.setdefault(json.dumps(keyfn(row), sort_keys=True, default=str), []).append(row)
-    dev_keys = set()
-    for g in groups:
-        digest = hashlib.sha256(f"{salt}:{g}".encode()).digest()
-        if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction:
-            dev_keys.add(g)
-    names = list(groups)
-    if len(names) >= 2 and dev_fraction > 0:
-        if not dev_keys:
-            dev_keys.add(names[-1])
-        elif len(dev_keys) == len(names):
-            dev_keys.discard(names[-1])
-    train = [r for g in names if g not in dev_keys for r in groups[g]]
-    dev = [r for g in names if g in dev_keys for r in groups[g]]
-    return train, dev
-
-
-# --- paths -----------------------------------------------------------------------------------------
-
-def models_root() -> Path:
-    return Path(settings.ARTIFACT_ROOT) / "models"
-
-
-def final_dir(kind: str, version_id: int) -> Path:
-    return models_root() / kind / str(version_id)
-
-
-# --- heartbeat -------------------------------------------------------------------------------------
-
-class _Heartbeat:
-    """Refreshes ``heartbeat_at`` of a training version every ``interval`` s from a daemon thread."""
-
-    def __init__(self, version_id: int, attempt: int, interval: float | None = None):
-        self.version_id, self.attempt = version_id, attempt
-        self.interval = HEARTBEAT_SECONDS if interval is None else interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"ml-heartbeat-{version_id}", daemon=True)
-
-    def __enter__(self):
-        # not inside a transaction (tests, callers holding one): another connection's write would only wait on it
-        if self.interval > 0 and not connection.in_atomic_block:
-            self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    ModelVersion.objects.filter(pk=self.version_id, attempts=self.attempt,
-                                                status=ModelVersion.Status.TRAINING).update(heartbeat_at=timezone.now())
-                except Exception:  # noqa: BLE001 - a missed beat is not an error of the training
-                    log.debug("heartbeat of model version %s failed", self.version_id, exc_info=True)
-        finally:
-            connection.close()
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        return False
-
-
-# --- training --------------------------------------------------------------------------------------
-
-STALE_AFTER_BEATS = 4  # a training run without a heartbeat for this many intervals is taken to be dead
-
-
-def _alive(version) -> bool:
-    last = version.heartbeat_at or version.created_at
-    return (timezone.now() - last).total_seconds() < STALE_AFTER_BEATS * HEARTBEAT_SECONDS
-
-
-def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapshot, digest, n_train, n_dev,
-               task_id, request, snapshot_labels, parent):
-    """``(row, claimed)``: the row this run trains, owned by this run's attempt number (``row.attempts``).
-
-    A new task: a new row. The same task delivered again (``task_id``; a broker redelivers a message whose worker
-    died, or one held longer than its visibility timeout): a ready row is returned untouched; a row whose run is
-    still alive (its heartbeat is fresh) is returned with ``claimed=False`` -- the caller waits for that run; a row
-    whose run died, or that failed, is taken over (``attempts`` + 1: the earlier attempt can no longer change it)."""
-    now = timezone.now()
-    values = dict(kind=kind, project=project, base_model=base_model or "", seed=seed,
-                  hyperparameters=hyperparameters, data_snapshot=data_snapshot, data_hash=digest,
-                  n_train=n_train, n_dev=n_dev, request=request or {}, snapshot_labels=snapshot_labels,
-                  parent=parent, heartbeat_at=now)
-    if task_id:
-        with transaction.atomic():
-            existing = ModelVersion.objects.select_for_update().filter(task_id=task_id, kind=kind).first()
-            if existing is not None:
-                if existing.status in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or (
-                        existing.status == ModelVersion.Status.TRAINING and _alive(existing)):
-                    return existing, False
-                for name, value in values.items():
-                    setattr(existing, name, value)
-                existing.status = ModelVersion.Status.TRAINING
-                existing.error = ""
-                existing.attempts += 1
-                existing.save()
-                log.warning("model version %s: task %s delivered again after its run died; attempt %s takes over",
-                            existing.pk, task_id, existing.attempts)
-                return existing, True
-    version = ModelVersion.objects.create(task_id=task_id or "", attempts=1, **values)
-    return version, True
-
-
-def _wait_for_run(version):
-    """Wait while another delivery's run of ``version`` is alive; the row once it is finished (ready / failed), or
-    ``None`` when that run died (the caller takes over)."""
-    while True:
-        version.refresh_from_db()
-        if version.status != ModelVersion.Status.TRAINING:
-            return version
-        if not _alive(version):
-            return None
-        time.sleep(max(0.2, min(HEARTBEAT_SECONDS, 5.0)))
-
-
-def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], rows_test: list[dict] | None = None,
-                  project=None, base_model: str | None = None,
-                  seed: int = 13, hyperparameters: dict | None = None, data_snapshot: str = "",
-                  progress: Progress = null_progress, task_id: str = "", request: dict | None = None,
-                  snapshot_labels: int | None = None, parent=None):
-    """Train one version of ``kind`` (see the module docstring); returns the ModelVersion (ready or failed).
-
-    ``rows_test`` (and any ``split: "test"`` row of ``rows_dev`` or ``rows_train``) give the test metrics only.
-    Exceptions of the trainer are recorded on the row (``failed`` + ``error``) and re-raised.
-    """
-    spec = get_trainer(kind)
-    rows_train, test_in_train = split_test(rows_train)
-    rows_dev, test_in_dev = split_test(rows_dev)
-    rows_test = list(rows_test or []) + test_in_dev + test_in_train
-    if not rows_train:
-        raise TrainerError("data: no training rows")
-    hyperparameters = dict(hyperparameters or {})
-    base_model = spec.base_model_for(base_model)
-    digest = data_hash(rows_train, rows_dev, rows_test)
-    from .training import apply_threads  # cycle: ml.training imports this module
-
-    threads = apply_threads()  # --threads / $ARGORA_TORCH_THREADS / one per process on CPU
-    if parent is None:
-        parent = active_version(kind, project, exact=True)
-    while True:
-        version, claimed = _claim_row(kind, project=project, base_model=base_model, seed=seed,
-                                      hyperparameters=hyperparameters, data_snapshot=data_snapshot, digest=digest,
-                                      n_train=len(rows_train), n_dev=len(rows_dev), task_id=task_id, request=request,
-                                      snapshot_labels=snapshot_labels, parent=parent)
-        if claimed:
-            break
-        finished = _wait_for_run(version)  # a duplicate delivery: the running one does the work
-        if finished is not None:
-            return finished
-    attempt = version.attempts
-
-    root = models_root()
-    root.mkdir(parents=True, exist_ok=True)
-    for stale in root.glob(f".tmp-{version.pk}-*"):  # what dead attempts of this task left behind
-        if not stale.name.startswith(f".tmp-{version.pk}-a{attempt}-"):
-            shutil.rmtree(stale, ignore_errors=True)
-    tmp = root / f".tmp-{version.pk}-a{attempt}-{uuid.uuid4().hex}"
-    tmp.mkdir()
-    target = final_dir(kind, version.pk)
-    renamed = False
-    try:
-        with _Heartbeat(version.pk, attempt):
-            result = spec.train(TrainRequest(kind=kind, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model,
-                                             seed=seed, hyperparameters=hyperparameters, output_dir=tmp,
-                                             progress=progress, project=project, rows_test=rows_test))
-            if not isinstance(result, TrainResult):
-                raise TrainerError(f"trainer {kind!r} returned {type(result).__name__}, not a TrainResult")
-            test_metrics = dict(result.test_metrics) if result.test_metrics else None
-            test_by = "trainer" if test_metrics else None
-            if rows_test and test_metrics is None and spec.evaluate is not None:
-                progress(0, len(rows_test), f"evaluating {len(rows_test)} test rows")
-                test_metrics = dict(spec.evaluate(spec.load(tmp), untagged(rows_test)) or {})
-                test_by = "registry"
-        dev_metrics = dict(result.metrics or {})
-        primary = dev_metrics.get(spec.primary_metric)
-        if not isinstance(primary, (int, float)) or primary != primary:  # missing or NaN
-            raise TrainerError(f"trainer {kind!r} did not report its primary metric {spec.primary_metric!r} "
-                               f"on the dev rows (got {sorted(dev_metrics)})")
-        metrics = {"dev": dev_metrics, "primary": float(primary), "primary_metric": spec.primary_metric}
-        if test_metrics:
-            metrics["test"] = test_metrics
-            metrics["test_evaluated_by"] = test_by
-        if rows_test:
-            metrics["n_test"] = len(rows_test)
-            if not test_metrics:
-                log.warning("model version %s: %s test rows but kind %r reports no test metrics and has no evaluate",
-                            version.pk, len(rows_test), kind)
-        metrics["info"] = dict(result.info or {}, torch_threads=threads)
-        (tmp / MANIFEST).write_text(json.dumps({
-            "kind": kind, "version": version.pk, "project": getattr(project, "pk", None), "base_model": base_model,
-            "seed": seed, "hyperparameters": hyperparameters, "data_snapshot": data_snapshot, "data_hash": digest,
-            "n_train": len(rows_train), "n_dev": len(rows_dev), "n_test": len(rows_test), "metrics": metrics,
-            "trained_at": timezone.now().isoformat()}, indent=2, default=str))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with transaction.atomic():
-            locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
-            if locked.status != ModelVersion.Status.TRAINING or locked.attempts != attempt:
-                # another attempt took the row over (this run was taken for dead) or finished it: not ours to change
-                shutil.rmtree(tmp, ignore_errors=True)
-                return locked
-            if target.exists():  # left by a run that died between rename and commit: never marked ready
-                shutil.rmtree(target)
-            os.rename(tmp, target)
-            renamed = True
-            ModelVersion.objects.filter(pk=version.pk).update(
-                status=ModelVersion.Status.READY, metrics=metrics, artifact_path=str(target), error="",
-                trained_at=timezone.now(), heartbeat_at=timezone.now())
-        version.refresh_from_db()
-        return version
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if renamed:
-            shutil.rmtree(target, ignore_errors=True)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise  # the worker is going down: leave the row "training" for the redelivery
-        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        try:  # only the row this attempt still owns: never one another attempt took over or finished
-            ModelVersion.objects.filter(pk=version.pk, attempts=attempt, status=ModelVersion.Status.TRAINING).update(
-                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000])
-        except Exception:  # noqa: BLE001
-            log.exception("could not mark model version %s failed", version.pk)
-        raise
+def silver_kinds() -> list[str]:
+    """The kinds whose models can annotate corpus sentences (a spec with ``silver``)."""
+    return [kind for kind in trainer_kinds() if _TRAINERS[kind].silver is not None]
 
 
 # --- activation ------------------------------------------------------------------------------------
@@ -558,151 +275,3 @@ def load_model(version) -> Any:
 def clear_model_cache() -> None:
     with _cache_lock:
         _cache.clear()
-
-
-# --- seed optimisation (AugSBERT §3.1 / App. D) ----------------------------------------------------
-
-def seed_optimise_runs(train_fn_factory: Callable[[int], Callable[[int], float]], seeds: Iterable[int], *,
-                       total_steps: int, probe_fraction: float = 0.2, higher_is_better: bool = True,
-                       progress: Progress = null_progress) -> tuple[int, Callable[[int], float], dict[int, float]]:
-    """Probe every seed to ``probe_fraction`` of ``total_steps``; return ``(best seed, its run, probe scores)``.
-
-    ``train_fn_factory(seed)`` returns a run: ``run(steps) -> dev score`` trains (continuing where it stopped) until
-    ``steps`` optimisation steps are done and returns the dev score. The caller continues the best run with
-    ``run(total_steps)``; the other runs are dropped. Ties go to the earlier seed.
-    """
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds: give at least one seed")
-    probe = max(1, min(int(total_steps), round(total_steps * probe_fraction)))
-    scores: dict[int, float] = {}
-    best_seed, best_run, best_score = None, None, None
-    for i, seed in enumerate(seeds):
-        run = train_fn_factory(seed)
-        score = float(run(probe))
-        scores[seed] = score
-        progress(i + 1, len(seeds), f"seed {seed}: {score:.4f} at {probe}/{total_steps} steps")
-        if best_score is None or (score > best_score if higher_is_better else score < best_score):
-            best_seed, best_run, best_score = seed, run, score
-        else:
-            del run
-    return best_seed, best_run, scores
-
-
-def seed_optimise(train_fn_factory, seeds, *, total_steps: int, probe_fraction: float = 0.2,
-                  higher_is_better: bool = True, progress: Progress = null_progress) -> int:
-    """The best seed (see :func:`seed_optimise_runs`)."""
-    return seed_optimise_runs(train_fn_factory, seeds, total_steps=total_steps, probe_fraction=probe_fraction,
-                              higher_is_better=higher_is_better, progress=progress)[0]
-
-
-# --- interrupted runs ------------------------------------------------------------------------------
-
-INTERRUPTED = "interrupted"
-
-
-def status_of(version) -> str:
-    """The status a person reads: ``interrupted`` for a failed version whose run was stopped or lost (its error
-    starts with "interrupted"), else the stored status."""
-    if version.status == ModelVersion.Status.FAILED and (version.error or "").startswith(INTERRUPTED):
-        return INTERRUPTED
-    return version.status
-
-
-def mark_interrupted(task_id: str, reason: str) -> int:
-    """Mark the versions of ``task_id`` still ``training`` as interrupted (``failed``, error "interrupted: ...")
-    at once; returns how many. For a run stopped by a signal in its own process (:func:`stop_marks_interrupted`)."""
-    if not task_id:
-        return 0
-    return ModelVersion.objects.filter(task_id=task_id, status=ModelVersion.Status.TRAINING).update(
-        status=ModelVersion.Status.FAILED, error=f"{INTERRUPTED}: {reason} at {timezone.now().isoformat()}")
-
-
-@contextlib.contextmanager
-def stop_marks_interrupted(task_id: str):
-    """A block that trains versions under ``task_id`` (a command's run): SIGTERM ends it like Ctrl-C
-    (``SystemExit(143)`` raised in the main thread) and either marks its ``training`` versions interrupted before
-    the exception goes on, so a killed run never waits for ``models recover`` or the beat task. (SIGKILL cannot be
-    caught: such a run is swept as soon as its heartbeat is stale, :func:`sweep_interrupted`.)"""
-    previous = None
-    main = threading.current_thread() is threading.main_thread()
-
-    def on_term(signum, frame):
-        raise SystemExit(128 + signum)
-
-    if main:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    except (KeyboardInterrupt, SystemExit) as exc:
-        reason = "stopped by SIGINT (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else \
-            f"stopped by SIGTERM (exit {exc.code})" if exc.code == 128 + signal.SIGTERM else f"exit {exc.code}"
-        try:
-            n = mark_interrupted(task_id, reason)
-            log.warning("training %s %s: %s version(s) marked interrupted", task_id, reason, n)
-        except Exception:  # noqa: BLE001 - the process is going down anyway
-            log.exception("could not mark the versions of %s interrupted", task_id)
-        raise
-    finally:
-        if main and previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def sweep_interrupted() -> list[dict]:
-    """Mark every version still ``training`` whose heartbeat is older than the stale limit (4 heartbeats, 60 s by
-    default) interrupted, without re-sending it; what ``manage.py train``, ``models list`` and ``/ml/models/`` do
-    first, so a killed run shows as interrupted without waiting for the beat task or ``models recover``."""
-    return recover_interrupted(requeue=False)
-
-
-LOST = f"{INTERRUPTED}: no sign of life since "
-RESENT = "; re-sent as ml.tasks.train "
-
-
-def recover_interrupted(*, older_than: float | None = None, requeue: bool = False) -> list[dict]:
-    """Versions still ``training`` whose run gave no sign of life for ``older_than`` seconds (default: 4 heartbeats).
-
-    They are marked ``failed`` ("interrupted: no sign of life since ..."); with ``requeue`` their training request
-    is sent again as ``ml.tasks.train`` under the same task id (so it reuses the row) -- and so is that of a version
-    an earlier sweep without ``requeue`` (:func:`sweep_interrupted`) marked so and nobody re-sent yet (never one
-    stopped on purpose: Ctrl-C / SIGTERM, :func:`stop_marks_interrupted`). Needed where the broker loses
-    unacknowledged messages of a worker that was killed outright: kombu's filesystem transport keeps them only in
-    the worker's memory. Redis redelivers by itself after ``visibility_timeout``; RabbitMQ when the connection
-    drops; a killed pool child (prefork) is requeued by its parent thanks to ``reject_on_worker_lost``.
-    """
-    from datetime import timedelta
-
-    older_than = 4 * HEARTBEAT_SECONDS if older_than is None else older_than
-    cutoff = timezone.now() - timedelta(seconds=older_than)
-    found: dict[int, dict] = {}
-    for version in ModelVersion.objects.filter(status=ModelVersion.Status.TRAINING):
-        last = version.heartbeat_at or version.created_at
-        if last > cutoff:
-            continue
-        updated = ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.TRAINING).update(
-            status=ModelVersion.Status.FAILED, error=f"{LOST}{last.isoformat()}")
-        if updated:
-            found[version.pk] = {"version": version.pk, "kind": version.kind, "task_id": version.task_id,
-                                 "requeued": None}
-    if not requeue:
-        return list(found.values())
-    from .tasks import train  # cycle: ml.tasks imports this module
-
-    lost = ModelVersion.objects.filter(status=ModelVersion.Status.FAILED, error__startswith=LOST).exclude(
-        error__contains=RESENT)
-    for version in lost:
-        req = version.request or {}
-        item = found.setdefault(version.pk, {"version": version.pk, "kind": version.kind,
-                                             "task_id": version.task_id, "requeued": None})
-        if not req.get("kind") or req.get("loop"):
-            continue
-        kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
-                                         "base_model", "activate") if k in req}
-        if not ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED,
-                                           error=version.error).update(error=f"{version.error}{RESENT}"):
-            continue  # changed meanwhile (another sweep re-sent it, or a redelivery took it over)
-        result = train.apply_async(kwargs=kwargs, task_id=version.task_id or None)
-        ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED).update(
-            error=f"{version.error}{RESENT}{result.id}")
-        item["requeued"] = result.id
-    return list(found.values())

@@ -5,11 +5,13 @@ and ArgU §3.2 (ArgSpanScheme over the parallel corpus, §3.2.4 post-processing)
 gold/crowd labels (:class:`ml.models.SilverLabel`: a silver label never changes ``Sentence.stance`` or any human
 label) and can be published as their own release (``silver`` kind, :mod:`ml.exporters`).
 
-Kinds (:data:`KINDS`): ``tagger`` / ``argspan`` / ``argspanscheme`` write spans (+ scheme probabilities);
-``argument`` (:mod:`ml.trainers.argument`) is given ``(topic name, sentence)`` pairs and writes the predicted stance
-``pro`` / ``con`` / ``none`` with its probability (``SilverLabel.stance``, ``stance_probability``, ``stance_probs``);
-its spans stay empty. :func:`predicted_stances` reads them back; ``options["arguments_from_run"] = <run id>`` selects
-only the sentences an argument run predicted pro or con (the tagger's run over "arguments predicted by run X").
+Kinds: every trainer kind whose spec fills ``silver`` (:class:`ml.registry.SilverSpec`, :func:`silver_spec`);
+this module names none. The spec's ``predict(model, batch)`` turns a :class:`Batch` of sentences (texts, topic names,
+the topics' fact variables) into predictions: spans (+ scheme probabilities), or -- a kind with ``stances`` -- the
+predicted stance ``pro`` / ``con`` / ``none`` with its probability (``SilverLabel.stance``, ``stance_probability``,
+``stance_probs``; its spans stay empty). :func:`predicted_stances` reads stances back;
+``options["arguments_from_run"] = <run id>`` selects only the sentences a stance run predicted pro or con (a span
+run over "arguments predicted by run X"). The spec's ``release_row`` adds the kind's own fields to a release row.
 
 Flow (:func:`start` -> :func:`process` in the CLI or ``ml.tasks.silver``, or one ``ml.tasks.silver_shard`` task per
 shard on the ``gpu`` queue, a Celery ``chord`` finalised by ``ml.silver_finalise``):
@@ -57,18 +59,18 @@ from django.db.models import F, Sum, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from annotation.task_types.aspect.appf import APPF_STANCE, format_pos
 from argora.progress import Progress, null_progress
 from corpus.models import FactVariable, Sentence, Stance, Topic
 
 from . import registry
+from .errors import TrainerError
 from .models import SilverLabel, SilverRun, SilverShard
-from .registry import HEARTBEAT_SECONDS
+from .registry import SilverSpec
+from .versions import HEARTBEAT_SECONDS
 
 log = logging.getLogger(__name__)
 
-KINDS = ("tagger", "argspan", "argspanscheme", "argument")
-STANCES = ("pro", "con", "none")
+ARGUMENT_STANCES = ("pro", "con")  # a stance run's sentence is "labelled" (an argument) when predicted one of these
 DEFAULT_OPTIONS = {"batch_size": 64, "arguments_only": False, "scheme_ratio": 0.2, "discard_others": True,
                    "min_confidence": 0.0, "drop_unlabelled": False, "scheme_threshold": None}
 OTHERS = "Others"
@@ -78,6 +80,22 @@ UNFINISHED = (Status.PENDING, Status.RUNNING, Status.FAILED, Status.CANCELLED)
 
 class SilverError(ValueError):
     """A request the silver service refuses (unknown kind, no active model, bad selection...)."""
+
+
+def spec_of(kind: str) -> SilverSpec | None:
+    """The kind's :class:`~ml.registry.SilverSpec`, or None (an unknown kind, or one whose model annotates nothing)."""
+    try:
+        return registry.get_trainer(kind).silver
+    except TrainerError:
+        return None
+
+
+def silver_spec(kind: str) -> SilverSpec:
+    """The kind's :class:`~ml.registry.SilverSpec`; :class:`SilverError` for a kind that cannot annotate sentences."""
+    spec = spec_of(kind)
+    if spec is None:
+        raise SilverError(f"kind: {kind!r} is not a silver kind ({', '.join(registry.silver_kinds())})")
+    return spec
 
 
 # --- selection -------------------------------------------------------------------------------------
@@ -105,7 +123,7 @@ def base_selection(run):
         qs = qs.exclude(stance=Stance.NONE)
     if opts.get("arguments_from_run"):
         qs = qs.filter(pk__in=SilverLabel.objects.filter(run_id=int(opts["arguments_from_run"]),
-                                                         stance__in=("pro", "con")).values("sentence_id"))
+                                                         stance__in=ARGUMENT_STANCES).values("sentence_id"))
     return qs
 
 
@@ -176,8 +194,7 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
           shard_size: int | None = None, enqueue: bool = False):
     """Create a pending run with the active ``kind`` model (or ``version``), split into shards; enqueue it on commit
     if asked. ``shards`` / ``shard_size`` (also read from ``options``): how many id ranges (default 1)."""
-    if kind not in KINDS:
-        raise SilverError(f"kind: {kind!r} is not a silver kind ({', '.join(KINDS)})")
+    silver_spec(kind)
     topic = resolve_topic(topic)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
@@ -191,8 +208,10 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
         except (TypeError, ValueError):
             raise SilverError(f"arguments_from_run: {from_run!r} is not a run id") from None
         source_run = SilverRun.objects.filter(pk=from_run).first()
-        if source_run is None or source_run.kind != "argument":
-            raise SilverError(f"arguments_from_run: no argument silver run {from_run}")
+        source_spec = spec_of(source_run.kind) if source_run is not None else None
+        if source_spec is None or not source_spec.stances:
+            raise SilverError(f"arguments_from_run: no argument silver run {from_run} (a run of a kind that predicts "
+                              "stances)")
         opts["arguments_from_run"] = from_run
     else:
         opts.pop("arguments_from_run", None)
@@ -375,41 +394,38 @@ def _topic_names(topic_ids, cache: dict) -> dict:
     return names
 
 
-def stance_prediction(model, pred: dict) -> dict:
-    """An argument model's ``{"label", "probs"}`` as ``{"stance", "stance_probability", "stance_probs"}`` (labels
-    mapped to pro / con / none by the model's own ``stances`` map when it has one)."""
-    mapping = getattr(model, "stances", None) or {}
-    label = pred.get("label")
-    probs = {str(k): float(v) for k, v in (pred.get("probs") or {}).items()}
-    stance = mapping.get(label, label if label in STANCES else "")
-    by_stance: dict = {}
-    for k, p in probs.items():
-        key = mapping.get(k, k)
-        by_stance[key] = by_stance.get(key, 0.0) + p
-    return {"stance": stance or "", "stance_probability": probs.get(label), "stance_probs": by_stance}
+class Batch:
+    """One batch of a silver run as a kind's ``SilverSpec.predict`` sees it: ``sentences`` (``(id, text, topic_id)``),
+    ``texts``, ``batch_size``, and per sentence its topic's name (:meth:`topic_names`) and active fact variables
+    (:meth:`variables`), read on first use and kept for the shard in ``cache``."""
 
+    def __init__(self, sentences: list, *, batch_size: int, cache: dict):
+        self.sentences = sentences
+        self.texts = [s[1] for s in sentences]
+        self.batch_size = batch_size
+        self.cache = cache
 
-def predict_batch(kind: str, model, sentences: list, *, batch_size: int, variables_cache: dict) -> list[dict]:
-    """Predictions for ``[(id, text, topic_id)]``: spans (+ grounding for argspan) and scheme probabilities; for
-    ``argument`` the model gets ``(topic name, sentence)`` pairs and each prediction gains ``stance``,
-    ``stance_probability``, ``stance_probs`` (spans empty)."""
-    texts = [s[1] for s in sentences]
-    if kind == "argument":
-        names = _topic_names({s[2] for s in sentences}, variables_cache)
-        preds = model.predict([(names.get(s[2], ""), s[1]) for s in sentences])
-        out = []
-        for pred in preds:
-            stance = stance_prediction(model, pred)
-            out.append({"spans": [], "schemes": {}, "confidence": stance["stance_probability"] or 0.0, **stance})
-        return out
-    if kind == "argspan":
-        missing = {s[2] for s in sentences} - set(variables_cache)
+    def topic_names(self) -> list[str]:
+        names = _topic_names({s[2] for s in self.sentences}, self.cache)
+        return [names.get(s[2], "") for s in self.sentences]
+
+    def variables(self) -> list[list[dict]]:
+        known = self.cache.setdefault("variables", {})
+        missing = {s[2] for s in self.sentences} - set(known)
         if missing:
             found = _variables_for(missing)
             for t in missing:
-                variables_cache[t] = found.get(t, [])
-        return model.predict(texts, [variables_cache[s[2]] for s in sentences], batch_size=batch_size)
-    return model.predict(texts, batch_size=batch_size)
+                known[t] = found.get(t, [])
+        return [known[s[2]] for s in self.sentences]
+
+
+def predict_batch(kind: str, model, sentences: list, *, batch_size: int, cache: dict) -> list[dict]:
+    """Predictions for ``[(id, text, topic_id)]`` by the kind's ``SilverSpec.predict``, one per sentence, each with
+    ``spans``, ``schemes``, ``confidence`` and (a stance kind) ``stance``, ``stance_probability``, ``stance_probs``."""
+    preds = list(silver_spec(kind).predict(model, Batch(sentences, batch_size=batch_size, cache=cache)))
+    if len(preds) != len(sentences):
+        raise SilverError(f"kind: the {kind!r} model gave {len(preds)} predictions for {len(sentences)} sentences")
+    return [{"spans": [], "schemes": {}, "confidence": 0.0, **pred} for pred in preds]
 
 
 def _batch_delay() -> float:
@@ -558,7 +574,7 @@ def _commit_batch(run, shard, model, batch, cache, progress, totals, label) -> b
     if SilverRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
         SilverShard.objects.filter(pk=shard.pk).update(status=Status.CANCELLED, finished_at=timezone.now())
         return False
-    preds = predict_batch(run.kind, model, batch, batch_size=len(batch), variables_cache=cache)
+    preds = predict_batch(run.kind, model, batch, batch_size=len(batch), cache=cache)
     labels, labelled = [], 0
     sums: dict = {}
     for (sid, _text, _topic), pred in zip(batch, preds):
@@ -566,7 +582,7 @@ def _commit_batch(run, shard, model, batch, cache, progress, totals, label) -> b
         for s, p in schemes.items():
             sums[s] = sums.get(s, 0.0) + float(p)
         stance = pred.get("stance") or ""
-        labelled += bool(pred["spans"] or schemes or stance in ("pro", "con"))
+        labelled += bool(pred["spans"] or schemes or stance in ARGUMENT_STANCES)
         labels.append(SilverLabel(run_id=run.pk, sentence_id=sid, spans=pred["spans"], schemes=schemes,
                                   confidence=float(pred.get("confidence") or 0.0), stance=stance,
                                   stance_probability=pred.get("stance_probability"),
@@ -701,28 +717,22 @@ def silver_rows(run, *, options: dict | None = None) -> Iterator[dict]:
     opts = dict(run.options or {})
     opts.update(options or {})
     means = run.scheme_means()
+    spec = spec_of(run.kind)  # None: the kind is gone; its rows keep the common fields
     source = f"model:{run.model_version_id}"
     qs = (SilverLabel.objects.filter(run=run).select_related("sentence__topic").order_by("sentence_id"))
     for label in qs.iterator(chunk_size=2000):
         s = label.sentence
         spans, schemes, keep = filter_label(run, label.spans or [], label.schemes or {}, means, opts)
-        if run.kind == "argument":  # no spans / schemes: "labelled" means predicted pro or con
-            keep = not opts.get("drop_unlabelled") or label.stance in ("pro", "con")
+        if spec is not None and spec.stances:  # no spans / schemes: "labelled" means predicted pro or con
+            keep = not opts.get("drop_unlabelled") or label.stance in ARGUMENT_STANCES
         if not keep:
             continue
         row = {"run": run.pk, "kind": run.kind, "model_version": run.model_version_id, "source": source,
                "sentence_id": s.pk, "hash": s.external_id or s.content_hash, "topic": s.topic.name, "stance": s.stance,
                "sentence": s.text, "corpus_source": s.source, "spans": spans, "confidence": label.confidence,
                "silver": True}
-        if run.kind == "tagger":  # App. F shape, so a silver file trains the next tagger / ranker directly
-            row["aspect_pos"] = [format_pos(x["begin"], x["end"] - x["begin"]) for x in spans]
-            row["aspect_pos_string"] = [s.text[x["begin"]:x["end"]] for x in spans]
-            row["stance"] = APPF_STANCE.get(s.stance, s.stance)
-        if run.kind == "argument":  # the predicted stance; the corpus (gold / import) one beside it
-            row["corpus_stance"] = s.stance
-            row["stance"] = label.stance
-            row["stance_probability"] = label.stance_probability
-            row["stance_probs"] = label.stance_probs or {}
+        if spec is not None and spec.release_row is not None:  # the kind's own fields
+            row = spec.release_row(row, label, s)
         if label.schemes:
             row["scheme_probabilities"] = label.schemes
             row["schemes"] = schemes

@@ -1,9 +1,10 @@
 """Celery tasks of the ML side (``gpu`` queue: every ``ml.tasks.*`` name is routed there; :func:`gpu_task` gives late
 acks and requeue on worker loss, so a worker killed mid-training leaves the message to be delivered again).
 
-Each task is one call into :mod:`ml.loop` / :mod:`ml.registry`; the Celery task id is passed on, so a redelivered
-task reuses its :class:`~ml.models.ModelVersion` row instead of creating a second one, and a task whose version is
-already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, lives in :mod:`argora.tasks`.)
+Each task is one call into :mod:`ml.loop` / :mod:`ml.versions` / :mod:`ml.silver`; the Celery task id is passed on,
+so a redelivered task reuses its :class:`~ml.models.ModelVersion` row instead of creating a second one, and a task
+whose version is already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, lives in
+:mod:`argora.tasks`.)
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from argora.celery import gpu_task
 from argora.jobs import result_link
 from argora.progress import celery_progress
 
-from . import registry
+from . import versions
 from . import silver as silver_runs
 from .loop import maybe_retrain as retrain_loop
 from .loop import train_and_activate
@@ -96,5 +97,5 @@ def recover_interrupted() -> list:
     Needed where a broker loses the unacknowledged message of a worker killed outright (kombu's filesystem
     transport); harmless elsewhere. Not an ``ml.tasks.*`` name, so it runs on the default queue.
     """
-    return registry.recover_interrupted(requeue=True) + silver_runs.recover_interrupted(requeue=True)
+    return versions.recover_interrupted(requeue=True) + silver_runs.recover_interrupted(requeue=True)
 

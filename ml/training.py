@@ -25,7 +25,7 @@ The step loop
     through the :class:`argora.progress.Progress` protocol; dev evaluation at epoch ends or every N steps with the
     best weights kept and early stopping. Its :meth:`TrainLoop.steps` is a generator (it yields after every step),
     so a run can stop part-way and continue: :class:`LoopRun`, the run interface of
-    :func:`ml.registry.seed_optimise_runs`, and :func:`seeded_run` (AugSBERT §3.1 seed optimisation).
+    :func:`ml.seeds.seed_optimise_runs`, and :func:`seeded_run` (AugSBERT §3.1 seed optimisation).
 Budgets
     ``with training.budget(max_steps=N, max_seconds=S) as b:`` caps every :class:`TrainLoop` run inside it (the
     retrain loop, :mod:`ml.loop`): optimisation steps are counted across the loops of the block (seed probes
@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from argora.progress import Progress, null_progress
-from ml.registry import TrainerError, seed_optimise_runs
+from ml.errors import TrainerError
+from ml.seeds import seed_optimise_runs
 
 ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
 
@@ -527,7 +528,7 @@ class TrainLoop:
 class LoopRun:
     """A training loop written as a generator (it yields the step count after every optimisation step and returns
     its result) as a run that can be continued: ``run(steps)`` trains until ``steps`` steps are done and returns
-    ``probe()`` (the dev primary metric at that point) -- the interface of :func:`ml.registry.seed_optimise_runs`;
+    ``probe()`` (the dev primary metric at that point) -- the interface of :func:`ml.seeds.seed_optimise_runs`;
     :meth:`finish` trains to the end and returns what the loop returned."""
 
     def __init__(self, loop: Generator[int, None, Any], probe: Callable[[], float] | None = None):
@@ -554,7 +555,7 @@ class LoopRun:
 
 def seeded_run(make_run: Callable[[int], Callable[[int], float]], hp: Mapping, *, seed: int, total: int,
                progress: Progress = null_progress) -> tuple[Any, int, dict]:
-    """``(run, seed, probe scores)``: seed optimisation (AugSBERT §3.1, :func:`ml.registry.seed_optimise_runs`) when
+    """``(run, seed, probe scores)``: seed optimisation (AugSBERT §3.1, :func:`ml.seeds.seed_optimise_runs`) when
     ``hp["seeds"]`` lists several seeds -- each is trained to ``hp["probe_fraction"]`` (default 0.2) of ``total``
     steps, the best on dev is returned --, else a new run with the single listed seed or ``seed`` (no probes). The
     caller trains the run to the end."""

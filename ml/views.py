@@ -7,7 +7,7 @@ URLs (``ml/urls.py``, mounted at ``/ml/``; namespace ``ml``)::
                                        version the dev primary metric, the same metric on the test rows, each
                                        beside the kind's baseline (``majority_...``, ``jaccard_...``), on the
                                        kind's scale (0-1, x100: labelled). Versions whose run died are swept to
-                                       "interrupted" first (:func:`ml.registry.sweep_interrupted`)
+                                       "interrupted" first (:func:`ml.versions.sweep_interrupted`)
     /ml/models/<id>/                   one version: metrics table (dev / test, 3 decimals), the primary metric over
                                        the versions of its (kind, project), the training loss, hyperparameters,
                                        data snapshot, error, artifact
@@ -33,7 +33,8 @@ from annotation.models import Project
 from argora import readable
 from argora.spreadsheet import csv_response
 
-from . import registry
+from . import errors, registry
+from .versions import status_of, sweep_interrupted
 from .metrics import baseline_of, is_baseline, scale_of
 from .models import ModelVersion
 
@@ -154,7 +155,7 @@ def _spec_metric(kind: str, versions) -> tuple[str, bool]:
     try:
         spec = registry.get_trainer(kind)
         return spec.primary_metric, spec.higher_is_better
-    except registry.TrainerError:
+    except errors.TrainerError:
         return next(((v.metrics or {}).get("primary_metric") for v in versions
                      if (v.metrics or {}).get("primary_metric")), "primary"), True
 
@@ -199,7 +200,7 @@ def groups(kind: str | None = None, project_slug: str | None = None, *, user=Non
         g["scale"] = scale_text(g["metric"])
         for v in g["versions"]:
             numbers[v.pk][g["metric"]] = v.primary_metric  # the registry's primary value, as the retrain loop reads it
-        g["rows"] = [{"v": v, "status": registry.status_of(v),
+        g["rows"] = [{"v": v, "status": status_of(v),
                       "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)}
                                 for name in names],
                       "dev": _beside((v.metrics or {}).get("dev") or {}, g["metric"]),
@@ -227,7 +228,7 @@ def _csv(value) -> str:
 def model_list(request):
     kind = request.GET.get("kind") or None
     project = request.GET.get("project") or None
-    registry.sweep_interrupted()  # a run killed outright shows as interrupted, not "training" for ever
+    sweep_interrupted()  # a run killed outright shows as interrupted, not "training" for ever
     data = groups(kind, project, user=request.user)
     if request.GET.get("format") == "csv":
         rows = [["id", "kind", "project", "status", "active", "primary_metric", "primary", "primary_baseline",
@@ -252,7 +253,7 @@ def _detail_context(version: ModelVersion, **extra) -> dict:
     metric, higher = _spec_metric(version.kind, siblings)
     scope = version.project.slug if version.project else "global"
     info = (version.metrics or {}).get("info")
-    return {"v": version, "status": registry.status_of(version), "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
+    return {"v": version, "status": status_of(version), "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
             "primary_text": _fmt(version.primary_metric), "metrics": metric_table(version),
             "versions_chart": versions_chart(f"chart-versions-{version.pk}", version.kind, scope, metric, siblings,
                                              highlight=version) if len(siblings) > 1 else None,

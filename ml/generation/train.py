@@ -1,7 +1,7 @@
 """Training the argument generators (issue 12, item 4): a control-code causal LM and a seq2seq model.
 
 Both are registered as trainer kinds in :mod:`ml.trainers.generator` (``generator`` and ``seq2seq``), so they
-train through :func:`ml.registry.train_version` (``manage.py train generator --data FILE``, the ``ml.tasks.train``
+train through :func:`ml.versions.train_version` (``manage.py train generator --data FILE``, the ``ml.tasks.train``
 Celery task on the ``gpu`` queue) and land in the registry with their dev metrics.
 
 Causal LM, Arg-CTRL (kind ``generator``; Arg-CTRL §5.1, App. C)
@@ -58,7 +58,9 @@ from argora.jsonl import write_jsonl
 from ml import training
 from ml.data import human_aspect_rows, human_span_rows
 from ml.encoders import resolve
-from ml.registry import TrainerError, TrainRequest, TrainResult, stable_split
+from ml.errors import TrainerError
+from ml.registry import TrainRequest, TrainResult
+from ml.splits import stable_split
 
 from . import corpora
 from . import metrics as gen_metrics

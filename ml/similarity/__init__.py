@@ -6,7 +6,7 @@
   search (top ``k``, default 3).
 * :mod:`.models` -- training a cross-encoder (sigmoid output in [0, 1]) and a bi-encoder (SBERT, cosine) with
   sentence-transformers' ``CrossEncoderTrainer`` / ``SentenceTransformerTrainer``, with seed optimisation
-  (:func:`ml.registry.seed_optimise_runs`: 20 % probes, the best seed trained to the end).
+  (:func:`ml.seeds.seed_optimise_runs`: 20 % probes, the best seed trained to the end).
 * :mod:`.augsbert` -- the pipeline: cross-encoder on gold -> silver pairs labelled by it -> bi-encoder on gold +
   silver; domain adaptation (a cross-encoder of another project / topic set labels the target's pairs).
 * :mod:`.evaluation` -- Table 5: Spearman x 100 on the test split (in-topic and cross-topic), the Jaccard

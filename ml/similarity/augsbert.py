@@ -32,7 +32,7 @@ from typing import Sequence
 from argora.jsonl import write_jsonl
 from argora.progress import Progress, null_progress
 from ml.models import ModelVersion
-from ml.registry import TrainerError
+from ml.errors import TrainerError
 
 from . import models as sim_models
 from . import sampling

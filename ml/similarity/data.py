@@ -48,7 +48,7 @@ from annotation.task_types.bws_similarity import pairfiles
 from annotation.task_types.bws_similarity.project import export_rows
 from corpus.importers.base import ImportFailed
 from ml.data import read_jsonl_objects
-from ml.registry import TrainerError, TrainerFileError
+from ml.errors import TrainerError, TrainerFileError
 
 SPLITS = ("train", "dev", "test")
 SETTINGS = ("in-topic", "cross-topic")

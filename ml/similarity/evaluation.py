@@ -15,31 +15,21 @@ AugSBERT runs of a seed reuse that seed's cross-encoder version).
 """
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from typing import Iterable, Sequence
 
 from argora.progress import Progress, null_progress
-from ml import registry
+from ml.versions import train_version
 
 from .data import split_rows
+from .models import score_rows
+from .stats import spearman100
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SETTINGS = ("in-topic", "cross-topic")
 MODEL_ORDER = ("Baseline (Jaccard)", "BERT", "SBERT", "AugSBERT-random", "AugSBERT-kde", "AugSBERT-bm25",
                "AugSBERT-semantic", "AugSBERT-bm25+semantic")
-
-
-def spearman100(pred: Sequence[float], gold: Sequence[float]) -> float:
-    """Spearman's rho x 100 (0.0 where undefined: fewer than 2 rows or a constant side)."""
-    from scipy.stats import spearmanr
-
-    pred, gold = list(map(float, pred)), list(map(float, gold))
-    if len(pred) < 2 or len(set(pred)) < 2 or len(set(gold)) < 2:
-        return 0.0
-    rho = spearmanr(pred, gold).statistic
-    return 0.0 if rho is None or math.isnan(rho) else round(float(rho) * 100, 4)
 
 
 def tokens(text: str) -> set[str]:
@@ -64,8 +54,6 @@ def metrics(pred: Sequence[float], rows: Sequence[dict]) -> dict:
 
 
 def evaluate_model(model, rows: Sequence[dict], *, batch_size: int = 64) -> dict:
-    from .models import score_rows  # cycle: .models imports this module
-
     if not rows:
         return {"spearman": 0.0, "jaccard_spearman": 0.0, "n": 0}
     return metrics(score_rows(model, rows, batch_size=batch_size).tolist(), rows)
@@ -159,9 +147,9 @@ def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), s
             run_hp["seeds"] = [seed * 100 + i for i in range(seed_opt)]
         made = {}
         for kind in ("crossencoder", "biencoder"):
-            made[kind] = registry.train_version(kind, rows_train=train_rows, rows_dev=dev_rows, project=project,
-                                                base_model=base_model, seed=seed, hyperparameters=run_hp,
-                                                data_snapshot=snapshot)
+            made[kind] = train_version(kind, rows_train=train_rows, rows_dev=dev_rows, project=project,
+                                       base_model=base_model, seed=seed, hyperparameters=run_hp,
+                                       data_snapshot=snapshot)
             versions.append(made[kind])
             done += 1
             progress(done, total, f"{setting} seed {seed}: {kind}")
@@ -169,9 +157,9 @@ def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), s
             aug_hp = dict(run_hp, strategy=strategy, cross_encoder=f"version:{made['crossencoder'].pk}")
             if made["biencoder"] is not None:
                 aug_hp["gold_bi_encoder"] = f"version:{made['biencoder'].pk}"
-            v = registry.train_version("augsbert", rows_train=train_rows, rows_dev=dev_rows, project=project,
-                                       base_model=base_model, seed=seed, hyperparameters=aug_hp,
-                                       data_snapshot=snapshot)
+            v = train_version("augsbert", rows_train=train_rows, rows_dev=dev_rows, project=project,
+                              base_model=base_model, seed=seed, hyperparameters=aug_hp,
+                              data_snapshot=snapshot)
             versions.append(v)
             done += 1
             progress(done, total, f"{setting} seed {seed}: AugSBERT-{strategy}")

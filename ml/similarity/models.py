@@ -14,7 +14,7 @@ Bi-encoder (SBERT)
 
 Seed optimisation (§3.1, App. D) when ``seeds`` lists several seeds: each seed is trained to ``probe_fraction``
 (20 %) of the steps (the Trainer stops there and writes a checkpoint), the best on the dev Spearman is resumed from
-its checkpoint to the end (:func:`ml.registry.seed_optimise_runs`); checkpoints of the others are deleted.
+its checkpoint to the end (:func:`ml.seeds.seed_optimise_runs`); checkpoints of the others are deleted.
 
 Hyperparameters (:data:`CROSS_DEFAULTS`, :data:`BI_DEFAULTS`): epochs, max_steps (> 0: exactly this many steps),
 batch_size, lr, head_lr (cross-encoder: the learning rate of the new classifier head, and of the pooler under it
@@ -44,9 +44,9 @@ from typing import Sequence
 import numpy as np
 
 from argora.progress import Progress, null_progress
-from ml import registry, training
+from ml import errors, training
 
-from .evaluation import spearman100
+from .stats import spearman100
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ BI_DEFAULTS = dict(COMMON, lr=2e-5)
 def cross_defaults(architecture: str | None) -> dict:
     """The cross-encoder defaults of ``architecture`` (None: the default one, ``gated``)."""
     if architecture not in (None, *ARCHITECTURES):
-        raise registry.TrainerError(f"hyperparameters: architecture must be one of {', '.join(ARCHITECTURES)}, "
-                                    f"got {architecture!r}")
+        raise errors.TrainerError(f"hyperparameters: architecture must be one of {', '.join(ARCHITECTURES)}, "
+                                  f"got {architecture!r}")
     return CLS_DEFAULTS if architecture == "cls" else CROSS_DEFAULTS
 
 
@@ -91,8 +91,8 @@ def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13,
     from sentence_transformers import CrossEncoder
 
     if pooler_init not in POOLER_INITS:
-        raise registry.TrainerError(f"hyperparameters: pooler_init must be one of {', '.join(POOLER_INITS)}, "
-                                    f"got {pooler_init!r}")
+        raise errors.TrainerError(f"hyperparameters: pooler_init must be one of {', '.join(POOLER_INITS)}, "
+                                  f"got {pooler_init!r}")
     training.set_seed(seed)  # the classifier head is initialised here
     model = CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=training.pick_device())
     if pooler_init == "identity" and is_sentence_transformer_checkpoint(base_model):
@@ -213,7 +213,7 @@ def _cross_optimizer(model, hp: dict):
 class _Run:
     """One seed's training run with a sentence-transformers Trainer, continuable: ``run(steps)`` trains until
     ``steps`` optimisation steps are done (stopping at a probe writes a checkpoint; continuing resumes from it) and
-    returns the dev Spearman x 100 (the interface of :func:`ml.registry.seed_optimise_runs`)."""
+    returns the dev Spearman x 100 (the interface of :func:`ml.seeds.seed_optimise_runs`)."""
 
     def __init__(self, which: str, *, rows_train, rows_dev, base_model, hp, seed, steps_total, workdir: Path,
                  progress: Progress, label: str):
@@ -298,7 +298,7 @@ def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, b
         raise ValueError(f"which: {which!r}")
     rows_train = list(rows_train)
     if not rows_train:
-        raise registry.TrainerError("data: no training rows")
+        raise errors.TrainerError("data: no training rows")
     steps = training.total_steps(hp, len(rows_train))
     workdir = Path(tempfile.mkdtemp(prefix=f"argora-{which}-"))
     try:

@@ -69,14 +69,9 @@ from ml.inference import (
     spans_from_bio,
     words_of,
 )
-from ml.registry import (
-    TrainerError,
-    TrainerSpec,
-    TrainRequest,
-    TrainResult,
-    register_trainer,
-    stable_split,
-)
+from ml.errors import TrainerError
+from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
+from ml.splits import stable_split
 
 from . import tagger as T
 
@@ -561,12 +556,24 @@ def load(path: Path, *, quantize: bool | None = None, device: str | None = None)
                          scheme_threshold=meta["scheme_threshold"], device=device, quantize=quantize, info=meta)
 
 
-for _kind, _desc in (("argspan", "ArgSpan (ArgU §3.1.2): BIO factual spans grounded to the item's KB variables "
-                                 "or Others; span partial/full/overall F1 + grounding accuracy (Table 1, §3.1.3)"),
-                     ("argspanscheme", "ArgSpanScheme, parallel (ArgU §3.2.1): BIO spans + multi-label scheme head; "
-                                       "span partial/full/overall F1 + scheme F1 (Table 1)")):
+def silver_predict_grounded(model, batch) -> list[dict]:
+    """A silver batch (:class:`ml.silver.Batch`) for ArgSpan: spans grounded to the active fact variables of each
+    sentence's topic."""
+    return model.predict(batch.texts, batch.variables(), batch_size=batch.batch_size)
+
+
+def silver_predict(model, batch) -> list[dict]:
+    """A silver batch for ArgSpanScheme: spans and scheme probabilities of each sentence (ArgU §3.2)."""
+    return model.predict(batch.texts, batch_size=batch.batch_size)
+
+
+for _kind, _desc, _silver in (
+        ("argspan", "ArgSpan (ArgU §3.1.2): BIO factual spans grounded to the item's KB variables or Others; span "
+                    "partial/full/overall F1 + grounding accuracy (Table 1, §3.1.3)", silver_predict_grounded),
+        ("argspanscheme", "ArgSpanScheme, parallel (ArgU §3.2.1): BIO spans + multi-label scheme head; span "
+                          "partial/full/overall F1 + scheme F1 (Table 1)", silver_predict)):
     register_trainer(TrainerSpec(
         kind=_kind, train=make_train(_kind), load=load, primary_metric="combined_f1", higher_is_better=True,
         description=_desc, rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
         data_formats="span-grounding JSONL export (text, variables, spans[, schemes]) or a folder with "
-                     "train.jsonl + dev.jsonl"))
+                     "train.jsonl + dev.jsonl", silver=SilverSpec(predict=_silver)))

@@ -11,7 +11,7 @@ Rows
     (+ ``test``) files of one of them. Rows with a split keep it: every ``train`` row (and every row without one) is
     trained on, ``dev`` rows choose the epoch and give the dev metrics, ``test`` rows travel in the dev list tagged
     ``split: "test"`` (:func:`ml.similarity.data.split_eval`) and give the test metrics only. A file without dev rows
-    gets them from a stable sentence hash of its train rows (:func:`ml.registry.stable_split`). From a project
+    gets them from a stable sentence hash of its train rows (:func:`ml.splits.stable_split`). From a project
     (:func:`rows_from_project`, the retrain loop): a ``sentence_label`` project's final labels -- the latest
     adjudication, else a gold item's expected label, else the majority of the counted (human) responses; a tie is
     left out --, split by sentence hash; the classes are the labels the rows use.
@@ -65,15 +65,9 @@ from ml import training
 from ml.data import leave_one_topic_out
 from ml.encoders import default_encoder_path, resolve
 from ml.inference import length_sorted_batches
-from ml.registry import (
-    TrainerError,
-    TrainerFileError,
-    TrainerSpec,
-    TrainRequest,
-    TrainResult,
-    register_trainer,
-    stable_split,
-)
+from ml.errors import TrainerError, TrainerFileError
+from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
+from ml.splits import stable_split
 from ml.similarity.data import SPLIT_ALIASES, split_eval
 from ml.trainers.tagger import load_tokenizer, tiny_config
 
@@ -525,6 +519,38 @@ def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     return train, dev, len(rows)
 
 
+# --- silver annotation (ml.silver) -------------------------------------------------------------------
+
+def stance_prediction(model, pred: dict) -> dict:
+    """An argument model's ``{"label", "probs"}`` as ``{"stance", "stance_probability", "stance_probs"}`` (labels
+    mapped to pro / con / none by the model's own ``stances`` map when it has one)."""
+    mapping = getattr(model, "stances", None) or {}
+    label = pred.get("label")
+    probs = {str(k): float(v) for k, v in (pred.get("probs") or {}).items()}
+    stance = mapping.get(label, label if label in STANCE_ORDER else "")
+    by_stance: dict = {}
+    for k, p in probs.items():
+        key = mapping.get(k, k)
+        by_stance[key] = by_stance.get(key, 0.0) + p
+    return {"stance": stance or "", "stance_probability": probs.get(label), "stance_probs": by_stance}
+
+
+def silver_predict(model, batch) -> list[dict]:
+    """A silver batch (:class:`ml.silver.Batch`): the model gets ``(topic name, sentence)`` pairs; each prediction is
+    the stance with its probability (no spans)."""
+    out = []
+    for pred in model.predict(list(zip(batch.topic_names(), batch.texts))):
+        stance = stance_prediction(model, pred)
+        out.append({"spans": [], "schemes": {}, "confidence": stance["stance_probability"] or 0.0, **stance})
+    return out
+
+
+def silver_release_row(row: dict, label, sentence) -> dict:
+    """A silver release row of an argument run: the predicted stance, the corpus (gold / import) one beside it."""
+    return dict(row, corpus_stance=sentence.stance, stance=label.stance, stance_probability=label.stance_probability,
+                stance_probs=label.stance_probs or {})
+
+
 register_trainer(TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric="f1_macro", higher_is_better=True,
     description="argument / stance classification (Stab et al. 2018): (topic, sentence) pair encoder, three-way or "
@@ -533,4 +559,5 @@ register_trainer(TrainerSpec(
     default_base_model=default_encoder_path,
     data_formats="UKP Sentential Argument Mining TSV (annotation, set) or arguments JSONL (topic, sentence, stance"
                  "[, split]), or a folder with train + dev (+ test) files of them",
+    silver=SilverSpec(predict=silver_predict, stances=True, release_row=silver_release_row),
 ))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ml import registry
+from ml import errors, registry
 from ml.similarity import augsbert as pipeline
 from ml.similarity import data as sim_data
 from ml.similarity import models as sim_models
@@ -39,7 +39,7 @@ def train(request: registry.TrainRequest) -> registry.TrainResult:
         out = pipeline.run(request.rows_train, eval_rows(request), base_model=request.base_model, hp=hp,
                            seed=request.seed, output_dir=Path(request.output_dir), progress=request.progress)
     except (pipeline.AugSBERTError, SamplingError) as exc:
-        raise registry.TrainerError(f"hyperparameters: {exc}") from None
+        raise errors.TrainerError(f"hyperparameters: {exc}") from None
     write_topics(request.output_dir, [r for r in request.rows_train if r.get("split", "train") == "train"])
     test = dict(out["test"], setting=out["info"]["setting"]) if out["test"] else None
     return registry.TrainResult(metrics=out["dev"], test_metrics=test, info=out["info"])

@@ -40,7 +40,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from ml import registry, training
+from argora.progress import null_progress
+from ml import errors, registry, training
 from ml.data import (
     SentenceRows,
     group_sentences,
@@ -66,13 +67,13 @@ CHOICES = {"eval": EVAL_SETTINGS}  # checked by ml.training.resolve_hyperparamet
 
 class StepRun:
     """A training run that can be continued: ``run(steps)`` trains until ``steps`` optimisation steps are done and
-    returns the dev primary metric (the interface of :func:`ml.registry.seed_optimise_runs`). Subclasses set
+    returns the dev primary metric (the interface of :func:`ml.seeds.seed_optimise_runs`). Subclasses set
     ``self.module``, call :meth:`setup_optimiser` with its param groups, implement ``loss(batch_units)`` and
     ``scorer()``. Batches: an endless stream of shuffled passes over the units (:func:`ml.training.endless_batches`);
     the steps: :class:`ml.training.TrainLoop`."""
 
     def __init__(self, *, seed: int, hp: dict, n_units: int, steps_total: int, dev_groups: Sequence[SentenceRows],
-                 device: str, progress: Callable = registry.null_progress, label: str = ""):
+                 device: str, progress: Callable = null_progress, label: str = ""):
         self.seed, self.hp, self.n_units, self.steps_total = seed, hp, n_units, steps_total
         self.dev_groups, self.device, self.progress, self.label = list(dev_groups), device, progress, label
         self._rng = random.Random(seed)
@@ -123,7 +124,7 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
     rows_train = list(request.rows_train)
     units = units_of(rows_train)
     if not units:
-        raise registry.TrainerError("data: no training rows")
+        raise errors.TrainerError("data: no training rows")
     rows_dev, rows_test = split_eval(request.rows_dev)  # test rows (split "test") only give the test metrics
     rows_test = list(getattr(request, "rows_test", None) or []) + rows_test  # the registry passes them apart
     dev_groups = group_sentences(rows_dev)
@@ -146,7 +147,7 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
             fold_units = units_of(fold_rows)
             fold = new_run(base_model=base_model, units=fold_units, seed=int(request.seed), hp=hp,
                            steps_total=training.total_steps(hp, len(fold_units)), dev_groups=[], device=device,
-                           progress=registry.null_progress)
+                           progress=null_progress)
             fold.train_to(fold.steps_total)
             return fold.scorer()
 
@@ -171,8 +172,8 @@ def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str
     rows = list(request.rows_train) + list(request.rows_dev) if rows is None else list(rows)
     topics = sorted({str(r.get("topic") or "") for r in rows})
     if len(topics) < 2:
-        raise registry.TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
-                                    f"({', '.join(repr(t) for t in topics) or 'none'})")
+        raise errors.TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
+                                  f"({', '.join(repr(t) for t in topics) or 'none'})")
     results = {}
     for n, (topic, fold_train, fold_test) in enumerate(leave_one_topic_out(rows, topics), start=1):
         request.progress(n, len(topics), f"cross-topic: held-out topic {topic!r}")
@@ -353,13 +354,13 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
     path = Path(path)
     if path.is_dir():
         if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
-            raise registry.TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
+            raise errors.TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
         test = [dict(r, split="test") for r in read_ranker_rows(path / "test.jsonl")] \
             if (path / "test.jsonl").exists() else []
         return read_ranker_rows(path / "train.jsonl"), [dict(r, split="dev") for r in
                                                        read_ranker_rows(path / "dev.jsonl")] + test
     if not path.exists():
-        raise registry.TrainerError(f"{path}:0: no such file")
+        raise errors.TrainerError(f"{path}:0: no such file")
     rows = read_ranker_rows(path)
     splits = _appf_splits(path) if rows and "split" not in rows[0] else {}
     if splits:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Sequence
 
 from annotation.task_types.aspect import conll
-from annotation.task_types.aspect.appf import parse_pos
+from annotation.task_types.aspect.appf import APPF_STANCE, format_pos, parse_pos
 from annotation.task_types.span_grounding.metrics import span_f1
 from corpus.importers.base import ImportFailed
 from ml import training
@@ -61,15 +61,9 @@ from ml.inference import (
     spans_from_bio,
     words_of,
 )
-from ml.registry import (
-    TrainerError,
-    TrainerFileError,
-    TrainerSpec,
-    TrainRequest,
-    TrainResult,
-    register_trainer,
-    stable_split,
-)
+from ml.errors import TrainerError, TrainerFileError
+from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
+from ml.splits import stable_split
 
 KIND = "tagger"
 META = "argora-tagger.json"
@@ -531,6 +525,20 @@ def rows_from_project(project):
     return train_rows, dev_rows, len(rows)
 
 
+def silver_predict(model, batch) -> list[dict]:
+    """A silver batch (:class:`ml.silver.Batch`): the aspect spans of each sentence."""
+    return model.predict(batch.texts, batch_size=batch.batch_size)
+
+
+def silver_release_row(row: dict, label, sentence) -> dict:
+    """A silver release row of a tagger run in the App. F shape, so a silver file trains the next tagger / ranker
+    directly."""
+    spans = row["spans"]
+    return dict(row, aspect_pos=[format_pos(x["begin"], x["end"] - x["begin"]) for x in spans],
+                aspect_pos_string=[sentence.text[x["begin"]:x["end"]] for x in spans],
+                stance=APPF_STANCE.get(sentence.stance, sentence.stance))
+
+
 register_trainer(TrainerSpec(
     kind=KIND, train=train, load=load, primary_metric="f1_macro", higher_is_better=True,
     description="Aspect tagger (Arg-CTRL §3.2): BIO token classification; macro F1/P/R over B, I, O (Table 3)",
@@ -538,4 +546,5 @@ register_trainer(TrainerSpec(
     data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), {text, spans} JSONL, or "
                  "CoNLL aspect spans (a .conll / .txt file or a folder of them; the Ruckdeschel & Wiedemann "
                  "corpus files as published)",
+    silver=SilverSpec(predict=silver_predict, release_row=silver_release_row),
 ))

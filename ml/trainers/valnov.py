@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-from ml import registry, training
+from ml import errors, registry, training
 from ml.encoders import default_encoder_path
 from ml.valnov.data import (
     WEIGHTINGS,
@@ -70,7 +70,7 @@ def resolve_hyperparameters(given: dict | None) -> dict:
                                                                           "class_weighting": CLASS_WEIGHTINGS})
     hp["calibrate"] = _flag(hp["calibrate"])
     if int(hp["runs"]) < 1 or int(hp["batch_size"]) < 1:
-        raise registry.TrainerError("hyperparameters: runs and batch_size must be >= 1")
+        raise errors.TrainerError("hyperparameters: runs and batch_size must be >= 1")
     return hp
 
 
@@ -81,7 +81,7 @@ def default_base_model() -> str:
 def _flag(value) -> bool:
     if isinstance(value, str):
         if value.strip().lower() not in ("1", "0", "true", "false", "yes", "no"):
-            raise registry.TrainerError(f"hyperparameters: calibrate must be true or false, got {value!r}")
+            raise errors.TrainerError(f"hyperparameters: calibrate must be true or false, got {value!r}")
         return value.strip().lower() in ("1", "true", "yes")
     return bool(value)
 
@@ -197,15 +197,15 @@ def train(request) -> registry.TrainResult:
     hp = resolve_hyperparameters(request.hyperparameters)
     rows_train = [r for r in request.rows_train if _has_labels(r)]
     if not rows_train:
-        raise registry.TrainerError("data: no training rows with a known validity or novelty")
+        raise errors.TrainerError("data: no training rows with a known validity or novelty")
     tagged_test = [dict(r, split="test") for r in getattr(request, "rows_test", None) or []]
     known = [r for r in list(request.rows_dev) + tagged_test
              if gold_label(r.get("validity")) is not None and gold_label(r.get("novelty")) is not None]
     rows_dev = [r for r in known if r.get("split") != "test"]
     rows_test = [r for r in known if r.get("split") == "test"]
     if not rows_dev:
-        raise registry.TrainerError("data: no dev rows with known validity and novelty (early stopping and model "
-                                    "selection need them; give --dev FILE or a file with more topics)")
+        raise errors.TrainerError("data: no dev rows with known validity and novelty (early stopping and model "
+                                  "selection need them; give --dev FILE or a file with more topics)")
     weights = effective_weights(rows_train, hp["weighting"], dataset_weights=hp["dataset_weights"],
                                 synthetic_factor=float(hp["synthetic_factor"]))
     device = training.pick_device()

@@ -25,7 +25,7 @@ Instance weights (:func:`effective_weights`, the trainer's ``weighting`` hyperpa
 
 Splits: rows with a ``split`` go where it says (``test`` rows ride in the dev list tagged ``split: "test"``, the
 convention of every trainer kind: the trainer never trains, selects or calibrates on them and reports them as the
-version's test metrics); otherwise :func:`ml.registry.stable_split`
+version's test metrics); otherwise :func:`ml.splits.stable_split`
 by topic (the shared task's dev split covers other debate topics than train), 20 % of the topics to dev.
 Synthetic rows never go to dev (their source's topic might).
 """
@@ -40,7 +40,8 @@ from annotation.task_types.validity_novelty.csvio import read_file
 from annotation.task_types.validity_novelty.results import export_records, responses_by_item
 from annotation.task_types.validity_novelty.weights import instance_weight
 from corpus.importers.base import ImportFailed
-from ml.registry import TrainerError, stable_split
+from ml.errors import TrainerError
+from ml.splits import stable_split
 
 from .score import CLASSES, class_of, gold_label
 

@@ -11,7 +11,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Item, Project
-from ml import loop, registry
+from ml import errors, loop, registry, versions
 from ml.trainers import argument as A
 
 TINY = {"from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
@@ -75,7 +75,7 @@ def test_stance_classes_and_project_labels():
 def test_learns_planted_signal_beats_majority_and_reports_cross_topic(tmp_artifacts):
     rows = planted(240, 1)
     test_rows = [dict(r, split="test") for r in planted(40, 9)]
-    version = registry.train_version("argument", rows_train=rows, rows_dev=planted(48, 2) + test_rows, seed=3,
+    version = versions.train_version("argument", rows_train=rows, rows_dev=planted(48, 2) + test_rows, seed=3,
                                      hyperparameters=dict(TINY, eval="cross-topic"))
     assert version.status == "ready", version.error
     dev, info = version.metrics["dev"], version.metrics["info"]
@@ -101,7 +101,7 @@ def test_learns_planted_signal_beats_majority_and_reports_cross_topic(tmp_artifa
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_two_step_scheme_and_other_label_sets(tmp_artifacts):
-    version = registry.train_version("argument", rows_train=planted(200, 4), rows_dev=planted(40, 5), seed=3,
+    version = versions.train_version("argument", rows_train=planted(200, 4), rows_dev=planted(40, 5), seed=3,
                                      hyperparameters=dict(TINY, scheme="two-step"))
     assert version.status == "ready", version.error
     assert version.metrics["dev"]["f1_macro"] > version.metrics["dev"]["majority_f1_macro"]
@@ -110,10 +110,10 @@ def test_two_step_scheme_and_other_label_sets(tmp_artifacts):
     # a project's own labels are the classes; two-step needs stance classes
     relabel = {"pro": "good", "con": "bad", "none": "bad"}
     rows = [dict(r, label=relabel[r["label"]]) for r in planted(60, 6)]
-    with pytest.raises(registry.TrainerError, match="two-step needs"):
-        registry.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
+    with pytest.raises(errors.TrainerError, match="two-step needs"):
+        versions.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
                                hyperparameters=dict(TINY, scheme="two-step", epochs=1))
-    version = registry.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
+    version = versions.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
                                      hyperparameters=dict(TINY, epochs=1))
     assert version.status == "ready" and version.metrics["info"]["labels"] == ["bad", "good"]
     assert "step1_f1_macro" not in version.metrics["dev"]
@@ -152,7 +152,7 @@ def test_rows_from_ukp_tsv_keep_every_train_row_and_the_split(tmp_path):
 
     bad = tmp_path / "bad.tsv"
     bad.write_text(UKP_HEADER + "t\tu\ta\th\tA sentence.\tMaybe\ttrain\n")
-    with pytest.raises(registry.TrainerError, match=r"bad.tsv:2: unknown annotation"):
+    with pytest.raises(errors.TrainerError, match=r"bad.tsv:2: unknown annotation"):
         A.rows_from_file(bad)
 
 
@@ -171,9 +171,9 @@ def test_rows_from_jsonl_with_and_without_a_split(tmp_path):
     assert len(train) + len(dev) == 30 and train and dev             # a stable sentence-hash split
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"topic": "t", "sentence": "s", "stance": "pro", "split": "holdout"}) + "\n")
-    with pytest.raises(registry.TrainerError, match=r"bad.jsonl:1: unknown split"):
+    with pytest.raises(errors.TrainerError, match=r"bad.jsonl:1: unknown split"):
         A.rows_from_file(bad)
-    with pytest.raises(registry.TrainerError, match=r"missing.jsonl:0: no such file"):
+    with pytest.raises(errors.TrainerError, match=r"missing.jsonl:0: no such file"):
         A.rows_from_file(tmp_path / "missing.jsonl")
 
 

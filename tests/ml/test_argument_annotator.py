@@ -8,7 +8,7 @@ import pytest
 from annotation import model_annotators as ma
 from annotation import selectors, services
 from annotation.models import Item, ModelAnswer, Project
-from ml import registry
+from ml import registry, versions
 from ml.item_confidence import item_confidence
 from tests.ml.test_argument import TINY, planted
 
@@ -18,7 +18,7 @@ NAMES = {"pro": "Argument_for", "con": "Argument_against", "none": "NoArgument"}
 
 
 def test_argument_model_annotates_a_sentence_label_project(tmp_artifacts, django_user_model):
-    version = registry.train_version("argument", rows_train=planted(240, 1), rows_dev=planted(48, 2), seed=3,
+    version = versions.train_version("argument", rows_train=planted(240, 1), rows_dev=planted(48, 2), seed=3,
                                      hyperparameters=TINY)
     assert version.status == "ready", version.error
     rows = planted(24, 11)

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from ml import loop, registry
+from ml import loop, registry, splits, versions
 from ml.data import ranker_rows_from_file
+from ml.models import ModelVersion
 from ml.registry import TrainerSpec, TrainResult
 from tests.ml.fakes import fake_load, fake_train, register_fake
 
@@ -86,7 +87,7 @@ def test_test_rows_give_test_metrics_and_are_never_trained_or_selected_on(fake_k
     out = loop.train_and_activate("fake_split", data=write(tmp_path / "all.jsonl", rows), activate="always")
     assert {r["text"][0] for r in seen["train"]} == {"t"} and {r["text"][0] for r in seen["dev"]} == {"d"}
     assert [r["text"] for r in seen["test"]] == [f"x{i}" for i in range(5)]
-    metrics = registry.ModelVersion.objects.get(pk=out["version"]).metrics
+    metrics = ModelVersion.objects.get(pk=out["version"]).metrics
     # the fake trainer reports no test metrics: the registry scored the saved model with spec.evaluate
     assert metrics["test"] == {"acc": 0.25, "n": 5, "majority_acc": 0.5} and metrics["n_test"] == 5
     assert metrics["test_evaluated_by"] == "registry" and metrics["dev"]["n_dev"] == 4
@@ -103,7 +104,7 @@ def test_test_rows_inside_the_dev_list_are_moved_out_and_the_trainer_may_report_
     registry.register_trainer(TrainerSpec(kind="own_test", train=train, load=fake_load, primary_metric="acc"))
     try:
         dev = [{"text": "d"}] * 3 + [{"text": "x", "split": "test"}] * 2
-        v = registry.train_version("own_test", rows_train=[{"text": "t"}], rows_dev=dev)
+        v = versions.train_version("own_test", rows_train=[{"text": "t"}], rows_dev=dev)
     finally:
         registry.unregister_trainer("own_test")
     assert seen == {"dev": 3, "test": 2} and v.n_dev == 3
@@ -113,8 +114,8 @@ def test_test_rows_inside_the_dev_list_are_moved_out_and_the_trainer_may_report_
 def test_without_test_rows_nothing_changes(tmp_artifacts):
     register_fake("fake_plain")
     try:
-        v = registry.train_version("fake_plain", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
+        v = versions.train_version("fake_plain", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
     finally:
         registry.unregister_trainer("fake_plain")
     assert "test" not in v.metrics and "n_test" not in v.metrics
-    assert v.data_hash == registry.data_hash([{"label": 1}], [{"label": 1}])
+    assert v.data_hash == splits.data_hash([{"label": 1}], [{"label": 1}])

@@ -16,7 +16,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from argora.roles import RESEARCHER_GROUP
-from ml import registry
+from ml import registry, splits, versions
 from ml.generation import corpora
 from ml.generation import evaluate as ev
 from ml.generation import generate as gen
@@ -64,18 +64,18 @@ HP = {"from_config": TINY, "lr": 3e-3, "warmup_ratio": 0.0, "max_evals": 1, "pat
 
 @pytest.fixture(scope="module")
 def models(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Both kinds trained through ``registry.train_version`` into a module folder; the rows are deleted after."""
+    """Both kinds trained through ``versions.train_version`` into a module folder; the rows are deleted after."""
     root = tmp_path_factory.mktemp("gen-models")
     rows = aspect_rows()
-    train, dev = registry.stable_split(rows, key="sentence", dev_fraction=0.2)
+    train, dev = splits.stable_split(rows, key="sentence", dev_fraction=0.2)
     s_rows = seq2seq_rows()
     with override_settings(ARTIFACT_ROOT=root), django_db_blocker.unblock():
         from django.db import transaction
 
         with transaction.atomic():  # no heartbeat thread; committed at the end
-            causal = registry.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=dict(
+            causal = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=dict(
                 HP, min_args=2, max_steps=24, batch_size=4, block_size=48))
-            seq = registry.train_version("seq2seq", rows_train=s_rows, rows_dev=s_rows[:3] + s_rows[-2:], seed=13,
+            seq = versions.train_version("seq2seq", rows_train=s_rows, rows_dev=s_rows[:3] + s_rows[-2:], seed=13,
                                          hyperparameters=dict(HP, argu="dual", max_steps=20, batch_size=7))
     yield {"causal": causal, "seq2seq": seq, "train": train, "dev": dev, "root": root}
     with django_db_blocker.unblock():

@@ -14,6 +14,8 @@ from ml import loop, registry
 from ml.models import ModelVersion
 from ml.data import ranker_rows_from_project
 from ml.registry import TrainerSpec, TrainResult
+from ml.trainers.ranker import rows_from_file as ranker_rows_from_file
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -47,9 +49,10 @@ class Scores:
     def __init__(self, scores, evaluate=None):
         self.scores = list(scores)
         self.seen: list[tuple[int, int]] = []
-        # the project reader is the real ranker kinds' (an aspect project's final answers as label rows)
+        # the readers are the real ranker kinds' (App. F files and an aspect project's final answers as label rows)
         self.spec = TrainerSpec(kind="ranker", train=self.train, load=self.load, primary_metric="ndcg",
-                                evaluate=evaluate, rows_from_project=ranker_rows_from_project)
+                                evaluate=evaluate, rows_from_file=ranker_rows_from_file,
+                                rows_from_project=ranker_rows_from_project)
 
     def train(self, req):
         self.seen.append((len(req.rows_train), len(req.rows_dev)))
@@ -88,8 +91,8 @@ def ranker_kind(tmp_artifacts, monkeypatch):
 
 @pytest.fixture
 def project():
-    return services.create_project(name="Aspects", slug="aspects-loop", task_type="aspect", assignments_per_item=2,
-                                   items_per_hit=4, status="active", config={"retrain_every": 4})
+    return ProjectFactory(name="Aspects", slug="aspects-loop", task_type="aspect", assignments_per_item=2,
+                          items_per_hit=4, config={"retrain_every": 4}, items=0, build=False)
 
 
 def add_labels(project, tmp_path, rows, name):

@@ -9,7 +9,7 @@ from ml.data import (group_sentences, leave_one_topic_out, ranker_rows, ranker_r
                      split_by_sentence, synthetic_appf, synthetic_ranker_rows)
 from ml.metrics import (RandomScorer, cross_topic, evaluate_scorer, in_topic, ranking_metrics, ranking_order,
                         recall_at_k)
-from ml.registry import TrainerError
+from ml.errors import TrainerError
 
 S1 = "We need background checks for buyers."
 S2 = "Cheap clean safe green solar power works."

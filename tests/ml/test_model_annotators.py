@@ -53,7 +53,7 @@ def _aspect_sentences(n: int, seed: int) -> list[dict]:
 def test_registry_tagger_annotates_an_aspect_project_and_the_dashboard_and_cli_show_its_alt_test(
         tmp_artifacts, client, staff_user):
     from annotation.task_types.aspect.items import build_payload
-    from ml.registry import train_version
+    from ml.versions import train_version
 
     version = train_version("tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(40, 2),
                             seed=3, hyperparameters=dict(TINY, epochs=3))
@@ -102,7 +102,7 @@ def test_registry_tagger_annotates_an_aspect_project_and_the_dashboard_and_cli_s
 
 @pytest.mark.slow
 def test_registry_classifier_annotates_a_validity_novelty_project(tmp_artifacts):
-    from ml.registry import train_version
+    from ml.versions import train_version
 
     version = train_version("valnov", rows_train=planted_rows(16, 1), rows_dev=planted_rows(8, 2), seed=7,
                             hyperparameters={"epochs": 1, "max_steps": 2, "runs": 1, "max_length": 24,
@@ -136,7 +136,7 @@ def test_registry_classifier_annotates_a_validity_novelty_project(tmp_artifacts)
 def test_registry_cross_encoder_answers_a_bws_project_with_best_and_worst_pairs(tmp_artifacts):
     """A similarity model (AugSBERT §4) as a BWS annotator: each 4-tuple's pairs scored, best = the highest, worst =
     the lowest; the answers pass the task type's validation and are kept apart from the crowd's."""
-    from ml.registry import train_version
+    from ml.versions import train_version
     from ml.similarity import models as sim_models
     from tests.annotation.task_types.bws_similarity.helpers import make_project
 
@@ -168,7 +168,7 @@ def test_registry_argspan_grounds_the_spans_of_a_span_grounding_project(tmp_arti
     """ArgSpan (ArgU §3.1.2) as a span grounding annotator: its spans grounded to the item's KB variables (or Others)
     go through the task type's validation; an answer the task type refuses would be a failure with the raw spans."""
     from annotation.task_types.span_grounding.task_type import token_offsets
-    from ml.registry import train_version
+    from ml.versions import train_version
     from tests.annotation.task_types.span_grounding.helpers import TOPIC, make_kb
     from tests.annotation.task_types.span_grounding.helpers import make_project as make_span_project
     from tests.ml.test_taggers import planted_span_rows

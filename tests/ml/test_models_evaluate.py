@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from ml import loop, registry
+from ml import loop, registry, splits, versions
 from ml.models import ModelVersion
 from tests.ml.fakes import fake_load, fake_train, register_fake
 from tests.ml.test_taggers import TINY, planted_tagger_rows
@@ -54,7 +54,7 @@ def tagger_file(tmp_path_factory):
 
 
 def test_evaluate_a_tiny_tagger_on_a_file_with_every_split(tmp_artifacts, tagger_file):
-    version = registry.train_version("tagger", rows_train=planted_tagger_rows(40, 1), rows_dev=planted_tagger_rows(10, 2),
+    version = versions.train_version("tagger", rows_train=planted_tagger_rows(40, 1), rows_dev=planted_tagger_rows(10, 2),
                                      seed=3, hyperparameters=dict(TINY, epochs=1))
     assert version.status == "ready", version.error
     out = json.loads(run("models", "evaluate", str(version.pk), "--data", str(tagger_file), "--json"))
@@ -68,7 +68,7 @@ def test_evaluate_a_tiny_tagger_on_a_file_with_every_split(tmp_artifacts, tagger
     assert not any(r["metric"].startswith("majority_") for r in out["beside_baselines"])  # baselines sit beside
     # the same figures as the kind's own evaluate on all rows of the file
     train, dev, test = loop.rows_from_file_parts("tagger", tagger_file)
-    direct = registry.get_trainer("tagger").evaluate(registry.load_model(version), registry.untagged(train + dev + test))
+    direct = registry.get_trainer("tagger").evaluate(registry.load_model(version), splits.untagged(train + dev + test))
     assert direct["f1_macro"] == pytest.approx(metrics["f1_macro"])
     text = run("models", "evaluate", str(version.pk), "--data", str(tagger_file))
     assert f"version {version.pk} (tagger) on {tagger_file}: 30 rows" in text
@@ -82,14 +82,14 @@ def test_evaluate_refuses_unknown_versions_kinds_without_evaluate_and_bad_files(
 
     register_fake("noeval")
     try:
-        v = registry.train_version("noeval", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
+        v = versions.train_version("noeval", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
         with pytest.raises(CommandError) as err:
             run("models", "evaluate", str(v.pk), "--data", str(tmp_path / "x.jsonl"))
         assert err.value.returncode == 2 and "'noeval' cannot score a file" in str(err.value)
     finally:
         registry.unregister_trainer("noeval")
 
-    v = registry.train_version("scored", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
+    v = versions.train_version("scored", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\nnot json\n')
     with pytest.raises(CommandError) as err:

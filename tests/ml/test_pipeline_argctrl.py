@@ -25,7 +25,7 @@ from django.urls import reverse
 from corpus.models import Document, Release, Sentence
 from corpus.releases import release_path
 from ml import pipeline as service
-from ml import registry
+from ml.versions import train_version
 from ml.generation.corpora import build_aspect_documents
 from ml.models import ModelVersion, PipelineRun, SilverLabel, SilverRun
 from tests.worker_utils import subprocess_env
@@ -108,11 +108,11 @@ def write_documents(folder: Path, topic: str, seed: int, n_files: int = 4) -> di
 
 @pytest.fixture
 def models(tmp_artifacts):
-    argument = registry.train_version("argument", rows_train=argument_rows(240, 1), rows_dev=argument_rows(48, 2),
-                                      seed=3, hyperparameters=dict(TINY, epochs=4))
+    argument = train_version("argument", rows_train=argument_rows(240, 1), rows_dev=argument_rows(48, 2),
+                             seed=3, hyperparameters=dict(TINY, epochs=4))
     assert argument.status == "ready", argument.error
-    tagger = registry.train_version("tagger", rows_train=tagger_rows(160, 3), rows_dev=tagger_rows(40, 4), seed=3,
-                                    hyperparameters=dict(TINY, epochs=3, max_length=48))
+    tagger = train_version("tagger", rows_train=tagger_rows(160, 3), rows_dev=tagger_rows(40, 4), seed=3,
+                           hyperparameters=dict(TINY, epochs=3, max_length=48))
     assert tagger.status == "ready", tagger.error
     return argument, tagger
 
@@ -286,7 +286,7 @@ def test_drop_counts_per_filter():
 
 @pytest.mark.django_db
 def test_admin_action_runs_the_chain_with_silver_stages_queued(tmp_path, client, admin_user_obj,
-                                                                django_capture_on_commit_callbacks):
+                                                               django_capture_on_commit_callbacks):
     for kind in ("argument", "tagger"):
         ModelVersion.objects.create(kind=kind, status="ready", artifact_path="/x", is_active=True)
     folder = tmp_path / "docs"

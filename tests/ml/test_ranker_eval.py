@@ -9,7 +9,7 @@ import json
 import pytest
 
 from corpus.tokens import tokenize
-from ml import registry
+from ml import errors, registry
 from ml.data import SentenceRows, group_sentences, ranker_rows, split_by_sentence
 from ml.registry import TrainRequest
 from ml.trainers.ranker import evaluate, oracle_recall, ranking_eval, rows_from_file
@@ -68,7 +68,7 @@ def test_rows_from_file_keeps_test_rows_of_app_f_files_and_folders(tmp_path):
     train, dev = rows_from_file(folder)
     assert len({r["sentence"] for r in train}) == 8
     assert {r["split"] for r in dev} == {"dev", "test"}
-    with pytest.raises(registry.TrainerError, match="train.jsonl and dev.jsonl"):
+    with pytest.raises(errors.TrainerError, match="train.jsonl and dev.jsonl"):
         rows_from_file(tmp_path)
 
 

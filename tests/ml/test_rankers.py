@@ -12,10 +12,11 @@ import shutil
 import pytest
 
 from annotation.task_types.aspect.candidates import candidates as make_candidates
-from ml import rankers, registry
+from ml import rankers, registry, versions
 from ml.data import group_sentences, split_by_sentence, synthetic_appf, synthetic_ranker_rows
 from ml.metrics import RandomScorer, baseline_scorer, evaluate_scorer, ranking_order
-from ml.registry import TrainRequest, TrainerError
+from ml.errors import TrainerError
+from ml.registry import TrainRequest
 
 TINY_HP = {"max_steps": 40, "batch_size": 8, "max_length": 48, "lr": 1e-3, "warmup_ratio": 0.0}
 
@@ -190,7 +191,7 @@ def test_active_ranker_prefers_project_then_global_and_span_ranker_then_ranker(
     assert get_active_ranker(aspect_project).name == "baseline"
 
     def version(kind, project=None):
-        v = registry.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
+        v = versions.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, project=project,
                                    base_model=tiny_bert, hyperparameters={**TINY_HP, "max_steps": 2})
         assert v.status == "ready" and v.metrics["primary_metric"] == "recall@10"
         assert registry.activate(v)

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Project
-from ml import registry
+from ml import errors, registry, seeds, splits, versions
 from ml.models import ModelVersion
 from tests.ml.fakes import register_fake
 
@@ -36,7 +36,7 @@ def _train(score=None, **kw):
     hp = dict(kw.pop("hyperparameters", {}))
     if score is not None:
         hp["score"] = score
-    return registry.train_version("fake", rows_train=ROWS, rows_dev=DEV, hyperparameters=hp, **kw)
+    return versions.train_version("fake", rows_train=ROWS, rows_dev=DEV, hyperparameters=hp, **kw)
 
 
 def _tmp_dirs(root: Path):
@@ -49,15 +49,15 @@ def test_train_version_writes_artifact_atomically_and_records_everything(fake_ki
     v = _train(0.7, project=project, seed=5, data_snapshot="file.jsonl")
     assert v.status == "ready" and not v.is_active
     final = tmp_artifacts / "models" / "fake" / str(v.pk)
-    assert Path(v.artifact_path) == final and (final / "weights.json").exists() and (final / registry.MANIFEST).exists()
+    assert Path(v.artifact_path) == final and (final / "weights.json").exists() and (final / versions.MANIFEST).exists()
     assert _tmp_dirs(tmp_artifacts) == []
     assert v.metrics["primary"] == 0.7 and v.metrics["primary_metric"] == "acc" and v.metrics["dev"]["acc"] == 0.7
     assert v.seed == 5 and v.n_train == 10 and v.n_dev == 1 and v.data_snapshot == "file.jsonl"
-    assert v.data_hash == registry.data_hash(ROWS, DEV) and len(v.data_hash) == 64
+    assert v.data_hash == splits.data_hash(ROWS, DEV) and len(v.data_hash) == 64
     assert v.trained_at is not None and v.project == project
     # the hash is canonical: key order does not matter, content does
-    assert registry.data_hash([{"b": 1, "a": 2}], []) == registry.data_hash([{"a": 2, "b": 1}], [])
-    assert registry.data_hash([{"a": 1}], []) != registry.data_hash([], [{"a": 1}])
+    assert splits.data_hash([{"b": 1, "a": 2}], []) == splits.data_hash([{"a": 2, "b": 1}], [])
+    assert splits.data_hash([{"a": 1}], []) != splits.data_hash([], [{"a": 1}])
 
 
 @pytest.mark.django_db
@@ -79,8 +79,8 @@ def test_missing_primary_metric_fails_the_version(tmp_artifacts):
     registry.register_trainer(TrainerSpec(kind="nometric", train=lambda req: TrainResult(metrics={"loss": 1.0}),
                                           load=lambda p: None, primary_metric="acc"))
     try:
-        with pytest.raises(registry.TrainerError, match="primary metric 'acc'"):
-            registry.train_version("nometric", rows_train=ROWS, rows_dev=DEV)
+        with pytest.raises(errors.TrainerError, match="primary metric 'acc'"):
+            versions.train_version("nometric", rows_train=ROWS, rows_dev=DEV)
         assert ModelVersion.objects.get().status == "failed"
         assert not (tmp_artifacts / "models" / "nometric").exists() or not any((tmp_artifacts / "models" / "nometric").iterdir())
     finally:
@@ -89,10 +89,10 @@ def test_missing_primary_metric_fails_the_version(tmp_artifacts):
 
 @pytest.mark.django_db
 def test_unknown_kind_and_empty_data_are_refused(fake_kind):
-    with pytest.raises(registry.TrainerError, match="unknown trainer kind 'nope'"):
+    with pytest.raises(errors.TrainerError, match="unknown trainer kind 'nope'"):
         registry.get_trainer("nope")
-    with pytest.raises(registry.TrainerError, match="no training rows"):
-        registry.train_version("fake", rows_train=[], rows_dev=DEV)
+    with pytest.raises(errors.TrainerError, match="no training rows"):
+        versions.train_version("fake", rows_train=[], rows_dev=DEV)
     assert "fake" in registry.trainer_kinds()
     assert ModelVersion.objects.count() == 0
 
@@ -116,7 +116,7 @@ def test_a_duplicate_delivery_waits_for_the_live_run_and_never_harms_its_model(f
     waits for the first and returns its model; the first's temporary folder, row and activation are untouched."""
     import threading
 
-    monkeypatch.setattr(registry, "HEARTBEAT_SECONDS", 0.2)
+    monkeypatch.setattr(versions, "HEARTBEAT_SECONDS", 0.2)
     gate, pid = tmp_path / "gate", tmp_path / "pid"
     results = {}
 
@@ -186,11 +186,11 @@ def test_activate_only_if_better_and_one_active_per_scope(fake_kind):
 def test_lower_is_better_metric(tmp_artifacts):
     register_fake("fake_loss", higher_is_better=False)
     try:
-        a = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.5})
+        a = versions.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.5})
         registry.activate(a)
-        b = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.9})
+        b = versions.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.9})
         assert registry.activate(b, only_if_better=True) is False
-        c = registry.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.2})
+        c = versions.train_version("fake_loss", rows_train=ROWS, rows_dev=DEV, hyperparameters={"score": 0.2})
         assert registry.activate(c, only_if_better=True) is True
     finally:
         registry.unregister_trainer("fake_loss")
@@ -236,13 +236,13 @@ def test_load_model_is_cached(fake_kind, monkeypatch):
 
 def test_stable_split_groups_and_is_stable():
     rows = [{"sentence": f"s{i // 3}", "n": i} for i in range(60)]
-    train, dev = registry.stable_split(rows, key="sentence")
+    train, dev = splits.stable_split(rows, key="sentence")
     assert train and dev and len(train) + len(dev) == 60
     assert not {r["sentence"] for r in train} & {r["sentence"] for r in dev}
     more = rows + [{"sentence": f"new{i}", "n": 100 + i} for i in range(30)]
-    _, dev2 = registry.stable_split(more, key="sentence")
+    _, dev2 = splits.stable_split(more, key="sentence")
     assert {r["sentence"] for r in dev} <= {r["sentence"] for r in dev2}  # old dev members stay dev
-    t, d = registry.stable_split([{"sentence": "a"}, {"sentence": "b"}], key="sentence", dev_fraction=0.01)
+    t, d = splits.stable_split([{"sentence": "a"}, {"sentence": "b"}], key="sentence", dev_fraction=0.01)
     assert len(t) == 1 and len(d) == 1
 
 
@@ -256,13 +256,13 @@ def test_seed_optimise_probes_every_seed_and_continues_only_the_best():
             return final[seed] * steps / 100
         return run
 
-    best, run, scores = registry.seed_optimise_runs(factory, [1, 2, 3], total_steps=100)
+    best, run, scores = seeds.seed_optimise_runs(factory, [1, 2, 3], total_steps=100)
     assert best == 2 and log == [(1, 20), (2, 20), (3, 20)] and scores[2] == pytest.approx(0.16)
     assert run(100) == pytest.approx(0.8) and log[-1] == (2, 100)
-    assert registry.seed_optimise(factory, [1, 2, 3], total_steps=10, probe_fraction=0.2) == 2
-    assert registry.seed_optimise(factory, [1, 2, 3], total_steps=100, higher_is_better=False) == 1
+    assert seeds.seed_optimise(factory, [1, 2, 3], total_steps=10, probe_fraction=0.2) == 2
+    assert seeds.seed_optimise(factory, [1, 2, 3], total_steps=100, higher_is_better=False) == 1
     with pytest.raises(ValueError):
-        registry.seed_optimise(factory, [], total_steps=10)
+        seeds.seed_optimise(factory, [], total_steps=10)
 
 
 @pytest.mark.django_db
@@ -274,7 +274,7 @@ def test_recover_interrupted_marks_stale_training_failed(fake_kind):
     stale = ModelVersion.objects.create(kind="fake", task_id="t-x", status="training",
                                         heartbeat_at=timezone.now() - timedelta(hours=1))
     fresh = ModelVersion.objects.create(kind="fake", task_id="t-y", status="training", heartbeat_at=timezone.now())
-    found = registry.recover_interrupted(older_than=60)
+    found = versions.recover_interrupted(older_than=60)
     assert [f["version"] for f in found] == [stale.pk]
     assert ModelVersion.objects.get(pk=stale.pk).status == "failed"
     assert ModelVersion.objects.get(pk=fresh.pk).status == "training"
@@ -418,7 +418,7 @@ def test_beat_recovers_interrupted_runs_on_the_default_queue(settings):
 
     assert settings.CELERY_BEAT_SCHEDULE["recover-interrupted-training"]["task"] == "ml.recover_interrupted"
     assert app.amqp.router.route({}, "ml.recover_interrupted")["queue"].name == "default"
-    with mock.patch("ml.registry.recover_interrupted", return_value=[{"version": 7}]) as recover:
+    with mock.patch("ml.versions.recover_interrupted", return_value=[{"version": 7}]) as recover:
         assert tasks.recover_interrupted() == [{"version": 7}]
     recover.assert_called_once_with(requeue=True)
 

@@ -153,7 +153,8 @@ def test_silver_release_is_its_own_kind(corpus, version, tmp_artifacts):
 
 @pytest.mark.slow
 def test_end_to_end_with_a_trained_tagger_and_the_cli(corpus, tmp_artifacts, capsys):
-    from ml.registry import activate, train_version
+    from ml.registry import activate
+    from ml.versions import train_version
     from tests.ml.test_taggers import TINY, planted_tagger_rows
 
     version = train_version("tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(50, 2),
@@ -244,7 +245,7 @@ def test_recover_interrupted_marks_stale_running_runs_and_requeues_from_the_chec
     assert silver.recover_interrupted(older_than=60) == []  # taken once
     # the beat task: requeue -> pending + ml.tasks.silver sent again; the run continues after its checkpoint
     _stale(dead, 600)
-    with mock.patch("ml.registry.recover_interrupted", return_value=[]), \
+    with mock.patch("ml.versions.recover_interrupted", return_value=[]), \
             mock.patch("ml.tasks.silver.apply_async") as send, django_capture_on_commit_callbacks(execute=True):
         found = tasks.recover_interrupted()
     assert [f["run"] for f in found] == [dead.pk] and found[0]["requeued"] is True

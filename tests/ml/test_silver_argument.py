@@ -124,7 +124,7 @@ def test_cli_argument_kind_and_arguments_from_run(corpus, versions, monkeypatch)
 @pytest.mark.slow
 def test_a_tiny_trained_argument_model_through_the_silver_path(tmp_artifacts):
     """The real ``argument`` model (tiny BERT from a config) loaded from its artifact by the registry."""
-    from ml.registry import train_version
+    from ml.versions import train_version
     from tests.ml.test_argument import TINY, planted
 
     version = train_version("argument", rows_train=planted(240, 1), rows_dev=planted(60, 2), seed=3,

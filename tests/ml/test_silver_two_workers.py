@@ -38,7 +38,8 @@ def _wait_for(check, *, timeout: float, what: str, workers=()):
 @pytest.fixture
 def argument_version(tmp_path, settings):
     """A tiny real ``argument`` model (BERT from a config), trained in a few seconds."""
-    from ml.registry import activate, train_version
+    from ml.registry import activate
+    from ml.versions import train_version
     from tests.ml.test_argument import TINY, planted
 
     version = train_version("argument", rows_train=planted(48, 1), rows_dev=planted(16, 2), seed=3,

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from ml.models import ModelVersion
-from ml.registry import TrainerError
+from ml.errors import TrainerError
 from ml.similarity import data as D
 from ml.similarity import evaluation as E
 

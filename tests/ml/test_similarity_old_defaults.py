@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ml import registry
+from ml import errors
 from tests.ml.test_similarity_recipe import MAX_LENGTH, needs_ukp, subset, train
 
 
@@ -28,6 +28,6 @@ def test_old_cross_encoder_defaults_stay_below_jaccard_and_augsbert_warns(tmp_pa
                  "max_length": MAX_LENGTH})
     assert aug.info["teacher_ok"] is False and "not above" in aug.info["warnings"][0]
     assert "WARNING: AugSBERT teacher check" in capsys.readouterr().err
-    with pytest.raises(registry.TrainerError, match="teacher_check=refuse"):
+    with pytest.raises(errors.TrainerError, match="teacher_check=refuse"):
         train("augsbert", rows_train[:64], dev, test[:40], tmp_path / "aug2",
               {"cross_encoder": str(tmp_path / "cross" / "model"), "teacher_check": "refuse", "max_length": MAX_LENGTH})

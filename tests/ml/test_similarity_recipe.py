@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ml import registry
+from ml import errors, registry
 from ml.encoders import default_encoder_path
 from ml.similarity import augsbert as A
 from ml.similarity import data as D
@@ -52,14 +52,14 @@ def test_teacher_check_warns_or_refuses():
     assert A.check_teacher(50.0, {"jaccard": 30.0, "base_bi_encoder": 42.0}) is None
     warning = A.check_teacher(35.0, {"jaccard": 30.0, "base_bi_encoder": 42.0})
     assert "35.0" in warning and "base_bi_encoder 42.0" in warning and "jaccard" not in warning
-    with pytest.raises(registry.TrainerError, match="teacher_check=refuse"):
+    with pytest.raises(errors.TrainerError, match="teacher_check=refuse"):
         A.check_teacher(20.0, {"jaccard": 30.0}, policy="refuse")
 
 
 def test_gold_labels_is_teacher_by_default_and_refuses_an_unknown_value(tmp_path):
     assert A.AUG_DEFAULTS["gold_labels"] == "teacher" and A.GOLD_LABELS == ("teacher", "gold")
     rows = [{"topic": "t", "argument1": "a b", "argument2": "a c", "score": 0.5}]
-    with pytest.raises(registry.TrainerError, match="gold_labels must be one of teacher, gold, got 'silver'"):
+    with pytest.raises(errors.TrainerError, match="gold_labels must be one of teacher, gold, got 'silver'"):
         A.run(rows, [], base_model="unused", hp=dict(A.AUG_DEFAULTS, gold_labels="silver"), seed=1,
               output_dir=tmp_path)
     assert not any(tmp_path.iterdir())                 # refused before anything was written
@@ -114,7 +114,7 @@ def test_a_closed_gate_is_the_bi_encoder_and_a_saved_model_scores_the_same(tmp_p
 
 def test_architecture_picks_its_own_defaults_and_refuses_an_unknown_one():
     assert M.cross_defaults(None)["architecture"] == "gated" and M.cross_defaults("cls")["epochs"] == 3
-    with pytest.raises(registry.TrainerError, match="architecture must be one of gated, cls"):
+    with pytest.raises(errors.TrainerError, match="architecture must be one of gated, cls"):
         M.cross_defaults("colbert")
     # AugSBERT's cross-encoder stage: its own architecture, lr and epochs; the shared max length
     hp = dict(A.AUG_DEFAULTS, max_length=48, cross_architecture="cls")

@@ -126,6 +126,7 @@ def test_planted_task_is_what_the_docstring_says():
     assert planted() == (train, dev, test)
 
 
+@pytest.mark.minutes  # 75 s alone, but past the 10-minute timeout on a 2-core machine shared with other runs
 @pytest.mark.slow
 def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_path):
     """24 groups (100 gold pairs, 120 test pairs): about 75 s on one thread. Both bi-encoders get the same recipe

@@ -77,7 +77,8 @@ def test_default_recipe_learns_B_on_long_multi_word_aspects_with_the_packaged_mi
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_test_rows_give_test_metrics_and_never_change_the_selection(tmp_artifacts):
-    from ml.registry import load_model, train_version
+    from ml.registry import load_model
+    from ml.versions import train_version
 
     train, dev, test = aspect_rows(48, seed=1), aspect_rows(16, seed=2), aspect_rows(16, seed=3)
     plain = train_version("tagger", rows_train=train, rows_dev=dev, seed=5, hyperparameters=dict(TINY))
@@ -149,7 +150,7 @@ def test_train_tagger_eval_cross_topic_prints_every_held_out_topic(tmp_path, tmp
 
 
 def test_cross_topic_needs_two_topics_and_a_known_setting(tmp_path):
-    from ml.registry import TrainerError
+    from ml.errors import TrainerError
 
     spec = get_trainer("tagger")
     rows = aspect_rows(8, seed=1, topics=("cloning",))

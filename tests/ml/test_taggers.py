@@ -108,7 +108,8 @@ def test_scheme_metrics_hand_computed():
 # --- data files ------------------------------------------------------------------------------------
 
 def test_tagger_rows_from_appf_file_and_file_line_errors(tmp_path):
-    from ml.registry import TrainerError, get_trainer
+    from ml.errors import TrainerError
+    from ml.registry import get_trainer
 
     rows = planted_tagger_rows(30, 1)
     path = tmp_path / "appf.jsonl"
@@ -122,7 +123,8 @@ def test_tagger_rows_from_appf_file_and_file_line_errors(tmp_path):
 
 
 def test_argspan_rows_from_span_export_file(tmp_path):
-    from ml.registry import TrainerError, get_trainer
+    from ml.errors import TrainerError
+    from ml.registry import get_trainer
 
     path = tmp_path / "spans.jsonl"
     path.write_text("".join(json.dumps(dict(r, split="dev" if i % 4 == 0 else "train")) + "\n"
@@ -139,7 +141,8 @@ def test_argspan_rows_from_span_export_file(tmp_path):
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_tagger_learns_planted_aspects_and_beats_majority(tmp_artifacts):
-    from ml.registry import load_model, train_version
+    from ml.registry import load_model
+    from ml.versions import train_version
 
     version = train_version("tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(50, 2),
                             seed=3, hyperparameters=dict(TINY, epochs=3))
@@ -156,7 +159,8 @@ def test_tagger_learns_planted_aspects_and_beats_majority(tmp_artifacts):
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_argspan_learns_spans_and_grounding(tmp_artifacts):
-    from ml.registry import load_model, train_version
+    from ml.registry import load_model
+    from ml.versions import train_version
 
     version = train_version("argspan", rows_train=planted_span_rows(120, 1), rows_dev=planted_span_rows(50, 2),
                             seed=3, hyperparameters=dict(TINY, epochs=3, proj_dim=32))
@@ -175,7 +179,7 @@ def test_argspan_learns_spans_and_grounding(tmp_artifacts):
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_argspanscheme_learns_schemes_and_spans(tmp_artifacts):
-    from ml.registry import train_version
+    from ml.versions import train_version
 
     version = train_version("argspanscheme", rows_train=planted_span_rows(120, 1),
                             rows_dev=planted_span_rows(50, 2), seed=3, hyperparameters=dict(TINY, epochs=3))
@@ -223,7 +227,8 @@ def _exported_span_project(tmp_path, django_user_model, n=10):
 @pytest.mark.django_db
 def test_argspan_reads_a_real_span_grounding_export(tmp_path, django_user_model):
     """The export writes ``"spans": [[begin, end, variable], ...]``; ArgSpan reads that file (and the project)."""
-    from ml.registry import TrainerError, get_trainer
+    from ml.errors import TrainerError
+    from ml.registry import get_trainer
     from ml.trainers.argspan import parse_row
 
     project, facts, texts, out = _exported_span_project(tmp_path, django_user_model)
@@ -281,7 +286,7 @@ def test_train_argspan_cli_on_a_real_export(tmp_path, tmp_artifacts, django_user
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", ["tagger", "argspan"])
 def test_tagger_and_argspan_accept_seeds(kind, tmp_artifacts):
-    from ml.registry import train_version
+    from ml.versions import train_version
 
     rows = (planted_tagger_rows(24, 1), planted_tagger_rows(8, 2)) if kind == "tagger" else \
         (planted_span_rows(24, 1), planted_span_rows(8, 2))

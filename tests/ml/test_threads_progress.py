@@ -19,7 +19,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from argora.progress import LineProgress, cli_progress
-from ml import registry, training
+from ml import errors, registry, training, versions
 from ml.models import ModelVersion
 from ml.registry import TrainerSpec
 from tests.ml.fakes import fake_load, register_fake
@@ -67,9 +67,9 @@ def test_thread_count_default_env_and_option(monkeypatch):
     assert training.thread_count() is None
     for bad in ("two", "-1"):
         monkeypatch.setenv(training.ENV_THREADS, bad)
-        with pytest.raises(registry.TrainerError, match=training.ENV_THREADS):
+        with pytest.raises(errors.TrainerError, match=training.ENV_THREADS):
             training.thread_count()
-    with pytest.raises(registry.TrainerError, match="threads: must be >= 1"):
+    with pytest.raises(errors.TrainerError, match="threads: must be >= 1"):
         training.thread_count(0)
 
 
@@ -77,12 +77,12 @@ def test_thread_count_default_env_and_option(monkeypatch):
 def test_training_runs_on_the_env_threads_and_records_them(fake_kind, torch_threads, monkeypatch):
     monkeypatch.setenv(training.ENV_THREADS, "2")
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
-    v = registry.train_version("fake", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
+    v = versions.train_version("fake", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
     assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2"
     assert v.metrics["info"]["torch_threads"] == 2
     monkeypatch.delenv(training.ENV_THREADS)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    v = registry.train_version("fake", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
+    v = versions.train_version("fake", rows_train=[{"label": 1}], rows_dev=[{"label": 1}])
     assert torch.get_num_threads() == 1 and v.metrics["info"]["torch_threads"] == 1
 
 
@@ -175,7 +175,7 @@ def test_ctrl_c_marks_the_version_interrupted_at_once(tmp_artifacts, tmp_path):
     assert stop.value.code == 130
     v = ModelVersion.objects.get()
     assert v.status == "failed" and v.error.startswith("interrupted: stopped by SIGINT") and v.task_id.startswith("cli-")
-    assert registry.status_of(v) == "interrupted" and not v.artifact_path
+    assert versions.status_of(v) == "interrupted" and not v.artifact_path
     assert list((tmp_artifacts / "models").glob(".tmp-*")) == []
 
 

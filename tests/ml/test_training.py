@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ml import training
-from ml.registry import TrainerError
+from ml.errors import TrainerError
 
 
 # --- seeds, devices, hyperparameters ---------------------------------------------------------------

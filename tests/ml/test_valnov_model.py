@@ -13,7 +13,7 @@ import pytest
 import torch
 from django.core.management import call_command
 
-from ml import registry
+from ml import errors, registry
 from ml.valnov import data as D
 from ml.valnov.loss import per_instance_loss, targets_tensor, valnov_loss
 from ml.valnov.score import (NOT_VALID_NOT_NOVEL, NOT_VALID_NOVEL, VALID_NOT_NOVEL, VALID_NOVEL, majority_baseline,
@@ -125,7 +125,7 @@ def test_rows_without_a_split_go_to_dev_by_topic_and_bad_files_say_where(tmp_pat
     assert not {r["topic"] for r in train} & {r["topic"] for r in dev}
     bad = tmp_path / "bad.csv"
     _write_csv(bad, [["t", "P", "C", 1, "majority", 1, "majority"], ["t", "", "C", 1, "majority", 1, "majority"]])
-    with pytest.raises(registry.TrainerError, match=rf"^{bad}:3: Premise: empty"):
+    with pytest.raises(errors.TrainerError, match=rf"^{bad}:3: Premise: empty"):
         D.rows_from_file(bad)
 
 

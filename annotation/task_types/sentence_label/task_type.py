@@ -27,6 +27,7 @@ class SentenceLabel(TaskType):
     builds_from_sentences = True
     adjudication_template = "task_types/sentence_label/adjudicate.html"
     script = "task_types/sentence_label/hit.js"
+    retrain_kinds = ("argument",)  # the retrain loop trains the argument / stance classifier from the final labels
     keys_help = (
         ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
         ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items; <kbd>←</kbd> <kbd>→</kbd> change the choice"),
@@ -68,9 +69,12 @@ class SentenceLabel(TaskType):
             links["external_key"] = f"sentence:{sentence_id}"
         return links
 
+    def page_context(self, project):
+        return {"labels": self.labels(project)}  # one label set for every item of the page
+
     def item_context(self, project, item):
         return {"item": item, "payload": item.payload, "text": item.payload.get("text", ""),
-                "topic": item.payload.get("topic", ""), "labels": self.labels(project)}
+                "topic": item.payload.get("topic", "")}
 
     def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):

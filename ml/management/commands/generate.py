@@ -37,14 +37,15 @@ from annotation.task_types.ratings import RatingsError
 from argora.progress import cli_progress, null_progress
 from corpus.importers.base import ImportFailed
 from corpus.importers.parsers import parse_kialo, parse_ukp_tsv
-from ml import registry
+from ml import versions
 from ml.generation import corpora
 from ml.generation import evaluate as ev
 from ml.generation import generate as gen
 from ml.generation.corpora import RowError, read_jsonl
 from ml.generation.generate import detect_aspects
 from ml.management.commands.train import parse_hp
-from ml.registry import TrainerError, stable_split
+from ml.errors import TrainerError
+from ml.splits import stable_split
 
 DEMO_DIR = Path(__file__).resolve().parents[3] / "argora" / "demo_data"
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
@@ -117,12 +118,12 @@ def run_demo(*, steps: int = 250, base_model: str | None = None, progress=None, 
     if not base_model:
         hp_common["from_config"] = dict(TINY)
     train_rows, dev_rows = demo_aspect_rows()
-    causal = registry.train_version("generator", rows_train=train_rows, rows_dev=dev_rows, base_model=base_model,
+    causal = versions.train_version("generator", rows_train=train_rows, rows_dev=dev_rows, base_model=base_model,
                                     seed=seed, hyperparameters=dict(hp_common, min_args=1, block_size=128),
                                     data_snapshot="demo:argora/demo_data/arguments.tsv", progress=progress)
     debate_rows, thesis = demo_debate_rows()
     d_train, d_dev = stable_split(debate_rows, key="prompt", dev_fraction=0.15)
-    seq = registry.train_version("seq2seq", rows_train=d_train, rows_dev=d_dev, base_model=base_model, seed=seed,
+    seq = versions.train_version("seq2seq", rows_train=d_train, rows_dev=d_dev, base_model=base_model, seed=seed,
                                  hyperparameters=dict(hp_common, max_target_length=64, max_source_length=128),
                                  data_snapshot="demo:argora/demo_data/school-uniforms.kialo.txt",
                                  progress=progress)

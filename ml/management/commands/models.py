@@ -10,7 +10,7 @@
     manage.py models evaluate <id> --data FILE [--json]            score a version on any file of its kind
 
 ``list`` first marks versions whose run died (heartbeat older than 60 s) ``interrupted``
-(:func:`ml.registry.sweep_interrupted`); its ``--json`` rows carry the dev and test metrics and, per metric,
+(:func:`ml.versions.sweep_interrupted`); its ``--json`` rows carry the dev and test metrics and, per metric,
 ``{"metric", "value", "scale", "baseline", "baseline_metric"}`` (:func:`ml.metrics.beside_baselines`).
 
 ``evaluate`` reads FILE with the kind's own reader (:func:`ml.loop.rows_from_file_parts`: every row, whatever its
@@ -26,7 +26,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
-from ml import loop, registry
+from ml import errors, loop, registry, splits, versions
 from ml.metrics import baseline_of, beside_baselines, metric_line
 from ml.models import ModelVersion
 
@@ -40,7 +40,7 @@ def version_row(v: ModelVersion) -> dict:
     dev_base = baseline_of(primary_metric, dev) if primary_metric else None
     test_base = baseline_of(primary_metric, test) if primary_metric else None
     return {"id": v.pk, "kind": v.kind, "project": v.project.slug if v.project else None,
-            "status": registry.status_of(v), "active": v.is_active, "primary": v.primary_metric,
+            "status": versions.status_of(v), "active": v.is_active, "primary": v.primary_metric,
             "primary_metric": primary_metric, "primary_baseline": dev_base[1] if dev_base else None,
             "primary_baseline_metric": dev_base[0] if dev_base else None,
             "test_primary": test.get(primary_metric) if primary_metric else None,
@@ -91,7 +91,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{kind}\t{spec.primary_metric}\t{spec.description}")
             return
         if action == "list":
-            registry.sweep_interrupted()
+            versions.sweep_interrupted()
             qs = ModelVersion.objects.select_related("project").order_by("kind", "project_id", "id")
             if opts["kind"]:
                 qs = qs.filter(kind=opts["kind"])
@@ -128,7 +128,7 @@ class Command(BaseCommand):
             self.stdout.write(f"rolled back: version {previous.pk} is the active {previous.kind}")
             return
         if action == "recover":
-            found = registry.recover_interrupted(older_than=opts["older_than"], requeue=opts["requeue"])
+            found = versions.recover_interrupted(older_than=opts["older_than"], requeue=opts["requeue"])
             for item in found:
                 self.stdout.write(json.dumps(item))
             self.stdout.write(f"{len(found)} interrupted version(s)")
@@ -143,21 +143,21 @@ class Command(BaseCommand):
             raise CommandError(f"VERSION: no model version {pk}", returncode=2)
         try:
             spec = registry.get_trainer(version.kind)
-        except registry.TrainerError as exc:
+        except errors.TrainerError as exc:
             raise CommandError(f"VERSION: version {pk}: {exc}", returncode=2) from None
         if spec.evaluate is None:
             raise CommandError(f"VERSION: kind {version.kind!r} cannot score a file (its trainer has no evaluate)",
                                returncode=2)
         if version.status not in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or not (
                 version.artifact_path and Path(version.artifact_path).is_dir()):
-            raise CommandError(f"VERSION: version {pk} is {registry.status_of(version)} and has no artifact to load",
+            raise CommandError(f"VERSION: version {pk} is {versions.status_of(version)} and has no artifact to load",
                                returncode=2)
         path = Path(opts["data"])
         try:
             train, dev, test = loop.rows_from_file_parts(version.kind, path)
-        except registry.TrainerError as exc:
+        except errors.TrainerError as exc:
             raise CommandError(str(exc), returncode=2) from None
-        rows = registry.untagged(train + dev + test)
+        rows = splits.untagged(train + dev + test)
         if not rows:
             raise CommandError(f"{path}:0: no rows to score", returncode=2)
         model = registry.load_model(version)

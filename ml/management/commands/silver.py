@@ -40,7 +40,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
         start = sub.add_parser("start", help="start a run")
-        start.add_argument("--kind", required=True, choices=list(silver.KINDS))
+        start.add_argument("--kind", required=True,
+                           help="a trainer kind whose model annotates sentences (tagger, argspan, argspanscheme, "
+                                "argument: ml.registry.silver_kinds)")
         start.add_argument("--topic", help="topic slug, name or id")
         start.add_argument("--source", default="", help="Sentence.source to select")
         start.add_argument("--all", action="store_true", help="every sentence (no topic/source filter)")

@@ -32,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project
 from argora.progress import cli_progress
-from ml import registry, training
+from ml import errors, registry, training, versions
 from ml.loop import train_and_activate
 from ml.metrics import beside_baselines, metric_line
 from ml.similarity.sampling import SamplingError, canonical
@@ -113,7 +113,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         try:
             registry.get_trainer(opts["kind"])
-        except registry.TrainerError as exc:
+        except errors.TrainerError as exc:
             raise CommandError(str(exc), returncode=2) from None
         project = None
         if opts["project"]:
@@ -138,9 +138,9 @@ class Command(BaseCommand):
                                    "(see the README), not --queue", returncode=2)
             try:
                 training.thread_count(opts["threads"])
-            except registry.TrainerError as exc:
+            except errors.TrainerError as exc:
                 raise CommandError(f"--{exc}", returncode=2) from None
-            os.environ[training.ENV_THREADS] = str(opts["threads"])  # read by registry.train_version
+            os.environ[training.ENV_THREADS] = str(opts["threads"])  # read by versions.train_version
 
         if opts["queue"]:
             result = train.apply_async(kwargs=dict(kind=opts["kind"], project_id=getattr(project, "pk", None),
@@ -151,15 +151,15 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(out) if opts["json"] else f"queued ml.tasks.train as {result.id}")
             return
 
-        registry.sweep_interrupted()  # runs killed outright before this one: interrupted, not "training"
+        versions.sweep_interrupted()  # runs killed outright before this one: interrupted, not "training"
         task_id = f"cli-{uuid.uuid4().hex}"  # names this run's version so a stop can mark it interrupted
         try:
-            with registry.stop_marks_interrupted(task_id), cli_progress(f"train {opts['kind']}") as progress:
+            with versions.stop_marks_interrupted(task_id), cli_progress(f"train {opts['kind']}") as progress:
                 outcome = train_and_activate(opts["kind"], project=project, data=opts["data"], dev_data=opts["dev"],
                                              seed=opts["seed"], hyperparameters=hyperparameters,
                                              base_model=opts["base_model"], activate=opts["activate"],
                                              progress=progress, task_id=task_id)
-        except registry.TrainerError as exc:
+        except errors.TrainerError as exc:
             raise CommandError(str(exc), returncode=2) from None
         except KeyboardInterrupt:
             self.stderr.write("interrupted (Ctrl-C): the version is marked interrupted")
