@@ -112,10 +112,10 @@ class MTurkAssignmentAdmin(TeamScopedAdmin):
 
 @admin.register(MTurkBonus)
 class MTurkBonusAdmin(TeamScopedAdmin):
-    list_display = ("worker_id", "assignment_id", "amount_cents", "kind", "paid", "created_at", "paid_at")
-    list_filter = ("paid", "kind", "project")
+    list_display = ("worker_id", "assignment_id", "amount_cents", "kind", "status", "created_at", "paid_at")
+    list_filter = ("status", "kind", "project")
     search_fields = ("worker_id", "assignment_id")
-    readonly_fields = ("paid", "paid_at")
+    readonly_fields = ("status", "paid_at")
 
 
 @admin.register(MTurkOperation)

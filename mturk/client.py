@@ -15,8 +15,7 @@ import hashlib
 import logging
 from typing import Any, Callable
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+from annotation.crowd import calls
 
 from .models import MTurkOperation
 
@@ -85,64 +84,63 @@ def _jsonable(value):
     return value
 
 
+def _not_found_or_jsonable(already_done: Callable[[MTurkOperation], dict | None]):
+    def lookup(op: MTurkOperation) -> dict | None:
+        found = already_done(op)
+        return None if found is None else _jsonable(found)
+    return lookup
+
+
+RULES = calls.Rules(
+    log=MTurkOperation, platform="MTurk", error=MTurkError,
+    resolve_hint="check on MTurk, then run `manage.py mturk resolve --key {key} --happened|--not-happened`")
+
+
 def call_once(key: str, operation: str, params: dict, *, sandbox: bool, project=None,
               already_done: Callable[[MTurkOperation], dict | None] | None = None,
               duplicate_ok: bool = False) -> MTurkOperation:
-    """Make the MTurk call ``operation(**params)`` at most once per ``key``.
+    """Make the MTurk call ``operation(**params)`` at most once per ``key`` (:mod:`annotation.crowd.calls`).
 
     1. the log row (``key`` unique) is written and committed *before* the call;
     2. a row already ``done`` returns at once (no call);
-    3. a row left ``pending`` by a crash is a retry: ``already_done(row)`` may look the outcome up on MTurk
+    3. a row left behind by an earlier attempt is a retry: ``already_done(row)`` may look the outcome up on MTurk
        (e.g. ListBonusPayments) and return a response, then no call is made; otherwise the call is repeated
        with the same parameters (and so the same UniqueRequestToken). ``duplicate_ok``: on a retry, an error
        that says the token was already used counts as done;
     4. after the call the row is marked ``done`` with the response (or ``failed`` with MTurk's reason, and
-       :class:`MTurkError` is raised).
+       :class:`MTurkError` is raised; no answer at all leaves it ``pending`` for the next run).
     """
-    try:
-        with transaction.atomic():
-            op, created = MTurkOperation.objects.get_or_create(
-                key=key, defaults={"operation": operation, "request": _jsonable(params), "sandbox": sandbox,
-                                   "project": project})
-    except IntegrityError:
-        op, created = MTurkOperation.objects.get(key=key), False
-    if op.status == MTurkOperation.Status.DONE:
-        return op
-    retry = not created and op.attempts > 0
-    if not created and op.request:
-        params = op.request  # a retry repeats the logged request exactly (same reward, same token)
-    if retry and already_done is not None:
-        found = already_done(op)
-        if found is not None:
+    attempt = calls.begin(RULES, key, {"operation": operation, "request": _jsonable(params), "sandbox": sandbox,
+                                       "project": project},
+                          already_done=None if already_done is None else _not_found_or_jsonable(already_done),
+                          finish=lambda op, response, note="": _finish(op, response, note=note))
+    op = attempt.op
+    if attempt.done:
+        if attempt.retry:
             log.info("mturk %s %s: found done on MTurk, not called again", operation, key)
-            return _finish(op, _jsonable(found), note="found on MTurk after an interrupted call")
-    MTurkOperation.objects.filter(pk=op.pk).update(attempts=op.attempts + 1, status=MTurkOperation.Status.PENDING)
-    op.attempts += 1
+        return op
+    if not attempt.created and op.request:
+        params = op.request  # a retry repeats the logged request exactly (same reward, same token)
     client = get_client(sandbox)
     log.info("mturk call %s key=%s attempt=%d sandbox=%s", operation, key, op.attempts, sandbox)
     try:
         response = getattr(client, operation)(**params)
     except Exception as exc:  # botocore ClientError, connection errors...
         text = _error_text(exc)
-        if retry and duplicate_ok and ("uniquerequesttoken" in text.lower() or "already" in text.lower()):
+        if attempt.retry and duplicate_ok and ("uniquerequesttoken" in text.lower() or "already" in text.lower()):
             return _finish(op, {}, note=f"duplicate request token on retry: {text}")
         if getattr(exc, "response", None) is None:
-            # No answer from MTurk (network): leave it pending so the next run retries with the same token.
-            MTurkOperation.objects.filter(pk=op.pk).update(error=text)
+            # No answer from MTurk (network): left pending so the next run retries with the same token.
+            calls.mark_pending(op, text)
             raise MTurkError(f"{operation}: {text} (will be retried)") from exc
-        MTurkOperation.objects.filter(pk=op.pk).update(status=MTurkOperation.Status.FAILED, error=text)
-        op.status, op.error = MTurkOperation.Status.FAILED, text
+        calls.mark_failed(op, text)
         log.warning("mturk %s %s failed: %s", operation, key, text)
         raise MTurkError(f"{operation}: {text}") from exc
     return _finish(op, _jsonable(response))
 
 
 def _finish(op: MTurkOperation, response: dict, *, note: str = "") -> MTurkOperation:
-    now = timezone.now()
-    MTurkOperation.objects.filter(pk=op.pk).update(status=MTurkOperation.Status.DONE, response=response,
-                                                   done_at=now, error=note)
-    op.status, op.response, op.done_at, op.error = MTurkOperation.Status.DONE, response, now, note
-    return op
+    return calls.mark_done(op, response, note=note)
 
 
 def account_balance(sandbox: bool = True) -> dict:

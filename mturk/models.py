@@ -4,7 +4,8 @@ No credential is stored here: the boto3 client reads AWS_ACCESS_KEY_ID / AWS_SEC
 from the environment (see :mod:`mturk.client`). Every call that changes something on MTurk (create a HIT,
 approve, reject, bonus, block, notify, expire) first writes an :class:`MTurkOperation` row with a unique key,
 then makes the call, then marks the row done; a crash in between leaves a ``pending`` row that the next sync
-resumes (with the same ``UniqueRequestToken`` where the API has one), so nothing is paid twice.
+resumes (with the same ``UniqueRequestToken`` where the API has one), so nothing is paid twice. The call log and the
+bonus are the crowd platforms' shared ones (:mod:`annotation.crowd`), in MTurk's own tables.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotation.crowd.models import Bonus, CallLog
 from annotation.models import HIT, Assignment, Project
 
 # System qualification type ids (MTurk docs, "Qualification requirements").
@@ -129,25 +131,19 @@ class MTurkAssignment(models.Model):
         return self.mturk_assignment_id
 
 
-class MTurkBonus(models.Model):
-    """A bonus planned for an assignment; paid by the next sync through a logged, idempotent SendBonus."""
+class MTurkBonus(Bonus):
+    """A bonus planned for an assignment; paid by the next sync through a logged, idempotent SendBonus (``status``:
+    planned -> paid; MTurk has no set-up step)."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="mturk_bonuses")
     assignment_id = models.CharField(max_length=100)
     worker_id = models.CharField(max_length=100)
-    amount_cents = models.PositiveIntegerField()
     reason = models.CharField(max_length=1000)
-    kind = models.CharField(max_length=30, default="manual", help_text="manual / wage-topup")
-    paid = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    paid_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Bonus.Meta):
         verbose_name = "MTurk bonus"
         verbose_name_plural = "MTurk bonuses"
-        ordering = ["id"]
         constraints = [
-            models.CheckConstraint(condition=Q(amount_cents__gte=1), name="mturk_bonus_positive"),
+            *Bonus.Meta.constraints,
             # at most one automatic wage top-up per assignment
             models.UniqueConstraint(fields=["assignment_id", "kind"], condition=Q(kind="wage-topup"),
                                     name="one_wage_topup_per_assignment"),
@@ -157,30 +153,12 @@ class MTurkBonus(models.Model):
         return f"${self.amount_cents / 100:.2f} to {self.worker_id}"
 
 
-class MTurkOperation(models.Model):
-    """The log of every MTurk call that changes something: written before the call, marked done after."""
+class MTurkOperation(CallLog):
+    """The log of every MTurk call that changes something (:mod:`annotation.crowd.calls`): written before the call,
+    marked done after."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending (written before the call; resumed by the next sync)"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed (MTurk refused; see error)"
-
-    key = models.CharField(max_length=255, unique=True, help_text="what makes this call unique, e.g. bonus:<id>")
-    operation = models.CharField(max_length=60)
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="mturk_operations")
     sandbox = models.BooleanField(default=True)
-    request = models.JSONField(default=dict, blank=True)
-    response = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    done_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "MTurk call"
         ordering = ["-created_at", "id"]
-
-    def __str__(self) -> str:
-        return f"{self.operation} {self.key} ({self.status})"

@@ -1,7 +1,8 @@
 """Rewards from a wage floor, MTurk's fees, the cost preview and the wage check.
 
 Reward rule
-    reward per assignment = target hourly wage x median working time per HIT, rounded UP to the cent.
+    reward per assignment = target hourly wage x median working time per HIT, rounded UP to the cent
+    (:func:`annotation.crowd.pay.reward_for_wage`, the same on every crowd platform).
     The working time is the median ``Assignment.work_seconds`` (server side: submitted_at - reserved_at) of the
     project's submitted/approved assignments (a pilot batch), or, before any pilot, the project's
     ``time_estimate_seconds``.
@@ -18,8 +19,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
+from annotation.crowd.pay import reward_for_wage
 from annotation.models import HIT, Assignment, Project
 
 from .models import MTurkHIT, MTurkProjectSettings
@@ -52,14 +54,6 @@ def fee_cents(amount_cents: int, assignments_per_hit: int = 1, *, masters: bool 
 def bonus_fee_cents(amount_cents: int) -> int:
     """MTurk's fee on a bonus: 20%, at least 1 cent."""
     return fee_cents(amount_cents, 1, masters=False)
-
-
-def reward_for_wage(hourly_wage_cents: int, seconds: float) -> int:
-    """Cents per assignment so that ``seconds`` of work pay ``hourly_wage_cents`` per hour, rounded UP."""
-    if seconds <= 0:
-        return 0
-    exact = Decimal(hourly_wage_cents) * Decimal(str(seconds)) / Decimal(3600)
-    return int(exact.to_integral_value(rounding=ROUND_CEILING))
 
 
 def dollars(cents: int | Decimal) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 
@@ -21,10 +21,12 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from annotation import services as annotation_services
+from annotation.crowd import calls, pay
+from annotation.crowd import sync as crowd_sync
 from annotation.models import Assignment, Project, Worker
 
 from . import payments
-from .client import MTurkError, call_once, get_client, request_token
+from .client import RULES, MTurkError, call_once, get_client, request_token
 from .models import MTurkAssignment, MTurkBonus, MTurkHIT, MTurkOperation, MTurkProjectSettings
 from .publishing import _parse_time, refresh_hit, settings_for, sync_blocks
 
@@ -34,24 +36,15 @@ STATUSES = ["Submitted", "Approved", "Rejected"]
 
 
 @dataclass
-class SyncReport:
+class SyncReport(crowd_sync.SyncReport):
     hits: int = 0
     assignments: int = 0
     matched: int = 0
     unmatched: list = field(default_factory=list)
-    approved: int = 0
-    rejected: int = 0
-    bonuses_paid: int = 0
     blocks: int = 0
-    excluded: list = field(default_factory=list)
     hit_status: dict = field(default_factory=dict)
-    errors: list = field(default_factory=list)
-    wage_warning: str = ""
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def lines(self) -> list[str]:
+    def platform_lines(self) -> list[str]:
         out = [f"HITs {self.hits}, MTurk assignments {self.assignments} ({self.matched} matched to Argora)",
                f"approved {self.approved}, rejected {self.rejected}, bonuses paid {self.bonuses_paid}, "
                f"workers blocked {self.blocks}"]
@@ -59,9 +52,6 @@ class SyncReport:
             out.append("HIT status on MTurk: " + ", ".join(f"{k} {v}" for k, v in sorted(self.hit_status.items())))
         out += [f"not in Argora (no stored answers): {a}" for a in self.unmatched]
         out += [f"rejected in Argora, unknown to MTurk: {a}" for a in self.excluded]
-        out += [f"ERROR: {e}" for e in self.errors]
-        if self.wage_warning:
-            out.append(f"WARNING: {self.wage_warning}")
         return out
 
 
@@ -81,7 +71,7 @@ def list_assignments(row: MTurkHIT) -> list[dict]:
     return out
 
 
-def _argora_assignment(data: dict) -> Assignment | None:
+def _local_assignment(data: dict) -> Assignment | None:
     """The Argora assignment of an assignment MTurk listed (same assignmentId, done by that workerId, confirmed or
     claimed); a claimed one is confirmed now (:func:`annotation.services.confirm_assignment`: its answers count from
     now on and its gold answers are scored for the real worker)."""
@@ -175,26 +165,24 @@ def grant_bonus(project: Project, assignment_id: str, amount_cents: int, reason:
 
 def plan_wage_topups(project: Project) -> list[MTurkBonus]:
     """One bonus per approved MTurk assignment whose own working time paid less than the wage floor:
-    target wage x work_seconds (rounded up) - reward. At most one top-up per assignment."""
+    target wage x work_seconds (rounded up) - reward (:func:`annotation.crowd.pay.plan_topup`). At most one top-up
+    per assignment."""
     cfg = settings_for(project)
     created = []
     recs = (MTurkAssignment.objects.filter(mturk_hit__project=project, status="Approved", assignment__isnull=False,
                                            assignment__work_seconds__isnull=False)
+            .exclude(mturk_assignment_id__in=MTurkBonus.objects.filter(kind=MTurkBonus.WAGE_TOPUP)
+                     .values("assignment_id"))
             .select_related("assignment", "mturk_hit"))
     for rec in recs:
-        owed = payments.reward_for_wage(cfg.target_hourly_wage_cents, rec.assignment.work_seconds)
-        missing = owed - rec.mturk_hit.reward_cents
-        if missing < 1 or MTurkBonus.objects.filter(assignment_id=rec.mturk_assignment_id, kind="wage-topup").exists():
-            continue
-        try:
-            with transaction.atomic():
-                created.append(MTurkBonus.objects.create(
-                    project=project, assignment_id=rec.mturk_assignment_id, worker_id=rec.worker_id, amount_cents=missing,
-                    kind="wage-topup", reason=(f"Top-up so that your {rec.assignment.work_seconds / 60:.1f} minutes "
-                                               f"of work pay at least {payments.dollars(cfg.target_hourly_wage_cents)}"
-                                               "/hour. Thank you!")))
-        except IntegrityError:
-            continue
+        minutes = rec.assignment.work_seconds / 60
+        bonus = pay.plan_topup(
+            MTurkBonus, hourly_cents=cfg.target_hourly_wage_cents, seconds=rec.assignment.work_seconds,
+            reward_cents=rec.mturk_hit.reward_cents, project=project, assignment_id=rec.mturk_assignment_id,
+            worker_id=rec.worker_id, reason=(f"Top-up so that your {minutes:.1f} minutes of work pay at least "
+                                             f"{payments.dollars(cfg.target_hourly_wage_cents)}/hour. Thank you!"))
+        if bonus is not None:
+            created.append(bonus)
     return created
 
 
@@ -232,8 +220,18 @@ def pay_bonus(bonus: MTurkBonus, *, sandbox: bool) -> MTurkOperation:
               "UniqueRequestToken": request_token(key)}
     op = call_once(key, "send_bonus", params, sandbox=sandbox, project=bonus.project,
                    already_done=lambda _op: _find_bonus(bonus, sandbox), duplicate_ok=True)
-    MTurkBonus.objects.filter(pk=bonus.pk).update(paid=True, paid_at=timezone.now())
+    MTurkBonus.objects.filter(pk=bonus.pk).update(status=MTurkBonus.Status.PAID, paid_at=timezone.now())
     return op
+
+
+def resolve_operation(key: str, *, happened: bool) -> MTurkOperation:
+    """A person checked an uncertain (or stuck) call on MTurk: ``happened`` marks it done, otherwise it is pending
+    again. Its local effect (a bonus marked paid, an assignment's status) follows at the next sync, whose call under
+    the same key finds the row done."""
+    op = MTurkOperation.objects.filter(key=key).first()
+    if op is None:
+        raise MTurkError(f"key: no MTurk call is logged under {key!r}")
+    return calls.resolve(RULES, op, happened=happened)
 
 
 # --- notifications ------------------------------------------------------------------------------
@@ -315,7 +313,7 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
         known.setdefault(row.hit_id, set()).update(d["AssignmentId"] for d in listed)
         for data in listed:
             report.assignments += 1
-            assignment = _argora_assignment(data)
+            assignment = _local_assignment(data)
             rec = _record(row, data, assignment)
             if assignment is not None:
                 report.matched += 1
@@ -335,7 +333,7 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
                 report.errors.append(str(exc))
         MTurkHIT.objects.filter(pk=row.pk).update(synced_at=timezone.now())
     report.excluded = exclude_unknown(project, cfg, {k: v for k, v in known.items() if k not in incomplete})
-    for bonus in MTurkBonus.objects.filter(project=project, paid=False).order_by("pk"):
+    for bonus in MTurkBonus.objects.filter(project=project).exclude(status=MTurkBonus.Status.PAID).order_by("pk"):
         sandbox = (MTurkAssignment.objects.filter(mturk_assignment_id=bonus.assignment_id)
                    .values_list("mturk_hit__sandbox", flat=True).first())
         try:
@@ -371,10 +369,12 @@ def cost_so_far(project: Project) -> dict:
             "mturk_hit"):
         reward += rec.mturk_hit.reward_cents
         fee += payments.fee_cents(rec.mturk_hit.reward_cents, rec.mturk_hit.max_assignments, masters=masters)
-    bonuses = list(MTurkBonus.objects.filter(project=project, paid=True).values_list("amount_cents", flat=True))
+    paid = MTurkBonus.objects.filter(project=project, status=MTurkBonus.Status.PAID)
+    bonuses = list(paid.values_list("amount_cents", flat=True))
     bonus_total = sum(bonuses)
     bonus_fee = sum(payments.bonus_fee_cents(b) for b in bonuses)
-    pending = MTurkBonus.objects.filter(project=project, paid=False).aggregate(s=Sum("amount_cents"))["s"] or 0
+    pending = (MTurkBonus.objects.filter(project=project).exclude(status=MTurkBonus.Status.PAID)
+               .aggregate(s=Sum("amount_cents"))["s"] or 0)
     return {"rewards_cents": reward, "reward_fees_cents": fee, "bonuses_cents": bonus_total,
             "bonus_fees_cents": bonus_fee, "total_cents": reward + fee + bonus_total + bonus_fee,
             "pending_bonuses_cents": pending}

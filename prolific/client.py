@@ -14,7 +14,6 @@ URL is ``ARGORA_PROLIFIC_API_URL`` (tests point it at a local fake server). Erro
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import time
@@ -24,8 +23,9 @@ from urllib.parse import urljoin
 
 import requests
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+
+from annotation.crowd import calls
+from argora import http
 
 from .models import ProlificOperation
 
@@ -99,21 +99,6 @@ def _message(response: requests.Response) -> str:
     return str(body)[:500]
 
 
-def _retry_after(response: requests.Response) -> float:
-    value = (response.headers.get("Retry-After") or "").strip()
-    if not value:
-        return 1.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return 1.0
-        seconds = (when - timezone.now()).total_seconds()
-    return min(max(seconds, 0.0), MAX_SLEEP)
-
-
 def request(method: str, path: str, *, body: Any = None, params: dict | None = None,
             repeatable: bool = True, retries: int = MAX_RETRIES) -> Answer:
     """One API call (with at most ``retries`` retries). ``path`` is relative to the API root, e.g. ``studies/``.
@@ -133,7 +118,7 @@ def request(method: str, path: str, *, body: Any = None, params: dict | None = N
             raise ProlificError(f"{method} {path}: no answer from Prolific ({type(exc).__name__}: {exc})") from exc
         status = response.status_code
         if status == 429 and not last:
-            wait = _retry_after(response)
+            wait = http.retry_after(response, max_seconds=MAX_SLEEP)
             log.info("prolific %s %s: 429, retrying in %.1f s", method, path, wait)
             _sleep(wait)
             continue
@@ -161,13 +146,24 @@ def get(path: str, params: dict | None = None) -> Any:
 
 
 # --- the logged call ------------------------------------------------------------------------------
-UNKNOWN = object()  # what an ``already_done`` lookup returns when it cannot tell
+UNKNOWN = calls.UNKNOWN  # what an ``already_done`` lookup returns when it cannot tell
+
+
+def _interrupted(op: ProlificOperation) -> bool:
+    """Left pending with no answer, or a 5xx: it may have happened (a 4xx refusal did not)."""
+    return op.status == ProlificOperation.Status.PENDING and (op.http_status == 0 or op.http_status >= 500)
+
+
+RULES = calls.Rules(
+    log=ProlificOperation, platform="Prolific", error=ProlificError, interrupted=_interrupted,
+    describe=lambda op: f"interrupted (last answer: {op.http_status or 'none'})", reset={"http_status": 0},
+    resolve_hint="check on Prolific, then run `manage.py prolific resolve --key {key} --happened|--not-happened`")
 
 
 def call_once(key: str, operation: str, method: str, path: str, body: Any = None, *, project=None,
               repeatable: bool = True, already_done: Callable[[ProlificOperation], Any] | None = None,
               context: dict | None = None, redact: tuple[str, ...] = ()) -> ProlificOperation:
-    """Make the Prolific call ``method path body`` at most once per ``key``.
+    """Make the Prolific call ``method path body`` at most once per ``key`` (:mod:`annotation.crowd.calls`).
 
     1. the log row (``key`` unique) is written and committed *before* the call;
     2. a row already ``done`` returns at once (no call); an ``uncertain`` one raises (a person resolves it);
@@ -179,48 +175,27 @@ def call_once(key: str, operation: str, method: str, path: str, body: Any = None
        ``failed``; anything else leaves it ``pending`` for the next sync. Errors raise :class:`ProlificError`.
     """
     require_token()  # nothing is logged when no call can be made
-    try:
-        with transaction.atomic():
-            op, created = ProlificOperation.objects.get_or_create(key=key, defaults={
-                "operation": operation, "method": method, "path": path, "request": {"body": body},
-                "project": project, "repeatable": repeatable, "context": context or {}})
-    except IntegrityError:
-        op, created = ProlificOperation.objects.get(key=key), False
-    if op.status == ProlificOperation.Status.DONE:
-        return op
-    if op.status == ProlificOperation.Status.UNCERTAIN:
-        raise ProlificError(f"{operation} ({key}): the outcome of an interrupted call is unknown and it is not sent "
-                            f"again; check on Prolific, then run `manage.py prolific resolve --key {key} "
-                            f"--happened|--not-happened`")
-    if not created:  # a retry repeats the logged request exactly
-        method, path, body = op.method, op.path, op.request.get("body")
-    interrupted = (not created and op.attempts > 0 and op.status == ProlificOperation.Status.PENDING
-                   and (op.http_status == 0 or op.http_status >= 500))
-    if interrupted:
-        found = already_done(op) if already_done is not None else UNKNOWN
-        if found is not UNKNOWN and found is not None:
+    attempt = calls.begin(RULES, key, {"operation": operation, "method": method, "path": path,
+                                       "request": {"body": body}, "project": project, "repeatable": repeatable,
+                                       "context": context or {}},
+                          already_done=already_done,
+                          finish=lambda op, response, note="": _finish(op, response, note=note, redact=redact))
+    op = attempt.op
+    if attempt.done:
+        if attempt.retry:
             log.info("prolific %s %s: found done on Prolific, not called again", operation, key)
-            return _finish(op, found, note="found on Prolific after an interrupted call", redact=redact)
-        if found is UNKNOWN and not op.repeatable:
-            text = (f"interrupted (last answer: {op.http_status or 'none'}); not sent again because it is not safe to "
-                    f"repeat: check on Prolific and resolve it")
-            ProlificOperation.objects.filter(pk=op.pk).update(status=ProlificOperation.Status.UNCERTAIN, error=text)
-            op.status, op.error = ProlificOperation.Status.UNCERTAIN, text
-            raise ProlificError(f"{operation} ({key}): {text}")
-    ProlificOperation.objects.filter(pk=op.pk).update(attempts=op.attempts + 1, status=ProlificOperation.Status.PENDING,
-                                                      http_status=0)
-    op.attempts += 1
+        return op
+    if not attempt.created:  # a retry repeats the logged request exactly
+        method, path, body = op.method, op.path, op.request.get("body")
     log.info("prolific call %s %s %s key=%s attempt=%d", operation, method, path, key, op.attempts)
     try:
         answer = request(method, path, body=body if method != "GET" else None, repeatable=op.repeatable)
     except ProlificError as exc:
         status = exc.status
-        final = exc.refused and status not in (401, 403, 429)
-        ProlificOperation.objects.filter(pk=op.pk).update(
-            status=ProlificOperation.Status.FAILED if final else ProlificOperation.Status.PENDING,
-            http_status=status, error=str(exc))
-        op.status = ProlificOperation.Status.FAILED if final else ProlificOperation.Status.PENDING
-        op.http_status, op.error = status, str(exc)
+        if exc.refused and status not in (401, 403, 429):
+            calls.mark_failed(op, str(exc), http_status=status)
+        else:
+            calls.mark_pending(op, str(exc), http_status=status)
         log.warning("prolific %s %s failed: %s", operation, key, exc)
         raise
     data = answer.data if isinstance(answer.data, (dict, list)) else {"text": answer.data or ""}
@@ -240,30 +215,14 @@ def _scrub(value, redact: tuple[str, ...]):
 def _finish(op: ProlificOperation, response, *, note: str = "", redact: tuple[str, ...] = (),
             http_status: int | None = None) -> ProlificOperation:
     """Mark the row done, in one statement: a crash before it leaves the row pending with no answer recorded (an
-    interrupted call, looked up or resolved by a person when it is not safe to repeat)."""
-    now = timezone.now()
-    logged = _scrub(response, redact) if redact else response
-    values = {"status": ProlificOperation.Status.DONE, "response": logged, "done_at": now, "error": note}
-    if http_status is not None:
-        values["http_status"] = http_status
-        op.http_status = http_status
-    ProlificOperation.objects.filter(pk=op.pk).update(**values)
-    op.status, op.done_at, op.error = ProlificOperation.Status.DONE, now, note
-    op.response = response  # the caller sees the whole answer once (e.g. a new webhook secret), the log does not
-    return op
+    interrupted call, looked up or resolved by a person when it is not safe to repeat). The caller sees the whole
+    answer once (e.g. a new webhook secret), the log keeps it with ``redact`` keys scrubbed."""
+    extra = {} if http_status is None else {"http_status": http_status}
+    return calls.mark_done(op, response, note=note, logged=_scrub(response, redact) if redact else None, **extra)
 
 
 def mark(op: ProlificOperation, *, happened: bool) -> ProlificOperation:
     """A person checked an ``uncertain`` (or stuck pending) call on Prolific: ``happened`` marks it done, otherwise it
     is pending again (sent once more by the next sync). :func:`prolific.sync.resolve_operation` calls this and applies
     the call's local effect."""
-    if op.status == ProlificOperation.Status.DONE:
-        raise ProlificError(f"key: {op.key!r} is done already")
-    if happened:
-        ProlificOperation.objects.filter(pk=op.pk).update(status=ProlificOperation.Status.DONE, done_at=timezone.now(),
-                                                          error="resolved by hand: it happened on Prolific")
-    else:
-        ProlificOperation.objects.filter(pk=op.pk).update(status=ProlificOperation.Status.PENDING, attempts=0,
-                                                          http_status=0, error="resolved by hand: it did not happen")
-    op.refresh_from_db()
-    return op
+    return calls.resolve(RULES, op, happened=happened)

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotation.crowd.models import Bonus, CallLog
 from annotation.models import Assignment, Project, Worker
 
 # Prolific's rejection categories (POST /api/v1/submissions/{id}/transition/, action REJECT)
@@ -169,30 +170,18 @@ class ProlificSubmission(models.Model):
         return self.session_id is not None
 
 
-class ProlificBonus(models.Model):
+class ProlificBonus(Bonus):
     """A bonus planned for a submission; the next sync sets it up and pays it (logged, never twice)."""
 
-    class Status(models.TextChoices):
-        PLANNED = "planned", "Planned"
-        SET_UP = "set-up", "Set up on Prolific (not paid yet)"
-        PAID = "paid", "Paid"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prolific_bonuses")
     submission = models.ForeignKey(ProlificSubmission, on_delete=models.PROTECT, related_name="bonuses")
-    amount_cents = models.PositiveIntegerField()
     reason = models.CharField(max_length=500, help_text="for the research team (Prolific bonuses carry no text)")
-    kind = models.CharField(max_length=30, default="manual", help_text="manual / wage-topup")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PLANNED, db_index=True)
     bulk_id = models.CharField(max_length=64, blank=True, help_text="Prolific's bulk bonus payment id")
-    created_at = models.DateTimeField(auto_now_add=True)
-    paid_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Bonus.Meta):
         verbose_name = "Prolific bonus"
         verbose_name_plural = "Prolific bonuses"
-        ordering = ["id"]
         constraints = [
-            models.CheckConstraint(condition=Q(amount_cents__gte=1), name="prolific_bonus_positive"),
+            *Bonus.Meta.constraints,
             models.UniqueConstraint(fields=["submission", "kind"], condition=Q(kind="wage-topup"),
                                     name="prolific_one_wage_topup_per_submission"),
         ]
@@ -201,39 +190,19 @@ class ProlificBonus(models.Model):
         return f"{self.amount_cents / 100:.2f} {settings.ARGORA_PROLIFIC_CURRENCY} to {self.submission.participant_id}"
 
 
-class ProlificOperation(models.Model):
-    """The log of every Prolific call that changes something: written before the call, marked done after."""
+class ProlificOperation(CallLog):
+    """The log of every Prolific call that changes something (:mod:`annotation.crowd.calls`): written before the
+    call, marked done after."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending (written before the call; resumed by the next sync)"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed (Prolific refused; see error)"
-        UNCERTAIN = "uncertain", "Outcome unknown (not repeated automatically: check on Prolific, then resolve)"
-
-    key = models.CharField(max_length=255, unique=True, help_text="what makes this call unique, e.g. approve:<ids>")
-    operation = models.CharField(max_length=60)
     method = models.CharField(max_length=10)
     path = models.CharField(max_length=300)
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="prolific_operations")
-    request = models.JSONField(default=dict, blank=True)
-    response = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     http_status = models.PositiveSmallIntegerField(
         default=0, help_text="Prolific's last answer (0: none, e.g. a crash or a network error)")
-    repeatable = models.BooleanField(default=True, help_text="safe to send again when the outcome is unknown")
     context = models.JSONField(default=dict, blank=True, help_text="Argora's own bookkeeping (e.g. the bonus ids)")
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    done_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "Prolific call"
         ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.operation} {self.key} ({self.status})"
 
 
 class ProlificWebhookEvent(models.Model):

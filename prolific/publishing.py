@@ -21,6 +21,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.crowd import pay
 from annotation.models import HIT, Project
 from argora.errors import FieldError
 
@@ -67,9 +68,8 @@ def wage_cents(cfg: ProlificStudy) -> int:
 
 
 def reward_for_wage(hourly_cents: int, minutes: float) -> int:
-    if minutes <= 0:
-        return 0
-    return int(math.ceil(Decimal(hourly_cents) * Decimal(str(minutes)) / Decimal(60)))
+    """Cents so that ``minutes`` of work pay ``hourly_cents`` per hour, rounded UP (the crowd platforms' rule)."""
+    return pay.reward_for_wage(hourly_cents, minutes * 60)
 
 
 def reward_cents(cfg: ProlificStudy) -> tuple[int, str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
@@ -27,6 +27,8 @@ from django.utils.dateparse import parse_datetime
 
 from annotation import identity
 from annotation import services as annotation_services
+from annotation.crowd import calls, pay
+from annotation.crowd import sync as crowd_sync
 from annotation.models import Assignment, Project, Worker
 from annotation.selectors import unverified_q
 from argora.errors import FieldError
@@ -43,7 +45,6 @@ from .publishing import (
     find_study,
     refresh_study,
     reward_cents,
-    reward_for_wage,
     settings_for,
     wage_cents,
 )
@@ -58,26 +59,18 @@ ANSWERED = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.
 
 
 @dataclass
-class SyncReport:
+class SyncReport(crowd_sync.SyncReport):
     study_status: str = ""
     submissions: int = 0
     bound: int = 0
     unbound: list = field(default_factory=list)
     confirmed: int = 0
     unconfirmed: list = field(default_factory=list)
-    approved: int = 0
-    rejected: int = 0
     waiting: int = 0
     released: int = 0
-    excluded: list = field(default_factory=list)
     resumed: int = 0
-    bonuses_paid: int = 0
-    errors: list = field(default_factory=list)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def lines(self) -> list[str]:
+    def platform_lines(self) -> list[str]:
         out = [f"study on Prolific: {self.study_status or 'unknown'}",
                f"submissions {self.submissions} ({self.bound} bound to an Argora session), assignments confirmed "
                f"{self.confirmed}",
@@ -86,7 +79,6 @@ class SyncReport:
         out += [f"no Argora session (no answers stored): {u}" for u in self.unbound]
         out += [f"not confirmed: {u}" for u in self.unconfirmed]
         out += [f"unknown to Prolific, given back: {e}" for e in self.excluded]
-        out += [f"ERROR: {e}" for e in self.errors]
         return out
 
 
@@ -314,25 +306,21 @@ def grant_bonus(project: Project, submission_id: str, amount_cents: int, reason:
 
 def plan_wage_topups(project: Project) -> list[ProlificBonus]:
     """One bonus per approved submission whose working time (its assignments' ``work_seconds``) paid less than the
-    study's hourly wage: wage x time (rounded up) - reward. At most one top-up per submission."""
+    study's hourly wage: wage x time (rounded up) - reward (:func:`annotation.crowd.pay.plan_topup`). At most one
+    top-up per submission."""
     cfg = settings_for(project)
     reward, _source = reward_cents(cfg)
     wage = wage_cents(cfg)
     created = []
     recs = (ProlificSubmission.objects.filter(project=project).filter(Q(review_sent="approve") | Q(status="APPROVED"))
-            .exclude(bonuses__kind="wage-topup"))
+            .exclude(bonuses__kind=ProlificBonus.WAGE_TOPUP))
     for rec in recs:
         seconds = rec.assignments.filter(status__in=Assignment.DONE).aggregate(s=Sum("work_seconds"))["s"] or 0
-        missing = reward_for_wage(wage, seconds / 60) - reward
-        if missing < 1:
-            continue
-        try:
-            with transaction.atomic():
-                created.append(ProlificBonus.objects.create(
-                    project=project, submission=rec, amount_cents=missing, kind="wage-topup",
-                    reason=f"top-up: {seconds / 60:.1f} min of work at {wage / 100:.2f}/h"))
-        except IntegrityError:
-            continue
+        bonus = pay.plan_topup(ProlificBonus, hourly_cents=wage, seconds=seconds, reward_cents=reward,
+                               project=project, submission=rec,
+                               reason=f"top-up: {seconds / 60:.1f} min of work at {wage / 100:.2f}/h")
+        if bonus is not None:
+            created.append(bonus)
     return created
 
 
@@ -407,8 +395,7 @@ ALREADY = {"bonus_pay": _find_paid, "create_study": _find_created}
 def resume_pending(project: Project, report: SyncReport) -> None:
     """The calls an earlier run left pending (a crash, a 429 or 5xx, a network error): sent again under their own
     key (a call that is not safe to repeat is first looked up), then their effect is applied here."""
-    for op in ProlificOperation.objects.filter(project=project, status=ProlificOperation.Status.PENDING).order_by(
-            "created_at", "pk"):
+    for op in calls.pending(ProlificOperation, project):
         if op.operation not in APPLY:
             continue
         try:

@@ -8,10 +8,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from annotation import services
 from annotation.models import Project
 from mturk import client as mturk_client
 from mturk.models import MTurkProjectSettings
+from tests.factories import ProjectFactory
 
 TEXTS = [
     "Nuclear power plants emit almost no carbon dioxide while they run.",
@@ -47,14 +47,11 @@ def stub():
 
 def make_project(*, hits: int = 1, r: int = 3, items_per_hit: int = 4, slug: str = "nuclear-stance",
                  time_estimate: int = 120, **mturk) -> Project:
-    project = services.create_project(
-        name="Nuclear energy: stance", slug=slug, task_type="sentence_label",
-        config={"labels": ["pro", "con", "none"]}, assignments_per_item=r, items_per_hit=items_per_hit,
-        time_estimate_seconds=time_estimate, status=Project.Status.ACTIVE)
-    payloads = [{"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"}
-                for i in range(hits * items_per_hit)]
-    services.add_items(project, payloads)
-    services.build_hits(project)
+    project = ProjectFactory(
+        name="Nuclear energy: stance", slug=slug, config={"labels": ["pro", "con", "none"]}, assignments_per_item=r,
+        items_per_hit=items_per_hit, time_estimate_seconds=time_estimate,
+        items=[{"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"}
+               for i in range(hits * items_per_hit)])
     defaults = dict(title="Label the stance of sentences on nuclear energy",
                     description="Read 4 sentences and say whether each is for or against nuclear energy.",
                     keywords="argument, stance, nuclear", sandbox=True)

@@ -168,7 +168,7 @@ def test_retried_bonus_reuses_the_request_token(stub, monkeypatch):
     report = sync.sync_project(project)
     assert report.bonuses_paid == 1 and not report.errors
     assert MTurkOperation.objects.get(key=f"bonus:{bonus.pk}").status == "done"
-    assert MTurkBonus.objects.filter(paid=True).count() == 1
+    assert MTurkBonus.objects.filter(status="paid").count() == 1
 
 
 def test_wage_topups_and_notify(stub):

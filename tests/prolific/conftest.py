@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import pytest
 from werkzeug import Response
 
-from annotation import services
 from annotation.models import Project
 from prolific import client as prolific_client
 from prolific.models import ProlificStudy
+from tests.factories import ProjectFactory
 
 TOKEN = "test-token-prolific"
 SECRET = "hook-secret-for-tests"
@@ -264,13 +264,11 @@ def fake(httpserver, settings):
 
 def make_project(*, hits: int = 2, r: int = 2, items_per_hit: int = 2, slug: str = "nuclear-prolific",
                  **study) -> Project:
-    project = services.create_project(
-        name="Nuclear energy: stance", slug=slug, task_type="sentence_label",
-        config={"labels": ["pro", "con", "none"]}, assignments_per_item=r, items_per_hit=items_per_hit,
-        time_estimate_seconds=120, status=Project.Status.ACTIVE)
-    services.add_items(project, [{"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"}
-                                 for i in range(hits * items_per_hit)])
-    services.build_hits(project)
+    project = ProjectFactory(
+        name="Nuclear energy: stance", slug=slug, config={"labels": ["pro", "con", "none"]}, assignments_per_item=r,
+        items_per_hit=items_per_hit, time_estimate_seconds=120,
+        items=[{"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"}
+               for i in range(hits * items_per_hit)])
     values = dict(name="Label the stance of sentences on nuclear energy",
                   description="Read short sentences and say whether each is for or against nuclear energy.",
                   places=10, estimated_minutes=10, completed_code="DONE2026", screened_out_code="SCREEN26")

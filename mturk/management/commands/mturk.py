@@ -4,6 +4,7 @@
     manage.py mturk publish --project P [--sandbox | --production] [--yes] [--limit N] [--no-pilot]
     manage.py mturk sync --project P [--json]
     manage.py mturk balance [--production]
+    manage.py mturk resolve --key KEY (--happened | --not-happened)
 
 ``publish`` prints the cost preview and asks before creating HITs (``--yes`` skips the question; without a
 terminal it refuses unless ``--yes``). Errors a person can act on exit 2 with ``mturk: field: reason``.
@@ -21,10 +22,11 @@ from mturk.client import MTurkError, account_balance
 
 
 class Command(BaseCommand):
-    help = "Amazon Mechanical Turk: cost preview, publishing, sync, balance."
+    help = "Amazon Mechanical Turk: cost preview, publishing, sync, balance, resolving a call by hand."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="{preview-cost,publish,sync,balance}")
+        sub = parser.add_subparsers(dest="subcommand", required=True,
+                                    metavar="{preview-cost,publish,sync,balance,resolve}")
         p = sub.add_parser("preview-cost", help="reward from the wage floor and the total cost with MTurk's fee")
         p.add_argument("--project", required=True, help="project slug")
         p.add_argument("--pilot", action="store_true",
@@ -44,6 +46,11 @@ class Command(BaseCommand):
         s.add_argument("--json", action="store_true")
         b = sub.add_parser("balance", help="the requester account's balance")
         b.add_argument("--production", action="store_true")
+        r = sub.add_parser("resolve", help="settle a call whose outcome is unknown, after checking on MTurk")
+        r.add_argument("--key", required=True)
+        g = r.add_mutually_exclusive_group(required=True)
+        g.add_argument("--happened", action="store_true")
+        g.add_argument("--not-happened", action="store_true")
 
     def _project(self, slug):
         project = Project.objects.filter(slug=slug).first()
@@ -99,3 +106,7 @@ class Command(BaseCommand):
         balance = account_balance(sandbox=not o["production"])
         self.stdout.write(f"available ${balance['available']}" +
                           (f", on hold ${balance['on_hold']}" if balance.get("on_hold") else ""))
+
+    def do_resolve(self, o):
+        op = sync.resolve_operation(o["key"], happened=o["happened"])
+        self.stdout.write(f"{op.key}: {op.status}")
