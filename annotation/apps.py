@@ -13,7 +13,7 @@ class AnnotationConfig(AppConfig):
         "add_project", "change_project", "view_project", "add_item", "change_item", "view_item", "add_golditem",
         "change_golditem", "view_golditem", "view_hit", "view_hititem", "change_assignment", "view_assignment",
         "view_response", "change_worker", "view_worker", "view_workerprojectcode", "view_goldrecord",
-        "view_agreementsnapshot", "add_adjudication", "view_adjudication", "view_spannormalisation",
+        "view_agreementsnapshot", "add_adjudication", "view_adjudication",
     )
 
     def ready(self):

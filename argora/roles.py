@@ -23,6 +23,9 @@ def grant_researcher_permissions(sender, *, apps=global_apps, using=DEFAULT_DB_A
     try:
         group_model = apps.get_model("auth", "Group")
         permission_model = apps.get_model("auth", "Permission")
+        # no model of the app in the migration state (migrated back to zero, or not yet): Django made no
+        # permissions for it either (django.contrib.auth's create_permissions asks the same)
+        apps.get_app_config(sender.label)
     except LookupError:  # auth is not installed or not migrated
         return
     perms = list(permission_model.objects.using(using).filter(content_type__app_label=sender.label,

@@ -83,6 +83,23 @@ CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
 # Public base URL (used for MTurk ExternalQuestion URLs and links in e-mails / CLI output).
 ARGORA_PUBLIC_URL = os.environ.get("ARGORA_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
+# --- Task types -------------------------------------------------------------------------------------
+# Every task type package is a Django app labelled by its folder's name (its models, migrations and management
+# commands are found the way Django finds any app's): the packages under annotation/task_types/ and those named in
+# ARGORA_TASK_TYPE_PACKAGES (dotted paths, comma-separated; see annotation.task_types). The engine names none.
+ARGORA_TASK_TYPE_PACKAGES = env_list("ARGORA_TASK_TYPE_PACKAGES", "")
+
+
+def task_type_apps(extra: list[str]) -> list[str]:
+    """The INSTALLED_APPS entries of the task type packages: every package folder under ``annotation/task_types/``
+    (found on disk: settings load before any app may be imported), then ``extra`` in its order."""
+    folder = BASE_DIR / "annotation" / "task_types"
+    builtin = [f"annotation.task_types.{p.parent.name}" for p in sorted(folder.glob("*/__init__.py"))]
+    return builtin + [dotted for dotted in extra if dotted not in builtin]
+
+
+TASK_TYPE_APPS = task_type_apps(ARGORA_TASK_TYPE_PACKAGES)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -99,6 +116,7 @@ INSTALLED_APPS = [
     "argora",
     "corpus",
     "annotation",
+    *TASK_TYPE_APPS,
     "mturk",
     "prolific",
     "ml",
@@ -130,7 +148,7 @@ TEMPLATES = [
             # task type packages bring their own templates (annotation/task_types/<name>/templates/)
             "loaders": [("django.template.loaders.cached.Loader", [
                 "django.template.loaders.filesystem.Loader",
-                "django.template.loaders.app_directories.Loader",
+                "annotation.task_types.assets.AppDirectoriesLoader",  # the apps' templates/, but a task type's
                 "annotation.task_types.assets.Loader",
             ])],
             "context_processors": [
@@ -186,11 +204,10 @@ STATIC_ROOT = Path(os.environ.get("ARGORA_STATIC_ROOT", VAR_DIR / "static"))
 STATICFILES_DIRS = [BASE_DIR / "argora" / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
-    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # the apps' static/ folders, but a task type package's: that is served under task_types/<name>/ (the next one)
+    "annotation.task_types.assets.AppDirectoriesFinder",
     "annotation.task_types.assets.Finder",  # annotation/task_types/<name>/static/
 ]
-# Task type packages outside annotation/task_types/ (dotted paths, comma-separated); see annotation.task_types.
-ARGORA_TASK_TYPE_PACKAGES = env_list("ARGORA_TASK_TYPE_PACKAGES", "")
 try:  # whitenoise serves STATIC_ROOT (filled by collectstatic; run_demo does it) and warns when it is missing
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 except OSError:

@@ -2,24 +2,32 @@
 
 A task type is a package (``annotation/task_types/<name>/``, or any importable package named in the setting
 ``ARGORA_TASK_TYPE_PACKAGES``) with a module ``task_type.py`` that defines a :class:`~.base.TaskType` subclass and
-registers it with :func:`register`. What else the package holds is found by module name, the way Django finds an
-app's ``models`` or ``admin`` (:func:`package_modules`):
+registers it with :func:`register`. Every such package is also a Django app labelled by its folder's name (the
+settings install them all: ``argora.settings.task_type_apps``), so what Django finds in an app it finds there, and
+what else the package holds is found by module name, the way Django finds an app's ``admin`` (:func:`package_modules`):
 
-==============  ===============================================================================================
-``urls``        ``urlpatterns`` of its staff pages, included by ``annotation/urls.py`` (namespace ``annotation``)
-``models``      models of the ``annotation`` app that only this task type uses (imported by ``annotation.models``)
-``release``     release kinds (:func:`corpus.releases.register_exporter`), imported with ``annotation.exporters``
-``tasks``       Celery tasks, imported with ``annotation.tasks``
-``cli``         a management command ``Command`` (Django finds commands only in ``annotation/management/commands``,
-                where a one-line module re-exports it)
-``sources``     where its items come from: upload formats and corpus selections, each with a preview (no writes)
-                and an all-or-nothing write (:func:`sources_of`; the contract is in :mod:`.base`), read by the studio
-``templates/``  templates named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Loader`)
-``static/``     static files named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Finder`)
-==============  ===============================================================================================
+=======================  ======================================================================================
+``apps``                 its ``AppConfig`` where it needs one (a label other than the folder's name, the Researcher
+                         role's ``researcher_permissions``); without one Django makes the default
+``models``               its models, in its own app (table ``<label>_<model>``), with its ``migrations/``
+``management/commands/`` its ``manage.py`` commands
+``urls``                 ``urlpatterns`` of its staff pages, included by ``annotation/urls.py`` (namespace
+                         ``annotation``)
+``release``              release kinds (:func:`corpus.releases.register_exporter`), imported with
+                         ``annotation.exporters``
+``tasks``                Celery tasks, imported with ``annotation.tasks``
+``receivers``            signal receivers, imported by ``annotation``'s ``ready()``
+``sources``              where its items come from: upload formats and corpus selections, each with a preview (no
+                         writes) and an all-or-nothing write (:func:`sources_of`; the contract is in :mod:`.base`),
+                         read by the studio
+``templates/``           templates named ``task_types/<package>/<file>`` (:class:`annotation.task_types.assets.Loader`;
+                         Django's own app-directories loader skips them)
+``static/``              static files named ``task_types/<package>/<file>``
+                         (:class:`annotation.task_types.assets.Finder`; Django's own app-directories finder skips them)
+=======================  ======================================================================================
 
 Packages here without a ``task_type`` module (``ratings``: what the two rating task types share) are support
-packages: their modules, templates and static files are found the same way.
+packages: apps too, their modules, commands, templates and static files are found the same way.
 """
 from __future__ import annotations
 
@@ -133,5 +141,18 @@ def task_type_choices() -> list[tuple[str, str]]:
     return [(t.name, t.label) for t in all_task_types()]
 
 
-__all__ = ["ResponseInvalid", "TaskType", "register", "unregister", "autodiscover", "load_package", "packages", "package_dir",
-           "package_modules", "get_task_type", "all_task_types", "task_type_choices", "sources_of"]
+__all__ = [
+    "ResponseInvalid",
+    "TaskType",
+    "all_task_types",
+    "autodiscover",
+    "get_task_type",
+    "load_package",
+    "package_dir",
+    "package_modules",
+    "packages",
+    "register",
+    "sources_of",
+    "task_type_choices",
+    "unregister",
+]

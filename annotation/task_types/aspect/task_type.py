@@ -133,6 +133,7 @@ class Aspect(TaskType):
     release_kinds = ("aspects",)  # release.py
     template = "task_types/aspect/hit.html"
     script = "task_types/aspect/hit.js"
+    stylesheet = "task_types/aspect/hit.css"
     guidelines_template = "task_types/aspect/guidelines.html"
     adjudication_template = "task_types/aspect/adjudicate.html"
     builds_from_sentences = True

@@ -55,6 +55,7 @@ class BWSSimilarity(TaskType):
     release_kinds = ("bws",)  # release.py
     template = "task_types/bws_similarity/hit.html"
     script = "task_types/bws_similarity/hit.js"
+    stylesheet = "task_types/bws_similarity/hit.css"
     # the paper's defaults: R = 4 workers per tuple, 5 tuples per HIT, an attention check in about every fifth task
     project_defaults = {"assignments_per_item": 4, "items_per_hit": 5, "gold_rate": 0.2}
     items_howto = "sample pairs and build the tuples with `manage.py bws sample` and `manage.py bws build`"

@@ -1,6 +1,7 @@
 """The stored result of KB normalisation (ArgU §3.2.4): one row per Others span of a span_grounding item.
 
-Imported by :mod:`annotation.models` (so the ``annotation`` app owns the table; migration 0003).
+This package is the Django app ``span_grounding`` (:mod:`.apps`), which owns the table (``migrations/``: 0001
+took it over from the ``annotation`` app, which made it in its 0003, with its rows).
 :func:`annotation.task_types.span_grounding.normalisation.normalise_project` writes the rows (all of a project's rows are replaced by
 each run), the review actions (:mod:`annotation.task_types.span_grounding.review`) re-point the rows of a proposal when an expert accepts
 or merges it, and :mod:`annotation.task_types.span_grounding.export` reads them to emit the mapped variable ids.

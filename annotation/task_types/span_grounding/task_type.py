@@ -302,6 +302,7 @@ class SpanGrounding(TaskType):
     release_kinds = ("spans",)  # export.KIND, registered in release.py
     template = "task_types/span_grounding/hit.html"
     script = "task_types/span_grounding/hit.js"
+    stylesheet = "task_types/span_grounding/hit.css"
     builds_from_sentences = True
     guidelines_template = "task_types/span_grounding/guidelines.html"
     keys_help = (

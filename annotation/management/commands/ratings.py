@@ -1,2 +1,0 @@
-"""``manage.py ratings``: Django finds commands only here; the command lives in its task type's package."""
-from annotation.task_types.ratings.cli import Command  # noqa: F401
