@@ -22,10 +22,10 @@ def hit_context(project, items, *, assignment=None, values=None, item_errors=Non
     task_type = project.get_task_type()
     values = values or {}
     item_errors = item_errors or {}
+    shared = task_type.page_context(project)  # the task type reads its own config keys; the engine names none
     entries = []
     for number, item in enumerate(items, start=1):
-        ctx = {"text": item.payload.get("text", ""), "topic": item.payload.get("topic", ""),
-               "labels": (project.config or {}).get("labels", [])}
+        ctx = {"text": item.payload.get("text", ""), "topic": item.payload.get("topic", ""), **shared}
         ctx.update(task_type.item_context(project, item))
         entries.append({"item": item, "ctx": ctx, "number": number, "value": values.get(item.pk, {}),
                         "error": item_errors.get(item.pk, "")})

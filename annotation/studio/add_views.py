@@ -23,7 +23,8 @@ from annotation.views import notice
 
 from . import forms as studio_forms
 from . import services as studio
-from .views import _import_job, attach_items_error, draft_input, items_context, items_draft, studio_page
+from .new_views import attach_items_error, draft_input, import_job, items_context, items_draft
+from .pages import studio_page
 
 ADDITIONS_KEY = "studio:additions"
 MAX_ADDITIONS = 10
@@ -123,7 +124,7 @@ def _addition_job(project: Project, task_id) -> dict:
     """The job of an addition to ``project`` (an id made for another project, or no addition: a 404)."""
     if not studio.is_addition_job(project, task_id):
         raise Http404("not an addition to this project")
-    return _import_job(str(task_id))
+    return import_job(str(task_id))
 
 
 @studio_page(access.CHANGE)

@@ -17,7 +17,7 @@ from corpus.models import Release
 from corpus.releases import CARD_LIMITS
 
 from . import releases as studio_releases
-from .views import studio_page
+from .pages import studio_page
 
 
 def option_field(kind: str, option: str) -> str:

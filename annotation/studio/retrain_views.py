@@ -18,7 +18,7 @@ from annotation import access, providers
 from annotation.models import Project
 from argora.errors import FieldError
 
-from .views import studio_page
+from .pages import studio_page
 
 SETTING_MAX = 10**9
 FIELDS = {

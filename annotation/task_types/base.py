@@ -3,9 +3,9 @@
 The engine (allocation, submission, the HIT page, the agreement dashboards, releases, ``create_project``, the retrain
 loop) never names a task type: it asks the registered :class:`TaskType` what it needs to know. A task type says how
 to build items (from corpus sentences or its own rows), how to render one item in the HIT page (a template + an
-optional script), how to validate a response (always on the server), how to score a gold item, aggregate and export
-an item, what its reliability data for the agreement engine are, how an expert adjudicates an item, where its
-results page is, and what the engine should do on its behalf after a recompute or when labels grow.
+optional script and stylesheet), how to validate a response (always on the server), how to score a gold item,
+aggregate and export an item, what its reliability data for the agreement engine are, how an expert adjudicates an
+item, where its results page is, and what the engine should do on its behalf after a recompute or when labels grow.
 
 Where a task type's items come from is said by its package's ``sources`` module (found by name, like ``urls``;
 :func:`annotation.task_types.sources_of`), which the studio (``/studio/``) reads to offer uploads and corpus selections
@@ -47,7 +47,11 @@ class TaskType:
     label: str = ""
     package: str = ""  # dotted path of the task type's package (set by ``register``)
     template: str = ""
+    # Static files of the HIT page (``task_types/<package>/<file>``, the package's ``static/<file>``): the script
+    # runs after the engine's, the stylesheet is linked in the page's <head> after the engine's (hit.css), on every
+    # page that shows the task type's template (HIT, MTurk, training and feedback pages).
     script: str | None = None
+    stylesheet: str | None = None
     # Task-specific keyboard help for the instructions panel: (keys as HTML, what they do). The panel adds the
     # keys every HIT shares (Enter submits, ? toggles the instructions).
     keys_help: tuple[tuple[str, str], ...] = ()
@@ -102,6 +106,11 @@ class TaskType:
                 if key not in self.private_payload_keys and not key.startswith("_")}
 
     # --- rendering ----------------------------------------------------------------------------
+    def page_context(self, project) -> dict:
+        """What every item of a HIT page shares, read from the task type's own config keys (e.g. a label set); the
+        engine knows none of them. :meth:`item_context` may override a key; empty by default."""
+        return {}
+
     def item_context(self, project, item) -> dict:
         """What the template needs for one item."""
         return {"item": item, "payload": item.payload, "config": project.config}

@@ -21,6 +21,7 @@ class LikertDebate(TaskType):
     label = "Debate rating (style, content, strategy, overall; 1-4)"
     template = "task_types/likert_debate/hit.html"
     script = "task_types/likert_debate/hit.js"
+    stylesheet = "task_types/likert_debate/hit.css"
     project_defaults = {"assignments_per_item": 5, "items_per_hit": 1}
     items_howto = "import debates with `manage.py ratings likert` (a JSONL file or imported debate trees)"
     results_page = ("annotation:ratings-results", "Rating results")

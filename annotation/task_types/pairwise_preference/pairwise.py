@@ -67,19 +67,15 @@ def swapped_at(item_id: Any, slot: int) -> bool:
 
 
 def assignment_slot(assignment: Any) -> int | None:
-    """The assignment's place among the assignments of its HIT, by id (an Assignment, or its id; None: none).
-    Cached on the instance, so a page or a submission asks once."""
+    """The assignment's place among the assignments of its HIT, by id (an Assignment, or its id; None: none):
+    ``Assignment.hit_slot``, read once per instance, so a page or a submission asks once."""
     if assignment in (None, ""):
         return None
     if not isinstance(assignment, Assignment):
         assignment = Assignment.objects.filter(pk=assignment).only("pk", "hit_id").first()
         if assignment is None:
             return None
-    slot = getattr(assignment, "_argora_pair_slot", None)
-    if slot is None:
-        slot = Assignment.objects.filter(hit_id=assignment.hit_id, pk__lt=assignment.pk).count()
-        assignment._argora_pair_slot = slot
-    return slot
+    return assignment.hit_slot
 
 
 def _item_id(item: Any) -> Any:

@@ -27,6 +27,7 @@ class PairwisePreference(TaskType):
     label = "Pairwise preference (persuasiveness and fluency)"
     template = "task_types/pairwise_preference/hit.html"
     script = "task_types/pairwise_preference/hit.js"
+    stylesheet = "task_types/pairwise_preference/hit.css"
     project_defaults = {"assignments_per_item": 2, "items_per_hit": 5}
     items_howto = "import argument pairs with `manage.py ratings pairwise` (a JSONL file of a generation run)"
     results_page = ("annotation:ratings-results", "Rating results")

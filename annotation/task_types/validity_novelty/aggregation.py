@@ -40,13 +40,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping
 
+from .confidence import CONFIDENT, DEFEASIBLE, MAJORITY, VERY_CONFIDENT
+from .weights import instance_weight
+
 YES, NO, DONT_KNOW = "yes", "no", "dont_know"
 CHOICES = (YES, NO, DONT_KNOW)
 CHOICE_TEXT = {YES: "yes", NO: "no", DONT_KNOW: "don't know"}
 DIMENSIONS = ("validity", "novelty")
 
-VERY_CONFIDENT, CONFIDENT, MAJORITY, DEFEASIBLE = "very confident", "confident", "majority", "defeasible"
-CONFIDENCE_WORDS = (VERY_CONFIDENT, CONFIDENT, MAJORITY, DEFEASIBLE)  # most to least agreement
 
 LABELS = (1, -1, 0)  # the shared task's labels: 1 yes, -1 no, 0 tie / unknown
 # the smallest panel whose unanimity is "very confident": the three annotators of the shared-task data (ValNov §4.1)
@@ -153,8 +154,6 @@ def aggregate_responses(responses: Iterable[Mapping], *, expected: int | None = 
     ``weight`` is :func:`annotation.task_types.validity_novelty.weights.instance_weight` of the two confidence words;
     ``expected`` (a project's :func:`expected_votes`): see "Incomplete items" in the module docstring.
     """
-    from .weights import instance_weight  # cycle: weights reads this module's confidence words
-
     responses = [r for r in responses if isinstance(r, Mapping)]
     out: dict = {dim: aggregate_dimension(dim, (r.get(dim) for r in responses), expected=expected).as_dict()
                  for dim in DIMENSIONS}

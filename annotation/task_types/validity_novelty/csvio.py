@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, TextIO
 from argora import jsonl
 from corpus.importers.base import ImportFailed
 
-from .aggregation import CONFIDENCE_WORDS
+from .confidence import CONFIDENCE_WORDS
 
 TOPIC, PREMISE, CONCLUSION = "topic", "Premise", "Conclusion"
 VALIDITY, VALIDITY_CONF, NOVELTY, NOVELTY_CONF = "Validity", "Validity-Confidence", "Novelty", "Novelty-Confidence"

@@ -46,12 +46,12 @@ from corpus.importers.base import ImportFailed
 from . import TASK_TYPE
 from .aggregation import (
     CHOICE_OF_LABEL,
-    CONFIDENCE_WORDS,
     DIMENSIONS,
     LABELS,
     aggregate_responses,
     expected_votes,
 )
+from .confidence import CONFIDENCE_WORDS
 from .csvio import (
     CONCLUSION,
     NOVELTY,

@@ -48,6 +48,7 @@ class ValidityNovelty(TaskType):
     label = "Validity and novelty of a conclusion"
     template = "task_types/validity_novelty/hit.html"
     script = "task_types/validity_novelty/hit.js"
+    stylesheet = "task_types/validity_novelty/hit.css"
     project_defaults = {"assignments_per_item": 3}
     items_howto = "import the shared-task CSV / JSONL with `manage.py valnov import`"
     results_page = ("annotation:valnov", "Validity / novelty results")

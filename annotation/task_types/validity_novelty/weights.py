@@ -33,7 +33,7 @@ from collections import Counter
 from itertools import product
 from typing import Iterable
 
-from .aggregation import (
+from .confidence import (
     CONFIDENCE_WORDS,
     CONFIDENT,
     DEFEASIBLE,
