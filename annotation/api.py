@@ -170,7 +170,7 @@ class SubmitAssignment(APIView):
             return HttpResponse({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         except services.SubmissionError as exc:
             return HttpResponse({"detail": str(exc)}, status=exc.status)
-        if getattr(done, "gold_scored", True):  # only scoring gold answers can have blocked the worker
+        if done.gold_scored is not False:  # only scoring gold answers can have blocked the worker
             worker.refresh_from_db(fields=["blocked"])
         data = {"assignment": done.pk, "status": done.status, "submitted_at": done.submitted_at,
                 "work_seconds": done.work_seconds, "blocked": worker.blocked}

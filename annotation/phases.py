@@ -23,7 +23,7 @@ locked (``select_for_update``) around each change, and a training answer is uniq
 
 A platform id that is only claimed (an MTurk workerId in a URL) does the phases on a record of its own, owned by a
 provisional worker (:func:`claim_record`); when the platform confirms the id (``services.confirm_assignment``) the
-record moves to the confirmed worker (:func:`merge_claim`).
+record moves to the confirmed worker (:func:`annotation.services.merge_claim`).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ from .models import (
     clean_survey_questions,
 )
 from .selectors import CONSENT, DONE, INSTRUCTIONS, RETRY, SCREENED_OUT, SURVEY, TRAINING, WORK  # noqa: F401
+from .phase_rules import PhaseNotNow, PhaseRefused, clean_survey_answers  # noqa: F401 (callers ask phases)
 from .task_types import ResponseInvalid
 
 CONFIG_FIELDS = ("consent_required", "consent_text", "instructions_required", "training_enabled", "pass_threshold",
@@ -64,27 +65,6 @@ DEFAULT_SCREENED_OUT = ("Thank you for taking the time to do the training. Your 
                         "study needs, so we cannot offer you its tasks -- the items are hard, and this says nothing "
                         "about you. Please finish with the code below: it tells the research team that you took part "
                         "in the training.")
-
-
-class PhaseRefused(FieldError):
-    """Input a worker or researcher can fix (HTTP 400): ``field`` names the first problem, ``errors`` all of them."""
-
-    def __init__(self, field: str, reason: str, errors: dict[str, str] | None = None):
-        super().__init__(field, reason)
-        self.errors = dict(errors or {field: reason})
-
-    def as_dict(self) -> dict[str, str]:
-        return dict(self.errors)
-
-
-class PhaseNotNow(Exception):
-    """The worker is not at this step (HTTP 409); ``step`` is where they are."""
-
-    status = 409
-
-    def __init__(self, message: str, step: str):
-        super().__init__(message)
-        self.step = step
 
 
 def next_step(project: Project, worker: Worker, *, finished: bool = False, hits_done: int | None = None) -> str:
@@ -164,7 +144,7 @@ def configure(project: Project, values: dict[str, Any], *, training_items: Itera
         for pk, text in explanations.items():
             if golds[pk].explanation != text.strip():
                 GoldItem.objects.filter(pk=golds[pk].pk).update(explanation=text.strip())
-    project._argora_phases = cfg
+    project.phases = cfg  # what selectors.phase_config reads from now on
     return cfg
 
 
@@ -436,77 +416,6 @@ def drafts_of(participation: Participation | None, key: str) -> dict:
 
 
 # --- exit survey -----------------------------------------------------------------------------------------------------
-def clean_survey_answers(questions: list[dict], answers: Any) -> dict[str, Any]:
-    """The answers checked against the questions: ``{name: answer or None}`` -- text as given (stripped), a Likert
-    answer as its position on the scale (1 = the first label), a choice as the option's text, a number as a number.
-    Raises :class:`PhaseRefused` naming the first bad question, with every problem in ``errors``."""
-    if not isinstance(answers, dict):
-        raise PhaseRefused("answers", "expected an object keyed by question name")
-    errors: dict[str, str] = {}
-    names = {q["name"] for q in questions}
-    for key in answers:
-        if key not in names:
-            errors[str(key)] = "not a question of this survey"
-    out: dict[str, Any] = {}
-    for q in questions:
-        name, raw = q["name"], answers.get(q["name"])
-        if isinstance(raw, str):
-            raw = raw.strip()
-        if raw in (None, "", []):
-            if q.get("required"):
-                errors[name] = "please answer this question"
-            out[name] = None
-            continue
-        try:
-            out[name] = _survey_value(q, raw)
-        except ValueError as exc:
-            errors[name] = str(exc)
-    if errors:
-        first = next(iter(errors))
-        raise PhaseRefused(first, errors[first], errors)
-    return out
-
-
-def _survey_value(q: dict, raw: Any) -> Any:
-    kind = q["kind"]
-    if kind == "text":
-        if not isinstance(raw, str):
-            raise ValueError("expected text")
-        if len(raw) > q.get("max_length", 5000):
-            raise ValueError(f"at most {q.get('max_length', 5000)} characters")
-        return raw
-    if kind == "likert":
-        scale = q["scale"]
-        if isinstance(raw, str) and raw in scale:
-            return scale.index(raw) + 1
-        try:
-            value = int(raw)
-        except (TypeError, ValueError):
-            value = 0
-        if isinstance(raw, bool) or not 1 <= value <= len(scale) or str(raw).strip() != str(value):
-            raise ValueError(f"choose one point of the scale (1 to {len(scale)})")
-        return value
-    if kind == "choice":
-        if not isinstance(raw, str) or raw not in q["options"]:
-            raise ValueError(f"choose one of: {', '.join(q['options'])}")
-        return raw
-    try:
-        value = float(raw) if not isinstance(raw, bool) else None
-    except (TypeError, ValueError):
-        value = None
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        raise ValueError("a number")
-    if q.get("integer"):
-        if value != int(value):
-            raise ValueError("a whole number")
-        value = int(value)
-    if "min" in q and value < q["min"]:
-        raise ValueError(f"at least {q['min']}")
-    if "max" in q and value > q["max"]:
-        raise ValueError(f"at most {q['max']}")
-    return value
-
-
 def record_survey(project: Project, worker: Worker, answers: Any, *, now=None, finished_check: bool = True
                   ) -> Participation:
     """Store the worker's exit survey (checked by :func:`clean_survey_answers`; :class:`PhaseRefused` naming the
@@ -558,59 +467,3 @@ def claim_record(project: Project, *, source: str, claimed_id: str, platform_ass
             record.platform_assignment = platform_assignment
             record.save(update_fields=["platform_assignment", "updated_at"])
     return record
-
-
-_KEEP_FIRST = ("consent_at", "instructions_opened_at")
-
-
-def merge_claim(project: Project, worker: Worker, *, source: str, claimed_id: str) -> Participation | None:
-    """The platform confirmed that ``worker`` has the id ``claimed_id``: the claim's phase records in ``project``
-    become the worker's. With no record of their own, the (latest) claim record moves to them; else what their
-    record lacks is taken from the claims -- consent, instructions, a training decision with its answers, the survey
-    -- and the claim records are deleted, with their provisional workers once these hold no assignment. Runs inside
-    :func:`annotation.services.confirm_assignment`'s transaction; returns the worker's record (``None``: none)."""
-    claims = list(selectors.claim_participations(project, source, claimed_id).select_for_update())
-    claims = [c for c in claims if c.worker_id != worker.pk]
-    own = Participation.objects.select_for_update().filter(project=project, worker=worker).first()
-    if not claims:
-        return own
-    for claim in claims:
-        provisional = claim.worker
-        if own is None:
-            Participation.objects.filter(pk=claim.pk).update(worker=worker, platform_assignment="")
-            WorkerProjectCode.objects.filter(project=project, worker=provisional,
-                                             kind=WorkerProjectCode.Kind.SCREENED_OUT).update(worker=worker)
-            own = Participation.objects.select_for_update().get(pk=claim.pk)
-        else:
-            _fold(project, own, claim, worker)
-            claim.delete()
-        if not provisional.assignments.exists() and not provisional.participations.exists():
-            provisional.delete()
-    return own
-
-
-def _fold(project: Project, own: Participation, claim: Participation, worker: Worker) -> None:
-    """Fill what ``own`` lacks from ``claim`` (own values win)."""
-    fields = []
-    for name in _KEEP_FIRST:
-        if getattr(own, name) is None and getattr(claim, name) is not None:
-            setattr(own, name, getattr(claim, name))
-            fields.append(name)
-            if name == "consent_at":
-                own.consent_version = claim.consent_version
-                fields.append("consent_version")
-    if not own.outcome and (claim.outcome or claim.attempts_finished > own.attempts_finished):
-        TrainingAnswer.objects.filter(participation=own).delete()
-        TrainingAnswer.objects.filter(participation=claim).update(participation=own)
-        for name in ("attempt", "attempts_finished", "training_score", "qualified_at", "screened_out_at"):
-            setattr(own, name, getattr(claim, name))
-            fields.append(name)
-        if claim.screened_out_at and not WorkerProjectCode.objects.filter(
-                project=project, worker=worker, kind=WorkerProjectCode.Kind.SCREENED_OUT).exists():
-            WorkerProjectCode.objects.filter(project=project, worker=claim.worker,
-                                             kind=WorkerProjectCode.Kind.SCREENED_OUT).update(worker=worker)
-    if own.survey_at is None and claim.survey_at is not None:
-        own.survey, own.survey_at = claim.survey, claim.survey_at
-        fields += ["survey", "survey_at"]
-    if fields:
-        own.save(update_fields=fields + ["updated_at"])

@@ -7,6 +7,8 @@ so the instances are the ones a queryset would have built.
 """
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Model
@@ -14,6 +16,17 @@ from django.db.models.base import ModelState
 from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
 from django.db.models.query_utils import DeferredAttribute
 from django.db.models.signals import post_init, pre_init
+
+
+def skip_locked() -> bool:
+    """The database can pick rows with ``SELECT ... FOR UPDATE SKIP LOCKED`` (PostgreSQL)."""
+    return bool(connection.features.has_select_for_update_skip_locked)
+
+
+def serialised_writes() -> bool:
+    """SQLite (>= 3.35, for ``UPDATE ... RETURNING``): every transaction is IMMEDIATE (the settings), so a writing
+    transaction holds the database's only write lock from its start; what it reads cannot change under it."""
+    return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
 
 
 def cursor():
@@ -124,11 +137,22 @@ def column_instances(model, rows, start: int) -> list:
     return [obj for obj in (instance(model, row, start, db) for row in rows) if obj is not None]
 
 
+# what memo() built, per connection (its operations object: one per connection, so per thread); an entry goes with
+# its connection
+_MEMO: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def forget(db=None) -> None:
+    """Drop what :func:`memo` built for this thread's connection (after a receiver of ``pre_init`` / ``post_init``
+    was connected: a model's layout depends on it)."""
+    _MEMO.pop((db or connections[DEFAULT_DB_ALIAS]).ops, None)
+
+
 def memo(key, build, db=None):
     """``build()``, once per key and connection, kept on the connection's operations object (each thread has its
     own): the SQL text of a name and a model's :func:`_layout` depend on nothing a request changes. ``db``: this
     thread's connection, when the caller has it already."""
-    known = (db or connections[DEFAULT_DB_ALIAS]).ops.__dict__.setdefault("_argora_sql", {})
+    known = _MEMO.setdefault((db or connections[DEFAULT_DB_ALIAS]).ops, {})
     try:
         return known[key]
     except KeyError:

@@ -1,7 +1,7 @@
 """Set-up services of the study studio: every write the studio pages make is one of these functions (or a function of
 :mod:`annotation.services` that they call); the pages only show forms and results.
 
-A new project is made in steps (:mod:`annotation.studio.views`):
+A new project is made in steps (:mod:`annotation.studio.new_views`):
 
 1. :func:`check_setup`: name, task type, its config and the main settings, checked without writing anything;
 2. :func:`store_upload` keeps the uploaded file under ``MEDIA_ROOT/studio-uploads/<random>/<name>`` (refused over
@@ -24,6 +24,10 @@ items through the task type's ``sources.write``, a row already in the project sk
 
 Then :func:`update_settings` (refusing changes that would break running work), :func:`change_status` (draft ->
 active <-> paused -> closed) and :func:`unblock` run the project.
+
+One package, one concern per module: :mod:`.setup` (limits, config keys, errors, sources, step 1), this module (steps
+2 and 3: the upload, the preview, the import and the addition on a worker), :mod:`.running` (settings, status,
+unblocking); every name is read from here.
 """
 from __future__ import annotations
 
@@ -35,12 +39,10 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 from django.urls import reverse
@@ -49,122 +51,40 @@ from django.utils.crypto import salted_hmac
 from django.utils.text import get_valid_filename
 
 from annotation import services, teams
-from annotation.models import HIT, Item, Project, Worker
-from annotation.task_types import get_task_type, sources_of
-from annotation.task_types.base import GoldShare, Preview, ResponseInvalid, Source, SourceInput, TaskType
+from annotation.models import HIT, Item, Project
+from annotation.task_types import get_task_type
+from annotation.task_types.base import GoldShare, Preview, Source, SourceInput, TaskType
 from argora.errors import FieldError, FileLineError
-from argora.html import markdown_html
 from argora.jobs import result_link
 from argora.progress import null_progress
 from corpus.importers.readers import read_text
 from corpus.models import Topic
 
-from . import sentences
+from .running import allowed_statuses, change_status, unblock, update_settings  # noqa: F401  (re-exported)
+from .setup import (  # noqa: F401  (re-exported: callers read every studio service here)
+    ADDITIONS_KEPT,
+    ADDITIONS_KEY,
+    GUIDELINES_KEY,
+    IMPORT_KEY,
+    MAX_PROBLEMS,
+    SCAN_ROWS,
+    SETTINGS_FIELDS,
+    SETUP_FIELDS,
+    TRANSITIONS,
+    UPLOAD_DIR,
+    UPLOAD_KEEP_SECONDS,
+    SetupRefused,
+    StudioImportFailed,
+    check_setup,
+    default_config,
+    item_summary,
+    source_named,
+    sources_for,
+    sources_module,
+)
 
 # The largest file the studio takes (settings.ARGORA_STUDIO_MAX_UPLOAD_MB, from the environment); larger imports: the CLI.
 MAX_UPLOAD_BYTES = settings.ARGORA_STUDIO_MAX_UPLOAD_MB * 1024 * 1024
-UPLOAD_DIR = "studio-uploads"
-UPLOAD_KEEP_SECONDS = 2 * 24 * 3600  # uploads never confirmed are removed after this long
-MAX_PROBLEMS = 20     # problems listed for a bad file
-SCAN_ROWS = 500       # rows of a bad file checked one by one for more problems
-SETUP_FIELDS = ("assignments_per_item", "items_per_hit", "gold_rate")
-SETTINGS_FIELDS = ("assignments_per_item", "items_per_hit", "gold_rate", "reward_cents", "time_estimate_seconds",
-                   "reservation_timeout_seconds", "gold_min_items", "gold_min_accuracy", "max_hits_per_worker")
-# the status a project may move to from each status (the studio's buttons)
-TRANSITIONS = {
-    Project.Status.DRAFT: (Project.Status.ACTIVE,),
-    Project.Status.ACTIVE: (Project.Status.PAUSED, Project.Status.CLOSED),
-    Project.Status.PAUSED: (Project.Status.ACTIVE, Project.Status.CLOSED),
-    Project.Status.CLOSED: (),
-}
-GUIDELINES_KEY = "guidelines_markdown"   # project.config key of the guidelines' Markdown source
-IMPORT_KEY = "studio_import"             # project.config key: where the items came from (job, source, file)
-ADDITIONS_KEY = "studio_additions"       # project.config key: the items added since (job, source, file, summary)
-ADDITIONS_KEPT = 100                     # additions listed in the config (the audit log keeps every one)
-
-
-class SetupRefused(FieldError):
-    """A set-up or settings change the studio refuses (``field: reason``)."""
-
-
-class StudioImportFailed(Exception):
-    """An import that wrote nothing; the message is what the person reads (``file:line: reason``)."""
-
-
-# --- task types and their sources -----------------------------------------------------------------------------
-def sources_module(tt: TaskType) -> ModuleType | None:
-    """The task type's ``sources`` module; a sentence-built task type without one gets the corpus sources."""
-    return sources_of(tt.name) or (sentences if tt.builds_from_sentences else None)
-
-
-def sources_for(tt: TaskType) -> tuple[Source, ...]:
-    """The task type's sources. The corpus sources (:mod:`.sentences`) take gold answers from the sentences' corpus
-    stance, which only a task type with ``gold_from_sentence`` reads as an answer: for the others they offer no gold
-    share (their ``gold_label`` is cleared)."""
-    module = sources_module(tt)
-    found = tuple(getattr(module, "SOURCES", ())) if module is not None else ()
-    if type(tt).gold_from_sentence is TaskType.gold_from_sentence:
-        found = tuple(replace(s, gold_label="") if s in sentences.SOURCES else s for s in found)
-    return found
-
-
-def source_named(tt: TaskType, name: str) -> Source:
-    for source in sources_for(tt):
-        if source.name == name:
-            return source
-    known = ", ".join(s.name for s in sources_for(tt)) or "none: this task type has no sources module"
-    raise SetupRefused("source", f"{tt.label} items cannot come from {name!r} (known: {known})")
-
-
-def default_config(tt: TaskType) -> dict:
-    """The task type's config with its defaults filled in (what the new-project form shows), without the empty
-    containers a task type keeps for itself (e.g. sampled pairs)."""
-    try:
-        config = tt.clean_config({})
-    except ResponseInvalid:
-        return {}
-    return {k: v for k, v in config.items() if v not in ({}, [])}
-
-
-def item_summary(project: Project, payload: dict) -> str:
-    """One line naming an item (the studio's feedback list): the task type's ``sources.summary``, else its text."""
-    try:
-        module = sources_module(project.get_task_type())
-    except KeyError:  # a project row of a task type that is not installed
-        module = None
-    fn = getattr(module, "summary", None)
-    if fn is not None:
-        return fn(payload or {})
-    for key in ("text", "sentence", "conclusion", "topic"):
-        if isinstance((payload or {}).get(key), str):
-            return payload[key]
-    return ""
-
-
-# --- step 1: the project's set-up ----------------------------------------------------------------------------
-def check_setup(*, name: str, task_type: str, config: Any, values: dict) -> Project:
-    """An unsaved project for the set-up, checked as ``services.create_project`` checks it; raises
-    :class:`SetupRefused` (``name``, ``task_type``, ``config.<key>``, a setting's name). Writes nothing."""
-    if not (name or "").strip():
-        raise SetupRefused("name", "give the project a name")
-    try:
-        tt = get_task_type(task_type)
-    except KeyError as exc:
-        raise SetupRefused("task_type", str(exc.args[0])) from None
-    if config is not None and not isinstance(config, dict):
-        raise SetupRefused("config", "expected a JSON object {key: value}")
-    try:
-        config = tt.clean_config(config)
-    except ResponseInvalid as exc:
-        raise SetupRefused(f"config.{exc.field}", exc.reason) from None
-    fields = {**tt.project_defaults, **{key: value for key, value in values.items() if value is not None}}
-    project = Project(name=name.strip(), slug="studio-check", task_type=tt.name, config=config, **fields)
-    try:
-        project.full_clean(exclude=["slug", "invite_token", "created_by"], validate_unique=False)
-    except ValidationError as exc:
-        field, messages = next(iter(exc.message_dict.items()))
-        raise SetupRefused(field if field != "__all__" else "settings", " ".join(messages)) from None
-    return project
 
 
 # --- step 2: the upload, the source's options and the preview ------------------------------------------------
@@ -567,64 +487,3 @@ def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) 
     if data.path is not None:
         shutil.rmtree(data.path.parent, ignore_errors=True)
     return {**_import_result(project, summary), "added": True}
-
-
-# --- running the project ---------------------------------------------------------------------------------------
-def update_settings(project: Project, values: dict, *, guidelines_markdown: str | None = None) -> Project:
-    """Change the project's settings (``values``: any of :data:`SETTINGS_FIELDS`) and its guidelines (Markdown,
-    stored as sanitised HTML and as its source in ``config["guidelines_markdown"]``). A change that would break
-    running work is refused naming the field: items per HIT once HITs exist, fewer responses per item (R) than a HIT
-    already has. Everything is checked before anything is written."""
-    values = {key: value for key, value in values.items() if key in SETTINGS_FIELDS}
-    with transaction.atomic():
-        locked = Project.objects.select_for_update().get(pk=project.pk)
-        hits = HIT.objects.filter(project=locked)
-        if "items_per_hit" in values and values["items_per_hit"] != locked.items_per_hit and hits.exists():
-            raise SetupRefused("items_per_hit", f"{hits.count()} HIT(s) are built with {locked.items_per_hit} item(s) "
-                                                f"each; the number cannot change now (make a new project instead)")
-        if "assignments_per_item" in values:
-            taken = hits.aggregate(most=Max("taken"))["most"] or 0
-            if values["assignments_per_item"] is not None and values["assignments_per_item"] < taken:
-                raise SetupRefused("assignments_per_item", f"a HIT already has {taken} worker(s) (answering or done); "
-                                                           f"R cannot go below {taken}")
-        for key, value in values.items():
-            setattr(locked, key, value)
-        config = dict(locked.config or {})
-        if guidelines_markdown is not None:
-            if len(guidelines_markdown) > 100_000:
-                raise SetupRefused("guidelines", "at most 100,000 characters")
-            locked.guidelines = markdown_html(guidelines_markdown)
-            config[GUIDELINES_KEY] = guidelines_markdown
-        locked.config = config
-        try:
-            locked.full_clean(exclude=["slug", "invite_token", "created_by", "task_type"], validate_unique=False)
-        except ValidationError as exc:
-            field, messages = next(iter(exc.message_dict.items()))
-            raise SetupRefused(field if field != "__all__" else "settings", " ".join(messages)) from None
-        Project.objects.filter(pk=locked.pk).update(config=config, guidelines=locked.guidelines,
-                                                    **{key: getattr(locked, key) for key in values})
-    project.refresh_from_db()
-    return project
-
-
-def allowed_statuses(project: Project) -> tuple[str, ...]:
-    return tuple(TRANSITIONS.get(project.status, ()))
-
-
-def change_status(project: Project, status: str) -> Project:
-    """Move the project along draft -> active <-> paused -> closed (:func:`annotation.services.set_project_status`,
-    which refuses to activate a project without HITs)."""
-    if status not in Project.Status.values:
-        raise SetupRefused("status", f"must be one of {', '.join(Project.Status.values)}")
-    if status not in allowed_statuses(project):
-        current = project.get_status_display().lower()
-        choices = ", ".join(allowed_statuses(project)) or "nothing: a closed project stays closed"
-        raise SetupRefused("status", f"a {current} project cannot become {status} (it can become: {choices})")
-    return services.set_project_status(project, status)
-
-
-def unblock(project: Project, worker: Worker) -> Worker:
-    """Let a blocked worker of the project work again (:func:`annotation.services.unblock_worker`)."""
-    if not worker.assignments.filter(project=project).exists():
-        raise SetupRefused("worker", "this worker has no HIT in this project")
-    return services.unblock_worker(worker)
