@@ -3,6 +3,7 @@ broker by default; `make test` runs it again on PostgreSQL + Redis when they ans
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 
@@ -15,7 +16,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 # `make test` sets this for its second run (PostgreSQL + Redis): the tests that cannot reach a database or the
-# broker already ran in the first (SQLite) run, and their outcome does not depend on either.
+# broker, and those whose outcome does not depend on the database engine (:func:`database_engine_matters`), already
+# ran in the first (SQLite) run.
 ENV_DATABASE_ONLY = "ARGORA_TESTS_DATABASE_ONLY"
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
                      "django_db_serialized_rollback"}
@@ -31,6 +33,29 @@ def reaches_database_or_broker(item) -> bool:
         return True
     module = getattr(item, "module", None)
     return module is None or "subprocess" in vars(module)
+
+
+# Modules whose slow tests are about the database itself (they run in both halves, slow or not): the migrations
+# applied to a populated database of an older release.
+DATABASE_BEHAVIOUR_MODULES = frozenset({"tests/test_migrate_populated.py"})
+# Modules that start subprocesses which reach no database or broker: the layout check reads the source tree only.
+NO_DATABASE_MODULES = frozenset({"tests/test_layout.py"})
+
+
+def database_engine_matters(item) -> bool:
+    """Whether a test's outcome can depend on the database engine, so that the PostgreSQL half must run it too.
+    Not so for a test marked ``one_database``, nor for one that trains or loads real models (``slow`` /
+    ``minutes``): it reads its training rows through the ORM, but what it checks is the model (68 model-training
+    tests that the PostgreSQL half re-ran without testing PostgreSQL). A worker, PostgreSQL or
+    browser test, and every test of :data:`DATABASE_BEHAVIOUR_MODULES`, still runs on both; a module of
+    :data:`NO_DATABASE_MODULES` (subprocesses that reach no database) in the SQLite half only."""
+    if not reaches_database_or_broker(item) or item.nodeid.split("::")[0] in NO_DATABASE_MODULES:
+        return False
+    if any(item.get_closest_marker(name) for name in ("worker", "postgres", "browser")):
+        return True
+    if item.nodeid.split("::")[0] in DATABASE_BEHAVIOUR_MODULES:
+        return True
+    return not any(item.get_closest_marker(name) for name in ("one_database", "slow", "minutes"))
 
 
 LONG_MARKERS = ("slow", "browser", "worker")
@@ -51,6 +76,14 @@ def long_modules_first(items: list) -> list:
     return sorted(items, key=lambda item: (module(item) not in longest, module(item) not in long))
 
 
+def pytest_configure(config):
+    """pytest-xdist (3.x) re-sorts the modules of ``--dist loadfile`` by their number of tests unless told not to,
+    which undid :func:`long_modules_first`: the model-training modules, a few tests each, went out last and one
+    process trained alone for minutes at the end of the run. Keep the order this file gives."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     from django.db import connection
 
@@ -67,7 +100,7 @@ def pytest_collection_modifyitems(config, items):
     if os.environ.get(ENV_DATABASE_ONLY) == "1":
         kept, dropped = [], []
         for item in items:
-            (kept if reaches_database_or_broker(item) else dropped).append(item)
+            (kept if database_engine_matters(item) else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
@@ -139,10 +172,17 @@ def store_eager(monkeypatch):
 
 
 @pytest.fixture
-def tmp_artifacts(settings, tmp_path):
-    settings.ARTIFACT_ROOT = tmp_path / "artifacts"
-    settings.ARTIFACT_ROOT.mkdir()
-    return settings.ARTIFACT_ROOT
+def tmp_artifacts(settings, tmp_path, request):
+    """An empty ``settings.ARTIFACT_ROOT`` of the test's own. With a real worker (``celery_worker_proc``) it is the
+    module worker's artifacts folder, emptied for this test: the worker was started with it and writes there."""
+    if "celery_worker_proc" in request.fixturenames:
+        root = request.getfixturevalue("module_celery_worker").artifact_root
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        root = tmp_path / "artifacts"
+    root.mkdir(parents=True)
+    settings.ARTIFACT_ROOT = root
+    return root
 
 
 @pytest.fixture

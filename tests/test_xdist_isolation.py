@@ -70,3 +70,28 @@ def test_modules_that_train_for_minutes_are_handed_out_first_then_the_long_ones(
              Item("tests/c.py::t1"), Item("tests/c.py::t2", "slow", "minutes"), Item("tests/d.py::t1", "worker")]
     assert [i.nodeid for i in long_modules_first(items)] == [
         "tests/c.py::t1", "tests/c.py::t2", "tests/b.py::t1", "tests/b.py::t2", "tests/d.py::t1", "tests/a.py::t1"]
+
+
+def test_the_postgresql_half_leaves_out_model_training_but_keeps_database_behaviour():
+    import types
+
+    from tests.conftest import database_engine_matters
+
+    class Item:
+        def __init__(self, nodeid, *markers, fixtures=("db",), subprocess=False):
+            self.nodeid, self.markers, self.fixturenames = nodeid, set(markers), list(fixtures)
+            self.module = types.SimpleNamespace(**({"subprocess": subprocess} if subprocess else {}))
+
+        def get_closest_marker(self, name):
+            return name if name in self.markers else None
+
+    assert database_engine_matters(Item("tests/a.py::allocation"))
+    assert not database_engine_matters(Item("tests/ml/test_x.py::trains", "slow"))
+    assert not database_engine_matters(Item("tests/ml/test_x.py::trains_long", "slow", "minutes"))
+    assert not database_engine_matters(Item("tests/a.py::maths", "one_database"))
+    assert database_engine_matters(Item("tests/ml/test_x.py::on_a_worker", "slow", "worker"))
+    assert database_engine_matters(Item("tests/a.py::pg", "slow", "postgres"))
+    assert database_engine_matters(Item("tests/test_migrate_populated.py::t", "slow"))
+    assert not database_engine_matters(Item("tests/a.py::no_db", fixtures=()))
+    assert database_engine_matters(Item("tests/test_demo.py::t", fixtures=(), subprocess=True))  # children do
+    assert not database_engine_matters(Item("tests/test_layout.py::t", fixtures=(), subprocess=True))

@@ -12,8 +12,10 @@ The worker gets the environment of the test process with ``DATABASE_URL`` pointi
 database (the SQLite file ``$ARGORA_VAR_DIR/test_argora.sqlite3``, or ``test_<name>`` on PostgreSQL), so it
 sees the rows the test committed and writes task results where the test reads them. It consumes the
 ``default`` and ``gpu`` queues with one solo-pool process (works on the filesystem broker and on Redis),
-is ready once it has answered ``argora.ping``, and is stopped (SIGTERM, then SIGKILL) after the test. Its
-log is printed at teardown, which pytest shows only when the test failed.
+is ready once it has answered ``argora.ping``, and serves every test of the module that asks for it (stopped,
+SIGTERM then SIGKILL, after the module's last test; between tests its queues are purged and its running task
+waited for: :class:`ModuleWorker`). The part of its log written during a test is printed at that test's
+teardown, which pytest shows only when the test failed.
 
 For other set-ups (only ``-Q gpu``, another pool) call :func:`start_worker` directly; it is a context manager.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -158,10 +161,16 @@ def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT, brok
 
 @contextlib.contextmanager
 def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo", purge: bool = True,
-                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = (), broker_url: str | None = None):
+                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = (), broker_url: str | None = None,
+                 env_extra: dict[str, str] | None = None, _module: bool = False):
     """Start ``celery -A argora worker`` on ``queues`` against the current (test) database; yield it ready.
-    ``broker_url``: the worker's broker instead of the test process's (a private redis-server; nothing is purged)."""
+    ``broker_url``: the worker's broker instead of the test process's (a private redis-server; nothing is purged).
+    ``env_extra``: more environment variables for the worker. A test that starts its own worker has the queues to
+    itself: the module's shared worker (:class:`ModuleWorker`), if one runs, is stopped first."""
     from argora.celery import app
+
+    if not _module and broker_url is None and ModuleWorker.current is not None:
+        ModuleWorker.current.close()
 
     if purge and broker_url is None:  # stale messages of an earlier, interrupted run must not run against this database
         app.control.purge()
@@ -176,7 +185,7 @@ def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo
         *extra_args,
     ]
     with open(log_path, "wb") as log_file:
-        env = subprocess_env(**({"CELERY_BROKER_URL": broker_url} if broker_url else {}))
+        env = subprocess_env(**({"CELERY_BROKER_URL": broker_url} if broker_url else {}), **(env_extra or {}))
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     worker = WorkerProcess(proc, log_path, hostname.replace("%h", socket.gethostname()), tuple(queues))
@@ -187,17 +196,81 @@ def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo
         worker.stop()
 
 
-@pytest.fixture
-def celery_worker_proc(transactional_db):
-    """A running worker on ``default,gpu`` against the test DB. Needs ``django_db(transaction=True)``:
-    the worker is another process and only sees committed rows."""
-    worker = None
+class ModuleWorker:
+    """The one ``celery worker`` of a test module (:func:`celery_worker_proc`): started on first use, kept for the
+    module's next tests (a start costs seconds: a fresh interpreter importing Django, Celery and the apps), started
+    again when a test left it dead or busy. Its artifacts folder is its own; each test starts with it empty."""
+
+    def __init__(self, artifact_root: Path):
+        self.artifact_root = artifact_root
+        self.worker: WorkerProcess | None = None
+        self._running: contextlib.ExitStack | None = None
+
+    current: ModuleWorker | None = None  # the one running in this test process, if any
+
+    def get(self) -> WorkerProcess:
+        if self.worker is None or not self.worker.alive():
+            self.close()
+            self._running = contextlib.ExitStack()
+            self.worker = self._running.enter_context(
+                start_worker(env_extra={"ARGORA_ARTIFACT_ROOT": str(self.artifact_root)}, _module=True))
+            ModuleWorker.current = self
+        return self.worker
+
+    def quiesce(self) -> None:
+        """Between two tests: drop the messages still queued, then wait until the task the worker may be running
+        has finished (a ping queues behind it), so that nothing of this test writes into the next one's rows (the
+        database is flushed after this). A worker that does not answer is stopped; the next test starts another."""
+        from argora.celery import app
+
+        if self.worker is None:
+            return
+        app.control.purge()
+        try:
+            wait_until_ready(self.worker, timeout=STOP_TIMEOUT * 3)
+        except RuntimeError:
+            self.close()
+
+    def close(self) -> None:
+        if self._running is not None:
+            self._running.close()
+        self._running, self.worker = None, None
+        if ModuleWorker.current is self:
+            ModuleWorker.current = None
+
+
+@pytest.fixture(scope="module")
+def module_celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The module's :class:`ModuleWorker` (the worker itself is started by the first test that asks for it)."""
+    shared = ModuleWorker(tmp_path_factory.mktemp("worker-artifacts"))
     try:
-        with start_worker() as worker:
-            yield worker
+        yield shared
     finally:
-        if worker is not None:
-            print(f"---- celery worker log ({worker.hostname}) ----\n{worker.log()}")
+        with django_db_blocker.unblock():
+            shared.close()
+
+
+@pytest.fixture
+def celery_worker_proc(transactional_db, module_celery_worker, settings, request):
+    """A running worker on ``default,gpu`` against the test DB. Needs ``django_db(transaction=True)``:
+    the worker is another process and only sees committed rows. One worker serves every test of a module
+    (:class:`ModuleWorker`): each test starts with no queued message, no task running and an empty artifacts
+    folder that ``settings.ARTIFACT_ROOT`` (and :func:`tests.conftest.tmp_artifacts`) points at, as the worker's."""
+    from argora.celery import app
+
+    root = module_celery_worker.artifact_root
+    if "tmp_artifacts" not in request.fixturenames:  # else that fixture empties it (before or after this one)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        settings.ARTIFACT_ROOT = root
+    app.control.purge()  # what an earlier test (or an interrupted run) left queued
+    worker = module_celery_worker.get()
+    log_start = len(worker.log())
+    try:
+        yield worker
+    finally:
+        print(f"---- celery worker log ({worker.hostname}, this test) ----\n{worker.log()[log_start:]}")
+        module_celery_worker.quiesce()
 
 
 @contextlib.contextmanager

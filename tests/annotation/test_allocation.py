@@ -6,19 +6,13 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def make_project(n=10, gold=0, **kw):
-    kw.setdefault("status", "active")
-    project = services.create_project(name="Alloc", task_type="sentence_label",
-                                      config={"labels": ["pro", "con", "none"]}, **kw)
-    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(n)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
-                             for i in range(gold)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Alloc", items=n, gold=gold, **kw)
 
 
 @pytest.fixture

@@ -6,17 +6,15 @@ from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Assignment, Response
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def project():
-    p = services.create_project(name="Api", slug="api", task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
-    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)])
-    services.build_hits(p)
-    return p
+    return ProjectFactory(name="Api", slug="api", config={"labels": ["pro", "con"]}, items=4, items_per_hit=2,
+                          assignments_per_item=1)
 
 
 def client_for(user):

@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment, GoldRecord, Item, Response, Worker
+from annotation.services import allocation
+from tests.factories import ProjectFactory
 from tests.xdist_isolation import one_process_at_a_time
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,12 +50,7 @@ def run_threads(target, args_list, bound=TIME_BOUND_S):
 
 
 def make_project(**kw):
-    project = services.create_project(name="Drain", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=R,
-                                      items_per_hit=PER_HIT, **kw)
-    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(N_ITEMS)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Drain", items=N_ITEMS, assignments_per_item=R, items_per_hit=PER_HIT, **kw)
 
 
 def make_workers(django_user_model, n, prefix="w"):
@@ -288,7 +285,7 @@ def test_a_free_hit_locked_by_an_allocation_in_flight_is_waited_for_without_wait
     HIT.objects.filter(project=project).exclude(pk=hit.pk).update(taken=R)  # every other HIT is full
     worker, late = make_workers(django_user_model, 2)
     pauses, real_sleep = [], time.sleep
-    monkeypatch.setattr(services.time, "sleep", lambda s: (pauses.append(s), real_sleep(s)))
+    monkeypatch.setattr(allocation.time, "sleep", lambda s: (pauses.append(s), real_sleep(s)))
     locked, release = threading.Event(), threading.Event()
 
     def hold_the_lock():

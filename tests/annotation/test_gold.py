@@ -3,19 +3,13 @@ import pytest
 
 from annotation import selectors, services
 from annotation.models import GoldRecord, Response
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def make_project(**kw):
-    project = services.create_project(
-        name="Gold", task_type="sentence_label", status="active", config={"labels": ["pro", "con", "none"]},
-        items_per_hit=2, gold_rate=0.5, **kw)  # one gold item per HIT
-    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(20)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
-                             for i in range(8)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Gold", items=20, gold=8, items_per_hit=2, gold_rate=0.5, **kw)  # one gold per HIT
 
 
 @pytest.fixture
@@ -57,6 +51,21 @@ def test_worker_blocked_after_n_gold_items_below_threshold(worker):
     rows = {r["worker"]: r for r in selectors.project_progress(project)["workers"]}
     assert rows[worker.pk]["blocked"] and rows[worker.pk]["gold_accuracy"] == 0.0
     assert rows[worker.pk]["reason"] == worker.blocked_reason
+
+
+def test_a_gold_block_keeps_an_earlier_block_and_its_reason(worker):
+    """Workers are blocked one way (services.block_worker): a gold block that comes after a staff block keeps the
+    staff's reason and time, and the submission with its gold records is stored all the same."""
+    project = make_project(gold_min_items=1, gold_min_accuracy=0.7)
+    a = services.reserve_next_assignment(project, worker)
+    services.block_worker(worker, "spam answers")
+    blocked_at = worker.blocked_at
+    done = services.submit_assignment(a, worker, {i.pk: {"label": "con" if i.is_gold else "none"}
+                                                  for i in services.assignment_items(a)})
+    worker.refresh_from_db()
+    assert done.gold_scored and list(GoldRecord.objects.filter(worker=worker).values_list("correct", flat=True)) == [
+        False]
+    assert (worker.blocked, worker.blocked_reason, worker.blocked_at) == (True, "spam answers", blocked_at)
 
 
 def test_accurate_worker_is_not_blocked(worker):

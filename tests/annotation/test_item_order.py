@@ -12,6 +12,7 @@ from annotation import providers, selectors, services
 from annotation.models import HIT, Assignment, HITItem, Item, Response, Worker
 from annotation.studio.forms import SettingsForm
 from tests.annotation.test_concurrency import run_threads
+from tests.factories import ProjectFactory
 
 LABELS = ["pro", "con", "none"]
 
@@ -20,11 +21,7 @@ def make_project(n=20, per_hit=5, r=3, order=None, **kw):
     config = {"labels": LABELS}
     if order is not None:
         config["item_order"] = order
-    project = services.create_project(name="Order", task_type="sentence_label", status="active", config=config,
-                                      assignments_per_item=r, items_per_hit=per_hit, **kw)
-    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(n)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Order", config=config, items=n, assignments_per_item=r, items_per_hit=per_hit, **kw)
 
 
 @pytest.fixture

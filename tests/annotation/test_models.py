@@ -7,17 +7,14 @@ from annotation import services
 from annotation.models import HIT, Assignment, GoldItem, HITItem, Item, Project, Response, Worker
 from annotation.task_types import ResponseInvalid, all_task_types, get_task_type
 from corpus.models import Sentence, Topic
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def make_project(n=10, **kw):
-    kw.setdefault("status", "active")
-    project = services.create_project(name=kw.pop("name", "P"), task_type="sentence_label",
-                                      config={"labels": ["pro", "con", "none"]}, **kw)
-    services.add_items(project, [{"sentence_id": None, "text": f"sentence {i}", "topic": "t"} for i in range(n)])
-    services.build_hits(project)
-    return project
+    kw.setdefault("name", "P")
+    return ProjectFactory(items=[{"sentence_id": None, "text": f"sentence {i}", "topic": "t"} for i in range(n)], **kw)
 
 
 def test_registry_knows_sentence_label():

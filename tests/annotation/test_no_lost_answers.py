@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from annotation import identity, selectors, services
 from annotation.models import HIT, Assignment, AssignmentDraft, GoldRecord, Project, Response, Worker
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 LABELS = ["pro", "con", "none"]
@@ -21,10 +22,7 @@ LABELS = ["pro", "con", "none"]
 def make_project(**settings) -> Project:
     values = {"assignments_per_item": 1, "items_per_hit": 3, "reservation_timeout_seconds": 600, "status": "active"}
     values.update(settings)
-    project = services.create_project(name="Lost", task_type="sentence_label", config={"labels": LABELS}, **values)
-    services.add_items(project, [{"text": f"sentence {i}", "topic": "t"} for i in range(6)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Lost", config={"labels": LABELS}, items=6, text="sentence {i}", **values)
 
 
 @pytest.fixture

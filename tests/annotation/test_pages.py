@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from annotation import selectors, services
 from annotation.models import Assignment, Project, Response, Worker
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -22,12 +23,12 @@ SENTENCES = [
 
 @pytest.fixture
 def project():
-    project = services.create_project(
-        name="Nuclear stance", task_type="sentence_label", config={"labels": LABELS},
+    project = ProjectFactory(
+        name="Nuclear stance", config={"labels": LABELS},
         guidelines="<p>Decide whether the sentence argues <b>for</b> or <b>against</b> nuclear energy.</p>",
-        assignments_per_item=2, items_per_hit=3, status=Project.Status.ACTIVE)
-    services.add_items(project, [{"sentence_id": None, "text": t, "topic": "nuclear energy"} for t in SENTENCES])
-    assert services.build_hits(project) == 1
+        assignments_per_item=2, items_per_hit=3,
+        items=[{"sentence_id": None, "text": t, "topic": "nuclear energy"} for t in SENTENCES])
+    assert project.hits.count() == 1
     return project
 
 

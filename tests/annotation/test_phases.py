@@ -19,6 +19,7 @@ from annotation.models import (
     Worker,
     WorkerProjectCode,
 )
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -39,14 +40,12 @@ SURVEY = [
 
 
 def make_project(*, training: bool = True, gold_rate: float = 0.0, **settings) -> Project:
-    project = services.create_project(
-        name="Wind stance", task_type="sentence_label", config={"labels": LABELS}, assignments_per_item=2,
-        items_per_hit=3, gold_rate=gold_rate, gold_min_items=0, status=Project.Status.ACTIVE,
-        guidelines="<p>For, against or no argument?</p>")
     gold = [{"payload": {"text": text, "topic": "solar"}, "expected": {"label": label}, "explanation": why,
              "training": training} for text, label, why in TRAINING]
-    services.add_items(project, [{"text": t, "topic": "wind"} for t in TEXTS], gold=gold)
-    services.build_hits(project)
+    project = ProjectFactory(
+        name="Wind stance", config={"labels": LABELS}, assignments_per_item=2, items_per_hit=3, gold_rate=gold_rate,
+        gold_min_items=0, guidelines="<p>For, against or no argument?</p>",
+        items=[{"text": t, "topic": "wind"} for t in TEXTS], gold=gold)
     values = {"consent_required": True, "consent_text": "# Consent\nWe record your answers.",
               "instructions_required": True, "training_enabled": training, "pass_threshold": 0.75, "window": 0,
               "max_attempts": 2, "survey_enabled": True, "survey_questions": SURVEY}
@@ -417,7 +416,7 @@ def test_a_later_claim_record_fills_what_the_confirmed_record_lacks():
     claim = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id="AREAL", platform_assignment="A2")
     phases.record_consent(project, claim.worker, agreed=True)
     phases.record_survey(project, claim.worker, {"clarity": "1", "age_group": "35+"}, finished_check=False)
-    own = phases.merge_claim(project, real, source=Worker.Source.MTURK, claimed_id="AREAL")
+    own = services.merge_claim(project, real, source=Worker.Source.MTURK, claimed_id="AREAL")
     own.refresh_from_db()
     assert own.survey["clarity"] == 1 and own.qualified_at is not None
     assert own.consent_at == first_consent  # the confirmed worker's own record wins

@@ -531,7 +531,7 @@ def test_dashboards_index_csv(client, staff_user, project3):
 
 def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff_user, project3, monkeypatch,
                                                                    django_capture_on_commit_callbacks):
-    from annotation import dashboards
+    from annotation.dashboards import views as dashboards
     from annotation.tasks import recompute_agreement
 
     monkeypatch.setattr(dashboards, "SYNC_MAX_RESPONSES", 5)  # project3 has 12 responses: "large"

@@ -6,9 +6,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from annotation import services
+from annotation import selectors, services
 from annotation.auth import WorkerTokenAuthentication, cached_worker
 from annotation.models import Assignment, HITItem, Item, Project, StudyPhases
+from tests.factories import ProjectFactory
 
 
 def fields(obj):
@@ -16,18 +17,14 @@ def fields(obj):
 
 
 def make_project(slug, **kw):
-    p = services.create_project(name=slug, slug=slug, task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"], "note": "ünïcode ✓"}, items_per_hit=3,
-                                assignments_per_item=2, **kw)
-    services.add_items(p, [{"text": f"s{i} «quoted» ✓", "topic": "t", "nested": {"n": i, "l": [1, None]}}
-                           for i in range(9)])
-    services.build_hits(p)
-    return p
+    return ProjectFactory(name=slug, slug=slug, config={"labels": ["pro", "con"], "note": "ünïcode ✓"},
+                          items=[{"text": f"s{i} «quoted» ✓", "topic": "t", "nested": {"n": i, "l": [1, None]}}
+                                 for i in range(9)], items_per_hit=3, assignments_per_item=2, **kw)
 
 
 @pytest.mark.django_db
 def test_the_submitted_assignment_is_read_with_its_project_phases_and_items_as_the_orm_reads_them(
-        django_user_model):
+        django_user_model, django_assert_num_queries):
     project = make_project("raw")
     StudyPhases.objects.create(project=project, survey_enabled=True, pass_threshold=0.75,
                                survey_questions=[{"id": "q1", "text": "Why?", "kind": "text"}])
@@ -40,13 +37,14 @@ def test_the_submitted_assignment_is_read_with_its_project_phases_and_items_as_t
     assert fields(read) == fields(orm)
     assert read.reserved_at.tzinfo is not None and read.expires_at > read.reserved_at
     assert fields(read.project) == fields(orm.project) and read.project.config["note"] == "ünïcode ✓"
-    assert fields(read.project._argora_phases) == fields(orm.project.phases)
-    assert read.project._argora_phases.survey_enabled is True
+    with django_assert_num_queries(0):  # read with the assignment
+        phases = selectors.phase_config(read.project)
+    assert fields(phases) == fields(orm.project.phases) and phases.survey_enabled is True
     assert read.has_gold is False
     hit_items = [hi.item for hi in HITItem.objects.filter(hit_id=held.hit_id).select_related("item")
                  .order_by("position")]
-    assert [fields(i) for i in read._argora_hit_items] == [fields(i) for i in hit_items]
-    assert read._argora_hit_items[0].payload["nested"]["l"] == [1, None]
+    assert [fields(i) for i in services.items.items_read(read).hit_items] == [fields(i) for i in hit_items]
+    assert services.items.items_read(read).hit_items[0].payload["nested"]["l"] == [1, None]
     assert [i.pk for i in services.assignment_items(read)] == [i.pk for i in hit_items]
 
     with pytest.raises(Assignment.DoesNotExist):
@@ -54,14 +52,16 @@ def test_the_submitted_assignment_is_read_with_its_project_phases_and_items_as_t
 
 
 @pytest.mark.django_db
-def test_no_phases_row_reads_as_none_and_gold_items_are_flagged(django_user_model):
+def test_no_phases_row_reads_as_none_and_gold_items_are_flagged(django_user_model, django_assert_num_queries):
     project = make_project("raw-gold", gold_rate=0.34)  # one gold item per HIT of 3
     services.add_items(project, [], gold=[{"payload": {"text": "gold", "topic": "t"}, "expected": {"label": "pro"}}])
     gold = Item.objects.get(project=project, is_gold=True)
     worker = services.worker_for_user(django_user_model.objects.create_user("bob"))
     held = services.reserve_next_assignment(project, worker)
     read = services.submittable_assignment(held.pk)
-    assert read.project._argora_phases is None and read.has_gold is True
+    with django_assert_num_queries(0):  # no row, read as none with the assignment
+        assert selectors.phase_config(read.project) is None
+    assert read.has_gold is True
     items = services.assignment_items(read)
     assert gold.pk in [i.pk for i in items] and len(items) == 4
     assert [i.pk for i in items] == [i.pk for i in services.assignment_items(Assignment.objects.get(pk=held.pk))]
@@ -73,7 +73,7 @@ def test_a_reservation_comes_with_its_hits_items_in_order(django_user_model):
     worker = services.worker_for_user(django_user_model.objects.create_user("carol"))
     held = services.reserve_next_assignment(project, worker)
     expected = list(HITItem.objects.filter(hit_id=held.hit_id).order_by("position").values_list("item_id", flat=True))
-    assert [i.pk for i in held._argora_hit_items] == expected and len(expected) == 3
+    assert [i.pk for i in services.items.items_read(held).hit_items] == expected and len(expected) == 3
     assert fields(Assignment.objects.get(pk=held.pk)) == fields(held)
 
 
@@ -104,7 +104,7 @@ def test_instances_are_built_as_from_db_builds_them_and_init_receivers_are_honou
     project = make_project("raw-inst")
     worker = services.worker_for_user(django_user_model.objects.create_user("erin"))
     held = services.reserve_next_assignment(project, worker)
-    read = held._argora_hit_items[0]
+    read = services.items.items_read(held).hit_items[0]
     orm = Item.objects.get(pk=read.pk)
     assert {k: v for k, v in vars(read).items() if k != "_state"} == {k: v for k, v in vars(orm).items()
                                                                        if k != "_state"}
@@ -120,12 +120,12 @@ def test_instances_are_built_as_from_db_builds_them_and_init_receivers_are_honou
         seen.append(instance.pk)
 
     post_init.connect(receiver, sender=Item)
-    connection.ops.__dict__.pop("_argora_sql", None)  # a receiver belongs in an app's ready(), before any read
+    rawsql.forget(connection)  # a receiver belongs in an app's ready(), before any read
     try:
         again = services.submittable_assignment(held.pk)
         items = services.assignment_items(again)
     finally:
         post_init.disconnect(receiver, sender=Item)
-        connection.ops.__dict__.pop("_argora_sql", None)
+        rawsql.forget(connection)
     assert sorted(seen) == sorted(i.pk for i in items) and len(items) == 3
     assert rawsql._layout(Item, connection)[3] is True

@@ -13,11 +13,12 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation import phases, services
+from annotation import phases
 from annotation.models import Participation, Project, StudyPhases, Worker
 from annotation.studio import services as studio
 from argora.html import markdown_html
 from argora.roles import RESEARCHER_GROUP
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,13 +51,9 @@ def researcher(django_user_model):
 
 
 def make_project(**extra) -> Project:
-    project = services.create_project(name=f"Study<script>{RUN}</script>", task_type="sentence_label",
-                                      config={"labels": LABELS}, guidelines=DIRTY, assignments_per_item=1,
-                                      items_per_hit=2, status=Project.Status.ACTIVE, **extra)
-    services.add_items(project, [{"text": f"Text {k}<img src=x onerror={RUN}>", "topic": f"<script>{RUN}</script>"}
-                                 for k in range(2)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name=f"Study<script>{RUN}</script>", config={"labels": LABELS}, guidelines=DIRTY,
+                          assignments_per_item=1, items_per_hit=2, text=f"Text {{i}}<img src=x onerror={RUN}>",
+                          topic=f"<script>{RUN}</script>", items=2, **extra)
 
 
 def test_services_store_guidelines_sanitised():

@@ -8,6 +8,7 @@ from django.db import connections, transaction
 from annotation import services
 from annotation.models import Assignment, Response
 from annotation.signals import assignment_submitted
+from tests.factories import ProjectFactory
 
 
 @pytest.fixture
@@ -37,13 +38,7 @@ def received():
 
 
 def make_project(gold=0, **kw):
-    project = services.create_project(name="Sig", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con", "none"]}, items_per_hit=3, **kw)
-    services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(9)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
-                             for i in range(gold)])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Sig", items=9, gold=gold, items_per_hit=3, **kw)
 
 
 def answers(a, label="pro"):

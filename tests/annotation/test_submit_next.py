@@ -11,19 +11,18 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
+
 from annotation import services
 from annotation.models import HIT, Assignment, Response, Worker
+from tests.factories import ProjectFactory
 
 from .test_api import client_for
 from .test_concurrency import run_threads
 
 
 def make_project(slug="sn", *, items=12, per_hit=2, r=1, labels=("pro", "con"), **kw):
-    p = services.create_project(name=slug, slug=slug, task_type="sentence_label", status="active",
-                                config={"labels": list(labels)}, items_per_hit=per_hit, assignments_per_item=r, **kw)
-    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(items)])
-    services.build_hits(p)
-    return p
+    return ProjectFactory(name=slug, slug=slug, config={"labels": list(labels)}, items=items, items_per_hit=per_hit,
+                          assignments_per_item=r, **kw)
 
 
 def answers(hit, label="pro"):

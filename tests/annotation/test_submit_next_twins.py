@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotation import services
 from annotation.models import HIT, Assignment
+from annotation.services import allocation
 
 from .test_api import client_for
 from .test_submit_next import answers, make_project
@@ -25,9 +26,10 @@ def stale_last_hit(project, django_user_model):
     return held
 
 
-def twin_inside(monkeypatch, name, twin):
-    """Run ``twin()`` once, inside the first call of ``services.<name>`` (before that call's own work)."""
-    real, ran, started = getattr(services, name), [], []
+def twin_inside(monkeypatch, module, name, twin):
+    """Run ``twin()`` once, inside the first call of ``<module>.<name>`` (before that call's own work): ``module`` is
+    where the caller looks the name up (``services`` for a view, ``allocation`` for the allocation's own calls)."""
+    real, ran, started = getattr(module, name), [], []
 
     def first_the_twin(*args, **kwargs):
         if not started:
@@ -35,7 +37,7 @@ def twin_inside(monkeypatch, name, twin):
             ran.append(twin())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services, name, first_the_twin)
+    monkeypatch.setattr(module, name, first_the_twin)
     return ran
 
 
@@ -56,7 +58,7 @@ def test_a_twin_that_swept_first_and_took_the_freed_hit_is_answered_alike(django
             services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True)
         return following and following.pk, refusal and str(refusal)
 
-    ran = twin_inside(monkeypatch, "expire_reservations", twin)
+    ran = twin_inside(monkeypatch, allocation, "expire_reservations", twin)
     body = c.post(f"/api/assignments/{hit['assignment']}/submit/?next=1", answers(hit), format="json").json()
     [(twin_next, twin_refusal)] = ran
     assert twin_next is not None and twin_refusal is None
@@ -88,7 +90,7 @@ def test_a_twin_whose_answers_blocked_the_worker_is_answered_alike(django_user_m
             services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True)
         return following, str(refusal)
 
-    ran = twin_inside(monkeypatch, "submittable_assignment", twin)
+    ran = twin_inside(monkeypatch, services, "submittable_assignment", twin)
     body = c.post(f"/api/assignments/{hit['assignment']}/submit/?next=1", answers(hit), format="json").json()
     [(twin_next, twin_refusal)] = ran
     assert twin_next is None and "gold accuracy" in twin_refusal
@@ -125,7 +127,7 @@ def test_a_stale_reservation_being_swept_right_now_is_waited_for(django_user_mod
         release.set()
         holder.join(timeout=30)
 
-    monkeypatch.setattr(services.time, "sleep", pause)
+    monkeypatch.setattr(allocation.time, "sleep", pause)
     holder.start()
     assert locked.wait(timeout=30)
     got = services.reserve_next_assignment(project, mine)

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
 from argora.roles import RESEARCHER_GROUP
-from ml import registry
+from ml import splits, versions
 from ml.generation import generate as gen
 from ml.generation import runs
 from tests.ml.test_gen_models import aspect_rows
@@ -26,8 +26,8 @@ from .test_dashboard import login
 @pytest.mark.django_db(transaction=True)
 def test_the_run_page_shows_outputs_as_the_worker_writes_them(live_server, page, phone, tmp_artifacts,
                                                               django_user_model):
-    train, dev = registry.stable_split(aspect_rows(), key="sentence", dev_fraction=0.2)
-    version = registry.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=TINY_HP)
+    train, dev = splits.stable_split(aspect_rows(), key="sentence", dev_fraction=0.2)
+    version = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=TINY_HP)
     user = django_user_model.objects.create_user("researcher", password="pw-research-123", is_staff=True)
     user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
     login(page, live_server, "researcher", "pw-research-123", "/ml/generation/")

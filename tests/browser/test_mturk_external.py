@@ -13,6 +13,7 @@ from annotation import services
 from annotation.models import Assignment, Project, Response, Worker
 from mturk import views as mturk_views
 from mturk.models import MTurkHIT, MTurkProjectSettings
+from tests.factories import ProjectFactory
 
 HIT_ID = "3X7837UUADRXYCQSL6TZ2YZ1K0N6J4"
 ASSIGNMENT_ID = "3IO1LGZLK9WROAXCHZWRWLI6UK486H"
@@ -28,13 +29,11 @@ TEXTS = [
 
 
 def make_project() -> Project:
-    project = services.create_project(
-        name="Nuclear energy: stance", task_type="sentence_label", config={"labels": ["pro", "con", "none"]},
+    project = ProjectFactory(
+        name="Nuclear energy: stance", config={"labels": ["pro", "con", "none"]},
         guidelines="<p>Is each sentence an argument for (pro) or against (con) nuclear energy, or none?</p>",
         assignments_per_item=1, items_per_hit=4, time_estimate_seconds=60, reward_cents=13,
-        status=Project.Status.ACTIVE)
-    services.add_items(project, [{"text": t, "topic": "nuclear energy"} for t in TEXTS])
-    services.build_hits(project)
+        items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS])
     MTurkProjectSettings.objects.create(project=project, title="Stance of sentences", description="4 sentences")
     MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, reward_cents=13,
                             max_assignments=1, created_at=timezone.now())

@@ -20,6 +20,7 @@ from tests.browser.test_bws_hit import make_project as make_bws_project
 from tests.browser.test_rating_hits import DEBATES, PAIRS, _write
 from tests.browser.test_span_grounding_hit import drag, word
 from tests.browser.test_valnov_hit import make_project as make_valnov_project
+from tests.factories import ProjectFactory
 
 LABELS = ["pro", "con", "none"]
 TEXTS = ["Nuclear power emits almost no carbon dioxide.", "Nuclear waste stays dangerous for millennia.",
@@ -31,10 +32,8 @@ def make_project(**settings) -> Project:
     values = {"assignments_per_item": 1, "items_per_hit": 3, "reservation_timeout_seconds": 600,
               "status": Project.Status.ACTIVE}
     values.update(settings)
-    project = services.create_project(name="Stance", task_type="sentence_label", config={"labels": LABELS}, **values)
-    services.add_items(project, [{"text": t, "topic": "nuclear energy"} for t in TEXTS])
-    services.build_hits(project)
-    return project
+    return ProjectFactory(name="Stance", config={"labels": LABELS},
+                          items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS], **values)
 
 
 def join(page, live_server, project):

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from annotation import phases, services, teams
 from annotation.models import Assignment, Participation, Project, Response, Worker, WorkerProjectCode
+from tests.factories import ProjectFactory
 
 from .conftest import staff_screenshot
 
@@ -30,15 +31,13 @@ SURVEY = [
 
 
 def make_project() -> Project:
-    project = services.create_project(
-        name="Wind energy: stance", task_type="sentence_label", config={"labels": LABELS},
-        guidelines="<p>Is each sentence an argument <b>for</b> (pro) or <b>against</b> (con) the topic, or none?</p>",
-        assignments_per_item=1, items_per_hit=3, gold_min_items=0, reward_cents=40, time_estimate_seconds=120,
-        status=Project.Status.ACTIVE)
     gold = [{"payload": {"text": t, "topic": "solar power"}, "expected": {"label": label}, "explanation": why,
              "training": True} for t, label, why in TRAINING]
-    services.add_items(project, [{"text": t, "topic": "wind power"} for t in TEXTS], gold=gold)
-    services.build_hits(project)
+    project = ProjectFactory(
+        name="Wind energy: stance", config={"labels": LABELS},
+        guidelines="<p>Is each sentence an argument <b>for</b> (pro) or <b>against</b> (con) the topic, or none?</p>",
+        assignments_per_item=1, items_per_hit=3, gold_min_items=0, reward_cents=40, time_estimate_seconds=120,
+        items=[{"text": t, "topic": "wind power"} for t in TEXTS], gold=gold)
     phases.configure(project, {
         "consent_required": True,
         "consent_text": "## About this study\n\nWe record your answers for research. **You may stop at any time.**",

@@ -26,6 +26,7 @@ from annotation.task_types.base import GoldShare
 from corpus.hashing import sentence_hash
 from corpus.importers import ImportFailed
 from corpus.models import Sentence, Topic
+from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -61,8 +62,8 @@ def appf_file(tmp_path):
 
 @pytest.fixture
 def project():
-    return services.create_project(name="Aspects", slug="aspects", task_type="aspect", assignments_per_item=2,
-                                   items_per_hit=4, status="active", config={"top_k": 3})
+    return ProjectFactory(name="Aspects", slug="aspects", task_type="aspect", assignments_per_item=2, items_per_hit=4,
+                          config={"top_k": 3}, items=0, build=False)
 
 
 def canonical(path) -> bytes:

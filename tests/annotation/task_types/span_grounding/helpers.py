@@ -1,9 +1,9 @@
 """Shared set-up for the span grounding tests: a topic with a KB, sentences, and the Figure 7 example."""
 from __future__ import annotations
 
-from annotation import services
 from corpus.hashing import fact_hash, sentence_hash
 from corpus.models import FactVariable, Sentence, Topic
+from tests.factories import ProjectFactory
 
 TOPIC = "Death penalty"
 FIG7 = "Criminologists familiar with the effects of the DP on crime assert that the DP does not deter crime."
@@ -39,8 +39,8 @@ def make_sentence(topic: Topic, text: str, stance: str = "con", **metadata) -> S
 def make_project(slug="spans", config=None, **kw):
     kw.setdefault("items_per_hit", 2)
     kw.setdefault("assignments_per_item", 1)
-    return services.create_project(name=slug.title(), slug=slug, task_type="span_grounding", status="active",
-                                   config=config or {}, **kw)
+    return ProjectFactory(name=slug.title(), slug=slug, task_type="span_grounding", config=config or {}, items=0,
+                          build=False, **kw)
 
 
 def fig7_payload(variables) -> dict:

@@ -208,7 +208,8 @@ def test_build_items_give_the_suggestion_hook_the_offered_variables(monkeypatch)
 def test_build_items_with_an_active_tiny_argspan_model_suggest_grounded_spans(tmp_artifacts):
     """End to end through ml.spans.suggest: a tiny ArgSpan trained on planted rows and activated for the project
     suggests the planted span of each argument grounded to the offered KB variable with that text."""
-    from ml.registry import activate, train_version
+    from ml.registry import activate
+    from ml.versions import train_version
     from tests.ml.test_taggers import TINY, VARS, planted_span_rows
 
     version = train_version("argspan", rows_train=planted_span_rows(120, 1), rows_dev=planted_span_rows(20, 2),
