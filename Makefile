@@ -8,6 +8,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 REQ_HASH := $(shell cat requirements.txt requirements-dev.txt | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(REQ_HASH)
+# eslint for the static JS (package.json, package-lock.json): node_modules/ is installed by `npm ci` when the lock file
+# changes, like the venv
+NODE_STAMP := node_modules/.installed-$(shell cat package-lock.json 2>/dev/null | sha256sum | cut -c1-12)
 PG_URL ?= postgres://postgres@127.0.0.1:5432/argora
 REDIS_URL ?= redis://127.0.0.1:6379/15
 # the 30 slowest tests are listed at the end of each half: where the time of the suite goes
@@ -21,7 +24,7 @@ SERIAL_TESTS := tests/test_api_fuzz.py
 XDIST := $(if $(filter 0,$(TEST_PROCESSES)),-p no:xdist,-n $(TEST_PROCESSES) --dist loadfile $(SERIAL_TESTS:%=--ignore=%))
 SERIAL := $(if $(filter 0,$(TEST_PROCESSES)),true,$(PY) -m pytest -p no:xdist $(PYTEST_ARGS) $(SERIAL_TESTS))
 
-.PHONY: venv chromium test test-sqlite test-postgres check demo migrate bench clean
+.PHONY: venv node chromium test test-sqlite test-postgres check lint format demo migrate bench clean
 
 venv: $(STAMP)
 
@@ -30,6 +33,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
 	rm -f $(VENV)/.installed-*
+	touch $@
+
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "eslint (make check) needs Node.js >= 20.19 and npm"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 # Browser tests drive Debian's Chromium (Playwright never downloads a browser here).
@@ -52,10 +62,22 @@ test-postgres: venv
 	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 	DATABASE_URL=$(PG_URL) CELERY_BROKER_URL=$(REDIS_URL) $(SERIAL)
 
-# the layout rules (README "Layout") and a compile of every module; the suite runs the same check
-check: venv
+# every module compiles, the layout rules hold (README "Layout"; the suite runs the same check), then the linters
+# (README "Checks"; configured in pyproject.toml and eslint.config.js): ruff's rules and its formatting, mypy on the
+# engine, eslint on the static JS. `make format` rewrites what ruff can fix by itself.
+check: venv node
 	$(PY) -m compileall -q argora corpus annotation ml mturk prolific scripts
 	$(PY) scripts/check_layout.py
+	$(MAKE) --no-print-directory lint
+
+# all four run, whichever fails: one pass shows every finding
+lint: venv node
+	@status=0; for tool in "$(VENV)/bin/ruff check ." "$(VENV)/bin/ruff format --check ." "$(VENV)/bin/mypy" \
+	  "npx --no-install eslint ."; do echo "== $$tool"; $$tool || status=1; done; exit $$status
+
+format: venv
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 migrate: venv
 	$(PY) manage.py migrate --noinput
@@ -101,4 +123,4 @@ bench: venv
 	done; echo "== all done ($$(date -u +%H:%M:%S) UTC): $$log"
 
 clean:
-	rm -rf var/ .pytest_cache
+	rm -rf var/ .pytest_cache .ruff_cache

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -131,7 +132,13 @@ def _shorter(configured: float | None, left: float) -> float:
     return left if configured is None else min(float(configured), left)
 
 
-class BudgetedConnectionMixin:
+if TYPE_CHECKING:  # the mixin's attributes and super() calls are those of the redis-py connection it is mixed into
+    _ConnectionBase = redis.Connection
+else:
+    _ConnectionBase = object
+
+
+class BudgetedConnectionMixin(_ConnectionBase):
     """A redis-py connection whose connect, send and read take their time from the request's budget."""
 
     def _server(self) -> tuple:
@@ -214,6 +221,10 @@ def _unavailable(op: str, key, exc: BaseException, result):
 class RedisCache(DjangoRedisCache):
     """Django's Redis cache on :class:`BudgetedConnection`: unanswered reads are misses, unanswered writes are dropped
     (both logged); ``add`` / ``incr`` / ``decr`` raise as Django's do."""
+
+    # set by Django's RedisCache.__init__ (private there, so django-stubs leaves them out)
+    _servers: list[str]
+    _options: dict[str, Any]
 
     def __init__(self, server, params):
         super().__init__(server, params)

@@ -28,16 +28,18 @@ def dumps(row: dict) -> str:
 def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows: bool = False,
                text: str | None = None) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of ``path`` (or of ``text`` already read from it)."""
+    handle = None
+    lines: Iterable[str]
     if text is None:
         try:
-            fh = open(path, encoding="utf-8")
+            lines = handle = open(path, encoding="utf-8")
         except OSError as exc:
             raise error(path, 0, f"cannot read ({exc.strerror or exc})") from None
     else:
-        fh = iter(text.split("\n"))
+        lines = text.split("\n")
     seen = False
     try:
-        for number, line in enumerate(fh, start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -55,8 +57,8 @@ def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows
     except UnicodeDecodeError:
         raise error(path, 0, "not UTF-8 text") from None
     finally:
-        if text is None:
-            fh.close()
+        if handle is not None:
+            handle.close()
     if require_rows and not seen:
         raise error(path, 0, "no rows: the file is empty")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Iterable
 from urllib.parse import urlsplit
 
 import requests
@@ -32,8 +32,8 @@ from requests.structures import CaseInsensitiveDict
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
-Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 SCHEMES = {"http": 80, "https": 443}
 # non-global ranges Python's ``is_global`` does not count, or IPv6 ranges that carry an IPv4 address
@@ -138,7 +138,7 @@ def resolve(host: str, port: int) -> list[Address]:
     out: list[Address] = []
     for family, _type, _proto, _name, sockaddr in infos:
         if family in (socket.AF_INET, socket.AF_INET6):
-            ip = ipaddress.ip_address(sockaddr[0].split("%")[0])
+            ip = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
             if ip not in out:
                 out.append(ip)
     if not out:

@@ -33,7 +33,8 @@ AFTER, BEFORE = "a", "b"
 class KeysetPagination(BasePagination):
     """Pages of ``page_size`` rows in ascending ``key`` order (a unique, indexed field: the primary key)."""
 
-    page_size = api_settings.PAGE_SIZE
+    # argora.settings always sets PAGE_SIZE (ARGORA_API_PAGE_SIZE, 50 unless told); DRF types it as optional
+    page_size: int = api_settings.PAGE_SIZE or 50
     key = "id"
     cursor_query_param = "cursor"
     page_query_param = "page"

@@ -47,14 +47,15 @@ def read_progress(task_id: str) -> dict | None:
 def celery_progress(task, min_interval: float = 0.5) -> Progress:
     """Report progress as the task's PROGRESS state; throttled to one write per ``min_interval`` s, except that the
     first report of a new phase (another ``description``) and the last one (``done >= total``) always go out."""
-    last = [0.0, None]
+    last_time, last_description = 0.0, None
 
     def report(done: int, total: int | None, description: str = "") -> None:
+        nonlocal last_time, last_description
         now = time.monotonic()
         finished = total is not None and done >= total
-        if not finished and description == last[1] and now - last[0] < min_interval:
+        if not finished and description == last_description and now - last_time < min_interval:
             return
-        last[0], last[1] = now, description
+        last_time, last_description = now, description
         task_id = getattr(task.request, "id", None)
         if task_id is None:  # called directly, not through a worker
             return
@@ -102,6 +103,8 @@ class LineProgress:
         return " ".join(p for p in parts if p)
 
     def _write(self) -> None:
+        if self.state is None:  # nothing reported yet
+            return
         done, total, desc = self.state
         try:
             self.stream.write(self.line(done, total, desc) + "\n")
@@ -144,11 +147,11 @@ def cli_progress(description: str = "", stream=None, disable: bool | None = None
         return
     bar = tqdm(total=None, desc=description, file=stream, disable=bool(disable), unit="row")
 
-    def report(done: int, total: int | None, desc: str = "") -> None:
+    def report(done: int, total: int | None, description: str = "") -> None:  # the Progress signature
         if total is not None and bar.total != total:
             bar.total = total
-        if desc:
-            bar.set_description(desc, refresh=False)
+        if description:
+            bar.set_description(description, refresh=False)
         bar.n = done
         bar.refresh()
 

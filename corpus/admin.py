@@ -39,7 +39,8 @@ class FactVariableForm(forms.ModelForm):
     """Sets ``content_hash`` from topic + text (as the importers and the API do); a duplicate is a form error."""
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         topic, text = data.get("topic"), data.get("text")
         if topic is not None and text:
             digest = fact_hash(topic.name, text)

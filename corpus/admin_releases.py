@@ -112,7 +112,8 @@ class PublishReleaseForm(forms.Form):
         self.release_config: dict | None = None
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         try:
@@ -145,11 +146,12 @@ class PublishReleaseForm(forms.Form):
             split["sizes"] = {p: data[f"{p}_size"] for p in ("train", "dev", "test")}
         config = {"topics": self.topics, "split": split, "include_non_arguments": data["include_non_arguments"]}
         try:  # validate now, so the person sees the reason here instead of in a failed job
-            self.release_config = releases.get_exporter("sentences").prepare(config)
+            prepare = releases.get_exporter("sentences").prepare
+            self.release_config = prepare(config) if prepare is not None else config
         except ValueError as exc:
-            field = {"dev": "dev_topics", "test": "test_topics", "sizes": "train_size"}.get(
+            bad = {"dev": "dev_topics", "test": "test_topics", "sizes": "train_size"}.get(
                 str(exc).split(":")[0].rsplit(".", 1)[-1])
-            self.add_error(field if field in self.fields else None, str(exc))
+            self.add_error(bad if bad in self.fields else None, str(exc))
         data["release_name"], data["release_version"] = name, version
         return data
 

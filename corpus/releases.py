@@ -321,9 +321,9 @@ def build_release(name: str, version: str, *, kind: str = "sentences", config: d
             files.append(_write_rows(tmp / file_name, rows, on_row))
             progress(done[0], total, f"wrote {file_name}")
 
-        card = render_card(release, exporter, config, files, counts)
+        card_text = render_card(release, exporter, config, files, counts)
         card_path = tmp / CARD_NAME
-        card_path.write_bytes(card.encode("utf-8"))
+        card_path.write_bytes(card_text.encode("utf-8"))
         sha, size = _hash_file(card_path)
         files.append({"name": CARD_NAME, "rows": 0, "size": size, "sha256": sha})
         for entry in tmp.iterdir():
@@ -358,7 +358,7 @@ def _mark_failed(release: Release, exc: BaseException) -> None:
         with transaction.atomic():
             Release.objects.filter(pk=release.pk).exclude(status=Release.Status.PUBLISHED).update(
                 status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:10000])
-    except Exception:  # the connection may be unusable (the original error is what matters)
+    except Exception:  # noqa: BLE001 - the connection may be unusable (the original error is what matters)
         pass
 
 
@@ -632,9 +632,9 @@ def _in_topic_assignment(queryset, seed: int, sizes: dict) -> dict[str, set[int]
         start += sizes[part]
     chosen: dict[str, set[int]] = {part: set() for part in SPLITS}
     for pos, pk in enumerate(queryset.values_list("id", flat=True).iterator(chunk_size=CHUNK_SIZE)):
-        part = where.get(pos)
-        if part is not None:
-            chosen[part].add(pk)
+        chosen_part = where.get(pos)
+        if chosen_part is not None:
+            chosen[chosen_part].add(pk)
     return chosen
 
 

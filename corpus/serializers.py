@@ -96,6 +96,8 @@ class SentenceSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         topic = attrs.get("topic") or getattr(self.instance, "topic", None)
+        if topic is None:  # a required field: DRF has refused the request already
+            return attrs
         text = attrs.get("text", getattr(self.instance, "text", ""))
         same = selectors.sentence_with_same_content(topic, text, exclude_pk=getattr(self.instance, "pk", None))
         if same is not None:
@@ -134,6 +136,8 @@ class FactVariableSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         topic = attrs.get("topic") or getattr(self.instance, "topic", None)
+        if topic is None:  # a required field: DRF has refused the request already
+            return attrs
         text = attrs.get("text", getattr(self.instance, "text", ""))
         pk = getattr(self.instance, "pk", None)
         same = selectors.fact_with_same_content(topic, text, exclude_pk=pk)
@@ -201,7 +205,8 @@ class ReleaseFileSerializer(serializers.ModelSerializer):
 
 
 class ReleaseSerializer(serializers.ModelSerializer):
-    creator = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    creator: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="username", read_only=True,
+                                                                          allow_null=True)
     files = ReleaseFileSerializer(many=True, read_only=True)
 
     class Meta:

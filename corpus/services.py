@@ -108,7 +108,7 @@ def change_fact_status(fact_id: int, status: str, *, into=None, user=None, only_
     return fact
 
 
-_ACTION = {FactVariable.Status.ACTIVE: "accept", FactVariable.Status.MERGED: "merge",
+_ACTION: dict[str, str] = {FactVariable.Status.ACTIVE: "accept", FactVariable.Status.MERGED: "merge",
            FactVariable.Status.REJECTED: "reject"}
 
 
@@ -118,19 +118,19 @@ def _merge_target(fact: FactVariable, into) -> FactVariable:
         into_id = int(into_id)
     except (TypeError, ValueError):
         raise FieldError("merged_into", "choose the variable to merge into") from None
-    target = FactVariable.objects.select_for_update().filter(pk=into_id).first()
-    check_merge(fact, target, into_id)
-    return target
+    return check_merge(fact, FactVariable.objects.select_for_update().filter(pk=into_id).first(), into_id)
 
 
-def check_merge(fact: FactVariable, target: FactVariable | None, into_id=None) -> None:
-    """The merge rules (a FieldError on ``merged_into``): another variable, of the same topic, that is active."""
+def check_merge(fact: FactVariable, target: FactVariable | None, into_id=None) -> FactVariable:
+    """The merge rules (a FieldError on ``merged_into``): another variable, of the same topic, that is active;
+    returns ``target`` once it passes."""
     if target is None or target.pk == fact.pk:
         raise FieldError("merged_into", f"no other fact variable {into_id if target is None else target.pk}")
     if target.topic_id != fact.topic_id:
         raise FieldError("merged_into", f"variable {target.pk} belongs to another topic")
     if target.status != FactVariable.Status.ACTIVE:
         raise FieldError("merged_into", f"variable {target.pk} is {target.status}; merge into an active variable")
+    return target
 
 
 def delete_fact(fact: FactVariable) -> None:

@@ -44,10 +44,13 @@ def _queue(name: str) -> tuple[threading.Lock, FileLock]:
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _holding = None  # the (thread lock, file lock) this connection's open transaction holds
+    # Django's (from OPTIONS["transaction_mode"]), as are the private methods overridden here: django-stubs has none
+    # of them, hence the `type: ignore[misc]` on their super() calls
+    transaction_mode: str | None
 
     def _start_transaction_under_autocommit(self):
         if self.transaction_mode != "IMMEDIATE" or self.is_in_memory_db():
-            return super()._start_transaction_under_autocommit()
+            return super()._start_transaction_under_autocommit()  # type: ignore[misc]
         local, shared = _queue(str(self.settings_dict["NAME"]))
         timeout = float(self.settings_dict["OPTIONS"].get("timeout", 5))
         deadline = time.monotonic() + timeout
@@ -63,14 +66,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
             raise
         self._holding = (local, shared)
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
         except BaseException:
             self._release_writer()
             raise
 
     def _set_autocommit(self, autocommit):
         try:
-            super()._set_autocommit(autocommit)
+            super()._set_autocommit(autocommit)  # type: ignore[misc]
         finally:
             if autocommit:  # the transaction is over: committed or rolled back
                 self._release_writer()

@@ -33,7 +33,7 @@ import csv
 import json
 import re
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from argora.inputs import InvalidJSON, loads
 from corpus.hashing import normalise
@@ -90,7 +90,7 @@ def stream_ibm_argq(path, lines: Iterable[str], *, topic: str | None = None, sou
     source = clean_str(path, 1, source or "ibm-argq-rank-30k", "source", limit=MAX_SOURCE)
     for n, (line, row) in enumerate(csv_rows(path, lines, "excel", ARGQ_REQUIRED, ARGQ_OPTIONAL), start=1):
         stance = ibm_stance(path, line, row["stance_WA"], "stance_WA")
-        argq = {"WA": number(path, line, row["WA"], "WA", low=0, high=1),
+        argq: dict[str, Any] = {"WA": number(path, line, row["WA"], "WA", low=0, high=1),
                 "MACE-P": number(path, line, row["MACE-P"], "MACE-P", low=0, high=1),
                 "stance_WA": {"pro": 1, "con": -1, "none": 0}[stance]}
         if "stance_WA_conf" in row and row["stance_WA_conf"].strip():
@@ -188,7 +188,7 @@ def _arguments_file(path, text: str, topic, source: str, progress) -> ParsedFile
         arg_id = clean_str(path, line, row["arg_id"], "arg_id", limit=MAX_EXTERNAL_ID)
         if arg_id in by_id:
             raise ImportFailed(path, line, f"arg_id {arg_id!r} appears twice (first on line {by_id[arg_id].line})")
-        argkp = {"arg_ids": [], "key_points": []}
+        argkp: dict[str, Any] = {"arg_ids": [], "key_points": []}
         if set_name:
             argkp["set"] = set_name
         record = args.add(line, topic_name(path, line, row["topic"], topic),
@@ -256,7 +256,8 @@ ARGSME_STANCES = {"pro": "pro", "con": "con"}
 
 
 def _skip(text: str, i: int) -> int:
-    return _WS.match(text, i).end()
+    found = _WS.match(text, i)  # the pattern matches the empty string too: always a match
+    return found.end() if found else i
 
 
 class _Lines:
@@ -384,7 +385,7 @@ def parse_argsme_json(path, text: str, *, topic: str | None = None, source: str 
             stance = premise.get("stance")
             if not isinstance(stance, str) or stance.strip().lower() not in ARGSME_STANCES:
                 raise ImportFailed(path, line, f'premises[{k}].stance must be "PRO" or "CON", got {stance!r}')
-            meta = {"id": arg_id, "context": context}
+            meta: dict[str, Any] = {"id": arg_id, "context": context}
             if len(premises) > 1:
                 meta["premise"] = k
             if conclusion and name != conclusion:

@@ -69,7 +69,7 @@ def _sentence_insert() -> tuple[str, tuple]:
                                         else f.get_default(), connection) for f in rest)
     columns = [fields[name] for name in SENTENCE_COLUMNS] + rest
     quote = connection.ops.quote_name
-    sql = (f"INSERT INTO {quote(Sentence._meta.db_table)} ({', '.join(quote(f.column) for f in columns)}) "
+    sql = (f"INSERT INTO {quote(Sentence._meta.db_table)} ({', '.join(quote(str(f.column)) for f in columns)}) "
            f"VALUES ({', '.join(['%s'] * len(columns))})")
     return sql, defaults
 
@@ -149,7 +149,8 @@ class _Writer:
         hashes = [sentence_hash(r.topic, r.text) for r in records]
         present = _existing(Sentence, hashes)
         stored = present.copy()
-        new, merge = [], {}
+        new: list = []
+        merge: dict = {}
         for record, digest in zip(records, hashes):
             if digest in present:
                 self.summary.skipped += 1

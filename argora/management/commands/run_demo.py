@@ -218,7 +218,7 @@ class Command(BaseCommand):
                 return result.get(timeout=1.0, interval=0.2)
             except CeleryTimeout:
                 if time.monotonic() > deadline:
-                    raise DemoFailed("the worker did not answer argora.ping in time (is the broker reachable?)")
+                    raise DemoFailed("the worker did not answer argora.ping in time (is the broker reachable?)") from None
 
     def _smoke(self, base: str) -> None:
         stylesheets: set[str] = set()
