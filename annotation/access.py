@@ -19,6 +19,7 @@ projects whose team they are in; another project is a 404, as if it did not exis
 Workers are seen only through the projects a user may see; a passwordless invite worker takes HITs only of the
 projects it was admitted to (:func:`worker_admitted`).
 """
+
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet
@@ -42,8 +43,10 @@ class NotAllowed(Exception):
     def __init__(self, project: Project, action: str, role: str | None):
         self.project, self.action, self.role = project, action, role
         needed = " or ".join(Role(r).label.lower() for r in ROLES_FOR[action])
-        super().__init__(f"To {ACTION_WORDS[action]} {project.name} you need the role {needed} in its team "
-                         f"(yours: {Role(role).label.lower() if role else 'none'}); ask one of its owners.")
+        super().__init__(
+            f"To {ACTION_WORDS[action]} {project.name} you need the role {needed} in its team "
+            f"(yours: {Role(role).label.lower() if role else 'none'}); ask one of its owners."
+        )
 
 
 def _active(user) -> bool:
@@ -72,8 +75,9 @@ def is_team_user(user) -> bool:
         return False
     cached = user.__dict__.get("_argora_team_user")
     if cached is None:  # a member first (one indexed query), the Researcher role's permissions only if not
-        cached = bool(user.is_superuser or ProjectMember.objects.filter(user=user).exists()
-                      or may_create_projects(user))
+        cached = bool(
+            user.is_superuser or ProjectMember.objects.filter(user=user).exists() or may_create_projects(user)
+        )
         user.__dict__["_argora_team_user"] = cached
     return cached
 
@@ -86,8 +90,9 @@ def role_of(user, project: Project) -> str | None:
         return Role.OWNER
     cache = user.__dict__.setdefault(_CACHE, {})
     if project.pk not in cache:
-        cache[project.pk] = (ProjectMember.objects.filter(project_id=project.pk, user=user)
-                             .values_list("role", flat=True).first())
+        cache[project.pk] = (
+            ProjectMember.objects.filter(project_id=project.pk, user=user).values_list("role", flat=True).first()
+        )
     return cache[project.pk]
 
 
@@ -144,9 +149,11 @@ def workers(user) -> QuerySet[Worker]:
     if is_superuser(user):
         return Worker.objects.all()
     ids = project_ids(user)
-    return Worker.objects.filter(Q(pk__in=Assignment.objects.filter(project_id__in=ids).values("worker_id"))
-                                 | Q(pk__in=Participation.objects.filter(project_id__in=ids).values("worker_id"))
-                                 | Q(pk__in=Admission.objects.filter(project_id__in=ids).values("worker_id")))
+    return Worker.objects.filter(
+        Q(pk__in=Assignment.objects.filter(project_id__in=ids).values("worker_id"))
+        | Q(pk__in=Participation.objects.filter(project_id__in=ids).values("worker_id"))
+        | Q(pk__in=Admission.objects.filter(project_id__in=ids).values("worker_id"))
+    )
 
 
 def members(project: Project) -> QuerySet[ProjectMember]:
@@ -164,9 +171,11 @@ def worker_admitted(project: Project, worker: Worker) -> bool:
     earlier work there counts too), so a worker of one study cannot reach another study by its slug."""
     if worker.user_id is None or worker.source not in DOOR_SOURCES:
         return True
-    return (Admission.objects.filter(project=project, worker=worker).exists()
-            or Assignment.objects.filter(project=project, worker=worker).exists()
-            or Participation.objects.filter(project=project, worker=worker).exists())
+    return (
+        Admission.objects.filter(project=project, worker=worker).exists()
+        or Assignment.objects.filter(project=project, worker=worker).exists()
+        or Participation.objects.filter(project=project, worker=worker).exists()
+    )
 
 
 def release_projects(config) -> list[str]:
@@ -197,6 +206,9 @@ def visible_releases(user, queryset):
         return queryset
     if not _active(user):
         return queryset.none()
-    ids = [pk for pk, config in queryset.model.objects.filter(pk__in=queryset.values("pk"))
-           .values_list("pk", "config") if _config_visible(user, config)]
+    ids = [
+        pk
+        for pk, config in queryset.model.objects.filter(pk__in=queryset.values("pk")).values_list("pk", "config")
+        if _config_visible(user, config)
+    ]
     return queryset.filter(pk__in=ids)

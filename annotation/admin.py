@@ -1,4 +1,5 @@
 """Admin for the annotation engine. Actions call services (the same code as the API and the CLI)."""
+
 from django import forms
 from django.contrib import admin, messages
 
@@ -28,7 +29,7 @@ from .models import (
 
 @admin.register(Project)
 class ProjectAdmin(TeamScopedAdmin):
-    project_path = ''
+    project_path = ""
     # R, items per HIT and gold rate are on each project's page: the list fits 1366 px beside the filters
     list_display = ("name", "slug", "task_type", "status", "progress", "created_at")
     list_filter = ("status", "task_type")
@@ -48,9 +49,11 @@ class ProjectAdmin(TeamScopedAdmin):
             return "-"
         p = selectors.project_progress(obj)
         statuses = ", ".join(f"{k} {v}" for k, v in p["assignments"].items())
-        return (f"items {p['items']} (+{p['gold_items']} gold); responses {p['done']} / {p['needed']} "
-                f"({p['percent']}%); HITs {p['hits_complete']} / {p['hits']} complete; assignments: {statuses}; "
-                f"workers {len(p['workers'])}")
+        return (
+            f"items {p['items']} (+{p['gold_items']} gold); responses {p['done']} / {p['needed']} "
+            f"({p['percent']}%); HITs {p['hits_complete']} / {p['hits']} complete; assignments: {statuses}; "
+            f"workers {len(p['workers'])}"
+        )
 
     def save_model(self, request, obj, form, change):
         if not change and obj.created_by_id is None:
@@ -61,8 +64,9 @@ class ProjectAdmin(TeamScopedAdmin):
         if not change:
             teams.add_creator(obj, request.user)  # who made it owns it (annotation.access)
         elif changed:
-            teams.record(obj, request.user, "settings", teams.changes(
-                before, {f: form.cleaned_data.get(f) for f in changed}))
+            teams.record(
+                obj, request.user, "settings", teams.changes(before, {f: form.cleaned_data.get(f) for f in changed})
+            )
         for warning in obj.get_task_type().project_warnings(obj):  # e.g. likert_debate: 5-10 reviewers per debate
             self.message_user(request, warning, level=messages.WARNING)
 
@@ -155,8 +159,21 @@ class AssignmentAdmin(TeamScopedAdmin):
     list_display = ("id", "hit", "worker", "status", "submitted_at", "work_seconds")
     list_filter = ("status", "project")
     search_fields = ("external_id", "worker__external_id", "worker__user__username")
-    readonly_fields = ("project", "hit", "worker", "status", "reserved_at", "expires_at", "submitted_at",
-                       "work_seconds", "client_seconds", "gold_items", "external_id", "submission_key", "feedback")
+    readonly_fields = (
+        "project",
+        "hit",
+        "worker",
+        "status",
+        "reserved_at",
+        "expires_at",
+        "submitted_at",
+        "work_seconds",
+        "client_seconds",
+        "gold_items",
+        "external_id",
+        "submission_key",
+        "feedback",
+    )
     inlines = [ResponseInline]
     actions = ["approve", "reject"]
 
@@ -193,7 +210,7 @@ class AssignmentAdmin(TeamScopedAdmin):
 
 @admin.register(Response)
 class ResponseAdmin(TeamScopedAdmin):
-    project_path = 'assignment__project'
+    project_path = "assignment__project"
     list_display = ("id", "assignment", "item", "data", "created_at")
     list_filter = ("assignment__project",)
     raw_id_fields = ("assignment", "item")
@@ -249,7 +266,7 @@ class WorkerProjectCodeAdmin(TeamScopedAdmin):
 
 @admin.register(GoldItem)
 class GoldItemAdmin(TeamScopedAdmin):
-    project_path = 'item__project'
+    project_path = "item__project"
     list_display = ("id", "item", "expected", "tolerance")
     list_filter = ("item__project",)
     raw_id_fields = ("item",)
@@ -257,7 +274,7 @@ class GoldItemAdmin(TeamScopedAdmin):
 
 @admin.register(GoldRecord)
 class GoldRecordAdmin(TeamScopedAdmin):
-    project_path = 'item__project'
+    project_path = "item__project"
     list_display = ("id", "worker", "item", "assignment", "correct", "score", "created_at")
     list_filter = ("correct", "item__project")
     raw_id_fields = ("worker", "item", "assignment")
@@ -287,8 +304,16 @@ class StudyPhasesAdmin(TeamScopedAdmin):
     :func:`annotation.phases.configure`."""
 
     form = StudyPhasesForm
-    list_display = ("project", "consent_required", "instructions_required", "training_enabled", "pass_threshold",
-                    "max_attempts", "survey_enabled", "updated_at")
+    list_display = (
+        "project",
+        "consent_required",
+        "instructions_required",
+        "training_enabled",
+        "pass_threshold",
+        "max_attempts",
+        "survey_enabled",
+        "updated_at",
+    )
     raw_id_fields = ("project",)
 
     def get_readonly_fields(self, request, obj=None):
@@ -312,8 +337,16 @@ class TrainingAnswerInline(admin.TabularInline):
 class ParticipationAdmin(TeamScopedAdmin):
     """What a worker did in a project's phases: read-only (workers write it through the phase pages)."""
 
-    list_display = ("id", "project", "worker", "consent_at", "attempts_finished", "training_score", "outcome_label",
-                    "survey_at")
+    list_display = (
+        "id",
+        "project",
+        "worker",
+        "consent_at",
+        "attempts_finished",
+        "training_score",
+        "outcome_label",
+        "survey_at",
+    )
     list_filter = ("project",)
     search_fields = ("worker__external_id", "worker__claimed_external_id", "worker__user__username")
     inlines = [TrainingAnswerInline]
@@ -371,7 +404,7 @@ class ModelAnnotatorAdmin(TeamScopedAdmin):
 
 @admin.register(ModelAnswer)
 class ModelAnswerAdmin(TeamScopedAdmin):
-    project_path = 'annotator__project'
+    project_path = "annotator__project"
     list_display = ("annotator", "item", "model_id", "prompt_version", "confidence", "seconds", "cost", "created_at")
     list_filter = ("annotator",)
     readonly_fields = [f.name for f in ModelAnswer._meta.fields]
@@ -382,7 +415,7 @@ class ModelAnswerAdmin(TeamScopedAdmin):
 
 @admin.register(ModelAnswerFailure)
 class ModelAnswerFailureAdmin(TeamScopedAdmin):
-    project_path = 'annotator__project'
+    project_path = "annotator__project"
     list_display = ("annotator", "item", "kind", "attempt", "error", "created_at")
     list_filter = ("kind", "annotator")
     readonly_fields = [f.name for f in ModelAnswerFailure._meta.fields]

@@ -7,6 +7,7 @@ the projects they may change, and offers only those projects in its forms. Super
 projects (the Researcher role) unless ``superusers_only``. ``shared_rows``: rows whose project is empty are such
 shared rows too (a model of no project, an operation of the whole account).
 """
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -79,8 +80,9 @@ class TeamScopedAdmin(admin.ModelAdmin):
         filters = super().get_list_filter(request)
         if access.is_superuser(request.user):
             return filters
-        return [(f, admin.RelatedOnlyFieldListFilter) if isinstance(f, str) and self._is_project(f) else f
-                for f in filters]
+        return [
+            (f, admin.RelatedOnlyFieldListFilter) if isinstance(f, str) and self._is_project(f) else f for f in filters
+        ]
 
     def _is_project(self, name: str) -> bool:
         try:

@@ -1,4 +1,5 @@
 """Annotation endpoints under /api/ (included by argora/api_urls.py)."""
+
 from django.urls import path
 
 from . import api

@@ -10,10 +10,27 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
     # what the Researcher role may do here (argora.roles)
     researcher_permissions = (
-        "add_project", "change_project", "view_project", "add_item", "change_item", "view_item", "add_golditem",
-        "change_golditem", "view_golditem", "view_hit", "view_hititem", "change_assignment", "view_assignment",
-        "view_response", "change_worker", "view_worker", "view_workerprojectcode", "view_goldrecord",
-        "view_agreementsnapshot", "add_adjudication", "view_adjudication",
+        "add_project",
+        "change_project",
+        "view_project",
+        "add_item",
+        "change_item",
+        "view_item",
+        "add_golditem",
+        "change_golditem",
+        "view_golditem",
+        "view_hit",
+        "view_hititem",
+        "change_assignment",
+        "view_assignment",
+        "view_response",
+        "change_worker",
+        "view_worker",
+        "view_workerprojectcode",
+        "view_goldrecord",
+        "view_agreementsnapshot",
+        "add_adjudication",
+        "view_adjudication",
     )
 
     def ready(self):

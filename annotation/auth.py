@@ -6,6 +6,7 @@ cached on the user as ``select_related`` would; read with raw SQL: :mod:`annotat
 :func:`annotation.services.worker_for_user` / :func:`annotation.selectors.worker_of_user` answer from it without a
 query of their own. Configured in ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -21,10 +22,12 @@ class WorkerTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
         token_model, user_model = self.get_model(), get_user_model()
         user_pk = rawsql.column(user_model, user_model._meta.pk.name)
-        sql = (f"SELECT {rawsql.select((token_model, 't'), (user_model, 'u'), (Worker, 'w'))} "
-               f"FROM {rawsql.table(token_model)} t JOIN {rawsql.table(user_model)} u "
-               f"ON u.{user_pk} = t.{rawsql.column(token_model, 'user')} LEFT JOIN {rawsql.table(Worker)} w "
-               f"ON w.{rawsql.column(Worker, 'user')} = u.{user_pk} WHERE t.{rawsql.column(token_model, 'key')} = %s")
+        sql = (
+            f"SELECT {rawsql.select((token_model, 't'), (user_model, 'u'), (Worker, 'w'))} "
+            f"FROM {rawsql.table(token_model)} t JOIN {rawsql.table(user_model)} u "
+            f"ON u.{user_pk} = t.{rawsql.column(token_model, 'user')} LEFT JOIN {rawsql.table(Worker)} w "
+            f"ON w.{rawsql.column(Worker, 'user')} = u.{user_pk} WHERE t.{rawsql.column(token_model, 'key')} = %s"
+        )
         with rawsql.cursor() as cursor:
             cursor.execute(sql, [key])
             row = cursor.fetchone()

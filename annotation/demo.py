@@ -15,6 +15,7 @@ and a qualification (75% right, two attempts), the HITs, and an exit survey (fre
 demographics choice). Three simulated trainees go through it (two qualify, do a HIT and answer the survey; one is
 screened out), so that its studio page shows how many passed each phase.
 """
+
 from __future__ import annotations
 
 import random
@@ -40,7 +41,7 @@ LABELS = ["pro", "con", "none"]
 SIMULATION_SEED = 2024
 SIMULATED_WORKERS = (("demo-crowd-1", 0.92), ("demo-crowd-2", 0.85), ("demo-crowd-3", 0.75), ("demo-crowd-4", 0.6))
 EXPERT_USERNAME, EXPERT_SKILL = "expert", 0.97
-SIMULATED_HITS = 4       # HITs filled by the simulation (R = 3 assignments each); the others stay open
+SIMULATED_HITS = 4  # HITs filled by the simulation (R = 3 assignments each); the others stay open
 
 
 def _demo_owner():
@@ -52,6 +53,7 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
     """Create (once) the demo project from up to ``n_items`` corpus sentences; gold items come from sentences
     whose stance is known. Then simulate the seeded workers (once). Returns the project, or ``None`` when the
     corpus has no sentences."""
+
     def say(msg: str) -> None:
         if stdout is not None:
             stdout.write(msg + ("\n" if not msg.endswith("\n") else ""))
@@ -65,26 +67,44 @@ def load(stdout=None, *, n_items: int = 30, n_gold: int = 4) -> Project | None:
             say("annotation demo: no corpus sentences, no demo project")
             return None
         gold_rows = [s for s in sentences[:n_gold] if s.stance in LABELS] if len(sentences) > n_gold + 5 else []
-        item_rows = sentences[len(gold_rows):]
+        item_rows = sentences[len(gold_rows) :]
         project = services.create_project(
-            name="Demo: stance of argument sentences", slug=DEMO_SLUG, task_type="sentence_label",
-            config={"labels": LABELS}, guidelines=GUIDELINES, assignments_per_item=3, items_per_hit=5,
-            gold_rate=0.2 if gold_rows else 0.0, reward_cents=50, time_estimate_seconds=120, status="active",
-            created_by=_demo_owner())
+            name="Demo: stance of argument sentences",
+            slug=DEMO_SLUG,
+            task_type="sentence_label",
+            config={"labels": LABELS},
+            guidelines=GUIDELINES,
+            assignments_per_item=3,
+            items_per_hit=5,
+            gold_rate=0.2 if gold_rows else 0.0,
+            reward_cents=50,
+            time_estimate_seconds=120,
+            status="active",
+            created_by=_demo_owner(),
+        )
         tt = project.get_task_type()
-        gold = [{"payload": payload, "expected": {"label": s.stance},
-                 "explanation": f"This sentence is labelled {s.stance}."}
-                for s, payload in zip(gold_rows, tt.build_items(project, gold_rows))]
+        gold = [
+            {
+                "payload": payload,
+                "expected": {"label": s.stance},
+                "explanation": f"This sentence is labelled {s.stance}.",
+            }
+            for s, payload in zip(gold_rows, tt.build_items(project, gold_rows))
+        ]
         services.add_items_from_rows(project, item_rows, gold=gold)
         hits = services.build_hits(project)
-        say(f"annotation demo: project {DEMO_SLUG!r} with {len(item_rows)} items, {len(gold)} gold, {hits} HITs; "
-            f"invite link /invite/{project.invite_token}/")
+        say(
+            f"annotation demo: project {DEMO_SLUG!r} with {len(item_rows)} items, {len(gold)} gold, {hits} HITs; "
+            f"invite link /invite/{project.invite_token}/"
+        )
     n = simulate_workers(project)
     if n:
         store_snapshots(project)  # the dashboard opens on current figures (the debounced task would come later)
-        say(f"annotation demo: {n} HITs answered by simulated workers "
+        say(
+            f"annotation demo: {n} HITs answered by simulated workers "
             f"({', '.join(name for name, _ in SIMULATED_WORKERS)}, {EXPERT_USERNAME}); dashboard "
-            f"/projects/{DEMO_SLUG}/agreement/")
+            f"/projects/{DEMO_SLUG}/agreement/"
+        )
     load_phases_project(say)
     return project
 
@@ -111,10 +131,20 @@ answer at least three of its four items right (you have two tries).
 * Questions: write to the research team (this demo has none: `research@demo.argora.invalid`).
 """
 PHASES_SURVEY = [
-    {"name": "clarity", "label": "How clear were the instructions and the training?", "kind": "likert",
-     "scale": ["Very unclear", "Unclear", "Neither", "Clear", "Very clear"], "required": True},
-    {"name": "age_group", "label": "Your age group", "kind": "choice",
-     "options": ["18-24", "25-34", "35-49", "50-64", "65 or older", "Prefer not to say"], "required": True},
+    {
+        "name": "clarity",
+        "label": "How clear were the instructions and the training?",
+        "kind": "likert",
+        "scale": ["Very unclear", "Unclear", "Neither", "Clear", "Very clear"],
+        "required": True,
+    },
+    {
+        "name": "age_group",
+        "label": "Your age group",
+        "kind": "choice",
+        "options": ["18-24", "25-34", "35-49", "50-64", "65 or older", "Prefer not to say"],
+        "required": True,
+    },
     {"name": "comments", "label": "Anything you want to tell us about the task?", "kind": "text"},
 ]
 TRAINEES = (("demo-trainee-1", True), ("demo-trainee-2", True), ("demo-trainee-3", False))
@@ -140,22 +170,49 @@ def load_phases_project(say) -> Project | None:
             return None
         rows = [s for s in sentences if s not in training][:15]
         project = services.create_project(
-            name="Demo: the whole worker journey (consent, training, survey)", slug=PHASES_SLUG,
-            task_type="sentence_label", config={"labels": LABELS}, guidelines=GUIDELINES, assignments_per_item=2,
-            items_per_hit=5, reward_cents=50, time_estimate_seconds=300, gold_min_items=0, status="active",
-            created_by=_demo_owner())
+            name="Demo: the whole worker journey (consent, training, survey)",
+            slug=PHASES_SLUG,
+            task_type="sentence_label",
+            config={"labels": LABELS},
+            guidelines=GUIDELINES,
+            assignments_per_item=2,
+            items_per_hit=5,
+            reward_cents=50,
+            time_estimate_seconds=300,
+            gold_min_items=0,
+            status="active",
+            created_by=_demo_owner(),
+        )
         tt = project.get_task_type()
-        gold = [{"payload": payload, "expected": {"label": s.stance}, "training": True,
-                 "explanation": WHY[s.stance].format(topic=str(s.topic) if s.topic_id else "the topic")}
-                for s, payload in zip(training, tt.build_items(project, training))]
+        gold = [
+            {
+                "payload": payload,
+                "expected": {"label": s.stance},
+                "training": True,
+                "explanation": WHY[s.stance].format(topic=str(s.topic) if s.topic_id else "the topic"),
+            }
+            for s, payload in zip(training, tt.build_items(project, training))
+        ]
         services.add_items_from_rows(project, rows, gold=gold)
         hits = services.build_hits(project)
-        phases.configure(project, {
-            "consent_required": True, "consent_text": PHASES_CONSENT, "instructions_required": True,
-            "training_enabled": True, "pass_threshold": 0.75, "window": 0, "max_attempts": 2,
-            "survey_enabled": True, "survey_questions": PHASES_SURVEY})
-        say(f"annotation demo: project {PHASES_SLUG!r} with every study phase on ({len(rows)} items, "
-            f"{len(training)} training items, {hits} HITs); invite link /invite/{project.invite_token}/")
+        phases.configure(
+            project,
+            {
+                "consent_required": True,
+                "consent_text": PHASES_CONSENT,
+                "instructions_required": True,
+                "training_enabled": True,
+                "pass_threshold": 0.75,
+                "window": 0,
+                "max_attempts": 2,
+                "survey_enabled": True,
+                "survey_questions": PHASES_SURVEY,
+            },
+        )
+        say(
+            f"annotation demo: project {PHASES_SLUG!r} with every study phase on ({len(rows)} items, "
+            f"{len(training)} training items, {hits} HITs); invite link /invite/{project.invite_token}/"
+        )
     else:
         say(f"annotation demo: project {PHASES_SLUG!r} exists (invite link /invite/{project.invite_token}/)")
     n = simulate_trainees(project)
@@ -173,10 +230,13 @@ def simulate_trainees(project: Project, *, seed: int = SIMULATION_SEED) -> int:
         return 0
     rng = random.Random(seed)
     clock = timezone.now() - timedelta(hours=2)
-    truth = {pk: (stance if stance in LABELS else "none") for pk, stance in
-             Item.objects.filter(project=project, is_gold=False).values_list("pk", "sentence__stance")}
-    training = list(Item.objects.filter(project=project, is_training=True).select_related("gold")
-                    .order_by("position", "id"))
+    truth = {
+        pk: (stance if stance in LABELS else "none")
+        for pk, stance in Item.objects.filter(project=project, is_gold=False).values_list("pk", "sentence__stance")
+    }
+    training = list(
+        Item.objects.filter(project=project, is_training=True).select_related("gold").order_by("position", "id")
+    )
     for name, passes in TRAINEES:
         worker = services.worker_for_external_id(name, source=Worker.Source.INVITE)
         clock += timedelta(minutes=7)
@@ -187,8 +247,9 @@ def simulate_trainees(project: Project, *, seed: int = SIMULATION_SEED) -> int:
                 right = item.gold.expected["label"]
                 wrong = next(label for label in LABELS if label != right)
                 answer = right if passes and (attempt == 2 or n != 1) else wrong
-                phases.answer_training_item(project, worker, item.pk, {"label": answer},
-                                            now=clock + timedelta(seconds=60 + 20 * n))
+                phases.answer_training_item(
+                    project, worker, item.pk, {"label": answer}, now=clock + timedelta(seconds=60 + 20 * n)
+                )
             if phases.next_step(project, worker) != phases.RETRY:
                 break
             phases.start_retry(project, worker, attempt=attempt)
@@ -197,19 +258,30 @@ def simulate_trainees(project: Project, *, seed: int = SIMULATION_SEED) -> int:
         assignment = services.reserve_next_assignment(project, worker, now=clock + timedelta(minutes=3))
         if assignment is None:
             continue
-        answers = {str(item.pk): {"label": (truth.get(item.pk) or "none") if rng.random() < 0.85
-                                  else rng.choice(LABELS)} for item in services.assignment_items(assignment)}
-        services.submit_assignment(assignment, worker, answers, client_seconds=70 + rng.random() * 60,
-                                   now=clock + timedelta(minutes=5))
-        phases.record_survey(project, worker, {"clarity": rng.choice(["4", "5"]), "age_group": rng.choice(
-            ["25-34", "35-49"]), "comments": "Clear enough." if rng.random() < 0.5 else ""},
-            now=clock + timedelta(minutes=6))
+        answers = {
+            str(item.pk): {"label": (truth.get(item.pk) or "none") if rng.random() < 0.85 else rng.choice(LABELS)}
+            for item in services.assignment_items(assignment)
+        }
+        services.submit_assignment(
+            assignment, worker, answers, client_seconds=70 + rng.random() * 60, now=clock + timedelta(minutes=5)
+        )
+        phases.record_survey(
+            project,
+            worker,
+            {
+                "clarity": rng.choice(["4", "5"]),
+                "age_group": rng.choice(["25-34", "35-49"]),
+                "comments": "Clear enough." if rng.random() < 0.5 else "",
+            },
+            now=clock + timedelta(minutes=6),
+        )
     return len(TRAINEES)
 
 
 def _simulated_workers() -> list[tuple[Worker, float]]:
-    people = [(services.worker_for_external_id(name, source=Worker.Source.INVITE), skill)
-              for name, skill in SIMULATED_WORKERS]
+    people = [
+        (services.worker_for_external_id(name, source=Worker.Source.INVITE), skill) for name, skill in SIMULATED_WORKERS
+    ]
     expert = get_user_model().objects.filter(username=EXPERT_USERNAME).first()
     if expert is not None:
         people.insert(1, (services.worker_for_user(expert), EXPERT_SKILL))
@@ -220,12 +292,15 @@ def simulate_workers(project: Project, *, seed: int = SIMULATION_SEED) -> int:
     """Answer :data:`SIMULATED_HITS` HITs' worth of assignments as the simulated workers; returns the assignments
     submitted (0 when the simulation ran before: any simulated worker already has an assignment in the project)."""
     names = [name for name, _ in SIMULATED_WORKERS]
-    if Assignment.objects.filter(project=project, worker__external_id__in=names,
-                                 worker__source=Worker.Source.INVITE).exists():
+    if Assignment.objects.filter(
+        project=project, worker__external_id__in=names, worker__source=Worker.Source.INVITE
+    ).exists():
         return 0
     rng = random.Random(seed)
-    truth = {pk: (stance if stance in LABELS else "none") for pk, stance in
-             Item.objects.filter(project=project, is_gold=False).values_list("pk", "sentence__stance")}
+    truth = {
+        pk: (stance if stance in LABELS else "none")
+        for pk, stance in Item.objects.filter(project=project, is_gold=False).values_list("pk", "sentence__stance")
+    }
     truth.update({g.item_id: g.expected.get("label") for g in GoldItem.objects.filter(item__project=project)})
     people = _simulated_workers()
     expert_worker = people[1][0] if len(people) > len(SIMULATED_WORKERS) else None
@@ -249,7 +324,8 @@ def simulate_workers(project: Project, *, seed: int = SIMULATION_SEED) -> int:
             for item in services.assignment_items(assignment):
                 right = truth.get(item.pk) or rng.choice(LABELS)
                 answers[str(item.pk)] = {"label": right if rng.random() < skill else rng.choice(LABELS)}
-            services.submit_assignment(assignment, worker, answers, client_seconds=60 + rng.random() * 120,
-                                       now=clock + timedelta(seconds=90))
+            services.submit_assignment(
+                assignment, worker, answers, client_seconds=60 + rng.random() * 120, now=clock + timedelta(seconds=90)
+            )
             done += 1
     return done

@@ -1,6 +1,7 @@
 """Forms of the HTML pages. The HIT form is dynamic (its fields depend on the task type), so the item
 fields are parsed by a convention instead of declared: an input named ``item-<item id>-<field>`` is the
 ``<field>`` of that item's response; a name ending in ``[]`` collects every value as a list."""
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,9 @@ ITEM_FIELD = re.compile(r"^item-(\d+)-(.+)$")
 
 
 class HITSubmitForm(forms.Form):
-    assignment = forms.IntegerField(min_value=1, error_messages={"required": "the form lost its assignment id; reload the page"})
+    assignment = forms.IntegerField(
+        min_value=1, error_messages={"required": "the form lost its assignment id; reload the page"}
+    )
     feedback = forms.CharField(required=False, max_length=FEEDBACK_MAX, strip=True)
     client_seconds = forms.FloatField(required=False, min_value=0)
 
@@ -26,7 +29,7 @@ def parse_item_responses(data, item_ids) -> dict[int, dict]:
     nothing was chosen, which the task type then reports as a missing answer for the named field).
     Fields of items outside ``item_ids`` are kept too, so the service can name them as unknown."""
     responses: dict[int, dict] = {int(pk): {} for pk in item_ids}
-    for name in data.keys():
+    for name in data:
         match = ITEM_FIELD.match(name)
         if not match:
             continue

@@ -17,6 +17,7 @@ A recruitment platform's entry page (Prolific's study link) logs a browser in th
 (a provisional worker: :func:`user_for_worker`); once the platform confirmed who that was, :func:`adopt_worker` makes
 the browser's user the confirmed worker, so the same browser stays the same worker.
 """
+
 from __future__ import annotations
 
 import base64
@@ -52,8 +53,14 @@ class TooManyAttempts(Exception):
 
 def _signable(user) -> bool:
     # an account that signs in with the institution's provider (argora.oidc) is passwordless too, but no worker
-    return bool(user is not None and user.is_active and not user.is_staff and not user.is_superuser
-                and not user.has_usable_password() and not signs_in_with_provider(user))
+    return bool(
+        user is not None
+        and user.is_active
+        and not user.is_staff
+        and not user.is_superuser
+        and not user.has_usable_password()
+        and not signs_in_with_provider(user)
+    )
 
 
 def _new_passwordless_user():
@@ -127,8 +134,15 @@ def remembered_user(request):
 def remember(response, user) -> None:
     """Put the (passwordless) user in this browser's cookie; other users are not remembered."""
     if _signable(user):
-        response.set_signed_cookie(COOKIE, str(user.pk), salt=COOKIE_SALT, max_age=int(COOKIE_AGE.total_seconds()),
-                                   httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE)
+        response.set_signed_cookie(
+            COOKIE,
+            str(user.pk),
+            salt=COOKIE_SALT,
+            max_age=int(COOKIE_AGE.total_seconds()),
+            httponly=True,
+            samesite="Lax",
+            secure=settings.SESSION_COOKIE_SECURE,
+        )
 
 
 def _digest(worker_pk: int, salt: str) -> str:
@@ -170,7 +184,8 @@ def user_for_recovery_code(code: str, *, address: str = ""):
     if not match:
         return None
     worker = Worker.objects.select_related("user").filter(pk=int(match.group(1))).exclude(recovery_salt="").first()
-    if worker is None or not constant_time_compare("".join(match.groups()[1:]),
-                                                   _digest(worker.pk, worker.recovery_salt)):
+    if worker is None or not constant_time_compare(
+        "".join(match.groups()[1:]), _digest(worker.pk, worker.recovery_salt)
+    ):
         return None
     return worker.user if _signable(worker.user) else None

@@ -1,5 +1,6 @@
 """The rules a study phase's input is checked by (no writes, no state): the errors :mod:`annotation.phases` raises
 and the exit survey's answers checked against its questions. :mod:`annotation.phases` re-exports them."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -7,10 +7,11 @@ and the end are. An invite-link / Prolific / logged-in worker gets the channel o
 (:mod:`mturk.views`) and shows the same pages inside MTurk's frame. Thin views: every change is a call into
 :mod:`annotation.phases`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -31,8 +32,13 @@ from .views import _closed, _not_admitted
 
 # the pages a step may show while the project is not active (the end of the study stays reachable)
 OPEN_WHEN_CLOSED = (phases.SURVEY, "survey-draft", phases.SCREENED_OUT, "declined")
-STEP_LABELS = ((phases.CONSENT, "Consent"), (phases.INSTRUCTIONS, "Instructions"), (phases.TRAINING, "Training"),
-               (phases.WORK, "Task"), (phases.SURVEY, "Survey"))
+STEP_LABELS = (
+    (phases.CONSENT, "Consent"),
+    (phases.INSTRUCTIONS, "Instructions"),
+    (phases.TRAINING, "Training"),
+    (phases.WORK, "Task"),
+    (phases.SURVEY, "Survey"),
+)
 
 
 @dataclass
@@ -80,9 +86,14 @@ def step_url(project: Project, step: str, **params) -> str:
 def local_channel(request, project: Project, worker: Worker) -> Channel:
     finished = bool(request.GET.get("finished") or request.POST.get("finished"))
     done = reverse("annotation:done", args=[project.slug]) + ("?finished=1" if finished else "")
-    return Channel(project=project, worker=worker,
-                   url=lambda step: step_url(project, step, **({"finished": 1} if finished else {})),
-                   work_url=reverse("annotation:work", args=[project.slug]), done_url=done, finished=finished)
+    return Channel(
+        project=project,
+        worker=worker,
+        url=lambda step: step_url(project, step, **({"finished": 1} if finished else {})),
+        work_url=reverse("annotation:work", args=[project.slug]),
+        done_url=done,
+        finished=finished,
+    )
 
 
 @login_required
@@ -99,9 +110,18 @@ def study(request, slug: str, step: str = "next"):
 # --- one dispatcher for every channel -----------------------------------------------------------------------------
 def handle(request, channel: Channel, step: str):
     project = channel.project
-    pages = {"next": _next, phases.CONSENT: _consent, "declined": _declined, phases.INSTRUCTIONS: _instructions,
-             phases.TRAINING: _training, "training-draft": _training_draft, phases.RETRY: _result,
-             phases.SURVEY: _survey, "survey-draft": _survey_draft, phases.SCREENED_OUT: _screened_out}
+    pages = {
+        "next": _next,
+        phases.CONSENT: _consent,
+        "declined": _declined,
+        phases.INSTRUCTIONS: _instructions,
+        phases.TRAINING: _training,
+        "training-draft": _training_draft,
+        phases.RETRY: _result,
+        phases.SURVEY: _survey,
+        "survey-draft": _survey_draft,
+        phases.SCREENED_OUT: _screened_out,
+    }
     page = pages.get(step)
     if page is None:
         return _notice(request, channel, "No such page", ["This study has no such step."], status=404)
@@ -118,16 +138,34 @@ def _next(request, channel: Channel):
 
 def _context(channel: Channel, step: str, **extra) -> dict:
     cfg = selectors.phase_config(channel.project)
-    shown = [(s, label) for s, label in STEP_LABELS if s == phases.WORK or (cfg is not None and {
-        phases.CONSENT: cfg.consent_required, phases.INSTRUCTIONS: cfg.instructions_required,
-        phases.TRAINING: cfg.training_enabled, phases.SURVEY: cfg.survey_enabled}[s])]
+    shown = [
+        (s, label)
+        for s, label in STEP_LABELS
+        if s == phases.WORK
+        or (
+            cfg is not None
+            and {
+                phases.CONSENT: cfg.consent_required,
+                phases.INSTRUCTIONS: cfg.instructions_required,
+                phases.TRAINING: cfg.training_enabled,
+                phases.SURVEY: cfg.survey_enabled,
+            }[s]
+        )
+    ]
     at = {phases.RETRY: phases.TRAINING, phases.SCREENED_OUT: phases.TRAINING}.get(step, step)
     order = [s for s, _ in shown]
     index = order.index(at) if at in order else -1
     steps = [{"label": label, "current": n == index, "done": n < index} for n, (_, label) in enumerate(shown)]
-    context = {"project": channel.project, "cfg": cfg, "steps": steps, "step": step, "frame": channel.frame,
-               "task_type": channel.project.get_task_type(), "work_url": channel.work_url,
-               "done_url": channel.done_url}
+    context = {
+        "project": channel.project,
+        "cfg": cfg,
+        "steps": steps,
+        "step": step,
+        "frame": channel.frame,
+        "task_type": channel.project.get_task_type(),
+        "work_url": channel.work_url,
+        "done_url": channel.done_url,
+    }
     if step in (phases.CONSENT, phases.INSTRUCTIONS, phases.TRAINING, phases.RETRY, phases.SURVEY):
         context["action"] = channel.url(step)
     if step == phases.CONSENT:
@@ -136,8 +174,12 @@ def _context(channel: Channel, step: str, **extra) -> dict:
 
 
 def _notice(request, channel: Channel, heading: str, lines: list[str], *, status: int, link: dict | None = None):
-    return render(request, "annotation/phases/notice.html",
-                  _context(channel, "notice", heading=heading, lines=lines, link=link), status=status)
+    return render(
+        request,
+        "annotation/phases/notice.html",
+        _context(channel, "notice", heading=heading, lines=lines, link=link),
+        status=status,
+    )
 
 
 def _not_now(request, channel: Channel, exc: phases.PhaseNotNow):
@@ -172,14 +214,20 @@ def _consent(request, channel: Channel):
         else:
             return _next(request, channel)
     cfg = selectors.phase_config(channel.project)
-    return render(request, "annotation/phases/consent.html", _context(
-        channel, phases.CONSENT, consent_html=markdown_html(cfg.consent_text), error=error),
-        status=400 if error else 200)
+    return render(
+        request,
+        "annotation/phases/consent.html",
+        _context(channel, phases.CONSENT, consent_html=markdown_html(cfg.consent_text), error=error),
+        status=400 if error else 200,
+    )
 
 
 def _declined(request, channel: Channel):
-    return render(request, "annotation/phases/declined.html",
-                  _context(channel, "declined", consent_url=channel.url(phases.CONSENT)))
+    return render(
+        request,
+        "annotation/phases/declined.html",
+        _context(channel, "declined", consent_url=channel.url(phases.CONSENT)),
+    )
 
 
 # --- instructions -----------------------------------------------------------------------------------------------------
@@ -213,16 +261,24 @@ def _training(request, channel: Channel):
         return _next(request, channel)
     item, number, total = current
     draft = phases.drafts_of(p, "training").get(str(item.pk)) or {}
-    return _training_page(request, channel, p, item, number, total, values={item.pk: draft} if draft else {},
-                          restored=bool(draft))
+    return _training_page(
+        request, channel, p, item, number, total, values={item.pk: draft} if draft else {}, restored=bool(draft)
+    )
 
 
-def _training_page(request, channel: Channel, p: Participation | None, item, number: int, total: int, *, status=200,
-                   **answers):
+def _training_page(
+    request, channel: Channel, p: Participation | None, item, number: int, total: int, *, status=200, **answers
+):
     attempt = p.attempt if p is not None else 1
-    context = hit_context(channel.project, [item], submit_url=channel.url(phases.TRAINING),
-                          next_url=with_query(channel.url(phases.TRAINING), answered=item.pk, attempt=attempt),
-                          draft_url=channel.url("training-draft"), show_instructions=False, **answers)
+    context = hit_context(
+        channel.project,
+        [item],
+        submit_url=channel.url(phases.TRAINING),
+        next_url=with_query(channel.url(phases.TRAINING), answered=item.pk, attempt=attempt),
+        draft_url=channel.url("training-draft"),
+        show_instructions=False,
+        **answers,
+    )
     context.update(_context(channel, phases.TRAINING, number=number, total=total, attempt=attempt))
     return render(request, "annotation/phases/training.html", context, status=status)
 
@@ -237,25 +293,40 @@ def _answer(request, channel: Channel, current):
             return JsonResponse({"errors": exc.as_dict()}, status=400)
         responses = body.get("responses") if isinstance(body, dict) else None
         if not isinstance(responses, dict) or len(responses) != 1:
-            return JsonResponse({"errors": {"responses": "answer one training item: {item id: answer}"}},
-                                status=400)
-        (item_id, data), = responses.items()
+            return JsonResponse({"errors": {"responses": "answer one training item: {item id: answer}"}}, status=400)
+        ((item_id, data),) = responses.items()
     else:
         item_id = request.POST.get("item", "")
         data = parse_item_responses(request.POST, [int(item_id)] if item_id.isdigit() else []).get(
-            int(item_id) if item_id.isdigit() else -1, {})
+            int(item_id) if item_id.isdigit() else -1, {}
+        )
     try:
         feedback = phases.answer_training_item(project, channel.worker, item_id, data)
     except phases.PhaseRefused as exc:
         if as_json:
             return JsonResponse({"errors": exc.as_dict()}, status=400)
         if current is None or str(current[0].pk) != str(item_id):
-            return _notice(request, channel, "Could not save your answer", [str(exc)], status=400,
-                           link={"url": channel.url(phases.TRAINING), "text": "Back to the training"})
+            return _notice(
+                request,
+                channel,
+                "Could not save your answer",
+                [str(exc)],
+                status=400,
+                link={"url": channel.url(phases.TRAINING), "text": "Back to the training"},
+            )
         item, number, total = current
         p = selectors.participation_of(project, channel.worker)
-        return _training_page(request, channel, p, item, number, total, values={item.pk: data},
-                              item_errors={item.pk: f"{exc.field.rsplit('.', 1)[-1]}: {exc.reason}"}, status=400)
+        return _training_page(
+            request,
+            channel,
+            p,
+            item,
+            number,
+            total,
+            values={item.pk: data},
+            item_errors={item.pk: f"{exc.field.rsplit('.', 1)[-1]}: {exc.reason}"},
+            status=400,
+        )
     except phases.PhaseNotNow as exc:
         return _not_now(request, channel, exc)
     url = with_query(channel.url(phases.TRAINING), answered=feedback.item.pk, attempt=feedback.attempt)
@@ -280,9 +351,18 @@ def _feedback(request, channel: Channel, item_id: str, attempt: str | None):
     else:
         continue_url, continue_text = channel.url(phases.TRAINING), "Next training item"
     shown = hit_context(channel.project, [feedback.item], values={feedback.item.pk: feedback.answer})["items"][0]
-    return render(request, "annotation/phases/feedback.html", _context(
-        channel, phases.TRAINING, feedback=feedback, entry=shown, continue_url=continue_url,
-        continue_text=continue_text))
+    return render(
+        request,
+        "annotation/phases/feedback.html",
+        _context(
+            channel,
+            phases.TRAINING,
+            feedback=feedback,
+            entry=shown,
+            continue_url=continue_url,
+            continue_text=continue_text,
+        ),
+    )
 
 
 def _training_draft(request, channel: Channel):
@@ -305,8 +385,14 @@ def _result(request, channel: Channel):
         try:
             attempt = int(request.POST.get("attempt", ""))
         except ValueError:
-            return _notice(request, channel, "Could not start again", ["attempt: reload the page and try again"],
-                           status=400, link={"url": channel.url(phases.RETRY), "text": "Back"})
+            return _notice(
+                request,
+                channel,
+                "Could not start again",
+                ["attempt: reload the page and try again"],
+                status=400,
+                link={"url": channel.url(phases.RETRY), "text": "Back"},
+            )
         try:
             phases.start_retry(project, worker, attempt=attempt)
         except phases.PhaseNotNow as exc:
@@ -320,10 +406,21 @@ def _result(request, channel: Channel):
     cfg = selectors.phase_config(project)
     figures = selectors.attempt_score(project, p, p.attempts_finished)
     retry = p.qualified_at is None and p.attempts_finished >= p.attempt
-    return render(request, "annotation/phases/result.html", _context(
-        channel, phases.RETRY, participation=p, figures=figures, retry=retry,
-        score_percent=round(100 * figures["score"]), needed_percent=round(100 * cfg.pass_threshold),
-        attempts_left=max(0, cfg.max_attempts - p.attempts_finished), next_url=channel.target(channel.step())))
+    return render(
+        request,
+        "annotation/phases/result.html",
+        _context(
+            channel,
+            phases.RETRY,
+            participation=p,
+            figures=figures,
+            retry=retry,
+            score_percent=round(100 * figures["score"]),
+            needed_percent=round(100 * cfg.pass_threshold),
+            attempts_left=max(0, cfg.max_attempts - p.attempts_finished),
+            next_url=channel.target(channel.step()),
+        ),
+    )
 
 
 # --- screened out -----------------------------------------------------------------------------------------------------
@@ -337,11 +434,22 @@ def _screened_out(request, channel: Channel):
     back = None if channel.handoff else selectors.completion_return(project, worker, "screened_out")
     redirect_url = back["url"] if back else None
     code = back["code"] if back else code  # the platform's own code: the one its page checks
-    return render(request, "annotation/phases/screened_out.html", _context(
-        channel, phases.SCREENED_OUT, participation=p, code=code, redirect_url=redirect_url,
-        message_html=markdown_html((cfg.screened_out_message if cfg is not None else "")
-                                   or phases.DEFAULT_SCREENED_OUT),
-        figures=selectors.attempt_score(project, p, p.attempts_finished), handoff=channel.handoff))
+    return render(
+        request,
+        "annotation/phases/screened_out.html",
+        _context(
+            channel,
+            phases.SCREENED_OUT,
+            participation=p,
+            code=code,
+            redirect_url=redirect_url,
+            message_html=markdown_html(
+                (cfg.screened_out_message if cfg is not None else "") or phases.DEFAULT_SCREENED_OUT
+            ),
+            figures=selectors.attempt_score(project, p, p.attempts_finished),
+            handoff=channel.handoff,
+        ),
+    )
 
 
 # --- exit survey ------------------------------------------------------------------------------------------------------
@@ -364,13 +472,28 @@ def _survey(request, channel: Channel):
             return _not_now(request, channel, exc)
         else:
             return redirect(channel.done_url)
-    questions = [{**q, "value": values.get(q["name"], ""), "error": errors.get(q["name"], ""),
-                  "points": [{"n": n, "label": label} for n, label in enumerate(q.get("scale") or [], start=1)]}
-                 for q in cfg.survey_questions]
-    return render(request, "annotation/phases/survey.html", _context(
-        channel, phases.SURVEY, questions=questions, errors=errors, restored=bool(values) and not errors,
-        draft_url=channel.url("survey-draft")),
-        status=400 if errors else 200)
+    questions = [
+        {
+            **q,
+            "value": values.get(q["name"], ""),
+            "error": errors.get(q["name"], ""),
+            "points": [{"n": n, "label": label} for n, label in enumerate(q.get("scale") or [], start=1)],
+        }
+        for q in cfg.survey_questions
+    ]
+    return render(
+        request,
+        "annotation/phases/survey.html",
+        _context(
+            channel,
+            phases.SURVEY,
+            questions=questions,
+            errors=errors,
+            restored=bool(values) and not errors,
+            draft_url=channel.url("survey-draft"),
+        ),
+        status=400 if errors else 200,
+    )
 
 
 def _posted(request, question: dict) -> str:

@@ -25,12 +25,14 @@ A platform id that is only claimed (an MTurk workerId in a URL) does the phases 
 provisional worker (:func:`claim_record`); when the platform confirms the id (``services.confirm_assignment``) the
 record moves to the confirmed worker (:func:`annotation.services.merge_claim`).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -52,19 +54,31 @@ from .models import (
     WorkerProjectCode,
     clean_survey_questions,
 )
-from .selectors import CONSENT, DONE, INSTRUCTIONS, RETRY, SCREENED_OUT, SURVEY, TRAINING, WORK  # noqa: F401
 from .phase_rules import PhaseNotNow, PhaseRefused, clean_survey_answers  # noqa: F401 (callers ask phases)
+from .selectors import CONSENT, DONE, INSTRUCTIONS, RETRY, SCREENED_OUT, SURVEY, TRAINING, WORK  # noqa: F401
 from .task_types import ResponseInvalid
 
-CONFIG_FIELDS = ("consent_required", "consent_text", "instructions_required", "training_enabled", "pass_threshold",
-                 "window", "max_attempts", "screened_out_message", "survey_enabled", "survey_questions")
+CONFIG_FIELDS = (
+    "consent_required",
+    "consent_text",
+    "instructions_required",
+    "training_enabled",
+    "pass_threshold",
+    "window",
+    "max_attempts",
+    "screened_out_message",
+    "survey_enabled",
+    "survey_questions",
+)
 MAX_ATTEMPTS = 20
 MAX_TEXT = 50_000
 DRAFT_MAX_BYTES = 64 * 1024
-DEFAULT_SCREENED_OUT = ("Thank you for taking the time to do the training. Your answers did not reach the level this "
-                        "study needs, so we cannot offer you its tasks -- the items are hard, and this says nothing "
-                        "about you. Please finish with the code below: it tells the research team that you took part "
-                        "in the training.")
+DEFAULT_SCREENED_OUT = (
+    "Thank you for taking the time to do the training. Your answers did not reach the level this "
+    "study needs, so we cannot offer you its tasks -- the items are hard, and this says nothing "
+    "about you. Please finish with the code below: it tells the research team that you took part "
+    "in the training."
+)
 
 
 def next_step(project: Project, worker: Worker, *, finished: bool = False, hits_done: int | None = None) -> str:
@@ -91,12 +105,12 @@ def _config(project: Project) -> StudyPhases:
     return cfg
 
 
-def _refuse_unless(project: Project, worker: Worker, step: str, p: Participation | None = None,
-                   **kwargs) -> str:
+def _refuse_unless(project: Project, worker: Worker, step: str, p: Participation | None = None, **kwargs) -> str:
     """Raise :class:`PhaseNotNow` unless the worker is at ``step``."""
     cfg = _config(project)
-    now_at = selectors.step_of(project, cfg, p if p is not None else selectors.participation_of(project, worker),
-                               worker=worker, **kwargs)
+    now_at = selectors.step_of(
+        project, cfg, p if p is not None else selectors.participation_of(project, worker), worker=worker, **kwargs
+    )
     if now_at != step:
         raise PhaseNotNow(f"this is not the study's current step for you (you are at: {now_at})", now_at)
     return now_at
@@ -126,8 +140,13 @@ def _text(values: dict, key: str, current: str) -> str:
     return value
 
 
-def configure(project: Project, values: dict[str, Any], *, training_items: Iterable[int] | None = None,
-              explanations: dict[int, str] | None = None) -> StudyPhases:
+def configure(
+    project: Project,
+    values: dict[str, Any],
+    *,
+    training_items: Iterable[int] | None = None,
+    explanations: dict[int, str] | None = None,
+) -> StudyPhases:
     """Set the project's phases (any of :data:`CONFIG_FIELDS`; the others keep their value) and, when given, its
     training items (``training_items``: exactly these gold items of the project; the others go back to the gold pool
     of the HITs) and the explanations of gold items (``{item id: text}``). Everything is checked before anything is
@@ -188,25 +207,30 @@ def _checked(project: Project, values: dict[str, Any], training_items, explanati
         wanted = {int(pk) for pk in training_items}
         stray = sorted(wanted - set(golds))
         if stray:
-            raise PhaseRefused("training_items", f"item {stray[0]} is no gold item of this project (only gold "
-                                                 f"items, with an expected answer, can be training items)")
+            raise PhaseRefused(
+                "training_items",
+                f"item {stray[0]} is no gold item of this project (only gold "
+                f"items, with an expected answer, can be training items)",
+            )
     for pk, text in explanations.items():
         if pk not in golds:
             raise PhaseRefused(f"explanation.{pk}", "no gold item of this project")
         if not isinstance(text, str) or len(text) > 5000:
             raise PhaseRefused(f"explanation.{pk}", "a text of at most 5000 characters")
     if cfg.training_enabled and not wanted:
-        raise PhaseRefused("training_enabled" if training_items is None else "training_items",
-                           "training is on but the project has no training items: mark gold items as training "
-                           "items (or turn training off)")
+        raise PhaseRefused(
+            "training_enabled" if training_items is None else "training_items",
+            "training is on but the project has no training items: mark gold items as training "
+            "items (or turn training off)",
+        )
     if cfg.training_enabled and cfg.window > len(wanted):
-        raise PhaseRefused("window", f"the project has {len(wanted)} training item(s): count at most that many "
-                                     f"(0 = all)")
+        raise PhaseRefused(
+            "window", f"the project has {len(wanted)} training item(s): count at most that many (0 = all)"
+        )
     return cfg, wanted, golds, explanations
 
 
-def set_training_items(project: Project, item_ids: Iterable[int], *,
-                       explanations: dict[int, str] | None = None) -> int:
+def set_training_items(project: Project, item_ids: Iterable[int], *, explanations: dict[int, str] | None = None) -> int:
     """Make exactly ``item_ids`` (gold items of the project) its training items (:func:`configure`); returns how
     many it has now."""
     configure(project, {}, training_items=item_ids, explanations=explanations)
@@ -279,17 +303,30 @@ def feedback_for(project: Project, participation: Participation, answer: Trainin
     items = list(selectors.training_items(project))
     numbers = {item.pk: n for n, item in enumerate(items, start=1)}
     item = next((i for i in items if i.pk == answer.item_id), None) or Item.objects.select_related("gold").get(
-        pk=answer.item_id)
+        pk=answer.item_id
+    )
     gold = item.gold
     finished = participation.attempts_finished >= answer.attempt
     outcome = ""
     if finished and answer.attempt == participation.attempts_finished:
-        outcome = ("qualified" if participation.qualified_at else SCREENED_OUT if participation.screened_out_at
-                   else "retry")
-    return TrainingFeedback(item=item, number=numbers.get(item.pk, 0), total=len(items), attempt=answer.attempt,
-                            answer=answer.answer, answer_text=tt.answer_text(answer.answer), correct=answer.correct,
-                            score=answer.score, expected=gold.expected, expected_text=tt.answer_text(gold.expected),
-                            explanation=gold.explanation, attempt_finished=finished, outcome=outcome)
+        outcome = (
+            "qualified" if participation.qualified_at else SCREENED_OUT if participation.screened_out_at else "retry"
+        )
+    return TrainingFeedback(
+        item=item,
+        number=numbers.get(item.pk, 0),
+        total=len(items),
+        attempt=answer.attempt,
+        answer=answer.answer,
+        answer_text=tt.answer_text(answer.answer),
+        correct=answer.correct,
+        score=answer.score,
+        expected=gold.expected,
+        expected_text=tt.answer_text(gold.expected),
+        explanation=gold.explanation,
+        attempt_finished=finished,
+        outcome=outcome,
+    )
 
 
 def answer_training_item(project: Project, worker: Worker, item_id: Any, data: Any, *, now=None) -> TrainingFeedback:
@@ -318,8 +355,15 @@ def answer_training_item(project: Project, worker: Worker, item_id: Any, data: A
             return feedback_for(project, p, done)  # a double post
         _refuse_unless(project, worker, TRAINING, p)
         score = float(tt.score_gold(project, item.gold, cleaned))
-        answer = TrainingAnswer.objects.create(participation=p, item=item, attempt=p.attempt, answer=cleaned,
-                                               score=score, correct=score >= 0.5, answered_at=now)
+        answer = TrainingAnswer.objects.create(
+            participation=p,
+            item=item,
+            attempt=p.attempt,
+            answer=cleaned,
+            score=score,
+            correct=score >= 0.5,
+            answered_at=now,
+        )
         drafts = dict(p.drafts or {})
         training = dict(drafts.get("training") or {})
         if training.pop(str(item.pk), None) is not None:
@@ -374,8 +418,8 @@ def save_training_draft(project: Project, worker: Worker, fields: Any) -> None:
         if not str(key).isdigit() or int(key) not in ids:
             raise PhaseRefused(f"fields.{key}", "not a training item of this study")
         if not isinstance(value, dict) or not all(
-                isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
-                for v in value.values()):
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in value.values()
+        ):
             raise PhaseRefused(f"fields.{key}", "expected {field: text or list of texts}")
         clean[str(int(key))] = value
     _save_draft(project, worker, "training", clean, merge=True)
@@ -416,8 +460,9 @@ def drafts_of(participation: Participation | None, key: str) -> dict:
 
 
 # --- exit survey -----------------------------------------------------------------------------------------------------
-def record_survey(project: Project, worker: Worker, answers: Any, *, now=None, finished_check: bool = True
-                  ) -> Participation:
+def record_survey(
+    project: Project, worker: Worker, answers: Any, *, now=None, finished_check: bool = True
+) -> Participation:
     """Store the worker's exit survey (checked by :func:`clean_survey_answers`; :class:`PhaseRefused` naming the
     question otherwise). Once: a second post keeps the first answers. ``finished_check=False``: the caller has
     checked that the survey is due (a platform's page after a HIT)."""
@@ -443,8 +488,9 @@ def record_survey(project: Project, worker: Worker, answers: Any, *, now=None, f
 CLAIM_RECORDS_KEY = "argora:phase-claims:{}:{}"
 
 
-def claim_record(project: Project, *, source: str, claimed_id: str, platform_assignment: str,
-                 client: str = "") -> Participation:
+def claim_record(
+    project: Project, *, source: str, claimed_id: str, platform_assignment: str, client: str = ""
+) -> Participation:
     """The phase record of a platform id that is claimed and not confirmed (an MTurk workerId in the URL of an
     accepted HIT): the claim's existing record (the latest), else a new one of a new provisional worker -- never the
     record of the confirmed worker with that id. ``platform_assignment`` (the assignmentId the worker has open now)
@@ -458,11 +504,13 @@ def claim_record(project: Project, *, source: str, claimed_id: str, platform_ass
             key = CLAIM_RECORDS_KEY.format(project.pk, hashlib.sha256(client.encode()).hexdigest()[:16])
             cache.add(key, 0, timeout=3600)
             if cache.incr(key) > 2 * int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6)):
-                raise services.TooManyUnconfirmed("too many new workers of this study came from your network; try "
-                                                  "again later")
+                raise services.TooManyUnconfirmed(
+                    "too many new workers of this study came from your network; try again later"
+                )
         if record is None:
-            record = Participation.objects.create(project=project,
-                                                  worker=services.provisional_worker(source, claimed_id))
+            record = Participation.objects.create(
+                project=project, worker=services.provisional_worker(source, claimed_id)
+            )
         if record.platform_assignment != platform_assignment:
             record.platform_assignment = platform_assignment
             record.save(update_fields=["platform_assignment", "updated_at"])

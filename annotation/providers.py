@@ -30,9 +30,11 @@ slot                called as
                     and the budget (raises ``argora.errors.FieldError`` naming the key; audit-logged)
 ==================  ====================================================================================
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.utils.module_loading import import_string
 

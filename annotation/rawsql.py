@@ -5,6 +5,7 @@ which costs a worker's request as much as the database round trip does (``bench/
 columns and tables through the models' metadata, and :func:`instance` converts every value as the ORM converts it,
 so the instances are the ones a queryset would have built.
 """
+
 from __future__ import annotations
 
 from weakref import WeakKeyDictionary
@@ -60,8 +61,14 @@ def column(model, name: str) -> str:
 
 def columns(model, alias: str) -> list[str]:
     """The model's concrete columns under the table alias ``alias``, in field order (read back by :func:`instance`)."""
-    return list(memo(("columns", model, alias), lambda: tuple(
-        f"{alias}.{connection.ops.quote_name(field.column)}" for field in model._meta.concrete_fields)))
+    return list(
+        memo(
+            ("columns", model, alias),
+            lambda: tuple(
+                f"{alias}.{connection.ops.quote_name(field.column)}" for field in model._meta.concrete_fields
+            ),
+        )
+    )
 
 
 def select(*aliased) -> str:
@@ -107,7 +114,7 @@ def instance(model, row, start: int, db=None):
     connection, when the caller has it already (``connection`` is a proxy that looks it up on every use)."""
     db = db or connections[DEFAULT_DB_ALIAS]
     attnames, pk_index, converters, plain = _layout(model, db)
-    values = list(row[start:start + len(attnames)])
+    values = list(row[start : start + len(attnames)])
     if values[pk_index] is None:
         return None
     for n, col, convert in converters:
@@ -165,17 +172,24 @@ def _layout(model, db) -> tuple[list[str], int, list, bool]:
     the values the ORM converts on this connection, and whether an instance may be built without ``Model.__init__``
     (no receiver of ``pre_init``/``post_init`` for the model, no ``from_db`` of its own, and every field read through
     Django's plain deferred attributes, which keep the value in the instance's ``__dict__``); :func:`memo`-ised."""
+
     def build():
         fields = model._meta.concrete_fields
         converters = []
         for n, field in enumerate(fields):
             col = field.get_col(model._meta.db_table)
-            converters += [(n, col, convert) for convert in (*db.ops.get_db_converters(col),
-                                                             *col.get_db_converters(db))]
-        plain = (not pre_init.has_listeners(model) and not post_init.has_listeners(model)
-                 and model.from_db.__func__ is Model.from_db.__func__
-                 and all(type(getattr(model, f.attname, None)) in (DeferredAttribute, ForeignKeyDeferredAttribute)
-                         for f in fields))
+            converters += [
+                (n, col, convert) for convert in (*db.ops.get_db_converters(col), *col.get_db_converters(db))
+            ]
+        plain = (
+            not pre_init.has_listeners(model)
+            and not post_init.has_listeners(model)
+            and model.from_db.__func__ is Model.from_db.__func__
+            and all(
+                type(getattr(model, f.attname, None)) in (DeferredAttribute, ForeignKeyDeferredAttribute)
+                for f in fields
+            )
+        )
         return [field.attname for field in fields], fields.index(model._meta.pk), converters, plain
 
     return memo(("layout", model), build, db)

@@ -7,6 +7,7 @@
 * ``corpus.signals.release_published`` -> a ``release.publish`` line in the audit log of each project the release
   exports (``annotation.teams``), by the release's creator.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,8 +18,8 @@ from argora.debounce import enqueue_once
 from corpus.signals import release_published
 
 from . import access, selectors, teams
-from .models import Project
 from .agreement.scheduling import schedule_recompute
+from .models import Project
 from .signals import assignment_submitted
 from .tasks import reorder_hits
 
@@ -42,8 +43,13 @@ def reorder_hits_on_submit(sender, assignment=None, **kwargs):
     if assignment is None or selectors.item_order(assignment.project)["mode"] == "random":
         return
     try:
-        enqueue_once(f"argora:reorder-hits:{assignment.project_id}", reorder_hits, window=REORDER_SECONDS,
-                     args=(assignment.project_id,), countdown=REORDER_SECONDS // 2)
+        enqueue_once(
+            f"argora:reorder-hits:{assignment.project_id}",
+            reorder_hits,
+            window=REORDER_SECONDS,
+            args=(assignment.project_id,),
+            countdown=REORDER_SECONDS // 2,
+        )
     except Exception:  # noqa: BLE001 - re-ranking must never fail a worker's submission
         log.exception("could not schedule the re-ranking of project %s", assignment.project_id)
 
@@ -52,5 +58,9 @@ def reorder_hits_on_submit(sender, assignment=None, **kwargs):
 def audit_release(sender, release=None, **kwargs):
     slugs = access.release_projects(release.config)
     for project in Project.objects.filter(slug__in=slugs):
-        teams.record(project, release.creator, "release.publish",
-                     {"release": f"{release.name} {release.version}", "kind": release.kind})
+        teams.record(
+            project,
+            release.creator,
+            "release.publish",
+            {"release": f"{release.name} {release.version}", "kind": release.kind},
+        )

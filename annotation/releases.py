@@ -1,5 +1,6 @@
 """What every release kind of annotation projects reads from its config (``annotation/exporters.py`` and the task
 types' ``release`` modules): the known keys and the project slugs."""
+
 from __future__ import annotations
 
 from .models import Project

@@ -5,6 +5,7 @@ idempotent retry, never for a rejected or rolled-back one), with ``sender=Assign
 ``assignment=<the submitted Assignment>``. Receivers (the agreement dashboards, for instance) run in the
 request that submitted, so they must be quick: enqueue a Celery task for anything slow.
 """
+
 from django.dispatch import Signal
 
 assignment_submitted = Signal()

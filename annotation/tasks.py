@@ -1,4 +1,5 @@
 """Celery tasks of the annotation engine: one-line calls into services (safe to retry)."""
+
 from celery import shared_task
 
 from argora.progress import celery_progress

@@ -8,6 +8,7 @@ team's changes here in their own transaction, the others right after their servi
 panel views; a published release through ``corpus.signals.release_published``, inside its transaction; items added
 in the studio by the addition's job, inside its transaction: ``annotation.studio.services.run_addition``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,8 +40,9 @@ def _short(value: Any) -> Any:
 
 def changes(before: dict, after: dict) -> dict:
     """``{field: [before, after]}`` for the fields whose value differs (long texts shortened)."""
-    return {key: [_short(before.get(key)), _short(after.get(key))] for key in after
-            if before.get(key) != after.get(key)}
+    return {
+        key: [_short(before.get(key)), _short(after.get(key))] for key in after if before.get(key) != after.get(key)
+    }
 
 
 def record(project: Project | None, user, action: str, detail: dict | None = None) -> AuditEntry:
@@ -71,8 +73,7 @@ def _user(username: str):
 def add_creator(project: Project, user) -> None:
     """The user who made ``project`` is its first owner."""
     if user is not None and getattr(user, "pk", None):
-        ProjectMember.objects.get_or_create(project=project, user=user,
-                                            defaults={"role": Role.OWNER, "added_by": user})
+        ProjectMember.objects.get_or_create(project=project, user=user, defaults={"role": Role.OWNER, "added_by": user})
         record(project, user, "project.create", {"name": project.name, "task_type": project.task_type})
 
 

@@ -4,6 +4,7 @@ Thin views: allocation, submission, codes and progress are calls into :mod:`anno
 The HIT page submits either as a plain form POST to itself (works without JavaScript) or, from
 ``hit.js``, as JSON to the API (``/api/assignments/<id>/submit/``); both end in ``submit_assignment``.
 """
+
 from __future__ import annotations
 
 from functools import wraps
@@ -89,13 +90,22 @@ def notice(request, heading: str, lines: list[str], *, status: int = 200, link: 
 
 def _closed(request, project: Project):
     if project.status == Project.Status.DRAFT:
-        return notice(request, "Not open yet", [f"{project.name} has not started yet. Please come back later."],
-                      status=403)
+        return notice(
+            request, "Not open yet", [f"{project.name} has not started yet. Please come back later."], status=403
+        )
     if project.status == Project.Status.PAUSED:
-        return notice(request, "Paused", [f"{project.name} is paused for a while and hands out no new tasks. "
-                                          f"Please come back later."], status=503)
-    return notice(request, "This study is closed",
-                  [f"{project.name} is closed and takes no more answers. Thank you for your interest."], status=410)
+        return notice(
+            request,
+            "Paused",
+            [f"{project.name} is paused for a while and hands out no new tasks. Please come back later."],
+            status=503,
+        )
+    return notice(
+        request,
+        "This study is closed",
+        [f"{project.name} is closed and takes no more answers. Thank you for your interest."],
+        status=410,
+    )
 
 
 def _hits_done(project: Project, worker: Worker) -> int:
@@ -136,8 +146,7 @@ def recover(request):
     error = ""
     if request.method == "POST":
         try:
-            user = identity.user_for_recovery_code(request.POST.get("code", ""),
-                                                   address=client_address(request))
+            user = identity.user_for_recovery_code(request.POST.get("code", ""), address=client_address(request))
         except identity.TooManyAttempts as exc:
             return render(request, "annotation/recover.html", {"error": str(exc)}, status=429)
         if user is not None:
@@ -147,8 +156,12 @@ def recover(request):
             messages.success(request, "Welcome back: this browser is you again.")
             return response
         error = "code: not a recovery code we know. Check it and try again (it looks like W123-ABCD-EFGH-JKLM)."
-    return render(request, "annotation/recover.html", {"error": error, "code": request.POST.get("code", "")},
-                  status=400 if error else 200)
+    return render(
+        request,
+        "annotation/recover.html",
+        {"error": error, "code": request.POST.get("code", "")},
+        status=400 if error else 200,
+    )
 
 
 @login_required
@@ -156,8 +169,13 @@ def my_projects(request):
     worker = services.worker_for_user(request.user)
     rows = []
     for project in Project.objects.filter(Q(assignments__worker=worker) | Q(participations__worker=worker)).distinct():
-        rows.append({"project": project, "submitted": _hits_done(project, worker),
-                     "open": services.current_assignment(project, worker) is not None})
+        rows.append(
+            {
+                "project": project,
+                "submitted": _hits_done(project, worker),
+                "open": services.current_assignment(project, worker) is not None,
+            }
+        )
     return render(request, "annotation/my_projects.html", {"rows": rows})
 
 
@@ -196,8 +214,12 @@ def work(request, slug: str):
 
 
 def _not_admitted(request, project: Project):
-    return notice(request, "Not invited", [f"{project.name} takes workers through its own invite link only: open "
-                                           f"the link you were given for it."], status=403)
+    return notice(
+        request,
+        "Not invited",
+        [f"{project.name} takes workers through its own invite link only: open the link you were given for it."],
+        status=403,
+    )
 
 
 def _blocked(request, project: Project, worker: Worker):
@@ -213,14 +235,21 @@ def _render_hit(request, project, worker, assignment, *, status=200, **answers):
     if "values" not in answers:  # the answers saved as the worker gave them (a reload, another tab)
         answers["values"], answers["feedback"] = services.draft_values(assignment)
         answers["restored"] = bool(answers["values"] or answers["feedback"])
-    context = hit_context(project, services.assignment_items(assignment), assignment=assignment,
-                          submit_url=reverse("api-annotation-submit", args=[assignment.pk]),
-                          next_url=reverse("annotation:work", args=[project.slug]),
-                          draft_url=reverse("api-annotation-draft", args=[assignment.pk]),
-                          extend_url=reverse("api-annotation-extend", args=[assignment.pk]),
-                          stop_url=reverse("annotation:stop", args=[project.slug]),
-                          show_instructions=show_instructions, hits_done=counts["submitted"],
-                          hits_available=counts["available"], max_hits=counts["max"], **answers)
+    context = hit_context(
+        project,
+        services.assignment_items(assignment),
+        assignment=assignment,
+        submit_url=reverse("api-annotation-submit", args=[assignment.pk]),
+        next_url=reverse("annotation:work", args=[project.slug]),
+        draft_url=reverse("api-annotation-draft", args=[assignment.pk]),
+        extend_url=reverse("api-annotation-extend", args=[assignment.pk]),
+        stop_url=reverse("annotation:stop", args=[project.slug]),
+        show_instructions=show_instructions,
+        hits_done=counts["submitted"],
+        hits_available=counts["available"],
+        max_hits=counts["max"],
+        **answers,
+    )
     return render(request, "annotation/hit.html", context, status=status)
 
 
@@ -229,52 +258,90 @@ def _submit(request, project: Project, worker: Worker):
     if not form.is_valid():
         lines = [f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()]
         assignment_id = form.cleaned_data.get("assignment")
-        assignment = (Assignment.objects.filter(pk=assignment_id, project=project, worker=worker,
-                                                status=Assignment.Status.RESERVED).first() if assignment_id else None)
+        assignment = (
+            Assignment.objects.filter(
+                pk=assignment_id, project=project, worker=worker, status=Assignment.Status.RESERVED
+            ).first()
+            if assignment_id
+            else None
+        )
         if assignment is None:
-            return notice(request, "Could not submit", lines, status=400,
-                          link={"url": reverse("annotation:work", args=[project.slug]), "text": "Back to the task"})
+            return notice(
+                request,
+                "Could not submit",
+                lines,
+                status=400,
+                link={"url": reverse("annotation:work", args=[project.slug]), "text": "Back to the task"},
+            )
         item_ids = [item.pk for item in services.assignment_items(assignment)]
         values = parse_item_responses(request.POST, item_ids)
-        return _render_hit(request, project, worker, assignment, values=values,
-                           feedback=request.POST.get("feedback", ""),
-                           feedback_error=" ".join(form.errors.get("feedback", [])),
-                           general_errors=[line for line in lines if not line.startswith("feedback:")], status=400)
+        return _render_hit(
+            request,
+            project,
+            worker,
+            assignment,
+            values=values,
+            feedback=request.POST.get("feedback", ""),
+            feedback_error=" ".join(form.errors.get("feedback", [])),
+            general_errors=[line for line in lines if not line.startswith("feedback:")],
+            status=400,
+        )
     assignment = Assignment.objects.filter(pk=form.cleaned_data["assignment"], project=project).first()
     if assignment is None:
         return notice(request, "No such HIT", ["This HIT does not exist in this project."], status=404)
     if assignment.worker_id != worker.pk:
-        return notice(request, "Not your HIT", ["This HIT is held by another worker; you can only submit your own."],
-                      status=403)
+        return notice(
+            request, "Not your HIT", ["This HIT is held by another worker; you can only submit your own."], status=403
+        )
     item_ids = [item.pk for item in services.assignment_items(assignment)]
     responses = parse_item_responses(request.POST, item_ids)
     feedback = form.cleaned_data["feedback"]
     try:
-        done = services.submit_assignment(assignment, worker, responses, feedback=feedback,
-                                          client_seconds=form.cleaned_data["client_seconds"])
+        done = services.submit_assignment(
+            assignment, worker, responses, feedback=feedback, client_seconds=form.cleaned_data["client_seconds"]
+        )
     except services.ValidationFailed as exc:
-        return _render_hit(request, project, worker, assignment, values=responses, feedback=feedback, status=400,
-                           **refused_submission(exc.errors, item_ids))
+        return _render_hit(
+            request,
+            project,
+            worker,
+            assignment,
+            values=responses,
+            feedback=feedback,
+            status=400,
+            **refused_submission(exc.errors, item_ids),
+        )
     except services.NotYourAssignment as exc:
         return notice(request, "Not your HIT", [str(exc)], status=403)
     except services.AssignmentNotOpen as exc:
-        return notice(request, "This HIT is closed", [str(exc)], status=409,
-                      link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get a new HIT"})
+        return notice(
+            request,
+            "This HIT is closed",
+            [str(exc)],
+            status=409,
+            link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get a new HIT"},
+        )
     if done.status == Assignment.Status.LATE:
-        return notice(request, "Your answers were kept as late answers", [LATE_TEXT],
-                      link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get the next HIT"})
+        return notice(
+            request,
+            "Your answers were kept as late answers",
+            [LATE_TEXT],
+            link={"url": reverse("annotation:work", args=[project.slug]), "text": "Get the next HIT"},
+        )
     messages.success(request, "Thank you, your answers were saved.")
     return redirect("annotation:work", slug=project.slug)
 
 
-LATE_TEXT = ("Your reservation of this HIT had ended before the answers arrived, so another worker may have its place "
-             "now. Your answers are stored as late answers: the research team can still count them.")
+LATE_TEXT = (
+    "Your reservation of this HIT had ended before the answers arrived, so another worker may have its place "
+    "now. Your answers are stored as late answers: the research team can still count them."
+)
 
 
 @login_required
 @require_POST
 def stop(request, slug: str):
-    """"Stop and get my completion code": the worker's reservation ends now (its place goes back to the pool at
+    """ "Stop and get my completion code": the worker's reservation ends now (its place goes back to the pool at
     once), then the completion page."""
     project = get_object_or_404(Project, slug=slug)
     worker = services.worker_for_user(request.user)
@@ -299,11 +366,19 @@ def done(request, slug: str):
     back = selectors.completion_return(project, worker, "completed") if code else None
     back_to = back["url"] if back else None
     code = back["code"] if back else code
-    return render(request, "annotation/done.html", {
-        "project": project, "code": code, "hits_done": hits_done, "finished": finished, "back_to": back_to,
-        "recovery_code": identity.recovery_code(worker) if hits_done else "",
-        "waiting": selectors.hits_held_by_others(project, worker) if finished else None,
-    })
+    return render(
+        request,
+        "annotation/done.html",
+        {
+            "project": project,
+            "code": code,
+            "hits_done": hits_done,
+            "finished": finished,
+            "back_to": back_to,
+            "recovery_code": identity.recovery_code(worker) if hits_done else "",
+            "waiting": selectors.hits_held_by_others(project, worker) if finished else None,
+        },
+    )
 
 
 @require_GET
@@ -321,10 +396,15 @@ def project_list(request):
     rows = []
     for project in access.projects(request.user):
         progress = selectors.project_progress(project)
-        rows.append({"project": project, "progress": progress,
-                     "blocked": sum(1 for w in progress["workers"] if w["blocked"]),
-                     "percent": round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0,
-                     "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"]})
+        rows.append(
+            {
+                "project": project,
+                "progress": progress,
+                "blocked": sum(1 for w in progress["workers"] if w["blocked"]),
+                "percent": round(100 * progress["done"] / progress["needed"]) if progress.get("needed") else 0,
+                "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"],
+            }
+        )
     return render(request, "annotation/project_list.html", {"rows": rows})
 
 
@@ -339,8 +419,15 @@ def project_progress(request, slug: str):
         task_type = project.get_task_type()
     except KeyError:  # a row written before task types were checked on save: say so instead of failing
         task_type = None
-    return render(request, "annotation/project_progress.html", {
-        "project": project, "progress": progress, "percent": percent, "invite_url": invite_url,
-        "task_type": task_type,
-        "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"],
-    })
+    return render(
+        request,
+        "annotation/project_progress.html",
+        {
+            "project": project,
+            "progress": progress,
+            "percent": percent,
+            "invite_url": invite_url,
+            "task_type": task_type,
+            "links": [link for link in project_pages.project_links(project) if link["id"] != "progress"],
+        },
+    )

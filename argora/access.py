@@ -8,9 +8,10 @@ Until it does (or without it), every slot answers for superusers only: closed, n
   the user may see every project the release exports; other releases: users who may make projects).
 - ``visible_releases(user, queryset) -> queryset``: the releases of ``queryset`` the user may see (the admin).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 _slots: dict[str, Callable] = {}
 

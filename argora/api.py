@@ -35,8 +35,10 @@ class JobSerializer(serializers.Serializer):
     badge = JobBadgeSerializer()
     percent = serializers.FloatField(allow_null=True)
     progress_text = serializers.CharField(help_text='e.g. "412 of 1,000 (41%) — writing"')
-    summary = serializers.ListField(child=serializers.ListField(child=serializers.CharField()),
-                                    help_text="the result as [label, text] rows (done jobs)")
+    summary = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="the result as [label, text] rows (done jobs)",
+    )
     link = JobLinkSerializer(allow_null=True, help_text="from the result's url / link_text keys")
     error_line = serializers.CharField(help_text="the error's last line (failed jobs)")
 

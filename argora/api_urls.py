@@ -1,4 +1,5 @@
 """All REST endpoints under /api/. Each app owns its own `api_urls.py`; this file only includes them."""
+
 from django.urls import include, path, re_path
 
 from . import api

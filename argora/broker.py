@@ -15,6 +15,7 @@ URL keeps kombu's, whose TLS defaults hang on the transport's name): kombu's own
    stay in Redis' unacked set and come back after the visibility timeout, as for a killed worker.
    ``tests/test_worker_broker_restart.py`` kills and restarts a private redis-server under a real worker.
 """
+
 from __future__ import annotations
 
 import redis

@@ -19,6 +19,7 @@ a read that gets no answer is a miss (``get`` gives the default: job progress sh
 a log line; ``add``, ``incr`` and ``decr`` still raise, because a lock or a counter cannot be made up (the
 debounce helper logs it and enqueues nothing: :func:`argora.debounce.enqueue_once`).
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -118,8 +119,13 @@ def trip(server: tuple, exc: BaseException) -> None:
         was_open = breaker_open(server)
         _open_until[server] = time.monotonic() + seconds
     if not was_open:
-        log.warning("Redis %s:%s did not answer (%s): its cache and broker calls are skipped for %g s",
-                    server[0], server[1], exc, seconds)
+        log.warning(
+            "Redis %s:%s did not answer (%s): its cache and broker calls are skipped for %g s",
+            server[0],
+            server[1],
+            exc,
+            seconds,
+        )
 
 
 def reset_breakers() -> None:
@@ -213,8 +219,9 @@ def connection_class_for(url: str):
 
 # --- the cache backend ---------------------------------------------------------------------------------------------
 def _unavailable(op: str, key, exc: BaseException, result):
-    (log.debug if isinstance(exc, ServiceSkipped) else log.warning)("cache unavailable: %s %s not done (%s)",
-                                                                     op, key, exc)
+    (log.debug if isinstance(exc, ServiceSkipped) else log.warning)(
+        "cache unavailable: %s %s not done (%s)", op, key, exc
+    )
     return result
 
 

@@ -4,6 +4,7 @@ Training and model inference run on ``gpu`` (route by decorating with :func:`gpu
 acknowledgement, so a task whose worker dies is redelivered instead of lost, and prefetch 1 (set in
 settings and on the gpu worker's command line), so one long job never holds others hostage.
 """
+
 import os
 
 from celery import Celery, shared_task

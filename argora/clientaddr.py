@@ -8,6 +8,7 @@ walked through). The left-most entries are whatever the client sent and are neve
 stands right of them. Entries that are not an IP address (garbage, ``unknown``, an obfuscated name) are ignored;
 ``1.2.3.4:80`` and ``[2001:db8::1]:80`` lose their port; an IPv4-mapped IPv6 address is given as IPv4.
 """
+
 from __future__ import annotations
 
 import functools

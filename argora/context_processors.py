@@ -1,5 +1,6 @@
 """What every page's navigation needs to know of the user: whether the staff side is theirs
 (:func:`argora.access.team_user`, asked only when a page shows the bar)."""
+
 from __future__ import annotations
 
 from django.utils.functional import SimpleLazyObject

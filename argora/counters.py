@@ -5,6 +5,7 @@ A cache that is down or hung (its calls end within the request's budget: :mod:`a
 limit then holds closed -- :class:`CounterUnavailable`, which each caller answers as "try again in a moment" (a
 429/503, never a 500) rather than letting anyone past an uncounted limit.
 """
+
 from __future__ import annotations
 
 import logging

@@ -14,6 +14,7 @@ Every answer under ``/api/`` is JSON, also those Django gives before or after a 
 (:func:`bad_request`, :func:`permission_denied`, :func:`page_not_found`, :func:`server_error`); elsewhere they are
 Django's usual pages.
 """
+
 from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -36,7 +37,7 @@ class FieldError(ValueError):
     def as_dict(self) -> dict[str, str]:
         return {self.field: self.reason}
 
-    def under(self, prefix: str) -> "FieldError":
+    def under(self, prefix: str) -> FieldError:
         """The same error of the same class, its field named inside ``prefix`` (``config`` -> ``config.labels``)."""
         return type(self)(f"{prefix}.{self.field}" if prefix else self.field, self.reason)
 
@@ -103,8 +104,7 @@ def permission_denied(request, exception):
     """``handler403``: under ``/api/`` ``{"detail": reason}``."""
     if not is_api(request):
         return defaults.permission_denied(request, exception)
-    return JsonResponse({"detail": str(exception) or "You do not have permission to perform this action."},
-                        status=403)
+    return JsonResponse({"detail": str(exception) or "You do not have permission to perform this action."}, status=403)
 
 
 def page_not_found(request, exception):

@@ -8,6 +8,7 @@ such text is written (``annotation.models.Project.save``, the studio) and again 
 filters of ``argora_html``), so a row stored before the sanitiser existed is safe too. Plain text (names, labels,
 survey questions, explanations, anything a worker wrote) is never HTML: Django's templates escape it.
 """
+
 from __future__ import annotations
 
 import markdown

@@ -1,9 +1,11 @@
 """Small helpers for the HTTP answers of outside services (Prolific, an LLM endpoint), shared so that each client
 reads them the same way."""
+
 from __future__ import annotations
 
 import email.utils
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from django.utils import timezone
 

@@ -11,6 +11,7 @@
 
 The request size itself is Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MB by default).
 """
+
 from __future__ import annotations
 
 import json
@@ -96,8 +97,11 @@ class InputGuardMiddleware:
 
     def __call__(self, request):
         bad = self._nul_in(request.GET)
-        if bad is None and request.method == "POST" and request.content_type in (
-                "application/x-www-form-urlencoded", "multipart/form-data"):
+        if (
+            bad is None
+            and request.method == "POST"
+            and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
             bad = self._nul_in(request.POST)
         if bad is not None:
             reason = "contains a NUL character"

@@ -4,6 +4,7 @@ A task that makes something a person can open (a release, a model version, impor
 dict with the two keys of :func:`result_link`: ``"url"`` (a path on this site) and ``"link_text"``; the job pages
 show that link when the job is done, and the rest of the result as readable label/value rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,14 @@ FINISHED = {"SUCCESS", "FAILURE", "REVOKED"}
 LINK_URL, LINK_TEXT = "url", "link_text"
 # the badge of each Celery state: (text, css class)
 STATES = {
-    "PENDING": ("waiting", "waiting"), "RECEIVED": ("waiting", "waiting"), "STARTED": ("running", "running"),
-    "PROGRESS": ("running", "running"), "RETRY": ("retrying", "running"), "SUCCESS": ("done", "ok"),
-    "FAILURE": ("failed", "bad"), "REVOKED": ("cancelled", "bad"),
+    "PENDING": ("waiting", "waiting"),
+    "RECEIVED": ("waiting", "waiting"),
+    "STARTED": ("running", "running"),
+    "PROGRESS": ("running", "running"),
+    "RETRY": ("retrying", "running"),
+    "SUCCESS": ("done", "ok"),
+    "FAILURE": ("failed", "bad"),
+    "REVOKED": ("cancelled", "bad"),
 }
 
 # A Celery task id as Argora makes them (a UUID, or "<uuid>:<kind>" for a retrain step); anything else is a 404.
@@ -58,11 +64,14 @@ def badge(state: str) -> dict:
 def readable_fields(state: str, progress: dict | None, result, error) -> dict:
     """What the pages show of a job: the badge, the progress line, the result as rows and its link."""
     percent = (progress or {}).get("percent")
-    return {"badge": badge(state), "progress_text": readable.progress_text(progress),
-            "percent": float(percent) if isinstance(percent, (int, float)) else None,
-            "summary": readable.summary(result, skip=(LINK_URL, LINK_TEXT)) if state == "SUCCESS" else [],
-            "link": link_of(result) if state == "SUCCESS" else None,
-            "error_line": (str(error).strip().splitlines() or [""])[-1][:300] if error else ""}
+    return {
+        "badge": badge(state),
+        "progress_text": readable.progress_text(progress),
+        "percent": float(percent) if isinstance(percent, (int, float)) else None,
+        "summary": readable.summary(result, skip=(LINK_URL, LINK_TEXT)) if state == "SUCCESS" else [],
+        "link": link_of(result) if state == "SUCCESS" else None,
+        "error_line": (str(error).strip().splitlines() or [""])[-1][:300] if error else "",
+    }
 
 
 def job_state(task_id: str) -> dict:
@@ -118,8 +127,9 @@ def recent_jobs(limit: int = 50) -> list[dict]:
         state, stored = row.status, _stored(row.result)
         progress = error = None
         if state not in FINISHED:
-            progress = read_progress(row.task_id) or (stored if state == "PROGRESS" and isinstance(stored, dict)
-                                                      else None)
+            progress = read_progress(row.task_id) or (
+                stored if state == "PROGRESS" and isinstance(stored, dict) else None
+            )
             if progress is not None:
                 state = "PROGRESS"
         elif state != "SUCCESS":
@@ -129,7 +139,16 @@ def recent_jobs(limit: int = 50) -> list[dict]:
                 if isinstance(message, (list, tuple)):
                     message = " ".join(str(m) for m in message)
                 error = f"{stored.get('exc_type', 'Error')}: {message}"
-        rows.append({"id": row.task_id, "name": row.task_name, "title": task_title(row.task_name) or f"Job {row.task_id}",
-                     "state": state, "progress": progress, "created": row.date_created, "done": row.date_done,
-                     **readable_fields(state, progress, stored, error)})
+        rows.append(
+            {
+                "id": row.task_id,
+                "name": row.task_name,
+                "title": task_title(row.task_name) or f"Job {row.task_id}",
+                "state": state,
+                "progress": progress,
+                "created": row.date_created,
+                "done": row.date_done,
+                **readable_fields(state, progress, stored, error),
+            }
+        )
     return rows

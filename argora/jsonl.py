@@ -8,13 +8,14 @@
   into place: a crash never leaves a half-written file under the target's name.
 - :func:`dumps` is the line format both use (and what a release or a streamed CLI output writes).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from .errors import FileLineError
 from .inputs import InvalidJSON, loads
@@ -25,8 +26,9 @@ def dumps(row: dict) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def read_jsonl(path, *, error: type[FileLineError] = FileLineError, require_rows: bool = False,
-               text: str | None = None) -> Iterator[tuple[int, dict]]:
+def read_jsonl(
+    path, *, error: type[FileLineError] = FileLineError, require_rows: bool = False, text: str | None = None
+) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of ``path`` (or of ``text`` already read from it)."""
     handle = None
     lines: Iterable[str]

@@ -1,4 +1,5 @@
 """Platform-wide models: who a user is at the institution's OpenID Connect provider (:mod:`argora.oidc`)."""
+
 from __future__ import annotations
 
 from django.conf import settings

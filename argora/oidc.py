@@ -14,6 +14,7 @@ are set (README "Institutional sign-in (OpenID Connect)").
   Passwordless accounts (invite and platform workers) are never matched, and the worker mechanisms of
   :mod:`annotation.identity` never log in an account that signs in here (:func:`signs_in_with_provider`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -116,8 +117,11 @@ def _user_by_verified_email(issuer: str, email: str):
     workers, accounts made by a sign-in here) are never matched."""
     if not email:
         return None
-    candidates = [user for user in get_user_model().objects.filter(email__iexact=email)
-                  .exclude(oidc_identities__issuer=issuer) if user.has_usable_password()]
+    candidates = [
+        user
+        for user in get_user_model().objects.filter(email__iexact=email).exclude(oidc_identities__issuer=issuer)
+        if user.has_usable_password()
+    ]
     if len(candidates) > 1:
         raise SignInRefused(f"{len(candidates)} accounts have the e-mail address {email}")
     return candidates[0] if candidates else None
@@ -139,8 +143,12 @@ def _free_username(claims: dict, subject: str) -> str:
 def _new_user(claims: dict, subject: str):
     """A plain account: no staff flag, no superuser, no group, no permission, no usable password."""
     return get_user_model().objects.create_user(
-        _free_username(claims, subject), email=_verified_email(claims), password=None,
-        first_name=str(claims.get("given_name") or "")[:150], last_name=str(claims.get("family_name") or "")[:150])
+        _free_username(claims, subject),
+        email=_verified_email(claims),
+        password=None,
+        first_name=str(claims.get("given_name") or "")[:150],
+        last_name=str(claims.get("family_name") or "")[:150],
+    )
 
 
 def user_for_claims(claims: dict):
@@ -229,9 +237,15 @@ class OIDCBackend(OIDCAuthenticationBackend):
             alg = jwt.get_unverified_header(payload).get("alg")
             if alg != self.OIDC_RP_SIGN_ALGO:
                 raise SuspiciousOperation(f"the token is signed with {alg!r}, not {self.OIDC_RP_SIGN_ALGO!r}")
-            claims = jwt.decode(payload, key, algorithms=[self.OIDC_RP_SIGN_ALGO], audience=self.OIDC_RP_CLIENT_ID,
-                                issuer=settings.ARGORA_OIDC_ISSUER, leeway=LEEWAY_SECONDS,
-                                options={"require": ID_TOKEN_CLAIMS})
+            claims = jwt.decode(
+                payload,
+                key,
+                algorithms=[self.OIDC_RP_SIGN_ALGO],
+                audience=self.OIDC_RP_CLIENT_ID,
+                issuer=settings.ARGORA_OIDC_ISSUER,
+                leeway=LEEWAY_SECONDS,
+                options={"require": ID_TOKEN_CLAIMS},
+            )
         except jwt.InvalidTokenError as exc:
             raise SuspiciousOperation(f"token refused: {exc}") from exc
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
@@ -256,8 +270,9 @@ class OIDCBackend(OIDCAuthenticationBackend):
 # --- views (/oidc/authenticate/, /oidc/callback/) ------------------------------------------------------------------
 def _failed(request, reason: str):
     LOGGER.warning("sign-in with the OpenID Connect provider failed: %s", reason)
-    messages.error(request, f"Signing in with {settings.ARGORA_OIDC_NAME} did not work. Try again, or ask an "
-                            f"administrator.")
+    messages.error(
+        request, f"Signing in with {settings.ARGORA_OIDC_NAME} did not work. Try again, or ask an administrator."
+    )
     return redirect(settings.LOGIN_URL)
 
 

@@ -1,4 +1,5 @@
 """Sign-in with the institution's OpenID Connect provider, under /oidc/ (argora.oidc; 404 while not configured)."""
+
 from django.urls import path
 
 from . import oidc

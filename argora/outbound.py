@@ -16,12 +16,13 @@ pinning the checked address follows requests-hardened's IP filter adapter, whose
 A URL of the operator's own (from the environment, e.g. ``ARGORA_LLM_BASE_URL``) is trusted: ``post(...,
 trusted=True)`` skips the address check (and still follows no redirect).
 """
+
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 from urllib.parse import urlsplit
 
 import requests
@@ -37,15 +38,18 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 SCHEMES = {"http": 80, "https": 443}
 # non-global ranges Python's ``is_global`` does not count, or IPv6 ranges that carry an IPv4 address
-EXTRA_BLOCKED: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in (
-    "100.64.0.0/10",     # CGNAT (shared address space): routes to internal workloads
-    "192.0.0.0/24",      # IETF protocol assignments
-    "192.88.99.0/24",    # 6to4 relay anycast
-    "64:ff9b::/96",      # NAT64: the IPv4 address in its last 32 bits
-    "64:ff9b:1::/48",    # local-use NAT64
-    "2002::/16",         # 6to4: an IPv4 address in bits 16-48
-    "fec0::/10",         # site-local (deprecated)
-))
+EXTRA_BLOCKED: tuple[Network, ...] = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "100.64.0.0/10",  # CGNAT (shared address space): routes to internal workloads
+        "192.0.0.0/24",  # IETF protocol assignments
+        "192.88.99.0/24",  # 6to4 relay anycast
+        "64:ff9b::/96",  # NAT64: the IPv4 address in its last 32 bits
+        "64:ff9b:1::/48",  # local-use NAT64
+        "2002::/16",  # 6to4: an IPv4 address in bits 16-48
+        "fec0::/10",  # site-local (deprecated)
+    )
+)
 
 
 class Refused(Exception):
@@ -58,8 +62,16 @@ def internal(ip: Address) -> bool:
     """True for an address of the server's own networks (see the module doc)."""
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return (not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified or ip.is_loopback
-            or ip.is_link_local or ip.is_private or any(ip in net for net in EXTRA_BLOCKED))
+    return (
+        not ip.is_global
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_private
+        or any(ip in net for net in EXTRA_BLOCKED)
+    )
 
 
 @dataclass(frozen=True)
@@ -79,7 +91,7 @@ class Allowed:
 def allowed(entries: Iterable[str] | None = None) -> Allowed:
     """The operator's allow list (``ARGORA_OUTBOUND_ALLOWED_HOSTS``: host names, addresses, CIDR networks)."""
     hosts, networks = set(), []
-    for entry in (settings.ARGORA_OUTBOUND_ALLOWED_HOSTS if entries is None else entries):
+    for entry in settings.ARGORA_OUTBOUND_ALLOWED_HOSTS if entries is None else entries:
         entry = str(entry).strip().lower()
         if not entry:
             continue
@@ -88,8 +100,9 @@ def allowed(entries: Iterable[str] | None = None) -> Allowed:
             networks.append(ipaddress.ip_network(bare, strict=False))
         except ValueError:
             if "/" in bare or ":" in bare:
-                raise ImproperlyConfigured(f"ARGORA_OUTBOUND_ALLOWED_HOSTS: {entry!r} is neither a host name, "
-                                           f"an address nor a CIDR network") from None
+                raise ImproperlyConfigured(
+                    f"ARGORA_OUTBOUND_ALLOWED_HOSTS: {entry!r} is neither a host name, an address nor a CIDR network"
+                ) from None
             hosts.add(_normal_host(bare))
     return Allowed(frozenset(hosts), tuple(networks))
 
@@ -156,8 +169,10 @@ def check_host(host: str, port: int, *, allow: Allowed | None = None) -> list[Ad
     for ip in addresses:
         if internal(ip) and not allow.address(ip):
             shown = host if _normal_host(host) == str(ip) else f"{host} ({ip})"
-            raise Refused(f"{shown} is an address of the server's own networks (loopback, private, link-local or "
-                          f"reserved); the operator can allow it in ARGORA_OUTBOUND_ALLOWED_HOSTS")
+            raise Refused(
+                f"{shown} is an address of the server's own networks (loopback, private, link-local or "
+                f"reserved); the operator can allow it in ARGORA_OUTBOUND_ALLOWED_HOSTS"
+            )
     return addresses
 
 

@@ -14,6 +14,7 @@ a client that follows ``next`` keeps working:
 
 A cursor that is not one of this list's is HTTP 400 naming ``cursor``; a page number past the end 404, as before.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,19 +52,19 @@ class KeysetPagination(BasePagination):
         if raw is not None:
             direction, value = self._decode(raw, queryset.model)
             if direction == AFTER:
-                rows = list(ordered.filter(**{f"{key}__gt": value})[:size + 1])
+                rows = list(ordered.filter(**{f"{key}__gt": value})[: size + 1])
                 self.has_next, self.has_previous = len(rows) > size, True
                 rows = rows[:size]
             else:
-                rows = list(ordered.filter(**{f"{key}__lt": value}).order_by(f"-{key}")[:size + 1])
+                rows = list(ordered.filter(**{f"{key}__lt": value}).order_by(f"-{key}")[: size + 1])
                 self.has_next, self.has_previous = True, len(rows) > size
                 rows = rows[:size][::-1]
         elif page == "last":
-            rows = list(ordered.order_by(f"-{key}")[:size + 1])
+            rows = list(ordered.order_by(f"-{key}")[: size + 1])
             self.has_previous = len(rows) > size
             rows = rows[:size][::-1]
         elif page in (None, "", "1"):
-            rows = list(ordered[:size + 1])
+            rows = list(ordered[: size + 1])
             self.has_next = len(rows) > size
             rows = rows[:size]
             self.count = len(rows) if not self.has_next else queryset.count()
@@ -74,8 +75,7 @@ class KeysetPagination(BasePagination):
             except InvalidPage as exc:
                 raise NotFound(f"Invalid page: {exc}") from None
             rows = list(numbered)
-            self.count, self.has_next, self.has_previous = paginator.count, numbered.has_next(), \
-                numbered.has_previous()
+            self.count, self.has_next, self.has_previous = paginator.count, numbered.has_next(), numbered.has_previous()
         self.rows = rows
         return rows
 
@@ -91,8 +91,9 @@ class KeysetPagination(BasePagination):
                 raise ValueError(text)
             return direction, model._meta.get_field(self.key).to_python(value)
         except (ValueError, binascii.Error, UnicodeDecodeError, DjangoValidationError):
-            raise ValidationError({self.cursor_query_param: "not a cursor of this list (follow the next / "
-                                                            "previous links)"}) from None
+            raise ValidationError(
+                {self.cursor_query_param: "not a cursor of this list (follow the next / previous links)"}
+            ) from None
 
     def _link(self, direction: str, row) -> str:
         url = remove_query_param(self.request.build_absolute_uri(), self.page_query_param)
@@ -112,31 +113,52 @@ class KeysetPagination(BasePagination):
         return self._link(BEFORE, self.rows[0])
 
     def get_paginated_response(self, data):
-        return Response({"count": self.count, "next": self.get_next_link(), "previous": self.get_previous_link(),
-                         "results": data})
+        return Response(
+            {"count": self.count, "next": self.get_next_link(), "previous": self.get_previous_link(), "results": data}
+        )
 
     def get_paginated_response_schema(self, schema):
         return {
             "type": "object",
             "required": ["count", "results"],
             "properties": {
-                "count": {"type": "integer", "nullable": True, "example": 123,
-                          "description": "rows in the list: on the first page and numbered pages only (null on "
-                                         "cursor pages and the last page)"},
-                "next": {"type": "string", "nullable": True, "format": "uri",
-                         "example": "http://api.example.org/accounts/?cursor=YTo1MA"},
-                "previous": {"type": "string", "nullable": True, "format": "uri",
-                             "example": "http://api.example.org/accounts/?cursor=Yjo1MQ"},
+                "count": {
+                    "type": "integer",
+                    "nullable": True,
+                    "example": 123,
+                    "description": "rows in the list: on the first page and numbered pages only (null on "
+                    "cursor pages and the last page)",
+                },
+                "next": {
+                    "type": "string",
+                    "nullable": True,
+                    "format": "uri",
+                    "example": "http://api.example.org/accounts/?cursor=YTo1MA",
+                },
+                "previous": {
+                    "type": "string",
+                    "nullable": True,
+                    "format": "uri",
+                    "example": "http://api.example.org/accounts/?cursor=Yjo1MQ",
+                },
                 "results": schema,
             },
         }
 
     def get_schema_operation_parameters(self, view):
         return [
-            {"name": self.cursor_query_param, "required": False, "in": "query",
-             "description": "A page of the list after / before a row (the value of the next / previous links).",
-             "schema": {"type": "string"}},
-            {"name": self.page_query_param, "required": False, "in": "query",
-             "description": 'A page number (1 = the first page, with the count) or "last".',
-             "schema": {"type": "string"}},
+            {
+                "name": self.cursor_query_param,
+                "required": False,
+                "in": "query",
+                "description": "A page of the list after / before a row (the value of the next / previous links).",
+                "schema": {"type": "string"},
+            },
+            {
+                "name": self.page_query_param,
+                "required": False,
+                "in": "query",
+                "description": 'A page number (1 = the first page, with the count) or "last".',
+                "schema": {"type": "string"},
+            },
         ]

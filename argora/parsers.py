@@ -1,6 +1,7 @@
 """The REST API's JSON parser (``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``): DRF's, reading the body with
 :func:`argora.inputs.parse_json` (bounded nesting, no NUL, no NaN, no duplicate keys). A module of its own: DRF
 imports it while its views module is being defined."""
+
 from __future__ import annotations
 
 from rest_framework.exceptions import ParseError

@@ -13,13 +13,15 @@ they go. The caller decides where it shows up:
   a last one when such a command finishes (:func:`line_progress`);
 - :func:`null_progress` ignores it.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Protocol
+from typing import Protocol
 
 from django.core.cache import cache
 
@@ -59,8 +61,12 @@ def celery_progress(task, min_interval: float = 0.5) -> Progress:
         task_id = getattr(task.request, "id", None)
         if task_id is None:  # called directly, not through a worker
             return
-        meta = {"done": done, "total": total, "description": description,
-                "percent": round(100.0 * done / total, 1) if total else None}
+        meta = {
+            "done": done,
+            "total": total,
+            "description": description,
+            "percent": round(100.0 * done / total, 1) if total else None,
+        }
         write_progress(task_id, meta)
         task.update_state(state="PROGRESS", meta=meta)
 
@@ -97,9 +103,13 @@ class LineProgress:
         self.state: tuple[int, int | None, str] | None = None
 
     def line(self, done: int, total: int | None, desc: str = "") -> str:
-        parts = [f"[{_clock(self.clock() - self.started)}]", f"{self.description}:" if self.description else "",
-                 f"{done}/{total}" if total else str(done),
-                 f"({100.0 * done / total:.0f}%)" if total else "", desc]
+        parts = [
+            f"[{_clock(self.clock() - self.started)}]",
+            f"{self.description}:" if self.description else "",
+            f"{done}/{total}" if total else str(done),
+            f"({100.0 * done / total:.0f}%)" if total else "",
+            desc,
+        ]
         return " ".join(p for p in parts if p)
 
     def _write(self) -> None:

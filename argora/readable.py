@@ -1,5 +1,6 @@
 """Values as a person reads them on staff pages: numbers with thousands separators and 3 decimals, metric and key
 names in words, a job's progress as one line and its result as label/value rows (never a JSON dump)."""
+
 from __future__ import annotations
 
 import math
@@ -8,15 +9,42 @@ from typing import Any
 
 # whole keys with a better name than their words
 NAMES = {
-    "acc": "accuracy", "n_train": "train rows", "n_dev": "dev rows", "n_test": "test rows", "ppl": "perplexity",
-    "release_id": "release", "primary": "primary value", "primary_metric": "primary metric",
+    "acc": "accuracy",
+    "n_train": "train rows",
+    "n_dev": "dev rows",
+    "n_test": "test rows",
+    "ppl": "perplexity",
+    "release_id": "release",
+    "primary": "primary value",
+    "primary_metric": "primary metric",
 }
 # words written as acronyms (or in their usual spelling) wherever they appear in a key
 WORDS = {
-    "f1": "F1", "ndcg": "nDCG", "map": "MAP", "mrr": "MRR", "auc": "AUC", "roc": "ROC", "bleu": "BLEU",
-    "rouge": "ROUGE", "rougel": "ROUGE-L", "rouge_l": "ROUGE-L", "meteor": "METEOR", "mse": "MSE", "mae": "MAE",
-    "rmse": "RMSE", "bm25": "BM25", "kde": "KDE", "id": "id", "ids": "ids", "url": "URL", "sha256": "SHA-256",
-    "bio": "BIO", "kb": "KB", "bws": "BWS", "lr": "learning rate", "acc": "accuracy",
+    "f1": "F1",
+    "ndcg": "nDCG",
+    "map": "MAP",
+    "mrr": "MRR",
+    "auc": "AUC",
+    "roc": "ROC",
+    "bleu": "BLEU",
+    "rouge": "ROUGE",
+    "rougel": "ROUGE-L",
+    "rouge_l": "ROUGE-L",
+    "meteor": "METEOR",
+    "mse": "MSE",
+    "mae": "MAE",
+    "rmse": "RMSE",
+    "bm25": "BM25",
+    "kde": "KDE",
+    "id": "id",
+    "ids": "ids",
+    "url": "URL",
+    "sha256": "SHA-256",
+    "bio": "BIO",
+    "kb": "KB",
+    "bws": "BWS",
+    "lr": "learning rate",
+    "acc": "accuracy",
 }
 SPLIT = re.compile(r"[_\s]+")
 HEX_DIGEST = re.compile(r"^[0-9a-f]{32,}$")
@@ -102,8 +130,7 @@ def summary(result: Any, *, skip: tuple[str, ...] = (), depth: int = 3) -> list[
     rows: list[tuple[str, str]] = []
 
     def walk(prefix: str, value: Any, level: int) -> None:
-        counts = isinstance(value, dict) and all(isinstance(v, int) and not isinstance(v, bool)
-                                                 for v in value.values())
+        counts = isinstance(value, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())
         if isinstance(value, dict) and value and not counts and level < depth:
             for k, v in value.items():
                 walk(f"{prefix} · {words(k)}", v, level + 1)

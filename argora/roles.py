@@ -6,6 +6,7 @@ codenames of that app); after every ``migrate`` -- and every ``flush``, which th
 transactional tests -- :func:`grant_researcher_permissions` creates the group and gives it exactly those, so the
 role never depends on data written once by a migration. ``load_demo`` puts the demo ``expert`` account in the group.
 """
+
 from __future__ import annotations
 
 from django.apps import apps as global_apps
@@ -28,8 +29,9 @@ def grant_researcher_permissions(sender, *, apps=global_apps, using=DEFAULT_DB_A
         apps.get_app_config(sender.label)
     except LookupError:  # auth is not installed or not migrated
         return
-    perms = list(permission_model.objects.using(using).filter(content_type__app_label=sender.label,
-                                                              codename__in=codenames))
+    perms = list(
+        permission_model.objects.using(using).filter(content_type__app_label=sender.label, codename__in=codenames)
+    )
     missing = set(codenames) - {p.codename for p in perms}
     if missing:
         raise RuntimeError(f"{sender.label}.researcher_permissions: no permission {', '.join(sorted(missing))}")

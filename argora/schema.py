@@ -14,14 +14,16 @@ shared layers can give it, so that a view documents only its own (a 409, a 204, 
 - 404, an operation with a path parameter (no such object, or one the user may not see, such as a project outside
   their team) or a paged list (a page or cursor that does not exist). ``{"detail": reason}``.
 """
+
 from __future__ import annotations
 
 from drf_spectacular import openapi
 from drf_spectacular.utils import inline_serializer
 from rest_framework import permissions, serializers
 
-ErrorsSerializer = inline_serializer("Errors", {"errors": serializers.DictField(
-    child=serializers.CharField(), help_text="field -> why it is refused")})
+ErrorsSerializer = inline_serializer(
+    "Errors", {"errors": serializers.DictField(child=serializers.CharField(), help_text="field -> why it is refused")}
+)
 DetailSerializer = inline_serializer("Detail", {"detail": serializers.CharField()})
 
 # DRF's own 400 body: {field: reason}, {field: [reason, ...]}, nested for nested serializers
@@ -41,8 +43,10 @@ class AutoSchema(openapi.AutoSchema):
             responses = operation.setdefault("responses", {})
             for code, schema in self._error_schemas(operation).items():
                 if code not in responses:
-                    responses[code] = {"content": {"application/json": {"schema": schema}},
-                                       "description": ERROR_DESCRIPTIONS[code]}
+                    responses[code] = {
+                        "content": {"application/json": {"schema": schema}},
+                        "description": ERROR_DESCRIPTIONS[code],
+                    }
         return operation
 
     def _error_schemas(self, operation: dict) -> dict[str, dict]:

@@ -3,6 +3,7 @@
 Every variable read here is listed in README.md ("Configuration"). Defaults give the embedded set-up:
 SQLite under ``var/``, a broker that needs no server (kombu's filesystem transport), artifacts under ``var/``.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,6 +30,7 @@ def env_list(name: str, default: str) -> list[str]:
 
 VAR_DIR = Path(os.environ.get("ARGORA_VAR_DIR", BASE_DIR / "var")).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+
 
 def local_secret_key(key_file: Path) -> str:
     """The key in ``key_file``, made on first use: written whole to a private (0600) temporary file and linked into
@@ -58,7 +60,9 @@ CSRF_FAILURE_VIEW = "argora.errors.csrf_failure"  # a JSON 403 under /api/, Djan
 # HTTPS deployments (README "Security"): behind a TLS-terminating proxy set DJANGO_SECURE_PROXY_SSL_HEADER=1 and
 # DJANGO_HTTPS=1 (secure cookies, redirect to https, HSTS for DJANGO_SECURE_HSTS_SECONDS).
 HTTPS = env_bool("DJANGO_HTTPS", False)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False) else None
+)
 # Proxies (addresses or CIDR networks) whose X-Forwarded-For is believed: the client address of per-address limits is
 # the right-most forwarded address that is not one of them (argora.clientaddr). Empty: REMOTE_ADDR as it is.
 ARGORA_TRUSTED_PROXIES = env_list("ARGORA_TRUSTED_PROXIES", "")
@@ -74,12 +78,19 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 # No page may be framed but the MTurk ExternalQuestion pages, by MTurk (mturk.views.framed_by_mturk); forms post here.
 ARGORA_CSP_IMG_SRC = env_list("ARGORA_CSP_IMG_SRC", "")
 ARGORA_CSP_REPORT_URI = os.environ.get("ARGORA_CSP_REPORT_URI", "")  # where browsers report violations
-CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
-    "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
-    "img-src": [SELF, "data:", *ARGORA_CSP_IMG_SRC], "object-src": [NONE], "base-uri": [NONE],
-    "frame-ancestors": [NONE], "form-action": [SELF],
-    **({"report-uri": [ARGORA_CSP_REPORT_URI]} if ARGORA_CSP_REPORT_URI else {}),
-}}
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", *ARGORA_CSP_IMG_SRC],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+        **({"report-uri": [ARGORA_CSP_REPORT_URI]} if ARGORA_CSP_REPORT_URI else {}),
+    }
+}
 # Public base URL (used for MTurk ExternalQuestion URLs and links in e-mails / CLI output).
 ARGORA_PUBLIC_URL = os.environ.get("ARGORA_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
@@ -146,11 +157,16 @@ TEMPLATES = [
         "DIRS": [BASE_DIR / "templates"],
         "OPTIONS": {
             # task type packages bring their own templates (annotation/task_types/<name>/templates/)
-            "loaders": [("django.template.loaders.cached.Loader", [
-                "django.template.loaders.filesystem.Loader",
-                "annotation.task_types.assets.AppDirectoriesLoader",  # the apps' templates/, but a task type's
-                "annotation.task_types.assets.Loader",
-            ])],
+            "loaders": [
+                (
+                    "django.template.loaders.cached.Loader",
+                    [
+                        "django.template.loaders.filesystem.Loader",
+                        "annotation.task_types.assets.AppDirectoriesLoader",  # the apps' templates/, but a task type's
+                        "annotation.task_types.assets.Loader",
+                    ],
+                )
+            ],
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -168,8 +184,11 @@ ASGI_APPLICATION = "argora.asgi.application"
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'argora.sqlite3'}"
 # Persistent connections (with a health check before reuse): opening a PostgreSQL connection per request
 # roughly halved HTTP throughput in bench/allocation.py.
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
-                                              conn_health_checks=True)}
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")), conn_health_checks=True
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL + IMMEDIATE transactions: writers queue on the lock instead of failing half-way with
     # "database is locked" on upgrade; the timeout bounds how long they queue.
@@ -259,8 +278,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "argora.schema.AutoSchema",  # drf-spectacular's, with every operation's error statuses
     "EXCEPTION_HANDLER": "argora.errors.api_exception_handler",
     # JSON bodies: bounded nesting, no NUL characters (argora.inputs); forms for the browsable admin-free API
-    "DEFAULT_PARSER_CLASSES": ["argora.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],  # FieldError -> 400 {"errors": {field: reason}}
+    "DEFAULT_PARSER_CLASSES": [
+        "argora.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],  # FieldError -> 400 {"errors": {field: reason}}
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Argora API",
@@ -301,12 +323,15 @@ ARGORA_SERVICE_TIMEOUT = float(os.environ.get("ARGORA_SERVICE_TIMEOUT", "2"))
 # a Redis server that timed out or refused in a request is skipped by this process for so long (0: never)
 ARGORA_SERVICE_BREAKER_SECONDS = float(os.environ.get("ARGORA_SERVICE_BREAKER_SECONDS", "5"))
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sqs://")):
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": ARGORA_BROKER_VISIBILITY_TIMEOUT,
-                                       "socket_timeout": ARGORA_SERVICE_TIMEOUT,
-                                       "socket_connect_timeout": ARGORA_SERVICE_TIMEOUT}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": ARGORA_BROKER_VISIBILITY_TIMEOUT,
+        "socket_timeout": ARGORA_SERVICE_TIMEOUT,
+        "socket_connect_timeout": ARGORA_SERVICE_TIMEOUT,
+    }
     if os.environ.get("ARGORA_BROKER_RESTORE_INTERVAL"):
-        CELERY_BROKER_TRANSPORT_OPTIONS.update(unacked_restore_interval=float(os.environ["ARGORA_BROKER_RESTORE_INTERVAL"]),
-                                               unacked_restore_throttle=1)
+        CELERY_BROKER_TRANSPORT_OPTIONS.update(
+            unacked_restore_interval=float(os.environ["ARGORA_BROKER_RESTORE_INTERVAL"]), unacked_restore_throttle=1
+        )
 if CELERY_BROKER_URL.startswith("redis://"):  # rediss:// keeps kombu's own: kombu turns TLS on by that scheme's name
     # kombu's Redis transport on argora.budget's connections, and a worker that survives its broker's restart
     CELERY_BROKER_TRANSPORT = "argora.broker:Transport"
@@ -342,10 +367,19 @@ def cache_settings(url: str) -> dict:
     requests that use it, e.g. a submission's debounce lock), else a folder."""
     if url.startswith(("redis://", "rediss://")):
         timeout = ARGORA_SERVICE_TIMEOUT / 4
-        return {"default": {"BACKEND": "argora.budget.RedisCache", "LOCATION": url,  # Django's, on the request budget
-                            "OPTIONS": {"socket_timeout": timeout, "socket_connect_timeout": timeout}}}
-    return {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                        "LOCATION": url or str(VAR_DIR / "cache")}}
+        return {
+            "default": {
+                "BACKEND": "argora.budget.RedisCache",
+                "LOCATION": url,  # Django's, on the request budget
+                "OPTIONS": {"socket_timeout": timeout, "socket_connect_timeout": timeout},
+            }
+        }
+    return {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": url or str(VAR_DIR / "cache"),
+        }
+    }
 
 
 CACHES = cache_settings(CACHE_URL)
@@ -382,7 +416,8 @@ ARGORA_MTURK_SUBMIT_TO = env_list("ARGORA_MTURK_SUBMIT_TO", "")
 # A local stand-in for MTurk's externalSubmit at /mturk/_test/turk/mturk/externalSubmit (also on with DEBUG).
 ARGORA_MTURK_FAKE_TURK = env_bool("ARGORA_MTURK_FAKE_TURK", False)
 CELERY_BEAT_SCHEDULE["mturk-sync"] = {
-    "task": "mturk.sync_all", "schedule": float(os.environ.get("ARGORA_MTURK_SYNC_SECONDS", "600")),
+    "task": "mturk.sync_all",
+    "schedule": float(os.environ.get("ARGORA_MTURK_SYNC_SECONDS", "600")),
 }
 
 # --- Prolific ----------------------------------------------------------------------------------------
@@ -395,13 +430,15 @@ ARGORA_PROLIFIC_APP_URL = os.environ.get("ARGORA_PROLIFIC_APP_URL", "https://app
 ARGORA_PROLIFIC_CURRENCY = os.environ.get("ARGORA_PROLIFIC_CURRENCY", "GBP").upper()
 # The wage floor per hour; default: the rate Prolific recommends (GBP 9.00 / USD 12.00 an hour; its hard minimum is
 # GBP 6.00 / USD 8.00). A study whose reward per place pays less for its estimated time is refused.
-ARGORA_PROLIFIC_MIN_HOURLY_CENTS = int(os.environ.get("ARGORA_PROLIFIC_MIN_HOURLY_CENTS") or (
-    1200 if ARGORA_PROLIFIC_CURRENCY == "USD" else 900))
+ARGORA_PROLIFIC_MIN_HOURLY_CENTS = int(
+    os.environ.get("ARGORA_PROLIFIC_MIN_HOURLY_CENTS") or (1200 if ARGORA_PROLIFIC_CURRENCY == "USD" else 900)
+)
 ARGORA_PROLIFIC_WEBHOOK_SECRET = os.environ.get("ARGORA_PROLIFIC_WEBHOOK_SECRET", "")
 ARGORA_PROLIFIC_WEBHOOK_MAX_AGE = int(os.environ.get("ARGORA_PROLIFIC_WEBHOOK_MAX_AGE", "300"))  # seconds of clock skew
 ARGORA_PROLIFIC_WORKSPACE_ID = os.environ.get("ARGORA_PROLIFIC_WORKSPACE_ID", "")
 CELERY_BEAT_SCHEDULE["prolific-sync"] = {
-    "task": "prolific.sync_all", "schedule": float(os.environ.get("ARGORA_PROLIFIC_SYNC_SECONDS", "600")),
+    "task": "prolific.sync_all",
+    "schedule": float(os.environ.get("ARGORA_PROLIFIC_SYNC_SECONDS", "600")),
 }
 
 # --- model annotators: LLMs behind an OpenAI-compatible chat endpoint (annotation.model_annotators, ml.llm) ---------
@@ -411,10 +448,10 @@ CELERY_BEAT_SCHEDULE["prolific-sync"] = {
 ARGORA_LLM_BASE_URL = os.environ.get("ARGORA_LLM_BASE_URL", "http://localhost:8000/v1")
 ARGORA_LLM_MODEL = os.environ.get("ARGORA_LLM_MODEL", "")
 ARGORA_LLM_API_KEY = os.environ.get("ARGORA_LLM_API_KEY", "")
-ARGORA_LLM_TIMEOUT = float(os.environ.get("ARGORA_LLM_TIMEOUT", "60"))           # seconds to read one reply
-ARGORA_LLM_MAX_ATTEMPTS = int(os.environ.get("ARGORA_LLM_MAX_ATTEMPTS", "3"))     # tries per item before giving up
+ARGORA_LLM_TIMEOUT = float(os.environ.get("ARGORA_LLM_TIMEOUT", "60"))  # seconds to read one reply
+ARGORA_LLM_MAX_ATTEMPTS = int(os.environ.get("ARGORA_LLM_MAX_ATTEMPTS", "3"))  # tries per item before giving up
 ARGORA_LLM_BACKOFF = tuple(float(x) for x in os.environ.get("ARGORA_LLM_BACKOFF", "2,4,8").split(","))  # s per retry
-ARGORA_LLM_MAX_SLEEP = float(os.environ.get("ARGORA_LLM_MAX_SLEEP", "60"))        # longest wait a Retry-After gets
+ARGORA_LLM_MAX_SLEEP = float(os.environ.get("ARGORA_LLM_MAX_SLEEP", "60"))  # longest wait a Retry-After gets
 # price per 1,000 tokens (prompt + completion) for the cost column; 0 = not recorded
 ARGORA_LLM_COST_PER_1K_TOKENS = float(os.environ.get("ARGORA_LLM_COST_PER_1K_TOKENS", "0"))
 # An annotator's ``api_key_env`` must start with this (no annotator can send DJANGO_SECRET_KEY, PROLIFIC_API_TOKEN,
@@ -423,5 +460,6 @@ ARGORA_LLM_KEY_PREFIX = os.environ.get("ARGORA_LLM_KEY_PREFIX", "ARGORA_LLM_KEY_
 # Outbound calls to a URL a user chose (argora.outbound: an LLM annotator's base URL): a host resolving to a loopback,
 # link-local, private, CGNAT, unspecified, multicast or reserved address is refused unless listed here (comma-separated
 # host names, addresses, CIDR networks: ``llm.internal,10.1.0.0/16``). The operator's ARGORA_LLM_BASE_URL is trusted.
-ARGORA_OUTBOUND_ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ARGORA_OUTBOUND_ALLOWED_HOSTS", "").split(",")
-                                 if h.strip()]
+ARGORA_OUTBOUND_ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("ARGORA_OUTBOUND_ALLOWED_HOSTS", "").split(",") if h.strip()
+]

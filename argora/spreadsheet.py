@@ -7,10 +7,12 @@ they are. Every CSV download of the site goes through here, the ValNov shared-ta
 included; data files written for programs (``manage.py valnov export``, the KB export, release files) keep their
 exact contents and do not.
 """
+
 from __future__ import annotations
 
 import csv
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.http import HttpResponse
 

@@ -6,6 +6,7 @@
   the GPU-queue health check. It reports which worker ran it and whether torch is installed and sees CUDA,
   so an operator can check that a machine listening on ``-Q gpu`` is really a GPU machine.
 """
+
 from __future__ import annotations
 
 import os

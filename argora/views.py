@@ -36,7 +36,9 @@ def healthz(request):
     return JsonResponse({"ok": True})
 
 
-@_staff(access.is_superuser)  # every job of every project: the operator's page (a team sees its jobs where it started them)
+@_staff(
+    access.is_superuser
+)  # every job of every project: the operator's page (a team sees its jobs where it started them)
 def job_list(request):
     return render(request, "jobs/list.html", {"jobs": jobs.recent_jobs()})
 

@@ -52,6 +52,7 @@ noise 0.25, retrain every 5 labelled sentences, target 0.90, seeds 13 to 17; tag
 SQLite file in a temporary folder (``--keep`` keeps it), the broker in memory (the debounced tasks the submissions
 enqueue are what the rounds do in-process).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,13 +77,21 @@ from bench.timing import load_line, spread  # noqa: E402
 
 ORDERS = ("random", "uncertainty", "disagreement")
 KIND = "tagger"
-TINY = {"from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
-        "lr": 3e-3, "head_lr": 3e-3, "batch_size": 8, "max_length": 48, "epochs": 10, "max_steps": 80}
+TINY = {
+    "from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "lr": 3e-3,
+    "head_lr": 3e-3,
+    "batch_size": 8,
+    "max_length": 48,
+    "epochs": 10,
+    "max_steps": 80,
+}
 MIN_AGREEMENT = 0.7
 APPF_STANCES = {"Argument_for": "pro", "Argument_against": "con", "pro": "pro", "con": "con"}
 
 
 # --- data ------------------------------------------------------------------------------------------
+
 
 def _snap(tokens: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``(begin, length)`` spans covering whole tokens (``begin``, ``end`` offsets), overlaps merged."""
@@ -113,8 +122,14 @@ def sentence_rows(rows: list[dict]) -> list[dict]:
             continue
         seen.add(text)
         snapped = _snap([tuple(t) for t in token_offsets(text)], spans)
-        out.append({"text": text, "topic": str(row.get("topic") or ""), "stance": stance,
-                    "spans": [{"begin": b, "end": b + n} for b, n in snapped]})
+        out.append(
+            {
+                "text": text,
+                "topic": str(row.get("topic") or ""),
+                "stance": stance,
+                "spans": [{"begin": b, "end": b + n} for b, n in snapped],
+            }
+        )
     return out
 
 
@@ -140,6 +155,7 @@ def file_data(path, test_fraction: float) -> tuple[list[dict], list[dict]]:
 
 
 # --- one simulated study ---------------------------------------------------------------------------
+
 
 def _answer(payload: dict, spans: list[tuple[int, int]], rng: random.Random, noise: float) -> dict:
     """A simulated worker's response: the gold answer, or with probability ``noise`` a random other word."""
@@ -174,9 +190,22 @@ def _retrain(project, *, seed: int, hyperparameters: dict) -> dict | None:
     return next((o for o in loop.maybe_retrain(project) if o.get("kind") == KIND), None)
 
 
-def simulate(order: str, pool: list[dict], test: list[dict], *, seed: int, target: float, r: int = 3,
-             items_per_hit: int = 1, workers: int = 5, noise: float = 0.25, retrain_every: int = 10,
-             max_labels: int | None = None, hyperparameters: dict | None = None, say=print) -> dict:
+def simulate(
+    order: str,
+    pool: list[dict],
+    test: list[dict],
+    *,
+    seed: int,
+    target: float,
+    r: int = 3,
+    items_per_hit: int = 1,
+    workers: int = 5,
+    noise: float = 0.25,
+    retrain_every: int = 10,
+    max_labels: int | None = None,
+    hyperparameters: dict | None = None,
+    say=print,
+) -> dict:
     """One study of ``pool`` in item order ``order`` (module docstring). Returns ``{"order", "seed",
     "labels_to_target" (responses; None: not reached), "labelled_at_target", "responses", "trainings",
     "activated", "curve": [{"responses", "labelled", "version", "f1"}], "notes": {reorder notes}, "seconds"}``."""
@@ -190,18 +219,25 @@ def simulate(order: str, pool: list[dict], test: list[dict], *, seed: int, targe
     rows = list(pool)
     rng.shuffle(rows)  # the import order, the same for every order of this seed
     project = services.create_project(
-        name=f"Active learning bench {order} seed {seed}", task_type="aspect", assignments_per_item=r,
-        items_per_hit=items_per_hit, gold_rate=0.0,
-        config={"free_spans": True, "retrain_kinds": [KIND], "retrain_every": retrain_every})
-    services.add_items_from_rows(project, [SimpleNamespace(text=row["text"], topic=row["topic"], stance=row["stance"],
-                                                           pk=None) for row in rows])
+        name=f"Active learning bench {order} seed {seed}",
+        task_type="aspect",
+        assignments_per_item=r,
+        items_per_hit=items_per_hit,
+        gold_rate=0.0,
+        config={"free_spans": True, "retrain_kinds": [KIND], "retrain_every": retrain_every},
+    )
+    services.add_items_from_rows(
+        project, [SimpleNamespace(text=row["text"], topic=row["topic"], stance=row["stance"], pk=None) for row in rows]
+    )
     items = list(Item.objects.filter(project=project).order_by("position").values_list("pk", "payload"))
     truth = {pk: [(s["begin"], s["end"] - s["begin"]) for s in row["spans"]] for (pk, _), row in zip(items, rows)}
     services.build_hits(project)
     services.set_item_order(project, _item_order(order, r))
     services.set_project_status(project, "active")
-    people = [services.worker_for_external_id(f"al-bench-{order}-{seed}-{i}", source=Worker.Source.INVITE)
-              for i in range(workers)]
+    people = [
+        services.worker_for_external_id(f"al-bench-{order}-{seed}-{i}", source=Worker.Source.INVITE)
+        for i in range(workers)
+    ]
     answer_rng = random.Random(seed * 7919 + 1)  # the same noise stream for every order of this seed
     budget = max_labels or len(rows) * r
     responses, trainings, activated, active_pk, checked = 0, 0, 0, None, 0
@@ -214,8 +250,10 @@ def simulate(order: str, pool: list[dict], test: list[dict], *, seed: int, targe
             assignment = services.reserve_next_assignment(project, worker)
             if assignment is None:
                 continue
-            answers = {str(it.pk): _answer(it.payload or {}, truth[it.pk], answer_rng, noise)
-                       for it in services.assignment_items(assignment)}
+            answers = {
+                str(it.pk): _answer(it.payload or {}, truth[it.pk], answer_rng, noise)
+                for it in services.assignment_items(assignment)
+            }
             services.submit_assignment(assignment, worker, answers, client_seconds=30.0)
             given += len(answers)
         if not given:
@@ -234,24 +272,38 @@ def simulate(order: str, pool: list[dict], test: list[dict], *, seed: int, targe
         if version is not None and version.pk != active_pk:
             active_pk, activated = version.pk, activated + 1
             f1 = float(registry.get_trainer(KIND).evaluate(registry.load_model(version), test)["f1_macro"])
-            curve.append({"responses": responses, "labelled": version.snapshot_labels, "version": version.pk,
-                          "f1": round(f1, 4)})
-            say(f"  {order:<12} seed {seed}: {responses:>4} responses, {version.snapshot_labels:>3} labelled "
-                f"sentences -> version {version.pk}, held-out F1 {f1:.4f}")
+            curve.append(
+                {"responses": responses, "labelled": version.snapshot_labels, "version": version.pk, "f1": round(f1, 4)}
+            )
+            say(
+                f"  {order:<12} seed {seed}: {responses:>4} responses, {version.snapshot_labels:>3} labelled "
+                f"sentences -> version {version.pk}, held-out F1 {f1:.4f}"
+            )
             if f1 >= target:
                 reached = curve[-1]
     n_responses = Response.objects.filter(item__project=project).count()
-    return {"order": order, "seed": seed, "project": project.slug,
-            "labels_to_target": reached["responses"] if reached else None,
-            "labelled_at_target": reached["labelled"] if reached else None,
-            "responses": n_responses, "trainings": trainings, "activated": activated, "curve": curve,
-            "notes": notes, "budget": budget, "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "order": order,
+        "seed": seed,
+        "project": project.slug,
+        "labels_to_target": reached["responses"] if reached else None,
+        "labelled_at_target": reached["labelled"] if reached else None,
+        "responses": n_responses,
+        "trainings": trainings,
+        "activated": activated,
+        "curve": curve,
+        "notes": notes,
+        "budget": budget,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 # --- all orders, table and ratios ------------------------------------------------------------------
 
-def run(pool: list[dict], test: list[dict], *, orders=ORDERS, seeds=(13,), target: float = 0.9, say=print,
-        **options) -> dict:
+
+def run(
+    pool: list[dict], test: list[dict], *, orders=ORDERS, seeds=(13,), target: float = 0.9, say=print, **options
+) -> dict:
     """Every order on the same data and seeds; ``{"runs": [simulate(...)], "orders": {order: summary},
     "ratios": {"uncertainty / random": x, "disagreement / random": y}}`` (a ratio is ``None`` when neither run
     set bounds it; ``bound`` says when an order did not reach the target and its budget stands in)."""
@@ -264,10 +316,13 @@ def run(pool: list[dict], test: list[dict], *, orders=ORDERS, seeds=(13,), targe
         mine = [x for x in runs if x["order"] == order]
         labels = [x["labels_to_target"] if x["labels_to_target"] is not None else x["responses"] for x in mine]
         summary[order] = {
-            "labels": [x["labels_to_target"] for x in mine], "mean": statistics.mean(labels),
+            "labels": [x["labels_to_target"] for x in mine],
+            "mean": statistics.mean(labels),
             "all_reached": all(x["labels_to_target"] is not None for x in mine),
-            "labelled": [x["labelled_at_target"] for x in mine], "trainings": sum(x["trainings"] for x in mine),
-            "seconds": round(sum(x["seconds"] for x in mine), 1)}
+            "labelled": [x["labelled_at_target"] for x in mine],
+            "trainings": sum(x["trainings"] for x in mine),
+            "seconds": round(sum(x["seconds"] for x in mine), 1),
+        }
     ratios = {}
     if "random" in summary:
         base = summary["random"]
@@ -293,20 +348,29 @@ def run(pool: list[dict], test: list[dict], *, orders=ORDERS, seeds=(13,), targe
                     per_seed.append(round(mine_run["labels_to_target"] / base_run["labels_to_target"], 3))
                 else:
                     per_seed.append(None)
-            ratios[f"{order} / random"] = {"value": None if value is None else round(value, 3), "bound": bound,
-                                           "per_seed": per_seed}
+            ratios[f"{order} / random"] = {
+                "value": None if value is None else round(value, 3),
+                "bound": bound,
+                "per_seed": per_seed,
+            }
     return {"target": target, "seeds": list(seeds), "runs": runs, "orders": summary, "ratios": ratios}
 
 
 def format_result(result: dict) -> str:
     seeds = result["seeds"]
     head = " / ".join(str(s) for s in seeds)
-    lines = [(f"| order | labels to F1 >= {result['target']:.2f} (seeds {head}) | mean | labelled sentences "
-              f"| trainings | seconds |"), "| --- " * 6 + "|"]
+    lines = [
+        (
+            f"| order | labels to F1 >= {result['target']:.2f} (seeds {head}) | mean | labelled sentences "
+            f"| trainings | seconds |"
+        ),
+        "| --- " * 6 + "|",
+    ]
     for order, s in result["orders"].items():
         runs = [x for x in result["runs"] if x["order"] == order]
-        cells = " / ".join(str(x["labels_to_target"]) if x["labels_to_target"] is not None else f">{x['responses']}"
-                           for x in runs)
+        cells = " / ".join(
+            str(x["labels_to_target"]) if x["labels_to_target"] is not None else f">{x['responses']}" for x in runs
+        )
         mean = f"{s['mean']:.1f}" if s["all_reached"] else f">={s['mean']:.1f}"
         labelled = " / ".join("-" if n is None else str(n) for n in s["labelled"])
         lines.append(f"| {order} | {cells} | {mean} | {labelled} | {s['trainings']} | {s['seconds']} |")
@@ -316,13 +380,16 @@ def format_result(result: dict) -> str:
         line = f"labels needed, {name}: {value}" + (f" ({ratio['bound']})" if ratio["value"] is None else "")
         reached = [x for x in ratio.get("per_seed", []) if x is not None]
         if reached:
-            line += (f"; per seed (both reached the target: {len(reached)} of {len(ratio['per_seed'])}) "
-                     f"min / median / max {spread(reached, '.2f')}x")
+            line += (
+                f"; per seed (both reached the target: {len(reached)} of {len(ratio['per_seed'])}) "
+                f"min / median / max {spread(reached, '.2f')}x"
+            )
         lines.append(line)
     return "\n".join(lines)
 
 
 # --- command line ----------------------------------------------------------------------------------
+
 
 def setup_django(folder: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
@@ -340,13 +407,18 @@ def setup_django(folder: Path) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", help="a local labelled file the tagger reads (App. F JSONL, {text, spans} JSONL, CoNLL); "
-                                  "default: generated App. F-like sentences")
+    p.add_argument(
+        "--data",
+        help="a local labelled file the tagger reads (App. F JSONL, {text, spans} JSONL, CoNLL); "
+        "default: generated App. F-like sentences",
+    )
     p.add_argument("--pool", type=int, default=240, help="generated sentences to annotate")
     p.add_argument("--test", type=int, default=300, help="generated held-out sentences")
     p.add_argument("--test-fraction", type=float, default=0.3, help="held-out share of --data")
     p.add_argument("--data-seed", type=int, default=13)
-    p.add_argument("--seeds", default="13,14,15,16,17", help="comma-separated simulation seeds (order, noise, training)")
+    p.add_argument(
+        "--seeds", default="13,14,15,16,17", help="comma-separated simulation seeds (order, noise, training)"
+    )
     p.add_argument("--orders", default=",".join(ORDERS))
     p.add_argument("--target", type=float, default=0.9, help="held-out macro F1 to reach")
     p.add_argument("--r", type=int, default=3, help="responses per item (R)")
@@ -393,8 +465,11 @@ def main(argv=None) -> int:
     from ml.errors import TrainerError
 
     try:
-        pool, test = (file_data(args.data, args.test_fraction) if args.data
-                      else synthetic_data(args.pool, args.test, args.data_seed))
+        pool, test = (
+            file_data(args.data, args.test_fraction)
+            if args.data
+            else synthetic_data(args.pool, args.test, args.data_seed)
+        )
     except TrainerError as exc:
         print(f"--data: {exc}", file=sys.stderr)
         return 2
@@ -403,16 +478,30 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    print(f"tagger {json.dumps(hyperparameters)}, {torch.get_num_threads()} CPU threads; "
-          f"{'--data ' + args.data if args.data else 'generated App. F-like data'}: {len(pool)} pool / {len(test)} "
-          f"held-out sentences; R = {args.r}, {args.items_per_hit} item(s) per HIT, {args.workers} workers, "
-          f"noise {args.noise}, retrain every {args.retrain_every} labelled sentences, seeds {seeds}", flush=True)
+    print(
+        f"tagger {json.dumps(hyperparameters)}, {torch.get_num_threads()} CPU threads; "
+        f"{'--data ' + args.data if args.data else 'generated App. F-like data'}: {len(pool)} pool / {len(test)} "
+        f"held-out sentences; R = {args.r}, {args.items_per_hit} item(s) per HIT, {args.workers} workers, "
+        f"noise {args.noise}, retrain every {args.retrain_every} labelled sentences, seeds {seeds}",
+        flush=True,
+    )
     print(f"before: {load_line()}", flush=True)
     started = time.perf_counter()
-    result = run(pool, test, orders=orders, seeds=seeds, target=args.target, r=args.r,
-                 items_per_hit=args.items_per_hit, workers=args.workers, noise=args.noise,
-                 retrain_every=args.retrain_every, max_labels=args.max_labels, hyperparameters=hyperparameters,
-                 say=lambda line: print(line, flush=True))
+    result = run(
+        pool,
+        test,
+        orders=orders,
+        seeds=seeds,
+        target=args.target,
+        r=args.r,
+        items_per_hit=args.items_per_hit,
+        workers=args.workers,
+        noise=args.noise,
+        retrain_every=args.retrain_every,
+        max_labels=args.max_labels,
+        hyperparameters=hyperparameters,
+        say=lambda line: print(line, flush=True),
+    )
     print()
     print(format_result(result))
     print(f"\n{time.perf_counter() - started:.0f} s in all; after: {load_line()}")

@@ -24,6 +24,7 @@ floor. Peak memory of ours is traced with ``tracemalloc`` (numpy reports its buf
 whatever else it is doing; no assertions on speed -- the values are checked against each other. ``--quick``: tiny
 sizes, to check that the script runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ from annotation.agreement import krippendorff_alpha, unitized_alpha  # noqa: E40
 from annotation.agreement.reference import naive_alpha, naive_unitized_alpha  # noqa: E402
 from bench.timing import load_line  # noqa: E402
 
-PACKAGE_MEMORY_LIMIT = 4 * 1024 ** 3
+PACKAGE_MEMORY_LIMIT = 4 * 1024**3
 PACKAGE_TIMEOUT = 120
 
 
@@ -76,8 +77,10 @@ def verdict(wall: float, cpu: float, target: float) -> str:
     if wall < target:
         return f"met ({wall:.2f} s)"
     if cpu < target:
-        return (f"MISSED on wall clock ({wall:.2f} s), met in CPU time ({cpu:.2f} s): this machine is busy "
-                f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        return (
+            f"MISSED on wall clock ({wall:.2f} s), met in CPU time ({cpu:.2f} s): this machine is busy "
+            f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
     return f"MISSED ({wall:.2f} s, CPU {cpu:.2f} s)"
 
 
@@ -89,7 +92,7 @@ def peak_memory(fn) -> tuple[float, object]:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return peak / 1024 ** 2, result
+    return peak / 1024**2, result
 
 
 def _timed_child(conn, sides, X, level, repeat):
@@ -100,8 +103,10 @@ def _timed_child(conn, sides, X, level, repeat):
         resource.setrlimit(resource.RLIMIT_AS, (PACKAGE_MEMORY_LIMIT, PACKAGE_MEMORY_LIMIT))
         import krippendorff
 
-        fns = {"ours": lambda: krippendorff_alpha(X, level),
-               "package": lambda: float(krippendorff.alpha(X, level_of_measurement=level))}
+        fns = {
+            "ours": lambda: krippendorff_alpha(X, level),
+            "package": lambda: float(krippendorff.alpha(X, level_of_measurement=level)),
+        }
         times, values, errors = {s: [] for s in sides}, {}, {}
         for _ in range(repeat):
             for side in sides:
@@ -111,10 +116,10 @@ def _timed_child(conn, sides, X, level, repeat):
                     t0 = time.perf_counter()
                     values[side] = float(fns[side]())
                     times[side].append(time.perf_counter() - t0)
-                except BaseException as exc:  # MemoryError above all
+                except BaseException as exc:  # noqa: BLE001 - MemoryError above all: the run reports it
                     errors[side] = f"{type(exc).__name__}: {str(exc)[:160]}"
         conn.send(("ok", times, values, errors))
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - the child reports whatever stopped it to the parent
         conn.send(("error", {}, {}, {s: f"{type(exc).__name__}: {str(exc)[:160]}" for s in sides}))
 
 
@@ -126,7 +131,7 @@ def in_child(sides, X, level, repeat):
     if not parent.poll(PACKAGE_TIMEOUT):
         proc.kill()
         proc.join()
-        return {s: [] for s in sides}, {}, {s: f"no answer within {PACKAGE_TIMEOUT} s" for s in sides}
+        return {s: [] for s in sides}, {}, dict.fromkeys(sides, f"no answer within {PACKAGE_TIMEOUT} s")
     _status, times, values, errors = parent.recv()
     proc.join()
     return times, values, errors
@@ -251,28 +256,60 @@ def cli_case(X, args, rows, level="nominal"):
         ours, script, call, ratios, values = [], [], [], [], set()
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, str(ROOT / "manage.py"), "agreement", "alpha", "--file", str(path),
-                                  "--level", level, "--json"], env=env, cwd=ROOT, capture_output=True, text=True,
-                                 check=True).stdout
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(ROOT / "manage.py"),
+                    "agreement",
+                    "alpha",
+                    "--file",
+                    str(path),
+                    "--level",
+                    level,
+                    "--json",
+                ],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             ours.append(time.perf_counter() - t0)
             values.add(round(json.loads(out)["alpha"], 9))
             t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, str(path), level], env=env, cwd=ROOT,
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", BASELINE_SCRIPT, str(path), level],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             script.append(time.perf_counter() - t0)
             base = json.loads(out)
             call.append(base["alpha_s"])
             values.add(round(base["alpha"], 9))
             ratios.append(script[-1] / ours[-1])
     assert len(values) == 1, values
-    print(f"\nCLI: manage.py agreement alpha --file ({X.shape[0]} x {X.shape[1]:,} {level} CSV, "
-          f"{path.stat().st_size / 1024 ** 2 if path.exists() else 0:.0f} MiB)  alpha = {values.pop():.4f}  ({load_line()})")
+    print(
+        f"\nCLI: manage.py agreement alpha --file ({X.shape[0]} x {X.shape[1]:,} {level} CSV, "
+        f"{path.stat().st_size / 1024**2 if path.exists() else 0:.0f} MiB)  alpha = {values.pop():.4f}  ({load_line()})"
+    )
     print(f"  ours (whole process)              {spread(ours):>34}")
     print(f"  user script with the package      {spread(script):>34}   script / ours {spread(ratios, 'x')}")
-    print(f"  the package's alpha call alone    {spread(call):>34}   "
-          f"ours / call {spread([o / c for o, c in zip(ours, call)], 'x')}")
-    rows.append({"case": f"CLI alpha {level}, {X.shape[0]} x {X.shape[1]}", "ours_process_s": ours,
-                 "script_process_s": script, "package_call_s": call, "load": os.getloadavg()})
+    print(
+        f"  the package's alpha call alone    {spread(call):>34}   "
+        f"ours / call {spread([o / c for o, c in zip(ours, call)], 'x')}"
+    )
+    rows.append(
+        {
+            "case": f"CLI alpha {level}, {X.shape[0]} x {X.shape[1]}",
+            "ours_process_s": ours,
+            "script_process_s": script,
+            "package_call_s": call,
+            "load": os.getloadavg(),
+        }
+    )
 
 
 # --- the whole project table (what the dashboard and `manage.py agreement project` compute) ----------------------
@@ -290,9 +327,18 @@ def synthetic_records(rng, coders: int = 8, units: int = 5032, hit: int = 50, to
         for c in range(coders):
             aid += 1
             for u in range(start, min(units, start + hit)):
-                records.append({"item_id": u + 1, "worker_id": c + 1, "coder": f"worker:{c + 1}", "assignment_id": aid,
-                                "submitted_at": None, "data": {"label": str(labels[X[c, u]])},
-                                "topic": f"topic {u % topics}", "is_expert": c == 0})
+                records.append(
+                    {
+                        "item_id": u + 1,
+                        "worker_id": c + 1,
+                        "coder": f"worker:{c + 1}",
+                        "assignment_id": aid,
+                        "submitted_at": None,
+                        "data": {"label": str(labels[X[c, u]])},
+                        "topic": f"topic {u % topics}",
+                        "is_expert": c == 0,
+                    }
+                )
     gold = [(c + 1, bool(rng.random() < 0.85)) for c in range(coders) for _ in range(25)]
     return records, gold
 
@@ -319,29 +365,51 @@ def fill_database(rng, coders: int = 8, units: int = 5032, hit: int = 50, topics
     from annotation.models import HIT, Assignment, GoldItem, GoldRecord, HITItem, Item, Response, Worker
 
     call_command("migrate", verbosity=0)
-    project = services.create_project(name="bench", slug="bench-agreement", task_type="sentence_label",
-                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=coders,
-                                      items_per_hit=hit, status="active")
-    services.add_items(project, [{"sentence_id": None, "text": f"Sentence {u}.", "topic": f"topic {u % topics}"}
-                                 for u in range(units)],
-                       gold=[{"payload": {"sentence_id": None, "text": f"Gold {g}.", "topic": "gold"},
-                              "expected": {"label": "pro"}} for g in range(5)])
+    project = services.create_project(
+        name="bench",
+        slug="bench-agreement",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con", "none"]},
+        assignments_per_item=coders,
+        items_per_hit=hit,
+        status="active",
+    )
+    services.add_items(
+        project,
+        [{"sentence_id": None, "text": f"Sentence {u}.", "topic": f"topic {u % topics}"} for u in range(units)],
+        gold=[
+            {"payload": {"sentence_id": None, "text": f"Gold {g}.", "topic": "gold"}, "expected": {"label": "pro"}}
+            for g in range(5)
+        ],
+    )
     services.build_hits(project)
     expert = get_user_model().objects.create_user("bench-expert", is_staff=True)
     workers = [services.worker_for_user(expert)] + [
-        services.worker_for_external_id(f"bench-{c}", source="invite") for c in range(1, coders)]
+        services.worker_for_external_id(f"bench-{c}", source="invite") for c in range(1, coders)
+    ]
     labels = ["pro", "con", "none"]
-    truth = {pk: labels[int(rng.integers(0, 3))] for pk in Item.objects.filter(project=project, is_gold=False)
-             .values_list("pk", flat=True)}
+    truth = {
+        pk: labels[int(rng.integers(0, 3))]
+        for pk in Item.objects.filter(project=project, is_gold=False).values_list("pk", flat=True)
+    }
     golds = list(GoldItem.objects.filter(item__project=project).values_list("item_id", flat=True))
     now = timezone.now()
     hits = list(HIT.objects.filter(project=project).order_by("position"))
     hit_items = {}
     for h, item in HITItem.objects.filter(hit__project=project).values_list("hit_id", "item_id"):
         hit_items.setdefault(h, []).append(item)
-    assignments = [Assignment(project=project, hit=h, worker=w, status=Assignment.Status.SUBMITTED, reserved_at=now,
-                              expires_at=now, submitted_at=now + timezone.timedelta(seconds=k))
-                   for k, (h, w) in enumerate((h, w) for h in hits for w in workers)]
+    assignments = [
+        Assignment(
+            project=project,
+            hit=h,
+            worker=w,
+            status=Assignment.Status.SUBMITTED,
+            reserved_at=now,
+            expires_at=now,
+            submitted_at=now + timezone.timedelta(seconds=k),
+        )
+        for k, (h, w) in enumerate((h, w) for h in hits for w in workers)
+    ]
     Assignment.objects.bulk_create(assignments)
     assignments = list(Assignment.objects.filter(project=project).order_by("id"))
     responses, gold_records = [], []
@@ -352,8 +420,9 @@ def fill_database(rng, coders: int = 8, units: int = 5032, hit: int = 50, topics
     for w in workers:
         a = next(x for x in assignments if x.worker_id == w.pk)
         for g in golds:
-            gold_records.append(GoldRecord(worker=w, item_id=g, assignment=a, correct=bool(rng.random() < 0.85),
-                                           score=1.0))
+            gold_records.append(
+                GoldRecord(worker=w, item_id=g, assignment=a, correct=bool(rng.random() < 0.85), score=1.0)
+            )
     Response.objects.bulk_create(responses, batch_size=5000)
     GoldRecord.objects.bulk_create(gold_records)
     HIT.objects.filter(project=project).update(taken=coders)
@@ -375,18 +444,29 @@ def project_table_case(rng, args, rows):
 
     records, gold = synthetic_records(rng)
     reliability = get_task_type("sentence_label").reliability_data
-    t, cpu, table = best_wall_and_cpu(lambda: agreement_table.compute_table(reliability(None, records), records,
-                                                                            gold_records=gold), args.repeat)
+    t, cpu, table = best_wall_and_cpu(
+        lambda: agreement_table.compute_table(reliability(None, records), records, gold_records=gold), args.repeat
+    )
     n_scopes = 1 + len(table["topics"]) + (3 if table["crowd_vs_expert"] else 0)
-    print(f"\nproject table, 8 coders x 5,032 units (synthetic records: {len(records):,} responses; "
-          f"{n_scopes} scopes x {agreement_table.BOOTSTRAP} bootstrap resamples, kappa over 28 pairs, Dawid-Skene, "
-          f"leave-one-out, {len(table['over_time'])} over-time points)  alpha = {table['alpha']:.4f}")
+    print(
+        f"\nproject table, 8 coders x 5,032 units (synthetic records: {len(records):,} responses; "
+        f"{n_scopes} scopes x {agreement_table.BOOTSTRAP} bootstrap resamples, kappa over 28 pairs, Dawid-Skene, "
+        f"leave-one-out, {len(table['over_time'])} over-time points)  alpha = {table['alpha']:.4f}"
+    )
     print(f"  ours      {fmt_s(t):>10}   CPU {fmt_s(cpu)} (reliability_data + compute_table)")
     print("  package   none: the `krippendorff` package computes alpha only (see the alpha cases above)")
-    print(f"  target: whole project table in under {PROJECT_TABLE_TARGET_S:.0f} s -> "
-          f"{verdict(t, cpu, PROJECT_TABLE_TARGET_S)}")
-    row = {"case": "project table, 8 x 5,032 (synthetic)", "ours_s": t, "ours_cpu_s": cpu, "alpha": table["alpha"],
-           "target_s": PROJECT_TABLE_TARGET_S, "met": t < PROJECT_TABLE_TARGET_S}
+    print(
+        f"  target: whole project table in under {PROJECT_TABLE_TARGET_S:.0f} s -> "
+        f"{verdict(t, cpu, PROJECT_TABLE_TARGET_S)}"
+    )
+    row = {
+        "case": "project table, 8 x 5,032 (synthetic)",
+        "ours_s": t,
+        "ours_cpu_s": cpu,
+        "alpha": table["alpha"],
+        "target_s": PROJECT_TABLE_TARGET_S,
+        "met": t < PROJECT_TABLE_TARGET_S,
+    }
     rows.append(row)
     if db_dir is None:
         return
@@ -396,15 +476,29 @@ def project_table_case(rng, args, rows):
         t_fill = time.perf_counter() - t0
         t_db, cpu_db, table = best_wall_and_cpu(lambda: agreement_table.project_table(project), args.repeat)
         t_store, cpu_store, _ = best_wall_and_cpu(lambda: snapshots.store_snapshots(project), 1)
-        print(f"  database  {fmt_s(t_db):>10}   CPU {fmt_s(cpu_db)}: project_table on SQLite ({n:,} responses; "
-              f"loading, worker names, item texts and majority answers included; set-up {t_fill:.0f} s)")
-        print(f"            store_snapshots (the recompute task: the table + writing it) {fmt_s(t_store)}, "
-              f"CPU {fmt_s(cpu_store)}")
-        print(f"  target: under {PROJECT_TABLE_TARGET_S:.0f} s from the database -> "
-              f"{verdict(t_db, cpu_db, PROJECT_TABLE_TARGET_S)}")
-        rows.append({"case": "project table, 8 x 5,032 (SQLite)", "ours_s": t_db, "ours_cpu_s": cpu_db,
-                     "store_s": t_store, "alpha": table["alpha"], "target_s": PROJECT_TABLE_TARGET_S,
-                     "met": t_db < PROJECT_TABLE_TARGET_S})
+        print(
+            f"  database  {fmt_s(t_db):>10}   CPU {fmt_s(cpu_db)}: project_table on SQLite ({n:,} responses; "
+            f"loading, worker names, item texts and majority answers included; set-up {t_fill:.0f} s)"
+        )
+        print(
+            f"            store_snapshots (the recompute task: the table + writing it) {fmt_s(t_store)}, "
+            f"CPU {fmt_s(cpu_store)}"
+        )
+        print(
+            f"  target: under {PROJECT_TABLE_TARGET_S:.0f} s from the database -> "
+            f"{verdict(t_db, cpu_db, PROJECT_TABLE_TARGET_S)}"
+        )
+        rows.append(
+            {
+                "case": "project table, 8 x 5,032 (SQLite)",
+                "ours_s": t_db,
+                "ours_cpu_s": cpu_db,
+                "store_s": t_store,
+                "alpha": table["alpha"],
+                "target_s": PROJECT_TABLE_TARGET_S,
+                "met": t_db < PROJECT_TABLE_TARGET_S,
+            }
+        )
     finally:
         import shutil
 
@@ -417,12 +511,18 @@ def project_table_case(rng, args, rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=5,
-                    help="interleaved rounds for ours and the package, warm and cold (naive: 1 run)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="interleaved rounds for ours and the package, warm and cold (naive: 1 run)",
+    )
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     ap.add_argument("--no-db", action="store_true", help="project table: skip the database-backed run")
     ap.add_argument("--only-project-table", action="store_true", help="run the project-table case only")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (checks that the script runs; figures mean nothing)")
+    ap.add_argument(
+        "--quick", action="store_true", help="tiny sizes (checks that the script runs; figures mean nothing)"
+    )
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     rows = []
@@ -443,24 +543,37 @@ def main(argv=None):
         assert abs(a_naive - a_ours_n) < 1e-9, (name, a_naive, a_ours_n)
         if a_pkg is not None:
             assert abs(a_pkg - a_ours) < 1e-9, (name, a_pkg, a_ours)
-        row = {"case": name, "level": level, "shape": list(X.shape), "alpha": a_ours, "timing": timing,
-               "ours_s": min(timing["warm"]["ours"]), "ours_peak_mib": mem,
-               "package_s": min(timing["warm"]["package"]) if timing["warm"].get("package") else None,
-               "package": a_pkg, "package_error": pkg_error, "load": os.getloadavg(),
-               "naive_units": Xn.shape[1], "naive_s": t_naive, "ours_on_naive_size_s": t_ours_n}
+        row = {
+            "case": name,
+            "level": level,
+            "shape": list(X.shape),
+            "alpha": a_ours,
+            "timing": timing,
+            "ours_s": min(timing["warm"]["ours"]),
+            "ours_peak_mib": mem,
+            "package_s": min(timing["warm"]["package"]) if timing["warm"].get("package") else None,
+            "package": a_pkg,
+            "package_error": pkg_error,
+            "load": os.getloadavg(),
+            "naive_units": Xn.shape[1],
+            "naive_s": t_naive,
+            "ours_on_naive_size_s": t_ours_n,
+        }
         rows.append(row)
         print(f"\n{name}  [{level}, {X.shape[0]} coders x {X.shape[1]:,} units]  alpha = {a_ours:.4f}  ({load_line()})")
         print(f"  ours peak {mem:.1f} MiB (tracemalloc)")
-        print(f"  {'':5} {'ours min / median / max':>34}  {'package min / median / max':>34}  "
-              f"{'package / ours':>26}")
+        print(f"  {'':5} {'ours min / median / max':>34}  {'package min / median / max':>34}  {'package / ours':>26}")
         for mode, d in timing.items():
-            print(f"  {mode:5} {spread(d['ours']):>34}  {spread(d.get('package', [])):>34}  "
-                  f"{spread(d['ratio'], 'x'):>26}")
+            print(
+                f"  {mode:5} {spread(d['ours']):>34}  {spread(d.get('package', [])):>34}  {spread(d['ratio'], 'x'):>26}"
+            )
         if pkg_error:
             print(f"  package fails: {pkg_error}")
         size = "same size" if naive_units is None else f"on the first {Xn.shape[1]:,} units only"
-        print(f"  naive     {fmt_s(t_naive):>10}   ({size}; ours there {fmt_s(t_ours_n)}) "
-              f"naive / ours = {ratio(t_naive, t_ours_n)}")
+        print(
+            f"  naive     {fmt_s(t_naive):>10}   ({size}; ours there {fmt_s(t_ours_n)}) "
+            f"naive / ours = {ratio(t_naive, t_ours_n)}"
+        )
 
     q = args.quick
     small = 500 if q else 5032
@@ -472,8 +585,10 @@ def main(argv=None):
     del big
     real = real_scores(rng, 4, 300 if q else 3400)
     case(f"alpha interval, 4 x {real.shape[1]:,} real-valued scores", real, "interval", naive_units=400)
-    print(f"  distinct values: {np.unique(real).size:,} (the package needs units x values x values float64 = "
-          f"{real.shape[1] * np.unique(real).size ** 2 * 8 / 1024 ** 4:.1f} TiB)")
+    print(
+        f"  distinct values: {np.unique(real).size:,} (the package needs units x values x values float64 = "
+        f"{real.shape[1] * np.unique(real).size ** 2 * 8 / 1024**4:.1f} TiB)"
+    )
     case(f"alpha ratio, 4 x {real.shape[1]:,} positive real-valued scores", np.exp(real), "ratio", naive_units=400)
     case(f"alpha interval, 1-5 scale, 8 x {small:,}", likert(rng, 8, small), "interval")
 
@@ -486,18 +601,34 @@ def main(argv=None):
     t_un, ref = best_time(lambda: naive_unitized_alpha(small, L_small, 0, list(range(8))), 1)
     t_us, res_small = best_time(lambda: unitized_alpha(small, L_small, coders=range(8)), args.repeat)
     assert abs(ref["alpha_u"] - res_small.alpha_u) < 1e-9
-    print(f"\nalpha_u, 8 coders x 5,032 sentences ({len(spans):,} spans, continuum {L:,} tokens)  "
-          f"alpha_u = {res.alpha_u:.4f}")
+    print(
+        f"\nalpha_u, 8 coders x 5,032 sentences ({len(spans):,} spans, continuum {L:,} tokens)  "
+        f"alpha_u = {res.alpha_u:.4f}"
+    )
     print(f"  ours      {fmt_s(t_u):>10}   peak {mem_u:8.1f} MiB (tracemalloc)")
     print("  package   none: the `krippendorff` package has no alpha_u (DKPro Agreement is Java)")
-    print(f"  naive     {fmt_s(t_un):>10}   (first {n_small} sentences only, {len(small):,} spans; ours there "
-          f"{fmt_s(t_us)}) naive / ours = {ratio(t_un, t_us)}")
-    rows.append({"case": "alpha_u, 8 x 5,032 sentences", "alpha_u": res.alpha_u, "spans": len(spans),
-                 "ours_s": t_u, "ours_peak_mib": mem_u, "package_s": None, "naive_units": n_small,
-                 "naive_s": t_un, "ours_on_naive_size_s": t_us})
+    print(
+        f"  naive     {fmt_s(t_un):>10}   (first {n_small} sentences only, {len(small):,} spans; ours there "
+        f"{fmt_s(t_us)}) naive / ours = {ratio(t_un, t_us)}"
+    )
+    rows.append(
+        {
+            "case": "alpha_u, 8 x 5,032 sentences",
+            "alpha_u": res.alpha_u,
+            "spans": len(spans),
+            "ours_s": t_u,
+            "ours_peak_mib": mem_u,
+            "package_s": None,
+            "naive_units": n_small,
+            "naive_s": t_un,
+            "ours_on_naive_size_s": t_us,
+        }
+    )
     project_table_case(rng, args, rows)
-    print(f"\nprocess peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
-          f"{os.cpu_count()} CPUs; numpy {np.__version__}")
+    print(
+        f"\nprocess peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
+        f"{os.cpu_count()} CPUs; numpy {np.__version__}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return rows

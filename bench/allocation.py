@@ -34,6 +34,7 @@ own, so the kernel spreads new connections over the workers. Without it (``--no-
 socket and whichever is on a CPU when the clients connect takes their connections: at 50 clients one worker held 35
 to 46 of the 50 kept-alive connections while the others idled, and the clients it held waited about 4x longer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ R = 3
 
 # --- set-up -----------------------------------------------------------------------------------------------------
 def ensure_pg_database(url: str) -> None:
-    import psycopg
     from urllib.parse import urlparse
+
+    import psycopg
 
     name = urlparse(url).path.lstrip("/")
     with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
@@ -83,7 +85,10 @@ def database_urls(db: str, pg_url: str) -> tuple[str, str]:
         # doccano's settings require SSL unless the URL names an sslmode (a local server here has no SSL)
         return urls[0], urls[1] + "?sslmode=disable"
     (VAR_DIR / "bench").mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{VAR_DIR / 'bench' / 'argora-bench.sqlite3'}", f"sqlite:///{VAR_DIR / 'bench' / 'doccano.sqlite3'}"
+    return (
+        f"sqlite:///{VAR_DIR / 'bench' / 'argora-bench.sqlite3'}",
+        f"sqlite:///{VAR_DIR / 'bench' / 'doccano.sqlite3'}",
+    )
 
 
 def ensure_doccano(venv: Path, db: str) -> Path:
@@ -105,15 +110,33 @@ def doccano_env(url: str) -> dict:
     home = VAR_DIR / "bench" / "doccano-home"
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "ARGORA_"))}
-    env.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="config.settings.production", DEBUG="False",
-               MEDIA_ROOT=str(home / "media"), DOCCANO_HOME=str(home), DATABASE_CONN_MAX_AGE="600")
+    env.update(
+        DATABASE_URL=url,
+        DJANGO_SETTINGS_MODULE="config.settings.production",
+        DEBUG="False",
+        MEDIA_ROOT=str(home / "media"),
+        DOCCANO_HOME=str(home),
+        DATABASE_CONN_MAX_AGE="600",
+    )
     return env
 
 
 def doccano_setup(python: Path, url: str, *, tag: str, examples: int, users: int) -> dict:
-    out = subprocess.run([str(python), str(ROOT / "bench" / "doccano_setup.py"), "--tag", tag,
-                          "--examples", str(examples), "--users", str(users)],
-                         env=doccano_env(url), capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            str(python),
+            str(ROOT / "bench" / "doccano_setup.py"),
+            "--tag",
+            tag,
+            "--examples",
+            str(examples),
+            "--users",
+            str(users),
+        ],
+        env=doccano_env(url),
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
         sys.exit(f"doccano set-up failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
@@ -137,9 +160,14 @@ def make_project(n_workers: int, n_items: int, hit_size: int, tag: str):
 
     from annotation import services
 
-    project = services.create_project(name=f"bench {tag}", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=R,
-                                      items_per_hit=hit_size)
+    project = services.create_project(
+        name=f"bench {tag}",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con", "none"]},
+        assignments_per_item=R,
+        items_per_hit=hit_size,
+    )
     services.add_items(project, [{"text": f"bench sentence {i}", "topic": "bench"} for i in range(n_items)])
     services.build_hits(project)
     User = get_user_model()
@@ -161,13 +189,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(gunicorn: Path, app: str, env: dict, cwd: Path, workers: int, threads: int,
-                   health: str, reuse_port: bool = True) -> tuple[subprocess.Popen, int]:
+def start_gunicorn(
+    gunicorn: Path, app: str, env: dict, cwd: Path, workers: int, threads: int, health: str, reuse_port: bool = True
+) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen(
-        [str(gunicorn), app, "-b", f"127.0.0.1:{port}", "-w", str(workers), "-k", "gthread", "--threads",
-         str(threads), "--keep-alive", "75", "--log-level", "warning", *(["--reuse-port"] if reuse_port else [])],
-        cwd=cwd, env=env, start_new_session=True)
+        [
+            str(gunicorn),
+            app,
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "75",
+            "--log-level",
+            "warning",
+            *(["--reuse-port"] if reuse_port else []),
+        ],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -186,6 +233,7 @@ def start_gunicorn(gunicorn: Path, app: str, env: dict, cwd: Path, workers: int,
 def warm_up(port: int, method: str, path: str, token: str, threads: int) -> None:
     """A few rounds of concurrent requests, so that every worker process has imported and set up what a request
     needs (Django builds its URL resolver, DRF its serializers, on the first request) before anything is timed."""
+
     def hit():
         c = Client(port, token, [])
         for _ in range(3):
@@ -251,8 +299,11 @@ def run_clients(n: int, seconds: float, loop) -> dict:
 class Client:
     def __init__(self, port: int, token: str, lat: list[float]):
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json",
-                        "Accept": "application/json"}
+        self.headers = {
+            "Authorization": f"Token {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
         self.lat = lat
 
     def __call__(self, method: str, path: str, body=None) -> tuple[int, bytes]:
@@ -344,8 +395,14 @@ def argora_counts(project, result, hit_size: int) -> str:
     dup = len(result["acked"]) - len(acked)
     n_responses = responses.count()
     ok = acked == stored and not over and not dup and n_responses == result["annotations"]
-    return "exact" if ok else (f"MISMATCH acked={len(acked)} stored={len(stored)} over={over} dup={dup} "
-                               f"responses={n_responses}/{result['annotations']}")
+    return (
+        "exact"
+        if ok
+        else (
+            f"MISMATCH acked={len(acked)} stored={len(stored)} over={over} dup={dup} "
+            f"responses={n_responses}/{result['annotations']}"
+        )
+    )
 
 
 def doccano_counts(url: str, examples: list[int], result) -> str:
@@ -359,8 +416,11 @@ def doccano_counts(url: str, examples: list[int], result) -> str:
 
         with psycopg.connect(url) as conn:
             stored = conn.execute(sql, [lo, hi]).fetchone()[0]
-    return "exact" if stored == result["annotations"] == len(set(result["acked"])) else (
-        f"MISMATCH acked={result['annotations']} stored={stored}")
+    return (
+        "exact"
+        if stored == result["annotations"] == len(set(result["acked"]))
+        else (f"MISMATCH acked={result['annotations']} stored={stored}")
+    )
 
 
 def settle(doccano_url: str) -> None:
@@ -400,8 +460,12 @@ def main() -> int:
     parser.add_argument("--doccano-venv", type=Path, default=VAR_DIR / "bench" / "doccano-venv")
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
-    parser.add_argument("--no-reuse-port", dest="reuse_port", action="store_false",
-                        help="both servers' workers share one listening socket (gunicorn's default)")
+    parser.add_argument(
+        "--no-reuse-port",
+        dest="reuse_port",
+        action="store_false",
+        help="both servers' workers share one listening socket (gunicorn's default)",
+    )
     args = parser.parse_args()
     levels = [int(x) for x in args.clients.split(",")]
     sizes = [int(x) for x in args.hit_sizes.split(",")]
@@ -414,37 +478,76 @@ def main() -> int:
 
     servers = []
     try:
-        argora_env = dict(os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE="600",
-                          DATABASE_URL=argora_url)
-        argora = start_gunicorn(Path(sys.executable).parent / "gunicorn", "argora.wsgi:application", argora_env, ROOT,
-                                args.gunicorn_workers, args.gunicorn_threads, "/healthz", args.reuse_port)
+        argora_env = dict(
+            os.environ, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_CONN_MAX_AGE="600", DATABASE_URL=argora_url
+        )
+        argora = start_gunicorn(
+            Path(sys.executable).parent / "gunicorn",
+            "argora.wsgi:application",
+            argora_env,
+            ROOT,
+            args.gunicorn_workers,
+            args.gunicorn_threads,
+            "/healthz",
+            args.reuse_port,
+        )
         servers.append(argora[0])
         doccano = None
         if not args.no_doccano:
             python = ensure_doccano(args.doccano_venv, args.db)
             print("setting up doccano's database and project ...", flush=True)
-            dset = doccano_setup(python, doccano_url, tag=run_id, users=max(levels),
-                                 examples=per_run_examples * len(levels) * args.repeat)
-            backend = Path(subprocess.run([str(python), "-c", "import backend, os; print(os.path.dirname("
-                                                               "backend.__file__))"],
-                                          check=True, capture_output=True, text=True).stdout.strip())
-            doccano = start_gunicorn(python.parent / "gunicorn", "config.wsgi:application",
-                                     doccano_env(doccano_url), backend, args.gunicorn_workers, args.gunicorn_threads,
-                                     "/v1/projects", args.reuse_port)  # 403 without a token: up (/v1/health/ waits on celery)
+            dset = doccano_setup(
+                python,
+                doccano_url,
+                tag=run_id,
+                users=max(levels),
+                examples=per_run_examples * len(levels) * args.repeat,
+            )
+            backend = Path(
+                subprocess.run(
+                    [str(python), "-c", "import backend, os; print(os.path.dirname(backend.__file__))"],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+            )
+            doccano = start_gunicorn(
+                python.parent / "gunicorn",
+                "config.wsgi:application",
+                doccano_env(doccano_url),
+                backend,
+                args.gunicorn_workers,
+                args.gunicorn_threads,
+                "/v1/projects",
+                args.reuse_port,
+            )  # 403 without a token: up (/v1/health/ waits on celery)
             servers.append(doccano[0])
         from django.db import connection
 
         _, warm_tokens = make_project(1, 1, 1, f"{run_id}-warm")
-        warm_up(argora[1], "POST", "/api/projects/no-such-project/next/", warm_tokens[0],
-                args.gunicorn_workers * args.gunicorn_threads)
+        warm_up(
+            argora[1],
+            "POST",
+            "/api/projects/no-such-project/next/",
+            warm_tokens[0],
+            args.gunicorn_workers * args.gunicorn_threads,
+        )
         if doccano is not None:
-            warm_up(doccano[1], "GET", f"/v1/projects/{dset['project']}", dset["tokens"][0],
-                    args.gunicorn_workers * args.gunicorn_threads)
-        print(f"database: {connection.vendor} (both); {os.cpu_count()} CPU(s); gunicorn gthread "
-              f"{args.gunicorn_workers} workers x {args.gunicorn_threads} threads"
-              f"{', --reuse-port' if args.reuse_port else ''} for both; {args.seconds:g} s per run, "
-              f"{args.repeat} interleaved repeat(s); R = {R}; Argora flows {flows}, HIT sizes {sizes}; "
-              f"load average at start: {load()}", flush=True)
+            warm_up(
+                doccano[1],
+                "GET",
+                f"/v1/projects/{dset['project']}",
+                dset["tokens"][0],
+                args.gunicorn_workers * args.gunicorn_threads,
+            )
+        print(
+            f"database: {connection.vendor} (both); {os.cpu_count()} CPU(s); gunicorn gthread "
+            f"{args.gunicorn_workers} workers x {args.gunicorn_threads} threads"
+            f"{', --reuse-port' if args.reuse_port else ''} for both; {args.seconds:g} s per run, "
+            f"{args.repeat} interleaved repeat(s); R = {R}; Argora flows {flows}, HIT sizes {sizes}; "
+            f"load average at start: {load()}",
+            flush=True,
+        )
 
         rows: dict[tuple, list[dict]] = {}
         next_example = 0
@@ -455,13 +558,15 @@ def main() -> int:
                     jobs = ([("doccano", "-", 1)] + jobs) if rep % 2 == 0 else (jobs + [("doccano", "-", 1)])
                 for system, flow, k in jobs:
                     if system == "doccano":
-                        examples = dset["examples"][next_example:next_example + per_run_examples]
+                        examples = dset["examples"][next_example : next_example + per_run_examples]
                         next_example += per_run_examples
                         settle(doccano_url)
                         before = load()
-                        result = run_clients(n, args.seconds, doccano_loop(doccano[1], dset["project"],
-                                                                           dset["labels"][0],
-                                                                           dset["tokens"][:n], examples))
+                        result = run_clients(
+                            n,
+                            args.seconds,
+                            doccano_loop(doccano[1], dset["project"], dset["labels"][0], dset["tokens"][:n], examples),
+                        )
                         counts = doccano_counts(doccano_url, examples, result)
                     else:
                         # one Argora worker takes each HIT at most once: a lone client needs a HIT per request
@@ -472,22 +577,33 @@ def main() -> int:
                         result = run_clients(n, args.seconds, argora_loop(argora[1], project.slug, tokens, flow))
                         counts = argora_counts(project, result, k)
                     per_s = result["annotations"] / result["elapsed"]
-                    row = {"per_s": per_s, "p50": percentile(result["latencies"], 0.5) * 1000,
-                           "p99": percentile(result["latencies"], 0.99) * 1000, "errors": result["errors"],
-                           "drained": result["drained"], "counts": counts, "load": before,
-                           "requests": len(result["latencies"]) / result["elapsed"]}
+                    row = {
+                        "per_s": per_s,
+                        "p50": percentile(result["latencies"], 0.5) * 1000,
+                        "p99": percentile(result["latencies"], 0.99) * 1000,
+                        "errors": result["errors"],
+                        "drained": result["drained"],
+                        "counts": counts,
+                        "load": before,
+                        "requests": len(result["latencies"]) / result["elapsed"],
+                    }
                     rows.setdefault((system, flow, k, n), []).append(row)
                     label = "doccano" if system == "doccano" else f"argora {flow} HIT={k}"
-                    print(f"  {n:>3} clients run {rep + 1} {label:24} {per_s:7.1f} annotations/s "
-                          f"({row['requests']:.0f} req/s), p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms, errors {row['errors']}, "
-                          f"{counts}{', DRAINED' if row['drained'] else ''}, load {before}", flush=True)
+                    print(
+                        f"  {n:>3} clients run {rep + 1} {label:24} {per_s:7.1f} annotations/s "
+                        f"({row['requests']:.0f} req/s), p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms, errors {row['errors']}, "
+                        f"{counts}{', DRAINED' if row['drained'] else ''}, load {before}",
+                        flush=True,
+                    )
     finally:
         for proc in servers:
             stop(proc)
 
     print()
-    print(f"{'system':26} {'clients':>7} {'annot/s med':>11} {'min-max':>11} {'req/s':>6} {'p50 ms':>6} "
-          f"{'p99 ms min / med / max':>22} {'ratio min/med/max':>19} {'errors':>6}  counts")
+    print(
+        f"{'system':26} {'clients':>7} {'annot/s med':>11} {'min-max':>11} {'req/s':>6} {'p50 ms':>6} "
+        f"{'p99 ms min / med / max':>22} {'ratio min/med/max':>19} {'errors':>6}  counts"
+    )
     for n in levels:
         base = rows.get(("doccano", "-", 1, n))
         keys = [k for k in rows if k[3] == n]
@@ -502,14 +618,18 @@ def main() -> int:
                     ratio = f"{ratios[0]:.2f}/{statistics.median(ratios):.2f}/{ratios[-1]:.2f}"
             bad = [r["counts"] for r in runs if r["counts"] != "exact"]
             name = "doccano 1.8.4" if key[0] == "doccano" else f"argora {key[1]} HIT={key[2]}"
-            print(f"{name:26} {n:>7} {statistics.median(rates):>11.1f} {min(rates):>5.0f}-{max(rates):<5.0f} "
-                  f"{statistics.median(r['requests'] for r in runs):>6.0f} "
-                  f"{statistics.median(r['p50'] for r in runs):>6.0f} "
-                  f"{spread([r['p99'] for r in runs], '.0f'):>22} {ratio:>19} {sum(r['errors'] for r in runs):>6}  "
-                  f"{'exact' if not bad else bad[0]}{' (drained)' if any(r['drained'] for r in runs) else ''}")
-    print(f"\nannotations/s = answers stored and acknowledged per wall second (an Argora HIT of k items stores k); "
-          f"ratio = Argora / doccano of the same repeat (interleaved); p99 = each repeat's p99 request latency. "
-          f"Load average at end: {load()} on {os.cpu_count()} CPU(s) (other work on the machine moves these figures).")
+            print(
+                f"{name:26} {n:>7} {statistics.median(rates):>11.1f} {min(rates):>5.0f}-{max(rates):<5.0f} "
+                f"{statistics.median(r['requests'] for r in runs):>6.0f} "
+                f"{statistics.median(r['p50'] for r in runs):>6.0f} "
+                f"{spread([r['p99'] for r in runs], '.0f'):>22} {ratio:>19} {sum(r['errors'] for r in runs):>6}  "
+                f"{'exact' if not bad else bad[0]}{' (drained)' if any(r['drained'] for r in runs) else ''}"
+            )
+    print(
+        f"\nannotations/s = answers stored and acknowledged per wall second (an Argora HIT of k items stores k); "
+        f"ratio = Argora / doccano of the same repeat (interleaved); p99 = each repeat's p99 request latency. "
+        f"Load average at end: {load()} on {os.cpu_count()} CPU(s) (other work on the machine moves these figures)."
+    )
     return 0
 
 

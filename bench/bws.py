@@ -16,6 +16,7 @@ Timed in ``--repeat`` interleaved rounds (each round times ours, the loop and th
 order, same process, warm after one untimed call each); prints min / median / max of each and of the per-round
 ratios, and the machine's load before and after (wall clock, this machine); no assertions on speed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from annotation.task_types.bws_similarity.design import make_tuples  # noqa: E402
-from bench.timing import load_line, spread  # noqa: E402
 from annotation.task_types.bws_similarity.reliability import split_half, split_half_loop  # noqa: E402
 from annotation.task_types.bws_similarity.scoring import Judgement, counting_scores, counting_scores_loop, encode  # noqa: E402
+from bench.timing import load_line, spread  # noqa: E402
 
 
 def synthetic(n_tuples: int, annotators: int, topics: int, seed: int) -> list[Judgement]:
@@ -45,8 +46,9 @@ def synthetic(n_tuples: int, annotators: int, topics: int, seed: int) -> list[Ju
         for k, tup in enumerate(make_tuples(pairs, size, seed=seed + t)):
             for a in range(annotators):
                 noisy = {p: truth[p] + rng.normal(0, 0.45) for p in tup}
-                out.append(Judgement(f"t{t}-{k}", f"w{a}", f"topic {t}", max(tup, key=noisy.get),
-                                     min(tup, key=noisy.get), tup))
+                out.append(
+                    Judgement(f"t{t}-{k}", f"w{a}", f"topic {t}", max(tup, key=noisy.get), min(tup, key=noisy.get), tup)
+                )
     return out
 
 
@@ -63,7 +65,7 @@ def interleaved(contenders: dict, rounds: int) -> tuple[dict, dict]:
     times: dict = {name: [] for name in contenders}
     names = list(contenders)
     for r in range(max(1, rounds)):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             times[name].append(timed(contenders[name])[0])
     return times, results
 
@@ -85,8 +87,10 @@ def main(argv=None):
     print(f"machine before: {load_line()}")
     js = synthetic(args.tuples, args.annotators, args.topics, args.seed)
     t_enc, data = timed(lambda: encode(js))
-    print(f"{len(js)} judgements: {len(data.tuples)} tuples x {args.annotators} annotators, {data.n_pairs} pairs, "
-          f"{len(data.topics)} topics; {args.splits} split-half repetitions")
+    print(
+        f"{len(js)} judgements: {len(data.tuples)} tuples x {args.annotators} annotators, {data.n_pairs} pairs, "
+        f"{len(data.topics)} topics; {args.splits} split-half repetitions"
+    )
 
     def ours():
         return counting_scores(data), split_half(data, n_splits=args.splits, seed=args.seed)
@@ -98,8 +102,7 @@ def main(argv=None):
     def generic():
         units: dict = {}
         for a, t in enumerate(data.tup.tolist()):
-            units.setdefault(t, []).append((a, (tuple(data.items[a].tolist()), int(data.best[a]),
-                                                int(data.worst[a]))))
+            units.setdefault(t, []).append((a, (tuple(data.items[a].tolist()), int(data.best[a]), int(data.worst[a]))))
 
         def score_fn(judgements):
             return counting_scores_loop([j for _, j in judgements])
@@ -121,7 +124,8 @@ def main(argv=None):
 
     same_scores = all(abs(scores[data.pairs[p]]["score"] - v) < 1e-12 for p, v in scores_loop.items())
     same_rho = all(abs(a - b) < 1e-9 for a, b in zip(sh["all"]["per_split"], sh_loop["all"]["per_split"])) and all(
-        abs(sh["topics"][t]["rho"] - sh_loop["topics"][t]["rho"]) < 1e-9 for t in sh["topics"])
+        abs(sh["topics"][t]["rho"] - sh_loop["topics"][t]["rho"]) < 1e-9 for t in sh["topics"]
+    )
     print(f"{'topic':<12} {'ours':>7} {'loop':>7} {'generic':>8}")
     for topic in data.topics:
         print(f"{topic:<12} {sh['topics'][topic]['rho']:7.4f} {sh_loop['topics'][topic]['rho']:7.4f} {gen[topic]:8.4f}")
@@ -132,8 +136,9 @@ def main(argv=None):
     print(f"ours    (vectorised scores + split-half):    {spread(times['ours'], '8.1f', 1000)} ms")
     for name, what in (("loop", "dicts + spearmanr, same splits"), ("generic", "agreement.split_half_reliability")):
         ratios = [t / o for t, o in zip(times[name], times["ours"])]
-        print(f"{name:<7} ({what + '):':<37} {spread(times[name], '8.1f', 1000)} ms   ratio {name}/ours "
-              f"{spread(ratios)}x")
+        print(
+            f"{name:<7} ({what + '):':<37} {spread(times[name], '8.1f', 1000)} ms   ratio {name}/ours {spread(ratios)}x"
+        )
     print(f"machine after: {load_line()}")
     if not (same_scores and same_rho):
         print("MISMATCH between ours and the loop", file=sys.stderr)

@@ -8,6 +8,7 @@ migrates it and creates its roles (what ``doccano init`` does), then one text-cl
 Prints one JSON line: ``{"project": id, "labels": [ids], "examples": [ids], "tokens": [keys]}``. Contains no doccano
 code: it only calls doccano's installed package.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,15 +57,22 @@ def main() -> int:
 
     User = get_user_model()
     with transaction.atomic():
-        admin, _ = User.objects.get_or_create(username="bench-admin", defaults={"is_superuser": True,
-                                                                                 "is_staff": True})
+        admin, _ = User.objects.get_or_create(username="bench-admin", defaults={"is_superuser": True, "is_staff": True})
         project = TextClassificationProject.objects.create(
-            name=f"bench {args.tag}", description="bench", created_by=admin,
-            project_type=ProjectType.DOCUMENT_CLASSIFICATION, single_class_classification=False)
+            name=f"bench {args.tag}",
+            description="bench",
+            created_by=admin,
+            project_type=ProjectType.DOCUMENT_CLASSIFICATION,
+            single_class_classification=False,
+        )
         labels = [CategoryType.objects.create(project=project, text=f"label{i}") for i in range(args.labels)]
-        Example.objects.bulk_create([Example(project=project, text=f"bench sentence {i}", meta={},
-                                             upload_name=f"bench-{i}") for i in range(args.examples)],
-                                    batch_size=500)
+        Example.objects.bulk_create(
+            [
+                Example(project=project, text=f"bench sentence {i}", meta={}, upload_name=f"bench-{i}")
+                for i in range(args.examples)
+            ],
+            batch_size=500,
+        )
         example_ids = list(Example.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
         role = Role.objects.get(name=settings.ROLE_ANNOTATOR)
         tokens = []
@@ -72,8 +80,11 @@ def main() -> int:
             user = User.objects.create_user(f"bench-{args.tag}-{i}", password=None)
             Member.objects.create(user=user, project=project, role=role)
             tokens.append(Token.objects.create(user=user).key)
-    print(json.dumps({"project": project.pk, "labels": [label.pk for label in labels], "examples": example_ids,
-                      "tokens": tokens}))
+    print(
+        json.dumps(
+            {"project": project.pk, "labels": [label.pk for label in labels], "examples": example_ids, "tokens": tokens}
+        )
+    )
     return 0
 
 

@@ -23,6 +23,7 @@ By default everything lives in a temporary folder: an SQLite database and kombu'
 needed); ``--database-url`` / ``--broker-url`` (e.g. PostgreSQL + Redis) use those instead (the bench adds a user,
 a model version and runs, and deletes the user and the version at the end unless ``--keep``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,18 @@ from bench.timing import load_line, spread  # noqa: E402
 # debate-trees §3.1 (Implementation): "Given a new subject for debate, average computation time of a new argument
 # is around 3 seconds, which is acceptable in real-time debates." (8 vCPUs, 2 NVIDIA Tesla K80 GPUs)
 PAPER_SECONDS = 3.0
-PAPER_LINE = ('debate-trees (Bolton et al. 2019) §3.1 Implementation: "average computation time of a new argument '
-              'is around 3 seconds" (8 vCPUs, 2 NVIDIA Tesla K80 GPUs; a mean, no p50 / p99 given)')
-TOPICS = {"nuclear energy": {"cost": ("cheap", "expensive"), "safety": ("safe", "dangerous"),
-                             "waste": ("manageable", "a lasting burden")},
-          "school uniforms": {"cost": ("affordable", "costly"), "bullying": ("reduce teasing", "invite teasing")}}
+PAPER_LINE = (
+    'debate-trees (Bolton et al. 2019) §3.1 Implementation: "average computation time of a new argument '
+    'is around 3 seconds" (8 vCPUs, 2 NVIDIA Tesla K80 GPUs; a mean, no p50 / p99 given)'
+)
+TOPICS = {
+    "nuclear energy": {
+        "cost": ("cheap", "expensive"),
+        "safety": ("safe", "dangerous"),
+        "waste": ("manageable", "a lasting burden"),
+    },
+    "school uniforms": {"cost": ("affordable", "costly"), "bullying": ("reduce teasing", "invite teasing")},
+}
 CODES = [f"{t}|{s}|{a}" for t, aspects in TOPICS.items() for a in aspects for s in ("pro", "con")]
 
 
@@ -62,8 +70,14 @@ def aspect_rows() -> list[dict]:
         for aspect, (good, bad) in aspects.items():
             for stance, word in (("pro", good), ("con", bad)):
                 for i in range(6):
-                    rows.append({"topic": topic, "stance": stance, "aspects": [aspect],
-                                 "sentence": f"The {aspect} of {topic} is {word}, as study {i} shows."})
+                    rows.append(
+                        {
+                            "topic": topic,
+                            "stance": stance,
+                            "aspects": [aspect],
+                            "sentence": f"The {aspect} of {topic} is {word}, as study {i} shows.",
+                        }
+                    )
     return rows
 
 
@@ -94,8 +108,11 @@ def percentile(values: list[float], q: float) -> float:
 class Client:
     def __init__(self, port: int, token: str):
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json",
-                        "Accept": "application/json"}
+        self.headers = {
+            "Authorization": f"Token {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
 
     def __call__(self, method: str, path: str, body=None) -> tuple[int, dict]:
         self.conn.request(method, path, None if body is None else json.dumps(body), self.headers)
@@ -108,10 +125,27 @@ def start_gunicorn(env: dict, threads: int) -> tuple[subprocess.Popen, int]:
     from tests.worker_utils import free_port
 
     port = free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "argora.wsgi:application", "-b",
-                             f"127.0.0.1:{port}", "-w", "1", "-k", "gthread", "--threads", str(threads),
-                             "--keep-alive", "75", "--log-level", "warning"], cwd=ROOT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "argora.wsgi:application",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            "1",
+            "-k",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "75",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -166,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ARGORA_ARTIFACT_ROOT"] = str(tmp / "artifacts")
     os.environ.pop("DATABASE_URL", None) if not args.database_url else os.environ.update(DATABASE_URL=args.database_url)
     os.environ.pop("CELERY_BROKER_URL", None) if not args.broker_url else os.environ.update(
-        CELERY_BROKER_URL=args.broker_url)
+        CELERY_BROKER_URL=args.broker_url
+    )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
     os.environ["CELERY_TASK_ALWAYS_EAGER"] = "0"
@@ -185,12 +220,19 @@ def main(argv: list[str] | None = None) -> int:
     from tests.worker_utils import start_worker, subprocess_env
 
     call_command("migrate", verbosity=0)
-    print(f"machine: {load_line()}; database {django.db.connection.vendor}, "
-          f"broker {os.environ.get('CELERY_BROKER_URL', 'filesystem://')}", flush=True)
+    print(
+        f"machine: {load_line()}; database {django.db.connection.vendor}, "
+        f"broker {os.environ.get('CELERY_BROKER_URL', 'filesystem://')}",
+        flush=True,
+    )
     hp = {"max_steps": args.train_steps, "batch_size": 4, "block_size": 64, "min_args": 2, "max_evals": 1}
     if args.model == "tiny":
-        hp["from_config"] = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                             "intermediate_size": 64}
+        hp["from_config"] = {
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+        }
     rows = aspect_rows()
     train, dev = splits.stable_split(rows, key="sentence", dev_fraction=0.2)
     t0 = time.monotonic()
@@ -199,17 +241,20 @@ def main(argv: list[str] | None = None) -> int:
     params = sum(p.numel() for p in registry.load_model(version).model.parameters())
     registry.clear_model_cache()
     base = os.environ.get("ARGORA_DEFAULT_ENCODER") or "the packaged all-MiniLM-L6-v2"
-    print(f"model: generator #{version.pk} ({args.model}: "
-          f"{'warm-started from ' + base if args.model == 'packaged' else 'from a config'}"
-          f", {params / 1e6:.1f} M parameters), trained {args.train_steps} steps in {time.monotonic() - t0:.0f} s "
-          f"(untimed), dev perplexity {version.metrics.get('dev', {}).get('perplexity', float('nan')):.1f}",
-          flush=True)
+    print(
+        f"model: generator #{version.pk} ({args.model}: "
+        f"{'warm-started from ' + base if args.model == 'packaged' else 'from a config'}"
+        f", {params / 1e6:.1f} M parameters), trained {args.train_steps} steps in {time.monotonic() - t0:.0f} s "
+        f"(untimed), dev perplexity {version.metrics.get('dev', {}).get('perplexity', float('nan')):.1f}",
+        flush=True,
+    )
     User = get_user_model()
     user = User.objects.create_user(f"bench-gen-{os.getpid()}", password=None, is_staff=True)
     user.groups.add(Group.objects.get(name=RESEARCHER_GROUP))
     token = Token.objects.create(user=user).key
-    env = subprocess_env(DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-                         ARGORA_ARTIFACT_ROOT=os.environ["ARGORA_ARTIFACT_ROOT"])
+    env = subprocess_env(
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", ARGORA_ARTIFACT_ROOT=os.environ["ARGORA_ARTIFACT_ROOT"]
+    )
     server = None
     try:
         server, port = start_gunicorn(env, args.threads)
@@ -224,21 +269,32 @@ def main(argv: list[str] | None = None) -> int:
                 totals.append(total)
                 words.append(len((run["outputs"][0].get("raw") or "").split()))
                 if i == 0:
-                    print(f"first timed output: {run['outputs'][0].get('control_code')!r} -> "
-                          f"{run['outputs'][0].get('raw')!r}", flush=True)
+                    print(
+                        f"first timed output: {run['outputs'][0].get('control_code')!r} -> "
+                        f"{run['outputs'][0].get('raw')!r}",
+                        flush=True,
+                    )
             after = load_line()
-        print(f"\n{args.n} generated arguments, one after the other (each one control code, at most "
-              f"{args.max_new_tokens} new tokens; {statistics.mean(words):.0f} words generated on average; "
-              f"the run polled every {args.poll * 1000:.0f} ms; timed until the GET whose outputs hold the text)")
-        print(f"request -> text in the run: p50 {percentile(totals, 50) * 1000:.0f} ms, "
-              f"p99 {percentile(totals, 99) * 1000:.0f} ms (min / median / max {spread(totals, '.0f', 1000)} ms)")
-        print(f"POST /api/generate/ alone (the run id): p50 {percentile(posts, 50) * 1000:.1f} ms, "
-              f"p99 {percentile(posts, 99) * 1000:.1f} ms")
+        print(
+            f"\n{args.n} generated arguments, one after the other (each one control code, at most "
+            f"{args.max_new_tokens} new tokens; {statistics.mean(words):.0f} words generated on average; "
+            f"the run polled every {args.poll * 1000:.0f} ms; timed until the GET whose outputs hold the text)"
+        )
+        print(
+            f"request -> text in the run: p50 {percentile(totals, 50) * 1000:.0f} ms, "
+            f"p99 {percentile(totals, 99) * 1000:.0f} ms (min / median / max {spread(totals, '.0f', 1000)} ms)"
+        )
+        print(
+            f"POST /api/generate/ alone (the run id): p50 {percentile(posts, 50) * 1000:.1f} ms, "
+            f"p99 {percentile(posts, 99) * 1000:.1f} ms"
+        )
         print(f"paper: {PAPER_LINE}")
-        print(f"paper's mean / our p50: {PAPER_SECONDS / percentile(totals, 50):.1f}x; "
-              f"paper's mean / our p99: {PAPER_SECONDS / percentile(totals, 99):.1f}x "
-              f"(different model, hardware and text length: the paper's figure is beside ours, not a baseline "
-              f"run here)")
+        print(
+            f"paper's mean / our p50: {PAPER_SECONDS / percentile(totals, 50):.1f}x; "
+            f"paper's mean / our p99: {PAPER_SECONDS / percentile(totals, 99):.1f}x "
+            f"(different model, hardware and text length: the paper's figure is beside ours, not a baseline "
+            f"run here)"
+        )
         print(f"load before: {before}; after: {after}")
     finally:
         if server is not None:

@@ -16,6 +16,7 @@ each as min / median / max over the rounds, the ratio ours / baseline per round,
 >= 20,000 rows/s for 1 M rows (``--rows 1000000``) under 300 MB, with memory that does not grow with N (compare
 ``--rows 100000``; tests/corpus/test_import_memory.py asserts it for 50k vs 200k).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,17 @@ def write_rows(path: Path, n: int) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(n):
             sentence = " ".join(rng.choice(words) for _ in range(rng.randint(8, 25))) + f" #{i}."
-            fh.write(json.dumps({"topic": f"topic {i % 50}", "sentence": sentence,
-                                 "stance": rng.choice(["pro", "con", "none"]), "id": f"a{i}"}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "topic": f"topic {i % 50}",
+                        "sentence": sentence,
+                        "stance": rng.choice(["pro", "con", "none"]),
+                        "id": f"a{i}",
+                    }
+                )
+                + "\n"
+            )
 
 
 def baseline_import(path: Path) -> int:
@@ -57,8 +67,15 @@ def baseline_import(path: Path) -> int:
             name = row["topic"]
             if name not in topics:
                 topics[name] = Topic.objects.get_or_create(name=name, defaults={"slug": name.replace(" ", "-")})[0]
-            objects.append(Sentence(topic=topics[name], text=row["sentence"], stance=row["stance"],
-                                    external_id=row["id"], content_hash=sentence_hash(name, row["sentence"])))
+            objects.append(
+                Sentence(
+                    topic=topics[name],
+                    text=row["sentence"],
+                    stance=row["stance"],
+                    external_id=row["id"],
+                    content_hash=sentence_hash(name, row["sentence"]),
+                )
+            )
         Sentence.objects.bulk_create(objects, batch_size=1000)
     return len(objects)
 
@@ -81,8 +98,14 @@ def child(method: str, path: Path) -> None:
         else:
             n = baseline_import(path)
         wall = time.perf_counter() - wall
-        runs.append({"pass": name, "rows": n, "seconds": wall,
-                     "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
+        runs.append(
+            {
+                "pass": name,
+                "rows": n,
+                "seconds": wall,
+                "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            }
+        )
     print(json.dumps(runs))
 
 
@@ -90,10 +113,17 @@ def run_child(method: str, path: Path) -> list[dict]:
     with tempfile.TemporaryDirectory() as var:
         env = dict(os.environ, ARGORA_VAR_DIR=var)
         env.pop("DATABASE_URL", None)
-        subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v0", "--skip-checks"], check=True,
-                       env=env, cwd=ROOT)
-        out = subprocess.run([sys.executable, __file__, "--child", method, "--file", str(path)], check=True, env=env,
-                             cwd=ROOT, capture_output=True, text=True).stdout
+        subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "migrate", "-v0", "--skip-checks"], check=True, env=env, cwd=ROOT
+        )
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", method, "--file", str(path)],
+            check=True,
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout
         return json.loads(out.strip().splitlines()[-1])
 
 
@@ -123,22 +153,29 @@ def main() -> None:
     for method, rounds in results.items():
         for runs in rounds:
             assert runs[0]["rows"] == args.rows, (method, runs[0])
-    print(f"{args.rows:,} JSONL rows, SQLite, {args.repeat} interleaved rounds (baseline, ours; each a fresh process "
-          f"and database); load average at the rounds' start: "
-          + ", ".join(" ".join(f"{v:.2f}" for v in la) for la in loads) + f" on {os.cpu_count()} CPUs")
+    print(
+        f"{args.rows:,} JSONL rows, SQLite, {args.repeat} interleaved rounds (baseline, ours; each a fresh process "
+        f"and database); load average at the rounds' start: "
+        + ", ".join(" ".join(f"{v:.2f}" for v in la) for la in loads)
+        + f" on {os.cpu_count()} CPUs"
+    )
     print("| method | pass | rows/s min / median / max | peak RSS min / median / max |\n| --- | --- | --- | --- |")
     for method, rounds in results.items():
         for k, name in enumerate(p["pass"] for p in rounds[0]):
             speed = [r[k]["rows"] / r[k]["seconds"] for r in rounds]
             rss = [r[k]["rss_mib"] for r in rounds]
             print(f"| {method} | {name} | {spread(speed)} | {spread(rss, '{:,.0f} MiB')} |")
-    speed = [(o[0]["rows"] / o[0]["seconds"]) / (b[0]["rows"] / b[0]["seconds"])
-             for o, b in zip(results["ours"], results["baseline"])]
+    speed = [
+        (o[0]["rows"] / o[0]["seconds"]) / (b[0]["rows"] / b[0]["seconds"])
+        for o, b in zip(results["ours"], results["baseline"])
+    ]
     memory = [o[0]["rss_mib"] / b[0]["rss_mib"] for o, b in zip(results["ours"], results["baseline"])]
     ours = [r[0]["rows"] / r[0]["seconds"] for r in results["ours"]]
-    print(f"ours / baseline, per round (min / median / max): {spread(speed, '{:.2f}x')} rows per second, "
-          f"{spread(memory, '{:.2f}x')} peak memory; ours median {statistics.median(ours):,.0f} rows/s "
-          f"(target >= 20,000 at 1 M rows, under 300 MB)")
+    print(
+        f"ours / baseline, per round (min / median / max): {spread(speed, '{:.2f}x')} rows per second, "
+        f"{spread(memory, '{:.2f}x')} peak memory; ours median {statistics.median(ours):,.0f} rows/s "
+        f"(target >= 20,000 at 1 M rows, under 300 MB)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ into fresh migrated SQLite databases:
 rounds). Prints min / median / max of both and of the per-round ratio, the machine's load before and after, and
 whether ours meets the target: the 1,011-file folder in under 3 minutes (its median).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.timing import load_line, spread  # noqa: E402
-WORDS = ("the of to and a in is that for it as was with be by on not he this are or his from at which but have an "
-         "they you were her she there one all we their can has more been if would no other so what when up time some "
-         "out only into them could may then first any new these two").split()
+
+WORDS = (
+    "the of to and a in is that for it as was with be by on not he this are or his from at which but have an "
+    "they you were her she there one all we their can has more been if would no other so what when up time some "
+    "out only into them could may then first any new these two"
+).split()
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -60,8 +64,9 @@ def write_exports(folder: Path, n_files: int) -> None:
 
 def manage(env: dict, *args: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], check=True, env=env, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args], check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
     return time.perf_counter() - start
 
 
@@ -85,7 +90,7 @@ def main() -> None:
         folder.mkdir()
         write_exports(folder, args.files)
         size = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
-        files = sorted(folder.iterdir())[:args.baseline_files]
+        files = sorted(folder.iterdir())[: args.baseline_files]
 
         def run_ours():
             with tempfile.TemporaryDirectory() as var:
@@ -98,15 +103,19 @@ def main() -> None:
             baseline.append(per_file * args.files)
 
         for r in range(max(1, args.repeat)):
-            for step in ((run_ours, run_baseline) if r % 2 == 0 else (run_baseline, run_ours)):
+            for step in (run_ours, run_baseline) if r % 2 == 0 else (run_baseline, run_ours):
                 step()
             print(f"round {r + 1}: ours {ours[-1]:.1f} s, baseline {baseline[-1]:.1f} s", flush=True)
     ratios = [b / o for b, o in zip(baseline, ours)]
     print(f"{args.files} Kialo exports, {size:.1f} MB, SQLite; {len(ours)} interleaved rounds, min / median / max")
-    print(f"| method | seconds |\n| --- | --- |\n| ours: one command for the folder | {spread(ours)} |\n"
-          f"| baseline: one command per file ({len(files)} timed, multiplied out) | {spread(baseline)} |")
-    print(f"baseline / ours: {spread(ratios)}x; target: the folder in under 180 s: "
-          f"{'met' if statistics.median(ours) < 180 else 'NOT met'} (median {statistics.median(ours):.1f} s)")
+    print(
+        f"| method | seconds |\n| --- | --- |\n| ours: one command for the folder | {spread(ours)} |\n"
+        f"| baseline: one command per file ({len(files)} timed, multiplied out) | {spread(baseline)} |"
+    )
+    print(
+        f"baseline / ours: {spread(ratios)}x; target: the folder in under 180 s: "
+        f"{'met' if statistics.median(ours) < 180 else 'NOT met'} (median {statistics.median(ours):.1f} s)"
+    )
     print(f"machine after: {load_line()}")
 
 

@@ -23,6 +23,7 @@ machine's load is printed before and after (a shared machine slows every run; th
 (:mod:`ml.similarity.gated`); ``cls`` the paper's [CLS]-head CrossEncoder with the issue-23 recipe; ``old`` that
 CrossEncoder with the defaults from before issue 23 (lr 1e-5, head at the same rate, 1 epoch, pooler as loaded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.timing import load_line, spread  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -52,9 +54,13 @@ def parse_args(argv=None):
     p.add_argument("--max-train", type=int, default=0, help="at most this many training pairs (0: all)")
     p.add_argument("--max-eval", type=int, default=0, help="at most this many dev and test pairs each (0: all)")
     p.add_argument("--epochs", type=int, default=0, help="every kind's epochs (0: the kind's default)")
-    p.add_argument("--recipe", choices=("new", "cls", "old"), default="new",
-                   help="cross-encoder: new (the gated default), cls (the [CLS] CrossEncoder, issue-23 recipe) or "
-                        "old (the [CLS] CrossEncoder with the paper's BERT-base values)")
+    p.add_argument(
+        "--recipe",
+        choices=("new", "cls", "old"),
+        default="new",
+        help="cross-encoder: new (the gated default), cls (the [CLS] CrossEncoder, issue-23 recipe) or "
+        "old (the [CLS] CrossEncoder with the paper's BERT-base values)",
+    )
     p.add_argument("--test-topics", default="", help="comma list of test topics (default: drawn)")
     p.add_argument("--dev-topics", default="", help="comma list of dev topics (default: drawn)")
     p.add_argument("--split-seed", type=int, default=0)
@@ -95,9 +101,15 @@ def hyperparameters(kind: str, args, cross_model: str | None) -> dict:
         hp["epochs"] = args.epochs
     if args.max_length:
         hp["max_length"] = args.max_length
-    recipe = {"new": {}, "cls": {"architecture": "cls"},
-              "old": {k: v for k, v in sim_models.OLD_CROSS_DEFAULTS.items()
-                      if k in ("architecture", "lr", "head_lr", "epochs", "pooler_init")}}[args.recipe]
+    recipe = {
+        "new": {},
+        "cls": {"architecture": "cls"},
+        "old": {
+            k: v
+            for k, v in sim_models.OLD_CROSS_DEFAULTS.items()
+            if k in ("architecture", "lr", "head_lr", "epochs", "pooler_init")
+        },
+    }[args.recipe]
     if kind == "crossencoder":
         hp = dict(recipe, **hp)
     if kind == "augsbert":
@@ -124,11 +136,21 @@ def train_similarity(args) -> dict:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     dev, test = sample(parts["dev"], args.max_eval, "dev"), sample(parts["test"], args.max_eval, "test")
     topics = {part: sorted({r["topic"] for r in parts[part]}) for part in ("train", "dev", "test")}
-    print(f"{args.data}: {len(rows)} pairs; cross-topic: train {len(parts['train'])} pairs / {len(topics['train'])} "
-          f"topics, dev {len(dev)} / {len(topics['dev'])}, test {len(test)} / {len(topics['test'])}; "
-          f"test topics: {', '.join(topics['test'])}", flush=True)
-    results: dict = {"data": str(args.data), "topics": topics, "seeds": seeds, "recipe": args.recipe,
-                     "jaccard_test": jaccard_spearman(test), "jaccard_dev": jaccard_spearman(dev), "runs": []}
+    print(
+        f"{args.data}: {len(rows)} pairs; cross-topic: train {len(parts['train'])} pairs / {len(topics['train'])} "
+        f"topics, dev {len(dev)} / {len(topics['dev'])}, test {len(test)} / {len(topics['test'])}; "
+        f"test topics: {', '.join(topics['test'])}",
+        flush=True,
+    )
+    results: dict = {
+        "data": str(args.data),
+        "topics": topics,
+        "seeds": seeds,
+        "recipe": args.recipe,
+        "jaccard_test": jaccard_spearman(test),
+        "jaccard_dev": jaccard_spearman(dev),
+        "runs": [],
+    }
     for seed in seeds:
         train = sample(parts["train"], args.max_train, seed)
         with tempfile.TemporaryDirectory(prefix="argora-quality-") as tmp:
@@ -139,24 +161,47 @@ def train_similarity(args) -> dict:
                 out.mkdir()
                 hp = hyperparameters(kind, args, cross_model)
                 started = time.monotonic()
-                result = spec.train(registry.TrainRequest(
-                    kind=kind, rows_train=train, rows_dev=dev, rows_test=test, base_model=spec.base_model_for(None),
-                    seed=seed, hyperparameters=hp, output_dir=out,
-                    progress=lambda done, total, text: None))
+                result = spec.train(
+                    registry.TrainRequest(
+                        kind=kind,
+                        rows_train=train,
+                        rows_dev=dev,
+                        rows_test=test,
+                        base_model=spec.base_model_for(None),
+                        seed=seed,
+                        hyperparameters=hp,
+                        output_dir=out,
+                        progress=lambda done, total, text: None,
+                    )
+                )
                 seconds = time.monotonic() - started
                 if kind == "crossencoder":
                     cross_model = str(out / "model")
-                run = {"kind": kind, "seed": seed, "n_train": len(train), "test": result.test_metrics["spearman"],
-                       "dev": result.metrics["spearman"], "seconds": round(seconds, 1), "hyperparameters": hp}
+                run = {
+                    "kind": kind,
+                    "seed": seed,
+                    "n_train": len(train),
+                    "test": result.test_metrics["spearman"],
+                    "dev": result.metrics["spearman"],
+                    "seconds": round(seconds, 1),
+                    "hyperparameters": hp,
+                }
                 if kind == "augsbert":
                     info = result.info
-                    run.update(teacher_dev=info.get("cross_encoder_dev"), teacher_test=info.get("cross_encoder_test"),
-                               teacher_baselines_dev=info.get("teacher_baselines_dev"),
-                               teacher_ok=info.get("teacher_ok"), warnings=info.get("warnings"),
-                               n_silver=info.get("n_silver"))
+                    run.update(
+                        teacher_dev=info.get("cross_encoder_dev"),
+                        teacher_test=info.get("cross_encoder_test"),
+                        teacher_baselines_dev=info.get("teacher_baselines_dev"),
+                        teacher_ok=info.get("teacher_ok"),
+                        warnings=info.get("warnings"),
+                        n_silver=info.get("n_silver"),
+                    )
                 results["runs"].append(run)
-                print(f"  seed {seed} {kind}: test Spearman {run['test']:.1f} (dev {run['dev']:.1f}), "
-                      f"{len(train)} training pairs, {seconds:.0f} s", flush=True)
+                print(
+                    f"  seed {seed} {kind}: test Spearman {run['test']:.1f} (dev {run['dev']:.1f}), "
+                    f"{len(train)} training pairs, {seconds:.0f} s",
+                    flush=True,
+                )
                 for warning in run.get("warnings") or []:
                     print(f"  WARNING: {warning}", flush=True)
     return results
@@ -176,18 +221,24 @@ def print_similarity(results: dict) -> None:
     for r in runs:
         by_kind.setdefault(r["kind"], []).append(r)
     print()
-    print(f"Similarity, cross-topic test ({len(results['topics']['test'])} topics), Spearman x 100, "
-          f"seeds {results['seeds']}, recipe {results['recipe']}")
-    print(f"{'model':<24} | {'test':>12} | {'dev':>12} | baseline (Jaccard test {results['jaccard_test']:.1f}, "
-          f"dev {results['jaccard_dev']:.1f})")
+    print(
+        f"Similarity, cross-topic test ({len(results['topics']['test'])} topics), Spearman x 100, "
+        f"seeds {results['seeds']}, recipe {results['recipe']}"
+    )
+    print(
+        f"{'model':<24} | {'test':>12} | {'dev':>12} | baseline (Jaccard test {results['jaccard_test']:.1f}, "
+        f"dev {results['jaccard_dev']:.1f})"
+    )
     for kind in SIM_KINDS:
         rs = by_kind.get(kind)
         if not rs:
             continue
         test = [r["test"] for r in rs]
         beats = sum(1 for v in test if v > results["jaccard_test"])
-        print(f"{LABELS[kind]:<24} | {cell(test):>12} | {cell(r['dev'] for r in rs):>12} | "
-              f"above Jaccard in {beats}/{len(rs)} seeds; {statistics.fmean(r['seconds'] for r in rs):.0f} s a run")
+        print(
+            f"{LABELS[kind]:<24} | {cell(test):>12} | {cell(r['dev'] for r in rs):>12} | "
+            f"above Jaccard in {beats}/{len(rs)} seeds; {statistics.fmean(r['seconds'] for r in rs):.0f} s a run"
+        )
     checks = []
     for better, worse in (("crossencoder", "biencoder"), ("augsbert", "biencoder")):
         if better in by_kind and worse in by_kind:
@@ -195,16 +246,19 @@ def print_similarity(results: dict) -> None:
             diffs = [a - b for a, b in pairs]
             wins = sum(1 for d in diffs if d > 0)
             mean = statistics.fmean(diffs) if diffs else 0.0
-            checks.append(f"{LABELS[better]} > {LABELS[worse]}: {wins}/{len(pairs)} seeds (mean difference "
-                          f"{mean:+.1f}" + (f"; per seed min / median / max {spread(diffs, '+.1f')}" if diffs else "")
-                          + ")")
+            checks.append(
+                f"{LABELS[better]} > {LABELS[worse]}: {wins}/{len(pairs)} seeds (mean difference "
+                f"{mean:+.1f}" + (f"; per seed min / median / max {spread(diffs, '+.1f')}" if diffs else "") + ")"
+            )
     for line in checks:
         print(line)
     for r in by_kind.get("augsbert", []):
         base = r.get("teacher_baselines_dev") or {}
-        print(f"AugSBERT teacher (seed {r['seed']}): dev {r['teacher_dev']:.1f} vs "
-              + ", ".join(f"{k} {v:.1f}" for k, v in base.items())
-              + (" -- ok" if r.get("teacher_ok") else " -- WORSE (see warning)"))
+        print(
+            f"AugSBERT teacher (seed {r['seed']}): dev {r['teacher_dev']:.1f} vs "
+            + ", ".join(f"{k} {v:.1f}" for k, v in base.items())
+            + (" -- ok" if r.get("teacher_ok") else " -- WORSE (see warning)")
+        )
     results["checks"] = checks
 
 
@@ -220,14 +274,25 @@ def train_tagger(path: str, args) -> dict | None:
     hp = {"epochs": args.epochs} if args.epochs else {}
     with tempfile.TemporaryDirectory(prefix="argora-quality-") as tmp:
         started = time.monotonic()
-        result = spec.train(registry.TrainRequest(kind="tagger", rows_train=rows_train, rows_dev=rows_dev,
-                                                  rows_test=rows_test, base_model=spec.base_model_for(None), seed=1,
-                                                  hyperparameters=hp, output_dir=Path(tmp)))
+        result = spec.train(
+            registry.TrainRequest(
+                kind="tagger",
+                rows_train=rows_train,
+                rows_dev=rows_dev,
+                rows_test=rows_test,
+                base_model=spec.base_model_for(None),
+                seed=1,
+                hyperparameters=hp,
+                output_dir=Path(tmp),
+            )
+        )
         seconds = time.monotonic() - started
     out = {"dev": result.metrics, "test": result.test_metrics, "seconds": round(seconds, 1)}
     print()
-    print(f"Tagger on {path} ({len(rows_train)} train / {len(rows_dev)} dev / {len(rows_test)} test rows, "
-          f"{seconds:.0f} s), primary {spec.primary_metric}")
+    print(
+        f"Tagger on {path} ({len(rows_train)} train / {len(rows_dev)} dev / {len(rows_test)} test rows, "
+        f"{seconds:.0f} s), primary {spec.primary_metric}"
+    )
     for part in ("dev", "test"):
         m = out[part] or {}
         if not m:

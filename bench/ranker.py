@@ -24,6 +24,7 @@ Usage::
 Sets Django up with the project's settings (the data helpers read the annotation models) but uses no database:
 only the trainers, the metrics and the data helpers run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.timing import load_line, spread  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "argora.settings")
@@ -62,8 +64,16 @@ def base_model_path(args) -> str:
         raise SystemExit("--random-init needs --tokenizer DIR (a BERT tokenizer) when the packaged model is missing")
     path = Path(tempfile.mkdtemp(prefix="bench-ranker-")) / "minilm-shaped"
     tok = AutoTokenizer.from_pretrained(source)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                         intermediate_size=1536, max_position_embeddings=512)).save_pretrained(str(path))
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=384,
+            num_hidden_layers=6,
+            num_attention_heads=12,
+            intermediate_size=1536,
+            max_position_embeddings=512,
+        )
+    ).save_pretrained(str(path))
     tok.save_pretrained(str(path))
     return str(path)
 
@@ -83,8 +93,11 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizer")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--json", help="also write the figures to this file")
-    p.add_argument("--cross-topic", action="store_true",
-                   help="also leave-one-topic-out recall@k (one extra training per topic and model)")
+    p.add_argument(
+        "--cross-topic",
+        action="store_true",
+        help="also leave-one-topic-out recall@k (one extra training per topic and model)",
+    )
     args = p.parse_args(argv)
 
     import django
@@ -94,7 +107,8 @@ def main(argv=None) -> int:
     from ml.data import group_sentences, ranker_rows_from_file, split_by_sentence, synthetic_ranker_rows
     from ml.metrics import RandomScorer, baseline_scorer, evaluate_scorer
     from ml.registry import TrainRequest
-    from ml.trainers import ranker as ce_kind, span_ranker as span_kind
+    from ml.trainers import ranker as ce_kind
+    from ml.trainers import span_ranker as span_kind
 
     if args.appf:
         rows_train, rows_dev = ranker_rows_from_file(args.appf, dev_fraction=0.2, seed=args.seed)
@@ -104,33 +118,67 @@ def main(argv=None) -> int:
     dev_groups = group_sentences(rows_dev)
     base = base_model_path(args)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"device {device} ({torch.cuda.get_device_name(0) if device == 'cuda' else f'{torch.get_num_threads()} threads'})"
-          f", base {base}, train {len(group_sentences(rows_train))} sentences / {len(rows_train)} rows, "
-          f"dev {len(dev_groups)} sentences / {len(rows_dev)} candidates", flush=True)
+    print(
+        f"device {device} ({torch.cuda.get_device_name(0) if device == 'cuda' else f'{torch.get_num_threads()} threads'})"
+        f", base {base}, train {len(group_sentences(rows_train))} sentences / {len(rows_train)} rows, "
+        f"dev {len(dev_groups)} sentences / {len(rows_dev)} candidates",
+        flush=True,
+    )
 
-    figures: dict = {"device": device, "base_model": base, "dev_sentences": len(dev_groups),
-                     "dev_candidates": len(rows_dev)}
+    figures: dict = {
+        "device": device,
+        "base_model": base,
+        "dev_sentences": len(dev_groups),
+        "dev_candidates": len(rows_dev),
+    }
     models = {}
     for name, module, steps in (("cross-encoder", ce_kind, args.ce_steps), ("span ranker", span_kind, args.span_steps)):
         out = Path(tempfile.mkdtemp(prefix=f"bench-{module.KIND}-"))
-        hp = {"max_steps": steps, "batch_size": args.batch_size, "max_length": args.max_length,
-              "eval": "cross-topic" if args.cross_topic else "in-topic"}
+        hp = {
+            "max_steps": steps,
+            "batch_size": args.batch_size,
+            "max_length": args.max_length,
+            "eval": "cross-topic" if args.cross_topic else "in-topic",
+        }
         started = time.perf_counter()
-        result = module.train(TrainRequest(kind=module.KIND, rows_train=rows_train, rows_dev=rows_dev,
-                                           base_model=base, seed=args.seed, hyperparameters=hp, output_dir=out))
+        result = module.train(
+            TrainRequest(
+                kind=module.KIND,
+                rows_train=rows_train,
+                rows_dev=rows_dev,
+                base_model=base,
+                seed=args.seed,
+                hyperparameters=hp,
+                output_dir=out,
+            )
+        )
         train_s = time.perf_counter() - started
         models[name] = module.load(out)
-        figures[name] = {"train_steps": steps, "train_seconds": round(train_s, 2),
-                         **{k: round(v, 4) for k, v in result.metrics.items() if k.startswith(("recall", "mse"))}}
+        figures[name] = {
+            "train_steps": steps,
+            "train_seconds": round(train_s, 2),
+            **{k: round(v, 4) for k, v in result.metrics.items() if k.startswith(("recall", "mse"))},
+        }
         if args.cross_topic:
-            figures[name]["cross_topic"] = {k.replace("cross_topic_", ""): (None if v is None else round(v, 4))
-                                            for k, v in result.metrics.items() if k.startswith("cross_topic_")}
-        print(f"{name}: trained {steps} steps in {train_s:.1f} s; dev recall@10 {result.metrics['recall@10']:.4f}",
-              flush=True)
-    figures["baseline"] = {k: round(v, 4) for k, v in evaluate_scorer(baseline_scorer(rows_train), dev_groups).items()
-                           if k.startswith("recall")}
-    figures["random"] = {k: round(v, 4) for k, v in evaluate_scorer(RandomScorer(args.seed), dev_groups).items()
-                         if k.startswith("recall")}
+            figures[name]["cross_topic"] = {
+                k.replace("cross_topic_", ""): (None if v is None else round(v, 4))
+                for k, v in result.metrics.items()
+                if k.startswith("cross_topic_")
+            }
+        print(
+            f"{name}: trained {steps} steps in {train_s:.1f} s; dev recall@10 {result.metrics['recall@10']:.4f}",
+            flush=True,
+        )
+    figures["baseline"] = {
+        k: round(v, 4)
+        for k, v in evaluate_scorer(baseline_scorer(rows_train), dev_groups).items()
+        if k.startswith("recall")
+    }
+    figures["random"] = {
+        k: round(v, 4)
+        for k, v in evaluate_scorer(RandomScorer(args.seed), dev_groups).items()
+        if k.startswith("recall")
+    }
     if args.cross_topic:
         from ml.metrics import cross_topic
 
@@ -146,7 +194,7 @@ def main(argv=None) -> int:
     times: dict = {name: [] for name in models}
     names = list(models)
     for r in range(max(1, args.repeats)):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             if device == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
@@ -156,10 +204,14 @@ def main(argv=None) -> int:
             times[name].append(time.perf_counter() - t0)
     for name in names:
         sec = statistics.median(times[name])
-        figures[name].update(rank_seconds=round(sec, 4), candidates_per_second=round(n_candidates / sec, 1),
-                             sentences_per_second=round(len(dev_groups) / sec, 1),
-                             candidates_per_second_min_median_max=[round(n_candidates / t, 1) for t in
-                                                                   (max(times[name]), sec, min(times[name]))])
+        figures[name].update(
+            rank_seconds=round(sec, 4),
+            candidates_per_second=round(n_candidates / sec, 1),
+            sentences_per_second=round(len(dev_groups) / sec, 1),
+            candidates_per_second_min_median_max=[
+                round(n_candidates / t, 1) for t in (max(times[name]), sec, min(times[name]))
+            ],
+        )
     ratios = [c / s for c, s in zip(times["cross-encoder"], times["span ranker"])]
     ratio = statistics.median(ratios)
     figures["speedup_span_vs_cross_encoder"] = round(ratio, 2)
@@ -167,14 +219,21 @@ def main(argv=None) -> int:
     figures["load"] = {"before": load_before, "after": load_line()}
 
     print("\nin-topic (dev sentences of the training topics)" if args.cross_topic else "")
-    print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10} {'cand/s':>11} "
-          f"{'sent/s':>9}")
+    print(
+        f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10} {'cand/s':>11} "
+        f"{'sent/s':>9}"
+    )
     for name in ("cross-encoder", "span ranker", "baseline", "random"):
         f = figures[name]
-        speed = (f"{f['candidates_per_second']:>11.1f} {f['sentences_per_second']:>9.1f}"
-                 if "candidates_per_second" in f else f"{'-':>11} {'-':>9}")
-        print(f"{name:<14} {f['recall@5']:>9.4f} {f['recall@10']:>10.4f} {f['recall@15']:>10.4f} "
-              f"{f['recall@20']:>10.4f} {speed}")
+        speed = (
+            f"{f['candidates_per_second']:>11.1f} {f['sentences_per_second']:>9.1f}"
+            if "candidates_per_second" in f
+            else f"{'-':>11} {'-':>9}"
+        )
+        print(
+            f"{name:<14} {f['recall@5']:>9.4f} {f['recall@10']:>10.4f} {f['recall@15']:>10.4f} "
+            f"{f['recall@20']:>10.4f} {speed}"
+        )
     if args.cross_topic:
         print("\ncross-topic (leave-one-topic-out, mean over topics)")
         print(f"{'ranker':<14} {'recall@5':>9} {'recall@10':>10} {'recall@15':>10} {'recall@20':>10}")
@@ -183,13 +242,16 @@ def main(argv=None) -> int:
             cells = ["-" if f.get(f"recall@{k}") is None else f"{f[f'recall@{k}']:.4f}" for k in (5, 10, 15, 20)]
             print(f"{name:<14} {cells[0]:>9} {cells[1]:>10} {cells[2]:>10} {cells[3]:>10}")
     for name in names:
-        print(f"{name}: {spread(figures[name]['candidates_per_second_min_median_max'])} candidates/s "
-              f"(min / median / max)")
-    print(f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second (min / median / max "
-          f"{spread(figures['speedup_min_median_max'])}x over {args.repeats} interleaved "
-          f"rounds; {n_candidates} candidates of {len(dev_groups)} sentences); "
-          f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "
-          f"(baseline {figures['baseline']['recall@10']:.4f})")
+        print(
+            f"{name}: {spread(figures[name]['candidates_per_second_min_median_max'])} candidates/s (min / median / max)"
+        )
+    print(
+        f"\nspan ranker vs cross-encoder: {ratio:.1f}x candidates ranked per second (min / median / max "
+        f"{spread(figures['speedup_min_median_max'])}x over {args.repeats} interleaved "
+        f"rounds; {n_candidates} candidates of {len(dev_groups)} sentences); "
+        f"recall@10 {figures['span ranker']['recall@10']:.4f} vs {figures['cross-encoder']['recall@10']:.4f} "
+        f"(baseline {figures['baseline']['recall@10']:.4f})"
+    )
     print(f"machine before the timed rounds: {figures['load']['before']}; after: {figures['load']['after']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))

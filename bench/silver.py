@@ -28,6 +28,7 @@ F1 on the held-out rows, and on the real sentences the span-level agreement of e
 model's spans (no gold there).
 Targets (issue 25): >= 1.5x the best pipeline set-up, F1 within 0.5 points.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bench.timing import load_line  # noqa: E402
 
 UKP_ASPECT = Path(__file__).resolve().parents[2] / "shared" / "data" / "ukp_aspect" / "UKP_ASPECT.tsv"
-ASPECTS = ["costs", "safety", "radioactive waste", "jobs", "crime rates", "freedom", "health risks", "pollution",
-           "carbon emissions", "energy prices"]
-WORDS = ("the a it is we they people should would many some this that policy country government law support oppose "
-         "really very nuclear power plants school uniforms students teachers minimum wage workers death penalty "
-         "justice guns control children parents cities future years").split()
+ASPECTS = [
+    "costs",
+    "safety",
+    "radioactive waste",
+    "jobs",
+    "crime rates",
+    "freedom",
+    "health risks",
+    "pollution",
+    "carbon emissions",
+    "energy prices",
+]
+WORDS = (
+    "the a it is we they people should would many some this that policy country government law support oppose "
+    "really very nuclear power plants school uniforms students teachers minimum wage workers death penalty "
+    "justice guns control children parents cities future years"
+).split()
 
 
 def planted(n: int, seed: int) -> list[dict]:
@@ -105,9 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1000, help="sentences per timing")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
-    ap.add_argument("--train-steps", dest="train_steps", type=int,
-                    help="optimisation steps of 16 sentences (default: 80 on planted aspects; with --data the "
-                         "tagger's own recipe, 5 epochs of 32)")
+    ap.add_argument(
+        "--train-steps",
+        dest="train_steps",
+        type=int,
+        help="optimisation steps of 16 sentences (default: 80 on planted aspects; with --data the "
+        "tagger's own recipe, 5 epochs of 32)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch and ONNX Runtime threads (default 1)")
     ap.add_argument("--batch-size", dest="batch_size", type=int, default=64)
     ap.add_argument("--texts", type=Path, help="sentences to tag (default: UKP ASPECT's arguments when present)")
@@ -140,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.data:
         rows_train, rows_dev, rows_test = loop.rows_from_file_parts("tagger", args.data)
-        data_note = (f"trained on {args.data} ({len(rows_train)} train rows; F1 on {len(rows_dev) + len(rows_test)} "
-                     f"held-out rows: {len(rows_dev)} dev + {len(rows_test)} test)")
+        data_note = (
+            f"trained on {args.data} ({len(rows_train)} train rows; F1 on {len(rows_dev) + len(rows_test)} "
+            f"held-out rows: {len(rows_dev)} dev + {len(rows_test)} test)"
+        )
     else:
         rows_train, rows_dev, rows_test = planted(1200, 1), planted(300, 3), []
         data_note = "trained on planted aspects (give --data FILE for a real labelled corpus)"
@@ -152,11 +171,23 @@ def main(argv: list[str] | None = None) -> int:
         hp.update(epochs=1, min_steps=steps, max_steps=steps, batch_size=16)
     t = time.perf_counter()
     torch.set_num_threads(os.cpu_count() or 1)  # training is not what is timed: every core
-    trained = tagger.train(TrainRequest(kind="tagger", rows_train=rows_train, rows_dev=rows_dev, base_model=None,
-                                        seed=13, output_dir=out, hyperparameters=hp))
+    trained = tagger.train(
+        TrainRequest(
+            kind="tagger",
+            rows_train=rows_train,
+            rows_dev=rows_dev,
+            base_model=None,
+            seed=13,
+            output_dir=out,
+            hyperparameters=hp,
+        )
+    )
     torch.set_num_threads(args.threads)
-    print(f"{data_note}; {trained.info['steps']} steps ({trained.info['epochs']} epochs) on "
-          f"{os.cpu_count()} threads in {time.perf_counter() - t:.0f} s", flush=True)
+    print(
+        f"{data_note}; {trained.info['steps']} steps ({trained.info['epochs']} epochs) on "
+        f"{os.cpu_count()} threads in {time.perf_counter() - t:.0f} s",
+        flush=True,
+    )
 
     texts, source = read_texts(args.texts, args.n)
     ordered = sorted(texts, key=len)  # what a user does for the pipeline: sort by length
@@ -164,10 +195,15 @@ def main(argv: list[str] | None = None) -> int:
 
     tok = AutoTokenizer.from_pretrained(str(out))
     device = -1
-    pipe32 = pipeline("token-classification", model=AutoModelForTokenClassification.from_pretrained(str(out)).eval(),
-                      tokenizer=tok, device=device)
-    m8 = quantize_dynamic(AutoModelForTokenClassification.from_pretrained(str(out)).eval(), {nn.Linear},
-                          dtype=torch.qint8)
+    pipe32 = pipeline(
+        "token-classification",
+        model=AutoModelForTokenClassification.from_pretrained(str(out)).eval(),
+        tokenizer=tok,
+        device=device,
+    )
+    m8 = quantize_dynamic(
+        AutoModelForTokenClassification.from_pretrained(str(out)).eval(), {nn.Linear}, dtype=torch.qint8
+    )
     pipe8 = pipeline("token-classification", model=m8, tokenizer=tok, device=device)
     os.environ["ARGORA_TAGGER_ENGINE"] = "torch"
     ours_torch = tagger.load(out, quantize=True)
@@ -182,14 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     # warm-up, untimed, on the longest batch (the largest shapes: every allocator and arena grows to it before the
     # first timed round, so the round that happens to come first is not charged for it)
-    longest = ordered[-args.batch_size:]
+    longest = ordered[-args.batch_size :]
     pipe32(longest, batch_size=args.batch_size), pipe8(longest, batch_size=args.batch_size)
     ours_torch.predict(longest, batch_size=args.batch_size), ours_onnx.predict(longest, batch_size=args.batch_size)
 
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for r in range(args.repeats):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             t = time.perf_counter()
             contenders[name]()
@@ -204,21 +240,27 @@ def main(argv: list[str] | None = None) -> int:
     for ours in ("ours onnx int8", "ours torch int8"):
         # per round: ours / the best baseline of that round
         ratios = [rates[ours][i] / max(rates[b][i] for b in base_names) for i in range(args.repeats)]
-        print(f"ratio {ours} / best pipeline: min {min(ratios):.2f}x  median {statistics.median(ratios):.2f}x  "
-              f"max {max(ratios):.2f}x  (target >= 1.5x)")
+        print(
+            f"ratio {ours} / best pipeline: min {min(ratios):.2f}x  median {statistics.median(ratios):.2f}x  "
+            f"max {max(ratios):.2f}x  (target >= 1.5x)"
+        )
 
     held_out = rows_dev + rows_test  # int8 vs fp32 on dev and test alike: more rows, a steadier F1
     m32 = tagger.evaluate(fp32, held_out)
-    print(f"F1 fp32 on the held-out rows: token macro F1 {m32['f1_macro']:.4f} (all-O baseline "
-          f"{m32['majority_f1_macro']:.4f}), exact span F1 {m32['span_f1']:.4f} ({m32['n_spans']} gold spans)")
+    print(
+        f"F1 fp32 on the held-out rows: token macro F1 {m32['f1_macro']:.4f} (all-O baseline "
+        f"{m32['majority_f1_macro']:.4f}), exact span F1 {m32['span_f1']:.4f} ({m32['n_spans']} gold spans)"
+    )
     reference = fp32.predict(texts[:500])
     for name, model in (("onnx int8", ours_onnx), ("torch int8", ours_torch)):
         m = tagger.evaluate(model, held_out)
         agree = span_f1(reference, model.predict(texts[:500]))
-        print(f"F1 {name}: token macro F1 {m['f1_macro']:.4f} vs fp32 {m32['f1_macro']:.4f} "
-              f"(delta {100 * (m['f1_macro'] - m32['f1_macro']):+.2f} points), span F1 {m['span_f1']:.4f} vs "
-              f"{m32['span_f1']:.4f} (delta {100 * (m['span_f1'] - m32['span_f1']):+.2f}); "
-              f"span agreement with fp32 on the tagged sentences {agree:.4f}")
+        print(
+            f"F1 {name}: token macro F1 {m['f1_macro']:.4f} vs fp32 {m32['f1_macro']:.4f} "
+            f"(delta {100 * (m['f1_macro'] - m32['f1_macro']):+.2f} points), span F1 {m['span_f1']:.4f} vs "
+            f"{m32['span_f1']:.4f} (delta {100 * (m['span_f1'] - m32['span_f1']):+.2f}); "
+            f"span agreement with fp32 on the tagged sentences {agree:.4f}"
+        )
     print(f"after: {load_line()}")
     return 0
 

@@ -19,6 +19,7 @@ needed); ``--database-url`` / ``--broker-url`` (e.g. PostgreSQL + Redis) use tho
 may be migrated and written (the bench adds its topics, sentences, one model version and its runs, and deletes them
 at the end unless ``--keep``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ TOPICS = ["nuclear energy", "school uniforms"]
 PRO = ["it helps families", "it creates jobs", "we should support it", "it is cheap and clean", "it saves lives"]
 CON = ["it harms families", "it destroys jobs", "we should oppose it", "it is costly and dirty", "it costs lives"]
 NONE = ["the meeting starts at noon", "the weather was mild", "she read a book", "the train was late"]
-FILLER = ("today many people say that indeed in fact really the government experts argue recent studies show "
-          "critics claim").split()
+FILLER = (
+    "today many people say that indeed in fact really the government experts argue recent studies show critics claim"
+).split()
 
 
 def generated(n: int, seed: int) -> list[dict]:
@@ -88,8 +90,9 @@ def wait_done(run_pk: int, timeout: float) -> None:
         if status == "done":
             return
         if status in ("failed", "cancelled"):
-            raise RuntimeError(f"silver run {run_pk} {status}: "
-                               f"{SilverRun.objects.get(pk=run_pk).error or 'see the worker logs'}")
+            raise RuntimeError(
+                f"silver run {run_pk} {status}: {SilverRun.objects.get(pk=run_pk).error or 'see the worker logs'}"
+            )
         time.sleep(0.2)
     raise RuntimeError(f"silver run {run_pk} not done within {timeout:.0f} s")
 
@@ -103,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ARGORA_ARTIFACT_ROOT"] = str(tmp / "artifacts")
     os.environ.pop("DATABASE_URL", None) if not args.database_url else os.environ.update(DATABASE_URL=args.database_url)
     os.environ.pop("CELERY_BROKER_URL", None) if not args.broker_url else os.environ.update(
-        CELERY_BROKER_URL=args.broker_url)
+        CELERY_BROKER_URL=args.broker_url
+    )
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ARGORA_TORCH_THREADS"):
         os.environ[name] = "1"  # the workers inherit it: one torch thread each
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -124,40 +128,64 @@ def main(argv: list[str] | None = None) -> int:
     from tests.worker_utils import start_worker
 
     call_command("migrate", verbosity=0)
-    print(f"machine: {load_line()}; database {django.db.connection.vendor}, "
-          f"broker {os.environ.get('CELERY_BROKER_URL', 'filesystem://')}")
+    print(
+        f"machine: {load_line()}; database {django.db.connection.vendor}, "
+        f"broker {os.environ.get('CELERY_BROKER_URL', 'filesystem://')}"
+    )
     hp = {"epochs": 1, "max_steps": args.train_steps, "batch_size": 16, "max_length": 64}
     if args.model == "tiny":
-        hp["from_config"] = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                             "intermediate_size": 64}
+        hp["from_config"] = {
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+        }
     t0 = time.monotonic()
-    version = train_version("argument", rows_train=generated(400, 1), rows_dev=generated(80, 2), seed=3,
-                            hyperparameters=hp)
-    print(f"model: argument ({args.model}), version {version.pk}, trained in {time.monotonic() - t0:.0f} s, "
-          f"dev f1_macro {version.metrics.get('dev', {}).get('f1_macro', float('nan')):.3f}")
+    version = train_version(
+        "argument", rows_train=generated(400, 1), rows_dev=generated(80, 2), seed=3, hyperparameters=hp
+    )
+    print(
+        f"model: argument ({args.model}), version {version.pk}, trained in {time.monotonic() - t0:.0f} s, "
+        f"dev f1_macro {version.metrics.get('dev', {}).get('f1_macro', float('nan')):.3f}"
+    )
     topics = {name: Topic.objects.get_or_create(name=f"bench {name}")[0] for name in TOPICS}
     warm_topic = Topic.objects.get_or_create(name="bench warm-up")[0]
     stamp = f"bench-workers-{os.getpid()}"
-    Sentence.objects.bulk_create([Sentence(topic=topics[r["topic"]], text=r["sentence"], source=stamp,
-                                           content_hash=f"{stamp}-{i}") for i, r in enumerate(generated(args.n, 7))])
-    Sentence.objects.bulk_create([Sentence(topic=warm_topic, text=r["sentence"], source=stamp + "-warm",
-                                           content_hash=f"{stamp}-w{i}")
-                                  for i, r in enumerate(generated(8 * max(counts), 8))])
+    Sentence.objects.bulk_create(
+        [
+            Sentence(topic=topics[r["topic"]], text=r["sentence"], source=stamp, content_hash=f"{stamp}-{i}")
+            for i, r in enumerate(generated(args.n, 7))
+        ]
+    )
+    Sentence.objects.bulk_create(
+        [
+            Sentence(topic=warm_topic, text=r["sentence"], source=stamp + "-warm", content_hash=f"{stamp}-w{i}")
+            for i, r in enumerate(generated(8 * max(counts), 8))
+        ]
+    )
     results: dict[int, list[float]] = {k: [] for k in counts}
     try:
         for rep in range(args.repeats):
             # interleaved: every repeat times each worker count once, the order alternating between repeats
-            for k in (counts if rep % 2 == 0 else counts[::-1]):
+            for k in counts if rep % 2 == 0 else counts[::-1]:
                 before = load_line()
                 with contextlib.ExitStack() as stack:
-                    workers = [stack.enter_context(start_worker(queues=("default", "gpu"), purge=(i == 0)))
-                               for i in range(k)]
-                    warm = silver.start("argument", source=stamp + "-warm", version=version, batch_size=4,
-                                        shards=2 * k, enqueue=True)
+                    workers = [
+                        stack.enter_context(start_worker(queues=("default", "gpu"), purge=(i == 0))) for i in range(k)
+                    ]
+                    warm = silver.start(
+                        "argument", source=stamp + "-warm", version=version, batch_size=4, shards=2 * k, enqueue=True
+                    )
                     wait_done(warm.pk, args.timeout)
                     start = time.monotonic()
-                    run = silver.start("argument", source=stamp, version=version, batch_size=args.batch_size,
-                                       shards=args.shards, enqueue=True)
+                    run = silver.start(
+                        "argument",
+                        source=stamp,
+                        version=version,
+                        batch_size=args.batch_size,
+                        shards=args.shards,
+                        enqueue=True,
+                    )
                     wait_done(run.pk, args.timeout)
                     wall = time.monotonic() - start
                     run = SilverRun.objects.get(pk=run.pk)
@@ -165,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
                     for shard in run.shards.all():
                         by_worker[shard.worker] = by_worker.get(shard.worker, 0) + shard.processed
                     results[k].append(run.processed / wall)
-                    print(f"repeat {rep + 1}, workers={k}: {run.processed} sentences in {wall:.1f} s = "
-                          f"{results[k][-1]:.1f} sentences/s ({args.shards} shards; per worker "
-                          f"{sorted(by_worker.values(), reverse=True)}); before: {before}; after: {load_line()}",
-                          flush=True)
+                    print(
+                        f"repeat {rep + 1}, workers={k}: {run.processed} sentences in {wall:.1f} s = "
+                        f"{results[k][-1]:.1f} sentences/s ({args.shards} shards; per worker "
+                        f"{sorted(by_worker.values(), reverse=True)}); before: {before}; after: {load_line()}",
+                        flush=True,
+                    )
                     if len(by_worker) < k:
                         print(f"  note: only {len(by_worker)} of {k} workers took a shard")
                     del workers
@@ -176,8 +206,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{args.repeats} interleaved repeat(s), sentences/s min / median / max:")
         for k in counts:
             ratios = [a / b for a, b in zip(results[k], results[base_k])]
-            print(f"workers={k}: {spread(results[k])} sentences/s; ratio to workers={base_k} per repeat "
-                  f"{spread(ratios, '.2f')}x")
+            print(
+                f"workers={k}: {spread(results[k])} sentences/s; ratio to workers={base_k} per repeat "
+                f"{spread(ratios, '.2f')}x"
+            )
     finally:
         if not args.keep:
             SilverRun.objects.filter(model_version=version).delete()

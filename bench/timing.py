@@ -1,9 +1,10 @@
 """What the bench scripts print beside their figures: the machine's load and min / median / max of a series."""
+
 from __future__ import annotations
 
 import os
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def load_line() -> str:

@@ -1,5 +1,6 @@
 """Release admin (read-only, published releases cannot be deleted) and the Topic action that publishes a
 sentence release. Imported at the bottom of :mod:`corpus.admin`, after TopicAdmin is registered."""
+
 from __future__ import annotations
 
 import uuid
@@ -48,8 +49,19 @@ class ReleaseAdmin(admin.ModelAdmin):
     list_display = ("name", "version", "kind", "status", "total_rows", "published_at", "creator")
     list_filter = ("status", "kind")
     search_fields = ("name", "version")
-    readonly_fields = ("name", "version", "kind", "status", "creator", "config", "created_at", "published_at",
-                       "directory", "error", "integrity")
+    readonly_fields = (
+        "name",
+        "version",
+        "kind",
+        "status",
+        "creator",
+        "config",
+        "created_at",
+        "published_at",
+        "directory",
+        "error",
+        "integrity",
+    )
     inlines = [ReleaseFileInline]
 
     def get_queryset(self, request):
@@ -88,18 +100,29 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 # --- the Topic changelist action ------------------------------------------------------------------
 
+
 class PublishReleaseForm(forms.Form):
     release_name = forms.CharField(max_length=200, label="Name", help_text="letters, digits, '.', '_' and '-'")
     release_version = forms.CharField(max_length=50, label="Version", help_text="e.g. 1.0")
     split_mode = forms.ChoiceField(
-        label="Split", initial="none",
-        choices=[("none", "none: one sentences.jsonl"),
-                 ("cross-topic", "cross-topic: whole topics in train / dev / test"),
-                 ("in-topic", "in-topic: random rows with a seed")])
-    dev_topics = forms.CharField(required=False, label="Dev topics (cross-topic)",
-                                 help_text="comma-separated; default: death penalty (Arg-CTRL App. F)")
-    test_topics = forms.CharField(required=False, label="Test topics (cross-topic)",
-                                  help_text="comma-separated; default: gun control, school uniforms")
+        label="Split",
+        initial="none",
+        choices=[
+            ("none", "none: one sentences.jsonl"),
+            ("cross-topic", "cross-topic: whole topics in train / dev / test"),
+            ("in-topic", "in-topic: random rows with a seed"),
+        ],
+    )
+    dev_topics = forms.CharField(
+        required=False,
+        label="Dev topics (cross-topic)",
+        help_text="comma-separated; default: death penalty (Arg-CTRL App. F)",
+    )
+    test_topics = forms.CharField(
+        required=False,
+        label="Test topics (cross-topic)",
+        help_text="comma-separated; default: gun control, school uniforms",
+    )
     seed = forms.IntegerField(required=False, initial=13, label="Seed (in-topic)")
     train_size = forms.IntegerField(required=False, min_value=0, label="Train rows (in-topic)")
     dev_size = forms.IntegerField(required=False, min_value=0, label="Dev rows (in-topic)")
@@ -150,7 +173,8 @@ class PublishReleaseForm(forms.Form):
             self.release_config = prepare(config) if prepare is not None else config
         except ValueError as exc:
             bad = {"dev": "dev_topics", "test": "test_topics", "sizes": "train_size"}.get(
-                str(exc).split(":")[0].rsplit(".", 1)[-1])
+                str(exc).split(":")[0].rsplit(".", 1)[-1]
+            )
             self.add_error(bad if bad in self.fields else None, str(exc))
         data["release_name"], data["release_version"] = name, version
         return data
@@ -166,14 +190,27 @@ def publish_sentence_release(modeladmin, request, queryset):
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
         task_id = str(uuid.uuid4())
-        kwargs = {"name": data["release_name"], "version": data["release_version"], "kind": "sentences",
-                  "config": form.release_config, "creator_id": request.user.pk}
+        kwargs = {
+            "name": data["release_name"],
+            "version": data["release_version"],
+            "kind": "sentences",
+            "config": form.release_config,
+            "creator_id": request.user.pk,
+        }
         transaction.on_commit(lambda: build_release_task.apply_async(kwargs=kwargs, task_id=task_id))
-        modeladmin.message_user(request, format_html(
-            'Publishing release {} {} of {} topic(s) in the background: <a href="{}">follow the job</a>, '
-            'then find it under <a href="{}">Releases</a>.',
-            data["release_name"], data["release_version"], len(topics),
-            reverse("job-detail", args=[task_id]), reverse("admin:corpus_release_changelist")), messages.SUCCESS)
+        modeladmin.message_user(
+            request,
+            format_html(
+                'Publishing release {} {} of {} topic(s) in the background: <a href="{}">follow the job</a>, '
+                'then find it under <a href="{}">Releases</a>.',
+                data["release_name"],
+                data["release_version"],
+                len(topics),
+                reverse("job-detail", args=[task_id]),
+                reverse("admin:corpus_release_changelist"),
+            ),
+            messages.SUCCESS,
+        )
         return None
     context = {
         **modeladmin.admin_site.each_context(request),

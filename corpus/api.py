@@ -5,6 +5,7 @@ writes through :mod:`corpus.services` (one transaction each; a race on a content
 the up-front duplicate check; a fact's status and merge target change only through
 :func:`corpus.services.change_fact_status`).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -49,8 +50,13 @@ def _as_validation_errors():
 
 
 # --- views --------------------------------------------------------------------------------------
-class TopicViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                   mixins.UpdateModelMixin, viewsets.GenericViewSet):
+class TopicViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
     """Topics. Authenticated users read; staff create and update."""
 
     serializer_class = TopicSerializer
@@ -68,15 +74,19 @@ class TopicViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
             serializer.instance = services.update_topic(serializer.instance, **serializer.validated_data)
 
 
-_READER_NOTE = ("Staff receive the full sentence (stance, source, external_id, content_hash, metadata too); other "
-                "users receive these fields only.")
+_READER_NOTE = (
+    "Staff receive the full sentence (stance, source, external_id, content_hash, metadata too); other "
+    "users receive these fields only."
+)
 
 
-@extend_schema_view(list=extend_schema(parameters=[SentenceFilter], responses=PublicSentenceSerializer,
-                                       description=_READER_NOTE),
-                    retrieve=extend_schema(responses=PublicSentenceSerializer, description=_READER_NOTE))
-class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                      viewsets.GenericViewSet):
+@extend_schema_view(
+    list=extend_schema(parameters=[SentenceFilter], responses=PublicSentenceSerializer, description=_READER_NOTE),
+    retrieve=extend_schema(responses=PublicSentenceSerializer, description=_READER_NOTE),
+)
+class SentenceViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     """Argument sentences, ordered by id. Staff read everything and add sentences; other authenticated users read
     the texts without their labels (stance, metadata): a sentence's label can be a gold item's expected answer.
     Pages are keyset pages (:class:`argora.pagination.KeysetPagination`: the next / previous links carry a cursor,
@@ -105,8 +115,14 @@ class SentenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
 
 
 @extend_schema_view(list=extend_schema(parameters=[FactFilter]))
-class FactVariableViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                          mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class FactVariableViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
     """The fact knowledge base (ArgU). Authenticated users read; staff create, update and delete (only a variable
     nothing refers to: one in use is rejected or merged instead, HTTP 400 otherwise)."""
 
@@ -124,17 +140,22 @@ class FactVariableViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
 
     def perform_update(self, serializer):
         with _as_validation_errors():
-            serializer.instance = services.update_fact(serializer.instance, user=self.request.user,
-                                                             **serializer.validated_data)
+            serializer.instance = services.update_fact(
+                serializer.instance, user=self.request.user, **serializer.validated_data
+            )
 
     def perform_destroy(self, instance):
         with _as_validation_errors():
             services.delete_fact(instance)
 
 
-@extend_schema_view(list=extend_schema(parameters=[DebateFilter]),
-                    retrieve=extend_schema(responses=PublicDebateTreeDetailSerializer,
-                                           description="Staff also receive each node's stance and the metadata."))
+@extend_schema_view(
+    list=extend_schema(parameters=[DebateFilter]),
+    retrieve=extend_schema(
+        responses=PublicDebateTreeDetailSerializer,
+        description="Staff also receive each node's stance and the metadata.",
+    ),
+)
 class DebateTreeViewSet(viewsets.ReadOnlyModelViewSet):
     """Debate trees (read-only); the detail view carries all nodes (for non-staff users without their stances)."""
 

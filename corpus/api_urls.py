@@ -1,4 +1,5 @@
 """Corpus endpoints under /api/ (included by argora/api_urls.py)."""
+
 from django.urls import path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import SimpleRouter

@@ -1,5 +1,6 @@
 """Demo data of the corpus (``manage.py load_demo`` calls ``load``, before the apps above it): the files in
 ``argora/demo_data/`` through the importers. Idempotent: content hashes make a second run add nothing."""
+
 from __future__ import annotations
 
 from pathlib import Path

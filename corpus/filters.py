@@ -1,6 +1,7 @@
 """Query-string filters of the corpus API, as serializers: a bad value is an HTTP 400 naming the parameter
 (``{"stance": ["\"maybe\" is not a valid choice."]}``), never a silently empty list. The same serializers
 describe the query parameters in the OpenAPI schema."""
+
 from __future__ import annotations
 
 from rest_framework import serializers

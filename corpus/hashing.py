@@ -1,4 +1,5 @@
 """Stable content hashes: the identity that makes imports idempotent."""
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,7 @@
 Rows that come from files carry a stable ``content_hash`` (see :mod:`corpus.hashing`), which makes every
 import idempotent: re-importing the same file finds the same hashes and adds nothing.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -62,8 +63,9 @@ class Sentence(models.Model):
     text = models.TextField()
     stance = models.CharField(max_length=4, choices=Stance.choices, default=Stance.NONE, db_index=True)
     source = models.CharField(max_length=1000, blank=True, help_text="corpus / URL it came from")
-    external_id = models.CharField(max_length=200, blank=True, db_index=True,
-                                   help_text="id in the source corpus (UKP sentenceHash, JSONL id)")
+    external_id = models.CharField(
+        max_length=200, blank=True, db_index=True, help_text="id in the source corpus (UKP sentenceHash, JSONL id)"
+    )
     document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="sentences")
     position = models.PositiveIntegerField(null=True, blank=True, help_text="index of the sentence in its document")
     # sha256 of the topic name and the whitespace-normalised text: stable across imports and machines.
@@ -164,8 +166,9 @@ class Release(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.BUILDING)
     creator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     config = models.JSONField(default=dict, blank=True, help_text="the configuration that made it")
-    card = models.JSONField(default=dict, blank=True,
-                            help_text="the dataset card's license / citation / description (README.md)")
+    card = models.JSONField(
+        default=dict, blank=True, help_text="the dataset card's license / citation / description (README.md)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     directory = models.CharField(max_length=1000, blank=True, help_text="folder under ARGORA_ARTIFACT_ROOT")
@@ -217,8 +220,9 @@ class ReleaseFile(models.Model):
     def save(self, *args, **kwargs):
         # The file list and checksums of a published release are fixed (they are written in one
         # transaction together with the status change; see corpus.releases.build_release).
-        if self.release_id is not None and Release.objects.filter(
-            pk=self.release_id, status=Release.Status.PUBLISHED
-        ).exists():
+        if (
+            self.release_id is not None
+            and Release.objects.filter(pk=self.release_id, status=Release.Status.PUBLISHED).exists()
+        ):
             raise Release.Immutable(f"release {self.release} is published; its files cannot be changed")
         super().save(*args, **kwargs)

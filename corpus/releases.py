@@ -17,6 +17,7 @@ dataset card, and a :class:`corpus.models.Release` row with one :class:`corpus.m
 The ``sentences`` exporter (below) writes :class:`corpus.models.Sentence` rows, optionally with the fixed
 splits of Arg-CTRL App. F (cross-topic and in-topic).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,9 +28,9 @@ import re
 import shutil
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -83,8 +84,9 @@ class Exporter:
 _EXPORTERS: dict[str, Exporter] = {}
 
 
-def register_exporter(kind: str, *, prepare=None, count=None, card=None, count_by: Iterable[str] = (),
-                      description: str = ""):
+def register_exporter(
+    kind: str, *, prepare=None, count=None, card=None, count_by: Iterable[str] = (), description: str = ""
+):
     """Decorator: register ``fn(config) -> Iterable[(file name, rows)]`` as the exporter for ``kind``.
 
     - ``prepare(config) -> config``: validate and fill defaults; raise ``ValueError`` naming the config key.
@@ -96,8 +98,15 @@ def register_exporter(kind: str, *, prepare=None, count=None, card=None, count_b
     """
 
     def decorator(fn: ExportFn) -> ExportFn:
-        _EXPORTERS[kind] = Exporter(kind=kind, export=fn, prepare=prepare, count=count, card=card,
-                                    count_by=tuple(count_by), description=description or (fn.__doc__ or "").strip())
+        _EXPORTERS[kind] = Exporter(
+            kind=kind,
+            export=fn,
+            prepare=prepare,
+            count=count,
+            card=card,
+            count_by=tuple(count_by),
+            description=description or (fn.__doc__ or "").strip(),
+        )
         return fn
 
     return decorator
@@ -115,6 +124,7 @@ def get_exporter(kind: str) -> Exporter:
 
 
 # --- paths -----------------------------------------------------------------------------------------
+
 
 def releases_root() -> Path:
     return Path(settings.ARTIFACT_ROOT) / "releases"
@@ -139,12 +149,15 @@ def release_file_path(release: Release, name: str) -> Path | None:
 def _check_name(field_name: str, value: str) -> str:
     value = (value or "").strip()
     if not _SAFE_NAME.match(value) or ".." in value:
-        raise ValueError(f"{field_name}: {value!r} is not a valid release {field_name}; use letters, digits, "
-                         f"'.', '_' and '-' (it becomes a folder name), starting with a letter or digit")
+        raise ValueError(
+            f"{field_name}: {value!r} is not a valid release {field_name}; use letters, digits, "
+            f"'.', '_' and '-' (it becomes a folder name), starting with a letter or digit"
+        )
     return value
 
 
 # --- build -----------------------------------------------------------------------------------------
+
 
 def _resolve_creator(creator):
     if creator is None or hasattr(creator, "pk"):
@@ -153,12 +166,20 @@ def _resolve_creator(creator):
 
 
 def _exists(release: Release) -> ReleaseExists:
-    state = (f"published {release.published_at:%Y-%m-%d %H:%M} UTC" if release.published_at
-             else release.get_status_display().lower())
-    hint = (" (if no build is running any more, delete the stale release in the admin and retry)"
-            if release.status == Release.Status.BUILDING else "")
-    return ReleaseExists(f"release {release.name} {release.version} already exists ({state}); "
-                         f"releases are immutable: choose a new version{hint}")
+    state = (
+        f"published {release.published_at:%Y-%m-%d %H:%M} UTC"
+        if release.published_at
+        else release.get_status_display().lower()
+    )
+    hint = (
+        " (if no build is running any more, delete the stale release in the admin and retry)"
+        if release.status == Release.Status.BUILDING
+        else ""
+    )
+    return ReleaseExists(
+        f"release {release.name} {release.version} already exists ({state}); "
+        f"releases are immutable: choose a new version{hint}"
+    )
 
 
 def check_release_free(name: str, version: str) -> None:
@@ -185,12 +206,21 @@ def _claim(name: str, version: str, kind: str, config: dict, creator, card: dict
                 if existing.status != Release.Status.FAILED:
                     raise _exists(existing)
                 existing.delete()  # a failed attempt leaves nothing worth keeping; this is a retry
-            return Release.objects.create(name=name, version=version, kind=kind, config=config, creator=creator,
-                                          card=card or {}, status=Release.Status.BUILDING,
-                                          directory=f"releases/{name}/{version}")
+            return Release.objects.create(
+                name=name,
+                version=version,
+                kind=kind,
+                config=config,
+                creator=creator,
+                card=card or {},
+                status=Release.Status.BUILDING,
+                directory=f"releases/{name}/{version}",
+            )
     except IntegrityError:
-        raise ReleaseExists(f"release {name} {version} already exists (created concurrently); "
-                            f"releases are immutable: choose a new version") from None
+        raise ReleaseExists(
+            f"release {name} {version} already exists (created concurrently); "
+            f"releases are immutable: choose a new version"
+        ) from None
 
 
 def _write_rows(path: Path, rows: Rows, on_row: Callable[[dict], None]) -> dict:
@@ -239,8 +269,10 @@ def open_verified(release: Release, name: str):
         size += len(block)
     if digest.hexdigest() != recorded.sha256 or size != recorded.size:
         fh.close()
-        raise ReleaseFileChanged(f"{name}: the file on disk no longer matches the checksum recorded at publication "
-                                 f"(sha256 {recorded.sha256[:12]}..., {recorded.size} bytes)")
+        raise ReleaseFileChanged(
+            f"{name}: the file on disk no longer matches the checksum recorded at publication "
+            f"(sha256 {recorded.sha256[:12]}..., {recorded.size} bytes)"
+        )
     fh.seek(0)
     return fh
 
@@ -272,8 +304,16 @@ def clean_card(card) -> dict:
     return out
 
 
-def build_release(name: str, version: str, *, kind: str = "sentences", config: dict | None = None,
-                  creator=None, card: dict | None = None, progress: Progress = null_progress) -> Release:
+def build_release(
+    name: str,
+    version: str,
+    *,
+    kind: str = "sentences",
+    config: dict | None = None,
+    creator=None,
+    card: dict | None = None,
+    progress: Progress = null_progress,
+) -> Release:
     """Build and publish release ``name`` ``version`` with the exporter for ``kind``.
 
     Refuses (:class:`ReleaseExists`) when that name+version exists; raises ``ValueError`` naming the
@@ -298,8 +338,9 @@ def build_release(name: str, version: str, *, kind: str = "sentences", config: d
     moved = False
     try:
         if final.exists():
-            raise ReleaseExists(f"{final} exists on disk although no release row claims it; "
-                                f"move it away or choose a new version")
+            raise ReleaseExists(
+                f"{final} exists on disk although no release row claims it; move it away or choose a new version"
+            )
         tmp.mkdir(parents=True)
         total = exporter.count(config) if exporter.count is not None else None
         files: list[dict] = []
@@ -357,7 +398,8 @@ def _mark_failed(release: Release, exc: BaseException) -> None:
     try:
         with transaction.atomic():
             Release.objects.filter(pk=release.pk).exclude(status=Release.Status.PUBLISHED).update(
-                status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:10000])
+                status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:10000]
+            )
     except Exception:  # noqa: BLE001 - the connection may be unusable (the original error is what matters)
         pass
 
@@ -391,12 +433,17 @@ def verify_release(release: Release) -> list[str]:
 
 
 def release_summary(release: Release) -> dict:
-    return {"release_id": release.pk, "name": release.name, "version": release.version,
-            "directory": str(release_path(release)),
-            "files": {f.name: f.sha256 for f in release.files.all()}}
+    return {
+        "release_id": release.pk,
+        "name": release.name,
+        "version": release.version,
+        "directory": str(release_path(release)),
+        "files": {f.name: f.sha256 for f in release.files.all()},
+    }
 
 
 # --- dataset card ----------------------------------------------------------------------------------
+
 
 def _md(value) -> str:
     text = "—" if value is None or value == "" else str(value)
@@ -426,14 +473,28 @@ def render_card(release: Release, exporter: Exporter, config: dict, files: list[
         while fence in card["citation"]:  # a fence the citation itself cannot close
             fence += "`"
         lines += ["## Citation", "", fence, card["citation"], fence, ""]
-    lines += ["## Configuration", "", "```json", json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False),
-              "```", "", "## Files", "", "| file | rows | bytes | sha256 |", "| --- | ---: | ---: | --- |"]
+    lines += [
+        "## Configuration",
+        "",
+        "```json",
+        json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False),
+        "```",
+        "",
+        "## Files",
+        "",
+        "| file | rows | bytes | sha256 |",
+        "| --- | ---: | ---: | --- |",
+    ]
     lines += [f"| {f['name']} | {f['rows']} | {f['size']} | `{f['sha256']}` |" for f in files]
     lines += ["", f"{CARD_NAME} itself is listed with its checksum in the release record.", ""]
     if exporter.count_by:
         header = " | ".join(exporter.count_by)
-        lines += [f"## Counts ({' × '.join(exporter.count_by)})", "", f"| {header} | rows |",
-                  "| " + " | ".join("---" for _ in exporter.count_by) + " | ---: |"]
+        lines += [
+            f"## Counts ({' × '.join(exporter.count_by)})",
+            "",
+            f"| {header} | rows |",
+            "| " + " | ".join("---" for _ in exporter.count_by) + " | ---: |",
+        ]
         for key in sorted(counts, key=lambda k: tuple("" if v is None else str(v) for v in k)):
             lines.append("| " + " | ".join(_md(v) for v in key) + f" | {counts[key]} |")
         lines += ["| **total** |" + " |" * (len(exporter.count_by) - 1) + f" {sum(counts.values())} |", ""]
@@ -457,7 +518,7 @@ STANCES = [s.value for s in Stance]
 
 def _str_list(key: str, value) -> list[str]:
     if isinstance(value, str):
-        value = [part for part in value.split(",")]
+        value = list(value.split(","))
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{key}: expected a list of strings, got {value!r}")
     return [v.strip() for v in value if v.strip()]
@@ -467,8 +528,9 @@ def _sentences_queryset(topics: list[str], stances: list[str]):
     return Sentence.objects.filter(topic__name__in=topics, stance__in=stances).order_by("id")
 
 
-def clean_split(split, *, default_mode: str, cross_topic: Callable[[dict], dict],
-                in_topic: Callable[[dict], dict]) -> dict:
+def clean_split(
+    split, *, default_mode: str, cross_topic: Callable[[dict], dict], in_topic: Callable[[dict], dict]
+) -> dict:
     """A release config's ``split`` (a mode name, or ``{"mode": ..., ...}``; empty: ``default_mode``) made explicit:
     ``{"mode": "none"}``, or the mode with the keys ``cross_topic(split)`` / ``in_topic(split)`` check and return.
     Every release kind with splits reads its config with this; errors are ``ValueError`` naming ``config.split``."""
@@ -519,10 +581,12 @@ def split_seed(split: dict, default: int) -> int:
 
 def prepare_sentences(config: dict) -> dict:
     """Validate a ``sentences`` config and make it explicit (resolved topic names, stances, split)."""
-    known = {key for key in config} - {"topics", "stances", "include_non_arguments", "split"}
+    known = set(config) - {"topics", "stances", "include_non_arguments", "split"}
     if known:
-        raise ValueError(f"config: unknown key(s) {', '.join(sorted(known))} "
-                         f"(expected topics, stances, include_non_arguments, split)")
+        raise ValueError(
+            f"config: unknown key(s) {', '.join(sorted(known))} "
+            f"(expected topics, stances, include_non_arguments, split)"
+        )
     by_lower = {t.lower(): t for t in Topic.objects.values_list("name", flat=True)}
     if config.get("topics"):
         names = _str_list("config.topics", config["topics"])
@@ -546,9 +610,12 @@ def prepare_sentences(config: dict) -> dict:
         stances.append("none")
     stances = [s for s in STANCES if s in stances]  # canonical order, no duplicates
 
-    split = clean_split(config.get("split"), default_mode="none",
-                        cross_topic=lambda s: _prepare_cross_topic(s, topics),
-                        in_topic=lambda s: _prepare_in_topic(s, topics, stances))
+    split = clean_split(
+        config.get("split"),
+        default_mode="none",
+        cross_topic=lambda s: _prepare_cross_topic(s, topics),
+        in_topic=lambda s: _prepare_in_topic(s, topics, stances),
+    )
     if split["mode"] == "cross-topic":  # only the topics assigned to a split are exported
         topics = sorted(t for part in SPLITS for t in split[part])
     return {"topics": topics, "stances": stances, "include_non_arguments": "none" in stances, "split": split}
@@ -562,18 +629,26 @@ def _prepare_cross_topic(split: dict, topics: list[str]) -> dict:
         names = _str_list(f"config.split.{part}", given) if given is not None else DEFAULT_CROSS_TOPIC[part]
         missing = [n for n in names if n.lower() not in by_lower]
         if missing:
-            hint = "" if given is not None else (
-                " (the default Arg-CTRL App. F split puts 'gun control' and 'school uniforms' in test and "
-                "'death penalty' in dev; give config.split.train/dev/test explicitly for other topics)")
-            raise ValueError(f"config.split.{part}: topic(s) {', '.join(repr(m) for m in missing)} "
-                             f"not among the exported topics{hint}")
+            hint = (
+                ""
+                if given is not None
+                else (
+                    " (the default Arg-CTRL App. F split puts 'gun control' and 'school uniforms' in test and "
+                    "'death penalty' in dev; give config.split.train/dev/test explicitly for other topics)"
+                )
+            )
+            raise ValueError(
+                f"config.split.{part}: topic(s) {', '.join(repr(m) for m in missing)} "
+                f"not among the exported topics{hint}"
+            )
         chosen[part] = sorted({by_lower[n.lower()] for n in names})
     if split.get("train") is not None:
         names = _str_list("config.split.train", split["train"])
         missing = [n for n in names if n.lower() not in by_lower]
         if missing:
-            raise ValueError(f"config.split.train: topic(s) {', '.join(repr(m) for m in missing)} "
-                             f"not among the exported topics")
+            raise ValueError(
+                f"config.split.train: topic(s) {', '.join(repr(m) for m in missing)} not among the exported topics"
+            )
         chosen["train"] = sorted({by_lower[n.lower()] for n in names})
     else:
         taken = set(chosen["test"]) | set(chosen["dev"])
@@ -584,8 +659,10 @@ def _prepare_cross_topic(split: dict, topics: list[str]) -> dict:
             raise ValueError(f"config.split.{part}: no topic is assigned to {part}")
         for topic in chosen[part]:
             if topic in seen:
-                raise ValueError(f"config.split.{part}: topic {topic!r} is also in {seen[topic]}; "
-                                 f"cross-topic splits must not share topics")
+                raise ValueError(
+                    f"config.split.{part}: topic {topic!r} is also in {seen[topic]}; "
+                    f"cross-topic splits must not share topics"
+                )
             seen[topic] = part
     return {part: chosen[part] for part in SPLITS}
 
@@ -594,8 +671,10 @@ def _prepare_in_topic(split: dict, topics: list[str], stances: list[str]) -> dic
     seed = split_seed(split, 13)
     sizes = split.get("sizes")
     if not isinstance(sizes, dict) or set(sizes) != set(SPLITS):
-        raise ValueError(f"config.split.sizes: give the number of rows for each of train, dev and test, e.g. "
-                         f"{json.dumps(APP_F_IN_TOPIC_SIZES)} (Arg-CTRL App. F); got {sizes!r}")
+        raise ValueError(
+            f"config.split.sizes: give the number of rows for each of train, dev and test, e.g. "
+            f"{json.dumps(APP_F_IN_TOPIC_SIZES)} (Arg-CTRL App. F); got {sizes!r}"
+        )
     for part in SPLITS:
         value = sizes[part]
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -603,8 +682,10 @@ def _prepare_in_topic(split: dict, topics: list[str], stances: list[str]) -> dic
     available = _sentences_queryset(topics, stances).count()
     wanted = sum(sizes[part] for part in SPLITS)
     if wanted > available:
-        raise ValueError(f"config.split.sizes: train+dev+test = {wanted} but only {available} sentences match "
-                         f"the selected topics and stances")
+        raise ValueError(
+            f"config.split.sizes: train+dev+test = {wanted} but only {available} sentences match "
+            f"the selected topics and stances"
+        )
     return {"seed": seed, "sizes": {part: sizes[part] for part in SPLITS}}
 
 
@@ -615,9 +696,16 @@ def _rows(queryset, split: str | None, keep_ids: set[int] | None = None) -> Iter
     for values in queryset.values(*_ROW_FIELDS).iterator(chunk_size=CHUNK_SIZE):
         if keep_ids is not None and values["id"] not in keep_ids:
             continue
-        yield {"hash": values["content_hash"], "id": values["external_id"], "topic": values["topic__name"],
-               "sentence": values["text"], "stance": values["stance"], "source": values["source"],
-               "metadata": values["metadata"], "split": split}
+        yield {
+            "hash": values["content_hash"],
+            "id": values["external_id"],
+            "topic": values["topic__name"],
+            "sentence": values["text"],
+            "stance": values["stance"],
+            "source": values["source"],
+            "metadata": values["metadata"],
+            "split": split,
+        }
 
 
 def _in_topic_assignment(queryset, seed: int, sizes: dict) -> dict[str, set[int]]:
@@ -627,7 +715,7 @@ def _in_topic_assignment(queryset, seed: int, sizes: dict) -> dict[str, set[int]
     where: dict[int, str] = {}
     start = 0
     for part in SPLITS:
-        for pos in positions[start:start + sizes[part]]:
+        for pos in positions[start : start + sizes[part]]:
             where[pos] = part
         start += sizes[part]
     chosen: dict[str, set[int]] = {part: set() for part in SPLITS}
@@ -648,23 +736,39 @@ def count_sentences(config: dict) -> int:
 def sentences_card(ctx: CardContext) -> list[tuple[str, str]]:
     split = ctx.config["split"]
     if split["mode"] == "cross-topic":
-        text = "Cross-topic split (Arg-CTRL App. F style): " + "; ".join(
-            f"{part}: {', '.join(split[part])}" for part in SPLITS) + "."
+        text = (
+            "Cross-topic split (Arg-CTRL App. F style): "
+            + "; ".join(f"{part}: {', '.join(split[part])}" for part in SPLITS)
+            + "."
+        )
     elif split["mode"] == "in-topic":
-        text = (f"In-topic split: rows sampled at random with seed {split['seed']} from all selected topics: "
-                + ", ".join(f"{part} {split['sizes'][part]}" for part in SPLITS) + ".")
+        text = (
+            f"In-topic split: rows sampled at random with seed {split['seed']} from all selected topics: "
+            + ", ".join(f"{part} {split['sizes'][part]}" for part in SPLITS)
+            + "."
+        )
     else:
         text = "No split: one file, sentences.jsonl."
-    fmt = ("One JSON object per line with keys hash (content hash), id (id in the source corpus), topic, "
-           "sentence, stance (pro / con / none), source, metadata, split. Rows are ordered by database id; "
-           "keys are sorted. Importable with `corpus.importers.import_file(path, \"jsonl\")`.")
-    return [("Format", fmt), ("Splits", text),
-            ("Agreement", "No agreement figures recorded: stance labels are taken from the source corpus.")]
+    fmt = (
+        "One JSON object per line with keys hash (content hash), id (id in the source corpus), topic, "
+        "sentence, stance (pro / con / none), source, metadata, split. Rows are ordered by database id; "
+        'keys are sorted. Importable with `corpus.importers.import_file(path, "jsonl")`.'
+    )
+    return [
+        ("Format", fmt),
+        ("Splits", text),
+        ("Agreement", "No agreement figures recorded: stance labels are taken from the source corpus."),
+    ]
 
 
-@register_exporter("sentences", prepare=prepare_sentences, count=count_sentences, card=sentences_card,
-                   count_by=("topic", "stance", "split"),
-                   description="Sentence-level arguments with topic and stance (corpus.Sentence).")
+@register_exporter(
+    "sentences",
+    prepare=prepare_sentences,
+    count=count_sentences,
+    card=sentences_card,
+    count_by=("topic", "stance", "split"),
+    description="Sentence-level arguments with topic and stance (corpus.Sentence).",
+)
 def export_sentences(config: dict) -> Iterator[tuple[str, Rows]]:
     split = config["split"]
     if split["mode"] == "none":

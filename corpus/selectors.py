@@ -2,6 +2,7 @@
 
 Every function returns a queryset (or one row / ``None``); none of them writes.
 """
+
 from __future__ import annotations
 
 from django.db.models import Count, Prefetch, QuerySet
@@ -44,8 +45,9 @@ def topic_content_counts(topic: Topic) -> tuple[int, int]:
 
 
 # --- sentences ----------------------------------------------------------------------------------
-def sentence_list(*, topic: Topic | None = None, stance: str | None = None, search: str | None = None
-                  ) -> QuerySet[Sentence]:
+def sentence_list(
+    *, topic: Topic | None = None, stance: str | None = None, search: str | None = None
+) -> QuerySet[Sentence]:
     qs = Sentence.objects.select_related("topic")
     if topic is not None:
         qs = qs.filter(topic=topic)
@@ -64,8 +66,9 @@ def sentence_with_same_content(topic: Topic, text: str, *, exclude_pk: int | Non
 
 
 # --- fact KB ------------------------------------------------------------------------------------
-def fact_list(*, topic: Topic | None = None, status: str | None = None, origin: str | None = None
-              ) -> QuerySet[FactVariable]:
+def fact_list(
+    *, topic: Topic | None = None, status: str | None = None, origin: str | None = None
+) -> QuerySet[FactVariable]:
     qs = FactVariable.objects.select_related("topic")
     if topic is not None:
         qs = qs.filter(topic=topic)
@@ -93,8 +96,12 @@ def debate_list(*, topic: Topic | None = None) -> QuerySet[DebateTree]:
 
 def debate_detail_queryset() -> QuerySet[DebateTree]:
     nodes = DebateNode.objects.order_by("id")
-    return (DebateTree.objects.select_related("topic").annotate(node_count=Count("nodes"))
-            .prefetch_related(Prefetch("nodes", queryset=nodes)).order_by("id"))
+    return (
+        DebateTree.objects.select_related("topic")
+        .annotate(node_count=Count("nodes"))
+        .prefetch_related(Prefetch("nodes", queryset=nodes))
+        .order_by("id")
+    )
 
 
 # --- releases -----------------------------------------------------------------------------------

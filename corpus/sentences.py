@@ -8,11 +8,12 @@
   ("reproduct" matches "reproduction", "abort" matches "anti-abortion"), and a multi-word synonym matches
   as a phrase ("capital punishment", whatever whitespace between the words).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from corpus.hashing import normalise
 
@@ -70,8 +71,9 @@ class RelevanceFilter:
         self.terms = relevance_terms(topic_name, synonyms)
         if not self.terms:
             raise ValueError(f"topic {topic_name!r} has no token to filter on")
-        alternatives = sorted((r"\s+".join(re.escape(w) for w in term.split(" ")) for term in self.terms),
-                              key=len, reverse=True)
+        alternatives = sorted(
+            (r"\s+".join(re.escape(w) for w in term.split(" ")) for term in self.terms), key=len, reverse=True
+        )
         # Starts on a token boundary; may end inside a token (prefix match).
         self.pattern = re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 

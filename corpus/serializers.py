@@ -1,5 +1,6 @@
 """REST representations of the corpus. Serializers validate and shape data; writes happen in the views' write
 functions (see :mod:`corpus.api`), never in ``save()``. Every error names the field it is about."""
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -22,8 +23,9 @@ from .models import (
 )
 
 
-@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}],
-                      "description": "Topic id, or topic name (case-insensitive)."})
+@extend_schema_field(
+    {"oneOf": [{"type": "integer"}, {"type": "string"}], "description": "Topic id, or topic name (case-insensitive)."}
+)
 class TopicRefField(serializers.Field):
     """A topic given by id or by name; represented by its id."""
 
@@ -52,8 +54,11 @@ def _require_text(value: str) -> str:
 
 # --- topics -------------------------------------------------------------------------------------
 class TopicSerializer(serializers.ModelSerializer):
-    synonyms = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
-                                     help_text="Synonyms used by the topic-relevance filter.")
+    synonyms = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        help_text="Synonyms used by the topic-relevance filter.",
+    )
 
     class Meta:
         model = Topic
@@ -69,13 +74,15 @@ class TopicSerializer(serializers.ModelSerializer):
             clash = selectors.topic_by_slug(slug)
             if clash is not None:
                 raise serializers.ValidationError(
-                    f"Topic {clash.name!r} (id {clash.pk}) already has the slug {slug!r}; choose a different name.")
+                    f"Topic {clash.name!r} (id {clash.pk}) already has the slug {slug!r}; choose a different name."
+                )
         elif value.lower() != self.instance.name.lower():
             sentences, facts = selectors.topic_content_counts(self.instance)
             if sentences or facts:
                 raise serializers.ValidationError(
                     f"This topic has {sentences} sentences and {facts} facts whose content hashes include its "
-                    "name; renaming it (other than changing case) would break re-import deduplication.")
+                    "name; renaming it (other than changing case) would break re-import deduplication."
+                )
         return value
 
 
@@ -87,8 +94,20 @@ class SentenceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Sentence
-        fields = ["id", "topic", "topic_name", "text", "stance", "source", "external_id", "document", "position",
-                  "content_hash", "metadata", "created_at"]
+        fields = [
+            "id",
+            "topic",
+            "topic_name",
+            "text",
+            "stance",
+            "source",
+            "external_id",
+            "document",
+            "position",
+            "content_hash",
+            "metadata",
+            "created_at",
+        ]
         read_only_fields = ["document", "position", "content_hash", "created_at"]
 
     def validate_text(self, value: str) -> str:
@@ -102,7 +121,8 @@ class SentenceSerializer(serializers.ModelSerializer):
         same = selectors.sentence_with_same_content(topic, text, exclude_pk=getattr(self.instance, "pk", None))
         if same is not None:
             raise serializers.ValidationError(
-                {"text": f"Sentence {same.pk} on topic {topic.name!r} already has this text (same content hash)."})
+                {"text": f"Sentence {same.pk} on topic {topic.name!r} already has this text (same content hash)."}
+            )
         return attrs
 
 
@@ -127,8 +147,18 @@ class FactVariableSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = FactVariable
-        fields = ["id", "topic", "topic_name", "text", "origin", "status", "merged_into", "content_hash",
-                  "metadata", "created_at"]
+        fields = [
+            "id",
+            "topic",
+            "topic_name",
+            "text",
+            "origin",
+            "status",
+            "merged_into",
+            "content_hash",
+            "metadata",
+            "created_at",
+        ]
         read_only_fields = ["content_hash", "created_at"]
 
     def validate_text(self, value: str) -> str:
@@ -143,7 +173,8 @@ class FactVariableSerializer(serializers.ModelSerializer):
         same = selectors.fact_with_same_content(topic, text, exclude_pk=pk)
         if same is not None:
             raise serializers.ValidationError(
-                {"text": f"Fact {same.pk} on topic {topic.name!r} already has this text (same content hash)."})
+                {"text": f"Fact {same.pk} on topic {topic.name!r} already has this text (same content hash)."}
+            )
         return attrs
 
 
@@ -205,12 +236,24 @@ class ReleaseFileSerializer(serializers.ModelSerializer):
 
 
 class ReleaseSerializer(serializers.ModelSerializer):
-    creator: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="username", read_only=True,
-                                                                          allow_null=True)
+    creator: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     files = ReleaseFileSerializer(many=True, read_only=True)
 
     class Meta:
         model = Release
-        fields = ["id", "name", "version", "kind", "status", "config", "created_at", "published_at", "creator",
-                  "error", "files"]
+        fields = [
+            "id",
+            "name",
+            "version",
+            "kind",
+            "status",
+            "config",
+            "created_at",
+            "published_at",
+            "creator",
+            "error",
+            "files",
+        ]
         read_only_fields = fields

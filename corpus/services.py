@@ -6,6 +6,7 @@ is a :class:`~argora.errors.FieldError` on the field. A fact variable's status (
 changes only through :func:`change_fact_status`, which checks the merge rules and tells the apps above through
 :data:`corpus.signals.fact_changed` (span grounding re-points the spans mapped to it).
 """
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
@@ -40,19 +41,41 @@ def update_topic(topic: Topic, **fields) -> Topic:
     return _save_unique(topic, "name")
 
 
-def create_sentence(*, topic: Topic, text: str, stance: str = "none", source: str = "", external_id: str = "",
-                    metadata: dict | None = None) -> Sentence:
-    sentence = Sentence(topic=topic, text=text, stance=stance, source=source, external_id=external_id,
-                        metadata=metadata or {}, content_hash=hashing.sentence_hash(topic.name, text))
+def create_sentence(
+    *,
+    topic: Topic,
+    text: str,
+    stance: str = "none",
+    source: str = "",
+    external_id: str = "",
+    metadata: dict | None = None,
+) -> Sentence:
+    sentence = Sentence(
+        topic=topic,
+        text=text,
+        stance=stance,
+        source=source,
+        external_id=external_id,
+        metadata=metadata or {},
+        content_hash=hashing.sentence_hash(topic.name, text),
+    )
     return _save_unique(sentence)
 
 
 # --- the fact KB ------------------------------------------------------------------------------------
-def create_fact(*, topic: Topic, text: str, metadata: dict | None = None, status: str | None = None,
-                merged_into: FactVariable | None = None, **fields) -> FactVariable:
+def create_fact(
+    *,
+    topic: Topic,
+    text: str,
+    metadata: dict | None = None,
+    status: str | None = None,
+    merged_into: FactVariable | None = None,
+    **fields,
+) -> FactVariable:
     """A new fact variable (content hash from topic + text). A variable created merged is checked like a merge."""
-    fact = FactVariable(topic=topic, text=text, metadata=metadata or {},
-                        content_hash=hashing.fact_hash(topic.name, text), **fields)
+    fact = FactVariable(
+        topic=topic, text=text, metadata=metadata or {}, content_hash=hashing.fact_hash(topic.name, text), **fields
+    )
     with transaction.atomic():
         _save_unique(fact)
         if status is not None and (status != fact.status or merged_into is not None):
@@ -76,8 +99,7 @@ def update_fact(fact: FactVariable, *, user=None, **fields) -> FactVariable:
     return fact
 
 
-def change_fact_status(fact_id: int, status: str, *, into=None, user=None, only_pending: bool = False
-                       ) -> FactVariable:
+def change_fact_status(fact_id: int, status: str, *, into=None, user=None, only_pending: bool = False) -> FactVariable:
     """Set a variable's status, the one way a fact is accepted, merged, rejected or retired.
 
     ``merged`` needs ``into``: another, active variable of the same topic; any other status clears the merge target.
@@ -98,8 +120,11 @@ def change_fact_status(fact_id: int, status: str, *, into=None, user=None, only_
             target = _merge_target(fact, into)
         fact.status = status
         fact.merged_into = target
-        review = {"action": _ACTION.get(status, status), "by": getattr(user, "username", None),
-                  "at": timezone.now().isoformat()}
+        review = {
+            "action": _ACTION.get(status, status),
+            "by": getattr(user, "username", None),
+            "at": timezone.now().isoformat(),
+        }
         if target is not None:
             review["into"] = target.pk
         fact.metadata = {**(fact.metadata or {}), "review": review}
@@ -108,8 +133,11 @@ def change_fact_status(fact_id: int, status: str, *, into=None, user=None, only_
     return fact
 
 
-_ACTION: dict[str, str] = {FactVariable.Status.ACTIVE: "accept", FactVariable.Status.MERGED: "merge",
-           FactVariable.Status.REJECTED: "reject"}
+_ACTION: dict[str, str] = {
+    FactVariable.Status.ACTIVE: "accept",
+    FactVariable.Status.MERGED: "merge",
+    FactVariable.Status.REJECTED: "reject",
+}
 
 
 def _merge_target(fact: FactVariable, into) -> FactVariable:
@@ -142,6 +170,8 @@ def delete_fact(fact: FactVariable) -> None:
         for _receiver, found in fact_uses.send(sender=FactVariable, fact=fact):
             uses += list(found or [])
         if uses:
-            raise FieldError("id", f"fact variable {fact.pk} is in use ({'; '.join(uses)}); reject or merge it "
-                                   f"instead of deleting it")
+            raise FieldError(
+                "id",
+                f"fact variable {fact.pk} is in use ({'; '.join(uses)}); reject or merge it instead of deleting it",
+            )
         fact.delete()

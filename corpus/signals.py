@@ -12,6 +12,7 @@ deleted.
 release, with ``sender=Release, release=<the release>``; annotation writes a line in the audit log of each project
 the release exports.
 """
+
 from django.dispatch import Signal
 
 fact_changed = Signal()

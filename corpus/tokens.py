@@ -4,6 +4,7 @@ candidates and free spans, the span-grounding editor's snapping, the taggers' wo
 Tokens are runs of word characters, joined across an inner apostrophe or hyphen (``don't``, ``anti-abortion`` are one
 token each); every other non-space character is a one-character token. Offsets index the text exactly as given.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 
 # NLTK's English stopword list (179 words, nltk 3.x ``stopwords.words("english")``), shipped here because
 # the NLTK data download is not available offline. Matching is case-insensitive; ’ counts as '.
-STOPWORDS: frozenset[str] = frozenset("""
+STOPWORDS: frozenset[str] = frozenset(
+    """
 i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
 himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom
 this that that'll these those am is are was were be been being have has had having do does did doing a an
@@ -21,7 +23,8 @@ how all any both each few more most other some such no nor not only own same so 
 just don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn
 doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan
 shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
-""".split())
+""".split()
+)
 
 _TOKEN = re.compile(r"\w+(?:['’\-]\w+)*|[^\w\s]")
 

@@ -2,6 +2,7 @@
 Arg-CTRL (Schiller et al. 2021), App. B, Table 9. A topic created by an import gets these as its
 ``Topic.synonyms`` when its name is one of the eight; the documents import falls back to them for a
 UKP topic whose synonyms are empty."""
+
 from __future__ import annotations
 
 from corpus.hashing import normalise
@@ -13,8 +14,15 @@ UKP_TOPIC_SYNONYMS: dict[str, list[str]] = {
     "gun control": ["second amendment", "ownership", "arms reduction", "arms limitation"],
     "marijuana legalization": ["cannabis", "legalization of marijuana", "legal", "illegal", "law", "weed", "dope"],
     "minimum wage": ["living wage", "base pay", "average wage", "low income"],
-    "nuclear energy": ["fission", "fusion", "atomic energy", "nuclear power", "atomic power", "radioactive",
-                       "radioactivity"],
+    "nuclear energy": [
+        "fission",
+        "fusion",
+        "atomic energy",
+        "nuclear power",
+        "atomic power",
+        "radioactive",
+        "radioactivity",
+    ],
     "school uniforms": ["uniform", "college", "outfit", "dress", "suit", "jacket", "cloth"],
 }
 

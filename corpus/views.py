@@ -1,4 +1,5 @@
 """HTML-side views of the corpus app: staff-only download of release files."""
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,11 @@ def release_file(request, pk: int, name: str):
         fh = open_verified(release, name)
     except ReleaseFileChanged as exc:
         log.error("release %s: %s", release, exc)
-        return HttpResponse(f"Release {release}: {exc}. It is not served; restore the file or publish a new "
-                            f"version.\n", status=409, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"Release {release}: {exc}. It is not served; restore the file or publish a new version.\n",
+            status=409,
+            content_type="text/plain; charset=utf-8",
+        )
     if fh is None:
         raise Http404(f"release {release} has no file {name!r}")
     suffix = Path(name).suffix.lower()

@@ -9,8 +9,20 @@ from .models import ModelVersion, PipelineRun
 @admin.register(ModelVersion)
 class ModelVersionAdmin(TeamScopedAdmin):
     shared_rows = True
-    list_display = ("id", "kind", "project", "status", "is_active", "primary", "n_train", "n_dev", "seed",
-                    "data_snapshot", "created_at", "trained_at")
+    list_display = (
+        "id",
+        "kind",
+        "project",
+        "status",
+        "is_active",
+        "primary",
+        "n_train",
+        "n_dev",
+        "seed",
+        "data_snapshot",
+        "created_at",
+        "trained_at",
+    )
     list_filter = ("kind", "status", "is_active", "project")
     search_fields = ("kind", "data_snapshot", "data_hash", "task_id", "base_model")
     readonly_fields = [f.name for f in ModelVersion._meta.fields]
@@ -33,8 +45,10 @@ class ModelVersionAdmin(TeamScopedAdmin):
             except ValueError as exc:
                 self.message_user(request, str(exc), level=messages.ERROR)
 
-    @admin.action(description="Roll back: archive the active version of each selected version's kind and project, "
-                              "re-activate the previous one")
+    @admin.action(
+        description="Roll back: archive the active version of each selected version's kind and project, "
+        "re-activate the previous one"
+    )
     def rollback_selected(self, request, queryset):
         queryset = self.changeable(request, queryset)  # only rows of projects the user may change
         """The same as ``manage.py models rollback <kind> [--project SLUG]`` (:func:`ml.registry.rollback`), once
@@ -44,8 +58,11 @@ class ModelVersionAdmin(TeamScopedAdmin):
             where = f"{kind}" + (f" of project {project.slug}" if project is not None else " (global)")
             previous = registry.rollback(kind, project)
             if previous is None:
-                self.message_user(request, f"{where}: no earlier ready version to roll back to; nothing changed",
-                                  level=messages.WARNING)
+                self.message_user(
+                    request,
+                    f"{where}: no earlier ready version to roll back to; nothing changed",
+                    level=messages.WARNING,
+                )
             else:
                 self.message_user(request, f"{where}: rolled back, version {previous.pk} is active")
 
@@ -57,8 +74,17 @@ class PipelineRunAdmin(TeamScopedAdmin):
     the chain from the first unfinished stage, sending the silver stages to the ``gpu`` workers (run it again once
     they are done to move on), like ``manage.py pipeline argctrl ... --queue``."""
 
-    list_display = ("id", "kind", "topic_name", "stage", "status", "argument_run", "aspect_run", "release",
-                    "updated_at")
+    list_display = (
+        "id",
+        "kind",
+        "topic_name",
+        "stage",
+        "status",
+        "argument_run",
+        "aspect_run",
+        "release",
+        "updated_at",
+    )
     list_filter = ("kind", "status", "stage")
     search_fields = ("topic_name", "documents")
     readonly_fields = [f.name for f in PipelineRun._meta.fields]
@@ -76,5 +102,7 @@ class PipelineRunAdmin(TeamScopedAdmin):
             except Exception as exc:  # noqa: BLE001 - shown to the user; the row keeps a failed stage's error
                 self.message_user(request, f"pipeline {run.pk}: {type(exc).__name__}: {exc}", level=messages.ERROR)
                 continue
-            self.message_user(request, f"pipeline {run.pk}: {run.status} at stage {run.stage}"
-                                       + (f" ({run.error})" if run.error else ""))
+            self.message_user(
+                request,
+                f"pipeline {run.pk}: {run.status} at stage {run.stage}" + (f" ({run.error})" if run.error else ""),
+            )

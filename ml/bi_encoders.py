@@ -6,6 +6,7 @@ Preference: the project's active ``augsbert`` version, the project's active ``bi
 comes first because it is the bi-encoder trained on the gold and the silver pairs. None: the caller uses the default
 encoder (:func:`ml.encoders.encode`).
 """
+
 from __future__ import annotations
 
 import logging

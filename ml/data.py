@@ -24,12 +24,13 @@ Splits
 
 (Other engineers may APPEND readers for their kinds below the ranker section.)
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from annotation.models import Item
 from annotation.selectors import counted_responses
@@ -48,6 +49,7 @@ LABEL_KEYS = ("sentence", "candidate", "score", "begin", "length")
 
 
 # --- ranker rows -----------------------------------------------------------------------------------
+
 
 def ranker_rows(sentence: str, spans: Iterable[Sequence[int]], *, topic: str = "") -> list[dict]:
     """§3.1 Step 2a rows of one sentence, each carrying the gold ``aspects``."""
@@ -80,8 +82,9 @@ def read_jsonl_objects(path: Path) -> list[tuple[int, dict]]:
 def _check_label_row(path, number: int, row: dict) -> dict:
     missing = [k for k in LABEL_KEYS if k not in row]
     if missing:
-        raise TrainerError(f"{path}:{number}: missing key(s) {', '.join(missing)} (neither an App. F row nor a "
-                             f"ranker label row)")
+        raise TrainerError(
+            f"{path}:{number}: missing key(s) {', '.join(missing)} (neither an App. F row nor a ranker label row)"
+        )
     try:
         begin, length, score = int(row["begin"]), int(row["length"]), float(row["score"])
     except (TypeError, ValueError):
@@ -108,8 +111,9 @@ def sentence_key(row: dict) -> tuple[str, str]:
     return (str(row.get("topic") or ""), row["sentence"])
 
 
-def split_by_sentence(rows: Sequence[dict], *, dev_fraction: float = 0.2, seed: int = 13
-                      ) -> tuple[list[dict], list[dict]]:
+def split_by_sentence(
+    rows: Sequence[dict], *, dev_fraction: float = 0.2, seed: int = 13
+) -> tuple[list[dict], list[dict]]:
     """Seeded random split of the sentences (every row of a sentence on one side); both sides non-empty when
     there are >= 2 sentences and ``dev_fraction > 0``. Row order within each side is kept."""
     keys = list(dict.fromkeys(sentence_key(r) for r in rows))
@@ -145,11 +149,15 @@ def human_aspect_rows(project) -> list[dict]:
     vote of submitted crowd responses (confirmed workers, no model annotator) -- sorted by hash. Items whose only
     answer is the imported reference are left out: the retrain loop trains on the project's labelled data, never
     on a whole imported corpus by accident."""
-    items = list(Item.objects.filter(project=project, is_training=False).select_related("gold")
-                 .order_by("position", "id"))
+    items = list(
+        Item.objects.filter(project=project, is_training=False).select_related("gold").order_by("position", "id")
+    )
     by_item: dict[int, list[dict]] = {}
-    for item_id, data in (counted_responses(project, include_gold=True, include_models=False)
-                          .order_by("id").values_list("item_id", "data")):
+    for item_id, data in (
+        counted_responses(project, include_gold=True, include_models=False)
+        .order_by("id")
+        .values_list("item_id", "data")
+    ):
         by_item.setdefault(item_id, []).append(data)
     rows = []
     for item in items:
@@ -186,8 +194,9 @@ def human_span_rows(project, *, filters=None) -> Iterator[dict]:
     filters = clean_filters(filters)
     task_type = project.get_task_type()
     responses: dict[int, list[dict]] = {}
-    for item_id, data in (counted_responses(project, include_models=False).order_by("item_id", "id")
-                          .values_list("item_id", "data")):
+    for item_id, data in (
+        counted_responses(project, include_models=False).order_by("item_id", "id").values_list("item_id", "data")
+    ):
         responses.setdefault(item_id, []).append(data)
     items = list(Item.objects.filter(project=project, is_gold=False, pk__in=list(responses)).order_by("position", "id"))
     mapping = normalisation_by_item([i.pk for i in items])
@@ -198,16 +207,21 @@ def human_span_rows(project, *, filters=None) -> Iterator[dict]:
             yield row
 
 
-def leave_one_topic_out(rows: Sequence[dict], topics: Iterable[str] | None = None
-                        ) -> Iterator[tuple[str, list[dict], list[dict]]]:
+def leave_one_topic_out(
+    rows: Sequence[dict], topics: Iterable[str] | None = None
+) -> Iterator[tuple[str, list[dict], list[dict]]]:
     """``(held-out topic, train rows of the other topics, rows of the topic)`` for each topic (sorted)."""
     all_topics = sorted({str(r.get("topic") or "") for r in rows})
-    for topic in (sorted(topics) if topics is not None else all_topics):
-        yield (topic, [r for r in rows if str(r.get("topic") or "") != topic],
-               [r for r in rows if str(r.get("topic") or "") == topic])
+    for topic in sorted(topics) if topics is not None else all_topics:
+        yield (
+            topic,
+            [r for r in rows if str(r.get("topic") or "") != topic],
+            [r for r in rows if str(r.get("topic") or "") == topic],
+        )
 
 
 # --- rows grouped per sentence (what rankers score and metrics read) -------------------------------
+
 
 @dataclass
 class SentenceRows:
@@ -260,7 +274,7 @@ def group_sentences(rows: Iterable[dict]) -> list[SentenceRows]:
         if span in seen[key]:
             continue
         seen[key].add(span)
-        text = row.get("candidate") or row["sentence"][span[0]:span[0] + span[1]]
+        text = row.get("candidate") or row["sentence"][span[0] : span[0] + span[1]]
         group.spans.append(span)
         group.texts.append(text)
         group.scores.append(float(row.get("score", 0.0)))
@@ -274,17 +288,72 @@ def group_sentences(rows: Iterable[dict]) -> list[SentenceRows]:
 
 # --- synthetic App. F-like data with a planted signal (tests, bench) -------------------------------
 
-SYNTH_TOPICS = ("abortion", "cloning", "death penalty", "gun control", "marijuana legalization", "minimum wage",
-                "nuclear energy", "school uniforms")
-SYNTH_ASPECTS = ("cost", "safety", "risk", "public health", "black market", "background checks", "deterrent",
-                 "human rights", "tax revenue", "crime rate", "pollution", "freedom of choice", "economic growth",
-                 "medical research", "self defense", "unemployment", "bullying", "innocent people")
-SYNTH_FILLERS = ("people", "government", "country", "students", "policy", "issue", "debate", "society", "law",
-                 "state", "years", "children", "system", "experts", "families", "community", "reports", "voters")
-_OPENERS = ("Many {f} argue that the {a}", "The {f} says the {a}", "Critics of the {f} claim that the {a}",
-            "Supporters believe that the {a}", "It is clear to the {f} that the {a}", "Recent {f} show that the {a}")
-_MIDDLES = (" matters more than the {f}", " is linked to the {f}", " changes how the {f} sees the {a}",
-            " depends on the {f} and the {a}", " outweighs every {f}", " affects the {f} of the {f2}")
+SYNTH_TOPICS = (
+    "abortion",
+    "cloning",
+    "death penalty",
+    "gun control",
+    "marijuana legalization",
+    "minimum wage",
+    "nuclear energy",
+    "school uniforms",
+)
+SYNTH_ASPECTS = (
+    "cost",
+    "safety",
+    "risk",
+    "public health",
+    "black market",
+    "background checks",
+    "deterrent",
+    "human rights",
+    "tax revenue",
+    "crime rate",
+    "pollution",
+    "freedom of choice",
+    "economic growth",
+    "medical research",
+    "self defense",
+    "unemployment",
+    "bullying",
+    "innocent people",
+)
+SYNTH_FILLERS = (
+    "people",
+    "government",
+    "country",
+    "students",
+    "policy",
+    "issue",
+    "debate",
+    "society",
+    "law",
+    "state",
+    "years",
+    "children",
+    "system",
+    "experts",
+    "families",
+    "community",
+    "reports",
+    "voters",
+)
+_OPENERS = (
+    "Many {f} argue that the {a}",
+    "The {f} says the {a}",
+    "Critics of the {f} claim that the {a}",
+    "Supporters believe that the {a}",
+    "It is clear to the {f} that the {a}",
+    "Recent {f} show that the {a}",
+)
+_MIDDLES = (
+    " matters more than the {f}",
+    " is linked to the {f}",
+    " changes how the {f} sees the {a}",
+    " depends on the {f} and the {a}",
+    " outweighs every {f}",
+    " affects the {f} of the {f2}",
+)
 _CLOSERS = (" in the {t} debate.", " when it comes to {t}.", ".", " for {t} in our {f}.")
 
 
@@ -299,7 +368,7 @@ def synthetic_appf(n: int, *, seed: int = 13, topics: Sequence[str] = SYNTH_TOPI
         no_aspect = rng.random() < 0.1
         parts: list[tuple[str, bool]] = []
 
-        def fill(template: str) -> None:
+        def fill(template: str, parts=parts, no_aspect=no_aspect, topic=topic) -> None:
             pos = 0
             while pos < len(template):
                 j = template.find("{", pos)
@@ -308,7 +377,7 @@ def synthetic_appf(n: int, *, seed: int = 13, topics: Sequence[str] = SYNTH_TOPI
                     break
                 parts.append((template[pos:j], False))
                 k = template.index("}", j)
-                slot = template[j + 1:k]
+                slot = template[j + 1 : k]
                 if slot == "a":
                     parts.append((rng.choice(SYNTH_FILLERS) if no_aspect else rng.choice(SYNTH_ASPECTS), not no_aspect))
                 elif slot == "t":
@@ -326,10 +395,16 @@ def synthetic_appf(n: int, *, seed: int = 13, topics: Sequence[str] = SYNTH_TOPI
                 spans.append((len(sentence), len(text)))
             sentence += text
         spans = sorted(set(spans))
-        out.append({"hash": f"synth-{seed}-{i}", "sentence": sentence, "topic": topic,
-                    "stance": "Argument_for" if rng.random() < 0.5 else "Argument_against",
-                    "aspect_pos": [f"({b},{l})" for b, l in spans],
-                    "aspect_pos_string": [sentence[b:b + l] for b, l in spans]})
+        out.append(
+            {
+                "hash": f"synth-{seed}-{i}",
+                "sentence": sentence,
+                "topic": topic,
+                "stance": "Argument_for" if rng.random() < 0.5 else "Argument_against",
+                "aspect_pos": [f"({b},{l})" for b, l in spans],
+                "aspect_pos_string": [sentence[b : b + l] for b, l in spans],
+            }
+        )
     return out
 
 

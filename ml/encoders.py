@@ -3,6 +3,7 @@
 No model hub is contacted (HF_HUB_OFFLINE=1 is set in settings). ``default_encoder_path()`` is the one place
 that knows where the default lives; everything that needs "the encoder" goes through :func:`load_sentence_encoder`.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,5 +45,10 @@ def load_sentence_encoder(name_or_path: str | None = None, *, device: str | None
 def encode(texts: list[str], name_or_path: str | None = None, *, batch_size: int = 64, normalize: bool = True):
     """Embeddings as a float32 numpy array (L2-normalised by default, so a dot product is the cosine)."""
     model = load_sentence_encoder(name_or_path)
-    return model.encode(list(texts), batch_size=batch_size, normalize_embeddings=normalize,
-                        convert_to_numpy=True, show_progress_bar=False)
+    return model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=normalize,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )

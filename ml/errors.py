@@ -3,6 +3,7 @@
 Their own module so that a data reader (:mod:`ml.data`, a trainer's ``rows_from_file``) can raise them without
 importing the registry, and the registry, the loop and the commands catch the same classes.
 """
+
 from __future__ import annotations
 
 from argora.errors import FileLineError

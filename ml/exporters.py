@@ -3,6 +3,7 @@
 Config: ``{"runs": [run id, ...] (or "run"), "scheme_ratio", "discard_others", "min_confidence", "drop_unlabelled"}``
 (the filters default to each run's own options). One file, ``silver.jsonl``, one row per kept sentence.
 """
+
 from __future__ import annotations
 
 from corpus.releases import register_exporter
@@ -16,7 +17,9 @@ FILTER_KEYS = ("scheme_ratio", "discard_others", "min_confidence", "drop_unlabel
 def prepare(config: dict) -> dict:
     unknown = set(config) - {"run", "runs", *FILTER_KEYS}
     if unknown:
-        raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected runs, {', '.join(FILTER_KEYS)})")
+        raise ValueError(
+            f"config: unknown key(s) {', '.join(sorted(unknown))} (expected runs, {', '.join(FILTER_KEYS)})"
+        )
     runs = config.get("runs") if config.get("runs") is not None else ([config["run"]] if config.get("run") else [])
     if isinstance(runs, (int, str)):
         runs = [runs]
@@ -53,22 +56,30 @@ def card(ctx) -> list[tuple[str, str]]:
     lines = []
     for run in SilverRun.objects.filter(pk__in=ctx.config["runs"]).select_related("model_version", "topic"):
         mv = run.model_version
-        lines.append(f"- run {run.pk}: {run.kind} model version {mv.pk} (base {mv.base_model or '-'}, dev "
-                     f"{mv.metrics.get('primary_metric', 'primary')} = {mv.metrics.get('primary')}), selection "
-                     f"topic={run.topic.name if run.topic else '*'} source={run.source or '*'}, {run.processed} "
-                     f"sentences, options {run.options}")
-    fmt = ("JSONL (silver.jsonl), one row per sentence: run, kind, model_version, source (model:<version>), "
-           "sentence_id, hash, topic, stance, sentence, corpus_source, spans [{begin, end (exclusive), text, "
-           "confidence[, variable, variable_confidence]}], confidence, silver: true; tagger runs add App. F "
-           "aspect_pos / aspect_pos_string; scheme runs add scheme_probabilities, schemes (kept: p >= scheme_ratio x "
-           "the scheme's mean over the run, ArgU §3.2.4), scheme. Sentences whose top scheme is Others are dropped "
-           "when discard_others.")
-    return [("Silver labels", "Model predictions, not human annotations. Runs:\n" + "\n".join(lines)),
-            ("Format", fmt)]
+        lines.append(
+            f"- run {run.pk}: {run.kind} model version {mv.pk} (base {mv.base_model or '-'}, dev "
+            f"{mv.metrics.get('primary_metric', 'primary')} = {mv.metrics.get('primary')}), selection "
+            f"topic={run.topic.name if run.topic else '*'} source={run.source or '*'}, {run.processed} "
+            f"sentences, options {run.options}"
+        )
+    fmt = (
+        "JSONL (silver.jsonl), one row per sentence: run, kind, model_version, source (model:<version>), "
+        "sentence_id, hash, topic, stance, sentence, corpus_source, spans [{begin, end (exclusive), text, "
+        "confidence[, variable, variable_confidence]}], confidence, silver: true; tagger runs add App. F "
+        "aspect_pos / aspect_pos_string; scheme runs add scheme_probabilities, schemes (kept: p >= scheme_ratio x "
+        "the scheme's mean over the run, ArgU §3.2.4), scheme. Sentences whose top scheme is Others are dropped "
+        "when discard_others."
+    )
+    return [("Silver labels", "Model predictions, not human annotations. Runs:\n" + "\n".join(lines)), ("Format", fmt)]
 
 
-register_exporter("silver", prepare=prepare, count=count, card=card, count_by=("topic", "kind"),
-                  description="Silver (model-predicted) labels of silver annotation runs (ml.silver)")(
-    lambda config: iter([("silver.jsonl", _rows(config))]))
+register_exporter(
+    "silver",
+    prepare=prepare,
+    count=count,
+    card=card,
+    count_by=("topic", "kind"),
+    description="Silver (model-predicted) labels of silver annotation runs (ml.silver)",
+)(lambda config: iter([("silver.jsonl", _rows(config))]))
 
 import ml.generation.exporters  # noqa: E402,F401  (release kinds aspect-docs, debate-paths, argu-inputs)

@@ -24,11 +24,12 @@ half-written file) and run by an ``onnxruntime.InferenceSession`` with as many i
 (:func:`ml.training` sets them; ``--threads``). ``torch`` runs the PyTorch model as above (int8 through
 ``torch.ao.quantization``). A model that exists only in memory (a trainer's dev evaluation) always runs on torch.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -40,6 +41,7 @@ IGNORE = -100
 
 
 # --- words and spans -------------------------------------------------------------------------------
+
 
 def words_of(text: str) -> list[tuple[str, int, int]]:
     """``[(word, begin, end)]`` of a text (the annotation tokens)."""
@@ -74,6 +76,7 @@ def spans_from_bio(tags: Sequence[str]) -> list[tuple[int, int]]:
 
 
 # --- devices and quantisation ----------------------------------------------------------------------
+
 
 def want_int8(quantize: bool | None, device: str) -> bool:
     if device != "cpu":
@@ -147,7 +150,7 @@ def _logits_only(model):
     return LogitsOnly(model)
 
 
-def export_onnx(model, folder, *, int8: bool) -> "os.PathLike":
+def export_onnx(model, folder, *, int8: bool) -> os.PathLike:
     """The ONNX file of ``model`` in ``folder`` (``model.fp32.onnx`` / ``model.int8.onnx``), exported once."""
     import tempfile
     import warnings
@@ -167,12 +170,20 @@ def export_onnx(model, folder, *, int8: bool) -> "os.PathLike":
         os.close(fd)
         with warnings.catch_warnings(), torch.inference_mode(False):
             warnings.simplefilter("ignore")
-            torch.onnx.export(_logits_only(model.float().eval()), (ids, ids.clone()), tmp,
-                              input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                              dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
-                                            "attention_mask": {0: "batch", 1: "seq"},
-                                            "logits": {0: "batch", 1: "seq"}},
-                              opset_version=17, dynamo=False)
+            torch.onnx.export(
+                _logits_only(model.float().eval()),
+                (ids, ids.clone()),
+                tmp,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["logits"],
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "seq"},
+                    "attention_mask": {0: "batch", 1: "seq"},
+                    "logits": {0: "batch", 1: "seq"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
         _fuse_transformer(tmp, model.config)
         os.replace(tmp, fp32)
     if int8:
@@ -188,11 +199,16 @@ def export_onnx(model, folder, *, int8: bool) -> "os.PathLike":
             # classification head stay fp32)
             import onnx
 
-            head = [n.name for n in onnx.load(str(fp32), load_external_data=False).graph.node
-                    if "classifier" in n.name]
-            quantize_dynamic(str(fp32), tmp, weight_type=QuantType.QInt8, per_channel=True, nodes_to_exclude=head,
-                             op_types_to_quantize=["MatMul", "Gemm"],
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            head = [n.name for n in onnx.load(str(fp32), load_external_data=False).graph.node if "classifier" in n.name]
+            quantize_dynamic(
+                str(fp32),
+                tmp,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                nodes_to_exclude=head,
+                op_types_to_quantize=["MatMul", "Gemm"],
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
         finally:
             logging.getLogger().disabled = was
         os.replace(tmp, target)
@@ -207,8 +223,14 @@ def _fuse_transformer(path: str, config) -> None:
         return
     from onnxruntime.transformers import optimizer
 
-    optimized = optimizer.optimize_model(path, model_type="bert", num_heads=int(config.num_attention_heads),
-                                         hidden_size=int(config.hidden_size), opt_level=1, use_gpu=False)
+    optimized = optimizer.optimize_model(
+        path,
+        model_type="bert",
+        num_heads=int(config.num_attention_heads),
+        hidden_size=int(config.hidden_size),
+        opt_level=1,
+        use_gpu=False,
+    )
     optimized.save_model_to_file(path)
 
 
@@ -232,13 +254,14 @@ class OnnxLogits:
 
 # --- encoding --------------------------------------------------------------------------------------
 
+
 @dataclass
 class Encoded:
     """Sub-word ids of a list of texts, with the alignment back to words."""
 
     words: list[list[tuple[str, int, int]]]
     input_ids: list[list[int]]
-    word_ids: list[list[int | None]]   # per sub-word: index of its word, None for special tokens
+    word_ids: list[list[int | None]]  # per sub-word: index of its word, None for special tokens
 
     def first_subword(self, i: int) -> dict[int, int]:
         """``{word index: position of its first sub-word}`` for text ``i`` (truncated words are missing)."""
@@ -262,8 +285,15 @@ def encode_words(tokenizer, texts: Sequence[str], *, max_length: int = 128, word
     if not texts:
         return Encoded([], [], [])
     batch = [[w for w, _, _ in ws] or [""] for ws in words]
-    enc = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=max_length,
-                    add_special_tokens=True, return_attention_mask=False, return_token_type_ids=False)
+    enc = tokenizer(
+        batch,
+        is_split_into_words=True,
+        truncation=True,
+        max_length=max_length,
+        add_special_tokens=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
     word_ids = []
     for i, ws in enumerate(words):
         ids = enc.word_ids(i)
@@ -274,7 +304,7 @@ def encode_words(tokenizer, texts: Sequence[str], *, max_length: int = 128, word
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices grouped into batches of similar length (longest first, so memory peaks at once)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
+    return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
 
 
 def pad_batch(input_ids: Sequence[Sequence[int]], pad_id: int):
@@ -283,12 +313,13 @@ def pad_batch(input_ids: Sequence[Sequence[int]], pad_id: int):
     ids = np.full((len(input_ids), width), pad_id, dtype=np.int64)
     mask = np.zeros((len(input_ids), width), dtype=np.int64)
     for r, row in enumerate(input_ids):
-        ids[r, :len(row)] = row
-        mask[r, :len(row)] = 1
+        ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
     return ids, mask
 
 
 # --- the tagger ------------------------------------------------------------------------------------
+
 
 class TokenTagger:
     """A word-level BIO tagger around a Hugging Face token-classification model (kind ``tagger``).
@@ -297,9 +328,19 @@ class TokenTagger:
     "confidence": mean word probability}``; a span's confidence is the mean probability of its words' tags.
     """
 
-    def __init__(self, model, tokenizer, *, labels: Sequence[str] = BIO, max_length: int = 128,
-                 device: str | None = None, quantize: bool | None = None, info: dict | None = None,
-                 engine: str | None = None, onnx_dir=None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        labels: Sequence[str] = BIO,
+        max_length: int = 128,
+        device: str | None = None,
+        quantize: bool | None = None,
+        info: dict | None = None,
+        engine: str | None = None,
+        onnx_dir=None,
+    ):
         self.device = pick_device(device)
         self.engine = pick_engine(engine, self.device) if onnx_dir is not None else "torch"
         self.onnx = None
@@ -316,10 +357,10 @@ class TokenTagger:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     @classmethod
-    def from_pretrained(cls, path, **kwargs) -> "TokenTagger":
-        from transformers import AutoModelForTokenClassification, AutoTokenizer
-
+    def from_pretrained(cls, path, **kwargs) -> TokenTagger:
         from pathlib import Path
+
+        from transformers import AutoModelForTokenClassification, AutoTokenizer
 
         model = AutoModelForTokenClassification.from_pretrained(str(path))
         tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -375,7 +416,7 @@ def decode_spans(text: str, words, tags: Sequence[str], probs: Sequence[float]) 
     spans = []
     for a, b in spans_from_bio(tags):
         begin, end = words[a][1], words[b - 1][2]
-        spans.append({"begin": begin, "end": end, "text": text[begin:end],
-                      "confidence": round(float(np.mean(probs[a:b])), 4)})
-    return {"tags": list(tags), "spans": spans,
-            "confidence": round(float(np.mean(probs)), 4) if len(probs) else 1.0}
+        spans.append(
+            {"begin": begin, "end": end, "text": text[begin:end], "confidence": round(float(np.mean(probs[a:b])), 4)}
+        )
+    return {"tags": list(tags), "spans": spans, "confidence": round(float(np.mean(probs)), 4) if len(probs) else 1.0}

@@ -9,6 +9,7 @@ model annotator of the project already answered with a confidence (``ModelAnswer
 figure instead of running a model again. ``None`` when no model can answer the task type: the order falls back to
 random and says so.
 """
+
 from __future__ import annotations
 
 from annotation.models import Item, ModelAnswer
@@ -23,7 +24,7 @@ def _model_confidence(version, items: list) -> dict[int, float]:
     model = registry.load_model(version)
     out: dict[int, float] = {}
     for start in range(0, len(items), BATCH):
-        chunk = items[start:start + BATCH]
+        chunk = items[start : start + BATCH]
         if version.kind == "tagger":
             preds = model.predict([(it.payload or {}).get("text", "") for it in chunk])
             for it, pred in zip(chunk, preds):
@@ -31,14 +32,16 @@ def _model_confidence(version, items: list) -> dict[int, float]:
                 if conf is not None:
                     out[it.pk] = float(conf)
         elif version.kind == "argument":
-            preds = model.predict([((it.payload or {}).get("topic", ""), (it.payload or {}).get("text", ""))
-                                   for it in chunk])
+            preds = model.predict(
+                [((it.payload or {}).get("topic", ""), (it.payload or {}).get("text", "")) for it in chunk]
+            )
             for it, pred in zip(chunk, preds):
                 if pred.get("probs"):
                     out[it.pk] = max(pred["probs"].values())
         else:  # valnov
-            probs = model.predict([((it.payload or {}).get("premise", ""), (it.payload or {}).get("conclusion", ""))
-                                   for it in chunk])
+            probs = model.predict(
+                [((it.payload or {}).get("premise", ""), (it.payload or {}).get("conclusion", "")) for it in chunk]
+            )
             for it, (v, n) in zip(chunk, probs):
                 out[it.pk] = (max(v, 1 - v) + max(n, 1 - n)) / 2
     return out
@@ -47,8 +50,9 @@ def _model_confidence(version, items: list) -> dict[int, float]:
 def item_confidence(project, item_ids) -> dict[int, float] | None:
     ids = list(item_ids)
     stored: dict[int, list[float]] = {}
-    for item_id, conf in (ModelAnswer.objects.filter(annotator__project=project, item_id__in=ids,
-                                                     confidence__isnull=False).values_list("item_id", "confidence")):
+    for item_id, conf in ModelAnswer.objects.filter(
+        annotator__project=project, item_id__in=ids, confidence__isnull=False
+    ).values_list("item_id", "confidence"):
         stored.setdefault(item_id, []).append(conf)
     out = {i: min(c) for i, c in stored.items()}
     kind = KIND_FOR_TASK_TYPE.get(project.task_type)

@@ -21,6 +21,7 @@ attempt is stored with its raw text, then the item is asked again after a back-o
 record. :func:`parse_answer` reads the answer object out of a reply (a bare JSON object, or one in a fenced block
 or inside prose); anything else is ``malformed``.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ MAX_REPLY_BYTES = 4_000_000  # a longer body is not read on (malformed)
 
 
 class LLMFailure(Exception):
-    def __init__(self, kind: str, message: str, *, raw: str = "", retry_after: float | None = None,
-                 seconds: float = 0.0):
+    def __init__(
+        self, kind: str, message: str, *, raw: str = "", retry_after: float | None = None, seconds: float = 0.0
+    ):
         super().__init__(message)
         self.kind, self.raw, self.retry_after, self.seconds = kind, raw, retry_after, seconds
 
@@ -85,10 +87,15 @@ def endpoint(options: dict | None = None) -> Endpoint:
         key = os.environ.get(key_env_name(o["api_key_env"]), "")
     else:
         key = settings.ARGORA_LLM_API_KEY if trusted else ""
-    return Endpoint(base_url=base, trusted=trusted,
-                    model=str(o.get("model") or settings.ARGORA_LLM_MODEL), api_key=key or "",
-                    timeout=float(o.get("timeout") or settings.ARGORA_LLM_TIMEOUT),
-                    temperature=float(o.get("temperature") or 0.0), max_tokens=int(o.get("max_tokens") or 512))
+    return Endpoint(
+        base_url=base,
+        trusted=trusted,
+        model=str(o.get("model") or settings.ARGORA_LLM_MODEL),
+        api_key=key or "",
+        timeout=float(o.get("timeout") or settings.ARGORA_LLM_TIMEOUT),
+        temperature=float(o.get("temperature") or 0.0),
+        max_tokens=int(o.get("max_tokens") or 512),
+    )
 
 
 def retry_after(response: requests.Response) -> float:
@@ -118,28 +125,50 @@ def chat(ep: Endpoint, messages: list[dict]) -> Reply:
     headers = {"Content-Type": "application/json", "User-Agent": "argora"}
     if ep.api_key:
         headers["Authorization"] = f"Bearer {ep.api_key}"
-    body = {"model": ep.model, "messages": messages, "temperature": ep.temperature, "max_tokens": ep.max_tokens,
-            "logprobs": True}
+    body = {
+        "model": ep.model,
+        "messages": messages,
+        "temperature": ep.temperature,
+        "max_tokens": ep.max_tokens,
+        "logprobs": True,
+    }
     began = time.monotonic()
     try:
-        response = outbound.post(f"{ep.base_url}/chat/completions", trusted=ep.trusted, json=body,
-                                 headers=headers, timeout=(CONNECT_TIMEOUT, ep.timeout), stream=True)
+        response = outbound.post(
+            f"{ep.base_url}/chat/completions",
+            trusted=ep.trusted,
+            json=body,
+            headers=headers,
+            timeout=(CONNECT_TIMEOUT, ep.timeout),
+            stream=True,
+        )
         raw, too_long = _read(response)
     except requests.Timeout as exc:
-        raise LLMFailure("timeout", f"no reply within {ep.timeout:g} s ({type(exc).__name__})",
-                         seconds=time.monotonic() - began) from exc
+        raise LLMFailure(
+            "timeout", f"no reply within {ep.timeout:g} s ({type(exc).__name__})", seconds=time.monotonic() - began
+        ) from exc
     except requests.RequestException as exc:
-        raise LLMFailure("http", f"no answer from {ep.base_url} ({type(exc).__name__}: {exc})",
-                         seconds=time.monotonic() - began) from exc
+        raise LLMFailure(
+            "http", f"no answer from {ep.base_url} ({type(exc).__name__}: {exc})", seconds=time.monotonic() - began
+        ) from exc
     seconds = time.monotonic() - began
     if response.status_code == 429:
-        raise LLMFailure("rate_limited", "429: the endpoint is rate-limiting", raw=raw,
-                         retry_after=retry_after(response), seconds=seconds)
+        raise LLMFailure(
+            "rate_limited",
+            "429: the endpoint is rate-limiting",
+            raw=raw,
+            retry_after=retry_after(response),
+            seconds=seconds,
+        )
     if response.status_code >= 400:
         raise LLMFailure("http", f"HTTP {response.status_code} from {ep.base_url}", raw=raw, seconds=seconds)
     if response.status_code >= 300:
-        raise LLMFailure("http", f"HTTP {response.status_code} from {ep.base_url}: redirects are not followed",
-                         raw=raw, seconds=seconds)
+        raise LLMFailure(
+            "http",
+            f"HTTP {response.status_code} from {ep.base_url}: redirects are not followed",
+            raw=raw,
+            seconds=seconds,
+        )
     if too_long:
         raise LLMFailure("malformed", f"the reply is longer than {MAX_REPLY_BYTES} bytes", raw=raw, seconds=seconds)
     try:
@@ -149,12 +178,17 @@ def chat(ep: Endpoint, messages: list[dict]) -> Reply:
         if not isinstance(text, str):
             raise TypeError("content is not text")
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise LLMFailure("malformed", f"not a chat completion ({type(exc).__name__}: {exc})", raw=raw,
-                         seconds=seconds) from None
+        raise LLMFailure(
+            "malformed", f"not a chat completion ({type(exc).__name__}: {exc})", raw=raw, seconds=seconds
+        ) from None
     usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-    return Reply(text=text, model=str(payload.get("model") or ep.model), seconds=seconds,
-                 tokens=usage.get("total_tokens") if isinstance(usage.get("total_tokens"), int) else None,
-                 confidence=_confidence(choice.get("logprobs")))
+    return Reply(
+        text=text,
+        model=str(payload.get("model") or ep.model),
+        seconds=seconds,
+        tokens=usage.get("total_tokens") if isinstance(usage.get("total_tokens"), int) else None,
+        confidence=_confidence(choice.get("logprobs")),
+    )
 
 
 def _confidence(logprobs) -> float | None:
@@ -174,7 +208,7 @@ def parse_answer(text: str) -> dict:
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
     start = text.find("{")
     if start >= 0:
-        candidates.append(text[start:text.rfind("}") + 1])
+        candidates.append(text[start : text.rfind("}") + 1])
     decoder = json.JSONDecoder()
     for chunk in candidates:
         if not chunk:
@@ -202,11 +236,25 @@ def answer_item(ep: Endpoint, prompt: str, *, system: str = "") -> dict:
     try:
         reply = chat(ep, messages)
     except LLMFailure as exc:
-        return {"data": None, "failure": exc.kind, "error": str(exc), "raw": exc.raw, "seconds": exc.seconds,
-                "retry_after": exc.retry_after, "model_id": ep.model_id}
-    out: dict[str, Any] = {"raw": reply.text, "seconds": reply.seconds, "tokens": reply.tokens,
-                           "cost": cost_of(reply.tokens), "confidence": reply.confidence,
-                           "model_id": f"llm:{reply.model}@{ep.base_url}", "failure": "", "error": ""}
+        return {
+            "data": None,
+            "failure": exc.kind,
+            "error": str(exc),
+            "raw": exc.raw,
+            "seconds": exc.seconds,
+            "retry_after": exc.retry_after,
+            "model_id": ep.model_id,
+        }
+    out: dict[str, Any] = {
+        "raw": reply.text,
+        "seconds": reply.seconds,
+        "tokens": reply.tokens,
+        "cost": cost_of(reply.tokens),
+        "confidence": reply.confidence,
+        "model_id": f"llm:{reply.model}@{ep.base_url}",
+        "failure": "",
+        "error": "",
+    }
     try:
         out["data"] = parse_answer(reply.text)
     except LLMFailure as exc:

@@ -59,6 +59,7 @@ Attempts (:class:`ml.models.RetrainAttempt`, written by :func:`record_attempt` o
     ``annotation.providers.retrain_status`` slot); :func:`update_retrain_settings` changes ``retrain_every`` and
     the budget (the ``retrain_settings_update`` slot, the studio's retraining page), with an audit line.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,8 @@ from argora.progress import Progress, null_progress
 
 from . import registry, splits, training, versions
 from .data import read_jsonl_objects
-from .models import ModelVersion, RetrainAttempt
 from .errors import TrainerError
+from .models import ModelVersion, RetrainAttempt
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +103,13 @@ ACTIVATE_CHOICES = ("if_better", "always", "never")
 
 
 def debounce_seconds() -> int:
-    return int(getattr(settings, "ARGORA_RETRAIN_DEBOUNCE_SECONDS",
-                       os.environ.get("ARGORA_RETRAIN_DEBOUNCE_SECONDS", "60")))
+    return int(
+        getattr(settings, "ARGORA_RETRAIN_DEBOUNCE_SECONDS", os.environ.get("ARGORA_RETRAIN_DEBOUNCE_SECONDS", "60"))
+    )
 
 
 # --- rows from files -------------------------------------------------------------------------------
+
 
 def _read_rows(path: Path) -> list[dict]:
     """The default reader of a kind without ``rows_from_file``: one row per JSONL line, as written."""
@@ -179,13 +182,16 @@ def rows_from_file(kind: str, path, *, dev_path=None) -> tuple[list[dict], list[
 
 # --- rows from a project ---------------------------------------------------------------------------
 
+
 def rows_from_project(kind: str, project) -> tuple[list[dict], list[dict], int]:
     """(train, dev, n_labels) for ``kind`` from the project's aggregated labels."""
     spec = registry.get_trainer(kind)
     if spec.rows_from_project is not None:
         return spec.rows_from_project(project)
-    raise TrainerError(f"kind: trainer {kind!r} cannot build rows from a {project.task_type!r} project "
-                       f"(its spec has no rows_from_project)")
+    raise TrainerError(
+        f"kind: trainer {kind!r} cannot build rows from a {project.task_type!r} project "
+        f"(its spec has no rows_from_project)"
+    )
 
 
 def snapshot_name(project, n_labels: int) -> str:
@@ -194,9 +200,21 @@ def snapshot_name(project, n_labels: int) -> str:
 
 # --- train + activate ------------------------------------------------------------------------------
 
-def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, rows=None, seed: int = 13,
-                       hyperparameters: dict | None = None, base_model: str | None = None, activate: str = "if_better",
-                       progress: Progress = null_progress, task_id: str = "") -> dict:
+
+def train_and_activate(
+    kind: str,
+    *,
+    project=None,
+    data=None,
+    dev_data=None,
+    rows=None,
+    seed: int = 13,
+    hyperparameters: dict | None = None,
+    base_model: str | None = None,
+    activate: str = "if_better",
+    progress: Progress = null_progress,
+    task_id: str = "",
+) -> dict:
     """Train a version of ``kind`` and activate it per ``activate`` (``if_better`` / ``always`` / ``never``).
 
     Rows: ``rows=(train, dev[, test])`` given directly, else ``data`` (a file / folder, :func:`rows_from_file`), else the
@@ -222,16 +240,41 @@ def train_and_activate(kind: str, *, project=None, data=None, dev_data=None, row
         raise TrainerError("data: give a data file or a project")
     if not rows_dev:
         raise TrainerError("data: no dev rows (the primary metric is computed on them)")
-    request = {"kind": kind, "project_id": getattr(project, "pk", None), "data": str(data) if data else None,
-               "dev_data": str(dev_data) if dev_data else None, "seed": seed,
-               "hyperparameters": hyperparameters or {}, "base_model": base_model, "activate": activate}
+    request = {
+        "kind": kind,
+        "project_id": getattr(project, "pk", None),
+        "data": str(data) if data else None,
+        "dev_data": str(dev_data) if dev_data else None,
+        "seed": seed,
+        "hyperparameters": hyperparameters or {},
+        "base_model": base_model,
+        "activate": activate,
+    }
     parent = registry.active_version(kind, project, exact=True)
-    version = versions.train_version(kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test,
-                                     project=project, base_model=base_model, seed=seed, hyperparameters=hyperparameters,
-                                     data_snapshot=snapshot, progress=progress, task_id=task_id, request=request,
-                                     snapshot_labels=n_labels, parent=parent)
-    outcome: dict[str, Any] = {"version": version.pk, "kind": kind, "status": version.status,
-                               "metrics": version.metrics, "activated": False, "compared_with": None}
+    version = versions.train_version(
+        kind,
+        rows_train=rows_train,
+        rows_dev=rows_dev,
+        rows_test=rows_test,
+        project=project,
+        base_model=base_model,
+        seed=seed,
+        hyperparameters=hyperparameters,
+        data_snapshot=snapshot,
+        progress=progress,
+        task_id=task_id,
+        request=request,
+        snapshot_labels=n_labels,
+        parent=parent,
+    )
+    outcome: dict[str, Any] = {
+        "version": version.pk,
+        "kind": kind,
+        "status": version.status,
+        "metrics": version.metrics,
+        "activated": False,
+        "compared_with": None,
+    }
     if activate == "always":
         outcome["activated"] = registry.activate(version)
     elif activate == "if_better":
@@ -267,6 +310,7 @@ def _activate_if_better(spec, version, rows_dev) -> dict:
 
 # --- the retrain loop ------------------------------------------------------------------------------
 
+
 def default_setting(key: str) -> int:
     """The value of a :data:`RETRAIN_SETTINGS` key for a project that does not set it (settings, else the
     environment, else the built-in default)."""
@@ -298,7 +342,7 @@ def retrain_every(project) -> int:
 
 def retrain_budget(project) -> dict:
     """``{"max_rows", "max_steps", "max_seconds"}`` of a retrain of ``project`` (0 = no limit)."""
-    return {key[len("retrain_"):]: retrain_setting(project, key) for key in RETRAIN_SETTINGS if key != "retrain_every"}
+    return {key[len("retrain_") :]: retrain_setting(project, key) for key in RETRAIN_SETTINGS if key != "retrain_every"}
 
 
 def retrain_kinds(project) -> list[str]:
@@ -319,17 +363,23 @@ def schedule_maybe_retrain(project_id: int) -> bool:
     from .tasks import maybe_retrain  # cycle: the Celery task <-> service pair (ml.tasks imports this module)
 
     delay = debounce_seconds()
-    enqueued = enqueue_once(DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id],
-                            countdown=delay)
-    if enqueued and not RetrainAttempt.objects.filter(project_id=project_id, state=RetrainAttempt.State.QUEUED).exists():
+    enqueued = enqueue_once(
+        DEBOUNCE_KEY.format(project_id), maybe_retrain, window=delay, args=[project_id], countdown=delay
+    )
+    if (
+        enqueued
+        and not RetrainAttempt.objects.filter(project_id=project_id, state=RetrainAttempt.State.QUEUED).exists()
+    ):
         record_attempt(project_id, state=RetrainAttempt.State.QUEUED)
     return enqueued
 
 
 # --- attempts (what the studio shows) ----------------------------------------------------------------
 
-def record_attempt(project, kind: str = "", *, state: str, attempt: RetrainAttempt | None = None,
-                   **fields) -> RetrainAttempt:
+
+def record_attempt(
+    project, kind: str = "", *, state: str, attempt: RetrainAttempt | None = None, **fields
+) -> RetrainAttempt:
     """Write one :class:`~ml.models.RetrainAttempt` (``attempt`` given: update it) in ``state`` with ``fields``
     (``reason``, ``n_labels``, ``new_labels``, ``rows``, ``steps``, ``capped``, ``version``, ``task_id``). Times:
     ``started_at`` when running, ``finished_at`` when it ends (finished / refused / failed / skipped). A new
@@ -350,8 +400,11 @@ def record_attempt(project, kind: str = "", *, state: str, attempt: RetrainAttem
             setattr(attempt, name, value)
         attempt.save()
         if state == RetrainAttempt.State.SKIPPED:
-            (RetrainAttempt.objects.filter(project_id=project_id, kind=attempt.kind, state=state)
-             .exclude(pk=attempt.pk).delete())
+            (
+                RetrainAttempt.objects.filter(project_id=project_id, kind=attempt.kind, state=state)
+                .exclude(pk=attempt.pk)
+                .delete()
+            )
     return attempt
 
 
@@ -366,19 +419,37 @@ def _take_queued(project) -> RetrainAttempt | None:
 def attempt_dict(attempt: RetrainAttempt | None) -> dict | None:
     if attempt is None:
         return None
-    return {"id": attempt.pk, "kind": attempt.kind, "state": attempt.state, "reason": attempt.reason,
-            "n_labels": attempt.n_labels, "new_labels": attempt.new_labels, "rows": attempt.rows,
-            "steps": attempt.steps, "capped": attempt.capped, "version": attempt.version_id,
-            "task_id": attempt.task_id, "created_at": attempt.created_at, "started_at": attempt.started_at,
-            "finished_at": attempt.finished_at, "when": attempt.finished_at or attempt.started_at or attempt.created_at}
+    return {
+        "id": attempt.pk,
+        "kind": attempt.kind,
+        "state": attempt.state,
+        "reason": attempt.reason,
+        "n_labels": attempt.n_labels,
+        "new_labels": attempt.new_labels,
+        "rows": attempt.rows,
+        "steps": attempt.steps,
+        "capped": attempt.capped,
+        "version": attempt.version_id,
+        "task_id": attempt.task_id,
+        "created_at": attempt.created_at,
+        "started_at": attempt.started_at,
+        "finished_at": attempt.finished_at,
+        "when": attempt.finished_at or attempt.started_at or attempt.created_at,
+    }
 
 
 def retrain_settings(project) -> dict:
     """The loop's settings of ``project``: ``{key: {"value", "default", "own": set on the project}}`` for each
     :data:`RETRAIN_SETTINGS` key."""
     config = project.config or {}
-    return {key: {"value": retrain_setting(project, key), "default": default_setting(key),
-                  "own": config.get(key) is not None} for key in RETRAIN_SETTINGS}
+    return {
+        key: {
+            "value": retrain_setting(project, key),
+            "default": default_setting(key),
+            "own": config.get(key) is not None,
+        }
+        for key in RETRAIN_SETTINGS
+    }
 
 
 def retrain_status(project) -> dict:
@@ -392,12 +463,24 @@ def retrain_status(project) -> dict:
         mine = attempts.filter(kind=kind)
         check = mine.first()
         last = mine.exclude(state=RetrainAttempt.State.SKIPPED).first()
-        kinds.append({"kind": kind, "last": attempt_dict(last), "check": attempt_dict(check),
-                      "new_labels": check.new_labels if check else None, "n_labels": check.n_labels if check else None})
+        kinds.append(
+            {
+                "kind": kind,
+                "last": attempt_dict(last),
+                "check": attempt_dict(check),
+                "new_labels": check.new_labels if check else None,
+                "n_labels": check.n_labels if check else None,
+            }
+        )
     queued = attempts.filter(state=RetrainAttempt.State.QUEUED).order_by("id").first()
-    return {"every": retrain_every(project), "budget": retrain_budget(project), "settings": retrain_settings(project),
-            "kinds": kinds, "queued": attempt_dict(queued),
-            "attempts": [attempt_dict(a) for a in attempts[:ATTEMPTS_SHOWN]]}
+    return {
+        "every": retrain_every(project),
+        "budget": retrain_budget(project),
+        "settings": retrain_settings(project),
+        "kinds": kinds,
+        "queued": attempt_dict(queued),
+        "attempts": [attempt_dict(a) for a in attempts[:ATTEMPTS_SHOWN]],
+    }
 
 
 def update_retrain_settings(project, values: dict, *, user=None) -> dict:
@@ -445,7 +528,7 @@ def _snapshot_labels(version, prefix: str) -> int | None:
         return version.snapshot_labels
     if version.data_snapshot.startswith(prefix):
         try:
-            return int(version.data_snapshot[len(prefix):])
+            return int(version.data_snapshot[len(prefix) :])
         except ValueError:
             pass
     return None
@@ -457,8 +540,9 @@ def last_snapshot_labels(kind: str, project) -> int | None:
     counting from the active one instead retrained at every check after a loss. 0 when only versions trained
     from elsewhere exist but one is active; None when there is none."""
     prefix = f"project:{project.slug}@"
-    tried = ModelVersion.objects.filter(kind=kind, project=project, status__in=(
-        ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED)).order_by("-pk")
+    tried = ModelVersion.objects.filter(
+        kind=kind, project=project, status__in=(ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED)
+    ).order_by("-pk")
     for version in tried:
         labels = _snapshot_labels(version, prefix)
         if labels is not None:
@@ -521,8 +605,10 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
                 record(kind, RetrainAttempt.State.SKIPPED, reason=reason, **counts)
                 continue
             if budget["max_rows"] and n_rows > budget["max_rows"]:
-                reason = (f"{n_rows} rows from {n_labels} labels exceed the budget of {budget['max_rows']} rows "
-                          f"(retrain_max_rows): not trained; raise the budget on the project's retraining page")
+                reason = (
+                    f"{n_rows} rows from {n_labels} labels exceed the budget of {budget['max_rows']} rows "
+                    f"(retrain_max_rows): not trained; raise the budget on the project's retraining page"
+                )
                 outcomes.append({**outcome, "refused": reason})
                 record(kind, RetrainAttempt.State.REFUSED, reason=reason, **counts)
                 continue
@@ -531,40 +617,79 @@ def maybe_retrain(project, *, progress: Progress = null_progress, task_id: str =
             with training.budget(max_steps=budget["max_steps"], max_seconds=budget["max_seconds"]) as spent:
                 try:
                     version = versions.train_version(
-                        kind, rows_train=rows_train, rows_dev=rows_dev, rows_test=rows_test, project=project,
+                        kind,
+                        rows_train=rows_train,
+                        rows_dev=rows_dev,
+                        rows_test=rows_test,
+                        project=project,
                         base_model=parent.base_model if parent is not None and parent.base_model else None,
                         seed=parent.seed if parent is not None else 13,
                         hyperparameters=parent.hyperparameters if parent is not None else None,
-                        data_snapshot=snapshot_name(project, n_labels), progress=progress,
+                        data_snapshot=snapshot_name(project, n_labels),
+                        progress=progress,
                         task_id=f"{task_id}:{kind}" if task_id else "",
                         request={"kind": kind, "project_id": project.pk, "loop": True},
-                        snapshot_labels=n_labels, parent=parent)
+                        snapshot_labels=n_labels,
+                        parent=parent,
+                    )
                 except Exception as exc:
-                    record_attempt(project, kind, state=RetrainAttempt.State.FAILED, attempt=attempt,
-                                   reason=f"{type(exc).__name__}: {exc}"[:2000], steps=spent.steps)
+                    record_attempt(
+                        project,
+                        kind,
+                        state=RetrainAttempt.State.FAILED,
+                        attempt=attempt,
+                        reason=f"{type(exc).__name__}: {exc}"[:2000],
+                        steps=spent.steps,
+                    )
                     raise
             used = spent.as_dict()
             if version.status == ModelVersion.Status.READY:
                 metrics = dict(version.metrics or {}, budget=used)
                 ModelVersion.objects.filter(pk=version.pk).update(metrics=metrics)
                 version.metrics = metrics
-            reason = (f"stopped at the {spent.capped.replace('_', ' ')} budget after {spent.steps} steps"
-                      if spent.capped else "")
-            state = (RetrainAttempt.State.FINISHED if version.status == ModelVersion.Status.READY
-                     else RetrainAttempt.State.FAILED)
+            reason = (
+                f"stopped at the {spent.capped.replace('_', ' ')} budget after {spent.steps} steps"
+                if spent.capped
+                else ""
+            )
+            state = (
+                RetrainAttempt.State.FINISHED
+                if version.status == ModelVersion.Status.READY
+                else RetrainAttempt.State.FAILED
+            )
             if state == RetrainAttempt.State.FAILED:
                 reason = version.error[:2000] or "training failed"
             outcome.update(version=version.pk, metrics=version.metrics, steps=spent.steps, capped=spent.capped)
             outcome.update(_activate_if_better(spec, version, rows_dev))
             if state == RetrainAttempt.State.FINISHED:
-                reason = "; ".join(filter(None, [reason, "activated" if outcome.get("activated")
-                                                 else "kept the active version (not better on dev)"]))
-            record_attempt(project, kind, state=state, attempt=attempt, reason=reason, steps=spent.steps,
-                           capped=spent.capped, version=version)
+                reason = "; ".join(
+                    filter(
+                        None,
+                        [
+                            reason,
+                            "activated" if outcome.get("activated") else "kept the active version (not better on dev)",
+                        ],
+                    )
+                )
+            record_attempt(
+                project,
+                kind,
+                state=state,
+                attempt=attempt,
+                reason=reason,
+                steps=spent.steps,
+                capped=spent.capped,
+                version=version,
+            )
             outcomes.append(outcome)
         finally:
             cache.delete(lock)
     if queued is not None:  # no kind to retrain: the check is done
-        record_attempt(project, state=RetrainAttempt.State.SKIPPED, attempt=queued, task_id=task_id,
-                       reason="the project retrains no trainer kind")
+        record_attempt(
+            project,
+            state=RetrainAttempt.State.SKIPPED,
+            attempt=queued,
+            task_id=task_id,
+            reason="the project retrains no trainer kind",
+        )
     return outcomes

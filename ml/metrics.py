@@ -31,10 +31,11 @@ Metrics of every kind beside their baselines (shared by ``manage.py models``, ``
     ``{"metric", "value", "scale", "baseline", "baseline_metric"}`` rows, the primary metric first, without
     scaling anything.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from annotation.task_types.aspect.rankers import BaselineRanker
 
@@ -47,8 +48,20 @@ PRIMARY = "recall@10"
 
 BASELINE_PREFIXES = ("majority", "baseline", "jaccard", "lexical", "bm25", "random", "shared_task")
 SETTING_PREFIXES = ("cross_topic_", "in_topic_")
-COUNT_NAMES = {"n", "n_dev", "n_test", "n_train", "n_rows", "n_pairs", "n_tokens", "sentences",
-               "no_aspect_sentences", "candidates", "steps", "epochs"}
+COUNT_NAMES = {
+    "n",
+    "n_dev",
+    "n_test",
+    "n_train",
+    "n_rows",
+    "n_pairs",
+    "n_tokens",
+    "sentences",
+    "no_aspect_sentences",
+    "candidates",
+    "steps",
+    "epochs",
+}
 X100_WORDS = ("spearman", "pearson")
 RAW_WORDS = ("mse", "loss", "perplexity", "seconds")
 
@@ -69,7 +82,7 @@ def scale_of(name: str) -> str:
 def _split_setting(name: str) -> tuple[str, str]:
     for prefix in SETTING_PREFIXES:
         if name.startswith(prefix):
-            return prefix, name[len(prefix):]
+            return prefix, name[len(prefix) :]
     return "", name
 
 
@@ -77,7 +90,7 @@ def is_baseline(name: str, metrics: dict) -> bool:
     """``name`` is the baseline figure of another metric in ``metrics`` (``majority_f1_macro`` of ``f1_macro``)."""
     setting, rest = _split_setting(name)
     for prefix in BASELINE_PREFIXES:
-        if rest.startswith(prefix + "_") and f"{setting}{rest[len(prefix) + 1:]}" in metrics:
+        if rest.startswith(prefix + "_") and f"{setting}{rest[len(prefix) + 1 :]}" in metrics:
             return True
     return False
 
@@ -104,8 +117,15 @@ def beside_baselines(metrics: dict, primary: str | None = None, *, counts: bool 
         if scale == "count" and not counts:
             continue
         found = baseline_of(name, metrics)
-        rows.append({"metric": name, "value": float(value), "scale": scale,
-                     "baseline": found[1] if found else None, "baseline_metric": found[0] if found else None})
+        rows.append(
+            {
+                "metric": name,
+                "value": float(value),
+                "scale": scale,
+                "baseline": found[1] if found else None,
+                "baseline_metric": found[0] if found else None,
+            }
+        )
     rows.sort(key=lambda r: r["metric"] != primary)
     return rows
 
@@ -123,7 +143,7 @@ def metric_line(row: dict) -> str:
     text = f"{row['metric']} {_num(row['value'], row['scale'])} [{row['scale']}]"
     if row.get("baseline") is not None:
         name = row["baseline_metric"]
-        setting, rest = _split_setting(name)
+        _setting, rest = _split_setting(name)
         who = next((p for p in BASELINE_PREFIXES if rest.startswith(p + "_")), name)
         text += f" ({who} {_num(row['baseline'], row['scale'])})"
     return text
@@ -131,8 +151,9 @@ def metric_line(row: dict) -> str:
 
 def ranking_order(spans: Sequence[tuple[int, int]], scores: Sequence[float], n_tokens: Sequence[int]) -> list[int]:
     """Indices of the candidates, best first (ties: more tokens, earlier begin, shorter length)."""
-    return sorted(range(len(spans)), key=lambda i: (-round(float(scores[i]), 9), -n_tokens[i], spans[i][0],
-                                                    spans[i][1]))
+    return sorted(
+        range(len(spans)), key=lambda i: (-round(float(scores[i]), 9), -n_tokens[i], spans[i][0], spans[i][1])
+    )
 
 
 def recall_at_k(ranked_spans: Sequence[tuple[int, int]], gold: Iterable[tuple[int, int]], k: int) -> float | None:
@@ -144,13 +165,12 @@ def recall_at_k(ranked_spans: Sequence[tuple[int, int]], gold: Iterable[tuple[in
     return len(gold & top) / len(gold)
 
 
-def ranking_metrics(groups: Sequence[SentenceRows], scores: Sequence[Sequence[float]], ks: Sequence[int] = KS
-                    ) -> dict:
+def ranking_metrics(groups: Sequence[SentenceRows], scores: Sequence[Sequence[float]], ks: Sequence[int] = KS) -> dict:
     """``{"recall@k": mean over sentences with gold, ..., "mse": vs. the Step 2a targets, "sentences",
     "no_aspect_sentences", "candidates"}``."""
     if len(groups) != len(scores):
         raise ValueError(f"{len(scores)} score lists for {len(groups)} sentences")
-    sums = {k: 0.0 for k in ks}
+    sums = dict.fromkeys(ks, 0.0)
     n_gold = n_none = n_cands = 0
     sq = 0.0
     for group, group_scores in zip(groups, scores):
@@ -167,8 +187,7 @@ def ranking_metrics(groups: Sequence[SentenceRows], scores: Sequence[Sequence[fl
         for k in ks:
             sums[k] += recall_at_k(ranked, group.gold, k)
     out = {f"recall@{k}": (sums[k] / n_gold if n_gold else 0.0) for k in ks}
-    out.update(mse=(sq / n_cands if n_cands else 0.0), sentences=n_gold, no_aspect_sentences=n_none,
-               candidates=n_cands)
+    out.update(mse=(sq / n_cands if n_cands else 0.0), sentences=n_gold, no_aspect_sentences=n_none, candidates=n_cands)
     return out
 
 
@@ -213,16 +232,18 @@ class RandomScorer:
 TrainFn = Callable[[list[dict], list[dict]], object]  # (rows_train, rows_dev) -> scorer
 
 
-def in_topic(train_fn: TrainFn, rows: Sequence[dict], *, dev_fraction: float = 0.2, seed: int = 13,
-             ks: Sequence[int] = KS) -> dict:
+def in_topic(
+    train_fn: TrainFn, rows: Sequence[dict], *, dev_fraction: float = 0.2, seed: int = 13, ks: Sequence[int] = KS
+) -> dict:
     """Train on a seeded random sentence split of all topics, evaluate on the held-out sentences."""
     rows_train, rows_test = split_by_sentence(rows, dev_fraction=dev_fraction, seed=seed)
     scorer = train_fn(rows_train, rows_test)
     return dict(evaluate_scorer(scorer, rows_test, ks), setting="in-topic")
 
 
-def cross_topic(train_fn: TrainFn, rows: Sequence[dict], *, topics: Iterable[str] | None = None,
-                ks: Sequence[int] = KS) -> dict:
+def cross_topic(
+    train_fn: TrainFn, rows: Sequence[dict], *, topics: Iterable[str] | None = None, ks: Sequence[int] = KS
+) -> dict:
     """Leave-one-topic-out: per held-out topic metrics and their mean (``{"recall@k": mean, ..., "per_topic":
     {topic: metrics}}``). The held-out topic is also what ``train_fn`` gets as dev rows."""
     per_topic = {}

@@ -5,6 +5,7 @@ training finished, so ``status == "ready"`` always means the artifact is complet
 At most one version per ``(kind, project)`` is active (two partial unique constraints: one for project-specific
 versions, one for global ones, since NULLs never collide in a plain unique constraint).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,54 +22,90 @@ class ModelVersion(models.Model):
         FAILED = "failed", "failed"
         ARCHIVED = "archived", "archived"
 
-    kind = models.CharField(max_length=64, db_index=True,
-                            help_text='trainer kind, e.g. "ranker", "span_ranker", "tagger", "argspan"')
-    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="model_versions", help_text="empty = a global model")
+    kind = models.CharField(
+        max_length=64, db_index=True, help_text='trainer kind, e.g. "ranker", "span_ranker", "tagger", "argspan"'
+    )
+    project = models.ForeignKey(
+        "annotation.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="model_versions",
+        help_text="empty = a global model",
+    )
     base_model = models.CharField(max_length=500, blank=True, default="", help_text="name or path it started from")
-    data_snapshot = models.CharField(max_length=500, blank=True, default="",
-                                     help_text='what it was trained on, e.g. "project:<slug>@<n labels>" or a file')
-    data_hash = models.CharField(max_length=64, blank=True, default="",
-                                 help_text="sha256 of the canonical training + dev rows")
+    data_snapshot = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text='what it was trained on, e.g. "project:<slug>@<n labels>" or a file',
+    )
+    data_hash = models.CharField(
+        max_length=64, blank=True, default="", help_text="sha256 of the canonical training + dev rows"
+    )
     snapshot_labels = models.PositiveIntegerField(
-        null=True, blank=True, help_text="aggregated labels of the project when the data was taken (retrain loop)")
+        null=True, blank=True, help_text="aggregated labels of the project when the data was taken (retrain loop)"
+    )
     n_train = models.PositiveIntegerField(default=0)
     n_dev = models.PositiveIntegerField(default=0)
     hyperparameters = models.JSONField(default=dict, blank=True)
     seed = models.IntegerField(default=13)
     metrics = models.JSONField(default=dict, blank=True, help_text='e.g. {"dev": {...}, "primary": 0.81}')
-    artifact_path = models.CharField(max_length=1000, blank=True, default="",
-                                     help_text="the final folder (absolute), set when ready")
+    artifact_path = models.CharField(
+        max_length=1000, blank=True, default="", help_text="the final folder (absolute), set when ready"
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.TRAINING, db_index=True)
     is_active = models.BooleanField(default=False)
     activated_at = models.DateTimeField(null=True, blank=True)
-    task_id = models.CharField(max_length=255, blank=True, default="", db_index=True,
-                               help_text="the Celery task that trains it (a redelivered task reuses its row)")
-    request = models.JSONField(default=dict, blank=True,
-                               help_text="the train call (kind, project, data, seed, ...) so an interrupted run can be re-sent")
+    task_id = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="the Celery task that trains it (a redelivered task reuses its row)",
+    )
+    request = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the train call (kind, project, data, seed, ...) so an interrupted run can be re-sent",
+    )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="training runs started for this version")
-    heartbeat_at = models.DateTimeField(null=True, blank=True,
-                                        help_text="last sign of life of the run training it (stale = worker lost)")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="last sign of life of the run training it (stale = worker lost)"
+    )
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     trained_at = models.DateTimeField(null=True, blank=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
-                               help_text="the version this one was retrained from")
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="the version this one was retrained from",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["kind", "project", "status"])]
         constraints = [
-            models.UniqueConstraint(fields=["kind", "project"], condition=Q(is_active=True, project__isnull=False),
-                                    name="ml_one_active_per_kind_project"),
-            models.UniqueConstraint(fields=["kind"], condition=Q(is_active=True, project__isnull=True),
-                                    name="ml_one_active_global_per_kind"),
+            models.UniqueConstraint(
+                fields=["kind", "project"],
+                condition=Q(is_active=True, project__isnull=False),
+                name="ml_one_active_per_kind_project",
+            ),
+            models.UniqueConstraint(
+                fields=["kind"], condition=Q(is_active=True, project__isnull=True), name="ml_one_active_global_per_kind"
+            ),
             models.CheckConstraint(condition=Q(is_active=False) | Q(status="ready"), name="ml_active_is_ready"),
         ]
 
     def __str__(self) -> str:
-        scope = self.project.slug if self.project_id and hasattr(self.project, "slug") else (
-            f"project {self.project_id}" if self.project_id else "global")
+        scope = (
+            self.project.slug
+            if self.project_id and hasattr(self.project, "slug")
+            else (f"project {self.project_id}" if self.project_id else "global")
+        )
         return f"{self.kind} #{self.pk} ({scope}, {self.status}{', active' if self.is_active else ''})"
 
     @property
@@ -87,6 +124,7 @@ class ModelVersion(models.Model):
 
 # --- silver annotation (issue 10, item 4) ------------------------------------------------------------
 
+
 class SilverRun(models.Model):
     """One silver annotation job: an active model over a corpus selection, in batches (see :mod:`ml.silver`).
 
@@ -102,16 +140,28 @@ class SilverRun(models.Model):
         FAILED = "failed", "failed"
         CANCELLED = "cancelled", "cancelled"
 
-    kind = models.CharField(max_length=64,
-                            help_text='trainer kind: "tagger", "argspan", "argspanscheme" or "argument"')
+    kind = models.CharField(max_length=64, help_text='trainer kind: "tagger", "argspan", "argspanscheme" or "argument"')
     model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="silver_runs")
-    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="silver_runs", help_text="the scope the active model came from")
-    topic = models.ForeignKey("corpus.Topic", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="silver_runs", help_text="empty with source empty = all sentences")
+    project = models.ForeignKey(
+        "annotation.Project",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="silver_runs",
+        help_text="the scope the active model came from",
+    )
+    topic = models.ForeignKey(
+        "corpus.Topic",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="silver_runs",
+        help_text="empty with source empty = all sentences",
+    )
     source = models.CharField(max_length=1000, blank=True, default="", help_text="Sentence.source to select")
-    options = models.JSONField(default=dict, blank=True,
-                               help_text="batch_size, shards, arguments_only, arguments_from_run, scheme_ratio, ...")
+    options = models.JSONField(
+        default=dict, blank=True, help_text="batch_size, shards, arguments_only, arguments_from_run, scheme_ratio, ..."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     cancel_requested = models.BooleanField(default=False)
     last_sentence_id = models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id")
@@ -119,8 +169,9 @@ class SilverRun(models.Model):
     labelled = models.PositiveIntegerField(default=0, help_text="sentences with at least one span / scheme")
     total = models.PositiveIntegerField(null=True, blank=True)
     batches = models.PositiveIntegerField(default=0)
-    scheme_sums = models.JSONField(default=dict, blank=True,
-                                   help_text="sum of each scheme's probability over the processed sentences")
+    scheme_sums = models.JSONField(
+        default=dict, blank=True, help_text="sum of each scheme's probability over the processed sentences"
+    )
     task_id = models.CharField(max_length=255, blank=True, default="")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -156,8 +207,9 @@ class SilverShard(models.Model):
     labelled = models.PositiveIntegerField(default=0)
     batches = models.PositiveIntegerField(default=0)
     scheme_sums = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=SilverRun.Status.choices, default=SilverRun.Status.PENDING,
-                              db_index=True)
+    status = models.CharField(
+        max_length=16, choices=SilverRun.Status.choices, default=SilverRun.Status.PENDING, db_index=True
+    )
     task_id = models.CharField(max_length=255, blank=True, default="")
     worker = models.CharField(max_length=255, blank=True, default="", help_text="hostname of the last worker on it")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="times a task started on it")
@@ -179,12 +231,19 @@ class SilverLabel(models.Model):
 
     run = models.ForeignKey(SilverRun, on_delete=models.CASCADE, related_name="labels")
     sentence = models.ForeignKey("corpus.Sentence", on_delete=models.CASCADE, related_name="silver_labels")
-    spans = models.JSONField(default=list, blank=True,
-                             help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]')
+    spans = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]',
+    )
     schemes = models.JSONField(default=dict, blank=True, help_text="{scheme: probability} (argspanscheme)")
     confidence = models.FloatField(default=0.0, help_text="mean probability of the predicted word tags")
-    stance = models.CharField(max_length=8, blank=True, default="",
-                              help_text='argument runs: predicted "pro", "con" or "none" (never Sentence.stance)')
+    stance = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        help_text='argument runs: predicted "pro", "con" or "none" (never Sentence.stance)',
+    )
     stance_probability = models.FloatField(null=True, blank=True, help_text="argument runs: P(predicted stance)")
     stance_probs = models.JSONField(default=dict, blank=True, help_text='argument runs: {"pro", "con", "none": p}')
     created_at = models.DateTimeField(auto_now_add=True)
@@ -198,6 +257,7 @@ class SilverLabel(models.Model):
 
 
 # --- the Arg-CTRL data pipeline (issue 21, item 2) ---------------------------------------------------
+
 
 class PipelineRun(models.Model):
     """One run of a chained data pipeline (``argctrl``: import -> relevance -> argument -> aspects -> documents),
@@ -214,20 +274,41 @@ class PipelineRun(models.Model):
     kind = models.CharField(max_length=32, default="argctrl", db_index=True)
     documents = models.CharField(max_length=1000, help_text="the folder of *.txt documents (absolute)")
     topic_name = models.CharField(max_length=200, help_text="the topic as given (slug, name or id)")
-    topic = models.ForeignKey("corpus.Topic", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="pipeline_runs")
-    options = models.JSONField(default=dict, blank=True,
-                               help_text="model versions, relevance terms, batch size, document bounds, release")
+    topic = models.ForeignKey(
+        "corpus.Topic", null=True, blank=True, on_delete=models.PROTECT, related_name="pipeline_runs"
+    )
+    options = models.JSONField(
+        default=dict, blank=True, help_text="model versions, relevance terms, batch size, document bounds, release"
+    )
     stage = models.CharField(max_length=32, default="import", help_text="the first stage that is not done")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
-    stages = models.JSONField(default=dict, blank=True,
-                              help_text='{stage: {"status", "counts", "started_at", "finished_at"}}')
-    argument_run = models.ForeignKey("ml.SilverRun", null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="+", help_text="the argument / stance silver run")
-    aspect_run = models.ForeignKey("ml.SilverRun", null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+", help_text="the aspect tagger's silver run")
-    release = models.ForeignKey("corpus.Release", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text="the training-documents release (aspect-docs)")
+    stages = models.JSONField(
+        default=dict, blank=True, help_text='{stage: {"status", "counts", "started_at", "finished_at"}}'
+    )
+    argument_run = models.ForeignKey(
+        "ml.SilverRun",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="the argument / stance silver run",
+    )
+    aspect_run = models.ForeignKey(
+        "ml.SilverRun",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="the aspect tagger's silver run",
+    )
+    release = models.ForeignKey(
+        "corpus.Release",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="the training-documents release (aspect-docs)",
+    )
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -241,6 +322,7 @@ class PipelineRun(models.Model):
 
 
 # --- the retrain loop's attempts (issue 37, point 4) -------------------------------------------------
+
 
 class RetrainAttempt(models.Model):
     """One retrain of a kind from a project's labels, as the studio shows it (:mod:`ml.loop`): ``queued`` when the
@@ -264,10 +346,15 @@ class RetrainAttempt(models.Model):
     new_labels = models.IntegerField(null=True, blank=True, help_text="human labels since the last version")
     rows = models.PositiveIntegerField(null=True, blank=True, help_text="training + dev rows")
     steps = models.PositiveIntegerField(null=True, blank=True, help_text="optimisation steps run (budgeted kinds)")
-    capped = models.CharField(max_length=32, blank=True, default="",
-                              help_text='"max_steps" / "max_seconds" when the budget stopped training early')
-    version = models.ForeignKey(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="retrain_attempts")
+    capped = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text='"max_steps" / "max_seconds" when the budget stopped training early',
+    )
+    version = models.ForeignKey(
+        ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="retrain_attempts"
+    )
     task_id = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

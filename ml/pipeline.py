@@ -39,6 +39,7 @@ option), :func:`find_or_create`, :func:`next_stage`, :func:`run_stage`, :func:`a
 ``ARGORA_PIPELINE_STAGE_DELAY`` (seconds, tests only): sleep after each progress report of a silver stage, so a test
 can kill the process while the stage runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,8 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from django.db import transaction
 from django.utils import timezone
@@ -72,12 +73,23 @@ DONE = "done"
 DOCS_FILE = "aspect-docs.jsonl"
 RELEASE_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,49}")
 # the request keys a re-run must repeat unchanged (the CLI option that sets each, for errors)
-REQUEST_OPTIONS = {"topic_name": "--topic-name", "synonyms": "--synonyms", "relevance": "--no-relevance-filter",
-                   "argument_version": "--argument-version", "argument_project": "--argument-project",
-                   "tagger_version": "--tagger-version", "tagger_project": "--tagger-project",
-                   "batch_size": "--batch-size", "shards": "--shards", "min_args": "--min-args",
-                   "max_args": "--max-args", "max_per_topic_stance": "--max-per-topic-stance", "seed": "--seed",
-                   "release_name": "--release-name", "release_version": "--release-version"}
+REQUEST_OPTIONS = {
+    "topic_name": "--topic-name",
+    "synonyms": "--synonyms",
+    "relevance": "--no-relevance-filter",
+    "argument_version": "--argument-version",
+    "argument_project": "--argument-project",
+    "tagger_version": "--tagger-version",
+    "tagger_project": "--tagger-project",
+    "batch_size": "--batch-size",
+    "shards": "--shards",
+    "min_args": "--min-args",
+    "max_args": "--max-args",
+    "max_per_topic_stance": "--max-per-topic-stance",
+    "seed": "--seed",
+    "release_name": "--release-name",
+    "release_version": "--release-version",
+}
 
 
 class PipelineError(ValueError):
@@ -90,6 +102,7 @@ class PipelineError(ValueError):
 
 # --- the request ---------------------------------------------------------------------------------------------
 
+
 def _version(kind: str, version_id, project_slug, option: str) -> int:
     """The model version id a silver stage will use: the given one, else the active one of the project, else
     the global active one."""
@@ -98,8 +111,10 @@ def _version(kind: str, version_id, project_slug, option: str) -> int:
         if version is None:
             raise PipelineError(option, f"no model version {version_id}")
         if version.kind != kind or version.status != ModelVersion.Status.READY or not version.artifact_path:
-            raise PipelineError(option, f"model version {version.pk} is a {version.status} {version.kind!r} model, "
-                                        f"not a ready {kind!r} one")
+            raise PipelineError(
+                option,
+                f"model version {version.pk} is a {version.status} {version.kind!r} model, not a ready {kind!r} one",
+            )
         return version.pk
     project = None
     if project_slug:
@@ -119,13 +134,26 @@ def _whole(value, option: str, minimum: int) -> int:
     return value
 
 
-def prepare(documents, topic: str, *, topic_name: str | None = None, synonyms=(), relevance: bool = True,
-            argument_version: int | None = None, argument_project: str | None = None,
-            tagger_version: int | None = None, tagger_project: str | None = None, batch_size: int = 64,
-            shards: int | None = None, min_args: int = corpora.DEFAULT_MIN_ARGS,
-            max_args: int = corpora.DEFAULT_MAX_ARGS,
-            max_per_topic_stance: int = corpora.DEFAULT_MAX_PER_TOPIC_STANCE, seed: int = 13,
-            release_name: str | None = None, release_version: str | None = None) -> dict:
+def prepare(
+    documents,
+    topic: str,
+    *,
+    topic_name: str | None = None,
+    synonyms=(),
+    relevance: bool = True,
+    argument_version: int | None = None,
+    argument_project: str | None = None,
+    tagger_version: int | None = None,
+    tagger_project: str | None = None,
+    batch_size: int = 64,
+    shards: int | None = None,
+    min_args: int = corpora.DEFAULT_MIN_ARGS,
+    max_args: int = corpora.DEFAULT_MAX_ARGS,
+    max_per_topic_stance: int = corpora.DEFAULT_MAX_PER_TOPIC_STANCE,
+    seed: int = 13,
+    release_name: str | None = None,
+    release_version: str | None = None,
+) -> dict:
     """Validate an ``argctrl`` request; returns ``{"documents", "topic", "request", "argument_version",
     "tagger_version"}`` (absolute folder, the topic as given, the options, the resolved model version ids).
     Raises :class:`PipelineError` naming the option."""
@@ -161,15 +189,30 @@ def prepare(documents, topic: str, *, topic_name: str | None = None, synonyms=()
     for option, value in (("--release-name", release_name), ("--release-version", release_version)):
         if value is not None and not RELEASE_PART.fullmatch(str(value)):
             raise PipelineError(option, f"{value!r}: letters, digits, '.', '_' and '-' (a folder name)")
-    request = {"topic_name": name, "synonyms": synonyms, "relevance": bool(relevance),
-               "argument_version": argument_version, "argument_project": argument_project or None,
-               "tagger_version": tagger_version, "tagger_project": tagger_project or None,
-               "batch_size": batch_size, "shards": shards, "min_args": min_args, "max_args": max_args,
-               "max_per_topic_stance": max_per_topic_stance, "seed": seed, "release_name": release_name,
-               "release_version": release_version}
-    return {"documents": str(folder.resolve()), "topic": topic, "request": request,
-            "argument_version": _version("argument", argument_version, argument_project, "--argument-version"),
-            "tagger_version": _version("tagger", tagger_version, tagger_project, "--tagger-version")}
+    request = {
+        "topic_name": name,
+        "synonyms": synonyms,
+        "relevance": bool(relevance),
+        "argument_version": argument_version,
+        "argument_project": argument_project or None,
+        "tagger_version": tagger_version,
+        "tagger_project": tagger_project or None,
+        "batch_size": batch_size,
+        "shards": shards,
+        "min_args": min_args,
+        "max_args": max_args,
+        "max_per_topic_stance": max_per_topic_stance,
+        "seed": seed,
+        "release_name": release_name,
+        "release_version": release_version,
+    }
+    return {
+        "documents": str(folder.resolve()),
+        "topic": topic,
+        "request": request,
+        "argument_version": _version("argument", argument_version, argument_project, "--argument-version"),
+        "tagger_version": _version("tagger", tagger_version, tagger_project, "--tagger-version"),
+    }
 
 
 def _existing_topic(topic: str):
@@ -185,27 +228,41 @@ def find_or_create(prepared: dict, *, new: bool = False) -> tuple[PipelineRun, b
     with transaction.atomic():
         found = None
         if not new:
-            found = (PipelineRun.objects.select_for_update()
-                     .filter(kind=KIND, documents=prepared["documents"], topic_name=prepared["topic"])
-                     .order_by("-pk").first())
+            found = (
+                PipelineRun.objects.select_for_update()
+                .filter(kind=KIND, documents=prepared["documents"], topic_name=prepared["topic"])
+                .order_by("-pk")
+                .first()
+            )
         if found is not None:
             before = (found.options or {}).get("request", {})
             for key, option in REQUEST_OPTIONS.items():
                 if before.get(key) != prepared["request"].get(key):
-                    raise PipelineError(option, f"{prepared['request'].get(key)!r} differs from pipeline "
-                                                f"{found.pk}'s {before.get(key)!r}; repeat it, or pass --new to "
-                                                f"start another pipeline")
+                    raise PipelineError(
+                        option,
+                        f"{prepared['request'].get(key)!r} differs from pipeline "
+                        f"{found.pk}'s {before.get(key)!r}; repeat it, or pass --new to "
+                        f"start another pipeline",
+                    )
             return found, False
         pipeline = PipelineRun.objects.create(
-            kind=KIND, documents=prepared["documents"], topic_name=prepared["topic"],
-            options={"request": prepared["request"], "argument_version": prepared["argument_version"],
-                     "tagger_version": prepared["tagger_version"]},
-            stage=STAGES[0], status=PipelineRun.Status.PENDING,
-            stages={s: {"status": "pending", "counts": {}} for s in STAGES})
+            kind=KIND,
+            documents=prepared["documents"],
+            topic_name=prepared["topic"],
+            options={
+                "request": prepared["request"],
+                "argument_version": prepared["argument_version"],
+                "tagger_version": prepared["tagger_version"],
+            },
+            stage=STAGES[0],
+            status=PipelineRun.Status.PENDING,
+            stages={s: {"status": "pending", "counts": {}} for s in STAGES},
+        )
     return pipeline, True
 
 
 # --- state ---------------------------------------------------------------------------------------------------
+
 
 def next_stage(pipeline: PipelineRun) -> str | None:
     """The first stage that is not done (None: the pipeline is finished)."""
@@ -215,8 +272,16 @@ def next_stage(pipeline: PipelineRun) -> str | None:
     return None
 
 
-def _set(pipeline: PipelineRun, stage: str, *, status: str | None = None, counts: dict | None = None,
-         pipeline_status: str | None = None, error: str | None = None, **extra) -> PipelineRun:
+def _set(
+    pipeline: PipelineRun,
+    stage: str,
+    *,
+    status: str | None = None,
+    counts: dict | None = None,
+    pipeline_status: str | None = None,
+    error: str | None = None,
+    **extra,
+) -> PipelineRun:
     """Record one stage's state (and the pipeline's) with the row locked; returns the fresh row."""
     with transaction.atomic():
         locked = PipelineRun.objects.select_for_update().get(pk=pipeline.pk)
@@ -239,13 +304,13 @@ def _set(pipeline: PipelineRun, stage: str, *, status: str | None = None, counts
             locked.error = error
             fields.append("error")
         locked.stage = next_stage(locked) or DONE
-        locked.status = (PipelineRun.Status.DONE if locked.stage == DONE
-                         else pipeline_status or locked.status)
+        locked.status = PipelineRun.Status.DONE if locked.stage == DONE else pipeline_status or locked.status
         locked.save(update_fields=fields)
     return locked
 
 
 # --- stages --------------------------------------------------------------------------------------------------
+
 
 def _stage_delay(progress: Progress) -> Progress:
     raw = os.environ.get("ARGORA_PIPELINE_STAGE_DELAY", "").strip()
@@ -272,18 +337,25 @@ def _import_and_relevance(pipeline: PipelineRun, progress: Progress) -> Pipeline
     if request["relevance"]:
         keep = RelevanceFilter(name, list(topic_synonyms(name)) + list(request["synonyms"]))
         parsed.sentences = [s for s in parsed.sentences if keep(s.text)]
-        relevance.update(kept=len(parsed.sentences), dropped=examined - len(parsed.sentences),
-                         filter="topic tokens + synonyms (Arg-CTRL App. B)", terms=keep.terms)
+        relevance.update(
+            kept=len(parsed.sentences),
+            dropped=examined - len(parsed.sentences),
+            filter="topic tokens + synonyms (Arg-CTRL App. B)",
+            terms=keep.terms,
+        )
         parsed.dropped["not_relevant"] = examined - len(parsed.sentences)
     with transaction.atomic():
         result = save(parsed, progress=progress)
         topic = Topic.objects.get(name=parsed.topics[0])
         PipelineRun.objects.filter(pk=pipeline.pk).update(topic=topic)
-        imported = {"documents": result.created.get("documents", 0), "sentences": result.created.get("sentences", 0),
-                    "documents_already_stored": len(list(Path(pipeline.documents).glob("*.txt")))
-                    - len(parsed.documents),
-                    "skipped": result.skipped, "too_short": parsed.dropped.get("too_short", 0),
-                    "too_long": parsed.dropped.get("too_long", 0)}
+        imported = {
+            "documents": result.created.get("documents", 0),
+            "sentences": result.created.get("sentences", 0),
+            "documents_already_stored": len(list(Path(pipeline.documents).glob("*.txt"))) - len(parsed.documents),
+            "skipped": result.skipped,
+            "too_short": parsed.dropped.get("too_short", 0),
+            "too_long": parsed.dropped.get("too_long", 0),
+        }
         _set(pipeline, "import", status=DONE, counts=imported)
         return _set(pipeline, "relevance", status=DONE, counts=relevance)
 
@@ -300,9 +372,15 @@ def _silver_stage(pipeline: PipelineRun, stage: str, progress: Progress, queue: 
             if request.get("shards"):
                 options["shards"] = request["shards"]
             try:
-                run = silver.start(kind, topic=locked.topic, project=None,
-                                   version=ModelVersion.objects.get(pk=locked.options[f"{kind}_version"]),
-                                   batch_size=request["batch_size"], options=options, enqueue=queue)
+                run = silver.start(
+                    kind,
+                    topic=locked.topic,
+                    project=None,
+                    version=ModelVersion.objects.get(pk=locked.options[f"{kind}_version"]),
+                    batch_size=request["batch_size"],
+                    options=options,
+                    enqueue=queue,
+                )
             except silver.SilverError as exc:
                 raise PipelineError(f"--{kind}-version", str(exc)) from None
             setattr(locked, field, run)
@@ -310,33 +388,51 @@ def _silver_stage(pipeline: PipelineRun, stage: str, progress: Progress, queue: 
             queued = queue
         else:
             queued = bool((locked.stages.get(stage) or {}).get("queued"))
-    pipeline = _set(locked, stage, status="running", pipeline_status=PipelineRun.Status.RUNNING, run=run.pk,
-                    queued=queued)
+    pipeline = _set(
+        locked, stage, status="running", pipeline_status=PipelineRun.Status.RUNNING, run=run.pk, queued=queued
+    )
     run.refresh_from_db()
     if run.status != SilverRun.Status.DONE:
         if queue:
             if run.status in (SilverRun.Status.FAILED, SilverRun.Status.CANCELLED) or not queued:
                 silver.resume(run, enqueue=True)
-            return _set(pipeline, stage, pipeline_status=PipelineRun.Status.WAITING, queued=True,
-                        counts=_run_counts(run))
+            return _set(
+                pipeline, stage, pipeline_status=PipelineRun.Status.WAITING, queued=True, counts=_run_counts(run)
+            )
         if run.status in (SilverRun.Status.FAILED, SilverRun.Status.CANCELLED):
             silver.resume(run)
         try:
             silver.process(run.pk, progress=_stage_delay(progress))
         except Exception as exc:
-            _set(pipeline, stage, status="failed", pipeline_status=PipelineRun.Status.FAILED,
-                 error=f"{stage}: silver run {run.pk}: {type(exc).__name__}: {exc}"[:10000])
+            _set(
+                pipeline,
+                stage,
+                status="failed",
+                pipeline_status=PipelineRun.Status.FAILED,
+                error=f"{stage}: silver run {run.pk}: {type(exc).__name__}: {exc}"[:10000],
+            )
             raise
         run.refresh_from_db()
     if run.status != SilverRun.Status.DONE:
-        return _set(pipeline, stage, pipeline_status=PipelineRun.Status.WAITING, counts=_run_counts(run),
-                    error=f"{stage}: silver run {run.pk} is {run.status} (another process may hold it)")
+        return _set(
+            pipeline,
+            stage,
+            pipeline_status=PipelineRun.Status.WAITING,
+            counts=_run_counts(run),
+            error=f"{stage}: silver run {run.pk} is {run.status} (another process may hold it)",
+        )
     return _set(pipeline, stage, status=DONE, counts=_run_counts(run), error="")
 
 
 def _run_counts(run: SilverRun) -> dict:
-    out = {"run": run.pk, "run_status": run.status, "processed": run.processed, "total": run.total,
-           "labelled": run.labelled, "labels": SilverLabel.objects.filter(run=run).count()}
+    out = {
+        "run": run.pk,
+        "run_status": run.status,
+        "processed": run.processed,
+        "total": run.total,
+        "labelled": run.labelled,
+        "labels": SilverLabel.objects.filter(run=run).count(),
+    }
     if run.kind == "argument":
         for stance in ("pro", "con", "none"):
             out[stance] = SilverLabel.objects.filter(run=run, stance=stance).count()
@@ -346,9 +442,14 @@ def _run_counts(run: SilverRun) -> dict:
 def release_config(pipeline: PipelineRun) -> dict:
     """The ``aspect-docs`` release config of the documents stage."""
     r = pipeline.options["request"]
-    return {"silver_runs": {"aspects": pipeline.aspect_run_id, "stance": pipeline.argument_run_id},
-            "min_args": r["min_args"], "max_args": r["max_args"],
-            "max_per_topic_stance": r["max_per_topic_stance"], "seed": r["seed"], "source": "silver"}
+    return {
+        "silver_runs": {"aspects": pipeline.aspect_run_id, "stance": pipeline.argument_run_id},
+        "min_args": r["min_args"],
+        "max_args": r["max_args"],
+        "max_per_topic_stance": r["max_per_topic_stance"],
+        "seed": r["seed"],
+        "source": "silver",
+    }
 
 
 def release_id(pipeline: PipelineRun) -> tuple[str, str]:
@@ -363,8 +464,11 @@ def _documents(pipeline: PipelineRun, progress: Progress) -> PipelineRun:
     release = Release.objects.filter(name=name, version=version).first()
     if release is not None and release.status == Release.Status.PUBLISHED:
         if release.kind != "aspect-docs" or release.config.get("silver_runs") != config["silver_runs"]:
-            raise PipelineError("--release-name", f"release {name} {version} exists and was not built by pipeline "
-                                                  f"{pipeline.pk}; choose another --release-name / --release-version")
+            raise PipelineError(
+                "--release-name",
+                f"release {name} {version} exists and was not built by pipeline "
+                f"{pipeline.pk}; choose another --release-name / --release-version",
+            )
     else:
         pipeline = _set(pipeline, "documents", status="running", pipeline_status=PipelineRun.Status.RUNNING)
         try:
@@ -374,14 +478,22 @@ def _documents(pipeline: PipelineRun, progress: Progress) -> PipelineRun:
     PipelineRun.objects.filter(pk=pipeline.pk).update(release=release)
     # the figures of every filter (the release stores the documents; the counts are recomputed from the same runs)
     stats = exporters.build_docs(exporters.prepare_aspect_docs(dict(config))).stats
-    counts = {"release": release.pk, "name": name, "version": version, "documents": stats["documents"],
-              "arguments": stats["arguments"], "rows": stats["rows"], "dropped": stats["dropped"],
-              "per_topic_stance": stats["per_topic_stance"]}
+    counts = {
+        "release": release.pk,
+        "name": name,
+        "version": version,
+        "documents": stats["documents"],
+        "arguments": stats["arguments"],
+        "rows": stats["rows"],
+        "dropped": stats["dropped"],
+        "per_topic_stance": stats["per_topic_stance"],
+    }
     return _set(pipeline, "documents", status=DONE, counts=counts, error="")
 
 
-def run_stage(pipeline: PipelineRun, stage: str, *, progress: Progress = null_progress,
-              queue: bool = False) -> PipelineRun:
+def run_stage(
+    pipeline: PipelineRun, stage: str, *, progress: Progress = null_progress, queue: bool = False
+) -> PipelineRun:
     """Run (or continue) one stage; returns the fresh row. Import and relevance run together (one transaction)."""
     pipeline = PipelineRun.objects.select_related("topic").get(pk=pipeline.pk)
     if (pipeline.stages.get(stage) or {}).get("status") == DONE:
@@ -395,26 +507,36 @@ def run_stage(pipeline: PipelineRun, stage: str, *, progress: Progress = null_pr
     raise PipelineError("stage", f"unknown stage {stage!r}")
 
 
-def advance(pipeline: PipelineRun, *, queue: bool = False,
-            progress_for: Callable[[str], Progress] | None = None) -> PipelineRun:
+def advance(
+    pipeline: PipelineRun, *, queue: bool = False, progress_for: Callable[[str], Progress] | None = None
+) -> PipelineRun:
     """Run stages from the first unfinished one until the pipeline is done, or waits for a queued silver run."""
     while True:
         stage = next_stage(pipeline)
         if stage is None:
             return pipeline
-        pipeline = run_stage(pipeline, stage, progress=progress_for(stage) if progress_for else null_progress,
-                             queue=queue)
+        pipeline = run_stage(
+            pipeline, stage, progress=progress_for(stage) if progress_for else null_progress, queue=queue
+        )
         if (pipeline.stages.get(stage) or {}).get("status") != DONE:
             return pipeline
 
 
 def summary(pipeline: PipelineRun) -> dict:
     pipeline.refresh_from_db()
-    return {"pipeline": pipeline.pk, "kind": pipeline.kind, "status": pipeline.status, "stage": pipeline.stage,
-            "documents": pipeline.documents, "topic": pipeline.topic.name if pipeline.topic_id else pipeline.topic_name,
-            "argument_run": pipeline.argument_run_id, "aspect_run": pipeline.aspect_run_id,
-            "release": pipeline.release_id, "error": pipeline.error,
-            "stages": {s: dict((pipeline.stages or {}).get(s) or {}) for s in STAGES}}
+    return {
+        "pipeline": pipeline.pk,
+        "kind": pipeline.kind,
+        "status": pipeline.status,
+        "stage": pipeline.stage,
+        "documents": pipeline.documents,
+        "topic": pipeline.topic.name if pipeline.topic_id else pipeline.topic_name,
+        "argument_run": pipeline.argument_run_id,
+        "aspect_run": pipeline.aspect_run_id,
+        "release": pipeline.release_id,
+        "error": pipeline.error,
+        "stages": {s: dict((pipeline.stages or {}).get(s) or {}) for s in STAGES},
+    }
 
 
 def write_documents(pipeline: PipelineRun, out) -> int:

@@ -16,10 +16,11 @@ already have ``score(sentence_text, topic, candidates)`` and a batched ``score_g
 :class:`TrainedRanker` adds the name workers' payloads record (``"<kind>#<version id>"``, e.g. ``"span_ranker#7"``,
 payload key ``"ranker"``) and the version. Batching for inference is :func:`ml.inference.length_sorted_batches`.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import registry
 

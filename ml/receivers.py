@@ -4,6 +4,7 @@
   ``ml.tasks.maybe_retrain(project_id)`` after commit, only for projects that retrain some kind
   (``config["retrain_kinds"]``, else the ``retrain_kinds`` its task type declares) with ``retrain_every`` > 0.
 """
+
 from __future__ import annotations
 
 import logging

@@ -26,15 +26,17 @@ Activation
     archives the active version and re-activates the one active before it. :func:`load_model` loads an
     artifact once per process (LRU of ``ARGORA_MODEL_CACHE_SIZE``, default 4).
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -49,6 +51,7 @@ log = logging.getLogger(__name__)
 
 
 # --- specs -----------------------------------------------------------------------------------------
+
 
 @dataclass
 class TrainRequest:
@@ -146,7 +149,9 @@ def get_trainer(kind: str) -> TrainerSpec:
     try:
         return _TRAINERS[kind]
     except KeyError:
-        raise TrainerError(f"kind: unknown trainer kind {kind!r} (known: {', '.join(trainer_kinds()) or 'none'})") from None
+        raise TrainerError(
+            f"kind: unknown trainer kind {kind!r} (known: {', '.join(trainer_kinds()) or 'none'})"
+        ) from None
 
 
 def trainer_kinds() -> list[str]:
@@ -160,6 +165,7 @@ def silver_kinds() -> list[str]:
 
 
 # --- activation ------------------------------------------------------------------------------------
+
 
 def _scope(qs, kind: str, project):
     qs = qs.filter(kind=kind)
@@ -188,21 +194,29 @@ def activate(version, *, only_if_better: bool = False) -> bool:
             raise ValueError(f"model version {version.pk} is {version.status}; only a ready version can be activated")
         if not Path(version.artifact_path).is_dir():
             raise ValueError(f"model version {version.pk}: artifact folder {version.artifact_path} is missing")
-        current = list(_scope(ModelVersion.objects.select_for_update().filter(is_active=True),
-                              version.kind, version.project))
+        current = list(
+            _scope(ModelVersion.objects.select_for_update().filter(is_active=True), version.kind, version.project)
+        )
         current = current[0] if current else None
         if current is not None and current.pk == version.pk:
             return True
         if only_if_better and current is not None:
             spec = get_trainer(version.kind)
             if not spec.better(version.primary_metric, current.primary_metric):
-                log.info("model version %s (%s=%s) is not better than active %s (%s); not activated", version.pk,
-                         spec.primary_metric, version.primary_metric, current.pk, current.primary_metric)
+                log.info(
+                    "model version %s (%s=%s) is not better than active %s (%s); not activated",
+                    version.pk,
+                    spec.primary_metric,
+                    version.primary_metric,
+                    current.pk,
+                    current.primary_metric,
+                )
                 return False
         if current is not None:
             ModelVersion.objects.filter(pk=current.pk).update(is_active=False)
-        ModelVersion.objects.filter(pk=version.pk).update(is_active=True, status=ModelVersion.Status.READY,
-                                                          activated_at=timezone.now())
+        ModelVersion.objects.filter(pk=version.pk).update(
+            is_active=True, status=ModelVersion.Status.READY, activated_at=timezone.now()
+        )
     return True
 
 
@@ -214,10 +228,16 @@ def _rollback_target(scope, current):
     candidates = scope.filter(status=ModelVersion.Status.READY, is_active=False).exclude(artifact_path="")
     if current is None:
         return candidates.order_by("-activated_at", "-created_at", "-pk").first()
-    return (candidates.filter(activated_at__isnull=False, activated_at__lte=current.activated_at or timezone.now())
-            .exclude(pk=current.pk).order_by("-activated_at", "-pk").first()
-            or candidates.filter(created_at__lte=current.created_at).exclude(pk=current.pk)
-            .order_by("-created_at", "-pk").first())
+    return (
+        candidates.filter(activated_at__isnull=False, activated_at__lte=current.activated_at or timezone.now())
+        .exclude(pk=current.pk)
+        .order_by("-activated_at", "-pk")
+        .first()
+        or candidates.filter(created_at__lte=current.created_at)
+        .exclude(pk=current.pk)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
 
 
 def rollback_target(kind: str, project=None):
@@ -246,7 +266,7 @@ def rollback(kind: str, project=None):
 
 # --- loading ---------------------------------------------------------------------------------------
 
-_cache: "OrderedDict[tuple, Any]" = OrderedDict()
+_cache: OrderedDict[tuple, Any] = OrderedDict()
 _cache_lock = threading.Lock()
 
 

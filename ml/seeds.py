@@ -4,16 +4,23 @@ best on the dev set is kept and the trainer continues only that one to the end.
 The training toolkit's continuable runs (:class:`ml.training.LoopRun`, :func:`ml.training.seeded_run`) and the
 sentence-transformers kinds (:mod:`ml.similarity.models`) search seeds through :func:`seed_optimise_runs`.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from argora.progress import Progress, null_progress
 
 
-def seed_optimise_runs(train_fn_factory: Callable[[int], Callable[[int], float]], seeds: Iterable[int], *,
-                       total_steps: int, probe_fraction: float = 0.2, higher_is_better: bool = True,
-                       progress: Progress = null_progress) -> tuple[int, Callable[[int], float], dict[int, float]]:
+def seed_optimise_runs(
+    train_fn_factory: Callable[[int], Callable[[int], float]],
+    seeds: Iterable[int],
+    *,
+    total_steps: int,
+    probe_fraction: float = 0.2,
+    higher_is_better: bool = True,
+    progress: Progress = null_progress,
+) -> tuple[int, Callable[[int], float], dict[int, float]]:
     """Probe every seed to ``probe_fraction`` of ``total_steps``; return ``(best seed, its run, probe scores)``.
 
     ``train_fn_factory(seed)`` returns a run: ``run(steps) -> dev score`` trains (continuing where it stopped) until
@@ -38,8 +45,21 @@ def seed_optimise_runs(train_fn_factory: Callable[[int], Callable[[int], float]]
     return best_seed, best_run, scores
 
 
-def seed_optimise(train_fn_factory, seeds, *, total_steps: int, probe_fraction: float = 0.2,
-                  higher_is_better: bool = True, progress: Progress = null_progress) -> int:
+def seed_optimise(
+    train_fn_factory,
+    seeds,
+    *,
+    total_steps: int,
+    probe_fraction: float = 0.2,
+    higher_is_better: bool = True,
+    progress: Progress = null_progress,
+) -> int:
     """The best seed (see :func:`seed_optimise_runs`)."""
-    return seed_optimise_runs(train_fn_factory, seeds, total_steps=total_steps, probe_fraction=probe_fraction,
-                              higher_is_better=higher_is_better, progress=progress)[0]
+    return seed_optimise_runs(
+        train_fn_factory,
+        seeds,
+        total_steps=total_steps,
+        probe_fraction=probe_fraction,
+        higher_is_better=higher_is_better,
+        progress=progress,
+    )[0]

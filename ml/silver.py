@@ -44,14 +44,15 @@ probability is >= ratio x that scheme's mean probability over the run (ArgU §3.
 true): drop sentences whose top scheme is "Others"; ``min_confidence``: drop spans below it;
 ``drop_unlabelled``: drop sentences without spans and schemes (argument runs: without a pro / con stance).
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import os
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 from celery import chord, group
 from django.db import transaction
@@ -71,8 +72,15 @@ from .versions import HEARTBEAT_SECONDS
 log = logging.getLogger(__name__)
 
 ARGUMENT_STANCES = ("pro", "con")  # a stance run's sentence is "labelled" (an argument) when predicted one of these
-DEFAULT_OPTIONS = {"batch_size": 64, "arguments_only": False, "scheme_ratio": 0.2, "discard_others": True,
-                   "min_confidence": 0.0, "drop_unlabelled": False, "scheme_threshold": None}
+DEFAULT_OPTIONS = {
+    "batch_size": 64,
+    "arguments_only": False,
+    "scheme_ratio": 0.2,
+    "discard_others": True,
+    "min_confidence": 0.0,
+    "drop_unlabelled": False,
+    "scheme_threshold": None,
+}
 OTHERS = "Others"
 Status = SilverRun.Status
 UNFINISHED = (Status.PENDING, Status.RUNNING, Status.FAILED, Status.CANCELLED)
@@ -100,10 +108,11 @@ def silver_spec(kind: str) -> SilverSpec:
 
 # --- selection -------------------------------------------------------------------------------------
 
+
 def resolve_topic(topic):
     if topic is None or topic == "" or hasattr(topic, "pk"):
         return topic or None
-    found = (Topic.objects.filter(slug=str(topic)).first() or Topic.objects.filter(name__iexact=str(topic)).first())
+    found = Topic.objects.filter(slug=str(topic)).first() or Topic.objects.filter(name__iexact=str(topic)).first()
     if found is None and str(topic).isdigit():
         found = Topic.objects.filter(pk=int(topic)).first()
     if found is None:
@@ -122,8 +131,11 @@ def base_selection(run):
     if opts.get("arguments_only"):
         qs = qs.exclude(stance=Stance.NONE)
     if opts.get("arguments_from_run"):
-        qs = qs.filter(pk__in=SilverLabel.objects.filter(run_id=int(opts["arguments_from_run"]),
-                                                         stance__in=ARGUMENT_STANCES).values("sentence_id"))
+        qs = qs.filter(
+            pk__in=SilverLabel.objects.filter(
+                run_id=int(opts["arguments_from_run"]), stance__in=ARGUMENT_STANCES
+            ).values("sentence_id")
+        )
     return qs
 
 
@@ -156,12 +168,16 @@ def plan_shards(run, *, shards: int = 1, shard_size: int | None = None) -> list[
         count += 1
         prev = pk
         if i + 1 >= round(size * (len(out) + 1)):
-            out.append(SilverShard(run=run, index=len(out), first_id=start, last_id=pk, last_sentence_id=start - 1,
-                                   total=count))
+            out.append(
+                SilverShard(
+                    run=run, index=len(out), first_id=start, last_id=pk, last_sentence_id=start - 1, total=count
+                )
+            )
             start, count = None, 0
     if start is not None:  # rows added since the count
-        out.append(SilverShard(run=run, index=len(out), first_id=start, last_id=prev, last_sentence_id=start - 1,
-                               total=count))
+        out.append(
+            SilverShard(run=run, index=len(out), first_id=start, last_id=prev, last_sentence_id=start - 1, total=count)
+        )
     return out
 
 
@@ -189,9 +205,21 @@ def ensure_shards(run) -> list[SilverShard]:
 
 # --- actions ---------------------------------------------------------------------------------------
 
-def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = False, project=None, version=None,
-          batch_size: int = 64, options: dict | None = None, shards: int | None = None,
-          shard_size: int | None = None, enqueue: bool = False):
+
+def start(
+    kind: str,
+    *,
+    topic=None,
+    source: str = "",
+    all_sentences: bool = False,
+    project=None,
+    version=None,
+    batch_size: int = 64,
+    options: dict | None = None,
+    shards: int | None = None,
+    shard_size: int | None = None,
+    enqueue: bool = False,
+):
     """Create a pending run with the active ``kind`` model (or ``version``), split into shards; enqueue it on commit
     if asked. ``shards`` / ``shard_size`` (also read from ``options``): how many id ranges (default 1)."""
     silver_spec(kind)
@@ -210,8 +238,9 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
         source_run = SilverRun.objects.filter(pk=from_run).first()
         source_spec = spec_of(source_run.kind) if source_run is not None else None
         if source_spec is None or not source_spec.stances:
-            raise SilverError(f"arguments_from_run: no argument silver run {from_run} (a run of a kind that predicts "
-                              "stances)")
+            raise SilverError(
+                f"arguments_from_run: no argument silver run {from_run} (a run of a kind that predicts stances)"
+            )
         opts["arguments_from_run"] = from_run
     else:
         opts.pop("arguments_from_run", None)
@@ -221,11 +250,15 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
     if version is None:
         version = registry.active_version(kind, project)
         if version is None:
-            raise SilverError(f"kind: no active {kind!r} model{' for project ' + project.slug if project else ''} "
-                              f"(train one: manage.py train {kind} --data FILE)")
+            raise SilverError(
+                f"kind: no active {kind!r} model{' for project ' + project.slug if project else ''} "
+                f"(train one: manage.py train {kind} --data FILE)"
+            )
     elif version.kind != kind or not version.artifact_path:
-        raise SilverError(f"version: model version {version.pk} is a {version.status} {version.kind!r} model, "
-                          f"not a ready {kind!r} one")
+        raise SilverError(
+            f"version: model version {version.pk} is a {version.status} {version.kind!r} model, "
+            f"not a ready {kind!r} one"
+        )
     if int(batch_size) < 1:
         raise SilverError("batch_size: must be at least 1")
     for name, value in (("shards", shards), ("shard_size", shard_size)):
@@ -233,8 +266,9 @@ def start(kind: str, *, topic=None, source: str = "", all_sentences: bool = Fals
             raise SilverError(f"{name}: must be at least 1")
     opts["batch_size"] = int(batch_size)
     with transaction.atomic():
-        run = SilverRun.objects.create(kind=kind, model_version=version, project=project, topic=topic,
-                                       source=source or "", options=opts)
+        run = SilverRun.objects.create(
+            kind=kind, model_version=version, project=project, topic=topic, source=source or "", options=opts
+        )
         planned = plan_shards(run, shards=int(shards or 1), shard_size=int(shard_size) if shard_size else None)
         SilverShard.objects.bulk_create(planned)
         run.total = sum(s.total for s in planned)
@@ -301,7 +335,8 @@ def cancel(run):
         run.save(update_fields=fields)
     if run.status == Status.CANCELLED:
         SilverShard.objects.filter(run_id=run.pk).exclude(status__in=(Status.DONE, Status.RUNNING)).update(
-            status=Status.CANCELLED)
+            status=Status.CANCELLED
+        )
     return run
 
 
@@ -329,19 +364,21 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
         if last > cutoff:
             continue
         shards = list(run.shards.all())
-        if any((s.heartbeat_at or s.started_at or run.created_at) > cutoff
-               for s in shards if s.status == Status.RUNNING):
+        if any(
+            (s.heartbeat_at or s.started_at or run.created_at) > cutoff for s in shards if s.status == Status.RUNNING
+        ):
             continue  # a worker is on one of its shards: stale shards are taken one by one below
         if len(shards) > 1 and any(s.status == Status.PENDING for s in shards):
             continue  # shards still wait in the queue for a worker
-        taken = SilverRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at
-                                         ).update(status=Status.FAILED,
-                                                  error=f"interrupted: no sign of life since {last.isoformat()}")
+        taken = SilverRun.objects.filter(pk=run.pk, status=Status.RUNNING, heartbeat_at=run.heartbeat_at).update(
+            status=Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}"
+        )
         if not taken:  # it moved on (a batch committed) or another sweep took it
             continue
         taken_runs.add(run.pk)
         SilverShard.objects.filter(run_id=run.pk, status=Status.RUNNING).update(
-            status=Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}")
+            status=Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}"
+        )
         requeued = False
         if requeue:
             try:
@@ -349,19 +386,30 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
                 requeued = True
             except SilverError as exc:  # pragma: no cover - a done run is never "running"
                 log.warning("silver run %s: not requeued: %s", run.pk, exc)
-        log.warning("silver run %s: interrupted (no heartbeat since %s)%s", run.pk, last.isoformat(),
-                    "; requeued" if requeued else "")
-        found.append({"run": run.pk, "kind": run.kind, "processed": run.processed,
-                      "last_sentence_id": run.last_sentence_id, "requeued": requeued})
+        log.warning(
+            "silver run %s: interrupted (no heartbeat since %s)%s",
+            run.pk,
+            last.isoformat(),
+            "; requeued" if requeued else "",
+        )
+        found.append(
+            {
+                "run": run.pk,
+                "kind": run.kind,
+                "processed": run.processed,
+                "last_sentence_id": run.last_sentence_id,
+                "requeued": requeued,
+            }
+        )
     for shard in SilverShard.objects.filter(status=Status.RUNNING).select_related("run").order_by("run_id", "index"):
         if shard.run_id in taken_runs or shard.run.status in (Status.DONE, Status.CANCELLED):
             continue
         last = shard.heartbeat_at or shard.started_at or shard.run.created_at
         if last > cutoff:
             continue
-        taken = SilverShard.objects.filter(pk=shard.pk, status=Status.RUNNING, heartbeat_at=shard.heartbeat_at
-                                           ).update(status=Status.FAILED,
-                                                    error=f"interrupted: no sign of life since {last.isoformat()}")
+        taken = SilverShard.objects.filter(pk=shard.pk, status=Status.RUNNING, heartbeat_at=shard.heartbeat_at).update(
+            status=Status.FAILED, error=f"interrupted: no sign of life since {last.isoformat()}"
+        )
         if not taken:
             continue
         requeued = False
@@ -369,15 +417,28 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
             SilverShard.objects.filter(pk=shard.pk, status=Status.FAILED).update(status=Status.PENDING)
             requeue_shard(shard)
             requeued = True
-        log.warning("silver run %s shard %s: interrupted (no heartbeat since %s)%s", shard.run_id, shard.index,
-                    last.isoformat(), "; requeued" if requeued else "")
-        found.append({"run": shard.run_id, "shard": shard.index, "kind": shard.run.kind,
-                      "processed": shard.processed, "last_sentence_id": shard.last_sentence_id,
-                      "requeued": requeued})
+        log.warning(
+            "silver run %s shard %s: interrupted (no heartbeat since %s)%s",
+            shard.run_id,
+            shard.index,
+            last.isoformat(),
+            "; requeued" if requeued else "",
+        )
+        found.append(
+            {
+                "run": shard.run_id,
+                "shard": shard.index,
+                "kind": shard.run.kind,
+                "processed": shard.processed,
+                "last_sentence_id": shard.last_sentence_id,
+                "requeued": requeued,
+            }
+        )
     return found
 
 
 # --- the job ---------------------------------------------------------------------------------------
+
 
 def _variables_for(topic_ids) -> dict:
     out: dict = {}
@@ -452,8 +513,9 @@ def process(run_id: int, *, progress: Progress = null_progress, task_id: str = "
     for shard in shards:
         if shard.status == Status.DONE:
             continue
-        out = process_shard(run.pk, shard.index, progress=progress, task_id=task_id, model=model, run_progress=True,
-                            finish=False)
+        out = process_shard(
+            run.pk, shard.index, progress=progress, task_id=task_id, model=model, run_progress=True, finish=False
+        )
         if out["status"] != Status.DONE:
             break
     run = finalise(run.pk)
@@ -465,13 +527,23 @@ def process(run_id: int, *, progress: Progress = null_progress, task_id: str = "
 def _cancel_now(run) -> dict:
     SilverRun.objects.filter(pk=run.pk).update(status=Status.CANCELLED, finished_at=timezone.now())
     SilverShard.objects.filter(run_id=run.pk).exclude(status__in=(Status.DONE, Status.RUNNING)).update(
-        status=Status.CANCELLED)
+        status=Status.CANCELLED
+    )
     run.refresh_from_db()
     return summary(run)
 
 
-def process_shard(run_id: int, index: int, *, progress: Progress = null_progress, task_id: str = "",
-                  worker: str = "", model=None, run_progress: bool = False, finish: bool = True) -> dict:
+def process_shard(
+    run_id: int,
+    index: int,
+    *,
+    progress: Progress = null_progress,
+    task_id: str = "",
+    worker: str = "",
+    model=None,
+    run_progress: bool = False,
+    finish: bool = True,
+) -> dict:
     """Run (or continue) shard ``index`` of run ``run_id`` after its checkpoint. A done (or cancelled) shard
     returns at once. ``finish``: call :func:`finalise` at the end (a Celery shard task; the sequential
     :func:`process` finalises once itself). Returns :func:`shard_summary`."""
@@ -496,10 +568,12 @@ def process_shard(run_id: int, index: int, *, progress: Progress = null_progress
         shard.task_id, shard.worker = task_id or shard.task_id, worker or shard.worker
         shard.attempts += 1
         shard.started_at = shard.started_at or now
-        shard.save(update_fields=["total", "status", "error", "heartbeat_at", "task_id", "worker", "attempts",
-                                  "started_at"])
+        shard.save(
+            update_fields=["total", "status", "error", "heartbeat_at", "task_id", "worker", "attempts", "started_at"]
+        )
         SilverRun.objects.filter(pk=run.pk).exclude(status__in=(Status.DONE, Status.CANCELLED)).update(
-            status=Status.RUNNING, started_at=run.started_at or now, heartbeat_at=now, error="")
+            status=Status.RUNNING, started_at=run.started_at or now, heartbeat_at=now, error=""
+        )
     totals = _run_total(run.pk) if run_progress else None
     label = f"silver {run.kind} run {run.pk} shard {shard.index}"
     try:
@@ -508,8 +582,9 @@ def process_shard(run_id: int, index: int, *, progress: Progress = null_progress
         cache: dict = {}
         delay = _batch_delay()
         if run_progress:
-            progress(SilverRun.objects.filter(pk=run.pk).values_list("processed", flat=True).first() or 0, totals,
-                     label)
+            progress(
+                SilverRun.objects.filter(pk=run.pk).values_list("processed", flat=True).first() or 0, totals, label
+            )
         else:
             progress(shard.processed, shard.total, label)
         batch: list = []
@@ -524,15 +599,17 @@ def process_shard(run_id: int, index: int, *, progress: Progress = null_progress
                 time.sleep(delay)
         if batch and not _commit_batch(run, shard, model, batch, cache, progress, totals, label):
             return _stopped(run, shard, finish)
-        SilverShard.objects.filter(pk=shard.pk, status=Status.RUNNING).update(status=Status.DONE,
-                                                                              finished_at=timezone.now())
+        SilverShard.objects.filter(pk=shard.pk, status=Status.RUNNING).update(
+            status=Status.DONE, finished_at=timezone.now()
+        )
         shard.refresh_from_db()
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"[:10000]
         SilverShard.objects.filter(pk=shard.pk).exclude(status=Status.DONE).update(status=Status.FAILED, error=error)
         SilverRun.objects.filter(pk=run.pk).exclude(status__in=(Status.DONE, Status.CANCELLED)).update(
             status=Status.FAILED,
-            error=error if SilverShard.objects.filter(run_id=run.pk).count() == 1 else f"shard {shard.index}: {error}")
+            error=error if SilverShard.objects.filter(run_id=run.pk).count() == 1 else f"shard {shard.index}: {error}",
+        )
         raise
     if finish:
         finalise(run.pk)
@@ -583,16 +660,30 @@ def _commit_batch(run, shard, model, batch, cache, progress, totals, label) -> b
             sums[s] = sums.get(s, 0.0) + float(p)
         stance = pred.get("stance") or ""
         labelled += bool(pred["spans"] or schemes or stance in ARGUMENT_STANCES)
-        labels.append(SilverLabel(run_id=run.pk, sentence_id=sid, spans=pred["spans"], schemes=schemes,
-                                  confidence=float(pred.get("confidence") or 0.0), stance=stance,
-                                  stance_probability=pred.get("stance_probability"),
-                                  stance_probs=pred.get("stance_probs") or {}))
+        labels.append(
+            SilverLabel(
+                run_id=run.pk,
+                sentence_id=sid,
+                spans=pred["spans"],
+                schemes=schemes,
+                confidence=float(pred.get("confidence") or 0.0),
+                stance=stance,
+                stance_probability=pred.get("stance_probability"),
+                stance_probs=pred.get("stance_probs") or {},
+            )
+        )
     now = timezone.now()
     with transaction.atomic():
         locked = SilverShard.objects.select_for_update().get(pk=shard.pk)
         if locked.last_sentence_id != shard.last_sentence_id or locked.status != Status.RUNNING:
-            log.warning("silver run %s shard %s: checkpoint moved to %s (expected %s) or status %s; another worker "
-                        "owns it", run.pk, shard.index, locked.last_sentence_id, shard.last_sentence_id, locked.status)
+            log.warning(
+                "silver run %s shard %s: checkpoint moved to %s (expected %s) or status %s; another worker owns it",
+                run.pk,
+                shard.index,
+                locked.last_sentence_id,
+                shard.last_sentence_id,
+                locked.status,
+            )
             return False
         SilverLabel.objects.bulk_create(labels)
         merged = dict(locked.scheme_sums or {})
@@ -604,12 +695,17 @@ def _commit_batch(run, shard, model, batch, cache, progress, totals, label) -> b
         locked.batches += 1
         locked.scheme_sums = merged
         locked.heartbeat_at = now
-        locked.save(update_fields=["last_sentence_id", "processed", "labelled", "batches", "scheme_sums",
-                                   "heartbeat_at"])
+        locked.save(
+            update_fields=["last_sentence_id", "processed", "labelled", "batches", "scheme_sums", "heartbeat_at"]
+        )
         # the run's live counters, last in the transaction (its row is locked only until the commit)
         SilverRun.objects.filter(pk=run.pk).update(
-            processed=F("processed") + len(batch), labelled=F("labelled") + labelled, batches=F("batches") + 1,
-            last_sentence_id=Greatest(F("last_sentence_id"), Value(batch[-1][0])), heartbeat_at=now)
+            processed=F("processed") + len(batch),
+            labelled=F("labelled") + labelled,
+            batches=F("batches") + 1,
+            last_sentence_id=Greatest(F("last_sentence_id"), Value(batch[-1][0])),
+            heartbeat_at=now,
+        )
     shard.last_sentence_id, shard.processed, shard.labelled = locked.last_sentence_id, locked.processed, locked.labelled
     shard.batches, shard.scheme_sums, shard.heartbeat_at = locked.batches, locked.scheme_sums, now
     if totals is not None:
@@ -659,36 +755,61 @@ def finalise(run_id: int):
 
 
 def shard_summary(shard) -> dict:
-    return {"run": shard.run_id, "shard": shard.index, "status": shard.status, "first_id": shard.first_id,
-            "last_id": shard.last_id, "last_sentence_id": shard.last_sentence_id, "processed": shard.processed,
-            "total": shard.total, "labelled": shard.labelled, "batches": shard.batches, "worker": shard.worker,
-            "task_id": shard.task_id, "attempts": shard.attempts, "error": shard.error}
+    return {
+        "run": shard.run_id,
+        "shard": shard.index,
+        "status": shard.status,
+        "first_id": shard.first_id,
+        "last_id": shard.last_id,
+        "last_sentence_id": shard.last_sentence_id,
+        "processed": shard.processed,
+        "total": shard.total,
+        "labelled": shard.labelled,
+        "batches": shard.batches,
+        "worker": shard.worker,
+        "task_id": shard.task_id,
+        "attempts": shard.attempts,
+        "error": shard.error,
+    }
 
 
 def summary(run, *, shards: bool = False) -> dict:
     """The run's counters (live while it runs) and shard counts; ``shards=True`` adds one entry per shard."""
     rows = list(SilverShard.objects.filter(run_id=run.pk).order_by("index"))
-    out = {"run": run.pk, "kind": run.kind, "status": run.status, "processed": run.processed,
-           "labelled": run.labelled, "total": run.total, "batches": run.batches,
-           "last_sentence_id": run.last_sentence_id, "model_version": run.model_version_id, "error": run.error,
-           "shard_count": len(rows), "shards_done": sum(1 for s in rows if s.status == Status.DONE)}
+    out = {
+        "run": run.pk,
+        "kind": run.kind,
+        "status": run.status,
+        "processed": run.processed,
+        "labelled": run.labelled,
+        "total": run.total,
+        "batches": run.batches,
+        "last_sentence_id": run.last_sentence_id,
+        "model_version": run.model_version_id,
+        "error": run.error,
+        "shard_count": len(rows),
+        "shards_done": sum(1 for s in rows if s.status == Status.DONE),
+    }
     if shards:
         out["shards"] = [shard_summary(s) for s in rows]
     return out
 
 
-def predicted_stances(run_id: int, *, stances=("pro", "con", "none"), min_probability: float | None = None
-                      ) -> Iterator[tuple[int, str, float | None]]:
+def predicted_stances(
+    run_id: int, *, stances=("pro", "con", "none"), min_probability: float | None = None
+) -> Iterator[tuple[int, str, float | None]]:
     """``(sentence_id, stance, probability)`` of an argument run's silver labels, in sentence id order (streamed).
     ``stances``: which to yield; ``min_probability``: only those at least that probable."""
     qs = SilverLabel.objects.filter(run_id=run_id, stance__in=list(stances))
     if min_probability is not None:
         qs = qs.filter(stance_probability__gte=float(min_probability))
-    yield from qs.order_by("sentence_id").values_list("sentence_id", "stance", "stance_probability").iterator(
-        chunk_size=5000)
+    yield from (
+        qs.order_by("sentence_id").values_list("sentence_id", "stance", "stance_probability").iterator(chunk_size=5000)
+    )
 
 
 # --- reading back (with the filters) ---------------------------------------------------------------
+
 
 def filter_label(run, label_spans: list, schemes: dict, means: dict, options: dict) -> tuple[list, list, bool]:
     """``(spans, kept schemes, keep the sentence)`` after the run's filters."""
@@ -719,7 +840,7 @@ def silver_rows(run, *, options: dict | None = None) -> Iterator[dict]:
     means = run.scheme_means()
     spec = spec_of(run.kind)  # None: the kind is gone; its rows keep the common fields
     source = f"model:{run.model_version_id}"
-    qs = (SilverLabel.objects.filter(run=run).select_related("sentence__topic").order_by("sentence_id"))
+    qs = SilverLabel.objects.filter(run=run).select_related("sentence__topic").order_by("sentence_id")
     for label in qs.iterator(chunk_size=2000):
         s = label.sentence
         spans, schemes, keep = filter_label(run, label.spans or [], label.schemes or {}, means, opts)
@@ -727,10 +848,21 @@ def silver_rows(run, *, options: dict | None = None) -> Iterator[dict]:
             keep = not opts.get("drop_unlabelled") or label.stance in ARGUMENT_STANCES
         if not keep:
             continue
-        row = {"run": run.pk, "kind": run.kind, "model_version": run.model_version_id, "source": source,
-               "sentence_id": s.pk, "hash": s.external_id or s.content_hash, "topic": s.topic.name, "stance": s.stance,
-               "sentence": s.text, "corpus_source": s.source, "spans": spans, "confidence": label.confidence,
-               "silver": True}
+        row = {
+            "run": run.pk,
+            "kind": run.kind,
+            "model_version": run.model_version_id,
+            "source": source,
+            "sentence_id": s.pk,
+            "hash": s.external_id or s.content_hash,
+            "topic": s.topic.name,
+            "stance": s.stance,
+            "sentence": s.text,
+            "corpus_source": s.source,
+            "spans": spans,
+            "confidence": label.confidence,
+            "silver": True,
+        }
         if spec is not None and spec.release_row is not None:  # the kind's own fields
             row = spec.release_row(row, label, s)
         if label.schemes:

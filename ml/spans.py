@@ -3,9 +3,10 @@
 :func:`suggest` uses the active ``argspan`` version of the project (else the global one); without one it returns
 an empty list per text, so building items never depends on a model being there.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from . import registry
 
@@ -23,5 +24,16 @@ def suggest(project, texts: Sequence[str], variables: Sequence[Sequence[dict]] |
     model = registry.load_model(version)
     preds = model.predict(texts, variables)
     source = f"model:{version.pk}"
-    return [[{"begin": s["begin"], "end": s["end"], "variable": s.get("variable"), "source": source,
-              "confidence": s.get("confidence")} for s in p["spans"]] for p in preds]
+    return [
+        [
+            {
+                "begin": s["begin"],
+                "end": s["end"],
+                "variable": s.get("variable"),
+                "source": source,
+                "confidence": s.get("confidence"),
+            }
+            for s in p["spans"]
+        ]
+        for p in preds
+    ]

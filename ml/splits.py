@@ -4,12 +4,14 @@ hash of a group key, and the hash of a data snapshot.
 Used by the trainers' row readers (``rows_from_file`` / ``rows_from_project``), the retrain loop (:mod:`ml.loop`)
 and the training runs (:mod:`ml.versions`); no Django, no model: importing it is free.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 
 def data_hash(rows_train: Iterable[dict], rows_dev: Iterable[dict], rows_test: Iterable[dict] = ()) -> str:
@@ -42,8 +44,13 @@ def untagged(rows: Iterable[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "split"} if "split" in r else r for r in rows]
 
 
-def stable_split(rows: Sequence[dict], *, key: str | Callable[[dict], Any] = "sentence", dev_fraction: float = 0.2,
-                 salt: str = "argora-dev") -> tuple[list[dict], list[dict]]:
+def stable_split(
+    rows: Sequence[dict],
+    *,
+    key: str | Callable[[dict], Any] = "sentence",
+    dev_fraction: float = 0.2,
+    salt: str = "argora-dev",
+) -> tuple[list[dict], list[dict]]:
     """Split rows into (train, dev) by a hash of a group key (all rows of one sentence land on the same side).
 
     The side of a group depends only on its key, so the dev split of a growing project keeps its old members:
@@ -51,7 +58,7 @@ def stable_split(rows: Sequence[dict], *, key: str | Callable[[dict], Any] = "se
     one side, the last group (in order) goes to the other so that both sides are non-empty when there are >= 2.
     """
     keyfn = key if callable(key) else (lambda row: row.get(key))
-    groups: "OrderedDict[str, list[dict]]" = OrderedDict()
+    groups: OrderedDict[str, list[dict]] = OrderedDict()
     for row in rows:
         groups.setdefault(json.dumps(keyfn(row), sort_keys=True, default=str), []).append(row)
     dev_keys = set()

@@ -6,6 +6,7 @@ so a redelivered task reuses its :class:`~ml.models.ModelVersion` row instead of
 whose version is already ready returns it. (``ml.tasks.selfcheck``, the GPU-queue health check, lives in
 :mod:`argora.tasks`.)
 """
+
 from __future__ import annotations
 
 from celery import shared_task
@@ -17,8 +18,8 @@ from argora.celery import gpu_task
 from argora.jobs import result_link
 from argora.progress import celery_progress
 
-from . import versions
 from . import silver as silver_runs
+from . import versions
 from .loop import maybe_retrain as retrain_loop
 from .loop import train_and_activate
 
@@ -30,15 +31,37 @@ def _project(project_id):
 
 
 @gpu_task(name="ml.tasks.train")
-def train(self, kind, project_id=None, data=None, seed=13, hyperparameters=None, activate="if_better",
-          base_model=None, dev_data=None) -> dict:
+def train(
+    self,
+    kind,
+    project_id=None,
+    data=None,
+    seed=13,
+    hyperparameters=None,
+    activate="if_better",
+    base_model=None,
+    dev_data=None,
+) -> dict:
     """Train a version of ``kind`` from ``data`` (a file or folder readable on the worker) or the project's labels.
     Returns :func:`ml.loop.train_and_activate`'s outcome and a link to the version's page (``url``, ``link_text``)."""
-    outcome = train_and_activate(kind, project=_project(project_id), data=data, dev_data=dev_data, seed=int(seed),
-                                 hyperparameters=hyperparameters, base_model=base_model, activate=activate,
-                                 progress=celery_progress(self), task_id=self.request.id or "")
-    return {**outcome, **result_link(reverse("ml:model-detail", args=[outcome["version"]]),
-                                     f"Model version #{outcome['version']} ({kind})")}
+    outcome = train_and_activate(
+        kind,
+        project=_project(project_id),
+        data=data,
+        dev_data=dev_data,
+        seed=int(seed),
+        hyperparameters=hyperparameters,
+        base_model=base_model,
+        activate=activate,
+        progress=celery_progress(self),
+        task_id=self.request.id or "",
+    )
+    return {
+        **outcome,
+        **result_link(
+            reverse("ml:model-detail", args=[outcome["version"]]), f"Model version #{outcome['version']} ({kind})"
+        ),
+    }
 
 
 @gpu_task(name="ml.tasks.maybe_retrain")
@@ -63,8 +86,13 @@ def silver_shard(self, run_id, index) -> dict:
     worker loss (:func:`argora.celery.gpu_task`), so a killed worker's shard is delivered again and continues after
     its checkpoint; a done shard returns at once. The worker's hostname is kept on the shard row. The last shard to
     end finalises the run (:func:`ml.silver.finalise`) even if the chord callback never runs."""
-    return silver_runs.process_shard(int(run_id), int(index), progress=celery_progress(self),
-                                     task_id=self.request.id or "", worker=self.request.hostname or "")
+    return silver_runs.process_shard(
+        int(run_id),
+        int(index),
+        progress=celery_progress(self),
+        task_id=self.request.id or "",
+        worker=self.request.hostname or "",
+    )
 
 
 @shared_task(name="ml.silver_finalise", queue="default")
@@ -98,4 +126,3 @@ def recover_interrupted() -> list:
     transport); harmless elsewhere. Not an ``ml.tasks.*`` name, so it runs on the default queue.
     """
     return versions.recover_interrupted(requeue=True) + silver_runs.recover_interrupted(requeue=True)
-

@@ -37,6 +37,7 @@ Budgets
 Importing this module is cheap (torch is imported by the functions that use it): :mod:`ml.rankers` (imported by
 annotation when items are built) and :mod:`ml.generation.train` (imported at start-up) import it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,9 +48,10 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from argora.progress import Progress, null_progress
 from ml.errors import TrainerError
@@ -60,13 +62,14 @@ ENV_HYPERPARAMETERS = "ARGORA_TRAINER_HYPERPARAMETERS"
 
 # --- seeds and devices -----------------------------------------------------------------------------
 
+
 def set_seed(seed: int) -> None:
     """Seed ``random``, numpy's global generator and torch (CPU and every CUDA device)."""
     import numpy as np
     import torch
 
     random.seed(seed)
-    np.random.seed(seed % 2 ** 32)
+    np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
@@ -178,6 +181,7 @@ def without_denormals(device):
 
 # --- hyperparameters and steps ---------------------------------------------------------------------
 
+
 def with_defaults(defaults: Mapping, given: Mapping | None) -> dict:
     """The given hyperparameters over the defaults (names not checked)."""
     out = dict(defaults)
@@ -185,8 +189,9 @@ def with_defaults(defaults: Mapping, given: Mapping | None) -> dict:
     return out
 
 
-def resolve_hyperparameters(kind: str, defaults: Mapping, given: Mapping | None, *,
-                            choices: Mapping[str, Sequence] | None = None) -> dict:
+def resolve_hyperparameters(
+    kind: str, defaults: Mapping, given: Mapping | None, *, choices: Mapping[str, Sequence] | None = None
+) -> dict:
     """defaults < ``$ARGORA_TRAINER_HYPERPARAMETERS[kind]`` < ``given``; unknown names are refused, and so is a
     value of a ``choices`` name that is not one of its choices."""
     hp = dict(defaults)
@@ -200,16 +205,16 @@ def resolve_hyperparameters(kind: str, defaults: Mapping, given: Mapping | None,
     hp.update(given or {})
     unknown = sorted(set(hp) - set(defaults))
     if unknown:
-        raise TrainerError(f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} "
-                           f"(known: {', '.join(sorted(defaults))})")
+        raise TrainerError(
+            f"hyperparameters: unknown for {kind!r}: {', '.join(unknown)} (known: {', '.join(sorted(defaults))})"
+        )
     for name, options in (choices or {}).items():
         if hp[name] not in options:
             raise TrainerError(f"hyperparameters: {name} must be one of {', '.join(options)}, got {hp[name]!r}")
     return hp
 
 
-def plan_steps(n_units: int, batch_size: int, epochs: int, max_steps: int = 0, *,
-               cap: bool = False) -> tuple[int, int]:
+def plan_steps(n_units: int, batch_size: int, epochs: int, max_steps: int = 0, *, cap: bool = False) -> tuple[int, int]:
     """``(total optimisation steps, epochs)``: ``ceil(n_units / batch_size)`` steps an epoch (at least 1) times
     ``epochs``. ``max_steps > 0`` replaces that total (``cap``: caps it, unless ``epochs`` is 0); the epochs are then
     as many as the total needs."""
@@ -222,14 +227,17 @@ def plan_steps(n_units: int, batch_size: int, epochs: int, max_steps: int = 0, *
 
 def total_steps(hp: Mapping, n_units: int, *, cap: bool = False) -> int:
     """At least one step: :func:`plan_steps` from ``hp["batch_size"]``, ``hp["epochs"]``, ``hp["max_steps"]``."""
-    return max(1, plan_steps(n_units, int(hp["batch_size"]), int(hp["epochs"]), int(hp.get("max_steps") or 0),
-                             cap=cap)[0])
+    return max(
+        1, plan_steps(n_units, int(hp["batch_size"]), int(hp["epochs"]), int(hp.get("max_steps") or 0), cap=cap)[0]
+    )
 
 
 # --- optimiser and schedule ------------------------------------------------------------------------
 
-def decay_groups(model, *, lr: float, weight_decay: float, head_lr: float | None = None,
-                 head_names: Sequence[str] = ()) -> list[dict]:
+
+def decay_groups(
+    model, *, lr: float, weight_decay: float, head_lr: float | None = None, head_names: Sequence[str] = ()
+) -> list[dict]:
     """AdamW parameter groups of the trainable parameters: weight decay at ``lr``; no decay for biases, norms and
     other 1-d parameters; parameters under ``head_names`` (name prefixes) at ``head_lr`` (default ``lr``), no
     decay. Empty groups are left out."""
@@ -244,9 +252,11 @@ def decay_groups(model, *, lr: float, weight_decay: float, head_lr: float | None
             no_decay.append(p)
         else:
             decay.append(p)
-    groups = [{"params": decay, "weight_decay": float(weight_decay), "lr": float(lr)},
-              {"params": no_decay, "weight_decay": 0.0, "lr": float(lr)},
-              {"params": head, "weight_decay": 0.0, "lr": float(head_lr)}]
+    groups = [
+        {"params": decay, "weight_decay": float(weight_decay), "lr": float(lr)},
+        {"params": no_decay, "weight_decay": 0.0, "lr": float(lr)},
+        {"params": head, "weight_decay": 0.0, "lr": float(head_lr)},
+    ]
     return [g for g in groups if g["params"]]
 
 
@@ -269,8 +279,9 @@ def linear_warmup_decay(optimizer, total_steps: int, warmup_ratio: float, *, ram
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def adamw(param_groups: list[dict], *, total_steps: int, warmup_ratio: float, weight_decay: float = 0.01,
-          ramp: bool = False):
+def adamw(
+    param_groups: list[dict], *, total_steps: int, warmup_ratio: float, weight_decay: float = 0.01, ramp: bool = False
+):
     """``(optimizer, scheduler)``: AdamW over ``param_groups`` (``weight_decay`` for groups that name none) with
     :func:`linear_warmup_decay`."""
     import torch
@@ -281,13 +292,14 @@ def adamw(param_groups: list[dict], *, total_steps: int, warmup_ratio: float, we
 
 # --- batches ---------------------------------------------------------------------------------------
 
+
 def shuffled_batches(rng: random.Random, n: int, size: int, *, shuffle: bool = True) -> Iterator[list[int]]:
     """One epoch: the indices ``0..n-1`` (shuffled by ``rng``) in batches of ``size``."""
     order = list(range(n))
     if shuffle:
         rng.shuffle(order)
     for k in range(0, len(order), size):
-        yield order[k:k + size]
+        yield order[k : k + size]
 
 
 def endless_batches(rng: random.Random, n: int, size: int) -> Iterator[list[int]]:
@@ -307,6 +319,7 @@ def endless_batches(rng: random.Random, n: int, size: int) -> Iterator[list[int]
 
 _END = object()  # an epoch's batches ran out
 
+
 def higher(key: str) -> Callable[[dict, dict], bool]:
     """Dev metrics are better when ``key`` is higher (missing counts as 0)."""
     return lambda new, best: (new.get(key) or 0.0) > (best.get(key) or 0.0)
@@ -317,7 +330,7 @@ def lower(key: str) -> Callable[[dict, dict], bool]:
     return lambda new, best: new.get(key, math.inf) < best.get(key, math.inf)
 
 
-def epoch_message(loop: "TrainLoop", metrics: dict | None) -> str | None:
+def epoch_message(loop: TrainLoop, metrics: dict | None) -> str | None:
     """The default progress line: ``epoch E/N loss L`` after every step, nothing after an evaluation."""
     if metrics is not None:
         return None
@@ -343,8 +356,13 @@ class Budget:
         return ""
 
     def as_dict(self) -> dict:
-        return {"max_steps": self.max_steps, "max_seconds": self.max_seconds, "steps": self.steps,
-                "seconds": round(time.monotonic() - self.started, 3), "capped": self.capped}
+        return {
+            "max_steps": self.max_steps,
+            "max_seconds": self.max_seconds,
+            "steps": self.steps,
+            "seconds": round(time.monotonic() - self.started, 3),
+            "capped": self.capped,
+        }
 
 
 _BUDGET: ContextVar[Budget | None] = ContextVar("argora_training_budget", default=None)
@@ -386,13 +404,28 @@ class TrainLoop:
     last training loss), ``best`` (metrics) and ``best_eval`` (its entry in ``evals``).
     """
 
-    def __init__(self, model, optimizer, scheduler, loss_of: Callable[[Any], Any],
-                 batches: Callable[[int], Iterable], *, device: str, total: int, epochs: int = 1, amp: bool = True,
-                 clip: float = 1.0, progress: Progress = null_progress,
-                 describe: Callable[["TrainLoop", dict | None], str | None] = epoch_message,
-                 evaluate: Callable[[], dict] | None = None, eval_epochs: int = 1, eval_steps: int = 0,
-                 better: Callable[[dict, dict], bool] | None = None, keep_best: bool = True,
-                 patience: int | None = None):
+    def __init__(
+        self,
+        model,
+        optimizer,
+        scheduler,
+        loss_of: Callable[[Any], Any],
+        batches: Callable[[int], Iterable],
+        *,
+        device: str,
+        total: int,
+        epochs: int = 1,
+        amp: bool = True,
+        clip: float = 1.0,
+        progress: Progress = null_progress,
+        describe: Callable[[TrainLoop, dict | None], str | None] = epoch_message,
+        evaluate: Callable[[], dict] | None = None,
+        eval_epochs: int = 1,
+        eval_steps: int = 0,
+        better: Callable[[dict, dict], bool] | None = None,
+        keep_best: bool = True,
+        patience: int | None = None,
+    ):
         import torch
 
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
@@ -476,7 +509,7 @@ class TrainLoop:
         self._since_best += 1
         return self.patience is not None and self._since_best >= self.patience
 
-    def steps(self) -> Generator[int, None, "TrainLoop"]:
+    def steps(self) -> Generator[int, None, TrainLoop]:
         """The loop: yields the step count after every step; returns the loop (best weights restored)."""
         stop = False
         for epoch in range(self.epochs):
@@ -490,8 +523,11 @@ class TrainLoop:
                     break
                 self.optimise(batch)
                 spent = self._spend()
-                if self.evaluate is not None and self.eval_steps and (
-                        self.step % self.eval_steps == 0 or self.step >= self.total or spent):
+                if (
+                    self.evaluate is not None
+                    and self.eval_steps
+                    and (self.step % self.eval_steps == 0 or self.step >= self.total or spent)
+                ):
                     stop = self._checkpoint(last=self.step >= self.total or spent)
                 yield self.step
                 if stop:
@@ -503,9 +539,8 @@ class TrainLoop:
                 due = self.step > 0 and self._evaluated_at != self.step
             else:
                 due = bool(self.eval_epochs) and (last or self.epoch % self.eval_epochs == 0)
-            if self.evaluate is not None and due:
-                if self._checkpoint(last):
-                    break
+            if self.evaluate is not None and due and self._checkpoint(last):
+                break
             if last:
                 break
         self._restore_best()
@@ -520,7 +555,7 @@ class TrainLoop:
         else:  # keep_best off: the last weights stay, and so do their metrics
             self.best, self.best_eval = dict(self.evaluate() or {}), self.evals[-1]
 
-    def run(self) -> "TrainLoop":
+    def run(self) -> TrainLoop:
         """Train to the end."""
         return LoopRun(self.steps()).finish()
 
@@ -553,8 +588,14 @@ class LoopRun:
         return self.result
 
 
-def seeded_run(make_run: Callable[[int], Callable[[int], float]], hp: Mapping, *, seed: int, total: int,
-               progress: Progress = null_progress) -> tuple[Any, int, dict]:
+def seeded_run(
+    make_run: Callable[[int], Callable[[int], float]],
+    hp: Mapping,
+    *,
+    seed: int,
+    total: int,
+    progress: Progress = null_progress,
+) -> tuple[Any, int, dict]:
     """``(run, seed, probe scores)``: seed optimisation (AugSBERT §3.1, :func:`ml.seeds.seed_optimise_runs`) when
     ``hp["seeds"]`` lists several seeds -- each is trained to ``hp["probe_fraction"]`` (default 0.2) of ``total``
     steps, the best on dev is returned --, else a new run with the single listed seed or ``seed`` (no probes). The
@@ -562,9 +603,13 @@ def seeded_run(make_run: Callable[[int], Callable[[int], float]], hp: Mapping, *
     seeds = [int(s) for s in (hp.get("seeds") or [])]
     if len(seeds) > 1:
         fraction = hp.get("probe_fraction")
-        chosen, run, probes = seed_optimise_runs(make_run, seeds, total_steps=total,
-                                                 probe_fraction=0.2 if fraction is None else float(fraction),
-                                                 progress=progress)
+        chosen, run, probes = seed_optimise_runs(
+            make_run,
+            seeds,
+            total_steps=total,
+            probe_fraction=0.2 if fraction is None else float(fraction),
+            progress=progress,
+        )
         gc.collect()  # the dropped runs (a run may refer to itself through its loop): free their models now
         return run, chosen, probes
     chosen = seeds[0] if seeds else int(seed)

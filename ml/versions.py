@@ -30,6 +30,7 @@ Interrupted runs
     ``manage.py models recover``; with ``requeue`` it sends ``ml.tasks.train`` again: the one Celery task <->
     service import pair of this module).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,6 +66,7 @@ HEARTBEAT_SECONDS = float(os.environ.get("ARGORA_MODEL_HEARTBEAT_SECONDS", "15")
 
 # --- paths -----------------------------------------------------------------------------------------
 
+
 def models_root() -> Path:
     return Path(settings.ARTIFACT_ROOT) / "models"
 
@@ -74,6 +76,7 @@ def final_dir(kind: str, version_id: int) -> Path:
 
 
 # --- heartbeat -------------------------------------------------------------------------------------
+
 
 class _Heartbeat:
     """Refreshes ``heartbeat_at`` of a training version every ``interval`` s from a daemon thread."""
@@ -94,8 +97,9 @@ class _Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    ModelVersion.objects.filter(pk=self.version_id, attempts=self.attempt,
-                                                status=ModelVersion.Status.TRAINING).update(heartbeat_at=timezone.now())
+                    ModelVersion.objects.filter(
+                        pk=self.version_id, attempts=self.attempt, status=ModelVersion.Status.TRAINING
+                    ).update(heartbeat_at=timezone.now())
                 except Exception:  # noqa: BLE001 - a missed beat is not an error of the training
                     log.debug("heartbeat of model version %s failed", self.version_id, exc_info=True)
         finally:
@@ -118,8 +122,22 @@ def _alive(version) -> bool:
     return (timezone.now() - last).total_seconds() < STALE_AFTER_BEATS * HEARTBEAT_SECONDS
 
 
-def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapshot, digest, n_train, n_dev,
-               task_id, request, snapshot_labels, parent):
+def _claim_row(
+    kind,
+    *,
+    project,
+    base_model,
+    seed,
+    hyperparameters,
+    data_snapshot,
+    digest,
+    n_train,
+    n_dev,
+    task_id,
+    request,
+    snapshot_labels,
+    parent,
+):
     """``(row, claimed)``: the row this run trains, owned by this run's attempt number (``row.attempts``).
 
     A new task: a new row. The same task delivered again (``task_id``; a broker redelivers a message whose worker
@@ -127,16 +145,28 @@ def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapsho
     still alive (its heartbeat is fresh) is returned with ``claimed=False`` -- the caller waits for that run; a row
     whose run died, or that failed, is taken over (``attempts`` + 1: the earlier attempt can no longer change it)."""
     now = timezone.now()
-    values = dict(kind=kind, project=project, base_model=base_model or "", seed=seed,
-                  hyperparameters=hyperparameters, data_snapshot=data_snapshot, data_hash=digest,
-                  n_train=n_train, n_dev=n_dev, request=request or {}, snapshot_labels=snapshot_labels,
-                  parent=parent, heartbeat_at=now)
+    values = {
+        "kind": kind,
+        "project": project,
+        "base_model": base_model or "",
+        "seed": seed,
+        "hyperparameters": hyperparameters,
+        "data_snapshot": data_snapshot,
+        "data_hash": digest,
+        "n_train": n_train,
+        "n_dev": n_dev,
+        "request": request or {},
+        "snapshot_labels": snapshot_labels,
+        "parent": parent,
+        "heartbeat_at": now,
+    }
     if task_id:
         with transaction.atomic():
             existing = ModelVersion.objects.select_for_update().filter(task_id=task_id, kind=kind).first()
             if existing is not None:
                 if existing.status in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or (
-                        existing.status == ModelVersion.Status.TRAINING and _alive(existing)):
+                    existing.status == ModelVersion.Status.TRAINING and _alive(existing)
+                ):
                     return existing, False
                 for name, value in values.items():
                     setattr(existing, name, value)
@@ -144,8 +174,12 @@ def _claim_row(kind, *, project, base_model, seed, hyperparameters, data_snapsho
                 existing.error = ""
                 existing.attempts += 1
                 existing.save()
-                log.warning("model version %s: task %s delivered again after its run died; attempt %s takes over",
-                            existing.pk, task_id, existing.attempts)
+                log.warning(
+                    "model version %s: task %s delivered again after its run died; attempt %s takes over",
+                    existing.pk,
+                    task_id,
+                    existing.attempts,
+                )
                 return existing, True
     version = ModelVersion.objects.create(task_id=task_id or "", attempts=1, **values)
     return version, True
@@ -163,11 +197,23 @@ def _wait_for_run(version):
         time.sleep(max(0.2, min(HEARTBEAT_SECONDS, 5.0)))
 
 
-def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], rows_test: list[dict] | None = None,
-                  project=None, base_model: str | None = None,
-                  seed: int = 13, hyperparameters: dict | None = None, data_snapshot: str = "",
-                  progress: Progress = null_progress, task_id: str = "", request: dict | None = None,
-                  snapshot_labels: int | None = None, parent=None):
+def train_version(
+    kind: str,
+    *,
+    rows_train: list[dict],
+    rows_dev: list[dict],
+    rows_test: list[dict] | None = None,
+    project=None,
+    base_model: str | None = None,
+    seed: int = 13,
+    hyperparameters: dict | None = None,
+    data_snapshot: str = "",
+    progress: Progress = null_progress,
+    task_id: str = "",
+    request: dict | None = None,
+    snapshot_labels: int | None = None,
+    parent=None,
+):
     """Train one version of ``kind`` (see the module docstring); returns the ModelVersion (ready or failed).
 
     ``rows_test`` (and any ``split: "test"`` row of ``rows_dev`` or ``rows_train``) give the test metrics only.
@@ -186,10 +232,21 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
     if parent is None:
         parent = active_version(kind, project, exact=True)
     while True:
-        version, claimed = _claim_row(kind, project=project, base_model=base_model, seed=seed,
-                                      hyperparameters=hyperparameters, data_snapshot=data_snapshot, digest=digest,
-                                      n_train=len(rows_train), n_dev=len(rows_dev), task_id=task_id, request=request,
-                                      snapshot_labels=snapshot_labels, parent=parent)
+        version, claimed = _claim_row(
+            kind,
+            project=project,
+            base_model=base_model,
+            seed=seed,
+            hyperparameters=hyperparameters,
+            data_snapshot=data_snapshot,
+            digest=digest,
+            n_train=len(rows_train),
+            n_dev=len(rows_dev),
+            task_id=task_id,
+            request=request,
+            snapshot_labels=snapshot_labels,
+            parent=parent,
+        )
         if claimed:
             break
         finished = _wait_for_run(version)  # a duplicate delivery: the running one does the work
@@ -208,9 +265,20 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
     renamed = False
     try:
         with _Heartbeat(version.pk, attempt):
-            result = spec.train(TrainRequest(kind=kind, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model,
-                                             seed=seed, hyperparameters=hyperparameters, output_dir=tmp,
-                                             progress=progress, project=project, rows_test=rows_test))
+            result = spec.train(
+                TrainRequest(
+                    kind=kind,
+                    rows_train=rows_train,
+                    rows_dev=rows_dev,
+                    base_model=base_model,
+                    seed=seed,
+                    hyperparameters=hyperparameters,
+                    output_dir=tmp,
+                    progress=progress,
+                    project=project,
+                    rows_test=rows_test,
+                )
+            )
             if not isinstance(result, TrainResult):
                 raise TrainerError(f"trainer {kind!r} returned {type(result).__name__}, not a TrainResult")
             test_metrics = dict(result.test_metrics) if result.test_metrics else None
@@ -222,8 +290,10 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
         dev_metrics = dict(result.metrics or {})
         primary = dev_metrics.get(spec.primary_metric)
         if not isinstance(primary, (int, float)) or primary != primary:  # missing or NaN
-            raise TrainerError(f"trainer {kind!r} did not report its primary metric {spec.primary_metric!r} "
-                               f"on the dev rows (got {sorted(dev_metrics)})")
+            raise TrainerError(
+                f"trainer {kind!r} did not report its primary metric {spec.primary_metric!r} "
+                f"on the dev rows (got {sorted(dev_metrics)})"
+            )
         metrics = {"dev": dev_metrics, "primary": float(primary), "primary_metric": spec.primary_metric}
         if test_metrics:
             metrics["test"] = test_metrics
@@ -231,14 +301,34 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
         if rows_test:
             metrics["n_test"] = len(rows_test)
             if not test_metrics:
-                log.warning("model version %s: %s test rows but kind %r reports no test metrics and has no evaluate",
-                            version.pk, len(rows_test), kind)
+                log.warning(
+                    "model version %s: %s test rows but kind %r reports no test metrics and has no evaluate",
+                    version.pk,
+                    len(rows_test),
+                    kind,
+                )
         metrics["info"] = dict(result.info or {}, torch_threads=threads)
-        (tmp / MANIFEST).write_text(json.dumps({
-            "kind": kind, "version": version.pk, "project": getattr(project, "pk", None), "base_model": base_model,
-            "seed": seed, "hyperparameters": hyperparameters, "data_snapshot": data_snapshot, "data_hash": digest,
-            "n_train": len(rows_train), "n_dev": len(rows_dev), "n_test": len(rows_test), "metrics": metrics,
-            "trained_at": timezone.now().isoformat()}, indent=2, default=str))
+        (tmp / MANIFEST).write_text(
+            json.dumps(
+                {
+                    "kind": kind,
+                    "version": version.pk,
+                    "project": getattr(project, "pk", None),
+                    "base_model": base_model,
+                    "seed": seed,
+                    "hyperparameters": hyperparameters,
+                    "data_snapshot": data_snapshot,
+                    "data_hash": digest,
+                    "n_train": len(rows_train),
+                    "n_dev": len(rows_dev),
+                    "n_test": len(rows_test),
+                    "metrics": metrics,
+                    "trained_at": timezone.now().isoformat(),
+                },
+                indent=2,
+                default=str,
+            )
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         with transaction.atomic():
             locked = ModelVersion.objects.select_for_update().get(pk=version.pk)
@@ -251,8 +341,13 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
             os.rename(tmp, target)
             renamed = True
             ModelVersion.objects.filter(pk=version.pk).update(
-                status=ModelVersion.Status.READY, metrics=metrics, artifact_path=str(target), error="",
-                trained_at=timezone.now(), heartbeat_at=timezone.now())
+                status=ModelVersion.Status.READY,
+                metrics=metrics,
+                artifact_path=str(target),
+                error="",
+                trained_at=timezone.now(),
+                heartbeat_at=timezone.now(),
+            )
         version.refresh_from_db()
         return version
     except BaseException as exc:
@@ -264,7 +359,8 @@ def train_version(kind: str, *, rows_train: list[dict], rows_dev: list[dict], ro
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         try:  # only the row this attempt still owns: never one another attempt took over or finished
             ModelVersion.objects.filter(pk=version.pk, attempts=attempt, status=ModelVersion.Status.TRAINING).update(
-                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000])
+                status=ModelVersion.Status.FAILED, error=f"{error}\n\n{traceback.format_exc()}"[:20000]
+            )
         except Exception:  # noqa: BLE001
             log.exception("could not mark model version %s failed", version.pk)
         raise
@@ -289,7 +385,8 @@ def mark_interrupted(task_id: str, reason: str) -> int:
     if not task_id:
         return 0
     return ModelVersion.objects.filter(task_id=task_id, status=ModelVersion.Status.TRAINING).update(
-        status=ModelVersion.Status.FAILED, error=f"{INTERRUPTED}: {reason} at {timezone.now().isoformat()}")
+        status=ModelVersion.Status.FAILED, error=f"{INTERRUPTED}: {reason} at {timezone.now().isoformat()}"
+    )
 
 
 @contextlib.contextmanager
@@ -309,8 +406,13 @@ def stop_marks_interrupted(task_id: str):
     try:
         yield
     except (KeyboardInterrupt, SystemExit) as exc:
-        reason = "stopped by SIGINT (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else \
-            f"stopped by SIGTERM (exit {exc.code})" if exc.code == 128 + signal.SIGTERM else f"exit {exc.code}"
+        reason = (
+            "stopped by SIGINT (Ctrl-C)"
+            if isinstance(exc, KeyboardInterrupt)
+            else f"stopped by SIGTERM (exit {exc.code})"
+            if exc.code == 128 + signal.SIGTERM
+            else f"exit {exc.code}"
+        )
         try:
             n = mark_interrupted(task_id, reason)
             log.warning("training %s %s: %s version(s) marked interrupted", task_id, reason, n)
@@ -352,29 +454,41 @@ def recover_interrupted(*, older_than: float | None = None, requeue: bool = Fals
         if last > cutoff:
             continue
         updated = ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.TRAINING).update(
-            status=ModelVersion.Status.FAILED, error=f"{LOST}{last.isoformat()}")
+            status=ModelVersion.Status.FAILED, error=f"{LOST}{last.isoformat()}"
+        )
         if updated:
-            found[version.pk] = {"version": version.pk, "kind": version.kind, "task_id": version.task_id,
-                                 "requeued": None}
+            found[version.pk] = {
+                "version": version.pk,
+                "kind": version.kind,
+                "task_id": version.task_id,
+                "requeued": None,
+            }
     if not requeue:
         return list(found.values())
     from .tasks import train  # cycle: the Celery task <-> service pair (ml.tasks imports this module)
 
     lost = ModelVersion.objects.filter(status=ModelVersion.Status.FAILED, error__startswith=LOST).exclude(
-        error__contains=RESENT)
+        error__contains=RESENT
+    )
     for version in lost:
         req = version.request or {}
-        item = found.setdefault(version.pk, {"version": version.pk, "kind": version.kind,
-                                             "task_id": version.task_id, "requeued": None})
+        item = found.setdefault(
+            version.pk, {"version": version.pk, "kind": version.kind, "task_id": version.task_id, "requeued": None}
+        )
         if not req.get("kind") or req.get("loop"):
             continue
-        kwargs = {k: req.get(k) for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters",
-                                         "base_model", "activate") if k in req}
-        if not ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED,
-                                           error=version.error).update(error=f"{version.error}{RESENT}"):
+        kwargs = {
+            k: req.get(k)
+            for k in ("kind", "project_id", "data", "dev_data", "seed", "hyperparameters", "base_model", "activate")
+            if k in req
+        }
+        if not ModelVersion.objects.filter(
+            pk=version.pk, status=ModelVersion.Status.FAILED, error=version.error
+        ).update(error=f"{version.error}{RESENT}"):
             continue  # changed meanwhile (another sweep re-sent it, or a redelivery took it over)
         result = train.apply_async(kwargs=kwargs, task_id=version.task_id or None)
         ModelVersion.objects.filter(pk=version.pk, status=ModelVersion.Status.FAILED).update(
-            error=f"{version.error}{RESENT}{result.id}")
+            error=f"{version.error}{RESENT}{result.id}"
+        )
         item["requeued"] = result.id
     return list(found.values())

@@ -17,6 +17,7 @@ URLs (``ml/urls.py``, mounted at ``/ml/``; namespace ``ml``)::
 
 Staff only (anonymous -> login, others -> 403), like the agreement dashboards.
 """
+
 from __future__ import annotations
 
 from functools import wraps
@@ -29,14 +30,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation import access, teams
 from annotation.agreement import svg
-from annotation.models import Project
 from argora import readable
 from argora.spreadsheet import csv_response
 
 from . import errors, registry
-from .versions import status_of, sweep_interrupted
 from .metrics import baseline_of, is_baseline, scale_of
 from .models import ModelVersion
+from .versions import status_of, sweep_interrupted
 
 
 def staff_required(view=None, *, researchers: bool = False):
@@ -101,14 +101,19 @@ def _beside(metrics: dict, name: str) -> dict:
     value = (metrics or {}).get(name)
     value = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     found = baseline_of(name, metrics or {}) if name else None
-    return {"text": _fmt(value), "value": value, "baseline": found[1] if found else None,
-            "baseline_text": _fmt(found[1]) if found else "—",
-            "baseline_name": readable.words(found[0]) if found else ""}
+    return {
+        "text": _fmt(value),
+        "value": value,
+        "baseline": found[1] if found else None,
+        "baseline_text": _fmt(found[1]) if found else "—",
+        "baseline_name": readable.words(found[0]) if found else "",
+    }
 
 
 def _label(name: str) -> str:
-    return " · ".join(readable.label(part) if n == 0 else readable.words(part)
-                      for n, part in enumerate(name.split(" · ")))
+    return " · ".join(
+        readable.label(part) if n == 0 else readable.words(part) for n, part in enumerate(name.split(" · "))
+    )
 
 
 def metric_table(version: ModelVersion) -> dict:
@@ -120,9 +125,19 @@ def metric_table(version: ModelVersion) -> dict:
     names = list(dict.fromkeys(n for c in columns for n in values[c]))
     primary = metrics.get("primary_metric")
     names.sort(key=lambda n: (n != primary, n in COUNTS))
-    return {"columns": columns, "rows": [
-        {"name": n, "label": _label(n), "primary": n == primary, "scale": scale_text(n.split(" · ")[-1]),
-         "cells": [{"text": _fmt(values[c].get(n)), "value": values[c].get(n)} for c in columns]} for n in names]}
+    return {
+        "columns": columns,
+        "rows": [
+            {
+                "name": n,
+                "label": _label(n),
+                "primary": n == primary,
+                "scale": scale_text(n.split(" · ")[-1]),
+                "cells": [{"text": _fmt(values[c].get(n)), "value": values[c].get(n)} for c in columns],
+            }
+            for n in names
+        ],
+    }
 
 
 def loss_chart(version: ModelVersion):
@@ -130,16 +145,26 @@ def loss_chart(version: ModelVersion):
     history = ((version.metrics or {}).get("info") or {}).get("history")
     if not isinstance(history, list):
         return None
-    points = [(h["step"], h["loss"]) for h in history if isinstance(h, dict)
-              and isinstance(h.get("step"), (int, float)) and isinstance(h.get("loss"), (int, float))]
+    points = [
+        (h["step"], h["loss"])
+        for h in history
+        if isinstance(h, dict) and isinstance(h.get("step"), (int, float)) and isinstance(h.get("loss"), (int, float))
+    ]
     if len(points) < 2:
         return None
     if len(points) > 200:  # thin out long runs: the shape is what matters
         points = points[:: len(points) // 200 + 1] + [points[-1]]
     losses = [p[1] for p in points]
-    return svg.lines(f"chart-loss-{version.pk}", [float(p[0]) for p in points],
-                     [{"name": "training loss", "values": losses}], title="Training loss by step", xlabel="step",
-                     ylabel="loss", lo=min(0.0, min(losses)), hi=max(losses))
+    return svg.lines(
+        f"chart-loss-{version.pk}",
+        [float(p[0]) for p in points],
+        [{"name": "training loss", "values": losses}],
+        title="Training loss by step",
+        xlabel="step",
+        ylabel="loss",
+        lo=min(0.0, min(losses)),
+        hi=max(losses),
+    )
 
 
 def metric_series(versions: list[ModelVersion], highlight: ModelVersion | None = None) -> dict:
@@ -156,24 +181,37 @@ def _spec_metric(kind: str, versions) -> tuple[str, bool]:
         spec = registry.get_trainer(kind)
         return spec.primary_metric, spec.higher_is_better
     except errors.TrainerError:
-        return next(((v.metrics or {}).get("primary_metric") for v in versions
-                     if (v.metrics or {}).get("primary_metric")), "primary"), True
+        return next(
+            ((v.metrics or {}).get("primary_metric") for v in versions if (v.metrics or {}).get("primary_metric")),
+            "primary",
+        ), True
 
 
 def versions_chart(svg_id: str, kind: str, scope: str, metric: str, versions, *, highlight=None):
     """The dev primary metric over the versions of one (kind, project); the active version (or ``highlight``)
     is the second series."""
     series = metric_series(versions, highlight)
-    return svg.lines(svg_id, series["xs"], [
-        {"name": f"dev {readable.words(metric)}", "values": series["values"]},
-        {"name": f"version #{highlight.pk}" if highlight else "active", "values": series["marked"]},
-    ], title=f"{kind} · {scope}: dev {readable.words(metric)} by version", xlabel="version id", ylabel=readable.label(metric),
-        lo=min([0.0] + series["values"]), hi=max([1.0] + series["values"]))
+    return svg.lines(
+        svg_id,
+        series["xs"],
+        [
+            {"name": f"dev {readable.words(metric)}", "values": series["values"]},
+            {"name": f"version #{highlight.pk}" if highlight else "active", "values": series["marked"]},
+        ],
+        title=f"{kind} · {scope}: dev {readable.words(metric)} by version",
+        xlabel="version id",
+        ylabel=readable.label(metric),
+        lo=min([0.0] + series["values"]),
+        hi=max([1.0] + series["values"]),
+    )
 
 
 def groups(kind: str | None = None, project_slug: str | None = None, *, user=None) -> list[dict]:
-    qs = (visible_versions(user) if user is not None else ModelVersion.objects.all()).select_related(
-        "project", "parent").order_by("kind", "project_id", "id")
+    qs = (
+        (visible_versions(user) if user is not None else ModelVersion.objects.all())
+        .select_related("project", "parent")
+        .order_by("kind", "project_id", "id")
+    )
     if kind:
         qs = qs.filter(kind=kind)
     if project_slug == "-":
@@ -192,26 +230,35 @@ def groups(kind: str | None = None, project_slug: str | None = None, *, user=Non
         g["scope"] = scope
         g["chart"] = versions_chart(f"chart-{g['kind']}-{scope}-{n}", g["kind"], scope, g["metric"], g["versions"])
         numbers = {v.pk: _numbers((v.metrics or {}).get("dev")) for v in g["versions"]}
-        seen = [name for v in reversed(g["versions"]) for name in numbers[v.pk]
-                if name != g["metric"] and name not in COUNTS and not is_baseline(name, numbers[v.pk])]
+        seen = [
+            name
+            for v in reversed(g["versions"])
+            for name in numbers[v.pk]
+            if name != g["metric"] and name not in COUNTS and not is_baseline(name, numbers[v.pk])
+        ]
         others = sorted(dict.fromkeys(seen), key=lambda name: (-seen.count(name), name))
         names = [g["metric"]] + others[: LIST_METRICS - 1]
         g["columns"] = [{"name": name, "label": _label(name), "scale": scale_text(name)} for name in names]
         g["scale"] = scale_text(g["metric"])
         for v in g["versions"]:
             numbers[v.pk][g["metric"]] = v.primary_metric  # the registry's primary value, as the retrain loop reads it
-        g["rows"] = [{"v": v, "status": status_of(v),
-                      "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)}
-                                for name in names],
-                      "dev": _beside((v.metrics or {}).get("dev") or {}, g["metric"]),
-                      "test": _beside((v.metrics or {}).get("test") or {}, g["metric"]),
-                      "n_test": (v.metrics or {}).get("n_test", ((v.metrics or {}).get("test") or {}).get("n"))}
-                     for v in reversed(g["versions"])]
+        g["rows"] = [
+            {
+                "v": v,
+                "status": status_of(v),
+                "cells": [{"text": _fmt(numbers[v.pk].get(name)), "value": numbers[v.pk].get(name)} for name in names],
+                "dev": _beside((v.metrics or {}).get("dev") or {}, g["metric"]),
+                "test": _beside((v.metrics or {}).get("test") or {}, g["metric"]),
+                "n_test": (v.metrics or {}).get("n_test", ((v.metrics or {}).get("test") or {}).get("n")),
+            }
+            for v in reversed(g["versions"])
+        ]
         g["has_test"] = any(r["test"]["value"] is not None for r in g["rows"])
         # the baseline's name goes in the column heading (one per group, the newest version's), not in every cell
         g["dev_baseline_name"] = next((r["dev"]["baseline_name"] for r in g["rows"] if r["dev"]["baseline_name"]), "")
-        g["test_baseline_name"] = next((r["test"]["baseline_name"] for r in g["rows"] if r["test"]["baseline_name"]),
-                                       "")
+        g["test_baseline_name"] = next(
+            (r["test"]["baseline_name"] for r in g["rows"] if r["test"]["baseline_name"]), ""
+        )
         g["active"] = next((v for v in g["versions"] if v.is_active), None)
         # "Roll back" only where there is an active version and an earlier one to go back to
         g["rollback_to"] = registry.rollback_target(g["kind"], g["project"]) if g["active"] is not None else None
@@ -231,21 +278,65 @@ def model_list(request):
     sweep_interrupted()  # a run killed outright shows as interrupted, not "training" for ever
     data = groups(kind, project, user=request.user)
     if request.GET.get("format") == "csv":
-        rows = [["id", "kind", "project", "status", "active", "primary_metric", "primary", "primary_baseline",
-                 "test_primary", "test_primary_baseline", "scale", "n_train", "n_dev", "n_test",
-                 "seed", "base_model", "data_snapshot", "data_hash", "parent", "created_at", "trained_at"]]
+        rows = [
+            [
+                "id",
+                "kind",
+                "project",
+                "status",
+                "active",
+                "primary_metric",
+                "primary",
+                "primary_baseline",
+                "test_primary",
+                "test_primary_baseline",
+                "scale",
+                "n_train",
+                "n_dev",
+                "n_test",
+                "seed",
+                "base_model",
+                "data_snapshot",
+                "data_hash",
+                "parent",
+                "created_at",
+                "trained_at",
+            ]
+        ]
         for g in data:
             for r in reversed(g["rows"]):  # oldest first
                 v = r["v"]
-                rows.append([v.pk, v.kind, v.project.slug if v.project else "", r["status"], int(v.is_active),
-                             g["metric"], "" if v.primary_metric is None else v.primary_metric,
-                             _csv(r["dev"]["baseline"]), _csv(r["test"]["value"]), _csv(r["test"]["baseline"]),
-                             scale_of(g["metric"]), v.n_train, v.n_dev, _csv(r["n_test"]),
-                             v.seed, v.base_model, v.data_snapshot, v.data_hash, v.parent_id or "",
-                             v.created_at.isoformat(), v.trained_at.isoformat() if v.trained_at else ""])
+                rows.append(
+                    [
+                        v.pk,
+                        v.kind,
+                        v.project.slug if v.project else "",
+                        r["status"],
+                        int(v.is_active),
+                        g["metric"],
+                        "" if v.primary_metric is None else v.primary_metric,
+                        _csv(r["dev"]["baseline"]),
+                        _csv(r["test"]["value"]),
+                        _csv(r["test"]["baseline"]),
+                        scale_of(g["metric"]),
+                        v.n_train,
+                        v.n_dev,
+                        _csv(r["n_test"]),
+                        v.seed,
+                        v.base_model,
+                        v.data_snapshot,
+                        v.data_hash,
+                        v.parent_id or "",
+                        v.created_at.isoformat(),
+                        v.trained_at.isoformat() if v.trained_at else "",
+                    ]
+                )
         return csv_response("models.csv", rows)  # every cell safe to open in a spreadsheet
-    return render(request, "ml/models.html", {"groups": data, "kind": kind or "", "project": project or "",
-                                              "kinds": registry.trainer_kinds()})
+    return render(
+        request,
+        "ml/models.html",
+        {"groups": data, "kind": kind or "", "project": project or "", "kinds": registry.trainer_kinds()},
+    )
 
 
 def _detail_context(version: ModelVersion, **extra) -> dict:
@@ -253,16 +344,27 @@ def _detail_context(version: ModelVersion, **extra) -> dict:
     metric, higher = _spec_metric(version.kind, siblings)
     scope = version.project.slug if version.project else "global"
     info = (version.metrics or {}).get("info")
-    return {"v": version, "status": status_of(version), "metric": metric, "metric_words": readable.words(metric), "higher_is_better": higher,
-            "primary_text": _fmt(version.primary_metric), "metrics": metric_table(version),
-            "versions_chart": versions_chart(f"chart-versions-{version.pk}", version.kind, scope, metric, siblings,
-                                             highlight=version) if len(siblings) > 1 else None,
-            "loss_chart": loss_chart(version),
-            "info": readable.summary(info, skip=("history", "hyperparameters")) if isinstance(info, dict) else [],
-            "hyperparameters": readable.summary(version.hyperparameters or {}),
-            "training_request": readable.summary(version.request or {}),
-            "rollback_to": registry.rollback_target(version.kind, version.project) if version.is_active else None,
-            "n_versions": len(siblings), **extra}
+    return {
+        "v": version,
+        "status": status_of(version),
+        "metric": metric,
+        "metric_words": readable.words(metric),
+        "higher_is_better": higher,
+        "primary_text": _fmt(version.primary_metric),
+        "metrics": metric_table(version),
+        "versions_chart": versions_chart(
+            f"chart-versions-{version.pk}", version.kind, scope, metric, siblings, highlight=version
+        )
+        if len(siblings) > 1
+        else None,
+        "loss_chart": loss_chart(version),
+        "info": readable.summary(info, skip=("history", "hyperparameters")) if isinstance(info, dict) else [],
+        "hyperparameters": readable.summary(version.hyperparameters or {}),
+        "training_request": readable.summary(version.request or {}),
+        "rollback_to": registry.rollback_target(version.kind, version.project) if version.is_active else None,
+        "n_versions": len(siblings),
+        **extra,
+    }
 
 
 @staff_required

@@ -1,5 +1,6 @@
 """Admin for MTurk: settings per project (with the panel link and actions), HITs, assignments, bonuses and the
 call log. Actions call the same services as the panel and the CLI; syncs run as Celery tasks (on commit)."""
+
 from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
@@ -21,8 +22,15 @@ from .tasks import sync_project_task
 
 @admin.register(MTurkProjectSettings)
 class MTurkProjectSettingsAdmin(TeamScopedAdmin):
-    list_display = ("project", "sandbox", "title", "reward_cents", "target_hourly_wage_cents", "approval_policy",
-                    "panel")
+    list_display = (
+        "project",
+        "sandbox",
+        "title",
+        "reward_cents",
+        "target_hourly_wage_cents",
+        "approval_policy",
+        "panel",
+    )
     list_filter = ("sandbox", "approval_policy")
     readonly_fields = ("qualification_type_id", "updated_at")
     actions = ["sync_now", "publish_hits", "sync_block_list", "expire_hits"]
@@ -73,8 +81,18 @@ class MTurkHITAdmin(TeamScopedAdmin):
     """Rows made by publishing and refreshed by the sync (GetHIT): read-only; the mapping to the Argora HIT is what
     the ExternalQuestion binding relies on."""
 
-    list_display = ("mturk_hit_id", "project", "hit", "sandbox", "status", "max_assignments", "reward_cents",
-                    "created_at", "expires_at", "synced_at")
+    list_display = (
+        "mturk_hit_id",
+        "project",
+        "hit",
+        "sandbox",
+        "status",
+        "max_assignments",
+        "reward_cents",
+        "created_at",
+        "expires_at",
+        "synced_at",
+    )
     list_filter = ("sandbox", "status", "project")
     search_fields = ("mturk_hit_id", "hit_type_id")
     readonly_fields = [f.name for f in MTurkHIT._meta.fields]
@@ -91,14 +109,14 @@ class MTurkHITAdmin(TeamScopedAdmin):
             try:
                 publishing.refresh_hit(row)
                 done += 1
-            except Exception as exc:  # botocore errors, no credentials here
+            except Exception as exc:  # noqa: BLE001 - botocore errors, no credentials here
                 self.message_user(request, f"{row}: {exc}", level=messages.ERROR)
         self.message_user(request, f"refreshed {done} HIT(s)")
 
 
 @admin.register(MTurkAssignment)
 class MTurkAssignmentAdmin(TeamScopedAdmin):
-    project_path = 'mturk_hit__project'
+    project_path = "mturk_hit__project"
     """What the last sync saw on MTurk: read-only (linking an Argora assignment here is what verifies it)."""
 
     list_display = ("mturk_assignment_id", "worker_id", "mturk_hit", "status", "assignment", "submitted_at")

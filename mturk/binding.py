@@ -13,6 +13,7 @@ answers are left out of the aggregates and exports (``annotation.selectors.unver
 in Argora, giving its slot back, once MTurk still does not list it an assignment duration after it was submitted
 (``mturk.sync.exclude_unknown``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,17 +48,26 @@ class BindingConflict(Exception):
 
 @dataclass(frozen=True)
 class Binding:
-    assignment_id: str     # MTurk assignmentId
-    worker_id: str         # MTurk workerId
-    hit_id: str            # MTurk hitId
+    assignment_id: str  # MTurk assignmentId
+    worker_id: str  # MTurk workerId
+    hit_id: str  # MTurk hitId
     argora_assignment: int
     turk_submit_to: str
-    project: str           # slug
+    project: str  # slug
 
     def dumps(self) -> str:
-        return signing.dumps({"a": self.assignment_id, "w": self.worker_id, "h": self.hit_id,
-                              "x": self.argora_assignment, "t": self.turk_submit_to, "p": self.project},
-                             salt=settings.ARGORA_MTURK_SIGNING_SALT, compress=True)
+        return signing.dumps(
+            {
+                "a": self.assignment_id,
+                "w": self.worker_id,
+                "h": self.hit_id,
+                "x": self.argora_assignment,
+                "t": self.turk_submit_to,
+                "p": self.project,
+            },
+            salt=settings.ARGORA_MTURK_SIGNING_SALT,
+            compress=True,
+        )
 
     @property
     def submit_url(self) -> str:
@@ -89,14 +99,23 @@ def load(token: str, *, project: Project, query) -> Binding:
     except signing.BadSignature:
         raise BindingRefused("the HIT binding is not valid (tampered or from another server)") from None
     try:
-        binding = Binding(assignment_id=data["a"], worker_id=data["w"], hit_id=data["h"],
-                          argora_assignment=int(data["x"]), turk_submit_to=data["t"], project=data["p"])
+        binding = Binding(
+            assignment_id=data["a"],
+            worker_id=data["w"],
+            hit_id=data["h"],
+            argora_assignment=int(data["x"]),
+            turk_submit_to=data["t"],
+            project=data["p"],
+        )
     except (KeyError, TypeError, ValueError):
         raise BindingRefused("the HIT binding is not valid") from None
     if binding.project != project.slug:
         raise BindingRefused("this HIT binding belongs to another project")
-    for param, value in (("assignmentId", binding.assignment_id), ("workerId", binding.worker_id),
-                         ("hitId", binding.hit_id)):
+    for param, value in (
+        ("assignmentId", binding.assignment_id),
+        ("workerId", binding.worker_id),
+        ("hitId", binding.hit_id),
+    ):
         sent = query.get(param)
         if sent is not None and sent != value:
             raise BindingRefused(f"{param} does not match the HIT you accepted")
@@ -105,10 +124,17 @@ def load(token: str, *, project: Project, query) -> Binding:
 
 def assignment_for(binding: Binding, project: Project) -> tuple[Assignment, Worker]:
     """The bound Argora assignment, re-checked against the database (worker and MTurk ids)."""
-    assignment = (Assignment.objects.select_related("worker", "hit", "project")
-                  .filter(pk=binding.argora_assignment, project=project).first())
-    if (assignment is None or assignment.external_id != binding.assignment_id
-            or assignment.worker.source != Worker.Source.MTURK or _worker_id(assignment.worker) != binding.worker_id):
+    assignment = (
+        Assignment.objects.select_related("worker", "hit", "project")
+        .filter(pk=binding.argora_assignment, project=project)
+        .first()
+    )
+    if (
+        assignment is None
+        or assignment.external_id != binding.assignment_id
+        or assignment.worker.source != Worker.Source.MTURK
+        or _worker_id(assignment.worker) != binding.worker_id
+    ):
         raise BindingRefused("this HIT binding does not match Argora's records")
     if not MTurkHIT.objects.filter(mturk_hit_id=binding.hit_id, hit_id=assignment.hit_id).exists():
         raise BindingRefused("this HIT binding does not match Argora's records")
@@ -126,8 +152,16 @@ def _timeout(project: Project) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def bind(project: Project, mhit: MTurkHIT, *, assignment_id: str, worker_id: str, turk_submit_to: str,
-         client: str = "", now=None) -> Binding:
+def bind(
+    project: Project,
+    mhit: MTurkHIT,
+    *,
+    assignment_id: str,
+    worker_id: str,
+    turk_submit_to: str,
+    client: str = "",
+    now=None,
+) -> Binding:
     """Accept: an Argora Assignment on the Argora HIT this MTurk HIT maps to, for a provisional worker that claims
     ``worker_id`` (:func:`annotation.services.reserve_hit_for_claim`: nothing in the URL is trusted before a sync
     lists the assignment; ``client`` is the request's address, for the per-address limit).
@@ -144,14 +178,24 @@ def bind(project: Project, mhit: MTurkHIT, *, assignment_id: str, worker_id: str
         raise BindingRefused("assignmentId and workerId are required")
     bound = Assignment.objects.select_related("worker").filter(project=project, external_id=assignment_id).first()
     if bound is not None:
-        if bound.worker.source != Worker.Source.MTURK or _worker_id(bound.worker) != worker_id \
-                or bound.hit_id != mhit.hit_id:
+        if (
+            bound.worker.source != Worker.Source.MTURK
+            or _worker_id(bound.worker) != worker_id
+            or bound.hit_id != mhit.hit_id
+        ):
             raise BindingRefused("this assignmentId belongs to another worker or HIT")
         return Binding(assignment_id, worker_id, mhit.mturk_hit_id, bound.pk, turk_submit_to, project.slug)
     try:
         assignment = annotation_services.reserve_hit_for_claim(
-            project, mhit.hit_id, source=Worker.Source.MTURK, claimed_id=worker_id, external_id=assignment_id,
-            expires_at=now + _timeout(project), client=client, now=now)
+            project,
+            mhit.hit_id,
+            source=Worker.Source.MTURK,
+            claimed_id=worker_id,
+            external_id=assignment_id,
+            expires_at=now + _timeout(project),
+            client=client,
+            now=now,
+        )
     except (annotation_services.HITFull, annotation_services.HITAlreadyDone) as exc:
         raise BindingConflict(str(exc)) from None
     return Binding(assignment_id, worker_id, mhit.mturk_hit_id, assignment.pk, turk_submit_to, project.slug)

@@ -7,13 +7,15 @@ default (per project: ``MTurkProjectSettings.sandbox``).
 Tests (and anything else) can swap the client factory with :func:`set_client_factory`, e.g. to a client
 wrapped in ``botocore.stub.Stubber``.
 """
+
 from __future__ import annotations
 
 import datetime
 import decimal
 import hashlib
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from annotation.crowd import calls
 
@@ -88,17 +90,28 @@ def _not_found_or_jsonable(already_done: Callable[[MTurkOperation], dict | None]
     def lookup(op: MTurkOperation) -> dict | None:
         found = already_done(op)
         return None if found is None else _jsonable(found)
+
     return lookup
 
 
 RULES = calls.Rules(
-    log=MTurkOperation, platform="MTurk", error=MTurkError,
-    resolve_hint="check on MTurk, then run `manage.py mturk resolve --key {key} --happened|--not-happened`")
+    log=MTurkOperation,
+    platform="MTurk",
+    error=MTurkError,
+    resolve_hint="check on MTurk, then run `manage.py mturk resolve --key {key} --happened|--not-happened`",
+)
 
 
-def call_once(key: str, operation: str, params: dict, *, sandbox: bool, project=None,
-              already_done: Callable[[MTurkOperation], dict | None] | None = None,
-              duplicate_ok: bool = False) -> MTurkOperation:
+def call_once(
+    key: str,
+    operation: str,
+    params: dict,
+    *,
+    sandbox: bool,
+    project=None,
+    already_done: Callable[[MTurkOperation], dict | None] | None = None,
+    duplicate_ok: bool = False,
+) -> MTurkOperation:
     """Make the MTurk call ``operation(**params)`` at most once per ``key`` (:mod:`annotation.crowd.calls`).
 
     1. the log row (``key`` unique) is written and committed *before* the call;
@@ -110,10 +123,13 @@ def call_once(key: str, operation: str, params: dict, *, sandbox: bool, project=
     4. after the call the row is marked ``done`` with the response (or ``failed`` with MTurk's reason, and
        :class:`MTurkError` is raised; no answer at all leaves it ``pending`` for the next run).
     """
-    attempt = calls.begin(RULES, key, {"operation": operation, "request": _jsonable(params), "sandbox": sandbox,
-                                       "project": project},
-                          already_done=None if already_done is None else _not_found_or_jsonable(already_done),
-                          finish=lambda op, response, note="": _finish(op, response, note=note))
+    attempt = calls.begin(
+        RULES,
+        key,
+        {"operation": operation, "request": _jsonable(params), "sandbox": sandbox, "project": project},
+        already_done=None if already_done is None else _not_found_or_jsonable(already_done),
+        finish=lambda op, response, note="": _finish(op, response, note=note),
+    )
     op = attempt.op
     if attempt.done:
         if attempt.retry:

@@ -7,6 +7,7 @@ then makes the call, then marks the row done; a crash in between leaves a ``pend
 resumes (with the same ``UniqueRequestToken`` where the API has one), so nothing is paid twice. The call log and the
 bonus are the crowd platforms' shared ones (:mod:`annotation.crowd`), in MTurk's own tables.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -17,9 +18,9 @@ from annotation.crowd.models import Bonus, CallLog
 from annotation.models import HIT, Assignment, Project
 
 # System qualification type ids (MTurk docs, "Qualification requirements").
-QUAL_APPROVAL_RATE = "000000000000000000L0"   # PercentAssignmentsApproved
-QUAL_APPROVED_HITS = "00000000000000000040"   # NumberHITsApproved
-QUAL_LOCALE = "00000000000000000071"          # Worker_Locale
+QUAL_APPROVAL_RATE = "000000000000000000L0"  # PercentAssignmentsApproved
+QUAL_APPROVED_HITS = "00000000000000000040"  # NumberHITsApproved
+QUAL_LOCALE = "00000000000000000071"  # Worker_Locale
 QUAL_MASTERS = {True: "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6", False: "2F1QJWKUDD8XADTFD2Q0G6UTO95ALH"}  # sandbox / production
 
 
@@ -39,20 +40,28 @@ class MTurkProjectSettings(models.Model):
     description = models.CharField(max_length=2000)
     keywords = models.CharField(max_length=1000, blank=True, help_text="comma-separated")
     reward_cents = models.PositiveIntegerField(
-        null=True, blank=True, help_text="reward per assignment; empty = computed from the target hourly wage")
+        null=True, blank=True, help_text="reward per assignment; empty = computed from the target hourly wage"
+    )
     target_hourly_wage_cents = models.PositiveIntegerField(
-        default=760, help_text="wage floor in US cents per hour ($7.60/h as in Schiller et al. 2021, App. A)")
+        default=760, help_text="wage floor in US cents per hour ($7.60/h as in Schiller et al. 2021, App. A)"
+    )
     lifetime_seconds = models.PositiveIntegerField(default=7 * 24 * 3600)
     assignment_duration_seconds = models.PositiveIntegerField(default=3600)
     auto_approval_delay_seconds = models.PositiveIntegerField(default=3 * 24 * 3600)
     frame_height = models.PositiveIntegerField(null=True, blank=True, help_text="empty = ARGORA_MTURK_FRAME_HEIGHT")
     # qualification requirements
-    min_approval_rate = models.PositiveSmallIntegerField(null=True, blank=True, default=95,
-                                                         help_text="percent; empty = no requirement")
-    min_approved_hits = models.PositiveIntegerField(null=True, blank=True, default=100,
-                                                    help_text="empty = no requirement")
-    locales = models.CharField(max_length=200, blank=True, default="US",
-                               help_text="comma-separated ISO country codes (e.g. US or US,CA); empty = anywhere")
+    min_approval_rate = models.PositiveSmallIntegerField(
+        null=True, blank=True, default=95, help_text="percent; empty = no requirement"
+    )
+    min_approved_hits = models.PositiveIntegerField(
+        null=True, blank=True, default=100, help_text="empty = no requirement"
+    )
+    locales = models.CharField(
+        max_length=200,
+        blank=True,
+        default="US",
+        help_text="comma-separated ISO country codes (e.g. US or US,CA); empty = anywhere",
+    )
     require_masters = models.BooleanField(default=False, help_text="MTurk charges 5% more for Masters HITs")
     # optional custom qualification test (QuestionForm + AnswerKey XML)
     qualification_name = models.CharField(max_length=200, blank=True)
@@ -64,16 +73,20 @@ class MTurkProjectSettings(models.Model):
     qualification_type_id = models.CharField(max_length=100, blank=True, help_text="filled in when it is created")
     approval_policy = models.CharField(max_length=10, choices=Approval.choices, default=Approval.GOLD)
     reject_reason = models.CharField(
-        max_length=1000, blank=True,
-        default="Your answers failed our quality checks (control questions with known answers).")
+        max_length=1000,
+        blank=True,
+        default="Your answers failed our quality checks (control questions with known answers).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         verbose_name = "MTurk project settings"
         verbose_name_plural = "MTurk project settings"
         constraints = [
-            models.CheckConstraint(condition=Q(min_approval_rate__isnull=True) | Q(min_approval_rate__lte=100),
-                                   name="mturk_approval_rate_0_100"),
+            models.CheckConstraint(
+                condition=Q(min_approval_rate__isnull=True) | Q(min_approval_rate__lte=100),
+                name="mturk_approval_rate_0_100",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -117,8 +130,9 @@ class MTurkAssignment(models.Model):
     mturk_assignment_id = models.CharField(max_length=100, unique=True, help_text="MTurk AssignmentId")
     worker_id = models.CharField(max_length=100)
     status = models.CharField(max_length=20, help_text="Submitted / Approved / Rejected")
-    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="mturk_assignment")
+    assignment = models.OneToOneField(
+        Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="mturk_assignment"
+    )
     accepted_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(auto_now=True)
@@ -145,8 +159,9 @@ class MTurkBonus(Bonus):
         constraints = [
             *Bonus.Meta.constraints,
             # at most one automatic wage top-up per assignment
-            models.UniqueConstraint(fields=["assignment_id", "kind"], condition=Q(kind="wage-topup"),
-                                    name="one_wage_topup_per_assignment"),
+            models.UniqueConstraint(
+                fields=["assignment_id", "kind"], condition=Q(kind="wage-topup"), name="one_wage_topup_per_assignment"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ MTurk fee rules (requester pricing, https://requester.mturk.com/pricing, in forc
     * the minimum commission is $0.01 per assignment and per bonus.
     Fees are computed per assignment in cents and rounded half up to the cent, never below 1 cent.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ from annotation.models import HIT, Assignment, Project
 from .models import MTurkHIT, MTurkProjectSettings
 
 BASE_COMMISSION = Decimal("0.20")
-LARGE_HIT_EXTRA = Decimal("0.20")     # 10 or more assignments per HIT
+LARGE_HIT_EXTRA = Decimal("0.20")  # 10 or more assignments per HIT
 LARGE_HIT_ASSIGNMENTS = 10
 MASTERS_EXTRA = Decimal("0.05")
 MIN_FEE_CENTS = 1
@@ -47,7 +48,8 @@ def fee_cents(amount_cents: int, assignments_per_hit: int = 1, *, masters: bool 
     if amount_cents <= 0:
         return 0
     fee = (Decimal(amount_cents) * commission_rate(assignments_per_hit, masters=masters)).quantize(
-        Decimal("1"), rounding=ROUND_HALF_UP)
+        Decimal("1"), rounding=ROUND_HALF_UP
+    )
     return max(MIN_FEE_CENTS, int(fee))
 
 
@@ -66,8 +68,12 @@ def mturk_amount(cents: int) -> str:
 
 
 def pilot_seconds(project: Project) -> list[float]:
-    return sorted(float(s) for s in Assignment.objects.filter(
-        project=project, status__in=Assignment.DONE, work_seconds__isnull=False).values_list("work_seconds", flat=True))
+    return sorted(
+        float(s)
+        for s in Assignment.objects.filter(
+            project=project, status__in=Assignment.DONE, work_seconds__isnull=False
+        ).values_list("work_seconds", flat=True)
+    )
 
 
 def median_seconds(project: Project, *, pilot: bool = True) -> tuple[float, str]:
@@ -81,7 +87,7 @@ def median_seconds(project: Project, *, pilot: bool = True) -> tuple[float, str]
 
 @dataclass
 class CostPreview:
-    source: str                  # "pilot" (median of N submitted assignments), "estimate" or "fixed"
+    source: str  # "pilot" (median of N submitted assignments), "estimate" or "fixed"
     median_seconds: float
     pilot_n: int
     hourly_wage_cents: int
@@ -90,7 +96,7 @@ class CostPreview:
     hits: int
     assignments_per_hit: int
     assignments: int
-    commission_rate: str         # e.g. "0.20"
+    commission_rate: str  # e.g. "0.20"
     fee_per_assignment_cents: int
     reward_total_cents: int
     fee_total_cents: int
@@ -102,9 +108,13 @@ class CostPreview:
         return asdict(self)
 
     def lines(self) -> list[str]:
-        timing = (f"median {self.median_seconds:.0f} s over {self.pilot_n} pilot assignment(s)" if self.source == "pilot"
-                  else f"estimate {self.median_seconds:.0f} s per HIT" if self.source == "estimate"
-                  else "fixed reward")
+        timing = (
+            f"median {self.median_seconds:.0f} s over {self.pilot_n} pilot assignment(s)"
+            if self.source == "pilot"
+            else f"estimate {self.median_seconds:.0f} s per HIT"
+            if self.source == "estimate"
+            else "fixed reward"
+        )
         out = [
             f"working time: {timing}",
             f"target wage: {dollars(self.hourly_wage_cents)}/h -> reward {dollars(self.reward_cents)} per assignment "
@@ -152,11 +162,23 @@ def cost_preview(project: Project, *, pilot: bool = True, hits: int | None = Non
     elif effective < wage:
         warnings.append(f"effective pay {dollars(effective)}/h is below the target wage {dollars(wage)}/h")
     return CostPreview(
-        source=source, median_seconds=seconds, pilot_n=len(pilot_seconds(project)) if source == "pilot" else 0,
-        hourly_wage_cents=wage, reward_cents=reward, effective_hourly_cents=effective, hits=hits,
-        assignments_per_hit=r, assignments=n, commission_rate=str(commission_rate(r, masters=masters)),
-        fee_per_assignment_cents=fee, reward_total_cents=reward * n, fee_total_cents=fee * n,
-        total_cents=(reward + fee) * n, masters=masters, warnings=warnings)
+        source=source,
+        median_seconds=seconds,
+        pilot_n=len(pilot_seconds(project)) if source == "pilot" else 0,
+        hourly_wage_cents=wage,
+        reward_cents=reward,
+        effective_hourly_cents=effective,
+        hits=hits,
+        assignments_per_hit=r,
+        assignments=n,
+        commission_rate=str(commission_rate(r, masters=masters)),
+        fee_per_assignment_cents=fee,
+        reward_total_cents=reward * n,
+        fee_total_cents=fee * n,
+        total_cents=(reward + fee) * n,
+        masters=masters,
+        warnings=warnings,
+    )
 
 
 def wage_check(project: Project) -> dict:
@@ -166,19 +188,39 @@ def wage_check(project: Project) -> dict:
     cfg = _settings_for(project)
     target = cfg.target_hourly_wage_cents if cfg is not None else 760
     times = pilot_seconds(project)
-    reward = (MTurkHIT.objects.filter(project=project).order_by("-created_at").values_list("reward_cents", flat=True)
-              .first())
+    reward = (
+        MTurkHIT.objects.filter(project=project).order_by("-created_at").values_list("reward_cents", flat=True).first()
+    )
     if reward is None:
         reward = (cfg.reward_cents if cfg and cfg.reward_cents else project.reward_cents) or 0
     if not times:
-        return {"ok": True, "median_seconds": None, "effective_hourly_cents": None, "target_hourly_cents": target,
-                "n": 0, "reward_cents": reward, "warning": ""}
+        return {
+            "ok": True,
+            "median_seconds": None,
+            "effective_hourly_cents": None,
+            "target_hourly_cents": target,
+            "n": 0,
+            "reward_cents": reward,
+            "warning": "",
+        }
     median = float(statistics.median(times))
     effective = math.floor(reward * 3600 / median) if median > 0 else 0
     ok = effective >= target
-    warning = "" if ok else (
-        f"submitted work pays {dollars(effective)}/h (reward {dollars(reward)}, median {median:.0f} s over "
-        f"{len(times)} assignments), below the floor of {dollars(target)}/h: raise the reward "
-        f"to {dollars(reward_for_wage(target, median))} or pay wage top-up bonuses")
-    return {"ok": ok, "median_seconds": median, "effective_hourly_cents": effective, "target_hourly_cents": target,
-            "n": len(times), "reward_cents": reward, "warning": warning}
+    warning = (
+        ""
+        if ok
+        else (
+            f"submitted work pays {dollars(effective)}/h (reward {dollars(reward)}, median {median:.0f} s over "
+            f"{len(times)} assignments), below the floor of {dollars(target)}/h: raise the reward "
+            f"to {dollars(reward_for_wage(target, median))} or pay wage top-up bonuses"
+        )
+    )
+    return {
+        "ok": ok,
+        "median_seconds": median,
+        "effective_hourly_cents": effective,
+        "target_hourly_cents": target,
+        "n": len(times),
+        "reward_cents": reward,
+        "warning": warning,
+    }

@@ -5,9 +5,10 @@ Every HIT is created through :func:`mturk.client.call_once` (key ``create_hit:<e
 UniqueRequestToken from that key and the key in RequesterAnnotation), so publishing twice, or after a crash,
 never creates a second MTurk HIT for the same Argora HIT.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from xml.sax.saxutils import escape
 
 from django.conf import settings
@@ -30,7 +31,9 @@ from .models import (
     MTurkProjectSettings,
 )
 
-EXTERNAL_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+EXTERNAL_QUESTION_NS = (
+    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/ExternalQuestion.xsd"
+)
 
 
 class PublishError(FieldError):
@@ -44,8 +47,10 @@ def env_name(sandbox: bool) -> str:
 def settings_for(project: Project) -> MTurkProjectSettings:
     cfg = MTurkProjectSettings.objects.filter(project=project).first()
     if cfg is None:
-        raise PublishError("mturk", f"project {project.slug!r} has no MTurk settings: add them in the admin "
-                                    "(MTurk project settings) first")
+        raise PublishError(
+            "mturk",
+            f"project {project.slug!r} has no MTurk settings: add them in the admin (MTurk project settings) first",
+        )
     return cfg
 
 
@@ -55,35 +60,68 @@ def external_url(project: Project) -> str:
 
 def external_question_xml(url: str, frame_height: int) -> str:
     """The ExternalQuestion data structure (schema 2006-07-14): the URL must be HTTPS."""
-    return (f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
-            f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
-            "</ExternalQuestion>")
+    return (
+        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
+        f"<ExternalURL>{escape(url)}</ExternalURL><FrameHeight>{int(frame_height)}</FrameHeight>"
+        "</ExternalQuestion>"
+    )
 
 
 def qualification_requirements(cfg: MTurkProjectSettings, *, sandbox: bool) -> list[dict]:
     """MTurk QualificationRequirements: approval rate, approved HITs, locale, Masters, the custom test."""
     reqs: list[dict] = []
     if cfg.min_approval_rate is not None:
-        reqs.append({"QualificationTypeId": QUAL_APPROVAL_RATE, "Comparator": "GreaterThanOrEqualTo",
-                     "IntegerValues": [int(cfg.min_approval_rate)], "ActionsGuarded": "Accept"})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_APPROVAL_RATE,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [int(cfg.min_approval_rate)],
+                "ActionsGuarded": "Accept",
+            }
+        )
     if cfg.min_approved_hits is not None:
-        reqs.append({"QualificationTypeId": QUAL_APPROVED_HITS, "Comparator": "GreaterThanOrEqualTo",
-                     "IntegerValues": [int(cfg.min_approved_hits)], "ActionsGuarded": "Accept"})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_APPROVED_HITS,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [int(cfg.min_approved_hits)],
+                "ActionsGuarded": "Accept",
+            }
+        )
     locales = cfg.locale_list
     if len(locales) == 1:
-        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "EqualTo",
-                     "LocaleValues": [{"Country": locales[0]}], "ActionsGuarded": "Accept"})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_LOCALE,
+                "Comparator": "EqualTo",
+                "LocaleValues": [{"Country": locales[0]}],
+                "ActionsGuarded": "Accept",
+            }
+        )
     elif locales:
-        reqs.append({"QualificationTypeId": QUAL_LOCALE, "Comparator": "In",
-                     "LocaleValues": [{"Country": c} for c in locales], "ActionsGuarded": "Accept"})
+        reqs.append(
+            {
+                "QualificationTypeId": QUAL_LOCALE,
+                "Comparator": "In",
+                "LocaleValues": [{"Country": c} for c in locales],
+                "ActionsGuarded": "Accept",
+            }
+        )
     if cfg.require_masters:
-        reqs.append({"QualificationTypeId": QUAL_MASTERS[bool(sandbox)], "Comparator": "Exists",
-                     "ActionsGuarded": "Accept"})
+        reqs.append(
+            {"QualificationTypeId": QUAL_MASTERS[bool(sandbox)], "Comparator": "Exists", "ActionsGuarded": "Accept"}
+        )
     if cfg.has_qualification_test:
         if not cfg.qualification_type_id:
             raise PublishError("qualification_type_id", "create the qualification test first")
-        reqs.append({"QualificationTypeId": cfg.qualification_type_id, "Comparator": "GreaterThanOrEqualTo",
-                     "IntegerValues": [int(cfg.qualification_min_score)], "ActionsGuarded": "Accept"})
+        reqs.append(
+            {
+                "QualificationTypeId": cfg.qualification_type_id,
+                "Comparator": "GreaterThanOrEqualTo",
+                "IntegerValues": [int(cfg.qualification_min_score)],
+                "ActionsGuarded": "Accept",
+            }
+        )
     return reqs
 
 
@@ -107,8 +145,13 @@ def ensure_qualification_type(cfg: MTurkProjectSettings, *, sandbox: bool | None
         params["AnswerKey"] = cfg.qualification_answer_key_xml
     if cfg.qualification_retry_delay_seconds is not None:
         params["RetryDelayInSeconds"] = int(cfg.qualification_retry_delay_seconds)
-    op = call_once(f"create_qualification_type:{env_name(sandbox)}:{project.pk}", "create_qualification_type",
-                   params, sandbox=sandbox, project=project)
+    op = call_once(
+        f"create_qualification_type:{env_name(sandbox)}:{project.pk}",
+        "create_qualification_type",
+        params,
+        sandbox=sandbox,
+        project=project,
+    )
     type_id = op.response["QualificationType"]["QualificationTypeId"]
     MTurkProjectSettings.objects.filter(pk=cfg.pk).update(qualification_type_id=type_id)
     cfg.qualification_type_id = type_id
@@ -121,19 +164,22 @@ def grant_qualification(cfg: MTurkProjectSettings, worker_id: str, value: int = 
     type_id = ensure_qualification_type(cfg, sandbox=sandbox)
     if not type_id:
         raise PublishError("qualification_test_xml", "this project has no qualification")
-    return call_once(f"associate_qualification:{env_name(sandbox)}:{type_id}:{worker_id}:{value}",
-                     "associate_qualification_with_worker",
-                     {"QualificationTypeId": type_id, "WorkerId": worker_id, "IntegerValue": int(value),
-                      "SendNotification": True}, sandbox=sandbox, project=cfg.project)
+    return call_once(
+        f"associate_qualification:{env_name(sandbox)}:{type_id}:{worker_id}:{value}",
+        "associate_qualification_with_worker",
+        {"QualificationTypeId": type_id, "WorkerId": worker_id, "IntegerValue": int(value), "SendNotification": True},
+        sandbox=sandbox,
+        project=cfg.project,
+    )
 
 
 def _parse_time(value) -> datetime | None:
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt_timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str):
         parsed = parse_datetime(value)
         if parsed is not None and parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=dt_timezone.utc)
+            parsed = parsed.replace(tzinfo=UTC)
         return parsed
     return None
 
@@ -158,11 +204,17 @@ def _find_hit_by_annotation(sandbox: bool, annotation: str) -> dict | None:
 
 def check_publishable(project: Project, cfg: MTurkProjectSettings) -> None:
     if project.status != Project.Status.ACTIVE:
-        raise PublishError("status", f"project {project.slug!r} is {project.status}: activate it before publishing "
-                                     "(MTurk workers would find it closed)")
+        raise PublishError(
+            "status",
+            f"project {project.slug!r} is {project.status}: activate it before publishing "
+            "(MTurk workers would find it closed)",
+        )
     if not settings.ARGORA_PUBLIC_URL.startswith("https://"):
-        raise PublishError("ARGORA_PUBLIC_URL", f"{settings.ARGORA_PUBLIC_URL!r} is not HTTPS; MTurk only frames "
-                                                "HTTPS pages (set ARGORA_PUBLIC_URL=https://your.host)")
+        raise PublishError(
+            "ARGORA_PUBLIC_URL",
+            f"{settings.ARGORA_PUBLIC_URL!r} is not HTTPS; MTurk only frames "
+            "HTTPS pages (set ARGORA_PUBLIC_URL=https://your.host)",
+        )
     if not cfg.title.strip():
         raise PublishError("title", "give the HITs a title")
     if not cfg.description.strip():
@@ -171,8 +223,9 @@ def check_publishable(project: Project, cfg: MTurkProjectSettings) -> None:
         raise PublishError("hits", "the project has no HITs: add items and build HITs first")
 
 
-def publish_project(project: Project, *, sandbox: bool | None = None, pilot: bool = True,
-                    limit: int | None = None) -> list[MTurkHIT]:
+def publish_project(
+    project: Project, *, sandbox: bool | None = None, pilot: bool = True, limit: int | None = None
+) -> list[MTurkHIT]:
     """Create one MTurk HIT (ExternalQuestion, MaxAssignments = R) per Argora HIT not yet published in this
     environment. Returns the MTurkHIT rows created now. Raises :class:`PublishError` or MTurkError."""
     cfg = settings_for(project)
@@ -187,8 +240,7 @@ def publish_project(project: Project, *, sandbox: bool | None = None, pilot: boo
     todo = list(HIT.objects.filter(project=project).exclude(pk__in=published).order_by("position"))
     if limit is not None:
         todo = todo[:limit]
-    question = external_question_xml(external_url(project),
-                                     cfg.frame_height or settings.ARGORA_MTURK_FRAME_HEIGHT)
+    question = external_question_xml(external_url(project), cfg.frame_height or settings.ARGORA_MTURK_FRAME_HEIGHT)
     base = {
         "MaxAssignments": int(project.assignments_per_item),
         "AutoApprovalDelayInSeconds": int(cfg.auto_approval_delay_seconds),
@@ -206,21 +258,35 @@ def publish_project(project: Project, *, sandbox: bool | None = None, pilot: boo
         key = f"create_hit:{env}:{hit.pk}"
         annotation = f"argora:{project.slug}:{hit.pk}"[:255]
         params = dict(base, RequesterAnnotation=annotation, UniqueRequestToken=request_token(key))
-        op = call_once(key, "create_hit", params, sandbox=sandbox, project=project,
-                       already_done=lambda _op, a=annotation: _find_hit_by_annotation(sandbox, a), duplicate_ok=False)
+        op = call_once(
+            key,
+            "create_hit",
+            params,
+            sandbox=sandbox,
+            project=project,
+            already_done=lambda _op, a=annotation: _find_hit_by_annotation(sandbox, a),
+            duplicate_ok=False,
+        )
         created.append(_record_hit(project, hit, op.response["HIT"], sandbox=sandbox, reward=reward))
     return created
 
 
 def _record_hit(project: Project, hit: HIT, data: dict, *, sandbox: bool, reward: int) -> MTurkHIT:
     with transaction.atomic():
-        row, _ = MTurkHIT.objects.get_or_create(mturk_hit_id=data["HITId"], defaults={
-            "project": project, "hit": hit, "hit_type_id": data.get("HITTypeId", ""), "sandbox": sandbox,
-            "status": data.get("HITStatus", "Assignable"),
-            "max_assignments": data.get("MaxAssignments") or project.assignments_per_item,
-            "reward_cents": reward, "created_at": _parse_time(data.get("CreationTime")) or timezone.now(),
-            "expires_at": _parse_time(data.get("Expiration")),
-        })
+        row, _ = MTurkHIT.objects.get_or_create(
+            mturk_hit_id=data["HITId"],
+            defaults={
+                "project": project,
+                "hit": hit,
+                "hit_type_id": data.get("HITTypeId", ""),
+                "sandbox": sandbox,
+                "status": data.get("HITStatus", "Assignable"),
+                "max_assignments": data.get("MaxAssignments") or project.assignments_per_item,
+                "reward_cents": reward,
+                "created_at": _parse_time(data.get("CreationTime")) or timezone.now(),
+                "expires_at": _parse_time(data.get("Expiration")),
+            },
+        )
     return row
 
 
@@ -239,13 +305,19 @@ def expire_hits(project: Project, *, hits=None) -> int:
     crash repeats nothing, while an expire after an extend (a new expiry) calls MTurk again.
     """
     if hits is None:
-        hits = (MTurkHIT.objects.filter(project=project).exclude(status="Expired")
-                .exclude(expires_at__lte=timezone.now()))
+        hits = (
+            MTurkHIT.objects.filter(project=project).exclude(status="Expired").exclude(expires_at__lte=timezone.now())
+        )
     rows = list(hits)
-    past = datetime(2015, 1, 1, tzinfo=dt_timezone.utc)
+    past = datetime(2015, 1, 1, tzinfo=UTC)
     for row in rows:
-        call_once(f"expire:{row.mturk_hit_id}:{_expiry_tag(row)}", "update_expiration_for_hit",
-                  {"HITId": row.mturk_hit_id, "ExpireAt": past}, sandbox=row.sandbox, project=project)
+        call_once(
+            f"expire:{row.mturk_hit_id}:{_expiry_tag(row)}",
+            "update_expiration_for_hit",
+            {"HITId": row.mturk_hit_id, "ExpireAt": past},
+            sandbox=row.sandbox,
+            project=project,
+        )
         MTurkHIT.objects.filter(pk=row.pk).update(status="Expired", expires_at=timezone.now())
     return len(rows)
 
@@ -257,8 +329,13 @@ def extend_hits(project: Project, *, seconds: int, hits=None) -> int:
     new = (timezone.now() + timezone.timedelta(seconds=seconds)).replace(microsecond=0)
     rows = list(hits if hits is not None else MTurkHIT.objects.filter(project=project))
     for row in rows:
-        call_once(f"extend:{row.mturk_hit_id}:{_expiry_tag(row)}:{new.isoformat()}", "update_expiration_for_hit",
-                  {"HITId": row.mturk_hit_id, "ExpireAt": new}, sandbox=row.sandbox, project=project)
+        call_once(
+            f"extend:{row.mturk_hit_id}:{_expiry_tag(row)}:{new.isoformat()}",
+            "update_expiration_for_hit",
+            {"HITId": row.mturk_hit_id, "ExpireAt": new},
+            sandbox=row.sandbox,
+            project=project,
+        )
         MTurkHIT.objects.filter(pk=row.pk).update(status="Assignable", expires_at=new)
     return len(rows)
 
@@ -307,12 +384,29 @@ def sync_blocks(*, sandbox: bool = True, project: Project | None = None) -> int:
             continue
         reason = (worker.blocked_reason or "Failed the quality checks of an Argora annotation project.")[:1000]
         since = int(worker.blocked_at.timestamp()) if worker.blocked_at else 0
-        call_once(f"block:{env_name(sandbox)}:{worker.external_id}:{since}", "create_worker_block",
-                  {"WorkerId": worker.external_id, "Reason": reason}, sandbox=sandbox, project=project)
+        call_once(
+            f"block:{env_name(sandbox)}:{worker.external_id}:{since}",
+            "create_worker_block",
+            {"WorkerId": worker.external_id, "Reason": reason},
+            sandbox=sandbox,
+            project=project,
+        )
         n += 1
     return n
 
 
-__all__ = ["PublishError", "MTurkError", "publish_project", "external_question_xml", "qualification_requirements",
-           "ensure_qualification_type", "grant_qualification", "expire_hits", "extend_hits", "refresh_hit",
-           "sync_blocks", "external_url", "settings_for"]
+__all__ = [
+    "MTurkError",
+    "PublishError",
+    "ensure_qualification_type",
+    "expire_hits",
+    "extend_hits",
+    "external_question_xml",
+    "external_url",
+    "grant_qualification",
+    "publish_project",
+    "qualification_requirements",
+    "refresh_hit",
+    "settings_for",
+    "sync_blocks",
+]

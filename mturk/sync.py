@@ -8,6 +8,7 @@ nothing that was done: an approved assignment is not approved twice, a bonus is 
 (SendBonus carries a UniqueRequestToken derived from the key, and an interrupted bonus is first looked up
 with ListBonusPayments).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,9 +46,11 @@ class SyncReport(crowd_sync.SyncReport):
     hit_status: dict = field(default_factory=dict)
 
     def platform_lines(self) -> list[str]:
-        out = [f"HITs {self.hits}, MTurk assignments {self.assignments} ({self.matched} matched to Argora)",
-               f"approved {self.approved}, rejected {self.rejected}, bonuses paid {self.bonuses_paid}, "
-               f"workers blocked {self.blocks}"]
+        out = [
+            f"HITs {self.hits}, MTurk assignments {self.assignments} ({self.matched} matched to Argora)",
+            f"approved {self.approved}, rejected {self.rejected}, bonuses paid {self.bonuses_paid}, "
+            f"workers blocked {self.blocks}",
+        ]
         if self.hit_status:
             out.append("HIT status on MTurk: " + ", ".join(f"{k} {v}" for k, v in sorted(self.hit_status.items())))
         out += [f"not in Argora (no stored answers): {a}" for a in self.unmatched]
@@ -75,23 +78,39 @@ def _local_assignment(data: dict) -> Assignment | None:
     """The Argora assignment of an assignment MTurk listed (same assignmentId, done by that workerId, confirmed or
     claimed); a claimed one is confirmed now (:func:`annotation.services.confirm_assignment`: its answers count from
     now on and its gold answers are scored for the real worker)."""
-    assignment = (Assignment.objects.select_related("worker")
-                  .filter(Q(worker__external_id=data["WorkerId"]) | Q(worker__claimed_external_id=data["WorkerId"]),
-                          external_id=data["AssignmentId"], worker__source=Worker.Source.MTURK).first())
+    assignment = (
+        Assignment.objects.select_related("worker")
+        .filter(
+            Q(worker__external_id=data["WorkerId"]) | Q(worker__claimed_external_id=data["WorkerId"]),
+            external_id=data["AssignmentId"],
+            worker__source=Worker.Source.MTURK,
+        )
+        .first()
+    )
     if assignment is not None and assignment.worker.claimed_external_id:
-        confirmed = annotation_services.confirm_assignment(assignment, source=Worker.Source.MTURK,
-                                                           external_id=data["WorkerId"])
+        confirmed = annotation_services.confirm_assignment(
+            assignment, source=Worker.Source.MTURK, external_id=data["WorkerId"]
+        )
         if confirmed is None:
-            log.warning("mturk sync: assignment %s (assignmentId %s) could not be confirmed for workerId %s",
-                        assignment.pk, data["AssignmentId"], data["WorkerId"])
+            log.warning(
+                "mturk sync: assignment %s (assignmentId %s) could not be confirmed for workerId %s",
+                assignment.pk,
+                data["AssignmentId"],
+                data["WorkerId"],
+            )
         return confirmed
     return assignment
 
 
 def _record(row: MTurkHIT, data: dict, assignment: Assignment | None) -> MTurkAssignment:
-    values = {"mturk_hit": row, "worker_id": data["WorkerId"], "status": data.get("AssignmentStatus", ""),
-              "assignment": assignment, "accepted_at": _parse_time(data.get("AcceptTime")),
-              "submitted_at": _parse_time(data.get("SubmitTime"))}
+    values = {
+        "mturk_hit": row,
+        "worker_id": data["WorkerId"],
+        "status": data.get("AssignmentStatus", ""),
+        "assignment": assignment,
+        "accepted_at": _parse_time(data.get("AcceptTime")),
+        "submitted_at": _parse_time(data.get("SubmitTime")),
+    }
     try:
         with transaction.atomic():
             rec, _ = MTurkAssignment.objects.update_or_create(mturk_assignment_id=data["AssignmentId"], defaults=values)
@@ -125,17 +144,28 @@ def approve(rec: MTurkAssignment, *, sandbox: bool, project: Project, feedback: 
     params = {"AssignmentId": rec.mturk_assignment_id}
     if feedback:
         params["RequesterFeedback"] = feedback[:1024]
-    call_once(f"approve:{rec.mturk_assignment_id}", "approve_assignment", params, sandbox=sandbox, project=project,
-              already_done=lambda _op: _status_is(rec, sandbox, "Approved"))
+    call_once(
+        f"approve:{rec.mturk_assignment_id}",
+        "approve_assignment",
+        params,
+        sandbox=sandbox,
+        project=project,
+        already_done=lambda _op: _status_is(rec, sandbox, "Approved"),
+    )
     MTurkAssignment.objects.filter(pk=rec.pk).update(status="Approved")
     if rec.assignment is not None and rec.assignment.status == Assignment.Status.SUBMITTED:
         annotation_services.set_assignment_status(rec.assignment, Assignment.Status.APPROVED)
 
 
 def reject(rec: MTurkAssignment, reason: str, *, sandbox: bool, project: Project) -> None:
-    call_once(f"reject:{rec.mturk_assignment_id}", "reject_assignment",
-              {"AssignmentId": rec.mturk_assignment_id, "RequesterFeedback": (reason or "Rejected.")[:1024]},
-              sandbox=sandbox, project=project, already_done=lambda _op: _status_is(rec, sandbox, "Rejected"))
+    call_once(
+        f"reject:{rec.mturk_assignment_id}",
+        "reject_assignment",
+        {"AssignmentId": rec.mturk_assignment_id, "RequesterFeedback": (reason or "Rejected.")[:1024]},
+        sandbox=sandbox,
+        project=project,
+        already_done=lambda _op: _status_is(rec, sandbox, "Rejected"),
+    )
     MTurkAssignment.objects.filter(pk=rec.pk).update(status="Rejected")
     if rec.assignment is not None and rec.assignment.status == Assignment.Status.SUBMITTED:
         annotation_services.set_assignment_status(rec.assignment, Assignment.Status.REJECTED)
@@ -149,8 +179,9 @@ def _status_is(rec: MTurkAssignment, sandbox: bool, status: str) -> dict | None:
 
 
 # --- bonuses ------------------------------------------------------------------------------------
-def grant_bonus(project: Project, assignment_id: str, amount_cents: int, reason: str, *,
-                kind: str = "manual") -> MTurkBonus:
+def grant_bonus(
+    project: Project, assignment_id: str, amount_cents: int, reason: str, *, kind: str = "manual"
+) -> MTurkBonus:
     """Plan a bonus (paid by the next sync). ``assignment_id`` is MTurk's AssignmentId."""
     rec = MTurkAssignment.objects.filter(mturk_assignment_id=assignment_id).first()
     if rec is None:
@@ -159,8 +190,14 @@ def grant_bonus(project: Project, assignment_id: str, amount_cents: int, reason:
         raise MTurkError("a bonus must be at least 1 cent")
     if not reason.strip():
         raise MTurkError("give the worker a reason for the bonus (MTurk shows it to them)")
-    return MTurkBonus.objects.create(project=project, assignment_id=assignment_id, worker_id=rec.worker_id,
-                                     amount_cents=amount_cents, reason=reason.strip(), kind=kind)
+    return MTurkBonus.objects.create(
+        project=project,
+        assignment_id=assignment_id,
+        worker_id=rec.worker_id,
+        amount_cents=amount_cents,
+        reason=reason.strip(),
+        kind=kind,
+    )
 
 
 def plan_wage_topups(project: Project) -> list[MTurkBonus]:
@@ -169,18 +206,31 @@ def plan_wage_topups(project: Project) -> list[MTurkBonus]:
     per assignment."""
     cfg = settings_for(project)
     created = []
-    recs = (MTurkAssignment.objects.filter(mturk_hit__project=project, status="Approved", assignment__isnull=False,
-                                           assignment__work_seconds__isnull=False)
-            .exclude(mturk_assignment_id__in=MTurkBonus.objects.filter(kind=MTurkBonus.WAGE_TOPUP)
-                     .values("assignment_id"))
-            .select_related("assignment", "mturk_hit"))
+    recs = (
+        MTurkAssignment.objects.filter(
+            mturk_hit__project=project,
+            status="Approved",
+            assignment__isnull=False,
+            assignment__work_seconds__isnull=False,
+        )
+        .exclude(mturk_assignment_id__in=MTurkBonus.objects.filter(kind=MTurkBonus.WAGE_TOPUP).values("assignment_id"))
+        .select_related("assignment", "mturk_hit")
+    )
     for rec in recs:
         minutes = rec.assignment.work_seconds / 60
         bonus = pay.plan_topup(
-            MTurkBonus, hourly_cents=cfg.target_hourly_wage_cents, seconds=rec.assignment.work_seconds,
-            reward_cents=rec.mturk_hit.reward_cents, project=project, assignment_id=rec.mturk_assignment_id,
-            worker_id=rec.worker_id, reason=(f"Top-up so that your {minutes:.1f} minutes of work pay at least "
-                                             f"{payments.dollars(cfg.target_hourly_wage_cents)}/hour. Thank you!"))
+            MTurkBonus,
+            hourly_cents=cfg.target_hourly_wage_cents,
+            seconds=rec.assignment.work_seconds,
+            reward_cents=rec.mturk_hit.reward_cents,
+            project=project,
+            assignment_id=rec.mturk_assignment_id,
+            worker_id=rec.worker_id,
+            reason=(
+                f"Top-up so that your {minutes:.1f} minutes of work pay at least "
+                f"{payments.dollars(cfg.target_hourly_wage_cents)}/hour. Thank you!"
+            ),
+        )
         if bonus is not None:
             created.append(bonus)
     return created
@@ -215,11 +265,22 @@ def _find_bonus(bonus: MTurkBonus, sandbox: bool) -> dict | None:
 
 def pay_bonus(bonus: MTurkBonus, *, sandbox: bool) -> MTurkOperation:
     key = bonus_key(bonus)
-    params = {"WorkerId": bonus.worker_id, "BonusAmount": payments.mturk_amount(bonus.amount_cents),
-              "AssignmentId": bonus.assignment_id, "Reason": bonus_reason(bonus),
-              "UniqueRequestToken": request_token(key)}
-    op = call_once(key, "send_bonus", params, sandbox=sandbox, project=bonus.project,
-                   already_done=lambda _op: _find_bonus(bonus, sandbox), duplicate_ok=True)
+    params = {
+        "WorkerId": bonus.worker_id,
+        "BonusAmount": payments.mturk_amount(bonus.amount_cents),
+        "AssignmentId": bonus.assignment_id,
+        "Reason": bonus_reason(bonus),
+        "UniqueRequestToken": request_token(key),
+    }
+    op = call_once(
+        key,
+        "send_bonus",
+        params,
+        sandbox=sandbox,
+        project=bonus.project,
+        already_done=lambda _op: _find_bonus(bonus, sandbox),
+        duplicate_ok=True,
+    )
     MTurkBonus.objects.filter(pk=bonus.pk).update(status=MTurkBonus.Status.PAID, paid_at=timezone.now())
     return op
 
@@ -235,8 +296,9 @@ def resolve_operation(key: str, *, happened: bool) -> MTurkOperation:
 
 
 # --- notifications ------------------------------------------------------------------------------
-def notify_workers(project: Project, subject: str, message: str, worker_ids: list[str], *,
-                   sandbox: bool | None = None) -> int:
+def notify_workers(
+    project: Project, subject: str, message: str, worker_ids: list[str], *, sandbox: bool | None = None
+) -> int:
     """NotifyWorkers in batches of 100; each batch logged once (same text to the same workers = one call)."""
     if not subject.strip() or not message.strip():
         raise MTurkError("give a subject and a message")
@@ -244,18 +306,21 @@ def notify_workers(project: Project, subject: str, message: str, worker_ids: lis
     ids = sorted(set(worker_ids))
     sent = 0
     for i in range(0, len(ids), 100):
-        batch = ids[i:i + 100]
+        batch = ids[i : i + 100]
         digest = hashlib.sha256("\n".join([subject, message, *batch]).encode()).hexdigest()[:32]
-        call_once(f"notify:{project.pk}:{digest}", "notify_workers",
-                  {"Subject": subject[:200], "MessageText": message[:4096], "WorkerIds": batch},
-                  sandbox=sandbox, project=project)
+        call_once(
+            f"notify:{project.pk}:{digest}",
+            "notify_workers",
+            {"Subject": subject[:200], "MessageText": message[:4096], "WorkerIds": batch},
+            sandbox=sandbox,
+            project=project,
+        )
         sent += len(batch)
     return sent
 
 
 # --- assignments MTurk does not know -------------------------------------------------------------
-def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int, set[str]], *,
-                    now=None) -> list[str]:
+def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int, set[str]], *, now=None) -> list[str]:
     """Reject (in Argora only) the submitted / approved assignments of MTurk workers that MTurk does not know.
 
     MTurk's ExternalQuestion cannot prove an assignmentId / workerId when the page opens, so a made-up pair for
@@ -269,22 +334,39 @@ def exclude_unknown(project: Project, cfg: MTurkProjectSettings, known: dict[int
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=cfg.assignment_duration_seconds)
     done = []
-    candidates = (Assignment.objects.filter(project=project, hit_id__in=list(known), status__in=Assignment.DONE,
-                                            worker__source=Worker.Source.MTURK, worker__claimed_external_id__gt="",
-                                            mturk_assignment__isnull=True, submitted_at__lt=cutoff)
-                  .select_related("worker").order_by("pk"))
+    candidates = (
+        Assignment.objects.filter(
+            project=project,
+            hit_id__in=list(known),
+            status__in=Assignment.DONE,
+            worker__source=Worker.Source.MTURK,
+            worker__claimed_external_id__gt="",
+            mturk_assignment__isnull=True,
+            submitted_at__lt=cutoff,
+        )
+        .select_related("worker")
+        .order_by("pk")
+    )
     for assignment in candidates:
-        if assignment.external_id in known[assignment.hit_id] or MTurkAssignment.objects.filter(
-                mturk_assignment_id=assignment.external_id).exists():
+        if (
+            assignment.external_id in known[assignment.hit_id]
+            or MTurkAssignment.objects.filter(mturk_assignment_id=assignment.external_id).exists()
+        ):
             continue  # MTurk knows it (a later sync links it)
         try:
             annotation_services.set_assignment_status(assignment, Assignment.Status.REJECTED)
         except annotation_services.SubmissionError:  # changed meanwhile (e.g. rejected by staff): nothing to do
             continue
-        line = (f"Argora assignment {assignment.pk} (assignmentId {assignment.external_id} by workerId "
-                f"{assignment.worker.claimed_external_id}, unconfirmed)")
-        log.warning("mturk sync %s: rejected %s: MTurk does not know it %s s after it was submitted",
-                    project.slug, line, cfg.assignment_duration_seconds)
+        line = (
+            f"Argora assignment {assignment.pk} (assignmentId {assignment.external_id} by workerId "
+            f"{assignment.worker.claimed_external_id}, unconfirmed)"
+        )
+        log.warning(
+            "mturk sync %s: rejected %s: MTurk does not know it %s s after it was submitted",
+            project.slug,
+            line,
+            cfg.assignment_duration_seconds,
+        )
         done.append(line)
     return done
 
@@ -301,12 +383,12 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
         report.hits += 1
         try:
             refresh_hit(row)
-        except Exception as exc:  # the status is informative; the listing below still runs
+        except Exception as exc:  # noqa: BLE001 - the status is informative; the listing below still runs
             report.errors.append(f"{row.mturk_hit_id}: get_hit: {exc}")
         report.hit_status[row.status] = report.hit_status.get(row.status, 0) + 1
         try:
             listed = list_assignments(row)
-        except Exception as exc:  # one HIT failing does not stop the others
+        except Exception as exc:  # noqa: BLE001 - one HIT failing does not stop the others
             report.errors.append(f"{row.mturk_hit_id}: {exc}")
             incomplete.add(row.hit_id)
             continue
@@ -334,8 +416,11 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
         MTurkHIT.objects.filter(pk=row.pk).update(synced_at=timezone.now())
     report.excluded = exclude_unknown(project, cfg, {k: v for k, v in known.items() if k not in incomplete})
     for bonus in MTurkBonus.objects.filter(project=project).exclude(status=MTurkBonus.Status.PAID).order_by("pk"):
-        sandbox = (MTurkAssignment.objects.filter(mturk_assignment_id=bonus.assignment_id)
-                   .values_list("mturk_hit__sandbox", flat=True).first())
+        sandbox = (
+            MTurkAssignment.objects.filter(mturk_assignment_id=bonus.assignment_id)
+            .values_list("mturk_hit__sandbox", flat=True)
+            .first()
+        )
         try:
             pay_bonus(bonus, sandbox=cfg.sandbox if sandbox is None else sandbox)
             report.bonuses_paid += 1
@@ -344,7 +429,7 @@ def sync_project(project: Project, *, blocks: bool = True) -> SyncReport:
     if blocks:
         try:
             report.blocks = sync_blocks(sandbox=cfg.sandbox, project=project)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the block list failing does not stop the rest of the sync
             report.errors.append(f"block list: {exc}")
     report.wage_warning = payments.wage_check(project)["warning"]
     log.info("mturk sync %s: %s", project.slug, "; ".join(report.lines()))
@@ -366,15 +451,25 @@ def cost_so_far(project: Project) -> dict:
     masters = bool(cfg and cfg.require_masters)
     reward = fee = 0
     for rec in MTurkAssignment.objects.filter(mturk_hit__project=project, status="Approved").select_related(
-            "mturk_hit"):
+        "mturk_hit"
+    ):
         reward += rec.mturk_hit.reward_cents
         fee += payments.fee_cents(rec.mturk_hit.reward_cents, rec.mturk_hit.max_assignments, masters=masters)
     paid = MTurkBonus.objects.filter(project=project, status=MTurkBonus.Status.PAID)
     bonuses = list(paid.values_list("amount_cents", flat=True))
     bonus_total = sum(bonuses)
     bonus_fee = sum(payments.bonus_fee_cents(b) for b in bonuses)
-    pending = (MTurkBonus.objects.filter(project=project).exclude(status=MTurkBonus.Status.PAID)
-               .aggregate(s=Sum("amount_cents"))["s"] or 0)
-    return {"rewards_cents": reward, "reward_fees_cents": fee, "bonuses_cents": bonus_total,
-            "bonus_fees_cents": bonus_fee, "total_cents": reward + fee + bonus_total + bonus_fee,
-            "pending_bonuses_cents": pending}
+    pending = (
+        MTurkBonus.objects.filter(project=project)
+        .exclude(status=MTurkBonus.Status.PAID)
+        .aggregate(s=Sum("amount_cents"))["s"]
+        or 0
+    )
+    return {
+        "rewards_cents": reward,
+        "reward_fees_cents": fee,
+        "bonuses_cents": bonus_total,
+        "bonus_fees_cents": bonus_fee,
+        "total_cents": reward + fee + bonus_total + bonus_fee,
+        "pending_bonuses_cents": pending,
+    }

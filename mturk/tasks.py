@@ -1,5 +1,6 @@
 """Celery tasks of the MTurk integration: one-line calls into services; safe to retry (every MTurk call is
 logged under a unique key before it is made, see mturk.client.call_once)."""
+
 from celery import shared_task
 
 from annotation.models import Project

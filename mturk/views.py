@@ -16,6 +16,7 @@ server signed (salt ``ARGORA_MTURK_SIGNING_SALT + ":phases"``), naming that reco
 screened out hands the HIT back with their screened-out code (``completion_code``, ``outcome=screened_out``: review
 such submissions by hand on MTurk); the exit survey comes once per worker, after their first submitted HIT.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -66,8 +67,9 @@ def _notice(request, heading, lines, *, status):
 
 
 def _bound_urls(project, b: binding_mod.Binding, name: str = "mturk:external-submit") -> str:
-    query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
-                       "binding": b.dumps()})
+    query = urlencode(
+        {"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id, "binding": b.dumps()}
+    )
     return reverse(name, args=[project.slug]) + "?" + query
 
 
@@ -77,9 +79,18 @@ def _render_hit(request, project, assignment, b, *, status=200, **extra):
     if "values" not in extra:  # the answers saved as the worker gave them (a reload of MTurk's frame)
         extra["values"], extra["feedback"] = annotation_services.draft_values(assignment)
         extra["restored"] = bool(extra["values"] or extra["feedback"])
-    context = hit_context(project, annotation_services.assignment_items(assignment), assignment=assignment,
-                          submit_url=url, next_url=url, draft_url=_bound_urls(project, b, "mturk:external-draft"),
-                          reward_cents=mhit.reward_cents if mhit else None, preview=False, mturk=True, **extra)
+    context = hit_context(
+        project,
+        annotation_services.assignment_items(assignment),
+        assignment=assignment,
+        submit_url=url,
+        next_url=url,
+        draft_url=_bound_urls(project, b, "mturk:external-draft"),
+        reward_cents=mhit.reward_cents if mhit else None,
+        preview=False,
+        mturk=True,
+        **extra,
+    )
     return render(request, "mturk/hit.html", context, status=status)
 
 
@@ -92,32 +103,62 @@ def external(request, slug: str):
     q = request.GET
     assignment_id = q.get("assignmentId", "")
     hit_id = q.get("hitId", "")
-    mhit = MTurkHIT.objects.select_related("hit").filter(project=project, mturk_hit_id=hit_id).first() \
-        if hit_id else None
+    mhit = (
+        MTurkHIT.objects.select_related("hit").filter(project=project, mturk_hit_id=hit_id).first() if hit_id else None
+    )
     if project.status != Project.Status.ACTIVE:
-        return _notice(request, "This study is closed",
-                       [f"{project.name} takes no more answers. Please return the HIT."], status=410)
+        return _notice(
+            request,
+            "This study is closed",
+            [f"{project.name} takes no more answers. Please return the HIT."],
+            status=410,
+        )
     if not assignment_id or assignment_id == binding_mod.PREVIEW_ASSIGNMENT_ID:
         hit = mhit.hit if mhit is not None else project.hits.order_by("position").first()
-        items = [hi.item for hi in HITItem.objects.filter(hit=hit).select_related("item").order_by("position")] \
-            if hit is not None else []
-        context = hit_context(project, items, preview=True, mturk=True, next_url=request.get_full_path(),
-                              reward_cents=mhit.reward_cents if mhit else None, phases_note=_phases_note(project))
+        items = (
+            [hi.item for hi in HITItem.objects.filter(hit=hit).select_related("item").order_by("position")]
+            if hit is not None
+            else []
+        )
+        context = hit_context(
+            project,
+            items,
+            preview=True,
+            mturk=True,
+            next_url=request.get_full_path(),
+            reward_cents=mhit.reward_cents if mhit else None,
+            phases_note=_phases_note(project),
+        )
         return render(request, "mturk/hit.html", context)
     if mhit is None:
-        return _notice(request, "Unknown HIT", ["This HIT is not part of this project. Please return it."],
-                       status=404)
+        return _notice(request, "Unknown HIT", ["This HIT is not part of this project. Please return it."], status=404)
     turk_submit_to = q.get("turkSubmitTo", "")
     if not binding_mod.allowed_submit_to(turk_submit_to, request):
-        return _notice(request, "Cannot open this HIT",
-                       ["turkSubmitTo is missing or not an MTurk address; open the HIT from MTurk."], status=400)
-    gate = _phases_gate(request, project, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
-                        hit_id=hit_id, turk_submit_to=turk_submit_to)
+        return _notice(
+            request,
+            "Cannot open this HIT",
+            ["turkSubmitTo is missing or not an MTurk address; open the HIT from MTurk."],
+            status=400,
+        )
+    gate = _phases_gate(
+        request,
+        project,
+        assignment_id=assignment_id,
+        worker_id=q.get("workerId", ""),
+        hit_id=hit_id,
+        turk_submit_to=turk_submit_to,
+    )
     if gate is not None:
         return gate
     try:
-        b = binding_mod.bind(project, mhit, assignment_id=assignment_id, worker_id=q.get("workerId", ""),
-                             turk_submit_to=turk_submit_to, client=client_address(request))
+        b = binding_mod.bind(
+            project,
+            mhit,
+            assignment_id=assignment_id,
+            worker_id=q.get("workerId", ""),
+            turk_submit_to=turk_submit_to,
+            client=client_address(request),
+        )
     except binding_mod.BindingRefused as exc:
         return _notice(request, "Not your HIT", [str(exc)], status=403)
     except binding_mod.BindingConflict as exc:
@@ -141,14 +182,32 @@ def _handoff(request, project, b, assignment):
     """The last page: post assignmentId to MTurk's externalSubmit (automatically, or with the button) -- after the
     study's exit survey when this worker has not answered it yet."""
     if selectors.claim_survey_pending(project, Worker.Source.MTURK, b.worker_id):
-        record = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=b.worker_id,
-                                     platform_assignment=b.assignment_id)
-        return redirect(_phase_url(project, record.worker, phases.SURVEY, assignment_id=b.assignment_id,
-                                   worker_id=b.worker_id, hit_id=b.hit_id, turk_submit_to=b.turk_submit_to,
-                                   binding=b.dumps()))
-    return render(request, "mturk/external_submit.html", {
-        "project": project, "action": b.submit_url, "assignment_id": b.assignment_id,
-        "argora_assignment": assignment.pk, "submission": assignment.submission_key[:16]})
+        record = phases.claim_record(
+            project, source=Worker.Source.MTURK, claimed_id=b.worker_id, platform_assignment=b.assignment_id
+        )
+        return redirect(
+            _phase_url(
+                project,
+                record.worker,
+                phases.SURVEY,
+                assignment_id=b.assignment_id,
+                worker_id=b.worker_id,
+                hit_id=b.hit_id,
+                turk_submit_to=b.turk_submit_to,
+                binding=b.dumps(),
+            )
+        )
+    return render(
+        request,
+        "mturk/external_submit.html",
+        {
+            "project": project,
+            "action": b.submit_url,
+            "assignment_id": b.assignment_id,
+            "argora_assignment": assignment.pk,
+            "submission": assignment.submission_key[:16],
+        },
+    )
 
 
 # --- the study's phases inside the frame ----------------------------------------------------------------------------
@@ -156,13 +215,21 @@ def _phases_note(project) -> str:
     cfg = selectors.phase_config(project)
     if not selectors.gates_work(cfg):
         return ""
-    parts = [name for name, on in (("your consent", cfg.consent_required),
-                                   ("the instructions", cfg.instructions_required),
-                                   ("a short training with explanations", cfg.training_enabled)) if on]
+    parts = [
+        name
+        for name, on in (
+            ("your consent", cfg.consent_required),
+            ("the instructions", cfg.instructions_required),
+            ("a short training with explanations", cfg.training_enabled),
+        )
+        if on
+    ]
     note = "Before your first HIT of this study: " + ", ".join(parts) + "."
     if cfg.training_enabled:
-        note += (f" The training decides whether you can do the HITs (at least {round(100 * cfg.pass_threshold)}% "
-                 f"right, {cfg.max_attempts} attempt{'s' if cfg.max_attempts != 1 else ''}).")
+        note += (
+            f" The training decides whether you can do the HITs (at least {round(100 * cfg.pass_threshold)}% "
+            f"right, {cfg.max_attempts} attempt{'s' if cfg.max_attempts != 1 else ''})."
+        )
     return note
 
 
@@ -170,12 +237,32 @@ def _phase_salt() -> str:
     return settings.ARGORA_MTURK_SIGNING_SALT + ":phases"
 
 
-def _phase_url(project, worker, step: str, *, assignment_id: str, worker_id: str, hit_id: str, turk_submit_to: str,
-               binding: str = "") -> str:
+def _phase_url(
+    project,
+    worker,
+    step: str,
+    *,
+    assignment_id: str,
+    worker_id: str,
+    hit_id: str,
+    turk_submit_to: str,
+    binding: str = "",
+) -> str:
     """A phase page in the frame, with the signed token that names the claim's record (its worker) and the MTurk
     ids of the HIT the worker has open (and, after a submitted HIT, its binding)."""
-    token = signing.dumps({"p": project.slug, "k": worker.pk, "a": assignment_id, "w": worker_id, "h": hit_id,
-                           "t": turk_submit_to, "b": binding}, salt=_phase_salt(), compress=True)
+    token = signing.dumps(
+        {
+            "p": project.slug,
+            "k": worker.pk,
+            "a": assignment_id,
+            "w": worker_id,
+            "h": hit_id,
+            "t": turk_submit_to,
+            "b": binding,
+        },
+        salt=_phase_salt(),
+        compress=True,
+    )
     return reverse("mturk:external-phase", args=[project.slug, step]) + "?" + urlencode({"token": token})
 
 
@@ -198,12 +285,23 @@ def _phases_gate(request, project, *, assignment_id: str, worker_id: str, hit_id
     if state == phases.SCREENED_OUT:
         if record is not None and record.worker.claimed_external_id and record.platform_assignment == assignment_id:
             return redirect(_phase_url(project, record.worker, phases.SCREENED_OUT, **ids))
-        return _notice(request, "Please return this HIT",
-                       ["You took part in this study's training before and it did not admit you to its HITs, so "
-                        "there is no HIT for you here. Thank you for your interest."], status=403)
+        return _notice(
+            request,
+            "Please return this HIT",
+            [
+                "You took part in this study's training before and it did not admit you to its HITs, so "
+                "there is no HIT for you here. Thank you for your interest."
+            ],
+            status=403,
+        )
     try:
-        record = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=worker_id,
-                                     platform_assignment=assignment_id, client=client_address(request))
+        record = phases.claim_record(
+            project,
+            source=Worker.Source.MTURK,
+            claimed_id=worker_id,
+            platform_assignment=assignment_id,
+            client=client_address(request),
+        )
     except annotation_services.AllocationError as exc:  # too many new claims from one address
         return _notice(request, "Please return this HIT", [str(exc)], status=exc.status)
     return redirect(_phase_url(project, record.worker, "next", **ids))
@@ -217,29 +315,42 @@ def _phase_channel(request, project, token: str) -> phase_views.Channel:
     except signing.SignatureExpired:
         raise binding_mod.BindingRefused("this page is too old; open the HIT again from MTurk") from None
     except signing.BadSignature:
-        raise binding_mod.BindingRefused("the study page's token is not valid (tampered or from another server)") \
-            from None
+        raise binding_mod.BindingRefused(
+            "the study page's token is not valid (tampered or from another server)"
+        ) from None
     if not isinstance(data, dict) or data.get("p") != project.slug:
         raise binding_mod.BindingRefused("this study page belongs to another project")
-    worker = Worker.objects.filter(pk=data.get("k"), source=Worker.Source.MTURK,
-                                   claimed_external_id=data.get("w") or "-").first()
+    worker = Worker.objects.filter(
+        pk=data.get("k"), source=Worker.Source.MTURK, claimed_external_id=data.get("w") or "-"
+    ).first()
     if worker is None:
-        raise binding_mod.BindingRefused("this study page has expired (MTurk has confirmed your HIT meanwhile); "
-                                         "open the HIT again from MTurk")
+        raise binding_mod.BindingRefused(
+            "this study page has expired (MTurk has confirmed your HIT meanwhile); open the HIT again from MTurk"
+        )
     ids = {"assignmentId": data["a"], "workerId": data["w"], "hitId": data["h"], "turkSubmitTo": data["t"]}
     work_url = reverse("mturk:external", args=[project.slug]) + "?" + urlencode(ids)
     done_url, step_fn = work_url, None
     if data.get("b"):  # after a submitted HIT: the survey, then MTurk's hand-over
         done_url = _bound_urls(project, binding_mod.load(data["b"], project=project, query={}))
-        step_fn = lambda: (phases.SURVEY if selectors.claim_survey_pending(  # noqa: E731
-            project, Worker.Source.MTURK, data["w"]) else phases.DONE)
+
+        def step_fn() -> str:
+            pending = selectors.claim_survey_pending(project, Worker.Source.MTURK, data["w"])
+            return phases.SURVEY if pending else phases.DONE
+
     handoff = None
     if binding_mod.allowed_submit_to(data["t"], request):
         handoff = {"action": data["t"].rstrip("/") + "/mturk/externalSubmit", "assignment_id": data["a"]}
     return phase_views.Channel(
-        project=project, worker=worker, frame=True, finished=bool(data.get("b")), step_fn=step_fn, handoff=handoff,
+        project=project,
+        worker=worker,
+        frame=True,
+        finished=bool(data.get("b")),
+        step_fn=step_fn,
+        handoff=handoff,
         url=lambda step: reverse("mturk:external-phase", args=[project.slug, step]) + "?" + urlencode({"token": token}),
-        work_url=work_url, done_url=done_url)
+        work_url=work_url,
+        done_url=done_url,
+    )
 
 
 @framed_by_mturk
@@ -274,8 +385,14 @@ def external_submit(request, slug: str):
     if request.method == "GET":
         if assignment.status in SENT:
             return _handoff(request, project, b, assignment)
-        query = urlencode({"assignmentId": b.assignment_id, "workerId": b.worker_id, "hitId": b.hit_id,
-                           "turkSubmitTo": b.turk_submit_to})
+        query = urlencode(
+            {
+                "assignmentId": b.assignment_id,
+                "workerId": b.worker_id,
+                "hitId": b.hit_id,
+                "turkSubmitTo": b.turk_submit_to,
+            }
+        )
         return redirect(reverse("mturk:external", args=[project.slug]) + "?" + query)
     if request.content_type == "application/json":
         return _submit_json(request, assignment, worker)
@@ -299,8 +416,9 @@ def external_draft(request, slug: str):
     if not isinstance(body, dict):
         return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
     try:
-        annotation_services.save_draft(assignment, worker, body.get("fields"), feedback=body.get("feedback") or "",
-                                       revision=body.get("revision"))
+        annotation_services.save_draft(
+            assignment, worker, body.get("fields"), feedback=body.get("feedback") or "", revision=body.get("revision")
+        )
     except annotation_services.ValidationFailed as exc:
         return JsonResponse({"errors": exc.errors}, status=400)
     except annotation_services.SubmissionError as exc:
@@ -320,9 +438,13 @@ def _submit_json(request, assignment, worker):
     if not isinstance(body, dict):
         return JsonResponse({"errors": {"body": "expected an object"}}, status=400)
     try:
-        done = annotation_services.submit_assignment(assignment, worker, body.get("responses"),
-                                                     feedback=body.get("feedback") or "",
-                                                     client_seconds=body.get("client_seconds"))
+        done = annotation_services.submit_assignment(
+            assignment,
+            worker,
+            body.get("responses"),
+            feedback=body.get("feedback") or "",
+            client_seconds=body.get("client_seconds"),
+        )
     except annotation_services.ValidationFailed as exc:
         return JsonResponse({"errors": exc.errors}, status=400)
     except annotation_services.SubmissionError as exc:
@@ -339,11 +461,20 @@ def _submit_form(request, project, assignment, worker, b):
         return _render_hit(request, project, assignment, b, values=responses, general_errors=lines, status=400)
     feedback = form.cleaned_data["feedback"]
     try:
-        annotation_services.submit_assignment(assignment, worker, responses, feedback=feedback,
-                                              client_seconds=form.cleaned_data["client_seconds"])
+        annotation_services.submit_assignment(
+            assignment, worker, responses, feedback=feedback, client_seconds=form.cleaned_data["client_seconds"]
+        )
     except annotation_services.ValidationFailed as exc:
-        return _render_hit(request, project, assignment, b, values=responses, feedback=feedback, status=400,
-                           **refused_submission(exc.errors, item_ids))
+        return _render_hit(
+            request,
+            project,
+            assignment,
+            b,
+            values=responses,
+            feedback=feedback,
+            status=400,
+            **refused_submission(exc.errors, item_ids),
+        )
     except annotation_services.SubmissionError as exc:
         return _notice(request, "Could not submit", [str(exc)], status=exc.status)
     assignment.refresh_from_db()
@@ -356,8 +487,10 @@ def fake_external_submit(request):
     """Local stand-in for MTurk's externalSubmit (DEBUG or ARGORA_MTURK_FAKE_TURK only): records the POST."""
     if not binding_mod.fake_turk_enabled():
         raise Http404("not available")
-    data = {k: request.POST.get(k) if request.method == "POST" else request.GET.get(k)
-            for k in (request.POST if request.method == "POST" else request.GET)}
+    data = {
+        k: request.POST.get(k) if request.method == "POST" else request.GET.get(k)
+        for k in (request.POST if request.method == "POST" else request.GET)
+    }
     RECEIVED.append({"method": request.method, "data": data})
     return render(request, "mturk/fake_turk.html", {"method": request.method, "data": sorted(data.items())})
 
@@ -396,8 +529,7 @@ def panel(request, slug: str):
                     messages.error(request, "confirm: tick the box to confirm the cost before publishing")
                 else:
                     rows = publishing.publish_project(project)
-                    messages.success(request, f"published {len(rows)} HIT(s) on "
-                                              f"{publishing.env_name(cfg.sandbox)}")
+                    messages.success(request, f"published {len(rows)} HIT(s) on {publishing.env_name(cfg.sandbox)}")
             elif action == "sync":
                 transaction.on_commit(lambda: sync_project_task.delay(project.pk))
                 messages.success(request, "sync queued (see Jobs)")
@@ -425,17 +557,29 @@ def panel(request, slug: str):
             balance = account_balance(cfg.sandbox)
         except MTurkError as exc:
             balance_error = str(exc)
-        except Exception as exc:  # no credentials in this environment
+        except Exception as exc:  # noqa: BLE001 - no credentials in this environment
             balance_error = f"{type(exc).__name__}: {exc}"
         preview = payments.cost_preview(project)
     hits = MTurkHIT.objects.filter(project=project).select_related("hit")
     status_counts: dict[str, int] = {}
     for row in hits:
         status_counts[row.status] = status_counts.get(row.status, 0) + 1
-    return render(request, "mturk/panel.html", {
-        "project": project, "cfg": cfg, "hits": hits[:200], "hit_count": hits.count(), "status_counts": status_counts,
-        "cost": sync.cost_so_far(project), "balance": balance, "balance_error": balance_error, "preview": preview,
-        "wage": payments.wage_check(project), "external_url": publishing.external_url(project),
-        "operations": MTurkOperation.objects.filter(project=project)[:50],
-        "pending_ops": MTurkOperation.objects.filter(project=project).exclude(status="done").count(),
-    })
+    return render(
+        request,
+        "mturk/panel.html",
+        {
+            "project": project,
+            "cfg": cfg,
+            "hits": hits[:200],
+            "hit_count": hits.count(),
+            "status_counts": status_counts,
+            "cost": sync.cost_so_far(project),
+            "balance": balance,
+            "balance_error": balance_error,
+            "preview": preview,
+            "wage": payments.wage_check(project),
+            "external_url": publishing.external_url(project),
+            "operations": MTurkOperation.objects.filter(project=project)[:50],
+            "pending_ops": MTurkOperation.objects.filter(project=project).exclude(status="done").count(),
+        },
+    )

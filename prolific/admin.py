@@ -1,6 +1,7 @@
 """Admin for Prolific: study settings per project (with the panel link and actions), sessions, submissions, bonuses,
 webhook events and the call log. Actions call the same services as the panel and the CLI; syncs run as Celery tasks
 (on commit)."""
+
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
@@ -43,8 +44,16 @@ class StudyAdminForm(forms.ModelForm):
 @admin.register(ProlificStudy)
 class ProlificStudyAdmin(TeamScopedAdmin):
     form = StudyAdminForm
-    list_display = ("project", "study_id", "status", "places", "estimated_minutes", "reward_cents", "approval_policy",
-                    "panel")
+    list_display = (
+        "project",
+        "study_id",
+        "status",
+        "places",
+        "estimated_minutes",
+        "reward_cents",
+        "approval_policy",
+        "panel",
+    )
     list_filter = ("approval_policy", "status")
     readonly_fields = ("study_id", "status", "total_cost_cents", "synced_at", "updated_at")
     actions = ["sync_now", "publish_studies", "pause_studies"]
@@ -108,8 +117,16 @@ class ProlificSessionAdmin(ReadOnly):
 
 @admin.register(ProlificSubmission)
 class ProlificSubmissionAdmin(ReadOnly):
-    list_display = ("submission_id", "participant_id", "project", "status", "session", "decision", "review_sent",
-                    "released_at")
+    list_display = (
+        "submission_id",
+        "participant_id",
+        "project",
+        "status",
+        "session",
+        "decision",
+        "review_sent",
+        "released_at",
+    )
     list_filter = ("status", "review_sent", "project")
     search_fields = ("submission_id", "participant_id")
 

@@ -12,13 +12,15 @@ URL is ``ARGORA_PROLIFIC_API_URL`` (tests point it at a local fake server). Erro
   the retries run out, the caller gets the error and :func:`call_once` leaves the operation pending (or, for a call
   that must not be repeated blindly, ``uncertain``) with local state untouched.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urljoin
 
 import requests
@@ -31,10 +33,10 @@ from .models import ProlificOperation
 
 log = logging.getLogger("argora.prolific")
 
-MAX_RETRIES = 3          # extra attempts after a 429 / 5xx / network error
-MAX_SLEEP = 30.0         # seconds, per wait
+MAX_RETRIES = 3  # extra attempts after a 429 / 5xx / network error
+MAX_SLEEP = 30.0  # seconds, per wait
 BACKOFF = (1.0, 2.0, 4.0)
-TIMEOUT = (5.0, 30.0)    # connect, read
+TIMEOUT = (5.0, 30.0)  # connect, read
 
 
 class ProlificError(Exception):
@@ -74,8 +76,10 @@ def base_url() -> str:
 def require_token() -> str:
     token = (settings.PROLIFIC_API_TOKEN or "").strip()
     if not token:
-        raise ProlificError("PROLIFIC_API_TOKEN: not set; create an API token in Prolific (Settings -> API token) and "
-                            "put it in the environment")
+        raise ProlificError(
+            "PROLIFIC_API_TOKEN: not set; create an API token in Prolific (Settings -> API token) and "
+            "put it in the environment"
+        )
     return token
 
 
@@ -99,8 +103,15 @@ def _message(response: requests.Response) -> str:
     return str(body)[:500]
 
 
-def request(method: str, path: str, *, body: Any = None, params: dict | None = None,
-            repeatable: bool = True, retries: int = MAX_RETRIES) -> Answer:
+def request(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    params: dict | None = None,
+    repeatable: bool = True,
+    retries: int = MAX_RETRIES,
+) -> Answer:
     """One API call (with at most ``retries`` retries). ``path`` is relative to the API root, e.g. ``studies/``.
     ``repeatable=False``: an answer that leaves the outcome unknown (5xx, network) is not retried."""
     token = require_token()
@@ -126,11 +137,16 @@ def request(method: str, path: str, *, body: Any = None, params: dict | None = N
             _sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
             continue
         if status == 401:
-            raise ProlificError(f"{method} {path}: Prolific refused the API token (401 {_message(response)}): check "
-                                f"PROLIFIC_API_TOKEN", status=401)
+            raise ProlificError(
+                f"{method} {path}: Prolific refused the API token (401 {_message(response)}): check PROLIFIC_API_TOKEN",
+                status=401,
+            )
         if status == 429:
-            raise ProlificError(f"{method} {path}: Prolific is rate-limiting (429) after {retries} retries; try "
-                                f"again later (a sync resumes its calls)", status=429)
+            raise ProlificError(
+                f"{method} {path}: Prolific is rate-limiting (429) after {retries} retries; try "
+                f"again later (a sync resumes its calls)",
+                status=429,
+            )
         if status >= 400:
             raise ProlificError(f"{method} {path}: {status} {_message(response)}", status=status)
         try:
@@ -155,14 +171,29 @@ def _interrupted(op: ProlificOperation) -> bool:
 
 
 RULES = calls.Rules(
-    log=ProlificOperation, platform="Prolific", error=ProlificError, interrupted=_interrupted,
-    describe=lambda op: f"interrupted (last answer: {op.http_status or 'none'})", reset={"http_status": 0},
-    resolve_hint="check on Prolific, then run `manage.py prolific resolve --key {key} --happened|--not-happened`")
+    log=ProlificOperation,
+    platform="Prolific",
+    error=ProlificError,
+    interrupted=_interrupted,
+    describe=lambda op: f"interrupted (last answer: {op.http_status or 'none'})",
+    reset={"http_status": 0},
+    resolve_hint="check on Prolific, then run `manage.py prolific resolve --key {key} --happened|--not-happened`",
+)
 
 
-def call_once(key: str, operation: str, method: str, path: str, body: Any = None, *, project=None,
-              repeatable: bool = True, already_done: Callable[[ProlificOperation], Any] | None = None,
-              context: dict | None = None, redact: tuple[str, ...] = ()) -> ProlificOperation:
+def call_once(
+    key: str,
+    operation: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    project=None,
+    repeatable: bool = True,
+    already_done: Callable[[ProlificOperation], Any] | None = None,
+    context: dict | None = None,
+    redact: tuple[str, ...] = (),
+) -> ProlificOperation:
     """Make the Prolific call ``method path body`` at most once per ``key`` (:mod:`annotation.crowd.calls`).
 
     1. the log row (``key`` unique) is written and committed *before* the call;
@@ -175,11 +206,21 @@ def call_once(key: str, operation: str, method: str, path: str, body: Any = None
        ``failed``; anything else leaves it ``pending`` for the next sync. Errors raise :class:`ProlificError`.
     """
     require_token()  # nothing is logged when no call can be made
-    attempt = calls.begin(RULES, key, {"operation": operation, "method": method, "path": path,
-                                       "request": {"body": body}, "project": project, "repeatable": repeatable,
-                                       "context": context or {}},
-                          already_done=already_done,
-                          finish=lambda op, response, note="": _finish(op, response, note=note, redact=redact))
+    attempt = calls.begin(
+        RULES,
+        key,
+        {
+            "operation": operation,
+            "method": method,
+            "path": path,
+            "request": {"body": body},
+            "project": project,
+            "repeatable": repeatable,
+            "context": context or {},
+        },
+        already_done=already_done,
+        finish=lambda op, response, note="": _finish(op, response, note=note, redact=redact),
+    )
     op = attempt.op
     if attempt.done:
         if attempt.retry:
@@ -212,8 +253,9 @@ def _scrub(value, redact: tuple[str, ...]):
     return value
 
 
-def _finish(op: ProlificOperation, response, *, note: str = "", redact: tuple[str, ...] = (),
-            http_status: int | None = None) -> ProlificOperation:
+def _finish(
+    op: ProlificOperation, response, *, note: str = "", redact: tuple[str, ...] = (), http_status: int | None = None
+) -> ProlificOperation:
     """Mark the row done, in one statement: a crash before it leaves the row pending with no answer recorded (an
     interrupted call, looked up or resolved by a person when it is not safe to repeat). The caller sees the whole
     answer once (e.g. a new webhook secret), the log keeps it with ``redact`` keys scrubbed."""

@@ -11,6 +11,7 @@ ids gets a worker of its own, never the first one's.
 this project is sent back to Prolific with the study's COMPLETED (or screened-out) code, which the page also shows, so
 nobody copies a code by hand.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,33 +56,53 @@ def _client_key(project: Project, client: str) -> str:
 
 def _claims(worker: Worker | None, pid: str) -> bool:
     """The worker is this browser's worker for ``pid`` (provisional for it, or confirmed as it)."""
-    return (worker is not None and worker.source == Worker.Source.PROLIFIC
-            and pid in (worker.claimed_external_id, worker.external_id))
+    return (
+        worker is not None
+        and worker.source == Worker.Source.PROLIFIC
+        and pid in (worker.claimed_external_id, worker.external_id)
+    )
 
 
-def enter(project: Project, *, pid: str, study_id: str, session_id: str, current_user=None,
-          client: str = "", now=None) -> Entry:
+def enter(
+    project: Project, *, pid: str, study_id: str, session_id: str, current_user=None, client: str = "", now=None
+) -> Entry:
     """The worker (and passwordless user) this browser is for this study link; records the session. Raises
     :class:`EntryRefused` (closed project, ids missing, a link for another study, too many new claims from one
     address, a logged-in account with a password)."""
     now = now or timezone.now()
     if project.status != Project.Status.ACTIVE:
-        raise EntryRefused("This study is closed", [f"{project.name} takes no more answers. Please return the study "
-                                                    "on Prolific."], status=410)
+        raise EntryRefused(
+            "This study is closed",
+            [f"{project.name} takes no more answers. Please return the study on Prolific."],
+            status=410,
+        )
     for name, value in (("PROLIFIC_PID", pid), ("STUDY_ID", study_id), ("SESSION_ID", session_id)):
         if not PROLIFIC_ID.match(value or ""):
-            raise EntryRefused("This link is incomplete", [f"{name}: missing or not a Prolific id. Please open the "
-                                                           "study again from Prolific."], status=400)
+            raise EntryRefused(
+                "This link is incomplete",
+                [f"{name}: missing or not a Prolific id. Please open the study again from Prolific."],
+                status=400,
+            )
     cfg = ProlificStudy.objects.filter(project=project).first()
     if cfg is None or not cfg.study_id or cfg.study_id != study_id:
-        raise EntryRefused("This link is not for this study", [
-            "STUDY_ID: this link belongs to another Prolific study. Please open the study again from Prolific, or "
-            "return it if the problem persists."], status=403)
+        raise EntryRefused(
+            "This link is not for this study",
+            [
+                "STUDY_ID: this link belongs to another Prolific study. Please open the study again from Prolific, or "
+                "return it if the problem persists."
+            ],
+            status=403,
+        )
     user = current_user if current_user is not None and current_user.is_authenticated else None
     if user is not None and (user.is_staff or user.is_superuser or user.has_usable_password()):
-        raise EntryRefused("You are logged in with an account", [
-            f"This browser is logged in as {user.get_username()}. To take part as a Prolific participant, open the "
-            "study link in a private window (or log out first)."], status=409)
+        raise EntryRefused(
+            "You are logged in with an account",
+            [
+                f"This browser is logged in as {user.get_username()}. To take part as a Prolific participant, open the "
+                "study link in a private window (or log out first)."
+            ],
+            status=409,
+        )
     worker = identity.worker_of(user)
     if not _claims(worker, pid):
         window = max(60, int(project.reservation_timeout_seconds))
@@ -90,19 +111,30 @@ def enter(project: Project, *, pid: str, study_id: str, session_id: str, current
             try:
                 opened = counters.bump(key, window=window)
             except counters.CounterUnavailable:
-                raise EntryRefused("Please try again in a minute", [
-                    "The study cannot take new participants for a moment."], status=503) from None
+                raise EntryRefused(
+                    "Please try again in a minute", ["The study cannot take new participants for a moment."], status=503
+                ) from None
             if opened > int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6)):
-                raise EntryRefused("Please try again later", [
-                    "Too many new participants opened this study from your network just now."], status=429)
+                raise EntryRefused(
+                    "Please try again later",
+                    ["Too many new participants opened this study from your network just now."],
+                    status=429,
+                )
         worker = annotation_services.provisional_worker(Worker.Source.PROLIFIC, pid)
         user = identity.user_for_worker(worker)
     try:
         with transaction.atomic():
             session, _ = ProlificSession.objects.get_or_create(
-                session_id=session_id, participant_id=pid, worker=worker,
-                defaults={"project": project, "study_id": study_id, "started_at": now,
-                          "client": hashlib.sha256(client.encode()).hexdigest()[:16] if client else ""})
+                session_id=session_id,
+                participant_id=pid,
+                worker=worker,
+                defaults={
+                    "project": project,
+                    "study_id": study_id,
+                    "started_at": now,
+                    "client": hashlib.sha256(client.encode()).hexdigest()[:16] if client else "",
+                },
+            )
     except IntegrityError:  # the same browser twice at once
         session = ProlificSession.objects.get(session_id=session_id, participant_id=pid, worker=worker)
     return Entry(worker=worker, user=user, session=session)
@@ -114,8 +146,11 @@ def came_through_prolific(project: Project, worker: Worker | None) -> bool:
     sessions = ProlificSession.objects.filter(project=project)
     if sessions.filter(worker=worker).exists():
         return True
-    return bool(worker.source == Worker.Source.PROLIFIC and worker.external_id
-                and sessions.filter(participant_id=worker.external_id).exists())
+    return bool(
+        worker.source == Worker.Source.PROLIFIC
+        and worker.external_id
+        and sessions.filter(participant_id=worker.external_id).exists()
+    )
 
 
 def completion_return(project: Project, worker: Worker | None, outcome: str) -> dict | None:
@@ -128,8 +163,10 @@ def completion_return(project: Project, worker: Worker | None, outcome: str) -> 
     code = {"completed": cfg.completed_code, "screened_out": cfg.screened_out_code}.get(outcome, "")
     if not code:
         return None
-    return {"url": f"{settings.ARGORA_PROLIFIC_APP_URL.rstrip('/')}/submissions/complete?cc={quote(code)}",
-            "code": code}
+    return {
+        "url": f"{settings.ARGORA_PROLIFIC_APP_URL.rstrip('/')}/submissions/complete?cc={quote(code)}",
+        "code": code,
+    }
 
 
 def stale_before(cfg: ProlificStudy, now=None):

@@ -1,4 +1,5 @@
 """The panel's study settings form (the checks that need Prolific's rules live in prolific.publishing)."""
+
 from django import forms
 
 from .models import ProlificStudy
@@ -9,7 +10,9 @@ class StudySettingsForm(forms.ModelForm):
     class Meta:
         model = ProlificStudy
         fields = EDITABLE
-        widgets = {"description": forms.Textarea(attrs={"rows": 3}),
-                   "rejection_message": forms.Textarea(attrs={"rows": 3}),
-                   "completed_actions": forms.Textarea(attrs={"rows": 2}),
-                   "screened_out_actions": forms.Textarea(attrs={"rows": 2})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "rejection_message": forms.Textarea(attrs={"rows": 3}),
+            "completed_actions": forms.Textarea(attrs={"rows": 2}),
+            "screened_out_actions": forms.Textarea(attrs={"rows": 2}),
+        }

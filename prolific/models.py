@@ -12,6 +12,7 @@ Identity: the ``PROLIFIC_PID`` / ``STUDY_ID`` / ``SESSION_ID`` of a study link a
 only a sync (or a signed webhook) that finds the submission ``SESSION_ID`` of participant ``PROLIFIC_PID`` on Prolific
 binds it (:class:`ProlificSubmission`) and confirms the worker's assignments.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -25,16 +26,24 @@ from annotation.models import Assignment, Project, Worker
 
 # Prolific's rejection categories (POST /api/v1/submissions/{id}/transition/, action REJECT)
 REJECTION_CATEGORIES = [
-    ("TOO_QUICKLY", "Too quickly"), ("TOO_SLOWLY", "Too slowly"), ("FAILED_INSTRUCTIONS", "Failed instructions"),
-    ("INCOMP_LONGITUDINAL", "Incomplete longitudinal"), ("FAILED_CHECK", "Failed attention/quality checks"),
-    ("LOW_EFFORT", "Low effort"), ("MALINGERING", "Malingering"), ("NO_CODE", "No completion code"),
-    ("BAD_CODE", "Wrong completion code"), ("NO_DATA", "No data"), ("UNSUPP_DEVICE", "Unsupported device"),
+    ("TOO_QUICKLY", "Too quickly"),
+    ("TOO_SLOWLY", "Too slowly"),
+    ("FAILED_INSTRUCTIONS", "Failed instructions"),
+    ("INCOMP_LONGITUDINAL", "Incomplete longitudinal"),
+    ("FAILED_CHECK", "Failed attention/quality checks"),
+    ("LOW_EFFORT", "Low effort"),
+    ("MALINGERING", "Malingering"),
+    ("NO_CODE", "No completion code"),
+    ("BAD_CODE", "Wrong completion code"),
+    ("NO_DATA", "No data"),
+    ("UNSUPP_DEVICE", "Unsupported device"),
     ("OTHER", "Other"),
 ]
 MIN_REJECTION_MESSAGE = 100  # Prolific refuses a rejection message shorter than this
 DEFAULT_REJECTION_MESSAGE = (
     "Thank you for taking part. We cannot approve this submission: your answers to the control questions with known "
-    "answers (gold items) were mostly wrong, which our study's instructions said would lead to a rejection.")
+    "answers (gold items) were mostly wrong, which our study's instructions said would lead to a rejection."
+)
 
 
 def new_completion_code() -> str:
@@ -59,38 +68,55 @@ class ProlificStudy(models.Model):
         MANUAL = "manual", "Follow the staff review in Argora (approved/rejected assignments)"
 
     project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="prolific")
-    study_id = models.CharField(max_length=64, blank=True, db_index=True,
-                                help_text="Prolific's study id (filled in when the draft is created)")
+    study_id = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="Prolific's study id (filled in when the draft is created)"
+    )
     name = models.CharField(max_length=255, help_text="the public title participants see")
     description = models.TextField(help_text="shown to participants before they take part")
     places = models.PositiveIntegerField(default=10, help_text="total_available_places")
     estimated_minutes = models.PositiveIntegerField(default=10, help_text="estimated_completion_time (minutes)")
     maximum_allowed_minutes = models.PositiveIntegerField(
-        null=True, blank=True, help_text="maximum_allowed_time; empty = Prolific's default")
+        null=True, blank=True, help_text="maximum_allowed_time; empty = Prolific's default"
+    )
     reward_cents = models.PositiveIntegerField(
-        null=True, blank=True, help_text="reward per place in cents; empty = computed from the hourly wage")
+        null=True, blank=True, help_text="reward per place in cents; empty = computed from the hourly wage"
+    )
     hourly_wage_cents = models.PositiveIntegerField(
-        null=True, blank=True, help_text="target pay per hour in cents; empty = ARGORA_PROLIFIC_MIN_HOURLY_CENTS")
-    device_compatibility = models.CharField(max_length=100, default="desktop",
-                                            help_text="comma-separated: desktop, tablet, mobile")
-    completed_code = models.CharField(max_length=64, default=new_completion_code,
-                                      help_text="the COMPLETED code a participant who finished is sent back with")
-    completed_actions = models.JSONField(default=default_completed_actions, blank=True,
-                                         help_text='Prolific actions, e.g. [{"action": "MANUALLY_REVIEW"}]')
-    screened_out_code = models.CharField(max_length=64, default=new_completion_code, blank=True,
-                                         help_text="empty = no screened-out code")
-    screened_out_code_type = models.CharField(max_length=40, default="SCREENED_OUT", blank=True,
-                                              help_text="Prolific code_type of the screened-out code")
+        null=True, blank=True, help_text="target pay per hour in cents; empty = ARGORA_PROLIFIC_MIN_HOURLY_CENTS"
+    )
+    device_compatibility = models.CharField(
+        max_length=100, default="desktop", help_text="comma-separated: desktop, tablet, mobile"
+    )
+    completed_code = models.CharField(
+        max_length=64,
+        default=new_completion_code,
+        help_text="the COMPLETED code a participant who finished is sent back with",
+    )
+    completed_actions = models.JSONField(
+        default=default_completed_actions,
+        blank=True,
+        help_text='Prolific actions, e.g. [{"action": "MANUALLY_REVIEW"}]',
+    )
+    screened_out_code = models.CharField(
+        max_length=64, default=new_completion_code, blank=True, help_text="empty = no screened-out code"
+    )
+    screened_out_code_type = models.CharField(
+        max_length=40, default="SCREENED_OUT", blank=True, help_text="Prolific code_type of the screened-out code"
+    )
     screened_out_actions = models.JSONField(
-        default=default_screened_out_actions, blank=True,
-        help_text='e.g. [{"action": "FIXED_SCREEN_OUT_PAYMENT", "fixed_screen_out_reward": 10, "slots": 20}]')
+        default=default_screened_out_actions,
+        blank=True,
+        help_text='e.g. [{"action": "FIXED_SCREEN_OUT_PAYMENT", "fixed_screen_out_reward": 10, "slots": 20}]',
+    )
     approval_policy = models.CharField(max_length=10, choices=Approval.choices, default=Approval.GOLD)
-    rejection_message = models.TextField(default=DEFAULT_REJECTION_MESSAGE,
-                                         help_text=f"at least {MIN_REJECTION_MESSAGE} characters (Prolific's rule)")
+    rejection_message = models.TextField(
+        default=DEFAULT_REJECTION_MESSAGE, help_text=f"at least {MIN_REJECTION_MESSAGE} characters (Prolific's rule)"
+    )
     rejection_category = models.CharField(max_length=30, choices=REJECTION_CATEGORIES, default="FAILED_CHECK")
     status = models.CharField(max_length=40, blank=True, help_text="the study status as Prolific last reported it")
-    total_cost_cents = models.PositiveIntegerField(null=True, blank=True,
-                                                   help_text="Prolific's study-cost-calculator at the last preview")
+    total_cost_cents = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Prolific's study-cost-calculator at the last preview"
+    )
     synced_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -113,20 +139,29 @@ class ProlificSession(models.Model):
     study_id = models.CharField(max_length=64)
     participant_id = models.CharField(max_length=64, db_index=True, help_text="PROLIFIC_PID (claimed)")
     session_id = models.CharField(max_length=64, db_index=True, help_text="SESSION_ID = Prolific's submission id")
-    worker = models.ForeignKey(Worker, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="prolific_sessions",
-                               help_text="provisional until a sync confirms it, then the confirmed worker")
+    worker = models.ForeignKey(
+        Worker,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="prolific_sessions",
+        help_text="provisional until a sync confirms it, then the confirmed worker",
+    )
     client = models.CharField(max_length=64, blank=True, help_text="hash of the client address")
     started_at = models.DateTimeField()
     confirmed_at = models.DateTimeField(null=True, blank=True)
-    released_at = models.DateTimeField(null=True, blank=True,
-                                       help_text="when its reservations were given back (returned / timed out)")
+    released_at = models.DateTimeField(
+        null=True, blank=True, help_text="when its reservations were given back (returned / timed out)"
+    )
 
     class Meta:
         verbose_name = "Prolific session"
         ordering = ["-started_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["session_id", "participant_id", "worker"],
-                                               name="prolific_one_session_row_per_worker")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session_id", "participant_id", "worker"], name="prolific_one_session_row_per_worker"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.participant_id} / {self.session_id}"
@@ -146,15 +181,23 @@ class ProlificSubmission(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     entered_code = models.CharField(max_length=64, blank=True)
-    session = models.ForeignKey(ProlificSession, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="submissions")
-    worker = models.ForeignKey(Worker, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="prolific_submissions", help_text="the confirmed worker")
+    session = models.ForeignKey(
+        ProlificSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="submissions"
+    )
+    worker = models.ForeignKey(
+        Worker,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="prolific_submissions",
+        help_text="the confirmed worker",
+    )
     assignments = models.ManyToManyField(Assignment, blank=True, related_name="prolific_submissions")
     decision = models.CharField(max_length=10, blank=True, help_text="approve / reject / wait (last sync)")
     decision_reason = models.CharField(max_length=300, blank=True)
-    review_sent = models.CharField(max_length=10, blank=True,
-                                   help_text="approve / reject: sent to Prolific (done), never sent again")
+    review_sent = models.CharField(
+        max_length=10, blank=True, help_text="approve / reject: sent to Prolific (done), never sent again"
+    )
     released_at = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(auto_now=True)
 
@@ -182,8 +225,11 @@ class ProlificBonus(Bonus):
         verbose_name_plural = "Prolific bonuses"
         constraints = [
             *Bonus.Meta.constraints,
-            models.UniqueConstraint(fields=["submission", "kind"], condition=Q(kind="wage-topup"),
-                                    name="prolific_one_wage_topup_per_submission"),
+            models.UniqueConstraint(
+                fields=["submission", "kind"],
+                condition=Q(kind="wage-topup"),
+                name="prolific_one_wage_topup_per_submission",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -197,7 +243,8 @@ class ProlificOperation(CallLog):
     method = models.CharField(max_length=10)
     path = models.CharField(max_length=300)
     http_status = models.PositiveSmallIntegerField(
-        default=0, help_text="Prolific's last answer (0: none, e.g. a crash or a network error)")
+        default=0, help_text="Prolific's last answer (0: none, e.g. a crash or a network error)"
+    )
     context = models.JSONField(default=dict, blank=True, help_text="Argora's own bookkeeping (e.g. the bonus ids)")
 
     class Meta:
@@ -209,10 +256,16 @@ class ProlificWebhookEvent(models.Model):
     """A webhook delivery whose signature was valid, handled once: once per ``X-Event-ID`` (Prolific retries a
     delivery) and once per ``delivery`` -- what it says, signed (a replay under a fresh X-Event-ID is the same)."""
 
-    event_id = models.CharField(max_length=100, unique=True, null=True, blank=True,
-                                help_text="X-Event-ID (empty when the delivery had none)")
-    delivery = models.CharField(max_length=64, unique=True, null=True, blank=True,
-                                help_text="SHA-256 of the signed timestamp and the body's JSON (prolific.webhooks)")
+    event_id = models.CharField(
+        max_length=100, unique=True, null=True, blank=True, help_text="X-Event-ID (empty when the delivery had none)"
+    )
+    delivery = models.CharField(
+        max_length=64,
+        unique=True,
+        null=True,
+        blank=True,
+        help_text="SHA-256 of the signed timestamp and the body's JSON (prolific.webhooks)",
+    )
     event_type = models.CharField(max_length=60)
     resource_id = models.CharField(max_length=64, blank=True)
     payload = models.JSONField(default=dict)

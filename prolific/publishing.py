@@ -10,6 +10,7 @@ Cost
     Prolific's ``POST /api/v1/study-cost-calculator/`` (reward, places) answers the total with its fees and VAT for
     the account; when it cannot be reached the preview says so and shows rewards only.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,11 @@ def money(cents: int | float | Decimal | None) -> str:
 def settings_for(project: Project) -> ProlificStudy:
     cfg = ProlificStudy.objects.filter(project=project).first()
     if cfg is None:
-        raise PublishError("prolific", f"project {project.slug!r} has no Prolific study settings: add them on the "
-                                       "Prolific panel or in the admin first")
+        raise PublishError(
+            "prolific",
+            f"project {project.slug!r} has no Prolific study settings: add them on the "
+            "Prolific panel or in the admin first",
+        )
     return cfg
 
 
@@ -89,15 +93,21 @@ def check_wage(cfg: ProlificStudy) -> None:
     if cfg.estimated_minutes < 1:
         raise PublishError("estimated_minutes", "give the estimated completion time in whole minutes (at least 1)")
     if cfg.hourly_wage_cents is not None and cfg.hourly_wage_cents < floor:
-        raise PublishError("hourly_wage_cents", f"{money(cfg.hourly_wage_cents)}/h is below the wage floor of "
-                                                f"{money(floor)}/h (ARGORA_PROLIFIC_MIN_HOURLY_CENTS)")
+        raise PublishError(
+            "hourly_wage_cents",
+            f"{money(cfg.hourly_wage_cents)}/h is below the wage floor of "
+            f"{money(floor)}/h (ARGORA_PROLIFIC_MIN_HOURLY_CENTS)",
+        )
     reward, _source = reward_cents(cfg)
     if reward * 60 < floor * cfg.estimated_minutes:
         needed = reward_for_wage(floor, cfg.estimated_minutes)
-        raise PublishError("reward_cents", f"{money(reward)} for {cfg.estimated_minutes} min pays "
-                                           f"{money(hourly_cents(reward, cfg.estimated_minutes))}/h, below the wage "
-                                           f"floor of {money(floor)}/h (ARGORA_PROLIFIC_MIN_HOURLY_CENTS): raise the "
-                                           f"reward to at least {money(needed)} or lower the estimated time")
+        raise PublishError(
+            "reward_cents",
+            f"{money(reward)} for {cfg.estimated_minutes} min pays "
+            f"{money(hourly_cents(reward, cfg.estimated_minutes))}/h, below the wage "
+            f"floor of {money(floor)}/h (ARGORA_PROLIFIC_MIN_HOURLY_CENTS): raise the "
+            f"reward to at least {money(needed)} or lower the estimated time",
+        )
 
 
 def check_settings(cfg: ProlificStudy) -> None:
@@ -113,37 +123,64 @@ def check_settings(cfg: ProlificStudy) -> None:
     if not cfg.devices or unknown:
         raise PublishError("device_compatibility", f"choose from {', '.join(sorted(DEVICES))}")
     if len(cfg.rejection_message.strip()) < MIN_REJECTION_MESSAGE:
-        raise PublishError("rejection_message", f"Prolific needs at least {MIN_REJECTION_MESSAGE} characters "
-                                                f"(this one has {len(cfg.rejection_message.strip())})")
+        raise PublishError(
+            "rejection_message",
+            f"Prolific needs at least {MIN_REJECTION_MESSAGE} characters "
+            f"(this one has {len(cfg.rejection_message.strip())})",
+        )
     if not cfg.completed_code.strip():
         raise PublishError("completed_code", "give a completion code")
     for name in ("completed_actions", "screened_out_actions"):
         actions = getattr(cfg, name)
-        if not isinstance(actions, list) or not actions or not all(
-                isinstance(a, dict) and isinstance(a.get("action"), str) and a["action"] for a in actions):
-            raise PublishError(name, 'a list of actions, e.g. [{"action": "MANUALLY_REVIEW"}] (Prolific needs at least '
-                                     'one per code)')
+        if (
+            not isinstance(actions, list)
+            or not actions
+            or not all(isinstance(a, dict) and isinstance(a.get("action"), str) and a["action"] for a in actions)
+        ):
+            raise PublishError(
+                name, 'a list of actions, e.g. [{"action": "MANUALLY_REVIEW"}] (Prolific needs at least one per code)'
+            )
     if cfg.screened_out_code and cfg.screened_out_code == cfg.completed_code:
         raise PublishError("screened_out_code", "must differ from the completed code")
 
 
 def check_publishable(project: Project, cfg: ProlificStudy) -> None:
     if project.status != Project.Status.ACTIVE:
-        raise PublishError("status", f"project {project.slug!r} is {project.status}: activate it before publishing "
-                                     "(participants would find it closed)")
+        raise PublishError(
+            "status",
+            f"project {project.slug!r} is {project.status}: activate it before publishing "
+            "(participants would find it closed)",
+        )
     if not settings.ARGORA_PUBLIC_URL.startswith("https://"):
-        raise PublishError("ARGORA_PUBLIC_URL", f"{settings.ARGORA_PUBLIC_URL!r} is not HTTPS; Prolific sends "
-                                                "participants to HTTPS study URLs (set ARGORA_PUBLIC_URL=https://...)")
+        raise PublishError(
+            "ARGORA_PUBLIC_URL",
+            f"{settings.ARGORA_PUBLIC_URL!r} is not HTTPS; Prolific sends "
+            "participants to HTTPS study URLs (set ARGORA_PUBLIC_URL=https://...)",
+        )
     if not HIT.objects.filter(project=project).exists():
         raise PublishError("hits", "the project has no HITs: add items and build HITs first")
     check_settings(cfg)
 
 
 # --- settings ------------------------------------------------------------------------------------
-EDITABLE = ("name", "description", "places", "estimated_minutes", "maximum_allowed_minutes", "reward_cents",
-            "hourly_wage_cents", "device_compatibility", "completed_code", "completed_actions", "screened_out_code",
-            "screened_out_code_type", "screened_out_actions", "approval_policy", "rejection_message",
-            "rejection_category")
+EDITABLE = (
+    "name",
+    "description",
+    "places",
+    "estimated_minutes",
+    "maximum_allowed_minutes",
+    "reward_cents",
+    "hourly_wage_cents",
+    "device_compatibility",
+    "completed_code",
+    "completed_actions",
+    "screened_out_code",
+    "screened_out_code_type",
+    "screened_out_actions",
+    "approval_policy",
+    "rejection_message",
+    "rejection_category",
+)
 
 
 @transaction.atomic
@@ -163,7 +200,7 @@ def apply_settings(cfg: ProlificStudy, values: dict) -> ProlificStudy:
     if unknown:
         raise PublishError(sorted(unknown)[0], "cannot be changed here")
     if cfg.study_id and "places" in values and values["places"] != cfg.places:
-        raise PublishError("places", "the study exists on Prolific: use \"add places\"")
+        raise PublishError("places", 'the study exists on Prolific: use "add places"')
     for name, value in values.items():
         setattr(cfg, name, value)
     check_settings(cfg)
@@ -174,9 +211,9 @@ def apply_settings(cfg: ProlificStudy, values: dict) -> ProlificStudy:
 @dataclass
 class CostPreview:
     reward_cents: int
-    reward_source: str           # "fixed" or "wage"
+    reward_source: str  # "fixed" or "wage"
     estimated_minutes: int
-    hourly_cents: int            # what the reward pays for the estimated time
+    hourly_cents: int  # what the reward pays for the estimated time
     floor_cents: int
     places: int
     rewards_total_cents: int
@@ -188,13 +225,16 @@ class CostPreview:
         return asdict(self)
 
     def lines(self) -> list[str]:
-        out = [f"reward {money(self.reward_cents)} per place for {self.estimated_minutes} min = "
-               f"{money(self.hourly_cents)}/h (floor {money(self.floor_cents)}/h"
-               f"{', from the hourly wage' if self.reward_source == 'wage' else ''})",
-               f"places: {self.places} -> rewards {money(self.rewards_total_cents)}"]
+        out = [
+            f"reward {money(self.reward_cents)} per place for {self.estimated_minutes} min = "
+            f"{money(self.hourly_cents)}/h (floor {money(self.floor_cents)}/h"
+            f"{', from the hourly wage' if self.reward_source == 'wage' else ''})",
+            f"places: {self.places} -> rewards {money(self.rewards_total_cents)}",
+        ]
         if self.total_cost_cents is not None:
-            out.append(f"total with Prolific's fees and VAT: {money(self.total_cost_cents)} (Prolific's cost "
-                       f"calculator)")
+            out.append(
+                f"total with Prolific's fees and VAT: {money(self.total_cost_cents)} (Prolific's cost calculator)"
+            )
         return out + [f"WARNING: {w}" for w in self.warnings]
 
 
@@ -213,17 +253,34 @@ def cost_preview(project: Project, *, places: int | None = None, ask_prolific: b
     if ask_prolific:
         try:
             # read-only and shown on the panel: one try, a page never waits for retries
-            answer = request("POST", "study-cost-calculator/", retries=0,
-                             body={"reward": reward, "total_available_places": places}).data or {}
+            answer = (
+                request(
+                    "POST",
+                    "study-cost-calculator/",
+                    retries=0,
+                    body={"reward": reward, "total_available_places": places},
+                ).data
+                or {}
+            )
             total = int(math.ceil(float(answer["total_cost"])))
             ProlificStudy.objects.filter(pk=cfg.pk).update(total_cost_cents=total)
         except (ProlificError, KeyError, TypeError, ValueError) as exc:
-            warnings.append(f"Prolific's cost calculator is unavailable ({exc}); the total shown is rewards only, "
-                            f"without Prolific's fees and VAT")
-    return CostPreview(reward_cents=reward, reward_source=source, estimated_minutes=cfg.estimated_minutes,
-                       hourly_cents=hourly_cents(reward, cfg.estimated_minutes), floor_cents=floor_cents(),
-                       places=places, rewards_total_cents=reward * places, total_cost_cents=total,
-                       currency=settings.ARGORA_PROLIFIC_CURRENCY, warnings=warnings)
+            warnings.append(
+                f"Prolific's cost calculator is unavailable ({exc}); the total shown is rewards only, "
+                f"without Prolific's fees and VAT"
+            )
+    return CostPreview(
+        reward_cents=reward,
+        reward_source=source,
+        estimated_minutes=cfg.estimated_minutes,
+        hourly_cents=hourly_cents(reward, cfg.estimated_minutes),
+        floor_cents=floor_cents(),
+        places=places,
+        rewards_total_cents=reward * places,
+        total_cost_cents=total,
+        currency=settings.ARGORA_PROLIFIC_CURRENCY,
+        warnings=warnings,
+    )
 
 
 # --- the study on Prolific -----------------------------------------------------------------------
@@ -232,22 +289,40 @@ def internal_name(cfg: ProlificStudy) -> str:
 
 
 def completion_codes(cfg: ProlificStudy) -> list[dict]:
-    codes = [{"code": cfg.completed_code, "code_type": "COMPLETED", "actor": "participant",
-              "actions": cfg.completed_actions or [{"action": "MANUALLY_REVIEW"}]}]
+    codes = [
+        {
+            "code": cfg.completed_code,
+            "code_type": "COMPLETED",
+            "actor": "participant",
+            "actions": cfg.completed_actions or [{"action": "MANUALLY_REVIEW"}],
+        }
+    ]
     if cfg.screened_out_code:
-        codes.append({"code": cfg.screened_out_code, "code_type": cfg.screened_out_code_type or "SCREENED_OUT",
-                      "actor": "participant", "actions": cfg.screened_out_actions or [{"action": "MANUALLY_REVIEW"}]})
+        codes.append(
+            {
+                "code": cfg.screened_out_code,
+                "code_type": cfg.screened_out_code_type or "SCREENED_OUT",
+                "actor": "participant",
+                "actions": cfg.screened_out_actions or [{"action": "MANUALLY_REVIEW"}],
+            }
+        )
     return codes
 
 
 def study_body(project: Project, cfg: ProlificStudy) -> dict:
     reward, _source = reward_cents(cfg)
     body = {
-        "name": cfg.name, "internal_name": internal_name(cfg), "description": cfg.description,
-        "external_study_url": entry_url(project), "prolific_id_option": "url_parameters",
-        "completion_codes": completion_codes(cfg), "total_available_places": int(cfg.places),
-        "estimated_completion_time": int(cfg.estimated_minutes), "reward": reward,
-        "device_compatibility": cfg.devices, "peripheral_requirements": [],
+        "name": cfg.name,
+        "internal_name": internal_name(cfg),
+        "description": cfg.description,
+        "external_study_url": entry_url(project),
+        "prolific_id_option": "url_parameters",
+        "completion_codes": completion_codes(cfg),
+        "total_available_places": int(cfg.places),
+        "estimated_completion_time": int(cfg.estimated_minutes),
+        "reward": reward,
+        "device_compatibility": cfg.devices,
+        "peripheral_requirements": [],
     }
     if cfg.maximum_allowed_minutes:
         body["maximum_allowed_time"] = int(cfg.maximum_allowed_minutes)
@@ -282,8 +357,16 @@ def create_study(project: Project) -> ProlificStudy:
     if cfg.study_id:
         return cfg
     check_publishable(project, cfg)
-    op = call_once(f"create_study:{cfg.pk}", "create_study", "POST", "studies/", study_body(project, cfg),
-                   project=project, repeatable=False, already_done=lambda _op: find_study(cfg))
+    op = call_once(
+        f"create_study:{cfg.pk}",
+        "create_study",
+        "POST",
+        "studies/",
+        study_body(project, cfg),
+        project=project,
+        repeatable=False,
+        already_done=lambda _op: find_study(cfg),
+    )
     apply_create(op)
     cfg.refresh_from_db()
     return cfg
@@ -304,10 +387,17 @@ def _require_study(project: Project) -> ProlificStudy:
 
 def _transition(project: Project, cfg: ProlificStudy, action: str) -> ProlificStudy:
     # a sequence number per study: pause, start, pause again are three calls; an interrupted one resumes as itself
-    seq = ProlificOperation.objects.filter(key__startswith=f"transition:{cfg.study_id}:",
-                                           status=ProlificOperation.Status.DONE).count()
-    op = call_once(f"transition:{cfg.study_id}:{seq}:{action}", "transition", "POST",
-                   f"studies/{cfg.study_id}/transition/", {"action": action}, project=project)
+    seq = ProlificOperation.objects.filter(
+        key__startswith=f"transition:{cfg.study_id}:", status=ProlificOperation.Status.DONE
+    ).count()
+    op = call_once(
+        f"transition:{cfg.study_id}:{seq}:{action}",
+        "transition",
+        "POST",
+        f"studies/{cfg.study_id}/transition/",
+        {"action": action},
+        project=project,
+    )
     apply_transition(op)
     cfg.refresh_from_db()
     return cfg
@@ -356,8 +446,14 @@ def add_places(project: Project, extra: int) -> ProlificStudy:
     if extra < 1:
         raise PublishError("places", "add at least 1 place")
     new = cfg.places + extra
-    op = call_once(f"places:{cfg.study_id}:{cfg.places}->{new}", "places", "PATCH", f"studies/{cfg.study_id}/",
-                   {"total_available_places": new}, project=project)
+    op = call_once(
+        f"places:{cfg.study_id}:{cfg.places}->{new}",
+        "places",
+        "PATCH",
+        f"studies/{cfg.study_id}/",
+        {"total_available_places": new},
+        project=project,
+    )
     apply_places(op)
     cfg.refresh_from_db()
     return cfg

@@ -13,6 +13,7 @@ participant P binds the sessions opened with ``PROLIFIC_PID=P&SESSION_ID=<id>``.
 Prolific (awaiting review or later), their provisional worker's assignments are confirmed
 (``annotation.services.confirm_assignment``): the answers count from then on, the gold answers are scored.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,8 +55,7 @@ log = logging.getLogger("argora.prolific")
 PAGE_SIZE = 100
 APPROVE_BATCH = 200
 FINISHED = ("AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
-ANSWERED = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED,
-            Assignment.Status.LATE)
+ANSWERED = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED, Assignment.Status.LATE)
 
 
 @dataclass
@@ -71,11 +71,13 @@ class SyncReport(crowd_sync.SyncReport):
     resumed: int = 0
 
     def platform_lines(self) -> list[str]:
-        out = [f"study on Prolific: {self.study_status or 'unknown'}",
-               f"submissions {self.submissions} ({self.bound} bound to an Argora session), assignments confirmed "
-               f"{self.confirmed}",
-               f"approved {self.approved}, rejected {self.rejected}, waiting {self.waiting}, places freed "
-               f"{self.released}, bonuses paid {self.bonuses_paid}, pending calls resumed {self.resumed}"]
+        out = [
+            f"study on Prolific: {self.study_status or 'unknown'}",
+            f"submissions {self.submissions} ({self.bound} bound to an Argora session), assignments confirmed "
+            f"{self.confirmed}",
+            f"approved {self.approved}, rejected {self.rejected}, waiting {self.waiting}, places freed "
+            f"{self.released}, bonuses paid {self.bonuses_paid}, pending calls resumed {self.resumed}",
+        ]
         out += [f"no Argora session (no answers stored): {u}" for u in self.unbound]
         out += [f"not confirmed: {u}" for u in self.unconfirmed]
         out += [f"unknown to Prolific, given back: {e}" for e in self.excluded]
@@ -104,15 +106,22 @@ def list_submissions(cfg: ProlificStudy) -> list[dict]:
 
 
 def _sessions(rec: ProlificSubmission):
-    return ProlificSession.objects.filter(project=rec.project_id, session_id=rec.submission_id,
-                                          participant_id=rec.participant_id)
+    return ProlificSession.objects.filter(
+        project=rec.project_id, session_id=rec.submission_id, participant_id=rec.participant_id
+    )
 
 
 def record(project: Project, data: dict) -> ProlificSubmission:
     """The submission row as Prolific reports it, bound to the first session with its ids."""
-    values = {"project": project, "participant_id": _participant(data), "study_id": data.get("study_id") or "",
-              "status": str(data.get("status") or "").upper(), "started_at": _time(data.get("started_at")),
-              "completed_at": _time(data.get("completed_at")), "entered_code": data.get("entered_code") or ""}
+    values = {
+        "project": project,
+        "participant_id": _participant(data),
+        "study_id": data.get("study_id") or "",
+        "status": str(data.get("status") or "").upper(),
+        "started_at": _time(data.get("started_at")),
+        "completed_at": _time(data.get("completed_at")),
+        "entered_code": data.get("entered_code") or "",
+    }
     rec, _ = ProlificSubmission.objects.update_or_create(submission_id=data["id"], defaults=values)
     if rec.session_id is None:
         session = _sessions(rec).order_by("started_at", "pk").first()
@@ -134,17 +143,21 @@ def confirm(rec: ProlificSubmission, report: SyncReport | None = None) -> int:
         if worker is None:
             continue
         user = worker.user
-        provisional = worker.source == Worker.Source.PROLIFIC and not worker.external_id \
-            and worker.claimed_external_id == pid
+        provisional = (
+            worker.source == Worker.Source.PROLIFIC and not worker.external_id and worker.claimed_external_id == pid
+        )
         for assignment in Assignment.objects.filter(project=rec.project_id, worker=worker).order_by("pk"):
             done = assignment
             if provisional:
-                done = annotation_services.confirm_assignment(assignment, source=Worker.Source.PROLIFIC,
-                                                              external_id=pid)
+                done = annotation_services.confirm_assignment(
+                    assignment, source=Worker.Source.PROLIFIC, external_id=pid
+                )
                 if done is None:
                     if report is not None:
-                        report.unconfirmed.append(f"assignment {assignment.pk} of {pid} (the participant holds "
-                                                  "another assignment of the same HIT)")
+                        report.unconfirmed.append(
+                            f"assignment {assignment.pk} of {pid} (the participant holds "
+                            "another assignment of the same HIT)"
+                        )
                     continue
                 confirmed += 1
             rec.assignments.add(done)
@@ -173,11 +186,13 @@ def _free(session: ProlificSession, now) -> int:
     no platform confirmed are rejected in Argora (they would never count; their slots go back too)."""
     worker, n = session.worker, 0
     if worker is not None:
-        for assignment in Assignment.objects.filter(project=session.project_id, worker=worker,
-                                                    status=Assignment.Status.RESERVED):
+        for assignment in Assignment.objects.filter(
+            project=session.project_id, worker=worker, status=Assignment.Status.RESERVED
+        ):
             n += bool(annotation_services.release_reservation(assignment, worker))
-        for assignment in (Assignment.objects.filter(project=session.project_id, worker=worker,
-                                                     status__in=Assignment.DONE).filter(unverified_q())):
+        for assignment in Assignment.objects.filter(
+            project=session.project_id, worker=worker, status__in=Assignment.DONE
+        ).filter(unverified_q()):
             try:
                 annotation_services.set_assignment_status(assignment, Assignment.Status.REJECTED)
                 n += 1
@@ -202,10 +217,18 @@ def exclude_unknown(project: Project, cfg: ProlificStudy, listed: set[tuple[str,
     once Prolific would list them by now (:func:`prolific.entry.stale_before`), they are given back."""
     now = now or timezone.now()
     out = []
-    stale = (ProlificSession.objects.filter(project=project, study_id=cfg.study_id, released_at__isnull=True,
-                                            started_at__lt=stale_before(cfg, now), worker__isnull=False,
-                                            worker__claimed_external_id__gt="")
-             .select_related("worker").order_by("pk"))
+    stale = (
+        ProlificSession.objects.filter(
+            project=project,
+            study_id=cfg.study_id,
+            released_at__isnull=True,
+            started_at__lt=stale_before(cfg, now),
+            worker__isnull=False,
+            worker__claimed_external_id__gt="",
+        )
+        .select_related("worker")
+        .order_by("pk")
+    )
     for session in stale:
         if (session.session_id, session.participant_id) in listed:
             continue
@@ -249,9 +272,16 @@ def approve(project: Project, cfg: ProlificStudy, recs: list[ProlificSubmission]
     n = 0
     ids = sorted(r.submission_id for r in recs)
     for i in range(0, len(ids), APPROVE_BATCH):
-        batch = ids[i:i + APPROVE_BATCH]
-        op = call_once(f"approve:{cfg.study_id}:{_digest(batch)}", "approve", "POST", "submissions/bulk-approve/",
-                       {"submission_ids": batch}, project=project, context={"submissions": batch})
+        batch = ids[i : i + APPROVE_BATCH]
+        op = call_once(
+            f"approve:{cfg.study_id}:{_digest(batch)}",
+            "approve",
+            "POST",
+            "submissions/bulk-approve/",
+            {"submission_ids": batch},
+            project=project,
+            context={"submissions": batch},
+        )
         n += apply_approve(op)
     return n
 
@@ -268,9 +298,15 @@ def apply_approve(op: ProlificOperation) -> int:
 
 def reject(project: Project, cfg: ProlificStudy, rec: ProlificSubmission, message: str) -> None:
     """``POST /api/v1/submissions/{id}/transition/`` REJECT with the message and category Prolific requires."""
-    op = call_once(f"reject:{rec.submission_id}", "reject", "POST", f"submissions/{rec.submission_id}/transition/",
-                   {"action": "REJECT", "message": message, "rejection_category": cfg.rejection_category},
-                   project=project, context={"submissions": [rec.submission_id]})
+    op = call_once(
+        f"reject:{rec.submission_id}",
+        "reject",
+        "POST",
+        f"submissions/{rec.submission_id}/transition/",
+        {"action": "REJECT", "message": message, "rejection_category": cfg.rejection_category},
+        project=project,
+        context={"submissions": [rec.submission_id]},
+    )
     apply_reject(op)
 
 
@@ -285,13 +321,15 @@ def apply_reject(op: ProlificOperation) -> int:
 
 
 # --- bonuses --------------------------------------------------------------------------------------
-def grant_bonus(project: Project, submission_id: str, amount_cents: int, reason: str, *,
-                kind: str = "manual") -> ProlificBonus:
+def grant_bonus(
+    project: Project, submission_id: str, amount_cents: int, reason: str, *, kind: str = "manual"
+) -> ProlificBonus:
     """Plan a bonus for a submission of this project (the next sync sets it up and pays it)."""
     rec = ProlificSubmission.objects.filter(project=project, submission_id=submission_id).first()
     if rec is None:
-        raise FieldError("submission", f"unknown Prolific submission {submission_id!r} in this project: run a sync "
-                                       "first")
+        raise FieldError(
+            "submission", f"unknown Prolific submission {submission_id!r} in this project: run a sync first"
+        )
     try:
         amount_cents = int(amount_cents)
     except (TypeError, ValueError):
@@ -300,8 +338,9 @@ def grant_bonus(project: Project, submission_id: str, amount_cents: int, reason:
         raise FieldError("amount_cents", "a bonus must be at least 1 cent")
     if not (reason or "").strip():
         raise FieldError("reason", "say why (kept for the research team)")
-    return ProlificBonus.objects.create(project=project, submission=rec, amount_cents=amount_cents,
-                                        reason=reason.strip()[:500], kind=kind)
+    return ProlificBonus.objects.create(
+        project=project, submission=rec, amount_cents=amount_cents, reason=reason.strip()[:500], kind=kind
+    )
 
 
 def plan_wage_topups(project: Project) -> list[ProlificBonus]:
@@ -312,28 +351,47 @@ def plan_wage_topups(project: Project) -> list[ProlificBonus]:
     reward, _source = reward_cents(cfg)
     wage = wage_cents(cfg)
     created = []
-    recs = (ProlificSubmission.objects.filter(project=project).filter(Q(review_sent="approve") | Q(status="APPROVED"))
-            .exclude(bonuses__kind=ProlificBonus.WAGE_TOPUP))
+    recs = (
+        ProlificSubmission.objects.filter(project=project)
+        .filter(Q(review_sent="approve") | Q(status="APPROVED"))
+        .exclude(bonuses__kind=ProlificBonus.WAGE_TOPUP)
+    )
     for rec in recs:
         seconds = rec.assignments.filter(status__in=Assignment.DONE).aggregate(s=Sum("work_seconds"))["s"] or 0
-        bonus = pay.plan_topup(ProlificBonus, hourly_cents=wage, seconds=seconds, reward_cents=reward,
-                               project=project, submission=rec,
-                               reason=f"top-up: {seconds / 60:.1f} min of work at {wage / 100:.2f}/h")
+        bonus = pay.plan_topup(
+            ProlificBonus,
+            hourly_cents=wage,
+            seconds=seconds,
+            reward_cents=reward,
+            project=project,
+            submission=rec,
+            reason=f"top-up: {seconds / 60:.1f} min of work at {wage / 100:.2f}/h",
+        )
         if bonus is not None:
             created.append(bonus)
     return created
 
 
 def set_up_bonuses(project: Project, cfg: ProlificStudy) -> None:
-    planned = list(ProlificBonus.objects.filter(project=project, status=ProlificBonus.Status.PLANNED)
-                   .select_related("submission").order_by("pk"))
+    planned = list(
+        ProlificBonus.objects.filter(project=project, status=ProlificBonus.Status.PLANNED)
+        .select_related("submission")
+        .order_by("pk")
+    )
     if not planned:
         return
     ids = [b.pk for b in planned]
     csv = "\n".join(f"{b.submission.submission_id},{b.amount_cents / 100:.2f}" for b in planned)
     # a set-up pays nothing: sending it again after an unknown outcome only makes an unused record on Prolific
-    op = call_once(f"bonus-setup:{cfg.study_id}:{_digest(ids)}", "bonus_setup", "POST", "submissions/bonus-payments/",
-                   {"study_id": cfg.study_id, "csv_bonuses": csv}, project=project, context={"bonuses": ids})
+    op = call_once(
+        f"bonus-setup:{cfg.study_id}:{_digest(ids)}",
+        "bonus_setup",
+        "POST",
+        "submissions/bonus-payments/",
+        {"study_id": cfg.study_id, "csv_bonuses": csv},
+        project=project,
+        context={"bonuses": ids},
+    )
     apply_bonus_setup(op)
 
 
@@ -341,8 +399,9 @@ def apply_bonus_setup(op: ProlificOperation) -> int:
     bulk_id = op.response.get("id") if isinstance(op.response, dict) else None
     if not bulk_id:
         return 0
-    return ProlificBonus.objects.filter(pk__in=op.context.get("bonuses", []), status=ProlificBonus.Status.PLANNED) \
-        .update(status=ProlificBonus.Status.SET_UP, bulk_id=bulk_id)
+    return ProlificBonus.objects.filter(
+        pk__in=op.context.get("bonuses", []), status=ProlificBonus.Status.PLANNED
+    ).update(status=ProlificBonus.Status.SET_UP, bulk_id=bulk_id)
 
 
 def _find_paid(op: ProlificOperation):
@@ -350,8 +409,9 @@ def _find_paid(op: ProlificOperation):
     asynchronously, so "not there yet" cannot tell: :data:`prolific.client.UNKNOWN`."""
     bonuses = list(ProlificBonus.objects.filter(pk__in=op.context.get("bonuses", [])).select_related("submission"))
     for submission_id in {b.submission.submission_id for b in bonuses}:
-        paid = Counter(int(round(float(x))) for x in ((get(f"submissions/{submission_id}/") or {})
-                                                      .get("bonus_payments") or []))
+        paid = Counter(
+            int(round(float(x))) for x in ((get(f"submissions/{submission_id}/") or {}).get("bonus_payments") or [])
+        )
         want = Counter(b.amount_cents for b in bonuses if b.submission.submission_id == submission_id)
         if any(paid[amount] < count for amount, count in want.items()):
             return UNKNOWN
@@ -362,19 +422,36 @@ def pay_bonuses(project: Project, cfg: ProlificStudy) -> int:
     """Set up the planned bonuses (one bulk record), then pay each set-up record once."""
     set_up_bonuses(project, cfg)
     paid = 0
-    for bulk_id in (ProlificBonus.objects.filter(project=project, status=ProlificBonus.Status.SET_UP)
-                    .order_by("bulk_id").values_list("bulk_id", flat=True).distinct()):
-        ids = list(ProlificBonus.objects.filter(project=project, bulk_id=bulk_id, status=ProlificBonus.Status.SET_UP)
-                   .order_by("pk").values_list("pk", flat=True))
-        op = call_once(f"bonus-pay:{bulk_id}", "bonus_pay", "POST", f"bulk-bonus-payments/{bulk_id}/pay/", None,
-                       project=project, repeatable=False, already_done=_find_paid, context={"bonuses": ids})
+    for bulk_id in (
+        ProlificBonus.objects.filter(project=project, status=ProlificBonus.Status.SET_UP)
+        .order_by("bulk_id")
+        .values_list("bulk_id", flat=True)
+        .distinct()
+    ):
+        ids = list(
+            ProlificBonus.objects.filter(project=project, bulk_id=bulk_id, status=ProlificBonus.Status.SET_UP)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        op = call_once(
+            f"bonus-pay:{bulk_id}",
+            "bonus_pay",
+            "POST",
+            f"bulk-bonus-payments/{bulk_id}/pay/",
+            None,
+            project=project,
+            repeatable=False,
+            already_done=_find_paid,
+            context={"bonuses": ids},
+        )
         paid += apply_bonus_pay(op)
     return paid
 
 
 def apply_bonus_pay(op: ProlificOperation) -> int:
-    return ProlificBonus.objects.filter(pk__in=op.context.get("bonuses", []), status=ProlificBonus.Status.SET_UP) \
-        .update(status=ProlificBonus.Status.PAID, paid_at=timezone.now())
+    return ProlificBonus.objects.filter(
+        pk__in=op.context.get("bonuses", []), status=ProlificBonus.Status.SET_UP
+    ).update(status=ProlificBonus.Status.PAID, paid_at=timezone.now())
 
 
 # --- pending calls --------------------------------------------------------------------------------
@@ -386,8 +463,13 @@ def _find_created(op: ProlificOperation):
 # each logged call's local effect (applied after it is done, also when a later sync resumes it) and, for the calls
 # that are not safe to repeat, how an interrupted one is looked up on Prolific
 APPLY = {
-    "create_study": apply_create, "transition": apply_transition, "places": apply_places,
-    "approve": apply_approve, "reject": apply_reject, "bonus_setup": apply_bonus_setup, "bonus_pay": apply_bonus_pay,
+    "create_study": apply_create,
+    "transition": apply_transition,
+    "places": apply_places,
+    "approve": apply_approve,
+    "reject": apply_reject,
+    "bonus_setup": apply_bonus_setup,
+    "bonus_pay": apply_bonus_pay,
 }
 ALREADY = {"bonus_pay": _find_paid, "create_study": _find_created}
 
@@ -399,8 +481,17 @@ def resume_pending(project: Project, report: SyncReport) -> None:
         if op.operation not in APPLY:
             continue
         try:
-            done = call_once(op.key, op.operation, op.method, op.path, op.request.get("body"), project=project,
-                             repeatable=op.repeatable, already_done=ALREADY.get(op.operation), context=op.context)
+            done = call_once(
+                op.key,
+                op.operation,
+                op.method,
+                op.path,
+                op.request.get("body"),
+                project=project,
+                repeatable=op.repeatable,
+                already_done=ALREADY.get(op.operation),
+                context=op.context,
+            )
         except ProlificError as exc:
             report.errors.append(str(exc))
             continue
@@ -507,10 +598,18 @@ def cost_so_far(project: Project) -> dict:
     """Rewards of approved submissions and bonuses paid (cents, without Prolific's fees)."""
     cfg = ProlificStudy.objects.filter(project=project).first()
     reward = reward_cents(cfg)[0] if cfg else 0
-    approved = ProlificSubmission.objects.filter(project=project).filter(
-        Q(review_sent="approve") | Q(status="APPROVED")).count()
+    approved = (
+        ProlificSubmission.objects.filter(project=project)
+        .filter(Q(review_sent="approve") | Q(status="APPROVED"))
+        .count()
+    )
     bonuses = ProlificBonus.objects.filter(project=project)
     paid = bonuses.filter(status=ProlificBonus.Status.PAID).aggregate(s=Sum("amount_cents"))["s"] or 0
     pending = bonuses.exclude(status=ProlificBonus.Status.PAID).aggregate(s=Sum("amount_cents"))["s"] or 0
-    return {"approved": approved, "rewards_cents": approved * reward, "bonuses_cents": paid,
-            "pending_bonuses_cents": pending, "total_cents": approved * reward + paid}
+    return {
+        "approved": approved,
+        "rewards_cents": approved * reward,
+        "bonuses_cents": paid,
+        "pending_bonuses_cents": pending,
+        "total_cents": approved * reward + paid,
+    }

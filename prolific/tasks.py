@@ -1,5 +1,6 @@
 """Celery tasks of the Prolific integration: one-line calls into services; safe to retry (every Prolific call is
 logged under a unique key before it is made, see prolific.client.call_once)."""
+
 from celery import shared_task
 
 from annotation.models import Project

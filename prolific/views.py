@@ -3,6 +3,7 @@
 Thin views: who a participant is (:mod:`prolific.entry`), publishing (:mod:`prolific.publishing`), syncing
 (:mod:`prolific.sync`, as a Celery job) and webhooks (:mod:`prolific.webhooks`) are services.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -37,12 +38,16 @@ def start(request, slug: str):
     q = request.GET
     current = request.user if request.user.is_authenticated else identity.remembered_user(request)
     try:
-        came = entry.enter(project, pid=q.get("PROLIFIC_PID", "").strip(), study_id=q.get("STUDY_ID", "").strip(),
-                           session_id=q.get("SESSION_ID", "").strip(), current_user=current,
-                           client=client_address(request))
+        came = entry.enter(
+            project,
+            pid=q.get("PROLIFIC_PID", "").strip(),
+            study_id=q.get("STUDY_ID", "").strip(),
+            session_id=q.get("SESSION_ID", "").strip(),
+            current_user=current,
+            client=client_address(request),
+        )
     except entry.EntryRefused as exc:
-        return render(request, "prolific/notice.html", {"heading": exc.heading, "lines": exc.lines},
-                      status=exc.status)
+        return render(request, "prolific/notice.html", {"heading": exc.heading, "lines": exc.lines}, status=exc.status)
     if not request.user.is_authenticated or request.user.pk != came.user.pk:
         login(request, came.user, backend="django.contrib.auth.backends.ModelBackend")
     annotation_services.admit_worker(project, annotation_services.worker_for_user(came.user), via="prolific")
@@ -71,8 +76,16 @@ PANEL_ACTIONS = ("settings", "create", "publish", "pause", "start", "add_places"
 def _panel(request, project, *, form=None, status=200):
     cfg = ProlificStudy.objects.filter(project=project).first()
     if form is None:
-        form = StudySettingsForm(instance=cfg) if cfg else StudySettingsForm(initial={
-            "name": project.name, "estimated_minutes": max(1, round((project.time_estimate_seconds or 600) / 60))})
+        form = (
+            StudySettingsForm(instance=cfg)
+            if cfg
+            else StudySettingsForm(
+                initial={
+                    "name": project.name,
+                    "estimated_minutes": max(1, round((project.time_estimate_seconds or 600) / 60)),
+                }
+            )
+        )
     preview, preview_error = None, ""
     if cfg is not None:
         try:
@@ -80,17 +93,32 @@ def _panel(request, project, *, form=None, status=200):
         except FieldError as exc:
             preview_error = str(exc)
     operations = ProlificOperation.objects.filter(project=project)
-    return render(request, "prolific/panel.html", {
-        "project": project, "cfg": cfg, "form": form, "preview": preview, "preview_error": preview_error,
-        "token_set": bool(settings.PROLIFIC_API_TOKEN), "entry_url": publishing.entry_url(project),
-        "webhook_url": webhooks.webhook_url(), "webhook_secret_set": bool(settings.ARGORA_PROLIFIC_WEBHOOK_SECRET),
-        "submissions": ProlificSubmission.objects.filter(project=project).select_related("session")
-        .prefetch_related("assignments").order_by("-id")[:200],
-        "sessions": ProlificSession.objects.filter(project=project).count(),
-        "bonuses": ProlificBonus.objects.filter(project=project).select_related("submission").order_by("-id")[:100],
-        "operations": operations[:50], "pending_ops": operations.exclude(status="done").count(),
-        "cost": sync.cost_so_far(project), "floor": publishing.money(publishing.floor_cents()),
-    }, status=status)
+    return render(
+        request,
+        "prolific/panel.html",
+        {
+            "project": project,
+            "cfg": cfg,
+            "form": form,
+            "preview": preview,
+            "preview_error": preview_error,
+            "token_set": bool(settings.PROLIFIC_API_TOKEN),
+            "entry_url": publishing.entry_url(project),
+            "webhook_url": webhooks.webhook_url(),
+            "webhook_secret_set": bool(settings.ARGORA_PROLIFIC_WEBHOOK_SECRET),
+            "submissions": ProlificSubmission.objects.filter(project=project)
+            .select_related("session")
+            .prefetch_related("assignments")
+            .order_by("-id")[:200],
+            "sessions": ProlificSession.objects.filter(project=project).count(),
+            "bonuses": ProlificBonus.objects.filter(project=project).select_related("submission").order_by("-id")[:100],
+            "operations": operations[:50],
+            "pending_ops": operations.exclude(status="done").count(),
+            "cost": sync.cost_so_far(project),
+            "floor": publishing.money(publishing.floor_cents()),
+        },
+        status=status,
+    )
 
 
 @expert_required
@@ -105,8 +133,10 @@ def panel(request, slug: str):
         return redirect("prolific:panel", slug=slug)
     if action == "settings":
         # the form fills a copy in memory (fields left out of the POST keep their value); the service saves it
-        form = StudySettingsForm(request.POST, instance=ProlificStudy.objects.filter(project=project).first()
-                                 or ProlificStudy(project=project))
+        form = StudySettingsForm(
+            request.POST,
+            instance=ProlificStudy.objects.filter(project=project).first() or ProlificStudy(project=project),
+        )
         if not form.is_valid():
             return _panel(request, project, form=form, status=400)
         try:
@@ -154,6 +184,7 @@ def _act(request, project, action):
         n = len(sync.plan_wage_topups(project))
         messages.success(request, f"planned {n} wage top-up bonus(es); the next sync pays them")
     elif action == "bonus":
-        bonus = sync.grant_bonus(project, post.get("submission", "").strip(), post.get("amount_cents", ""),
-                                 post.get("reason", ""))
+        bonus = sync.grant_bonus(
+            project, post.get("submission", "").strip(), post.get("amount_cents", ""), post.get("reason", "")
+        )
         messages.success(request, f"bonus of {publishing.money(bonus.amount_cents)} planned; the next sync pays it")

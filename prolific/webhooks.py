@@ -13,6 +13,7 @@ written): text, no longer than its column.
 Acting: ``submission.status.change`` updates the submission row; RETURNED or TIMED-OUT gives the participant's
 places back at once (:func:`prolific.sync.release`); ``study.status.change`` updates the study's status.
 """
+
 from __future__ import annotations
 
 import base64
@@ -107,12 +108,20 @@ def read_event(payload: dict) -> dict:
     ``resource_id`` for the two events acted on) and ``participant_id``."""
     event_type = _text(payload, "event_type", _longest(ProlificWebhookEvent, "event_type"))
     status_column = ProlificStudy if event_type == "study.status.change" else ProlificSubmission
-    event = {"event_type": event_type,
-             "resource_id": _text(payload, "resource_id", min(_longest(ProlificSubmission, "submission_id"),
-                                                              _longest(ProlificStudy, "study_id"),
-                                                              _longest(ProlificWebhookEvent, "resource_id"))),
-             "status": _text(payload, "status", _longest(status_column, "status")).upper(),
-             "participant_id": _text(payload, "participant_id", _longest(ProlificSession, "participant_id"))}
+    event = {
+        "event_type": event_type,
+        "resource_id": _text(
+            payload,
+            "resource_id",
+            min(
+                _longest(ProlificSubmission, "submission_id"),
+                _longest(ProlificStudy, "study_id"),
+                _longest(ProlificWebhookEvent, "resource_id"),
+            ),
+        ),
+        "status": _text(payload, "status", _longest(status_column, "status")).upper(),
+        "participant_id": _text(payload, "participant_id", _longest(ProlificSession, "participant_id")),
+    }
     if event_type in EVENTS:
         for name in ("resource_id", "status"):
             if not event[name]:
@@ -140,8 +149,12 @@ def receive(body: bytes, headers) -> str:
         try:
             with transaction.atomic():  # the row first: a twin delivery waits on it here, then finds it
                 row = ProlificWebhookEvent.objects.create(
-                    event_id=event_id or None, delivery=key, event_type=event["event_type"],
-                    resource_id=event["resource_id"], payload=payload)
+                    event_id=event_id or None,
+                    delivery=key,
+                    event_type=event["event_type"],
+                    resource_id=event["resource_id"],
+                    payload=payload,
+                )
         except IntegrityError:
             return "this delivery was handled already (a replay, or the same event under another X-Event-ID)"
         outcome = handle(event)
@@ -164,9 +177,14 @@ def handle(event: dict) -> str:
         session = (session.filter(participant_id=pid) if pid else session).order_by("started_at", "pk").first()
         if session is None:
             return f"submission {resource_id}: no Argora session has it; nothing to do"
-        rec = ProlificSubmission.objects.create(project_id=session.project_id, submission_id=resource_id,
-                                                participant_id=session.participant_id, study_id=session.study_id,
-                                                status=status, session=session)
+        rec = ProlificSubmission.objects.create(
+            project_id=session.project_id,
+            submission_id=resource_id,
+            participant_id=session.participant_id,
+            study_id=session.study_id,
+            status=status,
+            session=session,
+        )
     else:
         ProlificSubmission.objects.filter(pk=rec.pk).update(status=status)
         rec.status = status
@@ -180,8 +198,13 @@ def webhook_url() -> str:
     return settings.ARGORA_PUBLIC_URL.rstrip("/") + reverse("prolific:webhook")
 
 
-def register(*, workspace_id: str = "", target_url: str = "", new_secret: bool = False,
-             events: tuple[str, ...] = ("submission.status.change",)) -> dict:
+def register(
+    *,
+    workspace_id: str = "",
+    target_url: str = "",
+    new_secret: bool = False,
+    events: tuple[str, ...] = ("submission.status.change",),
+) -> dict:
     """Subscribe this site's webhook endpoint to ``events`` in a Prolific workspace (create the secret first when
     none is configured or ``new_secret``; confirm each subscription with its ``X-Hook-Secret``). Logged and
     idempotent. Returns ``{"secret": new secret or None, "subscriptions": [ids], "target_url"}``: a new secret is
@@ -191,29 +214,42 @@ def register(*, workspace_id: str = "", target_url: str = "", new_secret: bool =
         raise FieldError("workspace", "give the Prolific workspace id (--workspace or ARGORA_PROLIFIC_WORKSPACE_ID)")
     target = (target_url or webhook_url()).strip()
     if not target.startswith("https://"):
-        raise FieldError("target_url", f"{target!r} is not HTTPS; Prolific only calls public https:// URLs (set "
-                                       "ARGORA_PUBLIC_URL)")
+        raise FieldError(
+            "target_url", f"{target!r} is not HTTPS; Prolific only calls public https:// URLs (set ARGORA_PUBLIC_URL)"
+        )
     unknown = set(events) - set(EVENTS)
     if unknown:
         raise FieldError("event", f"{sorted(unknown)[0]!r}: choose from {', '.join(EVENTS)}")
     out = {"secret": None, "subscriptions": [], "target_url": target}
     if new_secret or not settings.ARGORA_PROLIFIC_WEBHOOK_SECRET:
-        seq = ProlificOperation.objects.filter(key__startswith=f"hook-secret:{workspace_id}:",
-                                               status=ProlificOperation.Status.DONE).count()
-        op = call_once(f"hook-secret:{workspace_id}:{seq}", "hook_secret", "POST", "hooks/secrets/",
-                       {"workspace_id": workspace_id}, redact=("value",))
+        seq = ProlificOperation.objects.filter(
+            key__startswith=f"hook-secret:{workspace_id}:", status=ProlificOperation.Status.DONE
+        ).count()
+        op = call_once(
+            f"hook-secret:{workspace_id}:{seq}",
+            "hook_secret",
+            "POST",
+            "hooks/secrets/",
+            {"workspace_id": workspace_id},
+            redact=("value",),
+        )
         out["secret"] = op.response.get("value") if isinstance(op.response, dict) else None
     digest = hashlib.sha256(target.encode()).hexdigest()[:16]
     for event in events:
-        op = call_once(f"hook-subscribe:{workspace_id}:{event}:{digest}", "hook_subscribe", "POST",
-                       "hooks/subscriptions/", {"workspace_id": workspace_id, "event_type": event,
-                                                "target_url": target})
+        op = call_once(
+            f"hook-subscribe:{workspace_id}:{event}:{digest}",
+            "hook_subscribe",
+            "POST",
+            "hooks/subscriptions/",
+            {"workspace_id": workspace_id, "event_type": event, "target_url": target},
+        )
         data = op.response if isinstance(op.response, dict) else {}
         sub = data if data.get("id") else (data.get("results") or [{}])[0]
         sub_id, hook_secret = sub.get("id"), data.get("_x_hook_secret") or sub.get("secret")
         if not sub_id or not hook_secret:
             raise FieldError("subscription", f"Prolific's answer has no subscription id or X-Hook-Secret: {data}")
-        call_once(f"hook-confirm:{sub_id}", "hook_confirm", "POST", f"hooks/subscriptions/{sub_id}/",
-                  {"secret": hook_secret})
+        call_once(
+            f"hook-confirm:{sub_id}", "hook_confirm", "POST", f"hooks/subscriptions/{sub_id}/", {"secret": hook_secret}
+        )
         out["subscriptions"].append(sub_id)
     return out

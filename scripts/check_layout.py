@@ -21,6 +21,7 @@ Rules (see DESIGN.md, "Layout"):
    ones), except a Celery ``tasks`` module and a module it calls that queues it back.
 7. No module of ``annotation/`` is over 600 lines.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,9 +33,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS = ("argora", "corpus", "annotation", "ml", "mturk", "prolific")
-BELOW = {"argora": set(), "corpus": {"argora"}, "annotation": {"argora", "corpus"},
-         "ml": {"argora", "corpus", "annotation"}, "mturk": {"argora", "corpus", "annotation"},
-         "prolific": {"argora", "corpus", "annotation"}}
+BELOW = {
+    "argora": set(),
+    "corpus": {"argora"},
+    "annotation": {"argora", "corpus"},
+    "ml": {"argora", "corpus", "annotation"},
+    "mturk": {"argora", "corpus", "annotation"},
+    "prolific": {"argora", "corpus", "annotation"},
+}
 SKIP_PARTS = {"migrations", "__pycache__"}
 LOCAL_IMPORT_LIMIT = 60
 
@@ -55,7 +61,7 @@ def resolve(path: Path, node: ast.ImportFrom) -> str:
     package = module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    base = package[:len(package) - node.level + 1]
+    base = package[: len(package) - node.level + 1]
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -68,8 +74,13 @@ def registered_names(task_type_file: Path) -> set[str]:
     """The ``name = "..."`` of the TaskType classes in a task_type module (constants followed one step)."""
     tree = ast.parse(task_type_file.read_text(encoding="utf-8"))
     package = ast.parse((task_type_file.parent / "__init__.py").read_text(encoding="utf-8"))
-    consts = {t.id: n.value.value for n in package.body + tree.body if isinstance(n, ast.Assign)
-              for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+    consts = {
+        t.id: n.value.value
+        for n in package.body + tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)
+    }
     names = set()
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         for stmt in cls.body:
@@ -85,8 +96,9 @@ def registered_names(task_type_file: Path) -> set[str]:
 def is_engine(rel: Path) -> bool:
     """Engine files; an app's ``demo.py`` (its demo data for ``make demo``) may name the task type it demonstrates."""
     parts = rel.parts
-    return rel.name != "demo.py" and (parts[0] in ("corpus", "argora")
-                                      or (parts[0] == "annotation" and "task_types" not in parts))
+    return rel.name != "demo.py" and (
+        parts[0] in ("corpus", "argora") or (parts[0] == "annotation" and "task_types" not in parts)
+    )
 
 
 # --- rule 5: every write of annotation/ (engine and task types) in a named service module ---------------------------
@@ -97,9 +109,26 @@ WRITE_SCOPE = ("annotation",)
 ORM_WRITES = {"update", "delete", "create", "bulk_create", "bulk_update", "get_or_create", "update_or_create"}
 ALWAYS_WRITES = {"bulk_create", "bulk_update", "get_or_create", "update_or_create"}
 RELATED_WRITES = {"create", "add", "remove", "clear", "set"}  # on a related manager: ``a.b.<method>(...)``
-QUERYSET_STEPS = {"objects", "filter", "exclude", "all", "select_for_update", "using", "order_by", "only", "defer",
-                  "select_related", "prefetch_related", "annotate", "values", "distinct", "none", "get_queryset",
-                  "_base_manager", "_default_manager"}
+QUERYSET_STEPS = {
+    "objects",
+    "filter",
+    "exclude",
+    "all",
+    "select_for_update",
+    "using",
+    "order_by",
+    "only",
+    "defer",
+    "select_related",
+    "prefetch_related",
+    "annotate",
+    "values",
+    "distinct",
+    "none",
+    "get_queryset",
+    "_base_manager",
+    "_default_manager",
+}
 SQL_WRITE = re.compile(r"^\s*(WITH\b.*?\)\s*)?(INSERT|UPDATE|DELETE|MERGE)\b", re.I | re.S)
 
 
@@ -157,8 +186,14 @@ def orm_writes(tree: ast.AST) -> list[tuple[int, str]]:
     is a model's own override), a queryset's ``update`` / ``delete`` / ``create``, ``bulk_create`` / ``bulk_update``
     / ``get_or_create`` / ``update_or_create``, a related manager's ``create`` / ``add`` / ``remove`` / ``clear`` /
     ``set`` (``a.b.add(...)``: two names before it), and ``execute`` of INSERT / UPDATE / DELETE SQL."""
-    consts = {n.targets[0].id: s for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
-              and isinstance(n.targets[0], ast.Name) and (s := _text(n.value, {})) is not None}
+    consts = {
+        n.targets[0].id: s
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and (s := _text(n.value, {})) is not None
+    }
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -195,8 +230,13 @@ def check_writes(files: list[Path], modules: dict[str, str]) -> list[str]:
 def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     """Every import that runs (module level or in a function), not those under ``if TYPE_CHECKING:``."""
     nodes = list(ast.walk(tree))
-    skipped = {id(sub) for n in nodes if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n.test)
-               for stmt in n.body for sub in ast.walk(stmt)}
+    skipped = {
+        id(sub)
+        for n in nodes
+        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n.test)
+        for stmt in n.body
+        for sub in ast.walk(stmt)
+    }
     return [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skipped]
 
 
@@ -229,8 +269,9 @@ def _is_task_pair(a: str, b: str) -> bool:
 def import_cycles(graph: dict[str, dict[str, int]]) -> list[tuple[list[str], list[str]]]:
     """The strongly connected groups of more than one module (Tarjan), after dropping the task <-> service pairs;
     each as one shortest circle through its first module, then the group's other members."""
-    edges = {a: {b for b in targets if not (a in graph.get(b, {}) and _is_task_pair(a, b))}
-             for a, targets in graph.items()}
+    edges = {
+        a: {b for b in targets if not (a in graph.get(b, {}) and _is_task_pair(a, b))} for a, targets in graph.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -313,8 +354,10 @@ def check_lengths(files: list[Path]) -> list[str]:
         if rel.parts[0] in LENGTH_SCOPE:
             n = len(path.read_text(encoding="utf-8").splitlines())
             if n > MAX_MODULE_LINES:
-                problems.append(f"{rel}: {n} lines (a module of {rel.parts[0]}/ has at most {MAX_MODULE_LINES}; "
-                                f"split it by concern)")
+                problems.append(
+                    f"{rel}: {n} lines (a module of {rel.parts[0]}/ has at most {MAX_MODULE_LINES}; "
+                    f"split it by concern)"
+                )
     return problems
 
 
@@ -324,8 +367,10 @@ def check() -> tuple[list[str], dict]:
     for name, folder in names.items():
         found = registered_names(folder / "task_type.py")
         if found != {name}:
-            problems.append(f"{folder.relative_to(ROOT)}/task_type.py: registers {sorted(found)}, expected "
-                            f"[{name!r}] (the package is named after its task type)")
+            problems.append(
+                f"{folder.relative_to(ROOT)}/task_type.py: registers {sorted(found)}, expected "
+                f"[{name!r}] (the package is named after its task type)"
+            )
     quoted = re.compile(r"[\"'](" + "|".join(map(re.escape, names)) + r")[\"']") if names else None
     local, unexplained = 0, []
     for path in source_files():
@@ -342,8 +387,9 @@ def check() -> tuple[list[str], dict]:
                     problems.append(f"{rel}:{number}: the engine names the task type {m.group(1)!r}")
         imported_from: dict[str, str] = {}  # local name -> app of the module it names
         functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        in_function = {id(sub) for f in functions for sub in ast.walk(f)
-                       if isinstance(sub, (ast.Import, ast.ImportFrom))}
+        in_function = {
+            id(sub) for f in functions for sub in ast.walk(f) if isinstance(sub, (ast.Import, ast.ImportFrom))
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 target = resolve(path, node)
@@ -369,23 +415,36 @@ def check() -> tuple[list[str], dict]:
                 if "#" not in lines[node.lineno - 1]:
                     unexplained.append(f"{rel}:{node.lineno}")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 dep = imported_from.get(node.value.id)
                 if dep is not None and dep != app:
-                    problems.append(f"{rel}:{node.lineno}: reads the private name {node.value.id}.{node.attr} "
-                                    f"of another app")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
-                    and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) \
-                    and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_"):
+                    problems.append(
+                        f"{rel}:{node.lineno}: reads the private name {node.value.id}.{node.attr} of another app"
+                    )
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Name)
+                and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_")
+            ):
                 dep = imported_from.get(node.args[0].id)
                 if dep is not None and dep != app:
-                    problems.append(f"{rel}:{node.lineno}: getattr of the private name {node.args[1].value!r} "
-                                    f"of another app")
+                    problems.append(
+                        f"{rel}:{node.lineno}: getattr of the private name {node.args[1].value!r} of another app"
+                    )
     if local >= LOCAL_IMPORT_LIMIT:
         problems.append(f"{local} function-local imports of project modules (the limit is {LOCAL_IMPORT_LIMIT})")
-    problems += [f"{where}: a function-local import of a project module without a comment saying why"
-                 for where in unexplained]
+    problems += [
+        f"{where}: a function-local import of a project module without a comment saying why" for where in unexplained
+    ]
     files = source_files()
     problems += check_writes(files, service_modules())
     problems += check_cycles(files)
@@ -397,8 +456,10 @@ def main() -> int:
     problems, figures = check()
     for line in problems:
         print(line)
-    print(f"layout: {len(figures['task_types'])} task types ({', '.join(figures['task_types'])}); "
-          f"{figures['local_imports']} function-local project imports; {len(problems)} problem(s)")
+    print(
+        f"layout: {len(figures['task_types'])} task types ({', '.join(figures['task_types'])}); "
+        f"{figures['local_imports']} function-local project imports; {len(problems)} problem(s)"
+    )
     return 1 if problems else 0
 
 

@@ -1,4 +1,5 @@
 """Exit 0 when PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) both answer, 1 otherwise."""
+
 import os
 import socket
 import sys

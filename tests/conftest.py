@@ -1,5 +1,6 @@
 """Shared fixtures. The suite runs on whatever DATABASE_URL / CELERY_BROKER_URL say (SQLite + filesystem
 broker by default; `make test` runs it again on PostgreSQL + Redis when they answer)."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # broker, and those whose outcome does not depend on the database engine (:func:`database_engine_matters`), already
 # ran in the first (SQLite) run.
 ENV_DATABASE_ONLY = "ARGORA_TESTS_DATABASE_ONLY"
-DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
-                     "django_db_serialized_rollback"}
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
 
 
 def reaches_database_or_broker(item) -> bool:
@@ -68,6 +74,7 @@ def long_modules_first(items: list) -> list:
     ``worker`` test, then the rest, each module's tests in their order: ``--dist loadfile`` hands whole modules out
     in this order, so the longest start first and the two processes finish together instead of one waiting on the
     last model-training module."""
+
     def module(item):
         return item.nodeid.split("::")[0]
 

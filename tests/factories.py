@@ -10,6 +10,7 @@ and a change to the engine's rules reaches every test at once::
     worker = WorkerFactory()                                         # a Worker of a new Django user
     hits = HITFactory.create_batch(2, project=project)               # bare HIT rows (reading-side tests)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -81,8 +82,18 @@ class ProjectFactory(DjangoModelFactory):
     status = Project.Status.ACTIVE
 
     @classmethod
-    def _create(cls, model_class, *args, items: int | list = 10, gold: int | list = 0, build: bool = True,
-                text: str = "s{i}", topic: str = "t", gold_expected: dict | None = None, **kwargs: Any) -> Project:
+    def _create(
+        cls,
+        model_class,
+        *args,
+        items: int | list = 10,
+        gold: int | list = 0,
+        build: bool = True,
+        text: str = "s{i}",
+        topic: str = "t",
+        gold_expected: dict | None = None,
+        **kwargs: Any,
+    ) -> Project:
         project = services.create_project(**kwargs)
         payloads = sentence_payloads(items, text=text, topic=topic) if isinstance(items, int) else list(items)
         golds = gold_rows(gold, expected=gold_expected, topic=topic) if isinstance(gold, int) else list(gold)

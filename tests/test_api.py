@@ -1,4 +1,5 @@
 """The corpus REST API: auth, filtering, pagination, staff-only writes, field-named 400s, and the schema guard."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,23 +36,26 @@ def staff_api(staff_user):
 
 @pytest.fixture
 def topics():
-    return (Topic.objects.create(name="Nuclear energy", synonyms=["nuclear power"]),
-            Topic.objects.create(name="Gun control"))
+    return (
+        Topic.objects.create(name="Nuclear energy", synonyms=["nuclear power"]),
+        Topic.objects.create(name="Gun control"),
+    )
 
 
 def make_sentence(topic, text, stance="none"):
-    return Sentence.objects.create(topic=topic, text=text, stance=stance,
-                                   content_hash=hashing.sentence_hash(topic.name, text))
+    return Sentence.objects.create(
+        topic=topic, text=text, stance=stance, content_hash=hashing.sentence_hash(topic.name, text)
+    )
 
 
 def make_fact(topic, text, **fields):
-    return FactVariable.objects.create(topic=topic, text=text, content_hash=hashing.fact_hash(topic.name, text),
-                                       **fields)
+    return FactVariable.objects.create(
+        topic=topic, text=text, content_hash=hashing.fact_hash(topic.name, text), **fields
+    )
 
 
 # --- authentication -----------------------------------------------------------------------------
-@pytest.mark.parametrize("url", ["/api/topics/", "/api/sentences/", "/api/facts/", "/api/debates/",
-                                 "/api/releases/"])
+@pytest.mark.parametrize("url", ["/api/topics/", "/api/sentences/", "/api/facts/", "/api/debates/", "/api/releases/"])
 def test_anonymous_is_refused(url):
     assert APIClient().get(url).status_code in (401, 403)
 
@@ -60,8 +64,9 @@ def test_token_obtained_with_password_authenticates_a_plain_client(user, topics)
     client = Client()
     bad = client.post("/api/auth/token/", {"username": "worker", "password": "wrong"})
     assert bad.status_code == 400
-    response = client.post("/api/auth/token/", {"username": "worker", "password": "pw-worker-123"},
-                           content_type="application/json")
+    response = client.post(
+        "/api/auth/token/", {"username": "worker", "password": "pw-worker-123"}, content_type="application/json"
+    )
     assert response.status_code == 200
     token = response.json()["token"]
     assert client.get("/api/topics/").status_code in (401, 403)  # the token was not a login
@@ -161,7 +166,8 @@ def test_sentences_are_paginated_in_id_order(api, topics, settings):
     page_size = settings.REST_FRAMEWORK["PAGE_SIZE"]
     Sentence.objects.bulk_create(
         Sentence(topic=topics[0], text=f"s{i}", content_hash=hashing.sentence_hash(topics[0].name, f"s{i}"))
-        for i in range(page_size + 3))
+        for i in range(page_size + 3)
+    )
     expected = list(Sentence.objects.order_by("id").values_list("id", flat=True))
     first = api.get("/api/sentences/").json()
     assert first["count"] == page_size + 3
@@ -174,8 +180,13 @@ def test_sentences_are_paginated_in_id_order(api, topics, settings):
 
 def test_staff_creates_a_sentence_with_its_content_hash(api, staff_api, topics):
     nuclear = topics[0]
-    body = {"topic": "nuclear energy", "text": "Nuclear  power is clean.", "stance": "pro", "source": "ukp",
-            "metadata": {"annotators": 3}}
+    body = {
+        "topic": "nuclear energy",
+        "text": "Nuclear  power is clean.",
+        "stance": "pro",
+        "source": "ukp",
+        "metadata": {"annotators": 3},
+    }
     assert api.post("/api/sentences/", body, format="json").status_code == 403
     created = staff_api.post("/api/sentences/", body, format="json")
     assert created.status_code == 201, created.content
@@ -237,8 +248,9 @@ def test_facts_filter_create_and_update(api, staff_api, topics):
     assert fact.content_hash == hashing.fact_hash("Nuclear energy", "Uranium reserves are finite.")
     duplicate = staff_api.patch(f"/api/facts/{fact.pk}/", {"text": seed.text}, format="json")
     assert duplicate.status_code == 400 and "text" in duplicate.json()
-    cross_topic = staff_api.patch(f"/api/facts/{fact.pk}/", {"merged_into": other.pk, "status": "merged"},
-                                  format="json")
+    cross_topic = staff_api.patch(
+        f"/api/facts/{fact.pk}/", {"merged_into": other.pk, "status": "merged"}, format="json"
+    )
     assert cross_topic.status_code == 400 and "merged_into" in cross_topic.json()
     merged = staff_api.patch(f"/api/facts/{fact.pk}/", {"merged_into": seed.pk, "status": "merged"}, format="json")
     assert merged.status_code == 200
@@ -251,17 +263,20 @@ def test_debates_are_read_only_with_nested_nodes(api, staff_api, topics):
     tree = DebateTree.objects.create(title="Should we ban guns?", topic=topics[1], content_hash="t1")
     root = DebateNode.objects.create(tree=tree, path="1", text="We should ban guns.")
     child = DebateNode.objects.create(tree=tree, parent=root, path="1.1", depth=1, stance="pro", text="Fewer deaths.")
-    DebateNode.objects.create(tree=tree, parent=root, path="1.2", depth=1, stance="con", text="Fewer deaths.",
-                              reference_path="1.1")
+    DebateNode.objects.create(
+        tree=tree, parent=root, path="1.2", depth=1, stance="con", text="Fewer deaths.", reference_path="1.1"
+    )
     other = DebateTree.objects.create(title="Nuclear?", topic=topics[0], content_hash="t2")
 
     listed = api.get("/api/debates/").json()["results"]
     assert [(row["id"], row["node_count"]) for row in listed] == [(tree.pk, 3), (other.pk, 0)]
-    assert [row["id"] for row in api.get("/api/debates/", {"topic": "Nuclear energy"}).json()["results"]] == [
-        other.pk]
+    assert [row["id"] for row in api.get("/api/debates/", {"topic": "Nuclear energy"}).json()["results"]] == [other.pk]
     detail = staff_api.get(f"/api/debates/{tree.pk}/").json()
     assert [(n["path"], n["parent"], n["depth"], n["stance"]) for n in detail["nodes"]] == [
-        ("1", None, 0, "none"), ("1.1", root.pk, 1, "pro"), ("1.2", root.pk, 1, "con")]
+        ("1", None, 0, "none"),
+        ("1.1", root.pk, 1, "pro"),
+        ("1.2", root.pk, 1, "con"),
+    ]
     public = api.get(f"/api/debates/{tree.pk}/").json()  # a worker reads the texts, not the stances (labels)
     assert [(n["path"], n["text"]) for n in public["nodes"]][1] == ("1.1", "Fewer deaths.")
     assert not any("stance" in n for n in public["nodes"]) and "metadata" not in public
@@ -282,10 +297,16 @@ def test_releases_are_staff_only_and_list_files(api, staff_api, staff_user):
     assert api.get(f"/api/releases/{release.pk}/").status_code == 403
     row = staff_api.get("/api/releases/").json()["results"][0]
     assert (row["name"], row["version"], row["status"], row["creator"], row["config"]) == (
-        "arg-aspects", "1.0", "published", "expert", {"split": "fixed"})
+        "arg-aspects",
+        "1.0",
+        "published",
+        "expert",
+        {"split": "fixed"},
+    )
     assert [(f["name"], f["rows"], f["size"], f["url"]) for f in row["files"]] == [
         ("dev.jsonl", 2, 200, f"/releases/{release.pk}/files/dev.jsonl"),
-        ("train.jsonl", 10, 1234, f"/releases/{release.pk}/files/train.jsonl")]
+        ("train.jsonl", 10, 1234, f"/releases/{release.pk}/files/train.jsonl"),
+    ]
     assert staff_api.post("/api/releases/", {"name": "x", "version": "2"}, format="json").status_code == 405
 
 
@@ -296,8 +317,14 @@ def test_openapi_schema_validates_without_warnings(tmp_path):
     reset_generator_stats()
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
     schema = yaml.safe_load(out.read_text())
-    for path in ("/api/topics/", "/api/sentences/", "/api/facts/", "/api/debates/{id}/", "/api/releases/",
-                 "/api/auth/token/"):
+    for path in (
+        "/api/topics/",
+        "/api/sentences/",
+        "/api/facts/",
+        "/api/debates/{id}/",
+        "/api/releases/",
+        "/api/auth/token/",
+    ):
         assert path in schema["paths"], path
     params = {p["name"] for p in schema["paths"]["/api/sentences/"]["get"]["parameters"]}
     assert {"topic", "stance", "search", "page"} <= params

@@ -1,6 +1,7 @@
 """Keyset (cursor) pagination of ``/api/sentences/`` (issue 25, :mod:`argora.pagination`): a cursor page and the last
 page run no OFFSET and no COUNT(*); walking the next links yields every row once, in id order, and so does walking
 back from the last page; filters hold across pages; a forged cursor is HTTP 400 naming ``cursor``."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
@@ -30,8 +31,14 @@ def sentence_ids(settings):
     assert settings.REST_FRAMEWORK["PAGE_SIZE"] == 50
     topics = [Topic.objects.create(name="Nuclear energy"), Topic.objects.create(name="Gun control")]
     Sentence.objects.bulk_create(
-        Sentence(topic=topics[i % 2], text=f"sentence {i}", stance=["pro", "con"][i % 2],
-                 content_hash=hashing.sentence_hash(topics[i % 2].name, f"sentence {i}")) for i in range(N))
+        Sentence(
+            topic=topics[i % 2],
+            text=f"sentence {i}",
+            stance=["pro", "con"][i % 2],
+            content_hash=hashing.sentence_hash(topics[i % 2].name, f"sentence {i}"),
+        )
+        for i in range(N)
+    )
     return list(Sentence.objects.order_by("id").values_list("id", flat=True))
 
 
@@ -78,8 +85,9 @@ def test_a_previous_link_is_the_page_before_and_filters_carry_over(api, sentence
     again, _ = _get(api, second["previous"])
     assert _ids(again) == _ids(first) == sentence_ids[:50] and again["previous"] is None
     staff = APIClient()
-    staff.force_authenticate(django_user_model.objects.create_user("boss", "b@example.org", "pw-boss-1234",
-                                                                    is_staff=True))
+    staff.force_authenticate(
+        django_user_model.objects.create_user("boss", "b@example.org", "pw-boss-1234", is_staff=True)
+    )
     pro = list(Sentence.objects.filter(stance="pro").order_by("id").values_list("id", flat=True))
     body, _ = _get(staff, "/api/sentences/", {"stance": "pro"})
     seen = _ids(body)

@@ -1,5 +1,6 @@
 """Every answer under /api/ is JSON -- a CSRF failure, a 400, 403, 404, 405 or 500, whether DRF or Django gives it --
 while the rest of the site keeps Django's HTML pages (argora.errors, the URLconf's handlers, CSRF_FAILURE_VIEW)."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,14 +22,22 @@ def _plain(exc):
         if exc is not None:
             raise exc
         return HttpResponse("ok")
+
     return view
 
 
 # this module is also the URLconf of the tests marked ``urls``: the site, plus plain views inside and outside /api/
 urlpatterns = [
-    *[path(f"{prefix}plain/{name}/", _plain(exc)) for prefix in ("api/", "")
-      for name, exc in (("ok", None), ("forbidden", PermissionDenied("not for you")),
-                        ("suspicious", SuspiciousOperation("odd")), ("broken", RuntimeError("boom")))],
+    *[
+        path(f"{prefix}plain/{name}/", _plain(exc))
+        for prefix in ("api/", "")
+        for name, exc in (
+            ("ok", None),
+            ("forbidden", PermissionDenied("not for you")),
+            ("suspicious", SuspiciousOperation("odd")),
+            ("broken", RuntimeError("boom")),
+        )
+    ],
     path("", include("argora.urls")),
 ]
 handler400, handler403, handler404, handler500 = (urls.handler400, urls.handler403, urls.handler404, urls.handler500)
@@ -41,9 +50,11 @@ def is_json(response) -> bool:
 @pytest.mark.urls(__name__)
 def test_django_errors_under_api_are_json_and_html_elsewhere():
     c = Client(raise_request_exception=False, enforce_csrf_checks=True)
-    for name, status, body in (("forbidden", 403, {"detail": "not for you"}),
-                               ("suspicious", 400, {"errors": {"request": "bad request"}}),
-                               ("broken", 500, {"detail": "Server error."})):
+    for name, status, body in (
+        ("forbidden", 403, {"detail": "not for you"}),
+        ("suspicious", 400, {"errors": {"request": "bad request"}}),
+        ("broken", 500, {"detail": "Server error."}),
+    ):
         r = c.get(f"/api/plain/{name}/")
         assert (r.status_code, is_json(r), r.json()) == (status, True, body), name
         page = c.get(f"/plain/{name}/")
@@ -107,14 +118,18 @@ def test_every_operation_documents_its_error_statuses():
     """One place (argora.schema.AutoSchema) documents what the shared layers answer: 400 everywhere, 403 where an
     authenticator or a permission decides, 404 where a path parameter names an object or a list is paged."""
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    operations = [(path, method, op) for path, ops in schema["paths"].items() for method, op in ops.items()
-                  if method in ("get", "post", "put", "patch", "delete")]
+    operations = [
+        (path, method, op)
+        for path, ops in schema["paths"].items()
+        for method, op in ops.items()
+        if method in ("get", "post", "put", "patch", "delete")
+    ]
     assert len(operations) > 20
-    for path, method, op in operations:
+    for route, method, op in operations:
         codes = set(op["responses"])
-        assert {"400", "403"} <= codes, (method, path, codes)
-        if "{" in path or any(p["name"] in ("page", "cursor") for p in op.get("parameters", [])):
-            assert "404" in codes, (method, path, codes)
+        assert {"400", "403"} <= codes, (method, route, codes)
+        if "{" in route or any(p["name"] in ("page", "cursor") for p in op.get("parameters", [])):
+            assert "404" in codes, (method, route, codes)
         assert not any(code.startswith("5") for code in codes)
     submit = schema["paths"]["/api/assignments/{id}/submit/"]["post"]["responses"]
     assert set(submit) == {"200", "400", "403", "404", "409"}  # the view's own 409 is kept

@@ -1,6 +1,7 @@
 """Schemathesis against ``/api/schema/`` (issue 22): generated requests to every operation, as staff and as a
 worker, give no server error and only responses the schema documents: their status code, content type and body.
 Bounded: a few examples per operation (about two minutes on two busy cores)."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,14 @@ def corpus_and_study(django_user_model):
     topic = Topic.objects.create(name="Nuclear energy")
     Sentence.objects.create(topic=topic, text="Reactors make waste.", stance="con", content_hash="s1")
     FactVariable.objects.create(topic=topic, text="Waste lasts long.", content_hash="f1")
-    project = services.create_project(name="Fuzz", slug="fuzz", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con"]}, items_per_hit=2)
+    project = services.create_project(
+        name="Fuzz",
+        slug="fuzz",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=2,
+    )
     services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(4)])
     services.build_hits(project)
 

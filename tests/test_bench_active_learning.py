@@ -1,5 +1,6 @@
 """bench/active_learning.py (issue 24): its core runs the three item orders on the same tiny data through the real
 allocation and retrain loop and reports each of them (the ratios' values are the bench's to measure, not checked)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -12,8 +13,15 @@ from annotation.models import Item, Project, Response
 pytestmark = [pytest.mark.slow]
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "active_learning.py"
-FAST = {"from_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32},
-        "lr": 3e-3, "head_lr": 3e-3, "batch_size": 8, "max_length": 40, "epochs": 2, "max_steps": 6}
+FAST = {
+    "from_config": {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32},
+    "lr": 3e-3,
+    "head_lr": 3e-3,
+    "batch_size": 8,
+    "max_length": 40,
+    "epochs": 2,
+    "max_steps": 6,
+}
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +36,25 @@ def bench():
 def test_core_reports_the_three_orders_on_the_same_data(bench, tmp_artifacts):
     pool, test = bench.synthetic_data(18, 20, seed=5)
     lines = []
-    result = bench.run(pool, test, seeds=(3,), target=1.0, r=3, items_per_hit=1, workers=3, noise=0.3,
-                       retrain_every=6, hyperparameters=FAST, say=lines.append)
+    result = bench.run(
+        pool,
+        test,
+        seeds=(3,),
+        target=1.0,
+        r=3,
+        items_per_hit=1,
+        workers=3,
+        noise=0.3,
+        retrain_every=6,
+        hyperparameters=FAST,
+        say=lines.append,
+    )
 
     assert list(result["orders"]) == ["random", "uncertainty", "disagreement"]
     assert set(result["ratios"]) == {"uncertainty / random", "disagreement / random"}
     for ratio in result["ratios"].values():  # one ratio per seed, from that seed's two studies side by side
         assert len(ratio["per_seed"]) == 1
-    assert [(r["order"], r["seed"]) for r in result["runs"]] == [
-        ("random", 3), ("uncertainty", 3), ("disagreement", 3)]
+    assert [(r["order"], r["seed"]) for r in result["runs"]] == [("random", 3), ("uncertainty", 3), ("disagreement", 3)]
     for run in result["runs"]:
         project = Project.objects.get(slug=run["project"])
         assert project.task_type == "aspect"
@@ -73,4 +91,4 @@ def test_file_data_reads_a_local_appf_file_and_drops_non_arguments(bench, tmp_pa
     assert len(pool) + len(test) == 39 and pool and test
     assert {r["text"] for r in pool}.isdisjoint(r["text"] for r in test)
     some = next(r for r in pool + test if r["spans"])
-    assert some["text"][some["spans"][0]["begin"]:some["spans"][0]["end"]]
+    assert some["text"][some["spans"][0]["begin"] : some["spans"][0]["end"]]

@@ -1,4 +1,5 @@
 """argora.clientaddr: X-Forwarded-For is believed only from ARGORA_TRUSTED_PROXIES, read from the right."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@ API, a 404, a 400, the admin, a static file from WhiteNoise, the API docs and th
 origin or the response's nonce only; MTurk's ExternalQuestion pages may be framed by MTurk and post to it, no other
 page may be framed; and every inline ``<script>`` of the templates carries the nonce (no inline handler, no
 ``javascript:`` URL anywhere), so the policy breaks none of our own scripts."""
+
 from __future__ import annotations
 
 import re
@@ -57,12 +58,23 @@ def test_every_kind_of_response_carries_the_strict_policy(admin_user_obj, settin
     staff.force_login(admin_user_obj)
     responses["admin"] = staff.get("/admin/annotation/project/add/")
     statuses = {name: r.status_code for name, r in responses.items()}
-    assert statuses == {"page": 200, "api": statuses["api"], "api 404": 404, "404": 404, "400": 400, "login": 200,
-                        "static": 200, "docs": 200, "docs script": 200, "schema": 200, "admin": 200}
+    assert statuses == {
+        "page": 200,
+        "api": statuses["api"],
+        "api 404": 404,
+        "404": 404,
+        "400": 400,
+        "login": 200,
+        "static": 200,
+        "docs": 200,
+        "docs script": 200,
+        "schema": 200,
+        "admin": 200,
+    }
     assert statuses["api"] in (401, 403) and responses["api"]["Content-Type"] == "application/json"
     assert responses["static"]["Content-Type"].startswith("text/css")
     assert responses["docs script"]["Content-Type"] == "application/javascript"
-    for name, response in responses.items():
+    for _name, response in responses.items():
         assert_strict(response)
     # the docs page has no inline script: Swagger UI starts from /api/docs/?script= (same origin)
     docs = responses["docs"].content.decode()
@@ -90,12 +102,20 @@ def test_an_inline_script_runs_only_with_the_nonce_of_its_own_response(admin_use
 @pytest.mark.django_db
 def test_only_the_mturk_pages_may_be_framed_and_only_by_mturk():
     project = make_project(hits=1, r=2)
-    MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id="3CSPHIT", reward_cents=26,
-                            max_assignments=2, created_at=timezone.now())
+    MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id="3CSPHIT",
+        reward_cents=26,
+        max_assignments=2,
+        created_at=timezone.now(),
+    )
     c = Client()
     preview = c.get(f"/mturk/external/{project.slug}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=3CSPHIT")
-    accepted = c.get(f"/mturk/external/{project.slug}/?assignmentId=3CSPASSIGN&hitId=3CSPHIT&workerId=AWORKER"
-                     f"&turkSubmitTo=https://workersandbox.mturk.com")
+    accepted = c.get(
+        f"/mturk/external/{project.slug}/?assignmentId=3CSPASSIGN&hitId=3CSPHIT&workerId=AWORKER"
+        f"&turkSubmitTo=https://workersandbox.mturk.com"
+    )
     for response in (preview, accepted):
         assert response.status_code == 200 and "X-Frame-Options" not in response.headers
         p = policy(response)
@@ -116,8 +136,12 @@ def test_an_operator_adds_image_sources_and_a_report_uri(monkeypatch):
 
 
 def template_files() -> list[Path]:
-    folders = [ROOT / "templates", *ROOT.glob("*/templates"), *ROOT.glob("annotation/task_types/*/templates"),
-               ROOT / "tests" / "fixtures"]
+    folders = [
+        ROOT / "templates",
+        *ROOT.glob("*/templates"),
+        *ROOT.glob("annotation/task_types/*/templates"),
+        ROOT / "tests" / "fixtures",
+    ]
     return sorted(p for folder in folders for p in folder.rglob("*.html"))
 
 

@@ -1,4 +1,5 @@
 """`manage.py load_demo` (idempotent demo corpus + accounts) and `manage.py run_demo --smoke` (gunicorn + worker)."""
+
 from __future__ import annotations
 
 import io
@@ -41,8 +42,15 @@ def test_load_demo_twice_adds_nothing_the_second_time_and_creates_accounts(monke
     assert users["expert"].is_staff and not users["expert"].is_superuser
     # the expert is a Researcher: the studio's permissions, and an admin that shows them something
     assert users["expert"].groups.filter(name="Researcher").exists()
-    assert users["expert"].has_perms(["annotation.add_project", "annotation.change_project", "corpus.add_release",
-                                      "corpus.view_sentence", "ml.view_modelversion"])
+    assert users["expert"].has_perms(
+        [
+            "annotation.add_project",
+            "annotation.change_project",
+            "corpus.add_release",
+            "corpus.view_sentence",
+            "ml.view_modelversion",
+        ]
+    )
     assert not users["expert"].has_perm("auth.change_user")
     for name in ("worker1", "worker2"):
         assert not users[name].is_staff and not users[name].is_superuser
@@ -138,8 +146,11 @@ def test_run_demo_smoke_serves_pages_admin_css_and_worker(tmp_path):
     port = free_port()
     proc = subprocess.run(
         [sys.executable, "manage.py", "run_demo", "--smoke", "--port", str(port), "--web-workers", "2"],
-        cwd=ROOT, env=subprocess_env(ARGORA_STATIC_ROOT=str(tmp_path / "static")),
-        capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=subprocess_env(ARGORA_STATIC_ROOT=str(tmp_path / "static")),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
@@ -162,8 +173,14 @@ def test_run_demo_smoke_fails_with_reason_when_port_is_taken():
         busy.bind(("127.0.0.1", free_port()))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = subprocess.run([sys.executable, "manage.py", "run_demo", "--smoke", "--port", str(port)],
-                              cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "manage.py", "run_demo", "--smoke", "--port", str(port)],
+            cwd=ROOT,
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 1
     assert f"port {port}" in proc.stderr and "in use" in proc.stderr
 
@@ -176,6 +193,9 @@ def test_the_researcher_role_survives_a_flush():
 
     call_command("flush", interactive=False, verbosity=0)
     granted = set(Group.objects.get(name="Researcher").permissions.values_list("content_type__app_label", "codename"))
-    wanted = {(config.label, codename) for config in django_apps.get_app_configs()
-              for codename in getattr(config, "researcher_permissions", ())}
+    wanted = {
+        (config.label, codename)
+        for config in django_apps.get_app_configs()
+        for codename in getattr(config, "researcher_permissions", ())
+    }
     assert wanted and granted == wanted

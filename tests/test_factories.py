@@ -1,4 +1,5 @@
 """tests/factories.py makes its rows through the engine's services, as the tests that use it assume."""
+
 from __future__ import annotations
 
 import pytest

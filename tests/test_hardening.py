@@ -1,6 +1,7 @@
 """Platform hardening (issue 22): a hung cache does not hang or fail a submission (item 7); the local secret key is
 made once, privately, whatever the number of processes starting at once (item 8); HTTPS settings come from the
 environment and ``check --deploy`` is clean with them."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,9 @@ def test_a_hung_cache_does_not_fail_a_submission(hung_redis, django_user_model, 
     from argora.settings import cache_settings
 
     hung = cache_settings(hung_redis)  # what CACHE_URL=redis://... gives in production
-    project = services.create_project(name="Hung", task_type="sentence_label", status="active", items_per_hit=2,
-                                      config={"labels": ["pro", "con"]})
+    project = services.create_project(
+        name="Hung", task_type="sentence_label", status="active", items_per_hit=2, config={"labels": ["pro", "con"]}
+    )
     services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(2)])
     services.build_hits(project)
     user = django_user_model.objects.create_user("w")
@@ -34,22 +36,26 @@ def test_a_hung_cache_does_not_fail_a_submission(hung_redis, django_user_model, 
     with override_settings(CACHES=hung):
         # the cache itself cannot answer: a read is a miss, a lock raises (argora.budget) ...
         assert caches["default"].get("probe", "miss") == "miss"
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - whatever the hung cache client raises
             caches["default"].add("probe", 1)
         body = api.post(f"/api/projects/{project.slug}/next/").json()
-        r = api.post(f"/api/assignments/{body['assignment']}/submit/",
-                     {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}}, format="json")
+        r = api.post(
+            f"/api/assignments/{body['assignment']}/submit/",
+            {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}},
+            format="json",
+        )
     assert r.status_code == 200 and r.json()["status"] == "submitted"  # ... the submission does not
 
 
 def test_the_local_secret_key_is_made_once_and_private(tmp_path):
     """Six processes start at once on a fresh var/ folder: one key, readable by its owner only."""
-    code = ("import os, sys; sys.path.insert(0, os.getcwd()); "
-            "from argora import settings; print(settings.SECRET_KEY)")
+    code = "import os, sys; sys.path.insert(0, os.getcwd()); from argora import settings; print(settings.SECRET_KEY)"
     env = {**os.environ, "ARGORA_VAR_DIR": str(tmp_path)}
     env.pop("DJANGO_SECRET_KEY", None)
-    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(6)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
     keys = {p.communicate(timeout=120)[0].strip() for p in procs}
     assert len(keys) == 1 and len(keys.pop()) >= 50
     mode = stat.S_IMODE((tmp_path / "secret_key").stat().st_mode)
@@ -58,12 +64,26 @@ def test_the_local_secret_key_is_made_once_and_private(tmp_path):
 
 
 def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
-    env = {**os.environ, "ARGORA_VAR_DIR": str(tmp_path), "DJANGO_DEBUG": "0", "DJANGO_HTTPS": "1",
-           "DJANGO_SECURE_PROXY_SSL_HEADER": "1", "DJANGO_SECURE_HSTS_PRELOAD": "1", "DJANGO_SECRET_KEY": "k" * 20 + "-production-secret-" + "x" * 30,
-           "DJANGO_ALLOWED_HOSTS": "argora.example.org", "DJANGO_CSRF_TRUSTED_ORIGINS": "https://argora.example.org"}
+    env = {
+        **os.environ,
+        "ARGORA_VAR_DIR": str(tmp_path),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_HTTPS": "1",
+        "DJANGO_SECURE_PROXY_SSL_HEADER": "1",
+        "DJANGO_SECURE_HSTS_PRELOAD": "1",
+        "DJANGO_SECRET_KEY": "k" * 20 + "-production-secret-" + "x" * 30,
+        "DJANGO_ALLOWED_HOSTS": "argora.example.org",
+        "DJANGO_CSRF_TRUSTED_ORIGINS": "https://argora.example.org",
+    }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the test suite's own setting (Playwright), never a deployment's
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 

@@ -1,5 +1,6 @@
 """The shared helpers of argora (one of each): the field error and its API handler, the JSONL reader / atomic
 writer, enqueue-once; and annotation's provider slots."""
+
 from __future__ import annotations
 
 import pickle
@@ -85,8 +86,16 @@ def test_an_empty_provider_slot_says_what_is_missing():
 
 
 def test_ml_fills_the_slots_annotation_declares():
-    assert all(s.filled for s in (providers.ranker, providers.span_suggester, providers.encode,
-                                  providers.default_encoder, providers.pair_encoder))
+    assert all(
+        s.filled
+        for s in (
+            providers.ranker,
+            providers.span_suggester,
+            providers.encode,
+            providers.default_encoder,
+            providers.pair_encoder,
+        )
+    )
 
 
 def test_spreadsheet_cells_never_run_as_formulas():

@@ -1,4 +1,5 @@
 """``argora.http.retry_after``: the one reading of a 429's ``Retry-After`` (Prolific's client and the LLM client)."""
+
 from __future__ import annotations
 
 import email.utils
@@ -21,10 +22,10 @@ def _response(value: str | None) -> requests.Response:
 
 def test_seconds_dates_and_bounds():
     assert retry_after(_response("7"), max_seconds=30) == 7.0
-    assert retry_after(_response("3600"), max_seconds=30) == 30.0   # never an hour
+    assert retry_after(_response("3600"), max_seconds=30) == 30.0  # never an hour
     assert retry_after(_response("-5"), max_seconds=30) == 0.0
-    assert retry_after(_response(None), max_seconds=30) == 1.0      # absent: a second
-    assert retry_after(_response("soon"), max_seconds=30) == 1.0    # unreadable: a second
+    assert retry_after(_response(None), max_seconds=30) == 1.0  # absent: a second
+    assert retry_after(_response("soon"), max_seconds=30) == 1.0  # unreadable: a second
     assert retry_after(_response(None), max_seconds=0.5) == 0.5
     later = email.utils.format_datetime(timezone.now() + timedelta(seconds=20), usegmt=True)
     assert 15 <= retry_after(_response(later), max_seconds=30) <= 20

@@ -1,6 +1,7 @@
 """The jobs pages read as a person reads them: a progress bar and "412 of 1,000 (41%) — writing" while a job runs,
 its state as a badge, and when it is done its result as label/value rows (no JSON) with a link to what it made
 (corpus import, release, model training put ``url`` / ``link_text`` in their results)."""
+
 from __future__ import annotations
 
 import json
@@ -45,12 +46,24 @@ def test_readable_numbers_labels_and_progress():
     assert readable.label("n_train") == "Train rows" and readable.label("f1_macro") == "F1 macro"
     assert readable.label("ndcg@5") == "nDCG@5" and readable.label("rouge_l") == "ROUGE-L"
     assert readable.progress_text({"done": 412, "total": 1000, "percent": 41.2, "description": "writing"}) == (
-        "412 of 1,000 (41%) — writing")
+        "412 of 1,000 (41%) — writing"
+    )
     assert readable.progress_text({"done": 7, "total": None, "description": "grouping"}) == "7 so far — grouping"
-    assert readable.summary({"created": {"topics": 3, "sentences": 6000}, "skipped": 0, "dropped": {},
-                             "metrics": {"dev": {"acc": 0.5}}, "url": "/x"}, skip=("url",)) == [
-        ("Created", "3 topics · 6,000 sentences"), ("Skipped", "0"), ("Dropped", "none"),
-        ("Metrics · dev · accuracy", "0.500")]
+    assert readable.summary(
+        {
+            "created": {"topics": 3, "sentences": 6000},
+            "skipped": 0,
+            "dropped": {},
+            "metrics": {"dev": {"acc": 0.5}},
+            "url": "/x",
+        },
+        skip=("url",),
+    ) == [
+        ("Created", "3 topics · 6,000 sentences"),
+        ("Skipped", "0"),
+        ("Dropped", "none"),
+        ("Metrics · dev · accuracy", "0.500"),
+    ]
 
 
 def test_a_running_job_shows_a_bar_and_a_line_of_progress(staff):
@@ -85,12 +98,22 @@ def test_an_import_job_links_to_the_imported_sentences(staff, store_eager, tmp_p
     from corpus.tasks.imports import import_corpus_file
 
     path = tmp_path / "rows.tsv"
-    path.write_text("topic\tretrievedUrl\tarchivedUrl\tsentenceHash\tsentence\tannotation\tset\n" + "".join(
-        f"{t}\thttps://example.org/{i}\t\th{i}\tSentence {i} about {t} for the jobs page.\tArgument_for\ttrain\n"
-        for i, t in enumerate(["cloning", "school uniforms", "cloning"])), encoding="utf-8")
+    path.write_text(
+        "topic\tretrievedUrl\tarchivedUrl\tsentenceHash\tsentence\tannotation\tset\n"
+        + "".join(
+            f"{t}\thttps://example.org/{i}\t\th{i}\tSentence {i} about {t} for the jobs page.\tArgument_for\ttrain\n"
+            for i, t in enumerate(["cloning", "school uniforms", "cloning"])
+        ),
+        encoding="utf-8",
+    )
     Topic.objects.create(name="zoos")
-    Sentence.objects.create(topic=Topic.objects.get(name="zoos"), text="Not from this import.", stance="pro",
-                            content_hash=sentence_hash("zoos", "Not from this import."), source="other")
+    Sentence.objects.create(
+        topic=Topic.objects.get(name="zoos"),
+        text="Not from this import.",
+        stance="pro",
+        content_hash=sentence_hash("zoos", "Not from this import."),
+        source="other",
+    )
     result = import_corpus_file.apply(args=[str(path), "ukp-tsv"], kwargs={"source": "jobs-test"})
     assert result.state == "SUCCESS"
     summary = result.result
@@ -117,8 +140,12 @@ def test_a_release_job_links_to_its_release(staff, store_eager, tmp_artifacts):
 
     topic = Topic.objects.create(name="cloning")
     for i, stance in enumerate(["pro", "con", "pro"]):
-        Sentence.objects.create(topic=topic, text=f"Cloning argument {i}.", stance=stance,
-                                content_hash=sentence_hash("cloning", f"Cloning argument {i}."))
+        Sentence.objects.create(
+            topic=topic,
+            text=f"Cloning argument {i}.",
+            stance=stance,
+            content_hash=sentence_hash("cloning", f"Cloning argument {i}."),
+        )
     result = build_release_task.apply(kwargs={"name": "jobs", "version": "1.0", "config": {"topics": ["cloning"]}})
     assert result.state == "SUCCESS", result.result
     release = Release.objects.get(name="jobs", version="1.0")
@@ -127,7 +154,7 @@ def test_a_release_job_links_to_its_release(staff, store_eager, tmp_artifacts):
     detail = staff.get(f"/jobs/{result.id}/").content.decode()
     assert f'href="{result.result["url"]}">Release jobs 1.0</a>' in detail
     # digests are shortened, never dumped
-    for name, digest in result.result["files"].items():
+    for _name, digest in result.result["files"].items():
         assert digest not in detail and f"<dd>{digest[:12]}…</dd>" in detail
 
 

@@ -6,6 +6,7 @@ BWS scores, span normalisations, adjudications and release exports.
 And a database at the state before ``span_grounding`` became an app of its own (``annotation`` 0010, its
 ``SpanNormalisation`` table made by ``annotation`` 0003) keeps every span normalisation row, its content type and the
 Researcher role's permission on it when it migrates to ``span_grounding``'s own table."""
+
 from __future__ import annotations
 
 import gzip
@@ -23,15 +24,27 @@ DATA = ROOT / "tests" / "data"
 
 
 def _env(tmp_path, db):
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "ARGORA_VAR_DIR": str(tmp_path / "var"),
-           "HF_HUB_OFFLINE": "1", "CELERY_BROKER_URL": "filesystem://"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "ARGORA_VAR_DIR": str(tmp_path / "var"),
+        "HF_HUB_OFFLINE": "1",
+        "CELERY_BROKER_URL": "filesystem://",
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return env
 
 
 def _manage(env, *args, stdin=None):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, input=stdin, text=True,
-                          capture_output=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        text=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -47,11 +60,17 @@ def test_a_database_of_the_previous_layout_migrates_and_reads_back(tmp_path):
     verified = _manage(env, "shell", stdin=(DATA / "verify_populated.py").read_text())
     line = next((x for x in verified.stdout.splitlines() if x.startswith("VERIFY ")), None)
     assert line is not None, verified.stdout[-3000:] + verified.stderr[-3000:]
-    out = json.loads(line[len("VERIFY "):])
+    out = json.loads(line[len("VERIFY ") :])
     projects = out["projects"]
     assert {p["task_type"] for p in projects.values()} == {
-        "sentence_label", "aspect", "span_grounding", "bws_similarity", "validity_novelty", "pairwise_preference",
-        "likert_debate"}
+        "sentence_label",
+        "aspect",
+        "span_grounding",
+        "bws_similarity",
+        "validity_novelty",
+        "pairwise_preference",
+        "likert_debate",
+    }
     for slug, p in projects.items():
         assert set(p["pages"].values()) == {200}, (slug, p["pages"])
         assert p["items"] > 0 and p["n_responses"] > 0, (slug, p)
@@ -126,7 +145,7 @@ print("BACK " + json.dumps([n, c.fetchone()[0]]))
 def _printed(result, prefix):
     line = next((x for x in result.stdout.splitlines() if x.startswith(prefix)), None)
     assert line is not None, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads(line[len(prefix):])
+    return json.loads(line[len(prefix) :])
 
 
 @pytest.mark.slow

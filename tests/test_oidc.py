@@ -2,6 +2,7 @@
 discovery document, JWKS (an RSA key made here), authorization endpoint, token endpoint (checks the client secret,
 the code, the redirect URI and PKCE; signs an id_token), userinfo. The browser's trip is followed by hand:
 /oidc/authenticate/ -> the provider -> /oidc/callback/?code=...&state=..."""
+
 from __future__ import annotations
 
 import base64
@@ -36,19 +37,32 @@ class FakeProvider:
 
     def __init__(self, httpserver):
         self.issuer = httpserver.url_for("/realms/uni")
-        self.claims = {"sub": "u-1001", "email": "ada@uni.example", "email_verified": True,
-                       "preferred_username": "ada", "given_name": "Ada", "family_name": "Lovelace"}
+        self.claims = {
+            "sub": "u-1001",
+            "email": "ada@uni.example",
+            "email_verified": True,
+            "preferred_username": "ada",
+            "given_name": "Ada",
+            "family_name": "Lovelace",
+        }
         self.tamper: dict = {}
         self.codes: dict[str, dict] = {}
         self.tokens: dict[str, dict] = {}
         base = "/realms/uni"
-        httpserver.expect_request(f"{base}/.well-known/openid-configuration", method="GET").respond_with_json({
-            "issuer": self.issuer, "authorization_endpoint": f"{self.issuer}/auth",
-            "token_endpoint": f"{self.issuer}/token", "userinfo_endpoint": f"{self.issuer}/userinfo",
-            "jwks_uri": f"{self.issuer}/jwks", "id_token_signing_alg_values_supported": ["RS256"]})
+        httpserver.expect_request(f"{base}/.well-known/openid-configuration", method="GET").respond_with_json(
+            {
+                "issuer": self.issuer,
+                "authorization_endpoint": f"{self.issuer}/auth",
+                "token_endpoint": f"{self.issuer}/token",
+                "userinfo_endpoint": f"{self.issuer}/userinfo",
+                "jwks_uri": f"{self.issuer}/jwks",
+                "id_token_signing_alg_values_supported": ["RS256"],
+            }
+        )
         jwk = jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key(), as_dict=True)
         httpserver.expect_request(f"{base}/jwks", method="GET").respond_with_json(
-            {"keys": [{**jwk, "kid": "k1", "alg": "RS256", "use": "sig"}]})
+            {"keys": [{**jwk, "kid": "k1", "alg": "RS256", "use": "sig"}]}
+        )
         httpserver.expect_request(f"{base}/auth", method="GET").respond_with_handler(self.authorize)
         httpserver.expect_request(f"{base}/token", method="POST").respond_with_handler(self.token)
         httpserver.expect_request(f"{base}/userinfo", method="GET").respond_with_handler(self.userinfo)
@@ -59,26 +73,41 @@ class FakeProvider:
             return Response("bad authorization request", status=400)
         code = secrets.token_urlsafe(16)
         self.codes[code] = dict(q)
-        return Response(status=302, headers={"Location": f"{q['redirect_uri']}?" + urlencode(
-            {"code": code, "state": q["state"]})})
+        return Response(
+            status=302, headers={"Location": f"{q['redirect_uri']}?" + urlencode({"code": code, "state": q["state"]})}
+        )
 
     def token(self, request):
         form = request.form
         asked = self.codes.pop(form.get("code", ""), None)  # a code is good once
         challenge = base64.urlsafe_b64encode(hashlib.sha256(form.get("code_verifier", "").encode()).digest())
-        if (asked is None or form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET
-                or form.get("grant_type") != "authorization_code" or form.get("redirect_uri") != asked["redirect_uri"]
-                or challenge.rstrip(b"=").decode() != asked.get("code_challenge")):
+        if (
+            asked is None
+            or form.get("client_id") != CLIENT_ID
+            or form.get("client_secret") != CLIENT_SECRET
+            or form.get("grant_type") != "authorization_code"
+            or form.get("redirect_uri") != asked["redirect_uri"]
+            or challenge.rstrip(b"=").decode() != asked.get("code_challenge")
+        ):
             return Response('{"error": "invalid_grant"}', status=400, content_type="application/json")
         now = int(time.time())
-        claims = {"iss": self.issuer, "aud": CLIENT_ID, "sub": self.claims["sub"], "iat": now, "exp": now + 300,
-                  "nonce": asked.get("nonce"), **self.tamper}
+        claims = {
+            "iss": self.issuer,
+            "aud": CLIENT_ID,
+            "sub": self.claims["sub"],
+            "iat": now,
+            "exp": now + 300,
+            "nonce": asked.get("nonce"),
+            **self.tamper,
+        }
         key = claims.pop("_key", KEY)
         access = secrets.token_urlsafe(16)
         self.tokens[access] = {**self.claims, **claims.pop("_userinfo", {})}
         id_token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
-        return Response(json.dumps({"access_token": access, "token_type": "Bearer", "id_token": id_token}),
-                        content_type="application/json")
+        return Response(
+            json.dumps({"access_token": access, "token_type": "Bearer", "id_token": id_token}),
+            content_type="application/json",
+        )
 
     def userinfo(self, request):
         claims = self.tokens.get(request.headers.get("Authorization", "").removeprefix("Bearer "))
@@ -140,15 +169,19 @@ def test_round_trip_signs_in_a_new_plain_user_and_a_second_sign_in_is_the_same_u
     assert signed_in_user(again) == user and get_user_model().objects.count() == 1
 
 
-@pytest.mark.parametrize("tamper", [
-    {"nonce": "not-this-browsers-nonce"},
-    {"aud": "another-client"},
-    {"aud": [CLIENT_ID, "another-client"]},  # several audiences and no azp
-    {"iss": "https://another-issuer.example"},
-    {"exp": int(time.time()) - 3600, "iat": int(time.time()) - 7200},  # expired an hour ago
-    {"_key": OTHER_KEY},  # signed with a key the provider's JWKS does not have
-    {"_userinfo": {"sub": "u-666"}},  # userinfo about someone else than the id_token
-], ids=["nonce", "audience", "audiences-without-azp", "issuer", "expired", "signature", "userinfo-sub"])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        {"nonce": "not-this-browsers-nonce"},
+        {"aud": "another-client"},
+        {"aud": [CLIENT_ID, "another-client"]},  # several audiences and no azp
+        {"iss": "https://another-issuer.example"},
+        {"exp": int(time.time()) - 3600, "iat": int(time.time()) - 7200},  # expired an hour ago
+        {"_key": OTHER_KEY},  # signed with a key the provider's JWKS does not have
+        {"_userinfo": {"sub": "u-666"}},  # userinfo about someone else than the id_token
+    ],
+    ids=["nonce", "audience", "audiences-without-azp", "issuer", "expired", "signature", "userinfo-sub"],
+)
 def test_a_token_that_does_not_verify_signs_nobody_in(client, provider, tamper):
     provider.tamper = tamper
     assert refused(sign_in(client, provider), client)
@@ -163,20 +196,37 @@ def test_a_state_this_browser_did_not_start_signs_nobody_in(client, provider):
 
 
 def test_a_new_user_has_no_staff_rights_until_made_a_member(client, provider):
-    project = services.create_project(name="Team only", slug="team-only", task_type="sentence_label",
-                                      status="active", config={"labels": ["pro", "con"]})
+    project = services.create_project(
+        name="Team only",
+        slug="team-only",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+    )
     sign_in(client, provider)
     user = signed_in_user(client)
     assert not user.is_staff and not user.is_superuser
     assert not user.groups.exists() and not user.user_permissions.exists() and not user.get_all_permissions()
-    for url in ("/studio/", "/projects/", f"/projects/{project.slug}/progress/", "/admin/", "/jobs/",
-                "/api/jobs/0b6f8e5c-6c35-4c55-9d3e-6a1d2f0f4d11/", f"/api/projects/{project.slug}/progress/"):
+    for url in (
+        "/studio/",
+        "/projects/",
+        f"/projects/{project.slug}/progress/",
+        "/admin/",
+        "/jobs/",
+        "/api/jobs/0b6f8e5c-6c35-4c55-9d3e-6a1d2f0f4d11/",
+        f"/api/projects/{project.slug}/progress/",
+    ):
         assert shut(client.get(url)), url
-    assert client.post("/api/projects/", {"name": "Mine", "task_type": "sentence_label"},
-                       content_type="application/json").status_code == 403
+    assert (
+        client.post(
+            "/api/projects/", {"name": "Mine", "task_type": "sentence_label"}, content_type="application/json"
+        ).status_code
+        == 403
+    )
     # made a viewer of the project by its owner: that project's pages open, read-only; no other project's
-    other = services.create_project(name="Other team", slug="other-team", task_type="sentence_label",
-                                    config={"labels": ["pro", "con"]})
+    other = services.create_project(
+        name="Other team", slug="other-team", task_type="sentence_label", config={"labels": ["pro", "con"]}
+    )
     owner = get_user_model().objects.create_superuser("boss", "boss@uni.example", "pw-boss-12345")
     teams.add_member(project, user.username, "viewer", by=owner)
     assert client.get(f"/studio/projects/{project.slug}/").status_code == 200
@@ -233,8 +283,9 @@ def test_no_new_accounts_when_creating_them_is_off(client, provider, settings):
     assert not get_user_model().objects.exists()
 
 
-def test_the_login_page_shows_the_button_only_when_configured_and_passwords_still_work(client, settings,
-                                                                                      django_user_model):
+def test_the_login_page_shows_the_button_only_when_configured_and_passwords_still_work(
+    client, settings, django_user_model
+):
     settings.ARGORA_OIDC_ISSUER = ""
     page = client.get("/accounts/login/")
     assert page.status_code == 200 and b"Sign in with" not in page.content

@@ -3,6 +3,7 @@ calls"). Addresses of loopback, link-local, private, CGNAT, unspecified, multica
 every spelling unless the operator allowed them; the check runs again at connect time on every address the name
 resolves to, and the connection goes to the address checked (DNS rebinding); redirects are not followed. A local
 fake server (pytest-httpserver) stands for the far end; names are answered by a fake resolver, never the network."""
+
 from __future__ import annotations
 
 import datetime
@@ -38,20 +39,54 @@ def resolver(monkeypatch):
         n = calls.get(host, 0)
         calls[host] = n + 1
         answers = names[host][min(n, len(names[host]) - 1)]
-        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
-                 (a, port, 0, 0) if ":" in a else (a, port)) for a in answers]
+        return [
+            (
+                socket.AF_INET6 if ":" in a else socket.AF_INET,
+                socket.SOCK_STREAM,
+                6,
+                "",
+                (a, port, 0, 0) if ":" in a else (a, port),
+            )
+            for a in answers
+        ]
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     resolver.names, resolver.calls = names, calls
     return resolver
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "127.1.2.3", "0.0.0.0", "10.0.0.1", "172.16.5.4", "172.31.255.255", "192.168.1.1", "169.254.169.254",
-    "100.64.0.1", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255", "192.0.0.8", "198.18.0.1",
-    "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-    "64:ff9b::7f00:1", "2002:7f00:1::", "fec0::1", "::7f00:1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.1.2.3",
+        "0.0.0.0",
+        "10.0.0.1",
+        "172.16.5.4",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "224.0.0.1",
+        "239.255.255.250",
+        "240.0.0.1",
+        "255.255.255.255",
+        "192.0.0.8",
+        "198.18.0.1",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "fd12:3456::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "64:ff9b::7f00:1",
+        "2002:7f00:1::",
+        "fec0::1",
+        "::7f00:1",
+    ],
+)
 def test_addresses_of_the_servers_networks_are_internal(address):
     assert outbound.internal(ipaddress.ip_address(address))
 
@@ -61,26 +96,41 @@ def test_public_addresses_are_not(address):
     assert not outbound.internal(ipaddress.ip_address(address))
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8000/v1", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/v1", "http://[::1]/v1",
-    "http://localhost/v1", "http://LOCALHOST./v1", "http://2130706433/", "http://017700000001/", "http://0x7f.1/",
-    "http://0/", "http://[::ffff:127.0.0.1]/", "https://192.168.0.10:8443/v1",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/v1",
+        "http://[::1]/v1",
+        "http://localhost/v1",
+        "http://LOCALHOST./v1",
+        "http://2130706433/",
+        "http://017700000001/",
+        "http://0x7f.1/",
+        "http://0/",
+        "http://[::ffff:127.0.0.1]/",
+        "https://192.168.0.10:8443/v1",
+    ],
+)
 def test_every_spelling_of_an_internal_address_is_refused(url):
     with pytest.raises(outbound.Refused, match="server's own networks"):
         outbound.check_url(url, allow=outbound.allowed([]))
 
 
-@pytest.mark.parametrize("url, reason", [
-    ("ftp://example.org/", "http:// or https://"),
-    ("file:///etc/passwd", "http:// or https://"),
-    ("gopher://127.0.0.1:6379/_FLUSHALL", "http:// or https://"),
-    ("http://user:secret@93.184.216.34/", "no user name or password"),
-    ("http://93.184.216.34@127.0.0.1/", "no user name or password"),
-    ("http://evil.example\\@127.0.0.1/", "backslashes"),
-    ("http:///v1", "names no host"),
-    ("", "http:// or https://"),
-])
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("ftp://example.org/", "http:// or https://"),
+        ("file:///etc/passwd", "http:// or https://"),
+        ("gopher://127.0.0.1:6379/_FLUSHALL", "http:// or https://"),
+        ("http://user:secret@93.184.216.34/", "no user name or password"),
+        ("http://93.184.216.34@127.0.0.1/", "no user name or password"),
+        ("http://evil.example\\@127.0.0.1/", "backslashes"),
+        ("http:///v1", "names no host"),
+        ("", "http:// or https://"),
+    ],
+)
 def test_only_http_urls_without_user_info(url, reason):
     with pytest.raises(outbound.Refused, match=reason):
         outbound.split(url)
@@ -91,7 +141,7 @@ def test_the_operator_allows_hosts_addresses_and_networks(resolver):
     allow = outbound.allowed(["LLM.corp.test", "127.0.0.1", "[::1]", "192.168.0.0/16"])
     assert outbound.check_url("http://llm.corp.test:8000/v1", allow=allow)
     assert outbound.check_url("http://127.0.0.1:8000/v1", allow=allow)
-    assert outbound.check_url("http://2130706433:8000/v1", allow=allow)   # the same address, another spelling
+    assert outbound.check_url("http://2130706433:8000/v1", allow=allow)  # the same address, another spelling
     assert outbound.check_url("http://[::1]/v1", allow=allow)
     assert outbound.check_url("http://192.168.7.7/v1", allow=allow)
     for refused in ("http://127.0.0.2/v1", "http://10.1.2.3/v1", "http://169.254.169.254/"):
@@ -129,8 +179,7 @@ def test_the_call_connects_to_the_address_it_checked(resolver, httpserver, setti
     settings.ARGORA_OUTBOUND_ALLOWED_HOSTS = ["127.0.0.0/8"]
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_data("ok")
     resolver.names["pinned.test"] = [["127.0.0.1"], ["203.0.113.9"]]
-    response = outbound.post(f"http://pinned.test:{httpserver.port}/v1/chat/completions", json={"a": 1},
-                             timeout=(2, 5))
+    response = outbound.post(f"http://pinned.test:{httpserver.port}/v1/chat/completions", json={"a": 1}, timeout=(2, 5))
     assert response.status_code == 200 and response.text == "ok"
     assert resolver.calls["pinned.test"] == 1
     [(request, _)] = httpserver.log
@@ -141,7 +190,8 @@ def test_redirects_are_not_followed(httpserver, settings):
     settings.ARGORA_OUTBOUND_ALLOWED_HOSTS = ["localhost"]
     target = httpserver.url_for("/inside")
     httpserver.expect_request("/out", method="POST").respond_with_response(
-        WResponse("", status=307, headers={"Location": target}))
+        WResponse("", status=307, headers={"Location": target})
+    )
     httpserver.expect_request("/inside").respond_with_data("internal")
     for trusted in (False, True):
         response = outbound.post(httpserver.url_for("/out"), json={}, timeout=5, trusted=trusted)
@@ -150,7 +200,8 @@ def test_redirects_are_not_followed(httpserver, settings):
     # a caller that follows redirects with a checked session gets every hop checked: 127.0.0.1 is not allowed
     httpserver.clear_log()
     httpserver.expect_request("/out2", method="POST").respond_with_response(
-        WResponse("", status=307, headers={"Location": target.replace("localhost", "127.0.0.1")}))
+        WResponse("", status=307, headers={"Location": target.replace("localhost", "127.0.0.1")})
+    )
     with outbound.session() as s, pytest.raises(outbound.Refused, match="127.0.0.1"):
         s.post(httpserver.url_for("/out2"), json={}, timeout=5)
     assert [r.path for r, _ in httpserver.log] == ["/out2"]
@@ -172,17 +223,24 @@ def _self_signed(tmp_path, name: str):
     """A certificate for ``name`` and its key (PEM files), valid for a day."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_file, key_file
 
 
@@ -199,7 +257,7 @@ def test_https_verifies_the_name_while_connecting_to_the_checked_address(resolve
         resolver.names["other.pinned.test"] = [["127.0.0.1"]]
         url = f"https://llm.pinned.test:{server.port}/v1/chat/completions"
         assert outbound.post(url, json={}, timeout=5, verify=str(cert_file)).text == "tls ok"
-        with pytest.raises(requests.exceptions.SSLError):   # the certificate is checked against the name
+        with pytest.raises(requests.exceptions.SSLError):  # the certificate is checked against the name
             outbound.post(url.replace("llm.", "other."), json={}, timeout=5, verify=str(cert_file))
         assert len(server.log) == 1
     finally:

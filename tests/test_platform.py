@@ -33,13 +33,15 @@ def test_celery_progress_is_throttled_but_never_skips_a_phase_or_the_end():
     from argora.progress import celery_progress, read_progress
 
     states = []
-    task = SimpleNamespace(request=SimpleNamespace(id="progress-test-task"),
-                           update_state=lambda state, meta: states.append((state, meta["description"], meta["done"])))
+    task = SimpleNamespace(
+        request=SimpleNamespace(id="progress-test-task"),
+        update_state=lambda state, meta: states.append((state, meta["description"], meta["done"])),
+    )
     report = celery_progress(task, min_interval=60.0)
     report(1, 10, "parsing")
-    report(2, 10, "parsing")    # within the interval, same phase: dropped
-    report(3, 10, "writing")    # a new phase: reported
-    report(4, 10, "writing")    # dropped
-    report(10, 10, "writing")   # the end: reported
+    report(2, 10, "parsing")  # within the interval, same phase: dropped
+    report(3, 10, "writing")  # a new phase: reported
+    report(4, 10, "writing")  # dropped
+    report(10, 10, "writing")  # the end: reported
     assert states == [("PROGRESS", "parsing", 1), ("PROGRESS", "writing", 3), ("PROGRESS", "writing", 10)]
     assert read_progress("progress-test-task")["done"] == 10

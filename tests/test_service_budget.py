@@ -6,6 +6,7 @@ inside requests; a publish through the broker transport gives up within the budg
 with CACHE_URL and CELERY_BROKER_URL on the silent server serves a worker's whole flow (invite, HIT page, submit +
 next, done) and a staff job page, every request within the budget (generous bound), and stores every answer.
 """
+
 from __future__ import annotations
 
 import logging
@@ -117,8 +118,9 @@ def test_outside_a_request_calls_keep_their_own_timeout_and_no_breaker(silent, s
 def test_a_publish_to_a_hung_broker_gives_up_within_the_budget(silent, settings):
     settings.ARGORA_SERVICE_BREAKER_SECONDS = 5
     options = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
-    with app.connection_for_write(silent.url(0), transport="argora.broker:Transport",
-                                  transport_options=options) as connection:
+    with app.connection_for_write(
+        silent.url(0), transport="argora.broker:Transport", transport_options=options
+    ) as connection:
         with budget.limit(1.0):
             error, took = timed(ping.apply_async, queue="default", connection=connection)
         assert isinstance(error, (OperationalError, budget.ServiceSkipped)), error
@@ -138,13 +140,23 @@ BUDGET = 2.0  # ARGORA_SERVICE_TIMEOUT, the default
 @pytest.fixture
 def hung_redis_site(silent, transactional_db, tmp_path):
     port = free_port()
-    env = subprocess_env(CACHE_URL=silent.url(1), CELERY_BROKER_URL=silent.url(0),
-                         ARGORA_SERVICE_TIMEOUT=str(BUDGET), ARGORA_SERVICE_BREAKER_SECONDS="600", DJANGO_DEBUG="0",
-                         ARGORA_LOG_LEVEL="WARNING")
+    env = subprocess_env(
+        CACHE_URL=silent.url(1),
+        CELERY_BROKER_URL=silent.url(0),
+        ARGORA_SERVICE_TIMEOUT=str(BUDGET),
+        ARGORA_SERVICE_BREAKER_SECONDS="600",
+        DJANGO_DEBUG="0",
+        ARGORA_LOG_LEVEL="WARNING",
+    )
     log = tmp_path / "gunicorn.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(GUNICORN), "argora.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-                                 "--timeout", "120"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(GUNICORN), "argora.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--timeout", "120"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -172,8 +184,15 @@ def test_a_workers_flow_and_a_job_page_stay_within_the_budget(hung_redis_site, d
     from annotation import services
     from annotation.models import Assignment, Response
 
-    project = services.create_project(name="Hung", slug="hung", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
+    project = services.create_project(
+        name="Hung",
+        slug="hung",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=2,
+        assignments_per_item=1,
+    )
     services.add_items(project, [{"text": f"Sentence {i}.", "topic": "t"} for i in range(6)])
     services.build_hits(project)
     django_user_model.objects.create_superuser("root", "root@example.org", "pw-root-123")
@@ -210,16 +229,22 @@ def test_a_workers_flow_and_a_job_page_stay_within_the_budget(hung_redis_site, d
     anonymous = requests.Session()
     call(anonymous, "GET", "/work/recover/")
     start = time.monotonic()
-    refused = anonymous.post(site + "/work/recover/", data={"code": "W1-AAAA-BBBB-CCCC",
-                                                            "csrfmiddlewaretoken": anonymous.cookies["csrftoken"]},
-                             timeout=60)
+    refused = anonymous.post(
+        site + "/work/recover/",
+        data={"code": "W1-AAAA-BBBB-CCCC", "csrfmiddlewaretoken": anonymous.cookies["csrftoken"]},
+        timeout=60,
+    )
     times.append(("POST /work/recover/", time.monotonic() - start))
     assert refused.status_code == 429 and "try again in a minute" in refused.text
 
     staff = requests.Session()
     call(staff, "GET", "/accounts/login/")
-    r = call(staff, "POST", "/accounts/login/", data={"username": "root", "password": "pw-root-123",
-                                                      "csrfmiddlewaretoken": staff.cookies["csrftoken"]})
+    r = call(
+        staff,
+        "POST",
+        "/accounts/login/",
+        data={"username": "root", "password": "pw-root-123", "csrfmiddlewaretoken": staff.cookies["csrftoken"]},
+    )
     assert r.status_code == 302  # logged in
     task_id = str(uuid.uuid4())  # a job still waiting: its progress is read from the (silent) cache
     assert "waiting" in call(staff, "GET", f"/jobs/{task_id}/").text

@@ -1,6 +1,7 @@
 """argora.sqlite3: Django's SQLite backend with a queue for writers. A transaction waits for the one open in another
 thread or another process and enters once that one has ended (committed, rolled back or closed); past the database's
 ``timeout`` it fails as SQLite's own wait does, with nothing written. SQLite only (skipped on PostgreSQL)."""
+
 import subprocess
 import sys
 import threading
@@ -59,8 +60,9 @@ def timeout(seconds: float):
 def held_by(script: str, arg: str):
     """Another process running ``script`` with ``arg``, once it has printed "holding"; it lets go when its stdin
     gets a line (``process.stdin``), and is killed when the block ends."""
-    process = subprocess.Popen([sys.executable, "-c", script, arg], cwd=ROOT, text=True, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, arg], cwd=ROOT, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         assert process.stdout.readline().strip() == "holding"
         yield process
@@ -103,10 +105,9 @@ def test_a_transaction_waits_for_another_threads_and_sees_what_it_committed():
 
 
 def test_the_queue_is_free_again_after_a_rollback_and_after_a_close_inside_a_transaction():
-    with pytest.raises(ZeroDivisionError):
-        with transaction.atomic():
-            Worker.objects.create(external_id="rolled back")
-            1 / 0
+    with pytest.raises(ZeroDivisionError), transaction.atomic():  # noqa: PT012 - a write, then the error that rolls it back
+        Worker.objects.create(external_id="rolled back")
+        1 / 0  # noqa: B018
     with transaction.atomic():
         Worker.objects.create(external_id="closed")
         connection.close()  # e.g. a dropped connection: the transaction is gone, and with it its place
@@ -144,9 +145,8 @@ print("done", flush=True)
 def test_a_writer_in_another_process_holds_the_queue_past_the_timeout_then_lets_it_go():
     name = Path(connection.settings_dict["NAME"]).resolve()
     with held_by(HOLDER, f"sqlite:///{name}") as holder:
-        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"):
-            with transaction.atomic():
-                Worker.objects.create(external_id="too late")
+        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"), transaction.atomic():
+            Worker.objects.create(external_id="too late")
         let_go(holder)
         assert holder.stdout.readline().strip() == "done"
         with transaction.atomic():  # the thread's and the file's places were both given back
@@ -169,9 +169,8 @@ def test_the_queue_between_processes_is_the_lock_file_beside_the_database():
     name = Path(connection.settings_dict["NAME"]).resolve()
     with held_by(FILE_HOLDER, f"{name}-writers.lock") as holder:
         Worker.objects.create(external_id="outside a transaction")  # SQLite itself is free
-        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"):
-            with transaction.atomic():
-                Worker.objects.create(external_id="queued too long")
+        with timeout(0.3), pytest.raises(OperationalError, match="database is locked"), transaction.atomic():
+            Worker.objects.create(external_id="queued too long")
         let_go(holder)
         assert holder.wait(WAIT) == 0
         with transaction.atomic():
@@ -188,9 +187,8 @@ def test_a_lock_file_that_cannot_be_opened_fails_the_transaction_and_frees_the_q
     lock.rename(moved)
     lock.mkdir()
     try:
-        with pytest.raises(OSError):
-            with transaction.atomic():
-                Worker.objects.create(external_id="never")
+        with pytest.raises(OSError), transaction.atomic():
+            Worker.objects.create(external_id="never")
     finally:
         lock.rmdir()
         moved.rename(lock)

@@ -1,8 +1,8 @@
 """A real celery worker subprocess: ping round trip, a long import with observable progress, gpu routing."""
+
 from __future__ import annotations
 
 import pytest
-
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -25,13 +25,14 @@ def write_ukp_tsv(path, rows: int) -> None:
         f.write("topic\tretrievedUrl\tarchivedUrl\tsentenceHash\tsentence\tannotation\tset\n")
         for i in range(rows):
             topic = topics[i % len(topics)]
-            f.write(f"{topic}\thttps://example.org/{i}\t\th{i:06d}\t"
-                    f"Generated sentence number {i} about {topic} for the worker progress test.\t"
-                    f"{labels[i % 3]}\ttrain\n")
+            f.write(
+                f"{topic}\thttps://example.org/{i}\t\th{i:06d}\t"
+                f"Generated sentence number {i} about {topic} for the worker progress test.\t"
+                f"{labels[i % 3]}\ttrain\n"
+            )
 
 
-def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, client, staff_user,
-                                                  django_user_model):
+def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, client, staff_user, django_user_model):
     import time
 
     from django.db import transaction
@@ -47,8 +48,9 @@ def test_import_job_reports_progress_then_success(celery_worker_proc, tmp_path, 
     client.force_login(staff_user)
 
     sent = {}
-    transaction.on_commit(lambda: sent.update(
-        result=import_corpus_file.delay(str(path), "ukp-tsv", source="worker-test")))
+    transaction.on_commit(
+        lambda: sent.update(result=import_corpus_file.delay(str(path), "ukp-tsv", source="worker-test"))
+    )
     task_id = sent["result"].id
 
     progress_seen, progress_page, states = [], None, []

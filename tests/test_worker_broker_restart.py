@@ -2,6 +2,7 @@
 unacknowledged message (a late-ack task running), then started again on the same port; the worker is still there and
 runs a task sent after the restart (argora.broker; celery 5.7 + kombu 5.7 exited with ``Unrecoverable error:
 AttributeError('NoneType' object has no attribute 'hostname')``)."""
+
 from __future__ import annotations
 
 import re
@@ -17,13 +18,19 @@ from argora.celery import app
 from tests.worker_utils import free_port, send_ping, start_worker
 
 REDIS_SERVER = shutil.which("redis-server")
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server on PATH")]
+pytestmark = [
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server on PATH"),
+]
 
 
 def start_redis(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                             "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -59,21 +66,33 @@ def test_the_worker_survives_a_broker_killed_and_restarted(private_redis):
     url = f"redis://127.0.0.1:{port}/0"
     # two processes: while one runs the late-ack task the consumer waits (BRPOP) for a message for the other, which is
     # when a lost connection closed the channel half-way and the worker exited
-    with start_worker(queues=("default",), pool="prefork", broker_url=url, ready_timeout=120,
-                      extra_args=("-I", "tests.fixtures.slow_tasks", "--concurrency", "2")) as worker:
+    with start_worker(
+        queues=("default",),
+        pool="prefork",
+        broker_url=url,
+        ready_timeout=120,
+        extra_args=("-I", "tests.fixtures.slow_tasks", "--concurrency", "2"),
+    ) as worker:
         assert send_ping("default", url).get(timeout=30)["worker"] == worker.hostname
         with app.connection_for_write(url) as connection:
             app.send_task("tests.sleep_late_ack", args=[3], queue="default", connection=connection)
-        wait_for(lambda: re.search(r"Task tests\.sleep_late_ack\[[^]]+\] received", worker.log()), 30,
-                 "the late-ack task never reached the worker")
+        wait_for(
+            lambda: re.search(r"Task tests\.sleep_late_ack\[[^]]+\] received", worker.log()),
+            30,
+            "the late-ack task never reached the worker",
+        )
         procs[0].kill()  # SIGKILL while the task holds its message unacknowledged
         procs[0].wait(timeout=10)
-        wait_for(lambda: "Connection to broker lost" in worker.log() or not worker.alive(), 30,
-                 "the worker never noticed that its broker died")
+        wait_for(
+            lambda: "Connection to broker lost" in worker.log() or not worker.alive(),
+            30,
+            "the worker never noticed that its broker died",
+        )
         time.sleep(1)
         procs.append(start_redis(port))
-        wait_for(lambda: worker.log().count("Connected to") >= 2 or not worker.alive(), 60,
-                 "the worker did not reconnect")
+        wait_for(
+            lambda: worker.log().count("Connected to") >= 2 or not worker.alive(), 60, "the worker did not reconnect"
+        )
         assert worker.alive(), worker.log()
         assert "Unrecoverable error" not in worker.log()
         answer = send_ping("default", url).get(timeout=60)  # a task sent after the restart

@@ -1,4 +1,5 @@
 """tests/xdist_isolation.py: each pytest-xdist process gets its own var/ folder and Redis databases."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,9 @@ from tests.xdist_isolation import isolate, redis_url_for
 def test_redis_database_counts_down_per_process_and_other_urls_stay():
     assert redis_url_for("redis://127.0.0.1:6379/15", 0) == "redis://127.0.0.1:6379/15"
     assert redis_url_for("redis://127.0.0.1:6379/15", 1) == "redis://127.0.0.1:6379/14"
-    assert redis_url_for("rediss://:pw@host:6380/3?ssl_cert_reqs=none", 2) == "rediss://:pw@host:6380/1?ssl_cert_reqs=none"
+    assert (
+        redis_url_for("rediss://:pw@host:6380/3?ssl_cert_reqs=none", 2) == "rediss://:pw@host:6380/1?ssl_cert_reqs=none"
+    )
     assert redis_url_for("filesystem://", 1) == "filesystem://"
     assert redis_url_for("amqp://guest@localhost//", 1) == "amqp://guest@localhost//"
     with pytest.raises(ValueError, match="no Redis database left for test process 2"):
@@ -19,8 +22,11 @@ def test_redis_database_counts_down_per_process_and_other_urls_stay():
 
 
 def test_isolate_gives_each_process_its_own_var_dir_broker_and_cache(tmp_path):
-    env = {"ARGORA_VAR_DIR": str(tmp_path), "CELERY_BROKER_URL": "redis://127.0.0.1:6379/15",
-           "CACHE_URL": "redis://127.0.0.1:6379/13"}
+    env = {
+        "ARGORA_VAR_DIR": str(tmp_path),
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/15",
+        "CACHE_URL": "redis://127.0.0.1:6379/13",
+    }
     isolate(env, "gw1")
     assert Path(env["ARGORA_VAR_DIR"]) == tmp_path / "xdist" / "gw1"
     assert env["CELERY_BROKER_URL"].endswith("/14") and env["CACHE_URL"].endswith("/12")
@@ -41,12 +47,14 @@ def test_one_process_at_a_time_holds_a_lock_the_other_processes_share(tmp_path, 
     isolate(env, "gw0")
     assert env["ARGORA_XDIST_SHARED_DIR"] == str(tmp_path / "xdist")
     monkeypatch.setenv("ARGORA_XDIST_SHARED_DIR", env["ARGORA_XDIST_SHARED_DIR"])
-    probe = ("import fcntl, sys\n"
-             "with open(sys.argv[1], 'a') as f:\n"
-             "    try:\n"
-             "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-             "    except BlockingIOError:\n"
-             "        sys.exit(3)\n")
+    probe = (
+        "import fcntl, sys\n"
+        "with open(sys.argv[1], 'a') as f:\n"
+        "    try:\n"
+        "        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "    except BlockingIOError:\n"
+        "        sys.exit(3)\n"
+    )
     lock = tmp_path / "xdist" / "many-connections.lock"
     with one_process_at_a_time("many-connections"):
         assert subprocess.run([sys.executable, "-c", probe, str(lock)]).returncode == 3
@@ -66,10 +74,22 @@ def test_modules_that_train_for_minutes_are_handed_out_first_then_the_long_ones(
         def get_closest_marker(self, name):
             return name if name in self.markers else None
 
-    items = [Item("tests/a.py::t1"), Item("tests/b.py::t1", "browser"), Item("tests/b.py::t2"),
-             Item("tests/c.py::t1"), Item("tests/c.py::t2", "slow", "minutes"), Item("tests/d.py::t1", "worker")]
+    items = [
+        Item("tests/a.py::t1"),
+        Item("tests/b.py::t1", "browser"),
+        Item("tests/b.py::t2"),
+        Item("tests/c.py::t1"),
+        Item("tests/c.py::t2", "slow", "minutes"),
+        Item("tests/d.py::t1", "worker"),
+    ]
     assert [i.nodeid for i in long_modules_first(items)] == [
-        "tests/c.py::t1", "tests/c.py::t2", "tests/b.py::t1", "tests/b.py::t2", "tests/d.py::t1", "tests/a.py::t1"]
+        "tests/c.py::t1",
+        "tests/c.py::t2",
+        "tests/b.py::t1",
+        "tests/b.py::t2",
+        "tests/d.py::t1",
+        "tests/a.py::t1",
+    ]
 
 
 def test_the_postgresql_half_leaves_out_model_training_but_keeps_database_behaviour():

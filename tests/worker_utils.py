@@ -19,6 +19,7 @@ teardown, which pytest shows only when the test failed.
 
 For other set-ups (only ``-Q gpu``, another pool) call :func:`start_worker` directly; it is a context manager.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -146,12 +147,16 @@ def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT, brok
     result = send_ping(worker.queues[0], broker_url)
     while True:
         if not worker.alive():
-            raise RuntimeError(f"celery worker exited with {worker.proc.returncode} before it was ready:\n{worker.log()}")
+            raise RuntimeError(
+                f"celery worker exited with {worker.proc.returncode} before it was ready:\n{worker.log()}"
+            )
         try:
             answer = result.get(timeout=1.0, interval=0.2)
         except CeleryTimeout:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"celery worker did not answer argora.ping within {timeout:.0f} s:\n{worker.log()}")
+                raise RuntimeError(
+                    f"celery worker did not answer argora.ping within {timeout:.0f} s:\n{worker.log()}"
+                ) from None
             continue
         if answer.get("worker") == worker.hostname:
             return answer
@@ -160,9 +165,16 @@ def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT, brok
 
 
 @contextlib.contextmanager
-def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo", purge: bool = True,
-                 ready_timeout: float = READY_TIMEOUT, extra_args: tuple[str, ...] = (), broker_url: str | None = None,
-                 env_extra: dict[str, str] | None = None, _module: bool = False):
+def start_worker(
+    queues: tuple[str, ...] = ("default", "gpu"),
+    pool: str = "solo",
+    purge: bool = True,
+    ready_timeout: float = READY_TIMEOUT,
+    extra_args: tuple[str, ...] = (),
+    broker_url: str | None = None,
+    env_extra: dict[str, str] | None = None,
+    _module: bool = False,
+):
     """Start ``celery -A argora worker`` on ``queues`` against the current (test) database; yield it ready.
     ``broker_url``: the worker's broker instead of the test process's (a private redis-server; nothing is purged).
     ``env_extra``: more environment variables for the worker. A test that starts its own worker has the queues to
@@ -178,16 +190,38 @@ def start_worker(queues: tuple[str, ...] = ("default", "gpu"), pool: str = "solo
     log_dir = Path(tempfile.mkdtemp(prefix="argora-worker-"))
     log_path = log_dir / "worker.log"
     cmd = [
-        str(CELERY), "-A", "argora", "worker",
-        "-Q", ",".join(queues), "--pool", pool, "--concurrency", "1",
-        "-n", hostname, "-l", "info",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--prefetch-multiplier", "1",
+        str(CELERY),
+        "-A",
+        "argora",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "--pool",
+        pool,
+        "--concurrency",
+        "1",
+        "-n",
+        hostname,
+        "-l",
+        "info",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--prefetch-multiplier",
+        "1",
         *extra_args,
     ]
     with open(log_path, "wb") as log_file:
         env = subprocess_env(**({"CELERY_BROKER_URL": broker_url} if broker_url else {}), **(env_extra or {}))
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
     worker = WorkerProcess(proc, log_path, hostname.replace("%h", socket.gethostname()), tuple(queues))
     try:
         wait_until_ready(worker, timeout=ready_timeout, broker_url=broker_url)
@@ -213,7 +247,8 @@ class ModuleWorker:
             self.close()
             self._running = contextlib.ExitStack()
             self.worker = self._running.enter_context(
-                start_worker(env_extra={"ARGORA_ARTIFACT_ROOT": str(self.artifact_root)}, _module=True))
+                start_worker(env_extra={"ARGORA_ARTIFACT_ROOT": str(self.artifact_root)}, _module=True)
+            )
             ModuleWorker.current = self
         return self.worker
 

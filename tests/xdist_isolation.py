@@ -4,6 +4,7 @@ database, the filesystem broker's folders, the file cache, artifacts) and its ow
 and the cache, so one process's ``cache.clear()`` or ``celery worker`` never reaches another's. pytest-django gives
 each process its own test database name (``..._gw0``). The children a test starts inherit these variables.
 Without xdist this module does nothing."""
+
 from __future__ import annotations
 
 import contextlib

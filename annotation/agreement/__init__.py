@@ -24,38 +24,57 @@ benchmark prints. Cohen's kappa of one pair is scikit-learn's; the mean over pai
 equal to scikit-learn, and crowd competence is crowd-kit's Dawid-Skene / MACE, with a numpy replica of the same EM for
 the project table (tested equal to crowd-kit).
 """
+
 from .alpha import (
-                    LEVELS,
-                    AlphaResult,
-                    alpha_report,
-                    bootstrap_alpha,
-                    krippendorff_alpha,
-                    reliability_matrix,
+    LEVELS,
+    AlphaResult,
+    alpha_report,
+    bootstrap_alpha,
+    krippendorff_alpha,
+    reliability_matrix,
 )
 from .errors import AgreementError, AgreementInputError, AgreementUndefined
 from .kappa import (
-                    cohen_kappa,
-                    fleiss_kappa,
-                    fleiss_kappa_from_matrix,
-                    kappa_report,
-                    pairwise_cohen_kappa,
-                    percent_agreement,
+    cohen_kappa,
+    fleiss_kappa,
+    fleiss_kappa_from_matrix,
+    kappa_report,
+    pairwise_cohen_kappa,
+    percent_agreement,
 )
 from .quality import crowd_competence, gold_accuracy, loo_majority_agreement
 from .splithalf import (
-                    judgements_from_records,
-                    mean_scores,
-                    spearman_brown,
-                    split_half_reliability,
+    judgements_from_records,
+    mean_scores,
+    spearman_brown,
+    split_half_reliability,
 )
 from .unitized import UnitizedResult, spans_on_continuum, unitized_alpha
 
 __all__ = [
-    "LEVELS", "AlphaResult", "alpha_report", "bootstrap_alpha", "krippendorff_alpha", "reliability_matrix",
-    "AgreementError", "AgreementInputError", "AgreementUndefined",
-    "cohen_kappa", "fleiss_kappa", "fleiss_kappa_from_matrix", "kappa_report", "pairwise_cohen_kappa",
+    "LEVELS",
+    "AgreementError",
+    "AgreementInputError",
+    "AgreementUndefined",
+    "AlphaResult",
+    "UnitizedResult",
+    "alpha_report",
+    "bootstrap_alpha",
+    "cohen_kappa",
+    "crowd_competence",
+    "fleiss_kappa",
+    "fleiss_kappa_from_matrix",
+    "gold_accuracy",
+    "judgements_from_records",
+    "kappa_report",
+    "krippendorff_alpha",
+    "loo_majority_agreement",
+    "mean_scores",
+    "pairwise_cohen_kappa",
     "percent_agreement",
-    "crowd_competence", "gold_accuracy", "loo_majority_agreement",
-    "judgements_from_records", "mean_scores", "spearman_brown", "split_half_reliability",
-    "UnitizedResult", "spans_on_continuum", "unitized_alpha",
+    "reliability_matrix",
+    "spans_on_continuum",
+    "spearman_brown",
+    "split_half_reliability",
+    "unitized_alpha",
 ]

@@ -22,6 +22,7 @@ scores: a 3.7 TiB MemoryError). Here nothing is ever of size values x values per
 Results agree with the `krippendorff` package wherever the package can run (tests check this), and with
 Krippendorff's (2011) worked example: nominal 0.743, ordinal 0.815, interval 0.849, ratio 0.797.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,19 +50,25 @@ _PATTERN_RATIO = 4
 class AlphaResult:
     alpha: float
     level: str
-    n_units: int          # pairable units (>= 2 values)
-    n_coders: int         # rows of the matrix that hold at least one value
-    n_values: int         # pairable values
+    n_units: int  # pairable units (>= 2 values)
+    n_coders: int  # rows of the matrix that hold at least one value
+    n_values: int  # pairable values
     observed_disagreement: float
     expected_disagreement: float
     n_units_total: int = 0
     ci: dict[str, Any] | None = field(default=None)
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"alpha": self.alpha, "level": self.level, "n_units": self.n_units, "n_coders": self.n_coders,
-               "n_values": self.n_values, "n_units_total": self.n_units_total,
-               "observed_disagreement": self.observed_disagreement,
-               "expected_disagreement": self.expected_disagreement}
+        out = {
+            "alpha": self.alpha,
+            "level": self.level,
+            "n_units": self.n_units,
+            "n_coders": self.n_coders,
+            "n_values": self.n_values,
+            "n_units_total": self.n_units_total,
+            "observed_disagreement": self.observed_disagreement,
+            "expected_disagreement": self.expected_disagreement,
+        }
         if self.ci is not None:
             out["ci"] = self.ci
         return out
@@ -103,7 +110,7 @@ def reliability_matrix(data: Any, level: str = "nominal") -> np.ndarray:
             except ValueError as exc:
                 raise AgreementError(f"the reliability matrix is ragged: {exc}") from None
             if obj.ndim != 2:
-                raise AgreementError(f"expected a coders x units matrix, got {obj.ndim} dimension(s)")
+                raise AgreementError(f"expected a coders x units matrix, got {obj.ndim} dimension(s)") from None
             missing = np.vectorize(_is_missing, otypes=[bool])(obj) if obj.size else np.zeros(obj.shape, bool)
             if level != "nominal":
                 for (r, c), v in np.ndenumerate(obj):
@@ -111,8 +118,10 @@ def reliability_matrix(data: Any, level: str = "nominal") -> np.ndarray:
                         try:
                             float(v)
                         except (TypeError, ValueError):
-                            raise AgreementError(f"coder row {r + 1}, unit column {c + 1}: {v!r} is not a number "
-                                                 f"({level} data must be numeric)") from None
+                            raise AgreementError(
+                                f"coder row {r + 1}, unit column {c + 1}: {v!r} is not a number "
+                                f"({level} data must be numeric)"
+                            ) from None
                 X = np.full(obj.shape, np.nan)
                 X[~missing] = [float(v) for v in obj[~missing]]
             else:
@@ -156,7 +165,7 @@ def _interval_sums(X: np.ndarray, present: np.ndarray, m: np.ndarray) -> tuple[f
 def _ordinal_ranks(X: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Replace each value by its mid-rank t_v among the pairable values (the ordinal metric becomes interval)."""
     vals = X[present]
-    uniq, inv, counts = np.unique(vals, return_inverse=True, return_counts=True)
+    _uniq, inv, counts = np.unique(vals, return_inverse=True, return_counts=True)
     t = np.cumsum(counts) - counts / 2.0
     T = np.full(X.shape, np.nan)
     T[present] = t[inv]
@@ -233,15 +242,16 @@ def _ratio_sums(X: np.ndarray, present: np.ndarray, m: np.ndarray) -> tuple[floa
     d_e = 0.0
     block = max(1, _RATIO_BLOCK_PAIRS // max(1, uniq.size))
     for start in range(0, uniq.size, block):
-        blk = uniq[start:start + block]
-        w = counts[start:start + block]
+        blk = uniq[start : start + block]
+        w = counts[start : start + block]
         d = _ratio_delta(blk[:, None], uniq[None, :])
         d_e += float(w @ (d @ counts))
     return d_o, d_e, n
 
 
-def alpha_report(data: Any, level: str = "nominal", *, bootstrap: int = 0, seed: int = 0,
-                 confidence: float = 0.95) -> AlphaResult:
+def alpha_report(
+    data: Any, level: str = "nominal", *, bootstrap: int = 0, seed: int = 0, confidence: float = 0.95
+) -> AlphaResult:
     """Krippendorff's alpha with its parts (D_o, D_e, counts) and, when ``bootstrap`` > 0, a percentile CI.
 
     Raises :class:`AgreementError` when there is nothing to compare (fewer than 2 coders, no unit with 2 values)
@@ -249,16 +259,23 @@ def alpha_report(data: Any, level: str = "nominal", *, bootstrap: int = 0, seed:
     """
     _check_level(level)
     X = reliability_matrix(data, level)
-    C, U_total = X.shape
+    _C, U_total = X.shape
     coders_with_values = int(np.sum(~np.all(np.isnan(X), axis=1))) if X.size else 0
     if coders_with_values < 2:
         raise AgreementError(f"alpha needs at least 2 coders with values; got {coders_with_values}")
     res = _alpha_core(X, level)
     d_o_sum, d_e_sum, n, n_units = res
     alpha = 1.0 - (n - 1) * d_o_sum / d_e_sum
-    out = AlphaResult(alpha=float(alpha), level=level, n_units=n_units, n_coders=coders_with_values, n_values=n,
-                      observed_disagreement=d_o_sum / n, expected_disagreement=d_e_sum / (n * (n - 1)),
-                      n_units_total=U_total)
+    out = AlphaResult(
+        alpha=float(alpha),
+        level=level,
+        n_units=n_units,
+        n_coders=coders_with_values,
+        n_values=n,
+        observed_disagreement=d_o_sum / n,
+        expected_disagreement=d_e_sum / (n * (n - 1)),
+        n_units_total=U_total,
+    )
     if bootstrap:
         out.ci = bootstrap_alpha(X, level, n_boot=bootstrap, seed=seed, confidence=confidence)
     return out
@@ -278,8 +295,10 @@ def _alpha_core(X: np.ndarray, level: str) -> tuple[float, float, int, int]:
     else:
         d_o, d_e, n = _ratio_sums(Xp, present, m)
     if d_e <= 0.0 or not np.isfinite(d_e):
-        raise AgreementUndefined("alpha is undefined: all pairable values are identical (expected disagreement "
-                                 "D_e = 0), so agreement cannot be told apart from chance")
+        raise AgreementUndefined(
+            "alpha is undefined: all pairable values are identical (expected disagreement "
+            "D_e = 0), so agreement cannot be told apart from chance"
+        )
     return d_o, d_e, n, n_units
 
 
@@ -288,8 +307,9 @@ def krippendorff_alpha(data: Any, level: str = "nominal") -> float:
     return alpha_report(data, level).alpha
 
 
-def bootstrap_alpha(data: Any, level: str = "nominal", *, n_boot: int = 1000, seed: int = 0,
-                    confidence: float = 0.95) -> dict[str, Any]:
+def bootstrap_alpha(
+    data: Any, level: str = "nominal", *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Any]:
     """Percentile bootstrap CI for alpha, resampling units (columns) with replacement; seeded (numpy PCG64).
 
     Replicates in which alpha is undefined (e.g. a resample with no variation) are skipped and counted in
@@ -324,8 +344,15 @@ def bootstrap_alpha(data: Any, level: str = "nominal", *, n_boot: int = 1000, se
         raise AgreementUndefined(f"bootstrap CI undefined: alpha was undefined in {undefined} of {n_boot} resamples")
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.percentile(values, [tail, 100.0 - tail])
-    return {"low": float(low), "high": float(high), "confidence": confidence, "n_boot": n_boot, "seed": seed,
-            "n_undefined": undefined, "method": "percentile bootstrap over units (resampled with replacement)"}
+    return {
+        "low": float(low),
+        "high": float(high),
+        "confidence": confidence,
+        "n_boot": n_boot,
+        "seed": seed,
+        "n_undefined": undefined,
+        "method": "percentile bootstrap over units (resampled with replacement)",
+    }
 
 
 def _bootstrap_loop(Xp: np.ndarray, level: str, n_boot: int, rng) -> tuple[list[float], int]:
@@ -385,7 +412,7 @@ def _terms_alpha(T: np.ndarray, level: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _bootstrap_vectorised(per_unit: np.ndarray, level: str, n_boot: int, rng) -> tuple[list[float], int]:
     U = per_unit.shape[0]
-    patterns, inverse, counts = np.unique(per_unit, axis=0, return_inverse=True, return_counts=True)
+    patterns, _inverse, counts = np.unique(per_unit, axis=0, return_inverse=True, return_counts=True)
     if patterns.shape[0] * _PATTERN_RATIO <= U:
         # few distinct per-unit terms (labels from a handful of coders repeat the same count vectors): how often each
         # pattern is drawn in U draws with replacement is multinomial(U, pattern shares) -- the same distribution as
@@ -400,8 +427,11 @@ def _bootstrap_vectorised(per_unit: np.ndarray, level: str, n_boot: int, rng) ->
     while done < n_boot:
         b = min(block, n_boot - done)
         idx = rng.integers(0, U, size=(b, U))  # the same draws as b calls of rng.integers(0, U, size=U)
-        W = np.bincount((np.arange(b, dtype=np.int64)[:, None] * U + idx).ravel(),
-                        minlength=b * U).reshape(b, U).astype(np.float64)
+        W = (
+            np.bincount((np.arange(b, dtype=np.int64)[:, None] * U + idx).ravel(), minlength=b * U)
+            .reshape(b, U)
+            .astype(np.float64)
+        )
         alpha, defined = _terms_alpha(W @ per_unit, level)
         values.append(alpha[defined])
         undefined += int((~defined).sum())

@@ -28,13 +28,15 @@ Argora adds, where the reference prints or divides by zero: ``problems`` (why th
 (:data:`MIN_HUMANS`); with fewer tested humans there is no verdict. ``None`` labels count as "not annotated".
 Pure functions over plain dicts: the CLI (``manage.py agreement alt-test``) and the dashboards call :func:`alt_test`.
 """
+
 from __future__ import annotations
 
 import math
 import numbers
 import warnings
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,11 +44,11 @@ from argora.errors import FieldError
 
 from .errors import AgreementError
 
-MIN_HUMANS = 3                 # the paper's recommendation (FAQ: "at least three human annotators and not two")
-MIN_HUMANS_PER_INSTANCE = 2    # reference: min_humans_per_instance
-MIN_INSTANCES = 30             # reference: min_instances_per_human (the t-test's normality assumption)
-DEFAULT_EPSILON = 0.2          # reference default (expert annotators)
-DEFAULT_ALPHA = 0.05           # reference: q_fdr
+MIN_HUMANS = 3  # the paper's recommendation (FAQ: "at least three human annotators and not two")
+MIN_HUMANS_PER_INSTANCE = 2  # reference: min_humans_per_instance
+MIN_INSTANCES = 30  # reference: min_instances_per_human (the t-test's normality assumption)
+DEFAULT_EPSILON = 0.2  # reference default (expert annotators)
+DEFAULT_ALPHA = 0.05  # reference: q_fdr
 PASS_WINNING_RATE = 0.5
 
 
@@ -78,12 +80,12 @@ class AltTestResult:
     alpha: float
     scoring: str
     min_instances: int
-    n_humans: int                      # humans in the input
-    n_tested: int                      # humans the test compared with (enough shared instances)
-    n_instances: int                   # instances kept (>= 2 humans and the model)
+    n_humans: int  # humans in the input
+    n_tested: int  # humans the test compared with (enough shared instances)
+    n_instances: int  # instances kept (>= 2 humans and the model)
     per_annotator: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why there is no verdict (passed is None)
-    notes: list[str] = field(default_factory=list)     # what was left out without stopping the test
+    notes: list[str] = field(default_factory=list)  # what was left out without stopping the test
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe (no NaN)."""
@@ -113,10 +115,14 @@ def _check_params(scoring, epsilon, alpha, min_instances, min_humans_per_instanc
         raise AltTestInputError("alpha", f"must be between 0 and 1, got {alpha}")
     if isinstance(min_instances, bool) or not isinstance(min_instances, int) or min_instances < 2:
         raise AltTestInputError("min_instances", f"must be an integer of at least 2, got {min_instances!r}")
-    if (isinstance(min_humans_per_instance, bool) or not isinstance(min_humans_per_instance, int)
-            or min_humans_per_instance < 2):
-        raise AltTestInputError("min_humans_per_instance",
-                                f"must be an integer of at least 2, got {min_humans_per_instance!r}")
+    if (
+        isinstance(min_humans_per_instance, bool)
+        or not isinstance(min_humans_per_instance, int)
+        or min_humans_per_instance < 2
+    ):
+        raise AltTestInputError(
+            "min_humans_per_instance", f"must be an integer of at least 2, got {min_humans_per_instance!r}"
+        )
     return name, fn, epsilon, alpha
 
 
@@ -177,10 +183,16 @@ def benjamini_yekutieli(p_values: Sequence[float], q: float) -> tuple[list[bool]
     return [bool(r) for r in rejected], [float(a) for a in adjusted]
 
 
-def alt_test(humans: Mapping[Hashable, Mapping[Hashable, Any]], model: Mapping[Hashable, Any], *,
-             scoring: str | Callable[[Any, Sequence[Any]], float] = "accuracy", epsilon: float = DEFAULT_EPSILON,
-             alpha: float = DEFAULT_ALPHA, min_instances: int = MIN_INSTANCES,
-             min_humans_per_instance: int = MIN_HUMANS_PER_INSTANCE) -> AltTestResult:
+def alt_test(
+    humans: Mapping[Hashable, Mapping[Hashable, Any]],
+    model: Mapping[Hashable, Any],
+    *,
+    scoring: str | Callable[[Any, Sequence[Any]], float] = "accuracy",
+    epsilon: float = DEFAULT_EPSILON,
+    alpha: float = DEFAULT_ALPHA,
+    min_instances: int = MIN_INSTANCES,
+    min_humans_per_instance: int = MIN_HUMANS_PER_INSTANCE,
+) -> AltTestResult:
     """Run the alt-test of one ``model`` (``{instance: label}``) against ``humans`` (``{annotator: {instance:
     label}}``). ``scoring`` is ``"accuracy"``, ``"neg_rmse"`` (numbers) or a function ``(pred, [labels]) -> score``
     (higher = better aligned). Raises :class:`AltTestInputError` on bad parameters or non-numeric labels for
@@ -199,20 +211,31 @@ def alt_test(humans: Mapping[Hashable, Mapping[Hashable, Any]], model: Mapping[H
     notes: list[str] = []
     dropped = len(annotators_of) - len(kept)
     if dropped:
-        notes.append(f"{dropped} of {len(annotators_of)} instances left out: fewer than {min_humans_per_instance} "
-                     f"humans annotated them or the model did not")
+        notes.append(
+            f"{dropped} of {len(annotators_of)} instances left out: fewer than {min_humans_per_instance} "
+            f"humans annotated them or the model did not"
+        )
 
     rows: list[dict[str, Any]] = []
     tested: list[dict[str, Any]] = []
     for h, anns in humans.items():
         instances = [i for i in anns if i in kept]
-        row: dict[str, Any] = {"annotator": h, "n": len(instances), "tested": False, "model_wins": None,
-                               "human_wins": None, "advantage_probability": None, "p_value": None,
-                               "corrected_p_value": None, "rejected": False}
+        row: dict[str, Any] = {
+            "annotator": h,
+            "n": len(instances),
+            "tested": False,
+            "model_wins": None,
+            "human_wins": None,
+            "advantage_probability": None,
+            "p_value": None,
+            "corrected_p_value": None,
+            "rejected": False,
+        }
         rows.append(row)
         if len(instances) < min_instances:
-            notes.append(f"annotator {h} has {len(instances)} shared instances, fewer than {min_instances}: "
-                         f"left out of the test")
+            notes.append(
+                f"annotator {h} has {len(instances)} shared instances, fewer than {min_instances}: left out of the test"
+            )
             continue
         model_ind, human_ind = [], []
         for i in instances:
@@ -222,8 +245,13 @@ def alt_test(humans: Mapping[Hashable, Mapping[Hashable, Any]], model: Mapping[H
             model_ind.append(1 if model_score >= human_score else 0)
             human_ind.append(1 if human_score >= model_score else 0)
         diff = [e - m for e, m in zip(human_ind, model_ind)]
-        row.update(tested=True, model_wins=sum(model_ind), human_wins=sum(human_ind),
-                   advantage_probability=float(np.mean(model_ind)), p_value=_ttest_less(diff, epsilon))
+        row.update(
+            tested=True,
+            model_wins=sum(model_ind),
+            human_wins=sum(human_ind),
+            advantage_probability=float(np.mean(model_ind)),
+            p_value=_ttest_less(diff, epsilon),
+        )
         tested.append(row)
 
     rejected, adjusted = benjamini_yekutieli([r["p_value"] for r in tested], alpha)
@@ -237,20 +265,46 @@ def alt_test(humans: Mapping[Hashable, Mapping[Hashable, Any]], model: Mapping[H
     if not model:
         problems.append("the model annotated no instances")
     if len(humans) < MIN_HUMANS:
-        problems.append(f"fewer than {MIN_HUMANS} humans: {len(humans)} annotator(s); the test needs at least "
-                        f"{MIN_HUMANS}")
+        problems.append(
+            f"fewer than {MIN_HUMANS} humans: {len(humans)} annotator(s); the test needs at least {MIN_HUMANS}"
+        )
     elif len(tested) < MIN_HUMANS:
-        problems.append(f"only {len(tested)} of {len(humans)} humans share at least {min_instances} instances "
-                        f"(each annotated by {min_humans_per_instance}+ humans and the model); the test needs "
-                        f"{MIN_HUMANS} such humans")
+        problems.append(
+            f"only {len(tested)} of {len(humans)} humans share at least {min_instances} instances "
+            f"(each annotated by {min_humans_per_instance}+ humans and the model); the test needs "
+            f"{MIN_HUMANS} such humans"
+        )
     winning_rate = (sum(rejected) / len(tested)) if tested else None
     advantage = float(np.mean([r["advantage_probability"] for r in tested])) if tested else None
     passed = None if problems else bool(winning_rate >= PASS_WINNING_RATE)
     return AltTestResult(
-        winning_rate=winning_rate, advantage_probability=advantage, passed=passed, epsilon=epsilon, alpha=alpha,
-        scoring=name, min_instances=min_instances, n_humans=len(humans), n_tested=len(tested), n_instances=len(kept),
-        per_annotator=rows, problems=problems, notes=notes)
+        winning_rate=winning_rate,
+        advantage_probability=advantage,
+        passed=passed,
+        epsilon=epsilon,
+        alpha=alpha,
+        scoring=name,
+        min_instances=min_instances,
+        n_humans=len(humans),
+        n_tested=len(tested),
+        n_instances=len(kept),
+        per_annotator=rows,
+        problems=problems,
+        notes=notes,
+    )
 
 
-__all__ = ["MIN_HUMANS", "MIN_INSTANCES", "MIN_HUMANS_PER_INSTANCE", "DEFAULT_EPSILON", "DEFAULT_ALPHA", "SCORINGS",
-           "AltTestResult", "AltTestInputError", "accuracy", "neg_rmse", "benjamini_yekutieli", "alt_test"]
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_EPSILON",
+    "MIN_HUMANS",
+    "MIN_HUMANS_PER_INSTANCE",
+    "MIN_INSTANCES",
+    "SCORINGS",
+    "AltTestInputError",
+    "AltTestResult",
+    "accuracy",
+    "alt_test",
+    "benjamini_yekutieli",
+    "neg_rmse",
+]

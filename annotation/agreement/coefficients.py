@@ -4,6 +4,7 @@ CI, percent agreement, Cohen's kappa over coder pairs, Fleiss' kappa; alpha_u fo
 Plain functions over plain data; :mod:`annotation.agreement.table` assembles the table from them (and re-exports
 :func:`figures` and :func:`reliability_data`).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ from .alpha import _is_missing
 from .kappa import _norm, pairwise_kappa_codes, percent_agreement_codes
 from .records import build_matrix, coder_key
 
-BOOTSTRAP = 500          # resamples for the CI of alpha (seeded: the same data gives the same CI), every scope
+BOOTSTRAP = 500  # resamples for the CI of alpha (seeded: the same data gives the same CI), every scope
 BOOTSTRAP_SEED = 0
 
 
@@ -33,7 +34,8 @@ def reliability_data(project, records: list[dict]) -> dict:
         out = build_matrix({}, {}, "nominal")
         out["unsupported"] = tt.reliability_note or (
             f"{tt.name} projects have no coders x units matrix for alpha or kappa; their reliability is reported "
-            f"on the task type's own results page")
+            f"on the task type's own results page"
+        )
         return out
 
 
@@ -132,19 +134,29 @@ def _subset(rel: dict, coders: set[str] | None = None, items: set[int] | None = 
     uj = [j for j, it in enumerate(rel["unit_item"]) if items is None or it in items]
     sub = codes[np.ix_(ci, uj)] if ci and uj else np.full((len(ci), len(uj)), -1, dtype=np.int64)
     keep = [k for k in range(len(ci)) if (sub[k] >= 0).any()]
-    out = _with_codes(rel, sub[keep], [rel["coders"][ci[k]] for k in keep], [rel["units"][j] for j in uj],
-                      [rel["unit_item"][j] for j in uj])
+    out = _with_codes(
+        rel,
+        sub[keep],
+        [rel["coders"][ci[k]] for k in keep],
+        [rel["units"][j] for j in uj],
+        [rel["unit_item"][j] for j in uj],
+    )
     if rel.get("unsupported"):
         out["unsupported"] = rel["unsupported"]
     if "unitized" in rel:
         u = rel["unitized"]
         ok_items = {pk for pk, _ in u["items"] if items is None or pk in items}
         ok_coders = set(u["coders"]) if coders is None else set(u["coders"]) & coders
-        out["unitized"] = {"items": [(pk, n) for pk, n in u["items"] if pk in ok_items],
-                           "spans": [s for s in u["spans"] if s[1] in ok_items and s[0] in ok_coders],
-                           "coders": [c for c in u["coders"] if c in ok_coders],
-                           "item_coders": {pk: [c for c in cs if c in ok_coders]
-                                           for pk, cs in (u.get("item_coders") or {}).items() if pk in ok_items}}
+        out["unitized"] = {
+            "items": [(pk, n) for pk, n in u["items"] if pk in ok_items],
+            "spans": [s for s in u["spans"] if s[1] in ok_items and s[0] in ok_coders],
+            "coders": [c for c in u["coders"] if c in ok_coders],
+            "item_coders": {
+                pk: [c for c in cs if c in ok_coders]
+                for pk, cs in (u.get("item_coders") or {}).items()
+                if pk in ok_items
+            },
+        }
     return out
 
 
@@ -163,10 +175,18 @@ def figures(rel: dict, *, bootstrap: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED
     present = codes >= 0
     per_unit = present.sum(axis=0)
     out: dict[str, Any] = {
-        "level": rel["level"], "alpha": None, "alpha_ci": None, "percent_agreement": None, "kappa": None,
-        "kappa_pairs": 0, "fleiss_kappa": None, "fleiss_n_units": 0,
-        "n_units": int((per_unit >= 2).sum()), "n_coders": len(rel["coders"]),
-        "n_values": int(per_unit.sum()), "reasons": {},
+        "level": rel["level"],
+        "alpha": None,
+        "alpha_ci": None,
+        "percent_agreement": None,
+        "kappa": None,
+        "kappa_pairs": 0,
+        "fleiss_kappa": None,
+        "fleiss_n_units": 0,
+        "n_units": int((per_unit >= 2).sum()),
+        "n_coders": len(rel["coders"]),
+        "n_values": int(per_unit.sum()),
+        "reasons": {},
     }
     reasons = out["reasons"]
     if rel.get("unsupported"):
@@ -189,8 +209,12 @@ def figures(rel: dict, *, bootstrap: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED
         if unitized is None and out["alpha"] is not None and bootstrap:
             try:
                 ci = bootstrap_alpha(cd["X"], rel["level"], n_boot=bootstrap, seed=seed)
-                out["alpha_ci"] = {"low": ci["low"], "high": ci["high"], "confidence": ci["confidence"],
-                                   "n_boot": ci["n_boot"]}
+                out["alpha_ci"] = {
+                    "low": ci["low"],
+                    "high": ci["high"],
+                    "confidence": ci["confidence"],
+                    "n_boot": ci["n_boot"],
+                }
             except AgreementError as exc:
                 reasons["alpha_ci"] = str(exc)
         try:

@@ -4,6 +4,7 @@ Every error a person can act on is an :class:`AgreementError` (a ``ValueError``)
 it into ``exit 2`` with ``file:line: reason`` when it knows where the problem is (:class:`AgreementInputError` carries
 ``line``).
 """
+
 from __future__ import annotations
 
 

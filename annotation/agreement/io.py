@@ -6,12 +6,13 @@
   the item (characters or tokens -- whatever the lengths file counts);
 * item lengths (``alpha-u``): header ``item,length``; the continuum is the items in this file's order, end to end.
 """
+
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class ReliabilityTable:
     coders: list[str]
     units: list[str]
     matrix: np.ndarray
-    lines: list[int]        # file line of each coder row
+    lines: list[int]  # file line of each coder row
     labels: list[str] | None = None
 
     @property
@@ -68,8 +69,9 @@ def _header(path: str, rows, expected: list[str]) -> None:
         raise AgreementInputError(f"empty file; expected a header {','.join(expected)}", path=path, line=1) from None
     got = [h.strip().lower() for h in head]
     if got != expected:
-        raise AgreementInputError(f"expected the header {','.join(expected)}, got {','.join(head)}", path=path,
-                                  line=line)
+        raise AgreementInputError(
+            f"expected the header {','.join(expected)}, got {','.join(head)}", path=path, line=line
+        )
 
 
 def _matrix_rows(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -84,8 +86,9 @@ def _matrix_rows(path: str) -> Iterator[tuple[int, list[str]]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise AgreementInputError(f"not a readable CSV file: {exc}", path=path,
-                                  line=data.count(b"\n", 0, exc.start) + 1) from None
+        raise AgreementInputError(
+            f"not a readable CSV file: {exc}", path=path, line=data.count(b"\n", 0, exc.start) + 1
+        ) from None
     del data
     if '"' in text or "\r" in text or "\x00" in text:
         reader = csv.reader(io.StringIO(text, newline=""))
@@ -110,13 +113,13 @@ def _numbers_slow(path: str, line: int, units: list[str], cells: list[str], leve
         try:
             v = float(cell)
         except ValueError:
-            raise AgreementInputError(f"unit {unit}: {cell!r} is not a number ({level} data)",
-                                      path=path, line=line) from None
+            raise AgreementInputError(
+                f"unit {unit}: {cell!r} is not a number ({level} data)", path=path, line=line
+            ) from None
         if v != v or v in (float("inf"), float("-inf")):
             raise AgreementInputError(f"unit {unit}: {cell!r} is not a finite number", path=path, line=line)
         if level == "ratio" and v < 0:
-            raise AgreementInputError(f"unit {unit}: ratio data must be non-negative, got {cell}",
-                                      path=path, line=line)
+            raise AgreementInputError(f"unit {unit}: ratio data must be non-negative, got {cell}", path=path, line=line)
         values[i] = v
     return values
 
@@ -178,8 +181,9 @@ def read_matrix_csv(path: str, level: str = "nominal") -> ReliabilityTable:
             if not u:
                 raise AgreementInputError(f"unit id in column {i + 2} is empty", path=path, line=line)
             if u in seen:
-                raise AgreementInputError(f"unit id {u!r} appears twice (columns {seen[u] + 2} and {i + 2})",
-                                          path=path, line=line)
+                raise AgreementInputError(
+                    f"unit id {u!r} appears twice (columns {seen[u] + 2} and {i + 2})", path=path, line=line
+                )
             seen[u] = i
     coders: list[str] = []
     values: list[np.ndarray] = []
@@ -194,12 +198,12 @@ def read_matrix_csv(path: str, level: str = "nominal") -> ReliabilityTable:
         if not coder:
             raise AgreementInputError("the coder name is empty", path=path, line=line)
         if coder in coder_line:
-            raise AgreementInputError(f"coder {coder!r} already has a row (line {coder_line[coder]})",
-                                      path=path, line=line)
+            raise AgreementInputError(
+                f"coder {coder!r} already has a row (line {coder_line[coder]})", path=path, line=line
+            )
         cells = row[1:]
         if len(cells) > n and any(c.strip() for c in cells[n:]):
-            raise AgreementInputError(f"{len(cells)} values but the header names {n} units",
-                                      path=path, line=line)
+            raise AgreementInputError(f"{len(cells)} values but the header names {n} units", path=path, line=line)
         if len(cells) != n:
             cells = (cells + [""] * n)[:n]
         values.append(_codes(cells, index) if level == "nominal" else _numbers(path, line, units, cells, level))
@@ -212,7 +216,7 @@ def read_matrix_csv(path: str, level: str = "nominal") -> ReliabilityTable:
         return ReliabilityTable(coders=coders, units=units, matrix=np.vstack(values), lines=lines)
     codes = np.vstack(values)
     labels = sorted(index)
-    order = np.empty(len(index) + 1, dtype=np.float64)     # first-seen code -> sorted code; the last slot: missing
+    order = np.empty(len(index) + 1, dtype=np.float64)  # first-seen code -> sorted code; the last slot: missing
     order[[index[label] for label in labels]] = np.arange(len(labels))
     order[-1] = np.nan
     return ReliabilityTable(coders=coders, units=units, matrix=order[codes], lines=lines, labels=labels)
@@ -234,8 +238,9 @@ def read_spans_csv(path: str) -> tuple[list[tuple[str, str, int, int, str]], lis
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != 5:
-            raise AgreementInputError(f"expected 5 fields (coder,item,begin,length,category), got {len(row)}",
-                                      path=path, line=line)
+            raise AgreementInputError(
+                f"expected 5 fields (coder,item,begin,length,category), got {len(row)}", path=path, line=line
+            )
         coder, item, b, ln, cat = (c.strip() for c in row)
         if not coder or not item or not cat:
             raise AgreementInputError("coder, item and category must not be empty", path=path, line=line)
@@ -288,8 +293,10 @@ def unitized_alpha_from_csv(spans_path: str, lengths_path: str, coders: list[str
             where = lines[idx[-1]]
             reason = exc.reason
             if len(idx) == 2:
-                reason = (f"overlaps the span on line {lines[idx[0]]} (same coder and category); merge or drop one: "
-                          "alpha_u needs non-overlapping units per coder and category")
+                reason = (
+                    f"overlaps the span on line {lines[idx[0]]} (same coder and category); merge or drop one: "
+                    "alpha_u needs non-overlapping units per coder and category"
+                )
             elif reason.startswith("span #"):
                 reason = reason.split(": ", 1)[1]
             raise AgreementInputError(reason, path=spans_path, line=where) from None

@@ -11,12 +11,14 @@ takes a units x categories count table with the same number of ratings per unit 
 matrix). Raw percentage agreement of several coders is the mean over units (with >= 2 labels) of the share of
 agreeing coder pairs, which for two coders is simply the share of units on which they agree.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import warnings
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -72,8 +74,10 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], *, weights: str | 
         except (TypeError, ValueError):
             raise AgreementError("weighted kappa needs numeric labels") from None
     if len(set(x) | set(y)) == 1:
-        raise AgreementUndefined("kappa is undefined: both coders used one and the same label for every unit "
-                                 "(chance agreement = 1, kappa = 0/0)")
+        raise AgreementUndefined(
+            "kappa is undefined: both coders used one and the same label for every unit "
+            "(chance agreement = 1, kappa = 0/0)"
+        )
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -160,15 +164,20 @@ def pairwise_kappa_codes(codes: np.ndarray, coders: Sequence[Hashable] | None = 
         p_e = float(np.dot(ca, cb)) / (float(n) * n)
         entry["percent_agreement"] = p_o
         if np.count_nonzero(ca + cb) == 1:  # one and the same label throughout: p_e = 1
-            entry.update(kappa=None, reason="kappa is undefined: both coders used one and the same label for "
-                                            "every unit (chance agreement = 1, kappa = 0/0)")
+            entry.update(
+                kappa=None,
+                reason="kappa is undefined: both coders used one and the same label for "
+                "every unit (chance agreement = 1, kappa = 0/0)",
+            )
         else:
             entry["kappa"] = (p_o - p_e) / (1.0 - p_e)
         pairs.append(entry)
     valid = [p["kappa"] for p in pairs if p["kappa"] is not None]
     if not valid:
-        raise AgreementUndefined("kappa is undefined for every pair of coders: "
-                                 + "; ".join(f"{p['a']}/{p['b']}: {p.get('reason')}" for p in pairs))
+        raise AgreementUndefined(
+            "kappa is undefined for every pair of coders: "
+            + "; ".join(f"{p['a']}/{p['b']}: {p.get('reason')}" for p in pairs)
+        )
     return {"kappa": float(np.mean(valid)), "pairs": pairs, "n_pairs": len(valid)}
 
 
@@ -187,8 +196,10 @@ def fleiss_kappa(table: Any) -> float:
     n = n_i[0]
     if not np.all(n_i == n):
         bad = int(np.argmax(n_i != n))
-        raise AgreementError(f"Fleiss' kappa needs the same number of ratings per unit: unit 1 has {n:g}, "
-                             f"unit {bad + 1} has {n_i[bad]:g}")
+        raise AgreementError(
+            f"Fleiss' kappa needs the same number of ratings per unit: unit 1 has {n:g}, "
+            f"unit {bad + 1} has {n_i[bad]:g}"
+        )
     if n < 2:
         raise AgreementError(f"Fleiss' kappa needs at least 2 ratings per unit; got {n:g}")
     N = t.shape[0]
@@ -208,8 +219,10 @@ def fleiss_kappa_from_matrix(data: Any) -> float:
         raise AgreementError(f"Fleiss' kappa needs at least 2 coders; got {codes.shape[0]}")
     if not present.all():
         c, u = np.argwhere(~present)[0]
-        raise AgreementError(f"Fleiss' kappa needs every unit rated by every coder: coder row {c + 1} has no label "
-                             f"for unit {u + 1} (use alpha for data with missing values)")
+        raise AgreementError(
+            f"Fleiss' kappa needs every unit rated by every coder: coder row {c + 1} has no label "
+            f"for unit {u + 1} (use alpha for data with missing values)"
+        )
     V = int(codes.max()) + 1
     U = codes.shape[1]
     cols = np.broadcast_to(np.arange(U), codes.shape)
@@ -225,8 +238,12 @@ def kappa_report(data: Any, coders: Sequence[Hashable] | None = None) -> dict[st
     if C < 2:
         raise AgreementError(f"kappa needs at least 2 coders; got {C}")
     pw = pairwise_cohen_kappa(data, coders)
-    out: dict[str, Any] = {"kappa": pw["kappa"], "percent_agreement": percent_agreement(data),
-                           "n_units": int((present.sum(axis=0) >= 2).sum()), "n_coders": C}
+    out: dict[str, Any] = {
+        "kappa": pw["kappa"],
+        "percent_agreement": percent_agreement(data),
+        "n_units": int((present.sum(axis=0) >= 2).sum()),
+        "n_coders": C,
+    }
     if C == 2:
         out["n_units"] = pw["pairs"][0]["n_units"]
     else:

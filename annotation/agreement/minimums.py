@@ -29,6 +29,7 @@ shares of items
 suggestion acceptance      10     accept / reject decisions on model suggestions
 =========================  =====  ===========================================================================
 """
+
 from __future__ import annotations
 
 TOO_FEW = "too few ratings"
@@ -69,5 +70,9 @@ def why(n, minimum: int, unit: str) -> str:
 
 def mark(n, minimum: int, unit: str) -> dict:
     """``{"n", "min", "too_few", "why"}`` of one figure, what the templates show next to it."""
-    return {"n": 0 if n is None else int(n), "min": int(minimum), "too_few": too_few(n, minimum),
-            "why": why(n, minimum, unit)}
+    return {
+        "n": 0 if n is None else int(n),
+        "min": int(minimum),
+        "too_few": too_few(n, minimum),
+        "why": why(n, minimum, unit),
+    }

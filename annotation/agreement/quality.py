@@ -3,11 +3,13 @@
 Records are plain tuples so that the same functions serve the CLI, the dashboards and tests:
 ``(worker, unit, label)`` for labels, ``(worker, correct)`` for gold answers.
 """
+
 from __future__ import annotations
 
 import warnings
 from collections import Counter, defaultdict
-from typing import Any, Hashable, Iterable
+from collections.abc import Hashable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,7 @@ def loo_majority_agreement(records: Iterable[tuple[Hashable, Hashable, Hashable]
     score: dict[Hashable, float] = defaultdict(float)
     count: dict[Hashable, int] = defaultdict(int)
     workers: set[Hashable] = set()
-    for unit, answers in by_unit.items():
+    for answers in by_unit.values():
         total = Counter(label for _, label in answers)
         for worker, label in answers:
             workers.add(worker)
@@ -58,8 +60,14 @@ def gold_accuracy(records: Iterable[tuple[Hashable, bool]]) -> dict[Hashable, di
     return {w: {"accuracy": ok[w] / n[w], "correct": ok[w], "n": n[w]} for w in n}
 
 
-def crowd_competence(records: Iterable[tuple[Hashable, Hashable, Hashable]], *, method: str = "dawid_skene",
-                     n_iter: int = 100, seed: int = 0, n_restarts: int = 10) -> dict[str, Any]:
+def crowd_competence(
+    records: Iterable[tuple[Hashable, Hashable, Hashable]],
+    *,
+    method: str = "dawid_skene",
+    n_iter: int = 100,
+    seed: int = 0,
+    n_restarts: int = 10,
+) -> dict[str, Any]:
     """Worker competence and aggregated labels from a crowd-aggregation model (crowd-kit).
 
     ``method="dawid_skene"``: competence = sum_c prior(c) * P(worker says c | truth c) from the fitted confusion
@@ -81,6 +89,7 @@ def crowd_competence(records: Iterable[tuple[Hashable, Hashable, Hashable]], *, 
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             from pandas.errors import Pandas4Warning
+
             warnings.simplefilter("ignore", Pandas4Warning)
         except ImportError:
             pass
@@ -115,7 +124,7 @@ def _fit(df, method: str, n_iter: int, seed: int, n_restarts: int) -> dict[str, 
         labels = model.labels_
     else:
         raise AgreementError(f"unknown crowd model {method!r}; choose dawid_skene or mace")
-    return {"method": method, "competence": competence, "labels": {k: v for k, v in labels.items()}}
+    return {"method": method, "competence": competence, "labels": dict(labels.items())}
 
 
 # --- array versions for the project table (same results, no per-record Python) -------------------------------------
@@ -137,8 +146,9 @@ def loo_majority_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     N = label.size
     if U * V > _ARRAY_MAX or N * V > _ARRAY_MAX:  # very many distinct labels: the record-by-record version
         res = loo_majority_agreement(zip(coder_of.tolist(), unit_of.tolist(), label.tolist()))
-        agreement = np.array([np.nan if (res.get(c) or {}).get("agreement") is None else res[c]["agreement"]
-                              for c in range(C)])
+        agreement = np.array(
+            [np.nan if (res.get(c) or {}).get("agreement") is None else res[c]["agreement"] for c in range(C)]
+        )
         return agreement, np.array([(res.get(c) or {}).get("n", 0) for c in range(C)], dtype=np.int64)
     cnt = np.bincount(unit_of * V + label, minlength=U * V).reshape(U, V)
     others = cnt[unit_of]
@@ -183,7 +193,7 @@ def dawid_skene_codes(codes: np.ndarray, *, n_iter: int = 100, tol: float = 1e-5
     tasks, task_of = np.unique(unit, return_inverse=True)
     T = tasks.size
     N = label.size
-    wl = worker * K + label                      # (worker, observed label) key of every row
+    wl = worker * K + label  # (worker, observed label) key of every row
     observed = np.bincount(wl, minlength=C * K).reshape(C, K) > 0
 
     def m_step(probas):
@@ -196,7 +206,7 @@ def dawid_skene_codes(codes: np.ndarray, *, n_iter: int = 100, tol: float = 1e-5
 
     def log_errors(E, log):
         with np.errstate(divide="ignore"):
-            return log(np.where(observed[:, :, None], E, 1.0))[worker, label]   # rows x true labels
+            return log(np.where(observed[:, :, None], E, 1.0))[worker, label]  # rows x true labels
 
     probas = np.bincount(task_of * K + label, minlength=T * K).reshape(T, K).astype(np.float64)
     probas /= probas.sum(axis=1, keepdims=True)
@@ -208,8 +218,9 @@ def dawid_skene_codes(codes: np.ndarray, *, n_iter: int = 100, tol: float = 1e-5
         steps += 1
         priors = np.maximum(priors, _DS_EPS)
         L2 = log_errors(E, np.log2)
-        ll = np.log2(priors)[None, :] + np.stack([np.bincount(task_of, weights=L2[:, t], minlength=T)
-                                                   for t in range(K)], axis=1)
+        ll = np.log2(priors)[None, :] + np.stack(
+            [np.bincount(task_of, weights=L2[:, t], minlength=T) for t in range(K)], axis=1
+        )
         scaled = np.exp2(ll - ll.max(axis=1, keepdims=True))
         probas = scaled / scaled.sum(axis=1, keepdims=True)
         priors = probas.mean(axis=0)

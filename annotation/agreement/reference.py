@@ -3,11 +3,13 @@
 They exist to cross-check the vectorised code (tests) and as the slow baseline of ``bench/agreement.py``; never use
 them on real data sizes.
 """
+
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 
 def _missing(v: Any) -> bool:
@@ -73,8 +75,12 @@ def _distance(s: tuple[int, int, bool], t: tuple[int, int, bool]) -> float:
     return 0.0
 
 
-def naive_unitized_alpha(spans: Sequence[tuple[Hashable, int, int, Hashable]], continuum_length: int,
-                         continuum_begin: int = 0, coders: Sequence[Hashable] | None = None) -> dict[str, Any]:
+def naive_unitized_alpha(
+    spans: Sequence[tuple[Hashable, int, int, Hashable]],
+    continuum_length: int,
+    continuum_begin: int = 0,
+    coders: Sequence[Hashable] | None = None,
+) -> dict[str, Any]:
     """alpha_u by sweeping every coder pair's segments (Krippendorff 1995/2004). Returns overall and per category."""
     B, L = continuum_begin, continuum_length
     coder_list = list(coders) if coders is not None else list(dict.fromkeys(s[0] for s in spans))
@@ -89,7 +95,7 @@ def naive_unitized_alpha(spans: Sequence[tuple[Hashable, int, int, Hashable]], c
             for j in range(i + 1, R):
                 for s in segs[coder_list[i]]:
                     for t in segs[coder_list[j]]:
-                        if s[0] < t[1] and t[0] < s[1]:   # the two segments intersect
+                        if s[0] < t[1] and t[0] < s[1]:  # the two segments intersect
                             total += _distance(s, t)
         d_o = 2.0 * total / (R * (R - 1) * L * L)
         lengths = [e - b for c in coder_list for (b, e) in units[c]]
@@ -97,7 +103,7 @@ def naive_unitized_alpha(spans: Sequence[tuple[Hashable, int, int, Hashable]], c
         N = len(lengths)
         acc = 0.0
         for ln in lengths:
-            acc += (N - 1) * (2 * ln ** 3 - 3 * ln ** 2 + ln) / 3.0
+            acc += (N - 1) * (2 * ln**3 - 3 * ln**2 + ln) / 3.0
             acc += ln * ln * sum(g - ln + 1 for g in gaps if g >= ln)
         d_e = acc * 2.0 / L / (R * L * (R * L - 1) - sum(ln * (ln - 1) for ln in lengths))
         per[cat] = (d_o, d_e)

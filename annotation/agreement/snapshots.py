@@ -8,6 +8,7 @@ project table without its ``items``: topics, workers, charts, crowd vs expert --
 grows with workers and topics, not with items) and the per-item rows (scope ``"project"`` only), written in batches
 of :data:`ROW_BATCH` and read a page at a time (:func:`item_page`) in ``rank`` order, lowest agreement first.
 """
+
 from __future__ import annotations
 
 from django.db import connection, transaction
@@ -17,9 +18,9 @@ from annotation.models import AgreementItemRow, AgreementSnapshot, Assignment, I
 
 from .table import get_project, iter_item_rows, project_table
 
-SNAPSHOT_SCOPES_KEPT = 20   # snapshots kept per scope (older ones are dropped)
-ITEM_ROWS_KEPT = 2          # project snapshots that keep their per-item rows (a page open on the previous one works)
-ROW_BATCH = 2000            # item rows per INSERT
+SNAPSHOT_SCOPES_KEPT = 20  # snapshots kept per scope (older ones are dropped)
+ITEM_ROWS_KEPT = 2  # project snapshots that keep their per-item rows (a page open on the previous one works)
+ROW_BATCH = 2000  # item rows per INSERT
 
 
 def summary_of(figures: dict) -> dict:
@@ -43,8 +44,13 @@ def store_snapshots(project_or_slug) -> list:
     table = project_table(project, item_rows=False)
     bare = table.pop("items")
     positions = dict(Item.objects.filter(project=project).values_list("pk", "position"))
-    ranked = sorted(({"item_id": r["item_id"], "agreement": r["agreement"], "position": positions.get(r["item_id"], 0)}
-                     for r in bare), key=lowest_first_key)
+    ranked = sorted(
+        (
+            {"item_id": r["item_id"], "agreement": r["agreement"], "position": positions.get(r["item_id"], 0)}
+            for r in bare
+        ),
+        key=lowest_first_key,
+    )
     rank = {r["item_id"]: k for k, r in enumerate(ranked)}
     del ranked, positions
     table["n_items"] = len(bare)
@@ -52,24 +58,49 @@ def store_snapshots(project_or_slug) -> list:
     based_on = table["based_on"]
     rows = []
     for t in table["topics"]:
-        rows.append(AgreementSnapshot(project=project, scope=f"topic:{t['topic']}"[:200], figures=t,
-                                      summary=summary_of(t), n_units=t["n_units"], n_coders=t["n_coders"],
-                                      based_on=based_on))
+        rows.append(
+            AgreementSnapshot(
+                project=project,
+                scope=f"topic:{t['topic']}"[:200],
+                figures=t,
+                summary=summary_of(t),
+                n_units=t["n_units"],
+                n_coders=t["n_coders"],
+                based_on=based_on,
+            )
+        )
     cve = table["crowd_vs_expert"]
     if cve:
-        rows.append(AgreementSnapshot(project=project, scope="crowd-vs-expert", figures=cve, summary=summary_of(cve),
-                                      n_units=cve["between"]["n_units"], n_coders=cve["between"]["n_coders"],
-                                      based_on=based_on))
+        rows.append(
+            AgreementSnapshot(
+                project=project,
+                scope="crowd-vs-expert",
+                figures=cve,
+                summary=summary_of(cve),
+                n_units=cve["between"]["n_units"],
+                n_coders=cve["between"]["n_coders"],
+                based_on=based_on,
+            )
+        )
     with transaction.atomic():
-        main = AgreementSnapshot.objects.create(project=project, scope="project", figures=table,
-                                                summary=summary_of(table), n_items=len(bare),
-                                                n_units=table["n_units"], n_coders=table["n_coders"],
-                                                based_on=based_on)
+        main = AgreementSnapshot.objects.create(
+            project=project,
+            scope="project",
+            figures=table,
+            summary=summary_of(table),
+            n_items=len(bare),
+            n_units=table["n_units"],
+            n_coders=table["n_coders"],
+            based_on=based_on,
+        )
         _write_item_rows(main.pk, rank, iter_item_rows(project, bare))
         created = [main] + [AgreementSnapshot.objects.create(**_fields(r)) for r in rows]
         for scope in {r.scope for r in created}:
-            kept = (AgreementSnapshot.objects.filter(project=project, scope=scope)
-                    .order_by("-computed_at", "-id").values_list("pk", flat=True))
+            kept = (
+                AgreementSnapshot.objects.filter(project=project, scope=scope)
+                .order_by("-computed_at", "-id")
+                .values_list("pk", flat=True)
+            )
             old = list(kept[SNAPSHOT_SCOPES_KEPT:])
             if old:
                 AgreementSnapshot.objects.filter(pk__in=old).delete()
@@ -78,8 +109,19 @@ def store_snapshots(project_or_slug) -> list:
     return created
 
 
-_ROW_FIELDS = ("snapshot", "rank", "item", "position", "topic", "text", "n", "agreement", "majority", "responses",
-               "adjudication")
+_ROW_FIELDS = (
+    "snapshot",
+    "rank",
+    "item",
+    "position",
+    "topic",
+    "text",
+    "n",
+    "agreement",
+    "majority",
+    "responses",
+    "adjudication",
+)
 
 
 def _write_item_rows(snapshot_id: int, rank: dict, rows) -> None:
@@ -89,17 +131,30 @@ def _write_item_rows(snapshot_id: int, rank: dict, rows) -> None:
     meta = AgreementItemRow._meta
     fields = [meta.get_field(f) for f in _ROW_FIELDS]
     qn = connection.ops.quote_name
-    sql = (f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    sql = (
+        f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
     responses, adjudication = meta.get_field("responses"), meta.get_field("adjudication")
     batch: list[tuple] = []
     with connection.cursor() as cursor:
         for it in rows:
             adj = it["adjudication"]
-            batch.append((snapshot_id, rank[it["item_id"]], it["item_id"], it["position"], it["topic"], it["text"],
-                          it["n"], it["agreement"], it["majority"] or "",
-                          responses.get_db_prep_save(it["responses"], connection),
-                          None if adj is None else adjudication.get_db_prep_save(adj, connection)))
+            batch.append(
+                (
+                    snapshot_id,
+                    rank[it["item_id"]],
+                    it["item_id"],
+                    it["position"],
+                    it["topic"],
+                    it["text"],
+                    it["n"],
+                    it["agreement"],
+                    it["majority"] or "",
+                    responses.get_db_prep_save(it["responses"], connection),
+                    None if adj is None else adjudication.get_db_prep_save(adj, connection),
+                )
+            )
             if len(batch) >= ROW_BATCH:
                 cursor.executemany(sql, batch)
                 batch = []
@@ -119,10 +174,12 @@ def latest_snapshot(project, scope: str = "project", *, figures: bool = True):
 
 def latest_snapshots(projects, scope: str = "project") -> dict[int, AgreementSnapshot]:
     """``{project id: newest snapshot of scope}`` for many projects in one query, without their figures."""
-    newest = (AgreementSnapshot.objects.filter(project=OuterRef("project"), scope=scope)
-              .order_by("-computed_at", "-id").values("pk")[:1])
-    qs = (AgreementSnapshot.objects.filter(project__in=projects, scope=scope, pk=Subquery(newest))
-          .defer("figures"))
+    newest = (
+        AgreementSnapshot.objects.filter(project=OuterRef("project"), scope=scope)
+        .order_by("-computed_at", "-id")
+        .values("pk")[:1]
+    )
+    qs = AgreementSnapshot.objects.filter(project__in=projects, scope=scope, pk=Subquery(newest)).defer("figures")
     return {s.project_id: s for s in qs}
 
 
@@ -131,8 +188,9 @@ def item_rows(snap: AgreementSnapshot):
     return AgreementItemRow.objects.filter(snapshot=snap).order_by("rank")
 
 
-def item_page(snap: AgreementSnapshot, *, start: int = 0, limit: int = 50, with_agreement: bool = False,
-              responses: bool = True) -> list:
+def item_page(
+    snap: AgreementSnapshot, *, start: int = 0, limit: int = 50, with_agreement: bool = False, responses: bool = True
+) -> list:
     """One page of item rows from rank ``start`` (an index range, no OFFSET), as the project table's item dicts
     (``responses=False``: without reading the rows' responses and adjudication, which the dicts then lack)."""
     qs = item_rows(snap).filter(rank__gte=start)

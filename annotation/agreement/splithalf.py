@@ -10,12 +10,14 @@ repetitions (what AugSBERT reports, 0.66 on their data); with ``spearman_brown=T
 ``rho_spearman_brown`` = 2 rho / (1 + rho) applied to that mean, the estimate for the full (not halved) set of
 annotators; ``reported`` names the one to quote.
 """
+
 from __future__ import annotations
 
 import math
 import warnings
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +47,15 @@ def spearman_brown(r: float, factor: float = 2.0) -> float:
     return factor * r / denom
 
 
-def split_half_reliability(judgements: Judgements, score_fn: ScoreFn = mean_scores, *, n_splits: int = 25,
-                           seed: int = 0, spearman_brown_correction: bool = False,
-                           min_items: int = 3) -> dict[str, Any]:
+def split_half_reliability(
+    judgements: Judgements,
+    score_fn: ScoreFn = mean_scores,
+    *,
+    n_splits: int = 25,
+    seed: int = 0,
+    spearman_brown_correction: bool = False,
+    min_items: int = 3,
+) -> dict[str, Any]:
     """Mean split-half Spearman correlation over ``n_splits`` seeded random splits (see the module doc).
 
     Units with fewer than 2 judgements cannot be split and are skipped (counted in ``n_units_skipped``).
@@ -102,14 +110,24 @@ def split_half_reliability(judgements: Judgements, score_fn: ScoreFn = mean_scor
             continue
         rhos.append(rho)
     if not rhos:
-        raise AgreementUndefined(f"split-half reliability is undefined: none of the {n_splits} splits gave a "
-                                 f"correlation (too few common items or constant scores)")
+        raise AgreementUndefined(
+            f"split-half reliability is undefined: none of the {n_splits} splits gave a "
+            f"correlation (too few common items or constant scores)"
+        )
     mean_rho = float(np.mean(rhos))
-    out: dict[str, Any] = {"rho": mean_rho, "rho_std": float(np.std(rhos)), "per_split": rhos,
-                           "n_splits": n_splits, "n_splits_undefined": undefined, "seed": seed,
-                           "n_units": len(units), "n_units_skipped": skipped,
-                           "n_items_mean": float(np.mean(n_items)), "reported": "rho",
-                           "method": "mean Spearman rho between random halves of each unit's annotators"}
+    out: dict[str, Any] = {
+        "rho": mean_rho,
+        "rho_std": float(np.std(rhos)),
+        "per_split": rhos,
+        "n_splits": n_splits,
+        "n_splits_undefined": undefined,
+        "seed": seed,
+        "n_units": len(units),
+        "n_units_skipped": skipped,
+        "n_items_mean": float(np.mean(n_items)),
+        "reported": "rho",
+        "method": "mean Spearman rho between random halves of each unit's annotators",
+    }
     if spearman_brown_correction:
         out["rho_spearman_brown"] = spearman_brown(mean_rho)
         out["reported"] = "rho_spearman_brown"

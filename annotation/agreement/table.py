@@ -28,6 +28,7 @@ and the latest adjudicated answer of each item (an adjudication wins over a gold
 is compared with them on exactly those items (their responses to gold items included), and
 ``crowd_vs_expert["expert_source"]`` says which of ``"staff"`` / ``"reference"`` was used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,7 +56,7 @@ from .kappa import percent_agreement_codes, unit_agreement_codes
 from .quality import dawid_skene_codes, loo_majority_codes
 from .records import REFERENCE_CODER, coder_key, coder_name, load_responses, reference_records
 
-OVER_TIME_POINTS = 10    # points of the "agreement over submission order" series
+OVER_TIME_POINTS = 10  # points of the "agreement over submission order" series
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -136,8 +137,9 @@ def _reference_data(project, records: list[dict]):
     return rel
 
 
-def compute_table(rel: dict, records: list[dict], *, gold_records=(), reference: dict | str | None = None,
-                  bootstrap: int = BOOTSTRAP) -> dict:
+def compute_table(
+    rel: dict, records: list[dict], *, gold_records=(), reference: dict | str | None = None, bootstrap: int = BOOTSTRAP
+) -> dict:
     """Every figure of the project table from plain data (no database; what ``bench/agreement.py`` times).
 
     ``rel``: reliability data of ``records`` (response records as :func:`load_responses` gives them, in submission
@@ -158,9 +160,10 @@ def _compute_table(rel, records, gold_records, reference, bootstrap) -> dict:
     topic_items: dict[str, set[int]] = defaultdict(set)
     for r in records:
         topic_items[r["topic"]].add(r["item_id"])
-    table["topics"] = [{"topic": topic or "(no topic)", **figures(_subset(rel, items=topic_items[topic]),
-                                                                    bootstrap=bootstrap)}
-                       for topic in sorted(topic_items)]
+    table["topics"] = [
+        {"topic": topic or "(no topic)", **figures(_subset(rel, items=topic_items[topic]), bootstrap=bootstrap)}
+        for topic in sorted(topic_items)
+    ]
 
     # crowd vs expert
     expert_coders = {r["coder"] for r in records if r["is_expert"]}
@@ -169,13 +172,24 @@ def _compute_table(rel, records, gold_records, reference, bootstrap) -> dict:
     if expert_coders and crowd_coders:
         cve = {"expert_source": "staff", **_crowd_vs_expert(rel, crowd_coders, expert_coders, bootstrap)}
     elif isinstance(reference, dict) and reference.get("crowd"):
-        items = {it for c, row in zip(reference["coders"], _coded(reference)["codes"]) if c == REFERENCE_CODER
-                 for it, v in zip(reference["unit_item"], row) if v >= 0}
-        items |= {pk for pk, _ in (reference.get("unitized") or {}).get("items", [])
-                  if REFERENCE_CODER in (reference["unitized"].get("item_coders") or {}).get(pk, [])}
+        items = {
+            it
+            for c, row in zip(reference["coders"], _coded(reference)["codes"])
+            if c == REFERENCE_CODER
+            for it, v in zip(reference["unit_item"], row)
+            if v >= 0
+        }
+        items |= {
+            pk
+            for pk, _ in (reference.get("unitized") or {}).get("items", [])
+            if REFERENCE_CODER in (reference["unitized"].get("item_coders") or {}).get(pk, [])
+        }
         sub = _subset(reference, items=items) if items else reference
-        cve = {"expert_source": "reference", "n_reference_items": len(items),
-               **_crowd_vs_expert(sub, set(reference["crowd"]), {REFERENCE_CODER}, bootstrap)}
+        cve = {
+            "expert_source": "reference",
+            "n_reference_items": len(items),
+            **_crowd_vs_expert(sub, set(reference["crowd"]), {REFERENCE_CODER}, bootstrap),
+        }
     table["crowd_vs_expert"] = cve
 
     table["workers"] = _workers(rel, records, gold_records)
@@ -217,21 +231,28 @@ def _majority_codes(codes: np.ndarray, rank: np.ndarray) -> np.ndarray:
 def _crowd_vs_expert(rel, crowd: set[str], experts: set[str], bootstrap: int) -> dict:
     """Figures among the crowd, among the experts, and between the crowd's and the experts' majority answers."""
     cd = _coded(rel)
-    out = {"n_crowd": len(crowd), "n_experts": len(experts),
-           "crowd": figures(_subset(rel, coders=crowd), bootstrap=bootstrap),
-           "expert": figures(_subset(rel, coders=experts), bootstrap=bootstrap)}
+    out = {
+        "n_crowd": len(crowd),
+        "n_experts": len(experts),
+        "crowd": figures(_subset(rel, coders=crowd), bootstrap=bootstrap),
+        "expert": figures(_subset(rel, coders=experts), bootstrap=bootstrap),
+    }
     rows_c = [i for i, c in enumerate(rel["coders"]) if c in crowd]
     rows_e = [i for i, c in enumerate(rel["coders"]) if c in experts]
-    pair_codes = np.stack([_majority_codes(cd["codes"][rows_c], cd["rank"]),
-                           _majority_codes(cd["codes"][rows_e], cd["rank"])])
+    pair_codes = np.stack(
+        [_majority_codes(cd["codes"][rows_c], cd["rank"]), _majority_codes(cd["codes"][rows_e], cd["rank"])]
+    )
     pair = _with_codes(rel, pair_codes, ["crowd", "expert"], list(rel["units"]), list(rel["unit_item"]))
     if "unitized" in rel:
         u = rel["unitized"]
         item_coders = u.get("item_coders") or {}
         shared = {pk: cs for pk, cs in item_coders.items() if set(cs) & crowd and set(cs) & experts}
-        pair["unitized"] = {"items": [(pk, n) for pk, n in u["items"] if pk in shared], "coders": ["crowd", "expert"],
-                            "spans": _group_spans([s for s in u["spans"] if s[1] in shared], shared, crowd, experts),
-                            "item_coders": {pk: ["crowd", "expert"] for pk in shared}}
+        pair["unitized"] = {
+            "items": [(pk, n) for pk, n in u["items"] if pk in shared],
+            "coders": ["crowd", "expert"],
+            "spans": _group_spans([s for s in u["spans"] if s[1] in shared], shared, crowd, experts),
+            "item_coders": {pk: ["crowd", "expert"] for pk in shared},
+        }
     out["between"] = figures(pair, bootstrap=bootstrap)
     return out
 
@@ -291,13 +312,28 @@ def _workers(rel: dict, records: list[dict], gold_records) -> list[dict]:
         # ~1.0 (or the prior mass of the labels they used): no estimate at all, so it is not reported.
         overlap = lo[1]
         comp = _finite(competence.get(coder)) if overlap else None
-        out.append({"coder": coder, "worker_id": _worker_id(coder), "name": coder,
-                    "is_expert": experts.get(coder, False), "n_responses": n_resp.get(coder, 0),
-                    "loo_agreement": _finite(lo[0]), "loo_n": lo[1],
-                    "gold_accuracy": _finite(g.get("accuracy")), "gold_n": g.get("n", 0),
-                    "competence": comp, "overlap_n": overlap,
-                    "competence_reason": ("no overlap with other workers" if not overlap
-                                          else "" if comp is not None else "undefined on this data")})
+        out.append(
+            {
+                "coder": coder,
+                "worker_id": _worker_id(coder),
+                "name": coder,
+                "is_expert": experts.get(coder, False),
+                "n_responses": n_resp.get(coder, 0),
+                "loo_agreement": _finite(lo[0]),
+                "loo_n": lo[1],
+                "gold_accuracy": _finite(g.get("accuracy")),
+                "gold_n": g.get("n", 0),
+                "competence": comp,
+                "overlap_n": overlap,
+                "competence_reason": (
+                    "no overlap with other workers"
+                    if not overlap
+                    else ""
+                    if comp is not None
+                    else "undefined on this data"
+                ),
+            }
+        )
     return out
 
 
@@ -336,13 +372,16 @@ def iter_item_rows(project, rows: list[dict], *, chunk_size: int = ITEM_CHUNK):
     positions = dict(Item.objects.filter(project=project).values_list("pk", "position"))
     order = sorted(by_id, key=lambda pk: (positions.get(pk, 0), pk))
     adjudications = {}
-    for a in (Adjudication.objects.filter(item__project=project).select_related("expert")
-              .order_by("created_at", "id")):
-        adjudications[a.item_id] = {"answer": a.answer, "by": a.expert.get_username() if a.expert else "",
-                                    "at": a.created_at.isoformat(), "note": a.note}
+    for a in Adjudication.objects.filter(item__project=project).select_related("expert").order_by("created_at", "id"):
+        adjudications[a.item_id] = {
+            "answer": a.answer,
+            "by": a.expert.get_username() if a.expert else "",
+            "at": a.created_at.isoformat(),
+            "note": a.note,
+        }
     tt = project.get_task_type()
     for start in range(0, len(order), chunk_size):
-        ids = order[start:start + chunk_size]
+        ids = order[start : start + chunk_size]
         items = {it.pk: it for it in Item.objects.filter(pk__in=ids)}
         for pk in ids:
             row, item = by_id[pk], items.get(pk)
@@ -351,10 +390,17 @@ def iter_item_rows(project, rows: list[dict], *, chunk_size: int = ITEM_CHUNK):
             except Exception:  # noqa: BLE001 - an aggregate must never break the dashboard
                 agg = {}
             payload = (item.payload or {}) if item else {}
-            yield {"item_id": pk, "position": item.position if item else 0,
-                   "topic": str(payload.get("topic") or ""), "text": str(payload.get("text") or ""),
-                   "n": row["n"], "agreement": row["agreement"], "majority": tt.aggregate_text(agg),
-                   "responses": row["responses"], "adjudication": adjudications.get(pk)}
+            yield {
+                "item_id": pk,
+                "position": item.position if item else 0,
+                "topic": str(payload.get("topic") or ""),
+                "text": str(payload.get("text") or ""),
+                "n": row["n"],
+                "agreement": row["agreement"],
+                "majority": tt.aggregate_text(agg),
+                "responses": row["responses"],
+                "adjudication": adjudications.get(pk),
+            }
 
 
 def _over_time(rel, records) -> list[dict]:

@@ -18,11 +18,13 @@ overlaps only the units that start inside it), the "inside the other coder's gap
 *not* overlap a unit, and sum_{g >= l}(g - l + 1) from prefix sums over the sorted gaps. Units of one coder and one
 category must not overlap (the model has no meaning for them; DKPro states the same restriction).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,10 +44,18 @@ class UnitizedResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"alpha_u": self.alpha_u, "per_category": self.per_category, "n_coders": self.n_coders,
-                "n_spans": self.n_spans, "n_units": self.n_spans, "continuum_begin": self.continuum_begin,
-                "continuum_length": self.continuum_length, "observed_disagreement": self.observed_disagreement,
-                "expected_disagreement": self.expected_disagreement, **self.extra}
+        return {
+            "alpha_u": self.alpha_u,
+            "per_category": self.per_category,
+            "n_coders": self.n_coders,
+            "n_spans": self.n_spans,
+            "n_units": self.n_spans,
+            "continuum_begin": self.continuum_begin,
+            "continuum_length": self.continuum_length,
+            "observed_disagreement": self.observed_disagreement,
+            "expected_disagreement": self.expected_disagreement,
+            **self.extra,
+        }
 
 
 def _agreement(d_o: float, d_e: float) -> float:
@@ -54,8 +64,9 @@ def _agreement(d_o: float, d_e: float) -> float:
     return 1.0 - d_o / d_e
 
 
-def _category_disagreements(coder: np.ndarray, begin: np.ndarray, length: np.ndarray, R: int, B: int, L: int,
-                            index: np.ndarray) -> tuple[float, float]:
+def _category_disagreements(
+    coder: np.ndarray, begin: np.ndarray, length: np.ndarray, R: int, B: int, L: int, index: np.ndarray
+) -> tuple[float, float]:
     """(D_o, D_e) of one category; arrays hold that category's units, ``index`` their positions in the input."""
     order = np.lexsort((coder, begin))
     coder, begin, length, index = coder[order], begin[order], length[order], index[order]
@@ -93,15 +104,16 @@ def _category_disagreements(coder: np.ndarray, begin: np.ndarray, length: np.nda
     last = np.ones(n, dtype=bool)
     last[:-1] = cb[1:] != cb[:-1]
     inner = bb[1:][~first[1:]] - eb[:-1][~first[1:]]
-    gaps = np.concatenate([bb[first] - B, inner, (B + L) - eb[last],
-                           np.full(R - np.unique(cb).size, L, dtype=np.int64)])
+    gaps = np.concatenate(
+        [bb[first] - B, inner, (B + L) - eb[last], np.full(R - np.unique(cb).size, L, dtype=np.int64)]
+    )
     gaps = np.sort(gaps[gaps > 0]).astype(np.float64)
     csum = np.concatenate([[0.0], np.cumsum(gaps)])
     pos = np.searchsorted(gaps, lf, side="left")
     n_ge = gaps.size - pos
     sum_ge = csum[-1] - csum[pos]
-    gap_term = sum_ge - (lf - 1.0) * n_ge          # sum_{g >= l} (g - l + 1)
-    within = (n - 1) * (2.0 * lf ** 3 - 3.0 * lf ** 2 + lf) / 3.0
+    gap_term = sum_ge - (lf - 1.0) * n_ge  # sum_{g >= l} (g - l + 1)
+    within = (n - 1) * (2.0 * lf**3 - 3.0 * lf**2 + lf) / 3.0
     numer = float(np.sum(within + lf * lf * gap_term)) * 2.0 / float(L)
     denom = float(R) * L * (float(R) * L - 1.0) - float(np.sum(lf * (lf - 1.0)))
     d_e = numer / denom
@@ -109,14 +121,21 @@ def _category_disagreements(coder: np.ndarray, begin: np.ndarray, length: np.nda
 
 
 def _overlap_error(a: int, b: int) -> AgreementInputError:
-    err = AgreementInputError(f"spans #{a + 1} and #{b + 1} overlap and have the same coder and category; merge or "
-                              "drop one (alpha_u needs non-overlapping units per coder and category)")
+    err = AgreementInputError(
+        f"spans #{a + 1} and #{b + 1} overlap and have the same coder and category; merge or "
+        "drop one (alpha_u needs non-overlapping units per coder and category)"
+    )
     err.span_indices = (a, b)
     return err
 
 
-def unitized_alpha(spans: Iterable[Sequence[Any]], continuum_length: int, *, continuum_begin: int = 0,
-                   coders: Iterable[Hashable] | None = None) -> UnitizedResult:
+def unitized_alpha(
+    spans: Iterable[Sequence[Any]],
+    continuum_length: int,
+    *,
+    continuum_begin: int = 0,
+    coders: Iterable[Hashable] | None = None,
+) -> UnitizedResult:
     """alpha_u of ``spans`` = iterable of ``(coder, begin, length, category)`` on [begin, begin + length).
 
     ``coders``: every coder of the study, including those who marked nothing (they count as one long gap); by default
@@ -168,11 +187,23 @@ def unitized_alpha(spans: Iterable[Sequence[Any]], continuum_length: int, *, con
         d_o, d_e = _category_disagreements(coder[sel], begin[sel], length[sel], R, B, L, index[sel])
         d_os.append(d_o)
         d_es.append(d_e)
-        per_category[str(k)] = {"alpha_u": _agreement(d_o, d_e), "observed_disagreement": d_o,
-                                "expected_disagreement": d_e, "n_spans": int(sel.sum())}
+        per_category[str(k)] = {
+            "alpha_u": _agreement(d_o, d_e),
+            "observed_disagreement": d_o,
+            "expected_disagreement": d_e,
+            "n_spans": int(sel.sum()),
+        }
     d_o, d_e = float(np.mean(d_os)), float(np.mean(d_es))
-    return UnitizedResult(alpha_u=_agreement(d_o, d_e), per_category=per_category, n_coders=R, n_spans=n,
-                          continuum_begin=B, continuum_length=L, observed_disagreement=d_o, expected_disagreement=d_e)
+    return UnitizedResult(
+        alpha_u=_agreement(d_o, d_e),
+        per_category=per_category,
+        n_coders=R,
+        n_spans=n,
+        continuum_begin=B,
+        continuum_length=L,
+        observed_disagreement=d_o,
+        expected_disagreement=d_e,
+    )
 
 
 def _span_error(i: int, reason: str) -> AgreementInputError:
@@ -181,8 +212,9 @@ def _span_error(i: int, reason: str) -> AgreementInputError:
     return err
 
 
-def spans_on_continuum(item_spans: Iterable[Sequence[Any]], item_lengths: Sequence[tuple[Hashable, int]]
-                       ) -> tuple[list[tuple[Any, int, int, Any]], int]:
+def spans_on_continuum(
+    item_spans: Iterable[Sequence[Any]], item_lengths: Sequence[tuple[Hashable, int]]
+) -> tuple[list[tuple[Any, int, int, Any]], int]:
     """Lay items end to end (in ``item_lengths`` order) and move each ``(coder, item, begin, length, category)``
     span to continuum coordinates. Returns ``(spans, continuum_length)`` for :func:`unitized_alpha`.
 

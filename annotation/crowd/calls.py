@@ -15,10 +15,12 @@ yet a worker can die between the call and writing its answer down. So every such
 What differs between platforms (the log model, the error type, what counts as interrupted, the fields an attempt
 resets) is a :class:`Rules`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -44,12 +46,12 @@ class Rules:
     """A platform's side of the call log."""
 
     log: type[CallLog]
-    platform: str                                   # "MTurk", "Prolific": in the notes a person reads
-    error: Callable[[str], Exception]               # the platform's error type, built from a message
+    platform: str  # "MTurk", "Prolific": in the notes a person reads
+    error: Callable[[str], Exception]  # the platform's error type, built from a message
     resolve_hint: str = "check on {platform}, then resolve it"
-    interrupted: Callable[[CallLog], bool] = _always   # a retry whose outcome may be unknown (lookup first)
+    interrupted: Callable[[CallLog], bool] = _always  # a retry whose outcome may be unknown (lookup first)
     describe: Callable[[CallLog], str] = _interrupted  # how an interrupted call is described to a person
-    reset: dict = field(default_factory=dict)          # fields each attempt resets (e.g. the last HTTP status)
+    reset: dict = field(default_factory=dict)  # fields each attempt resets (e.g. the last HTTP status)
 
 
 @dataclass
@@ -82,8 +84,13 @@ def write_before(log: type[CallLog], key: str, defaults: dict) -> tuple[CallLog,
 def mark_done(op: CallLog, response: Any, *, note: str = "", logged: Any = None, **extra: Any) -> CallLog:
     """The call happened: done with its response, in one statement (a crash before it leaves the row pending).
     ``logged``: what the log keeps when it must not keep all of ``response`` (a secret); the caller still gets it."""
-    values = {"status": CallStatus.DONE, "response": response if logged is None else logged,
-              "done_at": timezone.now(), "error": note, **extra}
+    values = {
+        "status": CallStatus.DONE,
+        "response": response if logged is None else logged,
+        "done_at": timezone.now(),
+        "error": note,
+        **extra,
+    }
     _set(op, **values)
     op.response = response
     return op
@@ -109,25 +116,39 @@ def pending(log: type[CallLog], project) -> QuerySet:
     return log.objects.filter(project=project, status=CallStatus.PENDING).order_by("created_at", "pk")
 
 
-def begin(rules: Rules, key: str, defaults: dict, *, already_done: Callable[[CallLog], Any] | None = None,
-          finish: Finish = mark_done) -> Attempt:
+def begin(
+    rules: Rules,
+    key: str,
+    defaults: dict,
+    *,
+    already_done: Callable[[CallLog], Any] | None = None,
+    finish: Finish = mark_done,
+) -> Attempt:
     """Steps 1 and 2 of the module's rule: the row is written, an earlier outcome looked up; returns the
     :class:`Attempt` (its attempt counted) or raises ``rules.error`` for an uncertain call."""
     op, created = write_before(rules.log, key, defaults)
     if op.status == CallStatus.DONE:
         return Attempt(op, created, retry=False, done=True)
     if op.status == CallStatus.UNCERTAIN:
-        raise rules.error(f"{op.operation} ({key}): the outcome of an interrupted call is unknown and it is not sent "
-                          f"again; {rules.resolve_hint.format(platform=rules.platform, key=key)}")
+        raise rules.error(
+            f"{op.operation} ({key}): the outcome of an interrupted call is unknown and it is not sent "
+            f"again; {rules.resolve_hint.format(platform=rules.platform, key=key)}"
+        )
     retry = not created and op.attempts > 0
     if retry and rules.interrupted(op):
         found = already_done(op) if already_done is not None else UNKNOWN
         if found is not UNKNOWN and found is not None:
-            return Attempt(finish(op, found, note=f"found on {rules.platform} after an interrupted call"), created,
-                           retry=True, done=True)
+            return Attempt(
+                finish(op, found, note=f"found on {rules.platform} after an interrupted call"),
+                created,
+                retry=True,
+                done=True,
+            )
         if found is UNKNOWN and not op.repeatable:
-            text = (f"{rules.describe(op)}; not sent again because it is not safe to repeat: check on "
-                    f"{rules.platform} and resolve it")
+            text = (
+                f"{rules.describe(op)}; not sent again because it is not safe to repeat: check on "
+                f"{rules.platform} and resolve it"
+            )
             mark_uncertain(op, text)
             raise rules.error(f"{op.operation} ({key}): {text}")
     _set(op, attempts=op.attempts + 1, status=CallStatus.PENDING, **rules.reset)
@@ -141,8 +162,12 @@ def resolve(rules: Rules, op: CallLog, *, happened: bool) -> CallLog:
     if op.status == CallStatus.DONE:
         raise rules.error(f"key: {op.key!r} is done already")
     if happened:
-        _set(op, status=CallStatus.DONE, done_at=timezone.now(),
-             error=f"resolved by hand: it happened on {rules.platform}")
+        _set(
+            op,
+            status=CallStatus.DONE,
+            done_at=timezone.now(),
+            error=f"resolved by hand: it happened on {rules.platform}",
+        )
     else:
         _set(op, status=CallStatus.PENDING, attempts=0, error="resolved by hand: it did not happen", **rules.reset)
     op.refresh_from_db()

@@ -3,6 +3,7 @@
 
 One vocabulary for both platforms, so a call or a bonus means the same on either panel and one set of functions
 (:mod:`annotation.crowd.calls`, :mod:`annotation.crowd.pay`) serves both."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -24,8 +25,9 @@ class CallLog(models.Model):
 
     key = models.CharField(max_length=255, unique=True, help_text="what makes this call unique, e.g. bonus:<id>")
     operation = models.CharField(max_length=60)
-    project = models.ForeignKey("annotation.Project", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="%(app_label)s_operations")
+    project = models.ForeignKey(
+        "annotation.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="%(app_label)s_operations"
+    )
     request = models.JSONField(default=dict, blank=True)
     response = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=CallStatus.choices, default=CallStatus.PENDING, db_index=True)
@@ -66,8 +68,9 @@ class Bonus(models.Model):
         abstract = True
         ordering = ["id"]
         # a platform's Meta extends this one (``class Meta(Bonus.Meta)``) and adds its one-top-up-per-work rule
-        constraints = [models.CheckConstraint(condition=models.Q(amount_cents__gte=1),
-                                              name="%(app_label)s_bonus_positive")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(amount_cents__gte=1), name="%(app_label)s_bonus_positive")
+        ]
 
     @property
     def paid(self) -> bool:

@@ -1,6 +1,7 @@
 """Pay from a wage floor, the same on every crowd platform: the reward that pays an hourly wage for a working time
 (rounded UP to the cent, so a rounding never pays below the floor) and the wage top-up bonus that makes up the rest
 when the real working time was longer than the reward paid for."""
+
 from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal
@@ -23,8 +24,7 @@ def topup_cents(hourly_cents: int, seconds: float, reward_cents: int) -> int:
     return max(0, reward_for_wage(hourly_cents, seconds) - int(reward_cents))
 
 
-def plan_topup(model: type[Bonus], *, hourly_cents: int, seconds: float, reward_cents: int,
-               **fields) -> Bonus | None:
+def plan_topup(model: type[Bonus], *, hourly_cents: int, seconds: float, reward_cents: int, **fields) -> Bonus | None:
     """A ``wage-topup`` bonus for one piece of work (``fields``: its project, its work, the reason), or ``None`` when
     nothing is owed or it has one already (each platform's unique constraint allows one top-up per piece of work)."""
     missing = topup_cents(hourly_cents, seconds, reward_cents)

@@ -2,6 +2,7 @@
 
 The fields every platform fills are here; a platform adds its own (MTurk its HITs, Prolific its submissions) by
 subclassing, and :meth:`SyncReport.lines` puts the shared ones in one wording."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -12,7 +13,7 @@ class SyncReport:
     approved: int = 0
     rejected: int = 0
     bonuses_paid: int = 0
-    excluded: list = field(default_factory=list)   # Argora work the platform does not know, given back
+    excluded: list = field(default_factory=list)  # Argora work the platform does not know, given back
     errors: list = field(default_factory=list)
     wage_warning: str = ""
 
@@ -24,5 +25,8 @@ class SyncReport:
         return []
 
     def lines(self) -> list[str]:
-        return [*self.platform_lines(), *(f"ERROR: {e}" for e in self.errors),
-                *([f"WARNING: {self.wage_warning}"] if self.wage_warning else [])]
+        return [
+            *self.platform_lines(),
+            *(f"ERROR: {e}" for e in self.errors),
+            *([f"WARNING: {self.wage_warning}"] if self.wage_warning else []),
+        ]

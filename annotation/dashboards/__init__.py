@@ -37,11 +37,23 @@ URLs (``annotation/dashboard_urls.py``)::
     /projects/<slug>/agreement/items/<id>/adjudicate/  POST: an expert's final answer
     /projects/<slug>/agreement/<table>.csv           summary | topics | workers | items | over_time
 """
+
 from __future__ import annotations
 
 from .figures import charts, worker_y_axis
 from .tables import CSV_TABLES, table_csv
 from .views import adjudicate, agreement, agreement_csv, agreement_items, agreement_recompute, dashboards, results_page
 
-__all__ = ["CSV_TABLES", "adjudicate", "agreement", "agreement_csv", "agreement_items", "agreement_recompute", "charts",
-           "dashboards", "results_page", "table_csv", "worker_y_axis"]
+__all__ = [
+    "CSV_TABLES",
+    "adjudicate",
+    "agreement",
+    "agreement_csv",
+    "agreement_items",
+    "agreement_recompute",
+    "charts",
+    "dashboards",
+    "results_page",
+    "table_csv",
+    "worker_y_axis",
+]

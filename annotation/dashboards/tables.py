@@ -4,6 +4,7 @@ row readings every page shares (the scopes of a summary, a worker row with its o
 Plain functions over a snapshot's figures (dicts): :mod:`.figures` shapes the same rows for the pages, and
 :mod:`.views` answers the requests.
 """
+
 from __future__ import annotations
 
 from django.http import Http404, HttpResponse
@@ -14,8 +15,17 @@ from ..agreement.snapshots import item_rows
 from ..models import AgreementSnapshot
 
 CSV_TABLES = ("summary", "topics", "workers", "items", "over_time")
-FIGURE_COLUMNS = ["level", "alpha", "alpha_ci_low", "alpha_ci_high", "percent_agreement", "kappa", "fleiss_kappa",
-                  "n_units", "n_coders"]
+FIGURE_COLUMNS = [
+    "level",
+    "alpha",
+    "alpha_ci_low",
+    "alpha_ci_high",
+    "percent_agreement",
+    "kappa",
+    "fleiss_kappa",
+    "n_units",
+    "n_coders",
+]
 
 
 def raw(v) -> str:
@@ -29,8 +39,17 @@ def csv_table_response(filename: str, header: list[str], rows: list[list]) -> Ht
 
 def _figure_row(f: dict) -> list:
     ci = f.get("alpha_ci") or {}
-    return [f.get("level"), f.get("alpha"), ci.get("low"), ci.get("high"), f.get("percent_agreement"),
-            f.get("kappa"), f.get("fleiss_kappa"), f.get("n_units"), f.get("n_coders")]
+    return [
+        f.get("level"),
+        f.get("alpha"),
+        ci.get("low"),
+        ci.get("high"),
+        f.get("percent_agreement"),
+        f.get("kappa"),
+        f.get("fleiss_kappa"),
+        f.get("n_units"),
+        f.get("n_coders"),
+    ]
 
 
 def summary_scopes(table: dict) -> list[tuple[str, dict]]:
@@ -42,32 +61,66 @@ def summary_scopes(table: dict) -> list[tuple[str, dict]]:
     return scopes
 
 
-def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adjudications=None,
-              answer_text=str):
+def table_csv(table: dict, name: str, snap: AgreementSnapshot | None = None, adjudications=None, answer_text=str):
     """(header, rows) of one CSV table of a project table (``answer_text``: the task type's reading of an answer)."""
     if name == "summary":
         header = ["scope"] + FIGURE_COLUMNS + ["computed_at", "based_on"]
-        rows = [[scope] + _figure_row(f) + [snap.computed_at.isoformat() if snap else "", table.get("based_on")]
-                for scope, f in summary_scopes(table)]
+        rows = [
+            [scope] + _figure_row(f) + [snap.computed_at.isoformat() if snap else "", table.get("based_on")]
+            for scope, f in summary_scopes(table)
+        ]
     elif name == "topics":
         header = ["topic"] + FIGURE_COLUMNS
         rows = [[t["topic"]] + _figure_row(t) for t in table.get("topics", [])]
     elif name == "workers":
-        header = ["coder", "worker_id", "name", "is_expert", "n_responses", "loo_agreement", "loo_n",
-                  "gold_accuracy", "gold_n", "competence", "overlap_n", "competence_reason"]
+        header = [
+            "coder",
+            "worker_id",
+            "name",
+            "is_expert",
+            "n_responses",
+            "loo_agreement",
+            "loo_n",
+            "gold_accuracy",
+            "gold_n",
+            "competence",
+            "overlap_n",
+            "competence_reason",
+        ]
         rows = [[w.get(h) for h in header] for w in map(with_overlap, table.get("workers", []))]
     elif name == "items":
         adjudications = adjudications or {}
-        header = ["item_id", "position", "topic", "text", "n", "agreement", "majority", "responses",
-                  "adjudicated", "adjudicated_by", "adjudicated_at"]
+        header = [
+            "item_id",
+            "position",
+            "topic",
+            "text",
+            "n",
+            "agreement",
+            "majority",
+            "responses",
+            "adjudicated",
+            "adjudicated_by",
+            "adjudicated_at",
+        ]
         rows = []
         for it in lowest_first(table.get("items", [])):
             adj = adjudications.get(it["item_id"])
-            rows.append([it["item_id"], it["position"], it["topic"], it["text"], it["n"], it["agreement"],
-                         it["majority"], "; ".join(f'{r["coder"]}={answer_text(r["data"])}'
-                                                   for r in it["responses"]),
-                         adj["text"] if adj else "", adj["by"] if adj else "",
-                         adj["at"].isoformat() if adj else ""])
+            rows.append(
+                [
+                    it["item_id"],
+                    it["position"],
+                    it["topic"],
+                    it["text"],
+                    it["n"],
+                    it["agreement"],
+                    it["majority"],
+                    "; ".join(f"{r['coder']}={answer_text(r['data'])}" for r in it["responses"]),
+                    adj["text"] if adj else "",
+                    adj["by"] if adj else "",
+                    adj["at"].isoformat() if adj else "",
+                ]
+            )
     elif name == "over_time":
         header = ["assignments", "alpha", "percent_agreement", "n_units", "reason"]
         rows = [[p.get(h, "") for h in header] for p in table.get("over_time", [])]
@@ -102,5 +155,12 @@ def with_items(snap: AgreementSnapshot) -> dict:
 
 
 def lowest_first(items: list[dict]) -> list[dict]:
-    return sorted(items, key=lambda it: (it["agreement"] is None, it["agreement"] if it["agreement"] is not None
-                                         else 0, it["position"], it["item_id"]))
+    return sorted(
+        items,
+        key=lambda it: (
+            it["agreement"] is None,
+            it["agreement"] if it["agreement"] is not None else 0,
+            it["position"],
+            it["item_id"],
+        ),
+    )

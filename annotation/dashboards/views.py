@@ -5,6 +5,7 @@ Each page reads the latest stored snapshot (:func:`_snapshot`: computed in the r
 enqueued for a large one, which answers "computing" meanwhile); :mod:`.figures` shapes what is shown and
 :mod:`.tables` the CSV tables. Staff / experts only (:func:`annotation.views.expert_required`).
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -25,9 +26,9 @@ from ..views import expert_required, team_project
 from .figures import charts, figure_rows, item_row, model_sections, num, worker_row
 from .tables import CSV_TABLES, csv_table_response, item_counts, raw, table_csv, with_items, with_overlap
 
-SYNC_MAX_RESPONSES = 2000        # first view of a project without a snapshot: compute in the request up to this size
+SYNC_MAX_RESPONSES = 2000  # first view of a project without a snapshot: compute in the request up to this size
 COMPUTING_RETRY_SECONDS = 5
-LOWEST_SHOWN = 5                 # items listed on the agreement page
+LOWEST_SHOWN = 5  # items listed on the agreement page
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -47,12 +48,18 @@ def _snapshot(project: Project) -> AgreementSnapshot | None:
 def _computing(request, project: Project, *, csv: bool = False):
     """The answer while the first snapshot is being computed by a worker."""
     if csv:
-        resp = HttpResponse("The agreement figures of this project are being computed; try again in a few seconds.\n",
-                            status=503, content_type="text/plain; charset=utf-8")
+        resp = HttpResponse(
+            "The agreement figures of this project are being computed; try again in a few seconds.\n",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
         resp["Retry-After"] = str(COMPUTING_RETRY_SECONDS)
         return resp
-    return render(request, "annotation/dashboard/computing.html", {
-        "project": project, "retry": COMPUTING_RETRY_SECONDS, "results_page": results_page(project)})
+    return render(
+        request,
+        "annotation/dashboard/computing.html",
+        {"project": project, "retry": COMPUTING_RETRY_SECONDS, "results_page": results_page(project)},
+    )
 
 
 def results_page(project: Project) -> dict | None:
@@ -75,8 +82,13 @@ def _current_adjudications(project: Project, item_ids=None) -> dict[int, dict]:
     if item_ids is not None:
         qs = qs.filter(item_id__in=item_ids)
     for a in qs.select_related("expert").order_by("item_id", "created_at", "id"):
-        out[a.item_id] = {"answer": a.answer, "text": answer_text(a.answer), "note": a.note,
-                          "by": a.expert.get_username() if a.expert else "", "at": a.created_at}
+        out[a.item_id] = {
+            "answer": a.answer,
+            "text": answer_text(a.answer),
+            "note": a.note,
+            "by": a.expert.get_username() if a.expert else "",
+            "at": a.created_at,
+        }
     return out
 
 
@@ -104,38 +116,89 @@ def _positive(given: str | None, default: int, most: int) -> int:
 @expert_required
 @require_GET
 def dashboards(request):
-    done = (Assignment.objects.filter(project=OuterRef("pk"), status__in=Assignment.DONE).order_by()
-            .values("project").annotate(n=Count("pk")).values("n"))
-    adjudicated = (Adjudication.objects.filter(item__project=OuterRef("pk")).order_by()
-                   .values("item__project").annotate(n=Count("item", distinct=True)).values("n"))
-    projects = list(access.projects(request.user).annotate(
-        n_submitted=Coalesce(Subquery(done, output_field=IntegerField()), 0),
-        n_adjudicated=Coalesce(Subquery(adjudicated, output_field=IntegerField()), 0)).order_by("pk"))
+    done = (
+        Assignment.objects.filter(project=OuterRef("pk"), status__in=Assignment.DONE)
+        .order_by()
+        .values("project")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    adjudicated = (
+        Adjudication.objects.filter(item__project=OuterRef("pk"))
+        .order_by()
+        .values("item__project")
+        .annotate(n=Count("item", distinct=True))
+        .values("n")
+    )
+    projects = list(
+        access.projects(request.user)
+        .annotate(
+            n_submitted=Coalesce(Subquery(done, output_field=IntegerField()), 0),
+            n_adjudicated=Coalesce(Subquery(adjudicated, output_field=IntegerField()), 0),
+        )
+        .order_by("pk")
+    )
     snaps = latest_snapshots(projects)
     rows = []
     for project in projects:
         snap = snaps.get(project.pk)
         submitted = project.n_submitted
         f = snap.summary if snap else {}
-        rows.append({"project": project, "snap": snap, "submitted": submitted, "results_page": results_page(project),
-                     "stale": snap is not None and snap.based_on != submitted, "summary": f,
-                     "alpha": num(f.get("alpha")), "alpha_raw": raw(f.get("alpha")), "level": f.get("level", ""),
-                     "percent_agreement": num(f.get("percent_agreement")), "kappa": num(f.get("kappa")),
-                     "n_units": f.get("n_units", ""), "n_coders": f.get("n_coders", ""),
-                     "mark": mark(f.get("n_units"), MIN_UNITS, "pairable units") if snap and not f.get("unsupported")
-                     else None,
-                     "adjudicated": project.n_adjudicated})
+        rows.append(
+            {
+                "project": project,
+                "snap": snap,
+                "submitted": submitted,
+                "results_page": results_page(project),
+                "stale": snap is not None and snap.based_on != submitted,
+                "summary": f,
+                "alpha": num(f.get("alpha")),
+                "alpha_raw": raw(f.get("alpha")),
+                "level": f.get("level", ""),
+                "percent_agreement": num(f.get("percent_agreement")),
+                "kappa": num(f.get("kappa")),
+                "n_units": f.get("n_units", ""),
+                "n_coders": f.get("n_coders", ""),
+                "mark": mark(f.get("n_units"), MIN_UNITS, "pairable units")
+                if snap and not f.get("unsupported")
+                else None,
+                "adjudicated": project.n_adjudicated,
+            }
+        )
     if request.GET.get("format") == "csv":
-        header = ["project", "task_type", "status", "submitted_assignments", "level", "alpha", "percent_agreement",
-                  "kappa", "n_units", "n_coders", "computed_at", "based_on"]
+        header = [
+            "project",
+            "task_type",
+            "status",
+            "submitted_assignments",
+            "level",
+            "alpha",
+            "percent_agreement",
+            "kappa",
+            "n_units",
+            "n_coders",
+            "computed_at",
+            "based_on",
+        ]
         out = []
         for r in rows:
             f = r["summary"]
-            out.append([r["project"].slug, r["project"].task_type, r["project"].status, r["submitted"],
-                        f.get("level"), f.get("alpha"), f.get("percent_agreement"), f.get("kappa"),
-                        f.get("n_units"), f.get("n_coders"),
-                        r["snap"].computed_at.isoformat() if r["snap"] else "",
-                        r["snap"].based_on if r["snap"] else ""])
+            out.append(
+                [
+                    r["project"].slug,
+                    r["project"].task_type,
+                    r["project"].status,
+                    r["submitted"],
+                    f.get("level"),
+                    f.get("alpha"),
+                    f.get("percent_agreement"),
+                    f.get("kappa"),
+                    f.get("n_units"),
+                    f.get("n_coders"),
+                    r["snap"].computed_at.isoformat() if r["snap"] else "",
+                    r["snap"].based_on if r["snap"] else "",
+                ]
+            )
         return csv_table_response("dashboards.csv", header, out)
     return render(request, "annotation/dashboard/index.html", {"rows": rows, "min_units": MIN_UNITS})
 
@@ -160,19 +223,34 @@ def agreement(request, slug: str):
     n_items, n_without = item_counts(table)
     lowest = item_page(snap, limit=LOWEST_SHOWN, with_agreement=True, responses=False)
     figures = figure_rows(table)
-    return render(request, "annotation/dashboard/agreement.html", {
-        "project": project, "snap": snap, "table": table, "figures": figures,
-        "overall": figures[0], "charts": charts(table),
-        "workers": [worker_row(w) for w in workers],
-        "submitted": submitted, "stale": snap.based_on != submitted, "new_since": max(0, submitted - snap.based_on),
-        "csv_tables": CSV_TABLES, "unitized": table.get("level") == "unitized",
-        "lowest": [item_row(it, table) for it in lowest],
-        "n_items": n_items, "n_items_without": n_without,
-        "no_item_agreement": bool(table.get("unsupported")),
-        "results_page": results_page(project), "cve": table.get("crowd_vs_expert"),
-        "minimums": {"units": MIN_UNITS, "item_responses": MIN_ITEM_RESPONSES, "worker_units": MIN_WORKER_UNITS},
-        "models": model_sections(project, table, epsilon), "epsilon": epsilon, "min_humans": MIN_HUMANS,
-    })
+    return render(
+        request,
+        "annotation/dashboard/agreement.html",
+        {
+            "project": project,
+            "snap": snap,
+            "table": table,
+            "figures": figures,
+            "overall": figures[0],
+            "charts": charts(table),
+            "workers": [worker_row(w) for w in workers],
+            "submitted": submitted,
+            "stale": snap.based_on != submitted,
+            "new_since": max(0, submitted - snap.based_on),
+            "csv_tables": CSV_TABLES,
+            "unitized": table.get("level") == "unitized",
+            "lowest": [item_row(it, table) for it in lowest],
+            "n_items": n_items,
+            "n_items_without": n_without,
+            "no_item_agreement": bool(table.get("unsupported")),
+            "results_page": results_page(project),
+            "cve": table.get("crowd_vs_expert"),
+            "minimums": {"units": MIN_UNITS, "item_responses": MIN_ITEM_RESPONSES, "worker_units": MIN_WORKER_UNITS},
+            "models": model_sections(project, table, epsilon),
+            "epsilon": epsilon,
+            "min_humans": MIN_HUMANS,
+        },
+    )
 
 
 @expert_required
@@ -180,8 +258,9 @@ def agreement(request, slug: str):
 def agreement_recompute(request, slug: str):
     project = team_project(request, slug, access.CHANGE)
     schedule_recompute(project.pk, force=True)
-    messages.success(request, "Recomputation queued: the figures update when the worker has finished "
-                              "(reload this page).")
+    messages.success(
+        request, "Recomputation queued: the figures update when the worker has finished (reload this page)."
+    )
     return redirect("annotation:agreement", slug=project.slug)
 
 
@@ -211,20 +290,44 @@ def _items_page(request, project: Project, *, error: dict | None = None, status:
     names = {w["coder"]: w["name"] for w in table.get("workers", [])}
     rows = []
     for it in items:
-        rows.append({**item_row(it, table),
-                     "answers": [{"who": names.get(r["coder"], r["coder"]), "expert": r["is_expert"],
-                                  "text": tt.answer_text(r["data"])} for r in it["responses"]],
-                     "adjudication": adjudications.get(it["item_id"]), "form": tt.adjudication_form(project, it),
-                     "form_template": tt.adjudication_template,
-                     "error": (error or {}).get(it["item_id"])})
-    n_adjudicated = (Adjudication.objects.filter(item__project=project).values("item").distinct().count())
-    return render(request, "annotation/dashboard/items.html", {
-        "project": project, "snap": snap, "rows": rows, "total": total, "limit": limit,
-        "page": page, "pages": pages, "first_rank": (page - 1) * limit + 1 if rows else 0,
-        "last_rank": (page - 1) * limit + len(rows),
-        "previous_page": page - 1 if page > 1 else None, "next_page": page + 1 if page < pages else None,
-        "n_adjudicated": n_adjudicated, "min_item_responses": MIN_ITEM_RESPONSES,
-    }, status=status)
+        rows.append(
+            {
+                **item_row(it, table),
+                "answers": [
+                    {
+                        "who": names.get(r["coder"], r["coder"]),
+                        "expert": r["is_expert"],
+                        "text": tt.answer_text(r["data"]),
+                    }
+                    for r in it["responses"]
+                ],
+                "adjudication": adjudications.get(it["item_id"]),
+                "form": tt.adjudication_form(project, it),
+                "form_template": tt.adjudication_template,
+                "error": (error or {}).get(it["item_id"]),
+            }
+        )
+    n_adjudicated = Adjudication.objects.filter(item__project=project).values("item").distinct().count()
+    return render(
+        request,
+        "annotation/dashboard/items.html",
+        {
+            "project": project,
+            "snap": snap,
+            "rows": rows,
+            "total": total,
+            "limit": limit,
+            "page": page,
+            "pages": pages,
+            "first_rank": (page - 1) * limit + 1 if rows else 0,
+            "last_rank": (page - 1) * limit + len(rows),
+            "previous_page": page - 1 if page > 1 else None,
+            "next_page": page + 1 if page < pages else None,
+            "n_adjudicated": n_adjudicated,
+            "min_item_responses": MIN_ITEM_RESPONSES,
+        },
+        status=status,
+    )
 
 
 @expert_required
@@ -253,8 +356,11 @@ def agreement_csv(request, slug: str, table: str):
     snap = _snapshot(project)
     if snap is None:
         return _computing(request, project, csv=True)
-    header, rows = table_csv(with_items(snap) if table == "items" else snap.figures, table, snap,
-                             _current_adjudications(project),
-                             project.get_task_type().answer_text)
+    header, rows = table_csv(
+        with_items(snap) if table == "items" else snap.figures,
+        table,
+        snap,
+        _current_adjudications(project),
+        project.get_task_type().answer_text,
+    )
     return csv_table_response(f"{project.slug}-{table}.csv", header, rows)
-

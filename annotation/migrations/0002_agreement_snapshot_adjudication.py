@@ -6,42 +6,72 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Adjudication',
+            name="Adjudication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('answer', models.JSONField(help_text="the final answer, in the task type's response format")),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('note', models.TextField(blank=True)),
-                ('expert', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='adjudications', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='adjudications', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("answer", models.JSONField(help_text="the final answer, in the task type's response format")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("note", models.TextField(blank=True)),
+                (
+                    "expert",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="adjudications",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="adjudications", to="annotation.item"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item_id', '-created_at', '-id'],
+                "ordering": ["item_id", "-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='AgreementSnapshot',
+            name="AgreementSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(default='project', help_text='"project", "topic:<name>" or "crowd-vs-expert"', max_length=200)),
-                ('figures', models.JSONField(default=dict)),
-                ('n_units', models.PositiveIntegerField(default=0)),
-                ('n_coders', models.PositiveIntegerField(default=0)),
-                ('computed_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('based_on', models.PositiveIntegerField(default=0, help_text='submitted assignments when it was computed')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agreement_snapshots', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scope",
+                    models.CharField(
+                        default="project", help_text='"project", "topic:<name>" or "crowd-vs-expert"', max_length=200
+                    ),
+                ),
+                ("figures", models.JSONField(default=dict)),
+                ("n_units", models.PositiveIntegerField(default=0)),
+                ("n_coders", models.PositiveIntegerField(default=0)),
+                ("computed_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "based_on",
+                    models.PositiveIntegerField(default=0, help_text="submitted assignments when it was computed"),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agreement_snapshots",
+                        to="annotation.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-computed_at', '-id'],
-                'indexes': [models.Index(fields=['project', 'scope', 'computed_at'], name='annotation__project_538848_idx')],
+                "ordering": ["-computed_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["project", "scope", "computed_at"], name="annotation__project_538848_idx")
+                ],
             },
         ),
     ]

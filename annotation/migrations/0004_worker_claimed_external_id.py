@@ -4,20 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_span_normalisation'),
+        ("annotation", "0003_span_normalisation"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='worker',
-            name='claimed_external_id',
-            field=models.CharField(blank=True, db_index=True, help_text='platform id claimed but not (yet) confirmed by the platform', max_length=200),
+            model_name="worker",
+            name="claimed_external_id",
+            field=models.CharField(
+                blank=True,
+                db_index=True,
+                help_text="platform id claimed but not (yet) confirmed by the platform",
+                max_length=200,
+            ),
         ),
         migrations.AlterField(
-            model_name='worker',
-            name='external_id',
-            field=models.CharField(blank=True, help_text='e.g. MTurk WorkerId, Prolific PID, as the platform confirmed it', max_length=200),
+            model_name="worker",
+            name="external_id",
+            field=models.CharField(
+                blank=True, help_text="e.g. MTurk WorkerId, Prolific PID, as the platform confirmed it", max_length=200
+            ),
         ),
     ]

@@ -5,141 +5,267 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0005_study_platform'),
-        ('corpus', '0001_initial'),
+        ("annotation", "0005_study_platform"),
+        ("corpus", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='worker',
-            name='link_id',
-            field=models.CharField(blank=True, help_text='an id the invite link carried (?PROLIFIC_PID=), recorded, never trusted', max_length=200),
+            model_name="worker",
+            name="link_id",
+            field=models.CharField(
+                blank=True,
+                help_text="an id the invite link carried (?PROLIFIC_PID=), recorded, never trusted",
+                max_length=200,
+            ),
         ),
         migrations.CreateModel(
-            name='Participation',
+            name="Participation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('consent_at', models.DateTimeField(blank=True, null=True)),
-                ('consent_version', models.CharField(blank=True, help_text='sha256 of the consent text the worker agreed to (first 16 hex)', max_length=64)),
-                ('instructions_opened_at', models.DateTimeField(blank=True, null=True)),
-                ('attempt', models.PositiveSmallIntegerField(default=1, help_text='the training attempt the worker is on')),
-                ('attempts_finished', models.PositiveSmallIntegerField(default=0, help_text='training attempts answered in full')),
-                ('training_score', models.FloatField(blank=True, help_text='share right of the counted answers of the last finished attempt', null=True)),
-                ('qualified_at', models.DateTimeField(blank=True, null=True)),
-                ('screened_out_at', models.DateTimeField(blank=True, null=True)),
-                ('survey', models.JSONField(blank=True, default=dict, help_text='{question name: answer}')),
-                ('survey_at', models.DateTimeField(blank=True, null=True)),
-                ('drafts', models.JSONField(blank=True, default=dict, help_text='what the worker typed and did not send yet (training item, survey)')),
-                ('platform_assignment', models.CharField(blank=True, help_text="the platform's assignment (MTurk assignmentId) the phases were done in, while the platform has not confirmed the worker", max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("consent_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "consent_version",
+                    models.CharField(
+                        blank=True,
+                        help_text="sha256 of the consent text the worker agreed to (first 16 hex)",
+                        max_length=64,
+                    ),
+                ),
+                ("instructions_opened_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "attempt",
+                    models.PositiveSmallIntegerField(default=1, help_text="the training attempt the worker is on"),
+                ),
+                (
+                    "attempts_finished",
+                    models.PositiveSmallIntegerField(default=0, help_text="training attempts answered in full"),
+                ),
+                (
+                    "training_score",
+                    models.FloatField(
+                        blank=True,
+                        help_text="share right of the counted answers of the last finished attempt",
+                        null=True,
+                    ),
+                ),
+                ("qualified_at", models.DateTimeField(blank=True, null=True)),
+                ("screened_out_at", models.DateTimeField(blank=True, null=True)),
+                ("survey", models.JSONField(blank=True, default=dict, help_text="{question name: answer}")),
+                ("survey_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "drafts",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="what the worker typed and did not send yet (training item, survey)",
+                    ),
+                ),
+                (
+                    "platform_assignment",
+                    models.CharField(
+                        blank=True,
+                        help_text="the platform's assignment (MTurk assignmentId) the phases were done in, while the platform has not confirmed the worker",
+                        max_length=200,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['project_id', 'id'],
+                "ordering": ["project_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='StudyPhases',
+            name="StudyPhases",
             fields=[
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='phases', serialize=False, to='annotation.project')),
-                ('consent_required', models.BooleanField(default=False, help_text='workers must tick their consent first')),
-                ('consent_text', models.TextField(blank=True, help_text='Markdown (sanitised like the guidelines)')),
-                ('instructions_required', models.BooleanField(default=False, help_text='workers must open the instructions (the guidelines) before the training / HITs')),
-                ('training_enabled', models.BooleanField(default=False, help_text='training items (gold items marked as training) with explanations, then the qualification decides')),
-                ('pass_threshold', models.FloatField(default=0.8, help_text='share of the counted training answers that must be right to qualify (0-1; 0 = everyone who trains)')),
-                ('window', models.PositiveSmallIntegerField(default=0, help_text='count only the last N training items of an attempt (0 = all of them)')),
-                ('max_attempts', models.PositiveSmallIntegerField(default=2, help_text='tries at the training before a worker is screened out')),
-                ('screened_out_message', models.TextField(blank=True, help_text='what a screened-out worker reads (empty: a polite default)')),
-                ('survey_enabled', models.BooleanField(default=False, help_text='an exit survey after the last HIT (or on stop)')),
-                ('survey_questions', models.JSONField(blank=True, default=list, help_text="the survey's questions (annotation.models.clean_survey_questions)")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="phases",
+                        serialize=False,
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "consent_required",
+                    models.BooleanField(default=False, help_text="workers must tick their consent first"),
+                ),
+                ("consent_text", models.TextField(blank=True, help_text="Markdown (sanitised like the guidelines)")),
+                (
+                    "instructions_required",
+                    models.BooleanField(
+                        default=False,
+                        help_text="workers must open the instructions (the guidelines) before the training / HITs",
+                    ),
+                ),
+                (
+                    "training_enabled",
+                    models.BooleanField(
+                        default=False,
+                        help_text="training items (gold items marked as training) with explanations, then the qualification decides",
+                    ),
+                ),
+                (
+                    "pass_threshold",
+                    models.FloatField(
+                        default=0.8,
+                        help_text="share of the counted training answers that must be right to qualify (0-1; 0 = everyone who trains)",
+                    ),
+                ),
+                (
+                    "window",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="count only the last N training items of an attempt (0 = all of them)"
+                    ),
+                ),
+                (
+                    "max_attempts",
+                    models.PositiveSmallIntegerField(
+                        default=2, help_text="tries at the training before a worker is screened out"
+                    ),
+                ),
+                (
+                    "screened_out_message",
+                    models.TextField(
+                        blank=True, help_text="what a screened-out worker reads (empty: a polite default)"
+                    ),
+                ),
+                (
+                    "survey_enabled",
+                    models.BooleanField(default=False, help_text="an exit survey after the last HIT (or on stop)"),
+                ),
+                (
+                    "survey_questions",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="the survey's questions (annotation.models.clean_survey_questions)",
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'study phases',
-                'verbose_name_plural': 'study phases',
+                "verbose_name": "study phases",
+                "verbose_name_plural": "study phases",
             },
         ),
         migrations.CreateModel(
-            name='TrainingAnswer',
+            name="TrainingAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('attempt', models.PositiveSmallIntegerField()),
-                ('answer', models.JSONField()),
-                ('score', models.FloatField()),
-                ('correct', models.BooleanField()),
-                ('answered_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("attempt", models.PositiveSmallIntegerField()),
+                ("answer", models.JSONField()),
+                ("score", models.FloatField()),
+                ("correct", models.BooleanField()),
+                ("answered_at", models.DateTimeField()),
             ],
             options={
-                'ordering': ['participation_id', 'attempt', 'answered_at', 'id'],
+                "ordering": ["participation_id", "attempt", "answered_at", "id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='workerprojectcode',
-            name='unique_code_per_worker_project',
+            model_name="workerprojectcode",
+            name="unique_code_per_worker_project",
         ),
         migrations.AddField(
-            model_name='item',
-            name='is_training',
-            field=models.BooleanField(default=False, help_text='shown only in the training phase; never in a HIT or any count'),
+            model_name="item",
+            name="is_training",
+            field=models.BooleanField(
+                default=False, help_text="shown only in the training phase; never in a HIT or any count"
+            ),
         ),
         migrations.AddField(
-            model_name='workerprojectcode',
-            name='kind',
-            field=models.CharField(choices=[('completed', 'Completed'), ('screened_out', 'Screened out')], default='completed', max_length=20),
+            model_name="workerprojectcode",
+            name="kind",
+            field=models.CharField(
+                choices=[("completed", "Completed"), ("screened_out", "Screened out")],
+                default="completed",
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='golditem',
-            name='explanation',
-            field=models.TextField(blank=True, help_text='shown to the worker after a miss (training items: after every answer)'),
+            model_name="golditem",
+            name="explanation",
+            field=models.TextField(
+                blank=True, help_text="shown to the worker after a miss (training items: after every answer)"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('is_training', False), ('is_gold', True), _connector='OR'), name='training_item_is_gold'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("is_training", False), ("is_gold", True), _connector="OR"),
+                name="training_item_is_gold",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workerprojectcode',
-            constraint=models.UniqueConstraint(fields=('worker', 'project', 'kind'), name='unique_code_per_worker_project_kind'),
+            model_name="workerprojectcode",
+            constraint=models.UniqueConstraint(
+                fields=("worker", "project", "kind"), name="unique_code_per_worker_project_kind"
+            ),
         ),
         migrations.AddField(
-            model_name='participation',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='participations', to='annotation.project'),
+            model_name="participation",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="participations", to="annotation.project"
+            ),
         ),
         migrations.AddField(
-            model_name='participation',
-            name='worker',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='participations', to='annotation.worker'),
+            model_name="participation",
+            name="worker",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="participations", to="annotation.worker"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyphases',
-            constraint=models.CheckConstraint(condition=models.Q(('pass_threshold__gte', 0), ('pass_threshold__lte', 1)), name='phases_threshold_0_1'),
+            model_name="studyphases",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("pass_threshold__gte", 0), ("pass_threshold__lte", 1)), name="phases_threshold_0_1"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyphases',
-            constraint=models.CheckConstraint(condition=models.Q(('max_attempts__gte', 1)), name='phases_attempts_positive'),
+            model_name="studyphases",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_attempts__gte", 1)), name="phases_attempts_positive"
+            ),
         ),
         migrations.AddField(
-            model_name='traininganswer',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='training_answers', to='annotation.item'),
+            model_name="traininganswer",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="training_answers", to="annotation.item"
+            ),
         ),
         migrations.AddField(
-            model_name='traininganswer',
-            name='participation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='training_answers', to='annotation.participation'),
+            model_name="traininganswer",
+            name="participation",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="training_answers",
+                to="annotation.participation",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='participation',
-            constraint=models.UniqueConstraint(fields=('project', 'worker'), name='one_participation_per_project_worker'),
+            model_name="participation",
+            constraint=models.UniqueConstraint(
+                fields=("project", "worker"), name="one_participation_per_project_worker"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='participation',
-            constraint=models.CheckConstraint(condition=models.Q(('qualified_at__isnull', True), ('screened_out_at__isnull', True), _connector='OR'), name='participation_qualified_or_screened_out'),
+            model_name="participation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("qualified_at__isnull", True), ("screened_out_at__isnull", True), _connector="OR"),
+                name="participation_qualified_or_screened_out",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='traininganswer',
-            constraint=models.UniqueConstraint(fields=('participation', 'attempt', 'item'), name='one_training_answer_per_attempt_item'),
+            model_name="traininganswer",
+            constraint=models.UniqueConstraint(
+                fields=("participation", "attempt", "item"), name="one_training_answer_per_attempt_item"
+            ),
         ),
     ]

@@ -6,119 +6,281 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0006_study_phases'),
+        ("annotation", "0006_study_phases"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='assignment',
-            name='status',
-            field=models.CharField(choices=[('reserved', 'Reserved'), ('submitted', 'Submitted'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('expired', 'Expired'), ('late', 'Late (not counted)'), ('model', 'Model answers (kept apart)')], db_index=True, default='reserved', max_length=10),
+            model_name="assignment",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("reserved", "Reserved"),
+                    ("submitted", "Submitted"),
+                    ("approved", "Approved"),
+                    ("rejected", "Rejected"),
+                    ("expired", "Expired"),
+                    ("late", "Late (not counted)"),
+                    ("model", "Model answers (kept apart)"),
+                ],
+                db_index=True,
+                default="reserved",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='worker',
-            name='source',
-            field=models.CharField(choices=[('local', 'Local account'), ('invite', 'Invite link'), ('mturk', 'Amazon MTurk'), ('prolific', 'Prolific'), ('model', 'Model annotator')], default='local', max_length=10),
+            model_name="worker",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("local", "Local account"),
+                    ("invite", "Invite link"),
+                    ("mturk", "Amazon MTurk"),
+                    ("prolific", "Prolific"),
+                    ("model", "Model annotator"),
+                ],
+                default="local",
+                max_length=10,
+            ),
         ),
         migrations.CreateModel(
-            name='ModelAnnotator',
+            name="ModelAnnotator",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=[('registry', 'Registry model'), ('llm', 'LLM (OpenAI-compatible endpoint)')], max_length=10)),
-                ('options', models.JSONField(blank=True, default=dict, help_text='registry: registry_kind, version; llm: base_url, model, api_key_env, temperature, timeout, max_attempts, batch_size')),
-                ('prompt_template', models.TextField(blank=True, help_text='LLM only: the current prompt ($text, $labels, ...)')),
-                ('prompt_version', models.PositiveIntegerField(default=0, help_text='version of the current prompt (LLM only)')),
-                ('include_in_results', models.BooleanField(default=False, help_text="count its answers in aggregates and releases like a human's (off: kept apart)")),
-                ('status', models.CharField(choices=[('idle', 'Not run yet'), ('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='idle', max_length=10)),
-                ('task_id', models.CharField(blank=True, max_length=255)),
-                ('error', models.TextField(blank=True)),
-                ('processed', models.PositiveIntegerField(default=0, help_text='items answered (valid answers stored)')),
-                ('failed', models.PositiveIntegerField(default=0, help_text='items left without a valid answer after the retries')),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_annotators', to='annotation.project')),
-                ('worker', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='model_annotator', to='annotation.worker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("registry", "Registry model"), ("llm", "LLM (OpenAI-compatible endpoint)")],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "options",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="registry: registry_kind, version; llm: base_url, model, api_key_env, temperature, timeout, max_attempts, batch_size",
+                    ),
+                ),
+                (
+                    "prompt_template",
+                    models.TextField(blank=True, help_text="LLM only: the current prompt ($text, $labels, ...)"),
+                ),
+                (
+                    "prompt_version",
+                    models.PositiveIntegerField(default=0, help_text="version of the current prompt (LLM only)"),
+                ),
+                (
+                    "include_in_results",
+                    models.BooleanField(
+                        default=False,
+                        help_text="count its answers in aggregates and releases like a human's (off: kept apart)",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("idle", "Not run yet"),
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="idle",
+                        max_length=10,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, max_length=255)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "processed",
+                    models.PositiveIntegerField(default=0, help_text="items answered (valid answers stored)"),
+                ),
+                (
+                    "failed",
+                    models.PositiveIntegerField(
+                        default=0, help_text="items left without a valid answer after the retries"
+                    ),
+                ),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_annotators",
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "worker",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="model_annotator",
+                        to="annotation.worker",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project_id', 'id'],
+                "ordering": ["project_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ModelAnswer',
+            name="ModelAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_id', models.CharField(help_text='e.g. "tagger#12" or "llm:qwen2.5-7b@http://..."', max_length=300)),
-                ('prompt_version', models.PositiveIntegerField(blank=True, null=True)),
-                ('confidence', models.FloatField(blank=True, help_text="the model's probability / mean token prob", null=True)),
-                ('seconds', models.FloatField(default=0.0, help_text='time spent on this item')),
-                ('tokens', models.PositiveIntegerField(blank=True, null=True)),
-                ('cost', models.FloatField(blank=True, help_text='in ARGORA_LLM_COST_CURRENCY, when a price is set', null=True)),
-                ('raw', models.TextField(blank=True, help_text="the model's reply as it came")),
-                ('attempts', models.PositiveSmallIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='annotation.modelannotator')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_answers', to='annotation.item')),
-                ('response', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='model_answer', to='annotation.response')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "model_id",
+                    models.CharField(help_text='e.g. "tagger#12" or "llm:qwen2.5-7b@http://..."', max_length=300),
+                ),
+                ("prompt_version", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "confidence",
+                    models.FloatField(blank=True, help_text="the model's probability / mean token prob", null=True),
+                ),
+                ("seconds", models.FloatField(default=0.0, help_text="time spent on this item")),
+                ("tokens", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "cost",
+                    models.FloatField(
+                        blank=True, help_text="in ARGORA_LLM_COST_CURRENCY, when a price is set", null=True
+                    ),
+                ),
+                ("raw", models.TextField(blank=True, help_text="the model's reply as it came")),
+                ("attempts", models.PositiveSmallIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="answers",
+                        to="annotation.modelannotator",
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="model_answers", to="annotation.item"
+                    ),
+                ),
+                (
+                    "response",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_answer",
+                        to="annotation.response",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['annotator_id', 'item_id'],
+                "ordering": ["annotator_id", "item_id"],
             },
         ),
         migrations.CreateModel(
-            name='ModelAnswerFailure',
+            name="ModelAnswerFailure",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('malformed', 'Malformed reply'), ('invalid', 'Answer refused by the task type'), ('timeout', 'Time-out'), ('rate_limited', 'Rate-limited (429)'), ('http', 'HTTP / network error'), ('error', 'Model error')], max_length=20)),
-                ('error', models.TextField(blank=True)),
-                ('raw', models.TextField(blank=True)),
-                ('model_id', models.CharField(blank=True, max_length=300)),
-                ('prompt_version', models.PositiveIntegerField(blank=True, null=True)),
-                ('attempt', models.PositiveSmallIntegerField(default=1)),
-                ('seconds', models.FloatField(default=0.0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='failures', to='annotation.modelannotator')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_failures', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("malformed", "Malformed reply"),
+                            ("invalid", "Answer refused by the task type"),
+                            ("timeout", "Time-out"),
+                            ("rate_limited", "Rate-limited (429)"),
+                            ("http", "HTTP / network error"),
+                            ("error", "Model error"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("raw", models.TextField(blank=True)),
+                ("model_id", models.CharField(blank=True, max_length=300)),
+                ("prompt_version", models.PositiveIntegerField(blank=True, null=True)),
+                ("attempt", models.PositiveSmallIntegerField(default=1)),
+                ("seconds", models.FloatField(default=0.0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="failures",
+                        to="annotation.modelannotator",
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="model_failures", to="annotation.item"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['annotator_id', 'item_id', 'id'],
+                "ordering": ["annotator_id", "item_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ModelPromptVersion',
+            name="ModelPromptVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('template', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='prompt_versions', to='annotation.modelannotator')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.PositiveIntegerField()),
+                ("template", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="prompt_versions",
+                        to="annotation.modelannotator",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['annotator_id', 'version'],
+                "ordering": ["annotator_id", "version"],
             },
         ),
         migrations.AddConstraint(
-            model_name='modelannotator',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='unique_model_annotator_name'),
+            model_name="modelannotator",
+            constraint=models.UniqueConstraint(fields=("project", "name"), name="unique_model_annotator_name"),
         ),
         migrations.AddConstraint(
-            model_name='modelanswer',
-            constraint=models.UniqueConstraint(fields=('annotator', 'item'), name='one_model_answer_per_item'),
+            model_name="modelanswer",
+            constraint=models.UniqueConstraint(fields=("annotator", "item"), name="one_model_answer_per_item"),
         ),
         migrations.AddIndex(
-            model_name='modelanswerfailure',
-            index=models.Index(fields=['annotator', 'item'], name='annotation__annotat_d0acb0_idx'),
+            model_name="modelanswerfailure",
+            index=models.Index(fields=["annotator", "item"], name="annotation__annotat_d0acb0_idx"),
         ),
         migrations.AddConstraint(
-            model_name='modelpromptversion',
-            constraint=models.UniqueConstraint(fields=('annotator', 'version'), name='unique_prompt_version'),
+            model_name="modelpromptversion",
+            constraint=models.UniqueConstraint(fields=("annotator", "version"), name="unique_prompt_version"),
         ),
     ]

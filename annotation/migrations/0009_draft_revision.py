@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0008_snapshot_items'),
+        ("annotation", "0008_snapshot_items"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='assignmentdraft',
-            name='revision',
-            field=models.BigIntegerField(default=0, help_text="the page's number for this save (hit.js: its clock in ms); a save with a smaller one is dropped"),
+            model_name="assignmentdraft",
+            name="revision",
+            field=models.BigIntegerField(
+                default=0,
+                help_text="the page's number for this save (hit.js: its clock in ms); a save with a smaller one is dropped",
+            ),
         ),
     ]

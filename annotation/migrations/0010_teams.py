@@ -10,59 +10,123 @@ def creators_own_their_projects(apps, schema_editor):
     Project = apps.get_model("annotation", "Project")
     ProjectMember = apps.get_model("annotation", "ProjectMember")
     ProjectMember.objects.bulk_create(
-        [ProjectMember(project_id=pk, user_id=user_id, role="owner")
-         for pk, user_id in Project.objects.filter(created_by__isnull=False).values_list("pk", "created_by_id")],
-        ignore_conflicts=True)
+        [
+            ProjectMember(project_id=pk, user_id=user_id, role="owner")
+            for pk, user_id in Project.objects.filter(created_by__isnull=False).values_list("pk", "created_by_id")
+        ],
+        ignore_conflicts=True,
+    )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0009_draft_revision'),
+        ("annotation", "0009_draft_revision"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditEntry',
+            name="AuditEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(help_text='e.g. settings, status, member.add, release.publish', max_length=60)),
-                ('detail', models.JSONField(blank=True, default=dict, help_text='what changed: {field: [before, after]} etc.')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='audit', to='annotation.project')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "action",
+                    models.CharField(help_text="e.g. settings, status, member.add, release.publish", max_length=60),
+                ),
+                (
+                    "detail",
+                    models.JSONField(blank=True, default=dict, help_text="what changed: {field: [before, after]} etc."),
+                ),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audit",
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Admission',
+            name="Admission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('via', models.CharField(default='invite', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='admissions', to='annotation.project')),
-                ('worker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='admissions', to='annotation.worker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("via", models.CharField(default="invite", max_length=20)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="admissions", to="annotation.project"
+                    ),
+                ),
+                (
+                    "worker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="admissions", to="annotation.worker"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('project', 'worker'), name='unique_admission')],
+                "constraints": [models.UniqueConstraint(fields=("project", "worker"), name="unique_admission")],
             },
         ),
         migrations.CreateModel(
-            name='ProjectMember',
+            name="ProjectMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('owner', 'Owner'), ('editor', 'Editor'), ('viewer', 'Viewer')], default='viewer', max_length=10)),
-                ('added_at', models.DateTimeField(auto_now_add=True)),
-                ('added_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='annotation.project')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='project_roles', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("owner", "Owner"), ("editor", "Editor"), ("viewer", "Viewer")],
+                        default="viewer",
+                        max_length=10,
+                    ),
+                ),
+                ("added_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "added_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="members", to="annotation.project"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="project_roles",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project_id', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('project', 'user'), name='unique_project_member')],
+                "ordering": ["project_id", "id"],
+                "constraints": [models.UniqueConstraint(fields=("project", "user"), name="unique_project_member")],
             },
         ),
         migrations.RunPython(creators_own_their_projects, migrations.RunPython.noop),

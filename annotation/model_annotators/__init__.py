@@ -46,6 +46,7 @@ Not a way out of the server (SECURITY.md)
 One module per concern: :mod:`.setup` (prompts, options, creating and changing an annotator), :mod:`.runs` (a run
 and storing its answers), :mod:`.reports` (the read side); every name is re-exported here.
 """
+
 from __future__ import annotations
 
 from .reports import annotator_report, failures, model_id, model_records, report, summary  # noqa: F401

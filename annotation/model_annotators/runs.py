@@ -1,6 +1,7 @@
 """Model annotators, the run: batches of answers asked of the provider slot, validated like a human's and stored
 (one transaction per batch, resumable, failed attempts retried after a back-off).
 """
+
 from __future__ import annotations
 
 import time
@@ -40,8 +41,11 @@ def max_attempts(annotator: ModelAnnotator) -> int:
 
 def runnable_items(annotator: ModelAnnotator):
     """The project's items the annotator has not answered: non-gold items of the HITs, in their order."""
-    return (Item.objects.filter(project_id=annotator.project_id, is_gold=False, hit_items__isnull=False)
-            .exclude(model_answers__annotator=annotator).order_by("position", "id"))
+    return (
+        Item.objects.filter(project_id=annotator.project_id, is_gold=False, hit_items__isnull=False)
+        .exclude(model_answers__annotator=annotator)
+        .order_by("position", "id")
+    )
 
 
 def _tries(annotator: ModelAnnotator, since=None) -> dict[int, int]:
@@ -68,8 +72,15 @@ def run(annotator_id: int, *, progress: Progress = null_progress, task_id: str =
     total = answered + runnable_items(annotator).count()
     started = timezone.now()
     ModelAnnotator.objects.filter(pk=annotator.pk).update(
-        status=ModelAnnotator.Status.RUNNING, started_at=started, finished_at=None, error="",
-        task_id=task_id or annotator.task_id, total=total, processed=answered, heartbeat_at=timezone.now())
+        status=ModelAnnotator.Status.RUNNING,
+        started_at=started,
+        finished_at=None,
+        error="",
+        task_id=task_id or annotator.task_id,
+        total=total,
+        processed=answered,
+        heartbeat_at=timezone.now(),
+    )
     batch_size = int(_option(annotator, "batch_size", DEFAULT_BATCH[annotator.kind]))
     attempts = max_attempts(annotator)
     done = answered
@@ -85,7 +96,7 @@ def run(annotator_id: int, *, progress: Progress = null_progress, task_id: str =
                 _sleep(_backoff(retry - 1, wait))
             wait = None
             for start in range(0, len(pending), batch_size):
-                batch = pending[start:start + batch_size]
+                batch = pending[start : start + batch_size]
                 answers = providers.model_answerer(annotator, batch)
                 stored, asked_wait = store_answers(annotator, batch, answers)
                 done += stored
@@ -94,14 +105,18 @@ def run(annotator_id: int, *, progress: Progress = null_progress, task_id: str =
                 progress(done, total, f"model annotator {annotator.name}")
             retry += 1
     except Exception as exc:
-        ModelAnnotator.objects.filter(pk=annotator.pk).update(status=ModelAnnotator.Status.FAILED,
-                                                              error=f"{type(exc).__name__}: {exc}"[:5000],
-                                                              finished_at=timezone.now())
+        ModelAnnotator.objects.filter(pk=annotator.pk).update(
+            status=ModelAnnotator.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:5000], finished_at=timezone.now()
+        )
         raise
     left = runnable_items(annotator).count()
-    ModelAnnotator.objects.filter(pk=annotator.pk).update(status=ModelAnnotator.Status.DONE, failed=left,
-                                                          processed=done, finished_at=timezone.now(),
-                                                          heartbeat_at=timezone.now())
+    ModelAnnotator.objects.filter(pk=annotator.pk).update(
+        status=ModelAnnotator.Status.DONE,
+        failed=left,
+        processed=done,
+        finished_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+    )
     progress(total, total, "done")
     annotator.refresh_from_db()
     return summary(annotator) | {"project": project.slug}
@@ -124,8 +139,10 @@ def store_answers(annotator: ModelAnnotator, items: list[Item], answers: list[di
             if item.pk in have:
                 continue
             answer = by_item.get(item.pk) or {"failure": "error", "error": "the model gave no answer for this item"}
-            common = {"model_id": str(answer.get("model_id") or "")[:300],
-                      "prompt_version": answer.get("prompt_version")}
+            common = {
+                "model_id": str(answer.get("model_id") or "")[:300],
+                "prompt_version": answer.get("prompt_version"),
+            }
             attempt = tries.get(item.pk, 0) + 1
             failure, error, data = answer.get("failure") or "", str(answer.get("error") or ""), answer.get("data")
             cleaned = None
@@ -142,22 +159,43 @@ def store_answers(annotator: ModelAnnotator, items: list[Item], answers: list[di
                     failure = ModelAnswerFailure.Kind.ERROR
                 if failure == ModelAnswerFailure.Kind.RATE_LIMITED and answer.get("retry_after"):
                     wait = max(wait or 0.0, float(answer["retry_after"]))
-                ModelAnswerFailure.objects.create(annotator=annotator, item=item, kind=failure, error=error[:5000],
-                                                  raw=raw[:RAW_EXCERPT], attempt=attempt,
-                                                  seconds=float(answer.get("seconds") or 0.0), **common)
+                ModelAnswerFailure.objects.create(
+                    annotator=annotator,
+                    item=item,
+                    kind=failure,
+                    error=error[:5000],
+                    raw=raw[:RAW_EXCERPT],
+                    attempt=attempt,
+                    seconds=float(answer.get("seconds") or 0.0),
+                    **common,
+                )
                 continue
             assignment, _ = Assignment.objects.get_or_create(
-                hit_id=hit_of[item.pk], worker=annotator.worker,
-                defaults={"project": project, "status": Assignment.Status.MODEL, "reserved_at": now,
-                          "expires_at": now, "submitted_at": now})
+                hit_id=hit_of[item.pk],
+                worker=annotator.worker,
+                defaults={
+                    "project": project,
+                    "status": Assignment.Status.MODEL,
+                    "reserved_at": now,
+                    "expires_at": now,
+                    "submitted_at": now,
+                },
+            )
             response = Response.objects.create(assignment=assignment, item=item, data=cleaned)
             try:
                 with transaction.atomic():
                     ModelAnswer.objects.create(
-                        annotator=annotator, item=item, response=response, attempts=attempt,
-                        confidence=answer.get("confidence"), seconds=float(answer.get("seconds") or 0.0),
-                        tokens=answer.get("tokens"), cost=answer.get("cost"),
-                        raw=str(answer.get("raw") or "")[:20000], **common)
+                        annotator=annotator,
+                        item=item,
+                        response=response,
+                        attempts=attempt,
+                        confidence=answer.get("confidence"),
+                        seconds=float(answer.get("seconds") or 0.0),
+                        tokens=answer.get("tokens"),
+                        cost=answer.get("cost"),
+                        raw=str(answer.get("raw") or "")[:20000],
+                        **common,
+                    )
             except IntegrityError:  # another run stored it meanwhile: keep theirs
                 response.delete()
                 continue

@@ -1,6 +1,7 @@
 """Model annotators, set-up: the prompt a new annotator starts with, the options an annotator may have (its
 endpoint checked, :mod:`argora.outbound`), creating one, its prompt versions, including it and starting a run.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,19 +19,21 @@ from argora.errors import FieldError
 from .. import providers
 from ..models import Item, ModelAnnotator, ModelPromptVersion, Project, Worker
 
-REGISTRY_TASK = "ml.tasks.model_annotate"   # gpu queue (every ml.tasks.* is routed there)
-LLM_TASK = "ml.llm_annotate"                 # default queue: an HTTP client, no model in memory
+REGISTRY_TASK = "ml.tasks.model_annotate"  # gpu queue (every ml.tasks.* is routed there)
+LLM_TASK = "ml.llm_annotate"  # default queue: an HTTP client, no model in memory
 DEFAULT_BATCH = {ModelAnnotator.Kind.REGISTRY: 64, ModelAnnotator.Kind.LLM: 4}
 NAME_MAX = 100
 TEMPLATE_MAX = 20000
-RAW_EXCERPT = 500    # characters of a failed attempt's reply that are stored (and shown on the Failures page)
+RAW_EXCERPT = 500  # characters of a failed attempt's reply that are stored (and shown on the Failures page)
 STALE_SECONDS = 600  # a "running" annotator without a batch for this long may be started again
 
 # The prompt a new LLM annotator starts with and the answer format it is told (``$format``) come from the task type's
 # side (:data:`annotation.providers.model_prompt`, filled by ml); without one, this generic prompt:
-GENERIC_PROMPT = ("You annotate one item of an annotation project ($task_type).\nItem: $item_json\n\n"
-                  "Answer with one JSON object and nothing else, in the format a human annotator's answer has: "
-                  "$format\n")
+GENERIC_PROMPT = (
+    "You annotate one item of an annotation project ($task_type).\nItem: $item_json\n\n"
+    "Answer with one JSON object and nothing else, in the format a human annotator's answer has: "
+    "$format\n"
+)
 
 
 def _prompt_defaults(project: Project) -> dict:
@@ -48,8 +51,9 @@ def prompt_context(project: Project, item: Item) -> dict[str, str]:
     ``$labels`` (label tasks), ``$candidates`` (one ``id: phrase`` per line), ``$check_question`` and ``$format``."""
     tt = project.get_task_type()
     payload = tt.worker_payload(project, item)
-    ctx: dict[str, str] = {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-                           for k, v in payload.items()}
+    ctx: dict[str, str] = {
+        k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in payload.items()
+    }
     ctx.setdefault("text", "")
     ctx.setdefault("topic", "")
     ctx["task_type"] = project.task_type
@@ -57,10 +61,11 @@ def prompt_context(project: Project, item: Item) -> dict[str, str]:
     labels = tt.labels(project) if hasattr(tt, "labels") else []
     ctx["labels"] = ", ".join(map(str, labels))
     cands = [c for c in (payload.get("candidates") or []) + (payload.get("more") or []) if isinstance(c, dict)]
-    ctx["candidates"] = "\n".join(f'{c.get("id")}: {c.get("text", "")}' for c in cands)
+    ctx["candidates"] = "\n".join(f"{c.get('id')}: {c.get('text', '')}" for c in cands)
     ctx["check_question"] = str(((item.payload or {}).get("check") or {}).get("question", ""))
-    ctx["format"] = Template(_prompt_defaults(project).get("format") or "the task type's answer object"
-                             ).safe_substitute(ctx)
+    ctx["format"] = Template(
+        _prompt_defaults(project).get("format") or "the task type's answer object"
+    ).safe_substitute(ctx)
     return ctx
 
 
@@ -112,11 +117,17 @@ def key_env_name(name) -> str:
         raise FieldError("api_key_env", "the name of an environment variable holding the key")
     prefix = str(settings.ARGORA_LLM_KEY_PREFIX or "")
     if not prefix:
-        raise FieldError("api_key_env", "the operator allows no key variable per annotator (ARGORA_LLM_KEY_PREFIX "
-                                        "is empty): leave it empty to use ARGORA_LLM_API_KEY")
+        raise FieldError(
+            "api_key_env",
+            "the operator allows no key variable per annotator (ARGORA_LLM_KEY_PREFIX "
+            "is empty): leave it empty to use ARGORA_LLM_API_KEY",
+        )
     if not name.startswith(prefix) or name == prefix:
-        raise FieldError("api_key_env", f"a variable whose name starts with {prefix} (e.g. {prefix}OPENAI), which "
-                                        f"the operator sets; empty: ARGORA_LLM_API_KEY")
+        raise FieldError(
+            "api_key_env",
+            f"a variable whose name starts with {prefix} (e.g. {prefix}OPENAI), which "
+            f"the operator sets; empty: ARGORA_LLM_API_KEY",
+        )
     return name
 
 
@@ -138,8 +149,16 @@ def _clean_options(kind: str, project: Project, options: dict | None) -> dict:
     _number(options, "batch_size", 1, 1024, integer=True)
     _number(options, "max_attempts", 1, 10, integer=True)
     if kind == ModelAnnotator.Kind.LLM:
-        known = {"base_url", "model", "api_key_env", "temperature", "timeout", "max_tokens", "batch_size",
-                 "max_attempts"}
+        known = {
+            "base_url",
+            "model",
+            "api_key_env",
+            "temperature",
+            "timeout",
+            "max_tokens",
+            "batch_size",
+            "max_attempts",
+        }
         unknown = set(options) - known
         if unknown:
             raise FieldError(sorted(unknown)[0], f"not an LLM option (known: {', '.join(sorted(known))})")
@@ -166,10 +185,14 @@ def _clean_options(kind: str, project: Project, options: dict | None) -> dict:
     except (TypeError, ValueError):
         raise FieldError("version", f"choose a ready {' or '.join(kinds)} model") from None
     if version not in offered:
-        raise FieldError("version", f"model version {version} is not a ready {' or '.join(kinds)} model for this "
-                                    f"project")
-    return {"registry_kind": offered[version]["kind"], "version": version,
-            **{k: options[k] for k in ("batch_size", "max_attempts") if k in options}}
+        raise FieldError(
+            "version", f"model version {version} is not a ready {' or '.join(kinds)} model for this project"
+        )
+    return {
+        "registry_kind": offered[version]["kind"],
+        "version": version,
+        **{k: options[k] for k in ("batch_size", "max_attempts") if k in options},
+    }
 
 
 def catalogue(project: Project) -> list[dict]:
@@ -178,8 +201,15 @@ def catalogue(project: Project) -> list[dict]:
 
 
 @transaction.atomic
-def create_annotator(project: Project, *, name: str, kind: str, options: dict | None = None,
-                     prompt_template: str | None = None, user=None) -> ModelAnnotator:
+def create_annotator(
+    project: Project,
+    *,
+    name: str,
+    kind: str,
+    options: dict | None = None,
+    prompt_template: str | None = None,
+    user=None,
+) -> ModelAnnotator:
     """A new model annotator of ``project`` with its worker; raises :class:`FieldError` naming the field."""
     name = (name or "").strip()
     if not name or len(name) > NAME_MAX:
@@ -192,10 +222,17 @@ def create_annotator(project: Project, *, name: str, kind: str, options: dict | 
     template, version = "", 0
     if kind == ModelAnnotator.Kind.LLM:
         template, version = _check_template(project, prompt_template or default_prompt(project)), 1
-    worker = Worker.objects.create(source=Worker.Source.MODEL,
-                                   external_id=f"{project.pk}:{uuid.uuid4().hex[:12]}")
-    annotator = ModelAnnotator.objects.create(project=project, name=name, kind=kind, worker=worker, options=options,
-                                              prompt_template=template, prompt_version=version, created_by=user)
+    worker = Worker.objects.create(source=Worker.Source.MODEL, external_id=f"{project.pk}:{uuid.uuid4().hex[:12]}")
+    annotator = ModelAnnotator.objects.create(
+        project=project,
+        name=name,
+        kind=kind,
+        worker=worker,
+        options=options,
+        prompt_template=template,
+        prompt_version=version,
+        created_by=user,
+    )
     if version:
         ModelPromptVersion.objects.create(annotator=annotator, version=version, template=template, created_by=user)
     return annotator
@@ -213,8 +250,9 @@ def update_prompt(annotator: ModelAnnotator, template: str, *, user=None) -> Mod
     annotator.prompt_version += 1
     annotator.prompt_template = template
     annotator.save(update_fields=["prompt_version", "prompt_template"])
-    ModelPromptVersion.objects.create(annotator=annotator, version=annotator.prompt_version, template=template,
-                                      created_by=user)
+    ModelPromptVersion.objects.create(
+        annotator=annotator, version=annotator.prompt_version, template=template, created_by=user
+    )
     return annotator
 
 
@@ -239,6 +277,9 @@ def start_run(annotator: ModelAnnotator) -> str:
         locked.heartbeat_at = timezone.now()
         locked.save(update_fields=["status", "task_id", "error", "heartbeat_at"])
         name = LLM_TASK if locked.kind == ModelAnnotator.Kind.LLM else REGISTRY_TASK
-        transaction.on_commit(lambda: current_app.send_task(name, args=[locked.pk], task_id=task_id,
-                                                            queue="default" if name == LLM_TASK else "gpu"))
+        transaction.on_commit(
+            lambda: current_app.send_task(
+                name, args=[locked.pk], task_id=task_id, queue="default" if name == LLM_TASK else "gpu"
+            )
+        )
     return task_id

@@ -11,6 +11,7 @@ row lock and not a count over assignments: ``taken`` = assignments that hold a s
 + approved); never above the project's R (checked with ``taken < R`` in the same UPDATE that increments
 it). Submission does not touch the HIT row, so submitting never blocks allocation.
 """
+
 from __future__ import annotations
 
 from .agreement import Adjudication, AgreementItemRow, AgreementSnapshot

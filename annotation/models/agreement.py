@@ -1,5 +1,5 @@
-"""Stored agreement figures (a snapshot per scope, its per-item rows) and expert adjudications.
-"""
+"""Stored agreement figures (a snapshot per scope, its per-item rows) and expert adjudications."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -20,8 +20,9 @@ class AgreementSnapshot(models.Model):
     SUMMARY_KEYS = ("level", "alpha", "percent_agreement", "kappa", "n_units", "n_coders", "unsupported")
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agreement_snapshots")
-    scope = models.CharField(max_length=200, default="project",
-                             help_text='"project", "topic:<name>" or "crowd-vs-expert"')
+    scope = models.CharField(
+        max_length=200, default="project", help_text='"project", "topic:<name>" or "crowd-vs-expert"'
+    )
     figures = models.JSONField(default=dict)
     summary = models.JSONField(default=dict, blank=True, help_text="the figures the dashboards list (SUMMARY_KEYS)")
     n_items = models.PositiveIntegerField(default=0, help_text="answered items (AgreementItemRow rows stored)")
@@ -65,8 +66,15 @@ class AgreementItemRow(models.Model):
 
     def as_dict(self) -> dict:
         """The row as the project table's ``items`` entry (:func:`annotation.agreement.table.project_table`)."""
-        out = {"item_id": self.item_id, "position": self.position, "topic": self.topic, "text": self.text,
-               "n": self.n, "agreement": self.agreement, "majority": self.majority}
+        out = {
+            "item_id": self.item_id,
+            "position": self.position,
+            "topic": self.topic,
+            "text": self.text,
+            "n": self.n,
+            "agreement": self.agreement,
+            "majority": self.majority,
+        }
         deferred = self.get_deferred_fields()  # a page listing items only leaves the per-item JSON unread
         out.update({f: getattr(self, f) for f in ("responses", "adjudication") if f not in deferred})
         return out
@@ -77,8 +85,9 @@ class Adjudication(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="adjudications")
     answer = models.JSONField(help_text="the final answer, in the task type's response format")
-    expert = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="adjudications")
+    expert = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="adjudications"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     note = models.TextField(blank=True)
 

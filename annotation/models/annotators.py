@@ -1,6 +1,7 @@
 """Model annotators: registry models and LLMs answering a project's items beside the crowd (the service is
 :mod:`annotation.model_annotators`).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -35,13 +36,17 @@ class ModelAnnotator(models.Model):
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=10, choices=Kind.choices)
     worker = models.OneToOneField(Worker, on_delete=models.PROTECT, related_name="model_annotator")
-    options = models.JSONField(default=dict, blank=True,
-                               help_text="registry: registry_kind, version; llm: base_url, model, api_key_env, "
-                               "temperature, timeout, max_attempts, batch_size")
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="registry: registry_kind, version; llm: base_url, model, api_key_env, "
+        "temperature, timeout, max_attempts, batch_size",
+    )
     prompt_template = models.TextField(blank=True, help_text="LLM only: the current prompt ($text, $labels, ...)")
     prompt_version = models.PositiveIntegerField(default=0, help_text="version of the current prompt (LLM only)")
     include_in_results = models.BooleanField(
-        default=False, help_text="count its answers in aggregates and releases like a human's (off: kept apart)")
+        default=False, help_text="count its answers in aggregates and releases like a human's (off: kept apart)"
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.IDLE)
     task_id = models.CharField(max_length=255, blank=True)
     error = models.TextField(blank=True)
@@ -51,8 +56,9 @@ class ModelAnnotator(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -69,8 +75,9 @@ class ModelPromptVersion(models.Model):
     annotator = models.ForeignKey(ModelAnnotator, on_delete=models.CASCADE, related_name="prompt_versions")
     version = models.PositiveIntegerField()
     template = models.TextField()
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,6 +1,7 @@
 """Study phases: consent, instructions, training + qualification and the exit survey (the service is
 :mod:`annotation.phases`), with the survey's own validation.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,12 @@ SURVEY_MAX_QUESTIONS = 40
 SURVEY_TEXT_MAX = 5000
 _SURVEY_NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 _SURVEY_KEYS = {"name", "label", "kind", "required", "help"}
-_SURVEY_KIND_KEYS = {"text": {"max_length"}, "likert": {"scale"}, "choice": {"options"},
-                     "number": {"min", "max", "integer"}}
+_SURVEY_KIND_KEYS = {
+    "text": {"max_length"},
+    "likert": {"scale"},
+    "choice": {"options"},
+    "number": {"min", "max", "integer"},
+}
 
 
 def _labels(value, where: str, *, least: int, most: int, what: str) -> list[str]:
@@ -115,29 +120,38 @@ class StudyPhases(models.Model):
     consent_required = models.BooleanField(default=False, help_text="workers must tick their consent first")
     consent_text = models.TextField(blank=True, help_text="Markdown (sanitised like the guidelines)")
     instructions_required = models.BooleanField(
-        default=False, help_text="workers must open the instructions (the guidelines) before the training / HITs")
+        default=False, help_text="workers must open the instructions (the guidelines) before the training / HITs"
+    )
     training_enabled = models.BooleanField(
-        default=False, help_text="training items (gold items marked as training) with explanations, then the "
-                                 "qualification decides")
-    pass_threshold = models.FloatField(default=0.8, help_text="share of the counted training answers that must be "
-                                                              "right to qualify (0-1; 0 = everyone who trains)")
-    window = models.PositiveSmallIntegerField(default=0, help_text="count only the last N training items of an "
-                                                                   "attempt (0 = all of them)")
-    max_attempts = models.PositiveSmallIntegerField(default=2, help_text="tries at the training before a worker is "
-                                                                         "screened out")
-    screened_out_message = models.TextField(blank=True, help_text="what a screened-out worker reads (empty: a "
-                                                                  "polite default)")
+        default=False,
+        help_text="training items (gold items marked as training) with explanations, then the qualification decides",
+    )
+    pass_threshold = models.FloatField(
+        default=0.8,
+        help_text="share of the counted training answers that must be right to qualify (0-1; 0 = everyone who trains)",
+    )
+    window = models.PositiveSmallIntegerField(
+        default=0, help_text="count only the last N training items of an attempt (0 = all of them)"
+    )
+    max_attempts = models.PositiveSmallIntegerField(
+        default=2, help_text="tries at the training before a worker is screened out"
+    )
+    screened_out_message = models.TextField(
+        blank=True, help_text="what a screened-out worker reads (empty: a polite default)"
+    )
     survey_enabled = models.BooleanField(default=False, help_text="an exit survey after the last HIT (or on stop)")
-    survey_questions = models.JSONField(default=list, blank=True, help_text="the survey's questions "
-                                                                            "(annotation.models.clean_survey_questions)")
+    survey_questions = models.JSONField(
+        default=list, blank=True, help_text="the survey's questions (annotation.models.clean_survey_questions)"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         verbose_name = "study phases"
         verbose_name_plural = "study phases"
         constraints = [
-            models.CheckConstraint(condition=Q(pass_threshold__gte=0) & Q(pass_threshold__lte=1),
-                                   name="phases_threshold_0_1"),
+            models.CheckConstraint(
+                condition=Q(pass_threshold__gte=0) & Q(pass_threshold__lte=1), name="phases_threshold_0_1"
+            ),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="phases_attempts_positive"),
         ]
 
@@ -168,22 +182,28 @@ class Participation(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="participations")
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="participations")
     consent_at = models.DateTimeField(null=True, blank=True)
-    consent_version = models.CharField(max_length=64, blank=True,
-                                       help_text="sha256 of the consent text the worker agreed to (first 16 hex)")
+    consent_version = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the consent text the worker agreed to (first 16 hex)"
+    )
     instructions_opened_at = models.DateTimeField(null=True, blank=True)
     attempt = models.PositiveSmallIntegerField(default=1, help_text="the training attempt the worker is on")
     attempts_finished = models.PositiveSmallIntegerField(default=0, help_text="training attempts answered in full")
-    training_score = models.FloatField(null=True, blank=True,
-                                       help_text="share right of the counted answers of the last finished attempt")
+    training_score = models.FloatField(
+        null=True, blank=True, help_text="share right of the counted answers of the last finished attempt"
+    )
     qualified_at = models.DateTimeField(null=True, blank=True)
     screened_out_at = models.DateTimeField(null=True, blank=True)
     survey = models.JSONField(default=dict, blank=True, help_text="{question name: answer}")
     survey_at = models.DateTimeField(null=True, blank=True)
-    drafts = models.JSONField(default=dict, blank=True,
-                              help_text="what the worker typed and did not send yet (training item, survey)")
-    platform_assignment = models.CharField(max_length=200, blank=True,
-                                           help_text="the platform's assignment (MTurk assignmentId) the phases were "
-                                                     "done in, while the platform has not confirmed the worker")
+    drafts = models.JSONField(
+        default=dict, blank=True, help_text="what the worker typed and did not send yet (training item, survey)"
+    )
+    platform_assignment = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="the platform's assignment (MTurk assignmentId) the phases were "
+        "done in, while the platform has not confirmed the worker",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -191,8 +211,10 @@ class Participation(models.Model):
         ordering = ["project_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "worker"], name="one_participation_per_project_worker"),
-            models.CheckConstraint(condition=Q(qualified_at__isnull=True) | Q(screened_out_at__isnull=True),
-                                   name="participation_qualified_or_screened_out"),
+            models.CheckConstraint(
+                condition=Q(qualified_at__isnull=True) | Q(screened_out_at__isnull=True),
+                name="participation_qualified_or_screened_out",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -220,8 +242,11 @@ class TrainingAnswer(models.Model):
 
     class Meta:
         ordering = ["participation_id", "attempt", "answered_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["participation", "attempt", "item"],
-                                               name="one_training_answer_per_attempt_item")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["participation", "attempt", "item"], name="one_training_answer_per_attempt_item"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"training answer to item {self.item_id} (attempt {self.attempt})"

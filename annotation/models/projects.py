@@ -8,6 +8,7 @@ row lock and not a count over assignments: ``taken`` = assignments that hold a s
 + approved); never above the project's R (checked with ``taken < R`` in the same UPDATE that increments
 it). Submission does not touch the HIT row, so submitting never blocks allocation.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -51,8 +52,9 @@ class Project(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
-    task_type = models.CharField(max_length=100, validators=[validate_task_type],
-                                 help_text="registry key of the task type, e.g. sentence_label")
+    task_type = models.CharField(
+        max_length=100, validators=[validate_task_type], help_text="registry key of the task type, e.g. sentence_label"
+    )
     guidelines = models.TextField(blank=True, help_text="HTML shown in the instructions panel of every HIT")
     config = models.JSONField(default=dict, blank=True, help_text='task-type options, e.g. {"labels": ["pro", "con"]}')
     assignments_per_item = models.PositiveSmallIntegerField(default=3, help_text="R: responses wanted per item")
@@ -63,12 +65,14 @@ class Project(models.Model):
     time_estimate_seconds = models.PositiveIntegerField(default=0)
     reservation_timeout_seconds = models.PositiveIntegerField(default=1800)
     gold_min_items = models.PositiveIntegerField(
-        default=3, help_text="N: gold items a worker answers before accuracy can block them (0 = never block)")
+        default=3, help_text="N: gold items a worker answers before accuracy can block them (0 = never block)"
+    )
     gold_min_accuracy = models.FloatField(default=0.7)
     invite_token = models.CharField(max_length=64, unique=True, default=new_invite_token)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT, db_index=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="annotation_projects")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_projects"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,8 +81,9 @@ class Project(models.Model):
             models.CheckConstraint(condition=Q(assignments_per_item__gte=1), name="project_r_positive"),
             models.CheckConstraint(condition=Q(items_per_hit__gte=1), name="project_items_per_hit_positive"),
             models.CheckConstraint(condition=Q(gold_rate__gte=0) & Q(gold_rate__lte=1), name="project_gold_rate_0_1"),
-            models.CheckConstraint(condition=Q(gold_min_accuracy__gte=0) & Q(gold_min_accuracy__lte=1),
-                                   name="project_gold_accuracy_0_1"),
+            models.CheckConstraint(
+                condition=Q(gold_min_accuracy__gte=0) & Q(gold_min_accuracy__lte=1), name="project_gold_accuracy_0_1"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -100,21 +105,24 @@ class Project(models.Model):
 class Item(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
     payload = models.JSONField(default=dict)
-    sentence = models.ForeignKey("corpus.Sentence", null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="annotation_items")
+    sentence = models.ForeignKey(
+        "corpus.Sentence", null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_items"
+    )
     external_key = models.CharField(max_length=200, blank=True)
     is_gold = models.BooleanField(default=False)
     # A training item is a gold item (expected answer + explanation) shown only in the study's training phase
     # (annotation.phases): never in a HIT, never interleaved as gold, in no count, agreement figure or item export.
-    is_training = models.BooleanField(default=False,
-                                      help_text="shown only in the training phase; never in a HIT or any count")
+    is_training = models.BooleanField(
+        default=False, help_text="shown only in the training phase; never in a HIT or any count"
+    )
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["project_id", "position", "id"]
         indexes = [models.Index(fields=["project", "is_gold", "position"])]
-        constraints = [models.CheckConstraint(condition=Q(is_training=False) | Q(is_gold=True),
-                                              name="training_item_is_gold")]
+        constraints = [
+            models.CheckConstraint(condition=Q(is_training=False) | Q(is_gold=True), name="training_item_is_gold")
+        ]
 
     def __str__(self) -> str:
         kind = "training " if self.is_training else "gold " if self.is_gold else ""
@@ -125,8 +133,9 @@ class GoldItem(models.Model):
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="gold", limit_choices_to={"is_gold": True})
     expected = models.JSONField(help_text="the expected response, in the task type's response format")
     tolerance = models.FloatField(default=0.0)
-    explanation = models.TextField(blank=True, help_text="shown to the worker after a miss (training items: after "
-                                                         "every answer)")
+    explanation = models.TextField(
+        blank=True, help_text="shown to the worker after a miss (training items: after every answer)"
+    )
 
     def __str__(self) -> str:
         return f"gold for item {self.item_id}"
@@ -136,7 +145,9 @@ class HIT(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="hits")
     position = models.PositiveIntegerField(default=0)
     items = models.ManyToManyField(Item, through="HITItem", related_name="hits")
-    taken = models.PositiveSmallIntegerField(default=0, help_text="assignments holding a slot (reserved/submitted/approved)")
+    taken = models.PositiveSmallIntegerField(
+        default=0, help_text="assignments holding a slot (reserved/submitted/approved)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -163,3 +174,6 @@ class HITItem(models.Model):
             models.UniqueConstraint(fields=["item"], name="item_in_one_hit"),
             models.UniqueConstraint(fields=["hit", "position"], name="unique_hititem_position"),
         ]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} at {self.position} of HIT {self.hit_id}"

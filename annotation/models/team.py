@@ -1,5 +1,5 @@
-"""A project's team, the audit log of staff actions, and admissions of workers to a project.
-"""
+"""A project's team, the audit log of staff actions, and admissions of workers to a project."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -14,15 +14,16 @@ class ProjectMember(models.Model):
     :mod:`annotation.teams` makes every change). Superusers are in every team as owners without a row."""
 
     class Role(models.TextChoices):
-        OWNER = "owner", "Owner"      # everything an editor may, and the team itself
-        EDITOR = "editor", "Editor"   # settings, status, items, phases, models, releases, late answers, workers
-        VIEWER = "viewer", "Viewer"   # every page, result and download of the project; changes nothing
+        OWNER = "owner", "Owner"  # everything an editor may, and the team itself
+        EDITOR = "editor", "Editor"  # settings, status, items, phases, models, releases, late answers, workers
+        VIEWER = "viewer", "Viewer"  # every page, result and download of the project; changes nothing
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="members")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_roles")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
-    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -38,8 +39,9 @@ class AuditEntry(models.Model):
     values it changed. Shown on the project's studio page; never edited."""
 
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE, related_name="audit")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     action = models.CharField(max_length=60, help_text="e.g. settings, status, member.add, release.publish")
     detail = models.JSONField(default=dict, blank=True, help_text="what changed: {field: [before, after]} etc.")
     at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -62,3 +64,6 @@ class Admission(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "worker"], name="unique_admission")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} admitted to project {self.project_id} via {self.via}"

@@ -1,6 +1,7 @@
 """Who answers and what they hand in: workers, their completion codes, assignments, drafts, responses and
 gold records.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -21,19 +22,26 @@ class Worker(models.Model):
         PROLIFIC = "prolific", "Prolific"
         MODEL = "model", "Model annotator"  # a registry model or an LLM (annotation.model_annotators)
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="annotation_worker")
-    external_id = models.CharField(max_length=200, blank=True,
-                                   help_text="e.g. MTurk WorkerId, Prolific PID, as the platform confirmed it")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="annotation_worker"
+    )
+    external_id = models.CharField(
+        max_length=200, blank=True, help_text="e.g. MTurk WorkerId, Prolific PID, as the platform confirmed it"
+    )
     # A platform id somebody claimed (in a URL) that the platform has not confirmed yet: such a worker is
     # provisional -- its answers count nowhere, its gold answers are not scored, and it never touches the record of
     # the worker who really has that id -- until a sync confirms the claim (services.confirm_assignment).
-    claimed_external_id = models.CharField(max_length=200, blank=True, db_index=True,
-                                           help_text="platform id claimed but not (yet) confirmed by the platform")
+    claimed_external_id = models.CharField(
+        max_length=200,
+        blank=True,
+        db_index=True,
+        help_text="platform id claimed but not (yet) confirmed by the platform",
+    )
     # An id the worker's invite link carried (``?PROLIFIC_PID=``), kept for the researcher and never trusted: it
     # names no one (anyone can type any PID), so it is neither ``external_id`` nor a claim a sync would confirm.
-    link_id = models.CharField(max_length=200, blank=True,
-                               help_text="an id the invite link carried (?PROLIFIC_PID=), recorded, never trusted")
+    link_id = models.CharField(
+        max_length=200, blank=True, help_text="an id the invite link carried (?PROLIFIC_PID=), recorded, never trusted"
+    )
     # The secret part of the worker's recovery code (annotation.identity.recovery_code: an HMAC of the worker id and
     # this salt, shown with the completion code): typing the code in again, in any browser, makes that browser this
     # worker again. A new salt revokes the old code.
@@ -47,8 +55,9 @@ class Worker(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["source", "external_id"], condition=~Q(external_id=""),
-                                    name="unique_worker_external_id"),
+            models.UniqueConstraint(
+                fields=["source", "external_id"], condition=~Q(external_id=""), name="unique_worker_external_id"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -75,8 +84,9 @@ class WorkerProjectCode(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["worker", "project", "kind"],
-                                               name="unique_code_per_worker_project_kind")]
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "project", "kind"], name="unique_code_per_worker_project_kind")
+        ]
 
     def __str__(self) -> str:
         return self.code
@@ -111,8 +121,9 @@ class Assignment(models.Model):
     external_id = models.CharField(max_length=200, blank=True, help_text="MTurk assignmentId")
     submission_key = models.CharField(max_length=64, blank=True, help_text="hash of the submitted payload")
     feedback = models.TextField(blank=True)
-    late_accepted_at = models.DateTimeField(null=True, blank=True,
-                                            help_text="when staff accepted late answers (they count from then on)")
+    late_accepted_at = models.DateTimeField(
+        null=True, blank=True, help_text="when staff accepted late answers (they count from then on)"
+    )
 
     # Not stored: what the submission service read or did with this instance, declared here so that nothing is
     # stamped on it ad hoc. ``has_gold``: gold items were interleaved (None: not read yet;
@@ -148,8 +159,10 @@ class AssignmentDraft(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, primary_key=True, related_name="draft")
     responses = models.JSONField(default=dict, help_text="{item id: the task type's (possibly partial) answer}")
     feedback = models.TextField(blank=True)
-    revision = models.BigIntegerField(default=0, help_text=(
-        "the page's number for this save (hit.js: its clock in ms); a save with a smaller one is dropped"))
+    revision = models.BigIntegerField(
+        default=0,
+        help_text=("the page's number for this save (hit.js: its clock in ms); a save with a smaller one is dropped"),
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -166,6 +179,9 @@ class Response(models.Model):
         ordering = ["assignment_id", "id"]
         constraints = [models.UniqueConstraint(fields=["assignment", "item"], name="one_response_per_item")]
 
+    def __str__(self) -> str:
+        return f"response of assignment {self.assignment_id} to item {self.item_id}"
+
 
 class GoldRecord(models.Model):
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="gold_records")
@@ -178,3 +194,6 @@ class GoldRecord(models.Model):
     class Meta:
         ordering = ["worker_id", "id"]
         constraints = [models.UniqueConstraint(fields=["worker", "item"], name="one_gold_record_per_worker_item")]
+
+    def __str__(self) -> str:
+        return f"gold item {self.item_id} by worker {self.worker_id}: {'right' if self.correct else 'wrong'}"

@@ -6,13 +6,9 @@
 
 Every public name is re-exported here: callers ask ``annotation.selectors``.
 """
+
 from __future__ import annotations
 
-from .ordering import *  # noqa: F403
-from .ordering import __all__ as _ordering
+from .ordering import *  # noqa: F403 (each module's __all__)
 from .phases import *  # noqa: F403
-from .phases import __all__ as _phases
 from .responses import *  # noqa: F403
-from .responses import __all__ as _responses
-
-__all__ = [*_responses, *_phases, *_ordering]

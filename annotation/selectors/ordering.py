@@ -1,5 +1,6 @@
 """Reads of the order in which items enter work (``Project.config["item_order"]``; no writes:
 :mod:`annotation.services.ordering` writes it)."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,17 @@ from ..models import (
     Worker,
 )
 from .responses import counted_responses
-__all__ = ['ITEM_ORDERS', 'DEFAULT_MIN_AGREEMENT', 'clean_item_order', 'item_order', 'item_agreement', 'model_workers_q', 'model_human_disagreement', 'open_hits']
+
+__all__ = [
+    "DEFAULT_MIN_AGREEMENT",
+    "ITEM_ORDERS",
+    "clean_item_order",
+    "item_agreement",
+    "item_order",
+    "model_human_disagreement",
+    "model_workers_q",
+    "open_hits",
+]
 
 
 # --- the order in which items enter work (Project.config["item_order"]; services.reorder_hits) ----------------
@@ -76,8 +87,9 @@ def item_order(project: Project) -> dict:
     lowered below a stored ``r_max``). ``adaptive`` is true for ``disagreement`` with ``r_min < r_max``; ``cap`` is
     the most slots a HIT may hold (``r_max`` there, else R)."""
     try:
-        order = clean_item_order((project.config or {}).get("item_order"),
-                                 assignments_per_item=project.assignments_per_item) or {"mode": "random"}
+        order = clean_item_order(
+            (project.config or {}).get("item_order"), assignments_per_item=project.assignments_per_item
+        ) or {"mode": "random"}
     except ValueError:
         order = {"mode": "random"}
     adaptive = order["mode"] == "disagreement" and order["r_min"] < order["r_max"]
@@ -120,8 +132,12 @@ def model_human_disagreement(project: Project, item_ids=None) -> dict[int, float
     if not model_answers:
         return {}
     humans: dict[int, list[str]] = {}
-    for item_id, data in (counted_responses(project, include_models=False).filter(item_id__in=list(model_answers))
-                          .values_list("item_id", "data").iterator()):
+    for item_id, data in (
+        counted_responses(project, include_models=False)
+        .filter(item_id__in=list(model_answers))
+        .values_list("item_id", "data")
+        .iterator()
+    ):
         humans.setdefault(item_id, []).append(_answer_key(data))
     out = {}
     for item_id, keys in humans.items():
@@ -133,11 +149,18 @@ def model_human_disagreement(project: Project, item_ids=None) -> dict[int, float
 def open_hits(project: Project, cap: int) -> list[dict]:
     """HITs that may still take an assignment (``taken < cap``): ``{"id", "position", "taken", "items": [ids]}``,
     in allocation order."""
-    rows: list[dict] = [dict(r) for r in HIT.objects.filter(project=project, taken__lt=cap).order_by("position")
-                        .values("id", "position", "taken")]
+    rows: list[dict] = [
+        dict(r)
+        for r in HIT.objects.filter(project=project, taken__lt=cap)
+        .order_by("position")
+        .values("id", "position", "taken")
+    ]
     items: dict[int, list[int]] = {}
-    for hit_id, item_id in (HITItem.objects.filter(hit_id__in=[r["id"] for r in rows])
-                            .order_by("hit_id", "position").values_list("hit_id", "item_id")):
+    for hit_id, item_id in (
+        HITItem.objects.filter(hit_id__in=[r["id"] for r in rows])
+        .order_by("hit_id", "position")
+        .values_list("hit_id", "item_id")
+    ):
         items.setdefault(hit_id, []).append(item_id)
     for r in rows:
         r["items"] = items.get(r["id"], [])

@@ -1,10 +1,9 @@
 """Reads of a study's phases: a worker's step, training items and scores, claims (no writes; the phases
 service, :mod:`annotation.phases`, writes them)."""
+
 from __future__ import annotations
 
-
 from django.db.models import Count, Q, QuerySet
-
 
 from .. import providers
 from ..models import (
@@ -16,17 +15,56 @@ from ..models import (
     TrainingAnswer,
     Worker,
 )
-__all__ = ['WORKED_STATUSES', 'CONSENT', 'INSTRUCTIONS', 'TRAINING', 'RETRY', 'WORK', 'SURVEY', 'DONE', 'SCREENED_OUT', 'hits_worked', 'phase_config', 'gates_work', 'training_items', 'participation_of', 'step_of', 'phase_step', 'current_training_item', 'training_window', 'attempt_score', 'claim_participations', 'claim_admission', 'claim_survey_pending', 'phase_counts', 'participant_records', 'completion_return']
+
+__all__ = [
+    "CONSENT",
+    "DONE",
+    "INSTRUCTIONS",
+    "RETRY",
+    "SCREENED_OUT",
+    "SURVEY",
+    "TRAINING",
+    "WORK",
+    "WORKED_STATUSES",
+    "attempt_score",
+    "claim_admission",
+    "claim_participations",
+    "claim_survey_pending",
+    "completion_return",
+    "current_training_item",
+    "gates_work",
+    "hits_worked",
+    "participant_records",
+    "participation_of",
+    "phase_config",
+    "phase_counts",
+    "phase_step",
+    "step_of",
+    "training_items",
+    "training_window",
+]
 
 
 # --- study phases (written by annotation.phases) ----------------------------------------------------------------
 # HITs a worker did (a completion code is due), counted or not: late and rejected answers were work too
-WORKED_STATUSES = (Assignment.Status.SUBMITTED, Assignment.Status.APPROVED, Assignment.Status.REJECTED,
-                   Assignment.Status.LATE)
+WORKED_STATUSES = (
+    Assignment.Status.SUBMITTED,
+    Assignment.Status.APPROVED,
+    Assignment.Status.REJECTED,
+    Assignment.Status.LATE,
+)
 
 # the pages of the phases, in the order a worker meets them
 CONSENT, INSTRUCTIONS, TRAINING, RETRY, WORK, SURVEY, DONE, SCREENED_OUT = (
-    "consent", "instructions", "training", "result", "work", "survey", "done", "screened-out")
+    "consent",
+    "instructions",
+    "training",
+    "result",
+    "work",
+    "survey",
+    "done",
+    "screened-out",
+)
 
 
 def hits_worked(project: Project, worker: Worker) -> int:
@@ -50,16 +88,26 @@ def gates_work(cfg: StudyPhases | None) -> bool:
 
 def training_items(project: Project) -> QuerySet[Item]:
     """The project's training items (with their gold answer and explanation), in the order a worker answers them."""
-    return (Item.objects.filter(project=project, is_training=True, gold__isnull=False).select_related("gold")
-            .order_by("position", "id"))
+    return (
+        Item.objects.filter(project=project, is_training=True, gold__isnull=False)
+        .select_related("gold")
+        .order_by("position", "id")
+    )
 
 
 def participation_of(project: Project, worker: Worker) -> Participation | None:
     return Participation.objects.filter(project=project, worker=worker).first()
 
 
-def step_of(project: Project, cfg: StudyPhases | None, participation: Participation | None, *,
-            finished: bool = False, hits_done: int | None = None, worker: Worker | None = None) -> str:
+def step_of(
+    project: Project,
+    cfg: StudyPhases | None,
+    participation: Participation | None,
+    *,
+    finished: bool = False,
+    hits_done: int | None = None,
+    worker: Worker | None = None,
+) -> str:
     """The page a worker with this participation row must see now (see :func:`phase_step`)."""
     p = participation
     if cfg is None or not cfg.any_on:
@@ -90,8 +138,9 @@ def phase_step(project: Project, worker: Worker, *, finished: bool = False, hits
     cfg = phase_config(project)
     if cfg is None or not cfg.any_on:
         return DONE if finished else WORK
-    return step_of(project, cfg, participation_of(project, worker), finished=finished, hits_done=hits_done,
-                   worker=worker)
+    return step_of(
+        project, cfg, participation_of(project, worker), finished=finished, hits_done=hits_done, worker=worker
+    )
 
 
 def current_training_item(project: Project, participation: Participation | None) -> tuple[Item, int, int] | None:
@@ -99,8 +148,11 @@ def current_training_item(project: Project, participation: Participation | None)
     items = list(training_items(project))
     done = set()
     if participation is not None:
-        done = set(TrainingAnswer.objects.filter(participation=participation, attempt=participation.attempt)
-                   .values_list("item_id", flat=True))
+        done = set(
+            TrainingAnswer.objects.filter(participation=participation, attempt=participation.attempt).values_list(
+                "item_id", flat=True
+            )
+        )
     for number, item in enumerate(items, start=1):
         if item.pk not in done:
             return item, number, len(items)
@@ -118,17 +170,26 @@ def attempt_score(project: Project, participation: Participation, attempt: int) 
     cfg = phase_config(project)
     items = [item.pk for item in training_items(project)]
     answers = {a.item_id: a for a in TrainingAnswer.objects.filter(participation=participation, attempt=attempt)}
-    counted = items[len(items) - training_window(cfg, len(items)):] if cfg is not None else items
+    counted = items[len(items) - training_window(cfg, len(items)) :] if cfg is not None else items
     right = sum(1 for pk in counted if pk in answers and answers[pk].correct)
-    return {"right": right, "counted": len(counted), "score": right / len(counted) if counted else 0.0,
-            "answered": sum(1 for pk in items if pk in answers), "total": len(items)}
+    return {
+        "right": right,
+        "counted": len(counted),
+        "score": right / len(counted) if counted else 0.0,
+        "answered": sum(1 for pk in items if pk in answers),
+        "total": len(items),
+    }
 
 
 def claim_participations(project: Project, source: str, claimed_id: str) -> QuerySet[Participation]:
     """The phase records of a platform id that is claimed and not confirmed yet (an MTurk workerId in a URL)."""
-    return (Participation.objects.filter(project=project, worker__source=source,
-                                         worker__claimed_external_id=claimed_id, worker__external_id="")
-            .select_related("worker").order_by("-updated_at", "-id"))
+    return (
+        Participation.objects.filter(
+            project=project, worker__source=source, worker__claimed_external_id=claimed_id, worker__external_id=""
+        )
+        .select_related("worker")
+        .order_by("-updated_at", "-id")
+    )
 
 
 def claim_admission(project: Project, source: str, claimed_id: str) -> tuple[str, Participation | None]:
@@ -162,8 +223,9 @@ def claim_survey_pending(project: Project, source: str, claimed_id: str) -> bool
         return False
     if claim_participations(project, source, claimed_id).filter(survey_at__isnull=False).exists():
         return False
-    return not Participation.objects.filter(project=project, worker__source=source, worker__external_id=claimed_id,
-                                            survey_at__isnull=False).exists()
+    return not Participation.objects.filter(
+        project=project, worker__source=source, worker__external_id=claimed_id, survey_at__isnull=False
+    ).exists()
 
 
 def phase_counts(project: Project) -> dict:
@@ -173,12 +235,18 @@ def phase_counts(project: Project) -> dict:
     platform ids nobody has confirmed yet (MTurk claims), counted in the others too."""
     has = lambda field: Count("pk", filter=Q(**{f"{field}__isnull": False}))  # noqa: E731
     figures = Participation.objects.filter(project=project).aggregate(
-        participants=Count("pk"), consented=has("consent_at"), instructions=has("instructions_opened_at"),
-        trained=Count("pk", filter=Q(attempts_finished__gte=1)), qualified=has("qualified_at"),
-        screened_out=has("screened_out_at"), surveyed=has("survey_at"),
-        retrying=Count("pk", filter=Q(attempts_finished__gte=1, qualified_at__isnull=True,
-                                       screened_out_at__isnull=True)),
-        unconfirmed=Count("pk", filter=Q(worker__claimed_external_id__gt="")))
+        participants=Count("pk"),
+        consented=has("consent_at"),
+        instructions=has("instructions_opened_at"),
+        trained=Count("pk", filter=Q(attempts_finished__gte=1)),
+        qualified=has("qualified_at"),
+        screened_out=has("screened_out_at"),
+        surveyed=has("survey_at"),
+        retrying=Count(
+            "pk", filter=Q(attempts_finished__gte=1, qualified_at__isnull=True, screened_out_at__isnull=True)
+        ),
+        unconfirmed=Count("pk", filter=Q(worker__claimed_external_id__gt="")),
+    )
     return figures
 
 
@@ -188,8 +256,9 @@ def participant_records(project: Project) -> list[dict]:
     finished attempt, the qualification outcome and the survey answers. Records of platform ids not confirmed yet
     are left out, like their answers (:func:`unverified_q`), and so are records that hold nothing sent yet (a draft
     only)."""
-    rows = (Participation.objects.filter(project=project).exclude(worker__claimed_external_id__gt="")
-            .order_by("worker_id"))
+    rows = (
+        Participation.objects.filter(project=project).exclude(worker__claimed_external_id__gt="").order_by("worker_id")
+    )
     answers: dict[int, list[TrainingAnswer]] = {}
     for a in TrainingAnswer.objects.filter(participation__in=rows).order_by("attempt", "answered_at", "id"):
         answers.setdefault(a.participation_id, []).append(a)
@@ -200,17 +269,34 @@ def participant_records(project: Project) -> list[dict]:
         if not (mine or p.consent_at or p.instructions_opened_at or p.survey_at or p.outcome):
             continue  # a record of drafts only: nothing was given yet
         attempts = [{"attempt": n, **attempt_score(project, p, n)} for n in range(1, p.attempts_finished + 1)]
-        out.append({
-            "worker": p.worker_id, "consent_at": iso(p.consent_at), "consent_version": p.consent_version or None,
-            "instructions_opened_at": iso(p.instructions_opened_at),
-            "training": {"attempts": attempts, "score": p.training_score,
-                         "answers": [{"item_id": a.item_id, "attempt": a.attempt, "answer": a.answer,
-                                      "correct": a.correct, "score": a.score, "answered_at": iso(a.answered_at)}
-                                     for a in mine]},
-            "outcome": p.outcome or None, "qualified_at": iso(p.qualified_at),
-            "screened_out_at": iso(p.screened_out_at), "survey": p.survey if p.survey_at else None,
-            "survey_at": iso(p.survey_at),
-        })
+        out.append(
+            {
+                "worker": p.worker_id,
+                "consent_at": iso(p.consent_at),
+                "consent_version": p.consent_version or None,
+                "instructions_opened_at": iso(p.instructions_opened_at),
+                "training": {
+                    "attempts": attempts,
+                    "score": p.training_score,
+                    "answers": [
+                        {
+                            "item_id": a.item_id,
+                            "attempt": a.attempt,
+                            "answer": a.answer,
+                            "correct": a.correct,
+                            "score": a.score,
+                            "answered_at": iso(a.answered_at),
+                        }
+                        for a in mine
+                    ],
+                },
+                "outcome": p.outcome or None,
+                "qualified_at": iso(p.qualified_at),
+                "screened_out_at": iso(p.screened_out_at),
+                "survey": p.survey if p.survey_at else None,
+                "survey_at": iso(p.survey_at),
+            }
+        )
     return out
 
 

@@ -1,7 +1,9 @@
 """Reads of projects, workers and their counted responses, progress and exports (no writes)."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
@@ -18,7 +20,25 @@ from ..models import (
     Response,
     Worker,
 )
-__all__ = ['EXPERT_GROUP', 'wrong_task_type', 'project_of_type', 'worker_of_user', 'worker_project_counts', 'status_note', 'unsent_assignment', 'hits_held_by_others', 'unverified_q', 'model_q', 'counted_responses', 'item_responses', 'item_annotations', 'aggregated_items', 'export_rows', 'project_progress']
+
+__all__ = [
+    "EXPERT_GROUP",
+    "aggregated_items",
+    "counted_responses",
+    "export_rows",
+    "hits_held_by_others",
+    "item_annotations",
+    "item_responses",
+    "model_q",
+    "project_of_type",
+    "project_progress",
+    "status_note",
+    "unsent_assignment",
+    "unverified_q",
+    "worker_of_user",
+    "worker_project_counts",
+    "wrong_task_type",
+]
 
 
 EXPERT_GROUP = RESEARCHER_GROUP  # experts = Researchers (the group argora.roles defines), staff and superusers
@@ -33,9 +53,14 @@ def wrong_task_type(project, task_types: str | tuple[str, ...]) -> str | None:
     return f"{project.slug!r} is a {project.task_type!r} project, not {' or '.join(map(repr, names))}"
 
 
-def project_of_type(slug: str, task_types: str | tuple[str, ...], *,
-                    error: Callable[[str], Exception] = ValueError, create: Callable[[], Any] | None = None,
-                    hint: str = ""):
+def project_of_type(
+    slug: str,
+    task_types: str | tuple[str, ...],
+    *,
+    error: Callable[[str], Exception] = ValueError,
+    create: Callable[[], Any] | None = None,
+    hint: str = "",
+):
     """The project ``slug`` when it is of ``task_types`` (:func:`wrong_task_type`). A missing project is made by
     ``create()`` when given, else raises ``error("no project with slug 'x'" + hint)``; a project of another task
     type raises ``error("project 'x' is a ... project, not ...")``. ``error``: the caller's exception class (or a
@@ -62,11 +87,15 @@ def worker_of_user(user) -> Worker | None:
 def worker_project_counts(project: Project, worker: Worker) -> dict:
     """For the progress bar inside a HIT: HITs this worker submitted here, and how many they may still do."""
     done = Assignment.objects.filter(project=project, worker=worker, status__in=Assignment.DONE).count()
-    available = (HIT.objects.filter(project=project, taken__lt=project.assignments_per_item)
-                 .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id")).count())
+    available = (
+        HIT.objects.filter(project=project, taken__lt=project.assignments_per_item)
+        .exclude(pk__in=Assignment.objects.filter(project=project, worker=worker).values("hit_id"))
+        .count()
+    )
     if project.max_hits_per_worker is not None:
-        used = Assignment.objects.filter(project=project, worker=worker).exclude(
-            status=Assignment.Status.EXPIRED).count()
+        used = (
+            Assignment.objects.filter(project=project, worker=worker).exclude(status=Assignment.Status.EXPIRED).count()
+        )
         available = min(available, max(0, project.max_hits_per_worker - used))
     return {"submitted": done, "available": available, "max": project.max_hits_per_worker}
 
@@ -76,8 +105,10 @@ def status_note(project: Project) -> str:
     if project.status == Project.Status.ACTIVE:
         return f"status active: workers join at /invite/{project.invite_token}/"
     if project.status == Project.Status.DRAFT:
-        return ("status draft: workers cannot start yet; activate it in the studio (/studio/) or with --activate "
-                "once its HITs are built")
+        return (
+            "status draft: workers cannot start yet; activate it in the studio (/studio/) or with --activate "
+            "once its HITs are built"
+        )
     return f"status {project.status}: no new HITs are handed out"
 
 
@@ -89,8 +120,12 @@ def unsent_assignment(project: Project, worker: Worker, *, now=None) -> Assignme
     mine = Assignment.objects.filter(project=project, worker=worker)
     if mine.filter(status=Assignment.Status.RESERVED, expires_at__gt=now).exists():
         return None
-    return (mine.filter(Q(status=Assignment.Status.EXPIRED) | Q(status=Assignment.Status.RESERVED),
-                        draft__isnull=False).select_related("hit", "project").order_by("-expires_at").first())
+    return (
+        mine.filter(Q(status=Assignment.Status.EXPIRED) | Q(status=Assignment.Status.RESERVED), draft__isnull=False)
+        .select_related("hit", "project")
+        .order_by("-expires_at")
+        .first()
+    )
 
 
 def hits_held_by_others(project: Project, worker: Worker, *, now=None) -> dict:
@@ -99,13 +134,18 @@ def hits_held_by_others(project: Project, worker: Worker, *, now=None) -> dict:
     them; and whether the worker has reached the project's limit of HITs per worker."""
     now = now or timezone.now()
     mine = Assignment.objects.filter(project=project, worker=worker)
-    held = (Assignment.objects.filter(project=project, status=Assignment.Status.RESERVED, expires_at__gt=now)
-            .exclude(hit_id__in=mine.values("hit_id")))
+    held = Assignment.objects.filter(project=project, status=Assignment.Status.RESERVED, expires_at__gt=now).exclude(
+        hit_id__in=mine.values("hit_id")
+    )
     figures = held.aggregate(hits=Count("hit_id", distinct=True), until=Min("expires_at"))
     quota = project.max_hits_per_worker
     used = mine.exclude(status=Assignment.Status.EXPIRED).count() if quota is not None else 0
-    return {"hits": figures["hits"], "until": figures["until"], "quota_reached": quota is not None and used >= quota,
-            "quota": quota}
+    return {
+        "hits": figures["hits"],
+        "until": figures["until"],
+        "quota_reached": quota is not None and used >= quota,
+        "quota": quota,
+    }
 
 
 def unverified_q(prefix: str = "") -> Q:
@@ -130,8 +170,13 @@ def model_q(prefix: str = "", *, included_only: bool = True) -> Q:
     return q
 
 
-def counted_responses(project: Project, *, include_gold: bool = False, include_unverified: bool = False,
-                      include_models: bool | None = None) -> QuerySet[Response]:
+def counted_responses(
+    project: Project,
+    *,
+    include_gold: bool = False,
+    include_unverified: bool = False,
+    include_models: bool | None = None,
+) -> QuerySet[Response]:
     """Responses that count: of submitted/approved assignments, non-gold items, MTurk-confirmed (see
     :func:`unverified_q`). Model annotators' answers are kept apart (:func:`model_q`): ``include_models=None`` (the
     default) adds those of the annotators the researcher included, ``True`` every model's, ``False`` none."""
@@ -146,8 +191,9 @@ def counted_responses(project: Project, *, include_gold: bool = False, include_u
     return qs
 
 
-def item_responses(project: Project, *, include_gold: bool = False,
-                   include_unverified: bool = False) -> dict[int, list[dict]]:
+def item_responses(
+    project: Project, *, include_gold: bool = False, include_unverified: bool = False
+) -> dict[int, list[dict]]:
     """Response data of submitted/approved assignments per item id (MTurk assignments that no sync has
     confirmed yet are left out unless ``include_unverified``)."""
     qs = counted_responses(project, include_gold=include_gold, include_unverified=include_unverified)
@@ -157,18 +203,21 @@ def item_responses(project: Project, *, include_gold: bool = False,
     return out
 
 
-def item_annotations(project: Project, *, include_gold: bool = False,
-                     include_unverified: bool = False) -> dict[int, list[dict]]:
+def item_annotations(
+    project: Project, *, include_gold: bool = False, include_unverified: bool = False
+) -> dict[int, list[dict]]:
     """Per item id, one record per counted response, ordered by worker: ``{"worker": Worker id, "assignment":
     Assignment id, "status": "submitted" | "approved", "response": data}``. Worker ids are Argora's own
     (never an MTurk WorkerId, a Prolific PID or a user name), so the records can be released."""
     qs = counted_responses(project, include_gold=include_gold, include_unverified=include_unverified)
     out: dict[int, list[dict]] = {}
     rows = qs.order_by("item_id", "assignment__worker_id", "id").values_list(
-        "item_id", "assignment__worker_id", "assignment_id", "assignment__status", "data")
+        "item_id", "assignment__worker_id", "assignment_id", "assignment__status", "data"
+    )
     for item_id, worker_id, assignment_id, status, data in rows:
-        out.setdefault(item_id, []).append({"worker": worker_id, "assignment": assignment_id, "status": status,
-                                            "response": data})
+        out.setdefault(item_id, []).append(
+            {"worker": worker_id, "assignment": assignment_id, "status": status, "response": data}
+        )
     return out
 
 
@@ -176,15 +225,19 @@ def aggregated_items(project: Project) -> list[dict]:
     """``task_type.aggregate`` for every non-gold item."""
     tt = project.get_task_type()
     responses = item_responses(project)
-    return [{"item": item.pk, **tt.aggregate(project, item, responses.get(item.pk, []))}
-            for item in Item.objects.filter(project=project, is_gold=False).order_by("position")]
+    return [
+        {"item": item.pk, **tt.aggregate(project, item, responses.get(item.pk, []))}
+        for item in Item.objects.filter(project=project, is_gold=False).order_by("position")
+    ]
 
 
 def export_rows(project: Project) -> list[dict]:
     tt = project.get_task_type()
     responses = item_responses(project)
-    return [tt.export_row(project, item, responses.get(item.pk, []))
-            for item in Item.objects.filter(project=project, is_gold=False).order_by("position")]
+    return [
+        tt.export_row(project, item, responses.get(item.pk, []))
+        for item in Item.objects.filter(project=project, is_gold=False).order_by("position")
+    ]
 
 
 def project_progress(project: Project) -> dict:
@@ -193,40 +246,65 @@ def project_progress(project: Project) -> dict:
     gold_items = Item.objects.filter(project=project, is_gold=True, is_training=False).count()
     training_items = Item.objects.filter(project=project, is_training=True).count()
     needed = items * project.assignments_per_item
-    done = Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
-                                   item__is_gold=False).count()
-    by_status = {status: 0 for status in Assignment.Status.values}
+    done = Response.objects.filter(
+        assignment__project=project, assignment__status__in=Assignment.DONE, item__is_gold=False
+    ).count()
+    by_status = dict.fromkeys(Assignment.Status.values, 0)
     for row in Assignment.objects.filter(project=project).values("status").annotate(n=Count("pk")):
         by_status[row["status"]] = row["n"]
-    gold = {row["worker_id"]: row for row in GoldRecord.objects.filter(item__project=project)
-            .values("worker_id").annotate(n=Count("pk"), right=Count("pk", filter=Q(correct=True)))}
+    gold = {
+        row["worker_id"]: row
+        for row in GoldRecord.objects.filter(item__project=project)
+        .values("worker_id")
+        .annotate(n=Count("pk"), right=Count("pk", filter=Q(correct=True)))
+    }
     workers = []
-    rows = (Worker.objects.filter(assignments__project=project).exclude(source=Worker.Source.MODEL).distinct()
-            .annotate(submitted=Count("assignments", filter=Q(assignments__project=project,
-                                                              assignments__status__in=Assignment.DONE)),
-                      reserved=Count("assignments", filter=Q(assignments__project=project,
-                                                             assignments__status=Assignment.Status.RESERVED)))
-            .select_related("user").order_by("id"))
+    rows = (
+        Worker.objects.filter(assignments__project=project)
+        .exclude(source=Worker.Source.MODEL)
+        .distinct()
+        .annotate(
+            submitted=Count(
+                "assignments", filter=Q(assignments__project=project, assignments__status__in=Assignment.DONE)
+            ),
+            reserved=Count(
+                "assignments", filter=Q(assignments__project=project, assignments__status=Assignment.Status.RESERVED)
+            ),
+        )
+        .select_related("user")
+        .order_by("id")
+    )
     for worker in rows:
         g = gold.get(worker.pk)
-        workers.append({
-            "worker": worker.pk, "name": str(worker), "source": worker.source,
-            "submitted": worker.submitted, "reserved": worker.reserved,
-            "gold_items": g["n"] if g else 0,
-            "gold_accuracy": (g["right"] / g["n"]) if g and g["n"] else None,
-            "blocked": worker.blocked, "reason": worker.blocked_reason,
-        })
-    unverified = (Assignment.objects.filter(project=project, status__in=Assignment.DONE).filter(unverified_q())
-                  .count())
+        workers.append(
+            {
+                "worker": worker.pk,
+                "name": str(worker),
+                "source": worker.source,
+                "submitted": worker.submitted,
+                "reserved": worker.reserved,
+                "gold_items": g["n"] if g else 0,
+                "gold_accuracy": (g["right"] / g["n"]) if g and g["n"] else None,
+                "blocked": worker.blocked,
+                "reason": worker.blocked_reason,
+            }
+        )
+    unverified = Assignment.objects.filter(project=project, status__in=Assignment.DONE).filter(unverified_q()).count()
     return {
-        "project": project.slug, "status": project.status,
-        "items": items, "gold_items": gold_items, "training_items": training_items, "needed": needed, "done": done,
+        "project": project.slug,
+        "status": project.status,
+        "items": items,
+        "gold_items": gold_items,
+        "training_items": training_items,
+        "needed": needed,
+        "done": done,
         "unverified_assignments": unverified,
         "percent": round(100.0 * done / needed, 1) if needed else 0.0,
         "hits": HIT.objects.filter(project=project).count(),
-        "hits_complete": HIT.objects.filter(project=project).annotate(
-            n=Count("assignments", filter=Q(assignments__status__in=Assignment.DONE)))
-        .filter(n__gte=project.assignments_per_item).count(),
+        "hits_complete": HIT.objects.filter(project=project)
+        .annotate(n=Count("assignments", filter=Q(assignments__status__in=Assignment.DONE)))
+        .filter(n__gte=project.assignments_per_item)
+        .count(),
         "assignments": by_status,
         "workers": workers,
     }

@@ -7,6 +7,7 @@ transaction IMMEDIATE, so writers are serialised by the database lock. In both c
 with ``UPDATE ... WHERE taken < R`` and the row count checked, so no HIT (and therefore no item) ever gets more than R
 assignments that hold a slot, whatever the isolation level.
 """
+
 from __future__ import annotations
 
 import random
@@ -36,9 +37,12 @@ def current_assignment(project: Project, worker: Worker, *, now=None) -> Assignm
     """The worker's unexpired reserved assignment in this project, if any (``project`` is the given object: joining
     the project's row would only read it again)."""
     now = now or timezone.now()
-    held = (Assignment.objects.select_related("hit")
-            .filter(project=project, worker=worker, status=Assignment.Status.RESERVED, expires_at__gt=now)
-            .order_by("reserved_at").first())
+    held = (
+        Assignment.objects.select_related("hit")
+        .filter(project=project, worker=worker, status=Assignment.Status.RESERVED, expires_at__gt=now)
+        .order_by("reserved_at")
+        .first()
+    )
     if held is not None:
         held.project = project
     return held
@@ -54,15 +58,22 @@ def _pick_gold(project: Project, worker: Worker, n: int, rng: random.Random) -> 
     if n <= 0:
         return []
     seen = set(GoldRecord.objects.filter(worker=worker, item__project=project).values_list("item_id", flat=True))
-    seen |= set(Assignment.gold_items.through.objects
-                .filter(assignment__worker=worker, assignment__project=project).values_list("item_id", flat=True))
-    pool = [pk for pk in Item.objects.filter(project=project, is_gold=True, is_training=False, gold__isnull=False)
-            .values_list("pk", flat=True) if pk not in seen]
+    seen |= set(
+        Assignment.gold_items.through.objects.filter(
+            assignment__worker=worker, assignment__project=project
+        ).values_list("item_id", flat=True)
+    )
+    pool = [
+        pk
+        for pk in Item.objects.filter(project=project, is_gold=True, is_training=False, gold__isnull=False).values_list(
+            "pk", flat=True
+        )
+        if pk not in seen
+    ]
     return rng.sample(pool, min(n, len(pool)))
 
 
-def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh: bool = False
-                            ) -> Assignment | None:
+def reserve_next_assignment(project: Project, worker: Worker, *, now=None, fresh: bool = False) -> Assignment | None:
     """Reserve a HIT that still needs assignments and that this worker has not had; ``None`` = nothing left.
 
     A worker who already holds an unexpired reservation in the project gets that one back. Raises
@@ -100,8 +111,7 @@ def _reserve(project: Project, worker: Worker, now) -> Assignment | None:
         return reserve_in_transaction(project, worker, now)
 
 
-def reserve_in_transaction(project: Project, worker: Worker, now, locked: Worker | None = None
-                           ) -> Assignment | None:
+def reserve_in_transaction(project: Project, worker: Worker, now, locked: Worker | None = None) -> Assignment | None:
     """The allocation itself, inside the caller's transaction. Raises :class:`WorkerBlocked` or
     :class:`QuotaReached` only before anything is written, so a caller may catch them and still commit what it
     wrote before (:func:`annotation.services.submit_and_reserve_next`). ``locked`` (PostgreSQL): the worker's row,
@@ -111,16 +121,16 @@ def reserve_in_transaction(project: Project, worker: Worker, now, locked: Worker
     if rawsql.serialised_writes():
         return _reserve_serialised(project, worker, now)
     # Neither: one allocation at a time per worker (two tabs, a retried request) by locking the worker row.
-    locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
-              .get(pk=worker.pk))
+    locked = Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason").get(pk=worker.pk)
     if locked.blocked:
         raise WorkerBlocked(locked.blocked_reason)
     held = current_assignment(project, worker, now=now)
     if held is not None:
         return held
     if project.max_hits_per_worker is not None:
-        used = Assignment.objects.filter(project=project, worker=worker).exclude(
-            status=Assignment.Status.EXPIRED).count()
+        used = (
+            Assignment.objects.filter(project=project, worker=worker).exclude(status=Assignment.Status.EXPIRED).count()
+        )
         if used >= project.max_hits_per_worker:
             raise quota_reached(project)
     assignment = _new_reservation(project, worker, now)
@@ -143,8 +153,7 @@ def _reserve_skip_locked(project: Project, worker: Worker, now, locked: Worker |
     items (:func:`_take_free_hit`). When every free HIT is locked by allocations in flight, it tries again after
     short pauses (:func:`_take_free_hit_retrying`)."""
     if locked is None:
-        locked = (Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason")
-                  .get(pk=worker.pk))
+        locked = Worker.objects.select_for_update(no_key=True).only("pk", "blocked", "blocked_reason").get(pk=worker.pk)
     if locked.blocked:
         raise WorkerBlocked(locked.blocked_reason)
     assignment = _new_reservation(project, worker, now)
@@ -159,8 +168,10 @@ def _reserve_skip_locked(project: Project, worker: Worker, now, locked: Worker |
         # submitted meanwhile (a submission does not take the worker's lock): check again
     if outcome == "quota":
         raise quota_reached(project)
-    if outcome != "taken" and not any(_take_free_hit_retrying(assignment, r, from_position, tried=n == 0)
-                                      for n, (r, from_position) in enumerate(passes)):
+    if outcome != "taken" and not any(
+        _take_free_hit_retrying(assignment, r, from_position, tried=n == 0)
+        for n, (r, from_position) in enumerate(passes)
+    ):
         return None
     remember(assignment, gold_ids=add_gold(project, worker, assignment))  # assignment_items need not ask again
     return assignment
@@ -172,14 +183,23 @@ def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | N
     :func:`_take_hit_serialised` is final."""
     asg = rawsql.table(Assignment)
     quota = project.max_hits_per_worker
-    used = "0" if quota is None else (f"(SELECT count(*) FROM {asg} q WHERE q.project_id = %s AND q.worker_id = w.id "
-                                      f"AND q.status <> %s)")
-    sql = (f"SELECT w.blocked, w.blocked_reason, (SELECT a.id FROM {asg} a WHERE a.project_id = %s "
-           f"AND a.worker_id = w.id AND a.status = %s AND a.expires_at > %s LIMIT 1), {used} "
-           f"FROM {rawsql.table(Worker)} w WHERE w.id = %s")
-    params = [project.pk, Assignment.Status.RESERVED.value,
-              Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection),
-              *([] if quota is None else [project.pk, Assignment.Status.EXPIRED.value]), worker.pk]
+    used = (
+        "0"
+        if quota is None
+        else (f"(SELECT count(*) FROM {asg} q WHERE q.project_id = %s AND q.worker_id = w.id AND q.status <> %s)")
+    )
+    sql = (
+        f"SELECT w.blocked, w.blocked_reason, (SELECT a.id FROM {asg} a WHERE a.project_id = %s "
+        f"AND a.worker_id = w.id AND a.status = %s AND a.expires_at > %s LIMIT 1), {used} "
+        f"FROM {rawsql.table(Worker)} w WHERE w.id = %s"
+    )
+    params = [
+        project.pk,
+        Assignment.Status.RESERVED.value,
+        Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection),
+        *([] if quota is None else [project.pk, Assignment.Status.EXPIRED.value]),
+        worker.pk,
+    ]
     with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         blocked, reason, held_id, used_count = cursor.fetchone()
@@ -208,8 +228,13 @@ def _reserve_serialised(project: Project, worker: Worker, now) -> Assignment | N
 
 def _new_reservation(project: Project, worker: Worker, now) -> Assignment:
     """The unsaved reservation an allocation fills in with the HIT it takes."""
-    return Assignment(project=project, worker=worker, status=Assignment.Status.RESERVED, reserved_at=now,
-                      expires_at=now + timedelta(seconds=project.reservation_timeout_seconds))
+    return Assignment(
+        project=project,
+        worker=worker,
+        status=Assignment.Status.RESERVED,
+        reserved_at=now,
+        expires_at=now + timedelta(seconds=project.reservation_timeout_seconds),
+    )
 
 
 def quota_reached(project: Project) -> QuotaReached:
@@ -249,8 +274,9 @@ def _not_had(asg_table: str) -> str:
     return f"c.id NOT IN (SELECT a.hit_id FROM {asg_table} a WHERE a.worker_id = %s AND a.project_id = %s)"
 
 
-def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = None, *, now=None,
-                   quota: int | None = None) -> str:
+def _take_free_hit(
+    assignment: Assignment, r: int, from_position: int | None = None, *, now=None, quota: int | None = None
+) -> str:
     """PostgreSQL: pick the first free HIT nobody else is allocating, take a slot, insert the reservation and read
     the HIT's items, in one statement (one round trip). ``"taken"``: the reservation is saved on ``assignment`` and
     its HIT's items are cached there; ``""``: nothing was written (every candidate is locked right now, or none is
@@ -268,15 +294,23 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
     hit_table, asg_table = rawsql.table(HIT), rawsql.table(Assignment)
     ctes, cte_params, gate, gate_params, outcomes, outcome_params = [], [], "", [], [], []
     if now is not None:
-        ctes.append(f"held AS (SELECT a.id FROM {asg_table} a WHERE a.project_id = %s AND a.worker_id = %s "
-                    f"AND a.status = %s AND a.expires_at > %s LIMIT 1)")
-        cte_params += [project_id, worker_id, Assignment.Status.RESERVED.value,
-                       Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection)]
+        ctes.append(
+            f"held AS (SELECT a.id FROM {asg_table} a WHERE a.project_id = %s AND a.worker_id = %s "
+            f"AND a.status = %s AND a.expires_at > %s LIMIT 1)"
+        )
+        cte_params += [
+            project_id,
+            worker_id,
+            Assignment.Status.RESERVED.value,
+            Assignment._meta.get_field("expires_at").get_db_prep_value(now, connection),
+        ]
         gate = "NOT EXISTS (SELECT 1 FROM held) AND "
         outcomes.append("SELECT 'held', id, NULL FROM held")
         if quota is not None:
-            ctes.append(f"used AS (SELECT count(*) AS n FROM {asg_table} q WHERE q.project_id = %s "
-                        f"AND q.worker_id = %s AND q.status <> %s)")
+            ctes.append(
+                f"used AS (SELECT count(*) AS n FROM {asg_table} q WHERE q.project_id = %s "
+                f"AND q.worker_id = %s AND q.status <> %s)"
+            )
             cte_params += [project_id, worker_id, Assignment.Status.EXPIRED.value]
             gate += "(SELECT n FROM used) < %s AND "
             gate_params.append(quota)
@@ -284,18 +318,33 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
             outcome_params.append(quota)
     band = "" if from_position is None else "AND c.position >= %s "
     columns, exprs, insert_params = rawsql.insert_columns(assignment, raw={"hit_id": "h.id"})
-    ctes.append(f"h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
-                f"SELECT c.id FROM {hit_table} c WHERE {gate}c.project_id = %s AND c.taken < %s {band}"
-                f"AND {_not_had(asg_table)} ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) "
-                f"AND taken < %s RETURNING id)")
-    ctes.append(f"ins AS (INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h "
-                f"RETURNING id, hit_id)")
+    ctes.append(
+        f"h AS (UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
+        f"SELECT c.id FROM {hit_table} c WHERE {gate}c.project_id = %s AND c.taken < %s {band}"
+        f"AND {_not_had(asg_table)} ORDER BY c.position LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) "
+        f"AND taken < %s RETURNING id)"
+    )
+    ctes.append(
+        f"ins AS (INSERT INTO {asg_table} ({', '.join(columns)}) SELECT {', '.join(exprs)} FROM h RETURNING id, hit_id)"
+    )
     outcomes.insert(0, "SELECT 'taken' AS kind, id, hit_id FROM ins")
-    sql = (f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {rawsql.select((Item, 'i'))} "
-           f"FROM ({' UNION ALL '.join(outcomes)}) k {hit_items_join('k.hit_id')} "
-           f"{in_hit_order()}")
-    params = [*cte_params, *gate_params, project_id, r, *([] if from_position is None else [from_position]),
-              worker_id, project_id, r, *insert_params, *outcome_params]
+    sql = (
+        f"WITH {', '.join(ctes)} SELECT k.kind, k.id, k.hit_id, {rawsql.select((Item, 'i'))} "
+        f"FROM ({' UNION ALL '.join(outcomes)}) k {hit_items_join('k.hit_id')} "
+        f"{in_hit_order()}"
+    )
+    params = [
+        *cte_params,
+        *gate_params,
+        project_id,
+        r,
+        *([] if from_position is None else [from_position]),
+        worker_id,
+        project_id,
+        r,
+        *insert_params,
+        *outcome_params,
+    ]
     with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -312,8 +361,9 @@ def _take_free_hit(assignment: Assignment, r: int, from_position: int | None = N
 SKIP_LOCKED_RETRY_DELAYS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.2)
 
 
-def _take_free_hit_retrying(assignment: Assignment, r: int, from_position: int | None = None, *,
-                            tried: bool = False) -> bool:
+def _take_free_hit_retrying(
+    assignment: Assignment, r: int, from_position: int | None = None, *, tried: bool = False
+) -> bool:
     """PostgreSQL: :func:`_take_free_hit`, tried again after a pause while a free HIT exists that every try found
     locked by another allocation (it may still have a slot once that one commits); ``False`` when none is left.
 
@@ -335,9 +385,11 @@ def _take_free_hit_retrying(assignment: Assignment, r: int, from_position: int |
 
 def _free_hits(project_id: int, worker_id: int, r: int, from_position: int | None = None) -> QuerySet:
     """The project's HITs with a slot below ``r`` that the worker has not had, first position first."""
-    hits = (HIT.objects.filter(project_id=project_id, taken__lt=r)
-            .exclude(pk__in=Assignment.objects.filter(project_id=project_id, worker_id=worker_id).values("hit_id"))
-            .order_by("position"))
+    hits = (
+        HIT.objects.filter(project_id=project_id, taken__lt=r)
+        .exclude(pk__in=Assignment.objects.filter(project_id=project_id, worker_id=worker_id).values("hit_id"))
+        .order_by("position")
+    )
     return hits if from_position is None else hits.filter(position__gte=from_position)
 
 
@@ -361,9 +413,11 @@ def _take_hit_serialised(project: Project, worker: Worker, r: int, from_position
     qn = connection.ops.quote_name
     hit_table, asg_table = qn(HIT._meta.db_table), qn(Assignment._meta.db_table)
     band = "" if from_position is None else "AND c.position >= %s "
-    sql = (f"UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
-           f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND {_not_had(asg_table)} "
-           f"ORDER BY c.position LIMIT 1) AND taken < %s RETURNING id")
+    sql = (
+        f"UPDATE {hit_table} SET taken = taken + 1 WHERE id = ("
+        f"SELECT c.id FROM {hit_table} c WHERE c.project_id = %s AND c.taken < %s {band}AND {_not_had(asg_table)} "
+        f"ORDER BY c.position LIMIT 1) AND taken < %s RETURNING id"
+    )
     params = [project.pk, r, *([] if from_position is None else [from_position]), worker.pk, project.pk, r]
     with rawsql.cursor() as cursor:
         cursor.execute(sql, params)
@@ -375,8 +429,9 @@ def expire_reservations(now=None, *, project: Project | None = None) -> int:
     """Mark reservations past their ``expires_at`` expired and give their slots back; returns how many."""
     now = now or timezone.now()
     stale = Assignment.objects.filter(status=Assignment.Status.RESERVED, expires_at__lte=now)
-    drafts = AssignmentDraft.objects.exclude(assignment__status__in=(Assignment.Status.RESERVED,
-                                                                     Assignment.Status.EXPIRED))
+    drafts = AssignmentDraft.objects.exclude(
+        assignment__status__in=(Assignment.Status.RESERVED, Assignment.Status.EXPIRED)
+    )
     if project is not None:
         stale = stale.filter(project=project)
         drafts = drafts.filter(assignment__project=project)
@@ -438,21 +493,27 @@ def extend_reservation(assignment: Assignment, worker: Worker, *, now=None) -> A
         until = min(now + timeout, locked.reserved_at + MAX_HOLD_TIMEOUTS * timeout)
         if locked.status == Assignment.Status.EXPIRED:
             if project.status != Project.Status.ACTIVE:
-                raise AssignmentNotOpen(f"the study is {project.get_status_display().lower()}: its HITs cannot be "
-                                        f"extended; submit to keep your answers as late answers")
+                raise AssignmentNotOpen(
+                    f"the study is {project.get_status_display().lower()}: its HITs cannot be "
+                    f"extended; submit to keep your answers as late answers"
+                )
             if current_assignment(project, worker, now=now) is not None:
                 raise AssignmentNotOpen("you hold another HIT of this study now")
         elif locked.status != Assignment.Status.RESERVED:
             raise AssignmentNotOpen(f"this assignment is {locked.get_status_display().lower()}; it cannot be extended")
         if until <= max(now, locked.expires_at if locked.status == Assignment.Status.RESERVED else now):
-            raise AssignmentNotOpen(f"this HIT cannot be held longer than {MAX_HOLD_TIMEOUTS} x "
-                                    f"{project.reservation_timeout_seconds // 60} minutes; please submit it")
+            raise AssignmentNotOpen(
+                f"this HIT cannot be held longer than {MAX_HOLD_TIMEOUTS} x "
+                f"{project.reservation_timeout_seconds // 60} minutes; please submit it"
+            )
         if locked.status == Assignment.Status.EXPIRED:
             took = HIT.objects.filter(pk=locked.hit_id, taken__lt=selectors.item_order(project)["cap"]).update(
-                taken=F("taken") + 1)
+                taken=F("taken") + 1
+            )
             if not took:
-                raise SlotTaken("another worker has taken your place in this HIT; submit to keep your answers as "
-                                "late answers")
+                raise SlotTaken(
+                    "another worker has taken your place in this HIT; submit to keep your answers as late answers"
+                )
         Assignment.objects.filter(pk=locked.pk).update(status=Assignment.Status.RESERVED, expires_at=until)
         locked.status, locked.expires_at = Assignment.Status.RESERVED, until
     return locked

@@ -2,6 +2,7 @@
 worker (:func:`reserve_hit`) or for an id only claimed in a URL (:func:`reserve_hit_for_claim`), and the move of a
 claim's assignment and study-phase records to the worker once the platform confirms the id
 (:func:`confirm_assignment`, :func:`merge_claim`)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,12 +22,20 @@ from .gold import score_stored_gold
 from .items import remember
 from .workers import confirmed_worker, provisional_worker, worker_for_external_id
 
-
 UNCONFIRMED_ADDRESS_KEY = "argora:unconfirmed:{}:{}"
 
 
-def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed_id: str, external_id: str,
-                          expires_at, client: str = "", now=None) -> Assignment:
+def reserve_hit_for_claim(
+    project: Project,
+    hit_id: int,
+    *,
+    source: str,
+    claimed_id: str,
+    external_id: str,
+    expires_at,
+    client: str = "",
+    now=None,
+) -> Assignment:
     """Reserve a slot of the HIT a platform named for an identity it has not confirmed yet (an MTurk accept: the
     workerId and assignmentId in the URL cannot be checked before a sync lists them).
 
@@ -44,19 +53,22 @@ def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed
             raise WorkerBlocked(real.blocked_reason)
         if Assignment.objects.filter(hit_id=hit_id, worker=real).exists():
             raise HITAlreadyDone("you have already done this HIT; please return it")
-    claims = Assignment.objects.filter(project=project, worker__source=source,
-                                       worker__claimed_external_id=claimed_id)
+    claims = Assignment.objects.filter(project=project, worker__source=source, worker__claimed_external_id=claimed_id)
     if project.max_hits_per_worker is not None:
         used = claims.exclude(status__in=(Assignment.Status.EXPIRED, Assignment.Status.REJECTED)).count()
         if real is not None:
-            used += Assignment.objects.filter(project=project, worker=real).exclude(
-                status=Assignment.Status.EXPIRED).count()
+            used += (
+                Assignment.objects.filter(project=project, worker=real)
+                .exclude(status=Assignment.Status.EXPIRED)
+                .count()
+            )
         if used >= project.max_hits_per_worker:
             raise quota_reached(project)
     per_worker = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_WORKER", 2))
     if claims.filter(status=Assignment.Status.RESERVED, expires_at__gt=now).count() >= per_worker:
-        raise TooManyUnconfirmed(f"you hold {per_worker} unsubmitted HITs of this study; submit or return one "
-                                 f"before accepting another")
+        raise TooManyUnconfirmed(
+            f"you hold {per_worker} unsubmitted HITs of this study; submit or return one before accepting another"
+        )
     if client:
         per_address = int(getattr(settings, "ARGORA_UNCONFIRMED_PER_ADDRESS", 6))
         key = UNCONFIRMED_ADDRESS_KEY.format(project.pk, hashlib.sha256(client.encode()).hexdigest()[:16])
@@ -64,16 +76,17 @@ def reserve_hit_for_claim(project: Project, hit_id: int, *, source: str, claimed
         try:
             accepted = counters.bump(key, window=window)
         except counters.CounterUnavailable:
-            raise TooManyUnconfirmed("the server cannot take new HITs of this study for a moment; please try again in "
-                                     "a minute") from None
+            raise TooManyUnconfirmed(
+                "the server cannot take new HITs of this study for a moment; please try again in a minute"
+            ) from None
         if accepted > per_address:
             raise TooManyUnconfirmed("too many HITs of this study were accepted from your network; try again later")
-    return reserve_hit(project, provisional_worker(source, claimed_id), hit_id, external_id=external_id,
-                       expires_at=expires_at, now=now)
+    return reserve_hit(
+        project, provisional_worker(source, claimed_id), hit_id, external_id=external_id, expires_at=expires_at, now=now
+    )
 
 
-def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: str, expires_at, now=None
-                ) -> Assignment:
+def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: str, expires_at, now=None) -> Assignment:
     """Reserve a slot of one given HIT for a worker, for a platform that hands out HITs itself (MTurk: the worker
     accepted that HIT there). ``external_id``: the platform's assignment id, stored on the assignment.
 
@@ -95,7 +108,8 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
                 if existing.status in Assignment.DONE or existing.status == Assignment.Status.REJECTED:
                     raise HITAlreadyDone("you have already done this HIT; please return it")
                 revived = existing.status != Assignment.Status.EXPIRED or bool(
-                    HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1))
+                    HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1)
+                )
                 if revived:
                     if existing.status == Assignment.Status.EXPIRED:
                         existing.status = Assignment.Status.RESERVED
@@ -106,8 +120,14 @@ def reserve_hit(project: Project, worker: Worker, hit_id: int, *, external_id: s
                     return existing
             elif HIT.objects.filter(pk=hit_id, taken__lt=r).update(taken=F("taken") + 1):
                 assignment = Assignment.objects.create(
-                    project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.RESERVED,
-                    reserved_at=now, expires_at=expires_at, external_id=external_id)
+                    project=project,
+                    hit_id=hit_id,
+                    worker=worker,
+                    status=Assignment.Status.RESERVED,
+                    reserved_at=now,
+                    expires_at=expires_at,
+                    external_id=external_id,
+                )
                 remember(assignment, gold_ids=add_gold(project, worker, assignment))
                 return assignment
         if attempt == 0 and expire_reservations(now=now, project=project):
@@ -163,8 +183,9 @@ def merge_claim(project: Project, worker: Worker, *, source: str, claimed_id: st
         provisional = claim.worker
         if own is None:
             Participation.objects.filter(pk=claim.pk).update(worker=worker, platform_assignment="")
-            WorkerProjectCode.objects.filter(project=project, worker=provisional,
-                                             kind=WorkerProjectCode.Kind.SCREENED_OUT).update(worker=worker)
+            WorkerProjectCode.objects.filter(
+                project=project, worker=provisional, kind=WorkerProjectCode.Kind.SCREENED_OUT
+            ).update(worker=worker)
             own = Participation.objects.select_for_update().get(pk=claim.pk)
         else:
             _fold(project, own, claim, worker)
@@ -190,10 +211,15 @@ def _fold(project: Project, own: Participation, claim: Participation, worker: Wo
         for name in ("attempt", "attempts_finished", "training_score", "qualified_at", "screened_out_at"):
             setattr(own, name, getattr(claim, name))
             fields.append(name)
-        if claim.screened_out_at and not WorkerProjectCode.objects.filter(
-                project=project, worker=worker, kind=WorkerProjectCode.Kind.SCREENED_OUT).exists():
-            WorkerProjectCode.objects.filter(project=project, worker=claim.worker,
-                                             kind=WorkerProjectCode.Kind.SCREENED_OUT).update(worker=worker)
+        if (
+            claim.screened_out_at
+            and not WorkerProjectCode.objects.filter(
+                project=project, worker=worker, kind=WorkerProjectCode.Kind.SCREENED_OUT
+            ).exists()
+        ):
+            WorkerProjectCode.objects.filter(
+                project=project, worker=claim.worker, kind=WorkerProjectCode.Kind.SCREENED_OUT
+            ).update(worker=worker)
     if own.survey_at is None and claim.survey_at is not None:
         own.survey, own.survey_at = claim.survey, claim.survey_at
         fields += ["survey", "survey_at"]

@@ -1,4 +1,5 @@
 """Drafts: the answers of a HIT saved as the worker gives them, so that a reload or another tab shows them again."""
+
 from __future__ import annotations
 
 import json
@@ -10,13 +11,13 @@ from ..models import Assignment, AssignmentDraft, Worker
 from .errors import AssignmentNotOpen, NotYourAssignment, ValidationFailed
 from .items import assignment_items
 
-
 DRAFT_MAX_BYTES = 256 * 1024
-DRAFT_REVISION_MAX = 2 ** 53 - 1  # the largest integer a browser's Number holds exactly
+DRAFT_REVISION_MAX = 2**53 - 1  # the largest integer a browser's Number holds exactly
 
 
-def save_draft(assignment: Assignment, worker: Worker, values: Any, *, feedback: str = "",
-               revision: Any = None) -> AssignmentDraft:
+def save_draft(
+    assignment: Assignment, worker: Worker, values: Any, *, feedback: str = "", revision: Any = None
+) -> AssignmentDraft:
     """Keep the answers given so far (``{item id: {field: value}}``, the HIT form's fields as
     :func:`annotation.forms.parse_item_responses` reads them; partial answers are fine, nothing is validated but
     the shape) and the feedback text, so that a reload or another tab shows them again. Only for the worker's own
@@ -32,8 +33,9 @@ def save_draft(assignment: Assignment, worker: Worker, values: Any, *, feedback:
         raise AssignmentNotOpen(f"this assignment is {assignment.get_status_display().lower()}; nothing to save")
     if not isinstance(values, dict):
         raise ValidationFailed({"fields": "expected an object keyed by item id"})
-    if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int)
-                                 or not 0 <= revision <= DRAFT_REVISION_MAX):
+    if revision is not None and (
+        isinstance(revision, bool) or not isinstance(revision, int) or not 0 <= revision <= DRAFT_REVISION_MAX
+    ):
         raise ValidationFailed({"revision": f"expected a whole number from 0 to {DRAFT_REVISION_MAX}"})
     item_ids = {item.pk for item in assignment_items(assignment)}
     clean: dict[str, dict] = {}
@@ -41,8 +43,8 @@ def save_draft(assignment: Assignment, worker: Worker, values: Any, *, feedback:
         if not str(key).isdigit() or int(key) not in item_ids:
             raise ValidationFailed({f"fields.{key}": "not an item of this HIT"})
         if not isinstance(fields, dict) or not all(
-                isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
-                for v in fields.values()):
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in fields.values()
+        ):
             raise ValidationFailed({f"fields.{key}": "expected {field: text or list of texts}"})
         clean[str(int(key))] = fields
     if not isinstance(feedback, str) or len(feedback) > 10000:

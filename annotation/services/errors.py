@@ -1,6 +1,7 @@
 """The errors of the annotation engine's services, each with the HTTP status a view answers it with: allocation
 refusals (:class:`AllocationError`), submission refusals (:class:`SubmissionError`) and set-up errors naming a field
 (:class:`ProjectInvalid`, :class:`AdjudicationRefused`)."""
+
 from __future__ import annotations
 
 from argora.errors import FieldError

@@ -1,5 +1,6 @@
 """Gold scoring: a worker's answers to gold items are scored once, and a worker whose gold accuracy falls below the
 project's minimum is blocked (:func:`annotation.services.workers.block_worker`, inside the caller's transaction)."""
+
 from __future__ import annotations
 
 from django.db.models import Count, Q
@@ -14,8 +15,9 @@ def score_stored_gold(assignment: Assignment, worker: Worker, now) -> bool:
     claim, an accepted late assignment); ``False`` when it has none."""
     project = assignment.project
     golds = {g.item_id: g for g in GoldItem.objects.filter(item__in=assignment.gold_items.all())}
-    answers = {r.item_id: (None, r.data) for r in Response.objects.filter(assignment=assignment,
-                                                                          item_id__in=list(golds))}
+    answers = {
+        r.item_id: (None, r.data) for r in Response.objects.filter(assignment=assignment, item_id__in=list(golds))
+    }
     golds = {item_id: g for item_id, g in golds.items() if item_id in answers}
     if golds:
         score_gold(assignment, worker, project, get_task_type(project.task_type), golds, answers, now)
@@ -32,15 +34,22 @@ def score_gold(assignment: Assignment, worker: Worker, project, tt, golds: dict,
         if item_id in seen:
             continue
         score = float(tt.score_gold(project, gold, cleaned[item_id][1]))
-        records.append(GoldRecord(worker=worker, item_id=item_id, assignment=assignment, score=score,
-                                  correct=score >= 0.5))
+        records.append(
+            GoldRecord(worker=worker, item_id=item_id, assignment=assignment, score=score, correct=score >= 0.5)
+        )
     GoldRecord.objects.bulk_create(records)
     if project.gold_min_items <= 0:
         return
     stats = GoldRecord.objects.filter(worker=worker, item__project=project).aggregate(
-        n=Count("pk"), right=Count("pk", filter=Q(correct=True)))
+        n=Count("pk"), right=Count("pk", filter=Q(correct=True))
+    )
     if stats["n"] >= project.gold_min_items:
         accuracy = stats["right"] / stats["n"]
         if accuracy < project.gold_min_accuracy:
-            block_worker(worker, f"gold accuracy {accuracy:.0%} on {stats['n']} gold items in project "
-                                 f"{project.slug!r} is below {project.gold_min_accuracy:.0%}", now=now, keep_first=True)
+            block_worker(
+                worker,
+                f"gold accuracy {accuracy:.0%} on {stats['n']} gold items in project "
+                f"{project.slug!r} is below {project.gold_min_accuracy:.0%}",
+                now=now,
+                keep_first=True,
+            )

@@ -1,5 +1,6 @@
 """The items of a HIT and of an assignment (the HIT's items with the interleaved gold items), read in one statement
 (:mod:`annotation.rawsql`) and joined into the allocation's and the submission's own statements."""
+
 from __future__ import annotations
 
 import random
@@ -11,8 +12,10 @@ from ..models import HIT, Assignment, HITItem, Item
 
 def hit_items(hit_id: int) -> list[Item]:
     """The items of a HIT, in their order in it."""
-    sql = (f"SELECT {rawsql.select((Item, 'i'))} FROM {rawsql.table(HIT)} h {hit_items_join('h.id')} "
-           f"WHERE h.id = %s {in_hit_order()}")
+    sql = (
+        f"SELECT {rawsql.select((Item, 'i'))} FROM {rawsql.table(HIT)} h {hit_items_join('h.id')} "
+        f"WHERE h.id = %s {in_hit_order()}"
+    )
     with rawsql.cursor() as cursor:
         cursor.execute(sql, [hit_id])
         return joined_items(cursor.fetchall(), 0)
@@ -31,8 +34,10 @@ def in_hit_order() -> str:
 
 def hit_items_join(hit_id_sql: str) -> str:
     """SQL: ``LEFT JOIN`` the HIT items (alias ``hi``) and items (``i``) of the HIT whose id is ``hit_id_sql``."""
-    return (f"LEFT JOIN {rawsql.table(HITItem)} hi ON hi.{rawsql.column(HITItem, 'hit')} = {hit_id_sql} "
-            f"LEFT JOIN {rawsql.table(Item)} i ON i.id = hi.{rawsql.column(HITItem, 'item')}")
+    return (
+        f"LEFT JOIN {rawsql.table(HITItem)} hi ON hi.{rawsql.column(HITItem, 'hit')} = {hit_id_sql} "
+        f"LEFT JOIN {rawsql.table(Item)} i ON i.id = hi.{rawsql.column(HITItem, 'item')}"
+    )
 
 
 @dataclass(frozen=True)

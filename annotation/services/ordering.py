@@ -1,5 +1,6 @@
 """The order in which a project's items enter work (``Project.config["item_order"]``): the open HITs get new
 positions (:func:`reorder_hits`), which the allocation hands out lowest first."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -7,7 +8,6 @@ from django.db import transaction
 from .. import providers, rawsql, selectors
 from ..models import HIT, Project
 from .errors import ProjectInvalid
-
 
 ITEM_ORDER_MARK = 1 << 30  # HIT positions from here on: HITs marked for responses beyond r_min (adaptive R)
 
@@ -26,22 +26,31 @@ def _hit_keys(project: Project, order: dict, hits: list[dict]) -> tuple[dict[int
         conf = item_confidence(project, item_ids)
         if not conf:
             return {}, set(), "no model gives confidences for this task type: random order (as imported)"
-        return ({h["id"]: min((conf.get(i, 1.0) for i in h["items"]), default=1.0) for h in hits}, set(),
-                f"least confident first ({len(conf)} items scored)")
+        return (
+            {h["id"]: min((conf.get(i, 1.0) for i in h["items"]), default=1.0) for h in hits},
+            set(),
+            f"least confident first ({len(conf)} items scored)",
+        )
     if mode == "model-human":
         diff = selectors.model_human_disagreement(project, item_ids)
         if not diff:
             return {}, set(), "no item has both a model annotator's and a human answer yet: order unchanged"
-        return ({h["id"]: -max((diff.get(i, 0.0) for i in h["items"]), default=0.0) for h in hits}, set(),
-                f"model-human disagreement first ({len(diff)} items)")
+        return (
+            {h["id"]: -max((diff.get(i, 0.0) for i in h["items"]), default=0.0) for h in hits},
+            set(),
+            f"model-human disagreement first ({len(diff)} items)",
+        )
     agreement = selectors.item_agreement(project, item_ids)
     keys, marked = {}, set()
     for h in hits:
         shares = [agreement[i] for i in h["items"] if i in agreement]
         # the most disagreeing item of the HIT decides; HITs nobody answered yet come after those with answers
         keys[h["id"]] = min((share for share, _ in shares), default=2.0)
-        if order["adaptive"] and h["taken"] >= order["r_min"] and any(
-                n >= order["r_min"] and share < order["min_agreement"] for share, n in shares):
+        if (
+            order["adaptive"]
+            and h["taken"] >= order["r_min"]
+            and any(n >= order["r_min"] and share < order["min_agreement"] for share, n in shares)
+        ):
             marked.add(h["id"])
     return keys, marked, f"most disagreement first; {len(marked)} HITs marked for more than r_min responses"
 
@@ -80,10 +89,18 @@ def reorder_hits(project: Project) -> dict:
     by_position = sorted((h for h in hits if h["id"] in ids), key=lambda h: (keys.get(h["id"], 0.0), h["position"]))
     normal = [h for h in by_position if h["id"] not in marked]
     flagged = [h for h in by_position if h["id"] in marked]
-    top = HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK).order_by("-position").values_list(
-        "position", flat=True).first()
-    top_marked = HIT.objects.filter(project=project, position__gte=ITEM_ORDER_MARK).order_by("-position").values_list(
-        "position", flat=True).first()
+    top = (
+        HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    top_marked = (
+        HIT.objects.filter(project=project, position__gte=ITEM_ORDER_MARK)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
     base = 0 if top is None else top + 1
     base_marked = ITEM_ORDER_MARK if top_marked is None else top_marked + 1
     if base + len(normal) >= ITEM_ORDER_MARK:

@@ -1,8 +1,10 @@
 """Projects and their items: creating a project (the task type checks its config), its settings and status, adding
 items and gold items, and putting the items into HITs (:func:`build_hits`)."""
+
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.db import transaction
 from django.utils.text import slugify
@@ -15,10 +17,18 @@ from ..task_types import ResponseInvalid, TaskType, get_task_type
 from .errors import ProjectInvalid
 from .ordering import ITEM_ORDER_MARK, item_confidence, reorder_hits
 
-
 PROJECT_SETTINGS = (
-    "guidelines", "assignments_per_item", "items_per_hit", "gold_rate", "max_hits_per_worker", "reward_cents",
-    "time_estimate_seconds", "reservation_timeout_seconds", "gold_min_items", "gold_min_accuracy", "status",
+    "guidelines",
+    "assignments_per_item",
+    "items_per_hit",
+    "gold_rate",
+    "max_hits_per_worker",
+    "reward_cents",
+    "time_estimate_seconds",
+    "reservation_timeout_seconds",
+    "gold_min_items",
+    "gold_min_accuracy",
+    "status",
 )
 
 
@@ -30,8 +40,9 @@ def _unique_slug(base: str) -> str:
     return slug
 
 
-def create_project(*, name: str, task_type: str, slug: str | None = None, config: dict | None = None,
-                   created_by=None, **settings: Any) -> Project:
+def create_project(
+    *, name: str, task_type: str, slug: str | None = None, config: dict | None = None, created_by=None, **settings: Any
+) -> Project:
     """A new project; the task type checks ``config``. Raises :class:`ProjectInvalid` naming the field."""
     unknown = set(settings) - set(PROJECT_SETTINGS)
     if unknown:
@@ -55,8 +66,9 @@ def create_project(*, name: str, task_type: str, slug: str | None = None, config
             raise ProjectInvalid("slug", f"a project with slug {slug!r} exists")
     else:
         slug = _unique_slug(name)
-    project = Project(name=name.strip(), slug=slug, task_type=task_type, config=config, created_by=created_by,
-                      **settings)
+    project = Project(
+        name=name.strip(), slug=slug, task_type=task_type, config=config, created_by=created_by, **settings
+    )
     _check_settings(project)
     with transaction.atomic():
         project.save()
@@ -76,8 +88,9 @@ def _check_settings(project: Project) -> None:
     if project.status not in Project.Status.values:
         raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
     try:
-        selectors.clean_item_order((project.config or {}).get("item_order"),
-                                   assignments_per_item=project.assignments_per_item)
+        selectors.clean_item_order(
+            (project.config or {}).get("item_order"), assignments_per_item=project.assignments_per_item
+        )
     except FieldError as exc:
         raise ProjectInvalid(exc.field, exc.reason) from None
 
@@ -140,15 +153,29 @@ def add_items(project: Project, payloads: Iterable[dict], *, gold: Iterable[dict
     for i, spec in enumerate(gold or []):
         if not isinstance(spec, dict) or not isinstance(spec.get("payload"), dict) or "expected" not in spec:
             raise ProjectInvalid(f"gold[{i}]", 'give {"payload": {...}, "expected": {...}}')
-        item = Item(project=project, payload=spec["payload"], is_gold=True, is_training=spec.get("training") is True,
-                    position=position, **tt.item_links(spec["payload"]))
+        item = Item(
+            project=project,
+            payload=spec["payload"],
+            is_gold=True,
+            is_training=spec.get("training") is True,
+            position=position,
+            **tt.item_links(spec["payload"]),
+        )
         position += 1
         try:
             expected = tt.validate_response(project, item, spec["expected"])
         except ResponseInvalid as exc:
             raise ProjectInvalid(f"gold[{i}].expected.{exc.field}", exc.reason) from None
-        gold_rows.append((item, {"expected": expected, "tolerance": float(spec.get("tolerance", 0.0)),
-                                 "explanation": str(spec.get("explanation", ""))}))
+        gold_rows.append(
+            (
+                item,
+                {
+                    "expected": expected,
+                    "tolerance": float(spec.get("tolerance", 0.0)),
+                    "explanation": str(spec.get("explanation", "")),
+                },
+            )
+        )
     created = Item.objects.bulk_create(items + [item for item, _ in gold_rows])
     if gold_rows:
         if any(item.pk is None for item, _ in gold_rows):  # backends that do not return ids from bulk_create
@@ -177,8 +204,11 @@ def gold_from_sentences(project: Project, sentences: list, *, field: str = "gold
         try:
             expected = tt.validate_response(project, Item(project=project, payload=payload, is_gold=True), expected)
         except ResponseInvalid as exc:
-            raise ProjectInvalid(field, f"sentence {n + 1} ({sentence.text[:60]!r}, stance {sentence.stance}) is no "
-                                        f"valid gold answer: {exc.reason}") from None
+            raise ProjectInvalid(
+                field,
+                f"sentence {n + 1} ({sentence.text[:60]!r}, stance {sentence.stance}) is no "
+                f"valid gold answer: {exc.reason}",
+            ) from None
         gold.append({"payload": payload, "expected": expected})
     return gold
 
@@ -192,8 +222,11 @@ def add_items_from_rows(project: Project, rows: Iterable[Any], *, gold=None) -> 
 def build_hits(project: Project) -> int:
     """Put every non-gold item that is in no HIT yet into new HITs of ``items_per_hit``; returns HITs created."""
     Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()  # one builder at a time per project
-    loose = list(Item.objects.filter(project=project, is_gold=False, hit_items__isnull=True)
-                 .order_by("position", "id").values_list("pk", flat=True))
+    loose = list(
+        Item.objects.filter(project=project, is_gold=False, hit_items__isnull=True)
+        .order_by("position", "id")
+        .values_list("pk", flat=True)
+    )
     if not loose:
         return 0
     order = selectors.item_order(project)
@@ -202,15 +235,24 @@ def build_hits(project: Project) -> int:
         if confidence:
             loose.sort(key=lambda pk: confidence.get(pk, 1.0))
     size = project.items_per_hit
-    last = (HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK).order_by("-position")
-            .values_list("position", flat=True).first())
+    last = (
+        HIT.objects.filter(project=project, position__lt=ITEM_ORDER_MARK)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
     start = 0 if last is None else last + 1
-    chunks = [loose[i:i + size] for i in range(0, len(loose), size)]
+    chunks = [loose[i : i + size] for i in range(0, len(loose), size)]
     hits = HIT.objects.bulk_create([HIT(project=project, position=start + n) for n in range(len(chunks))])
     if any(h.pk is None for h in hits):
         hits = list(HIT.objects.filter(project=project, position__gte=start).order_by("position"))
-    HITItem.objects.bulk_create([HITItem(hit=hit, item_id=item_id, position=p)
-                                 for hit, chunk in zip(hits, chunks) for p, item_id in enumerate(chunk)])
+    HITItem.objects.bulk_create(
+        [
+            HITItem(hit=hit, item_id=item_id, position=p)
+            for hit, chunk in zip(hits, chunks)
+            for p, item_id in enumerate(chunk)
+        ]
+    )
     if order["mode"] != "random":
         reorder_hits(project)
     return len(hits)

@@ -1,5 +1,6 @@
 """Staff and experts after the work: approving or rejecting a submitted assignment, removing one, and an expert's
 final answer of an item (adjudication)."""
+
 from __future__ import annotations
 
 from django.db import transaction

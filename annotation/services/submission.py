@@ -1,6 +1,7 @@
 """Submission: storing all answers of an assignment in one transaction (:func:`submit_assignment`), with the next
 HIT reserved in the same one (:func:`submit_and_reserve_next`), and late answers (kept, counted once staff accept
 them)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,13 @@ from .items import assignment_items, hit_items_join, in_hit_order, items_read, j
 
 
 def submission_key(responses: dict, feedback: str = "") -> str:
-    canonical = json.dumps({"responses": {str(k): v for k, v in responses.items()}, "feedback": feedback or ""},
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = json.dumps(
+        {"responses": {str(k): v for k, v in responses.items()}, "feedback": feedback or ""},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -52,8 +58,11 @@ def _clean_responses(assignment: Assignment, responses: Any) -> dict[int, tuple[
         except ResponseInvalid as exc:
             errors[f"responses.{item_id}.{exc.field}"] = exc.reason
     for item_id in items:
-        if item_id not in cleaned and f"responses.{item_id}" not in errors and not any(
-                k.startswith(f"responses.{item_id}.") for k in errors):
+        if (
+            item_id not in cleaned
+            and f"responses.{item_id}" not in errors
+            and not any(k.startswith(f"responses.{item_id}.") for k in errors)
+        ):
             errors[f"responses.{item_id}"] = "missing: answer every item"
     if errors:
         raise ValidationFailed(errors)
@@ -67,12 +76,14 @@ def submittable_assignment(pk: int) -> Assignment:
     the second read. Raises ``Assignment.DoesNotExist``."""
     gold = Assignment.gold_items.through
     models = (Assignment, Project, StudyPhases)
-    sql = (f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(gold)} g WHERE g.{rawsql.column(gold, 'assignment')} = a.id), "
-           f"{rawsql.select(*zip(models, 'aps'), (Item, 'i'))} FROM {rawsql.table(Assignment)} a "
-           f"JOIN {rawsql.table(Project)} p ON p.id = a.{rawsql.column(Assignment, 'project')} "
-           f"LEFT JOIN {rawsql.table(StudyPhases)} s ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
-           f"{hit_items_join('a.' + rawsql.column(Assignment, 'hit'))} "
-           f"WHERE a.id = %s {in_hit_order()}")
+    sql = (
+        f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(gold)} g WHERE g.{rawsql.column(gold, 'assignment')} = a.id), "
+        f"{rawsql.select(*zip(models, 'aps'), (Item, 'i'))} FROM {rawsql.table(Assignment)} a "
+        f"JOIN {rawsql.table(Project)} p ON p.id = a.{rawsql.column(Assignment, 'project')} "
+        f"LEFT JOIN {rawsql.table(StudyPhases)} s ON s.{rawsql.column(StudyPhases, 'project')} = p.id "
+        f"{hit_items_join('a.' + rawsql.column(Assignment, 'hit'))} "
+        f"WHERE a.id = %s {in_hit_order()}"
+    )
     with rawsql.cursor() as cursor:
         cursor.execute(sql, [pk])
         rows = cursor.fetchall()
@@ -85,8 +96,16 @@ def submittable_assignment(pk: int) -> Assignment:
     return remember(assignment, hit_items=joined_items(rows, 1 + rawsql.width(*models)))
 
 
-def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
-                      client_seconds: float | None = None, now=None, fresh: bool = False) -> Assignment:
+def submit_assignment(
+    assignment: Assignment,
+    worker: Worker,
+    responses: dict,
+    *,
+    feedback: str = "",
+    client_seconds: float | None = None,
+    now=None,
+    fresh: bool = False,
+) -> Assignment:
     """Validate, then store all responses of an assignment in one transaction.
 
     A retried identical submission returns the stored assignment and writes nothing. Raises
@@ -101,13 +120,21 @@ def submit_assignment(assignment: Assignment, worker: Worker, responses: dict, *
     ``gold_scored`` says whether gold answers were scored (only then can the worker have been blocked by it; a retry
     of a submission with gold items says so too, for the first attempt scored them).
     """
-    return _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
-                   fresh=fresh)
+    return _submit(
+        assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now, fresh=fresh
+    )
 
 
-def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
-                            client_seconds: float | None = None, now=None, fresh: bool = False
-                            ) -> tuple[Assignment, Assignment | None, AllocationError | None]:
+def submit_and_reserve_next(
+    assignment: Assignment,
+    worker: Worker,
+    responses: dict,
+    *,
+    feedback: str = "",
+    client_seconds: float | None = None,
+    now=None,
+    fresh: bool = False,
+) -> tuple[Assignment, Assignment | None, AllocationError | None]:
     """Submit an assignment (:func:`submit_assignment`, same errors, same guarantees) and reserve the worker's next
     HIT in the same project (:func:`reserve_next_assignment`, same rules): one request per HIT for a worker going
     through a study. Returns ``(submitted, next, refusal)``: ``next`` is ``None`` when no HIT is handed out, and then
@@ -134,8 +161,16 @@ def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: d
         except AllocationError as exc:  # raised before the reservation wrote anything: the answers stay
             box["refusal"] = exc
 
-    done = _submit(assignment, worker, responses, feedback=feedback, client_seconds=client_seconds, now=now,
-                   fresh=fresh, after_store=reserve_inside if inline else None)
+    done = _submit(
+        assignment,
+        worker,
+        responses,
+        feedback=feedback,
+        client_seconds=client_seconds,
+        now=now,
+        fresh=fresh,
+        after_store=reserve_inside if inline else None,
+    )
     if "refusal" in box:
         return done, None, box["refusal"]
     if box.get("next") is not None:
@@ -146,8 +181,17 @@ def submit_and_reserve_next(assignment: Assignment, worker: Worker, responses: d
         return done, None, exc
 
 
-def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback: str = "",
-            client_seconds: float | None = None, now=None, fresh: bool = False, after_store=None) -> Assignment:
+def _submit(
+    assignment: Assignment,
+    worker: Worker,
+    responses: dict,
+    *,
+    feedback: str = "",
+    client_seconds: float | None = None,
+    now=None,
+    fresh: bool = False,
+    after_store=None,
+) -> Assignment:
     """:func:`submit_assignment`; ``after_store(assignment, locked)`` runs inside the transaction that stores a new
     submission (never on a retry, a late or a refused one) and must not raise after writing anything. ``locked``
     (PostgreSQL; else ``None``): the worker's row, locked by the statement that stored the answers.
@@ -177,9 +221,14 @@ def _submit(assignment: Assignment, worker: Worker, responses: dict, *, feedback
     cleaned = _clean_responses(assignment, responses)  # everything validated before any write
     if late:
         return _store_late(assignment, cleaned, key, feedback, client_seconds, now)
-    fields = {"status": Assignment.Status.SUBMITTED, "submitted_at": now,
-              "work_seconds": max(0.0, (now - assignment.reserved_at).total_seconds()),
-              "client_seconds": client_seconds, "feedback": feedback, "submission_key": key}
+    fields = {
+        "status": Assignment.Status.SUBMITTED,
+        "submitted_at": now,
+        "work_seconds": max(0.0, (now - assignment.reserved_at).total_seconds()),
+        "client_seconds": client_seconds,
+        "feedback": feedback,
+        "submission_key": key,
+    }
     if _store(assignment, worker, fields, cleaned, now, after_store):
         return assignment
     return _changed_meanwhile(assignment, key, cleaned, feedback, client_seconds, now)
@@ -195,15 +244,16 @@ def _checked_request(assignment: Assignment, worker: Worker, feedback: str, clie
             client_seconds = float(client_seconds)
         except (TypeError, ValueError):
             raise ValidationFailed({"client_seconds": "must be a number of seconds"}) from None
-        if not 0 <= client_seconds < 10 ** 7:
+        if not 0 <= client_seconds < 10**7:
             raise ValidationFailed({"client_seconds": "must be a non-negative number of seconds"})
     if len(feedback) > 10000:
         raise ValidationFailed({"feedback": "at most 10000 characters"})
     return client_seconds
 
 
-def _store(assignment: Assignment, worker: Worker, fields: dict, cleaned: dict[int, tuple[Item, dict]], now,
-           after_store) -> bool:
+def _store(
+    assignment: Assignment, worker: Worker, fields: dict, cleaned: dict[int, tuple[Item, dict]], now, after_store
+) -> bool:
     """Claim the reserved, unexpired assignment (the row lock is taken here, so two concurrent submissions cannot
     both pass), store its answers, score its gold answers and run ``after_store``, in one transaction; ``False``:
     nothing was written (it changed since it was read).
@@ -216,8 +266,9 @@ def _store(assignment: Assignment, worker: Worker, fields: dict, cleaned: dict[i
     one_statement = bool(not golds and cleaned and connection.vendor == "postgresql")
     with transaction.atomic() if after_store is not None or not one_statement else nullcontext():
         if one_statement:
-            stored, locked = _claim_and_store(assignment, fields, cleaned, now,
-                                              lock_worker=None if after_store is None else worker.pk)
+            stored, locked = _claim_and_store(
+                assignment, fields, cleaned, now, lock_worker=None if after_store is None else worker.pk
+            )
         else:
             stored, locked = _claim_then_store(assignment, fields, cleaned, now), None
         if not stored:
@@ -237,16 +288,19 @@ def _store(assignment: Assignment, worker: Worker, fields: dict, cleaned: dict[i
 def _claim_then_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now) -> bool:
     """Inside the caller's transaction: claim the reserved, unexpired assignment with ``UPDATE ... WHERE status =
     'reserved'`` (its row count says whether this submission won), then insert its responses in one statement."""
-    if not Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED,
-                                     expires_at__gt=now).update(**fields):
+    if not Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.RESERVED, expires_at__gt=now).update(
+        **fields
+    ):
         return False
-    Response.objects.bulk_create([Response(assignment_id=assignment.pk, item=item, data=data)
-                                  for item, data in cleaned.values()])
+    Response.objects.bulk_create(
+        [Response(assignment_id=assignment.pk, item=item, data=data) for item, data in cleaned.values()]
+    )
     return True
 
 
-def _changed_meanwhile(assignment: Assignment, key: str, cleaned: dict[int, tuple[Item, dict]], feedback: str,
-                       client_seconds, now) -> Assignment:
+def _changed_meanwhile(
+    assignment: Assignment, key: str, cleaned: dict[int, tuple[Item, dict]], feedback: str, client_seconds, now
+) -> Assignment:
     """Someone else changed the assignment since it was read: a concurrent retry (same key: its result), an expiry
     (late answers), another answer (:class:`AssignmentNotOpen`)."""
     current = Assignment.objects.select_related("project").get(pk=assignment.pk)
@@ -261,18 +315,21 @@ def _changed_meanwhile(assignment: Assignment, key: str, cleaned: dict[int, tupl
 
 def _sent(assignment: Assignment, key: str) -> bool:
     """These answers were stored already (a retried request)."""
-    return (assignment.status in Assignment.DONE or assignment.status == Assignment.Status.LATE) \
-        and assignment.submission_key == key
+    return (
+        assignment.status in Assignment.DONE or assignment.status == Assignment.Status.LATE
+    ) and assignment.submission_key == key
 
 
 def _is_late(assignment: Assignment, now) -> bool:
     """The reservation has ended (expired, or past its deadline with no sweep yet) and no answers were sent."""
     return assignment.status == Assignment.Status.EXPIRED or (
-        assignment.status == Assignment.Status.RESERVED and assignment.expires_at <= now)
+        assignment.status == Assignment.Status.RESERVED and assignment.expires_at <= now
+    )
 
 
-def _store_late(assignment: Assignment, cleaned: dict[int, tuple[Item, dict]], key: str, feedback: str,
-                client_seconds, now) -> Assignment:
+def _store_late(
+    assignment: Assignment, cleaned: dict[int, tuple[Item, dict]], key: str, feedback: str, client_seconds, now
+) -> Assignment:
     """Answers that came after the reservation ended: kept as a late assignment (status ``late``), which holds no slot
     (one still held goes back now) and counts in no aggregate, gold score or export until staff accept it
     (:func:`accept_late_assignment`). The worker is told so and goes on to the next HIT."""
@@ -285,12 +342,18 @@ def _store_late(assignment: Assignment, cleaned: dict[int, tuple[Item, dict]], k
             raise AssignmentNotOpen("this assignment changed while it was being submitted; ask for a new HIT")
         if locked.status == Assignment.Status.RESERVED:
             HIT.objects.filter(pk=locked.hit_id).update(taken=F("taken") - 1)
-        fields = {"status": Assignment.Status.LATE, "submitted_at": now, "client_seconds": client_seconds,
-                  "work_seconds": max(0.0, (now - locked.reserved_at).total_seconds()), "feedback": feedback,
-                  "submission_key": key}
+        fields = {
+            "status": Assignment.Status.LATE,
+            "submitted_at": now,
+            "client_seconds": client_seconds,
+            "work_seconds": max(0.0, (now - locked.reserved_at).total_seconds()),
+            "feedback": feedback,
+            "submission_key": key,
+        }
         Assignment.objects.filter(pk=locked.pk).update(**fields)
-        Response.objects.bulk_create([Response(assignment_id=locked.pk, item=item, data=data)
-                                      for item, data in cleaned.values()])
+        Response.objects.bulk_create(
+            [Response(assignment_id=locked.pk, item=item, data=data) for item, data in cleaned.values()]
+        )
         AssignmentDraft.objects.filter(assignment_id=locked.pk).delete()
     for name, value in fields.items():
         setattr(assignment, name, value)
@@ -304,8 +367,9 @@ def accept_late_assignment(assignment: Assignment, *, now=None) -> Assignment:
     submission. Idempotent."""
     now = now or timezone.now()
     with transaction.atomic():
-        locked = (Assignment.objects.select_for_update(no_key=True).select_related("project", "worker")
-                  .get(pk=assignment.pk))
+        locked = (
+            Assignment.objects.select_for_update(no_key=True).select_related("project", "worker").get(pk=assignment.pk)
+        )
         if locked.status != Assignment.Status.LATE:
             if locked.late_accepted_at is not None:
                 return locked
@@ -319,8 +383,9 @@ def accept_late_assignment(assignment: Assignment, *, now=None) -> Assignment:
     return locked
 
 
-def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now, *,
-                     lock_worker: int | None = None) -> tuple[bool, Worker | None]:
+def _claim_and_store(
+    assignment: Assignment, fields: dict, cleaned: dict[int, tuple[Item, dict]], now, *, lock_worker: int | None = None
+) -> tuple[bool, Worker | None]:
     """PostgreSQL: claim the reserved, unexpired assignment and insert its responses in one statement (atomic by
     itself: no BEGIN/COMMIT round trips). ``(False, ...)``: nothing written, it is no longer reserved or it expired.
     ``lock_worker``: the same statement locks that worker's row (inside the caller's transaction, for the
@@ -333,11 +398,18 @@ def _claim_and_store(assignment: Assignment, fields: dict, cleaned: dict[int, tu
     params = [_field(meta, name).get_db_prep_save(value, connection) for name, value in fields.items()]
     answers = json.dumps([{"item": item.pk, "data": data} for item, data in cleaned.values()])
     created_at = Response._meta.get_field("created_at")
-    params += [assignment.pk, Assignment.Status.RESERVED.value, meta.get_field("expires_at").get_db_prep_value(
-        now, connection), created_at.get_db_prep_save(timezone.now(), connection), answers]
+    params += [
+        assignment.pk,
+        Assignment.Status.RESERVED.value,
+        meta.get_field("expires_at").get_db_prep_value(now, connection),
+        created_at.get_db_prep_save(timezone.now(), connection),
+        answers,
+    ]
     with rawsql.cursor() as cursor:
-        cursor.execute(_claim_sql(tuple(fields), lock_worker is not None),
-                       params if lock_worker is None else [lock_worker, *params])
+        cursor.execute(
+            _claim_sql(tuple(fields), lock_worker is not None),
+            params if lock_worker is None else [lock_worker, *params],
+        )
         row = cursor.fetchone()
     if row is None:  # no such worker
         return False, None
@@ -357,6 +429,7 @@ def _claim_sql(fields: tuple[str, ...], lock_worker: bool) -> str:
     """The statement of :func:`_claim_and_store` (its text built once per connection). Parameters: [the worker's id,]
     the values of ``fields``, the assignment's id, status ``reserved``, now, the responses' ``created_at`` and the
     answers as a JSON array of ``{"item": id, "data": answer}``."""
+
     def build() -> str:
         qn = connection.ops.quote_name
         meta, response = Assignment._meta, Response._meta
@@ -369,14 +442,19 @@ def _claim_sql(fields: tuple[str, ...], lock_worker: bool) -> str:
         item, data = response.get_field("item"), response.get_field("data")
         lock = read = ""
         if lock_worker:
-            lock = (f"w AS (SELECT {', '.join(rawsql.column(Worker, name) for name in _LOCKED_WORKER)} "
-                    f"FROM {rawsql.table(Worker)} WHERE id = %s FOR NO KEY UPDATE), ")
+            lock = (
+                f"w AS (SELECT {', '.join(rawsql.column(Worker, name) for name in _LOCKED_WORKER)} "
+                f"FROM {rawsql.table(Worker)} WHERE id = %s FOR NO KEY UPDATE), "
+            )
             read = f", {', '.join('w.' + rawsql.column(Worker, name) for name in _LOCKED_WORKER)} FROM w"
-        return (f"WITH {lock}c AS (UPDATE {rawsql.table(Assignment)} SET {sets} WHERE id = %s AND status = %s "
-                f"AND expires_at > %s RETURNING id), ins AS (INSERT INTO {rawsql.table(Response)} "
-                f"({', '.join(qn(cast(str, f.column)) for f in stored)}) SELECT {', '.join(source[f.name] for f in stored)} "
-                f"FROM c CROSS JOIN jsonb_to_recordset(%s::jsonb) AS x(item {item.db_type(connection)}, "
-                f"data {data.db_type(connection)}) RETURNING 1) SELECT (SELECT count(*) FROM ins){read}")
+        return (
+            f"WITH {lock}c AS (UPDATE {rawsql.table(Assignment)} SET {sets} WHERE id = %s AND status = %s "
+            f"AND expires_at > %s RETURNING id), ins AS (INSERT INTO {rawsql.table(Response)} "
+            f"({', '.join(qn(cast(str, f.column)) for f in stored)}) SELECT {', '.join(source[f.name] for f in stored)} "
+            f"FROM c CROSS JOIN jsonb_to_recordset(%s::jsonb) AS x(item {item.db_type(connection)}, "
+            f"data {data.db_type(connection)}) RETURNING 1) SELECT (SELECT count(*) FROM ins){read}"
+        )
+
     return rawsql.memo(("claim", fields, lock_worker), build)
 
 

@@ -1,5 +1,6 @@
 """Workers: who they are (a Django user, a platform id, an unconfirmed claim), whether they may work (blocked, admitted
 to a project) and the completion codes they are given."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction

@@ -8,6 +8,7 @@ confirm: a job (:func:`annotation.studio.services.run_addition`, all or nothing)
 row already in the project and builds HITs for the new items only -> the job's page under the project. Everyone on
 these pages needs the change role on the project (:mod:`annotation.access`).
 """
+
 from __future__ import annotations
 
 import secrets
@@ -51,8 +52,13 @@ def _refused(request, project: Project):
     why = studio.addition_refused(project)
     if not why:
         return None
-    return notice(request, "No items can be added", [why], status=400,
-                  link={"url": reverse("annotation:studio-project", args=[project.slug]), "text": project.name})
+    return notice(
+        request,
+        "No items can be added",
+        [why],
+        status=400,
+        link={"url": reverse("annotation:studio-project", args=[project.slug]), "text": project.name},
+    )
 
 
 @studio_page(access.CHANGE)
@@ -65,19 +71,32 @@ def add_items(request, project: Project):
     tt = project.get_task_type()
     sources = studio.sources_for(tt)
     if not sources:
-        return notice(request, "No way to make these items here",
-                      [f"{tt.label} says nowhere where its items come from (its package has no sources module).",
-                       tt.items_howto or "Use the task type's own command."], status=400)
-    form = studio_forms.ItemsForm(request.POST or None, request.FILES or None, sources=sources,
-                                  gold_all=studio.has_worker_items(project))
+        return notice(
+            request,
+            "No way to make these items here",
+            [
+                f"{tt.label} says nowhere where its items come from (its package has no sources module).",
+                tt.items_howto or "Use the task type's own command.",
+            ],
+            status=400,
+        )
+    form = studio_forms.ItemsForm(
+        request.POST or None, request.FILES or None, sources=sources, gold_all=studio.has_worker_items(project)
+    )
     if request.method == "POST" and form.is_valid():
         source = form.chosen()
         data = form.cleaned_data
         try:
             upload = studio.store_upload(data["file"], source) if source.is_upload else None
-            checked = studio.source_input(source, upload=upload, topics=[t.pk for t in data["topics"]],
-                                          limit=data["limit"], options=form.options(), gold=form.gold(),
-                                          adding_to=project)
+            checked = studio.source_input(
+                source,
+                upload=upload,
+                topics=[t.pk for t in data["topics"]],
+                limit=data["limit"],
+                options=form.options(),
+                gold=form.gold(),
+                adding_to=project,
+            )
         except studio.SetupRefused as exc:
             attach_items_error(form, source, exc)
         else:
@@ -85,10 +104,20 @@ def add_items(request, project: Project):
             _save(request, token, {"project": project.pk, "items": items_draft(source, upload, checked)})
             return redirect("annotation:studio-add-preview", slug=project.slug, token=token)
     items = Item.objects.filter(project=project, is_training=False)
-    return render(request, "annotation/studio/items.html", items_context(
-        form, project, sources, adding=True, have_items=items.filter(is_gold=False).count(),
-        have_gold=items.filter(is_gold=True).count(), have_hits=HIT.objects.filter(project=project).count()),
-        status=400 if form.errors else 200)
+    return render(
+        request,
+        "annotation/studio/items.html",
+        items_context(
+            form,
+            project,
+            sources,
+            adding=True,
+            have_items=items.filter(is_gold=False).count(),
+            have_gold=items.filter(is_gold=True).count(),
+            have_hits=HIT.objects.filter(project=project).count(),
+        ),
+        status=400 if form.errors else 200,
+    )
 
 
 @studio_page(access.CHANGE)
@@ -105,19 +134,33 @@ def add_preview(request, project: Project, token: str):
     try:
         data = draft_input(project, draft["items"], adding_to=project)
     except studio.SetupRefused as exc:
-        return notice(request, "Add the items again", [str(exc)], status=400,
-                      link={"url": items_url, "text": "Add items"})
+        return notice(
+            request, "Add the items again", [str(exc)], status=400, link={"url": items_url, "text": "Add items"}
+        )
     preview, problems = studio.preview_import(project, data)
     if request.method == "POST" and not problems:
-        job = studio.start_import(studio.addition_spec(project, data, user=request.user),
-                                  task_id=studio.addition_job_id(project))
+        job = studio.start_import(
+            studio.addition_spec(project, data, user=request.user), task_id=studio.addition_job_id(project)
+        )
         _save(request, token, None)
         return redirect("annotation:studio-add-job", slug=project.slug, task_id=job)
     hits = -(-preview.items // project.items_per_hit) if preview is not None and project.items_per_hit else 0
-    return render(request, "annotation/studio/preview.html", {
-        "project": project, "task_type": project.get_task_type(), "source": data.source, "data": data,
-        "preview": preview, "problems": problems, "hits": hits, "adding": True, "items_url": items_url},
-        status=400 if problems else 200)
+    return render(
+        request,
+        "annotation/studio/preview.html",
+        {
+            "project": project,
+            "task_type": project.get_task_type(),
+            "source": data.source,
+            "data": data,
+            "preview": preview,
+            "problems": problems,
+            "hits": hits,
+            "adding": True,
+            "items_url": items_url,
+        },
+        status=400 if problems else 200,
+    )
 
 
 def _addition_job(project: Project, task_id) -> dict:
@@ -130,8 +173,11 @@ def _addition_job(project: Project, task_id) -> dict:
 @studio_page(access.CHANGE)
 @require_GET
 def add_job(request, project: Project, task_id):
-    return render(request, "annotation/studio/job.html", {"job": _addition_job(project, task_id), "project": project,
-                                                          "adding": True})
+    return render(
+        request,
+        "annotation/studio/job.html",
+        {"job": _addition_job(project, task_id), "project": project, "adding": True},
+    )
 
 
 @studio_page(access.CHANGE)

@@ -1,6 +1,7 @@
 """The pages of one project, as links (the studio, the staff project list and progress pages): its studio page,
 progress, the agreement dashboard and its item list, and the task type's own results page
 (``TaskType.results_page``), and the panels of the recruitment platforms installed (``providers.platform_pages``)."""
+
 from __future__ import annotations
 
 from django.urls import reverse
@@ -30,12 +31,17 @@ def project_links(project: Project, *, studio: bool = True) -> list[dict]:
     out += [
         {"id": "progress", "text": "Progress", "url": reverse("annotation:project-progress", args=[project.slug])},
         {"id": "agreement", "text": "Agreement", "url": reverse("annotation:agreement", args=[project.slug])},
-        {"id": "agreement-items", "text": "Items by agreement",
-         "url": reverse("annotation:agreement-items", args=[project.slug])},
+        {
+            "id": "agreement-items",
+            "text": "Items by agreement",
+            "url": reverse("annotation:agreement-items", args=[project.slug]),
+        },
     ]
     results = results_page(project)
     if results is not None:
         out.append(results)
-    out += [{"id": page["id"], "text": page["text"], "url": reverse(page["url_name"], args=[project.slug])}
-            for page in providers.platform_pages]  # the recruitment platforms' panels (MTurk, Prolific)
+    out += [
+        {"id": page["id"], "text": page["text"], "url": reverse(page["url_name"], args=[project.slug])}
+        for page in providers.platform_pages
+    ]  # the recruitment platforms' panels (MTurk, Prolific)
     return out

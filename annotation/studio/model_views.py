@@ -3,6 +3,7 @@ or LLM annotator, an LLM annotator's prompt versions, a run, counting its answer
 
 Thin views: every write is a call into :mod:`annotation.model_annotators`; each change is in the team's audit log.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -38,12 +39,25 @@ def _placeholders(project: Project) -> list[str]:
 def _models_page(request, project: Project, *, error: str = "", status: int = 200):
     rows = []
     for annotator in ModelAnnotator.objects.filter(project=project).order_by("id"):
-        rows.append({"a": annotator, "s": ma.summary(annotator),
-                     "job_url": reverse("job-detail", args=[annotator.task_id]) if annotator.task_id else ""})
-    return render(request, "annotation/studio/models.html", {
-        "project": project, "rows": rows, "error": error,
-        "agreement_url": reverse("annotation:agreement", args=[project.slug]) + "#models",
-        "can_change": access.can(request.user, project, access.CHANGE)}, status=status)
+        rows.append(
+            {
+                "a": annotator,
+                "s": ma.summary(annotator),
+                "job_url": reverse("job-detail", args=[annotator.task_id]) if annotator.task_id else "",
+            }
+        )
+    return render(
+        request,
+        "annotation/studio/models.html",
+        {
+            "project": project,
+            "rows": rows,
+            "error": error,
+            "agreement_url": reverse("annotation:agreement", args=[project.slug]) + "#models",
+            "can_change": access.can(request.user, project, access.CHANGE),
+        },
+        status=status,
+    )
 
 
 @studio_page(access.VIEW)
@@ -62,9 +76,12 @@ def model_new(request, project: Project):
     llm_form = studio_forms.LLMAnnotatorForm(
         request.POST if kind == ModelAnnotator.Kind.LLM else None,
         initial={"prompt_template": ma.default_prompt(project)},
-        default_model=settings.ARGORA_LLM_MODEL, default_base_url=settings.ARGORA_LLM_BASE_URL)
+        default_model=settings.ARGORA_LLM_MODEL,
+        default_base_url=settings.ARGORA_LLM_BASE_URL,
+    )
     registry_form = studio_forms.RegistryAnnotatorForm(
-        request.POST if kind == ModelAnnotator.Kind.REGISTRY else None, catalogue=catalogue)
+        request.POST if kind == ModelAnnotator.Kind.REGISTRY else None, catalogue=catalogue
+    )
     error = ""
     if request.method == "POST":
         form = {ModelAnnotator.Kind.LLM: llm_form, ModelAnnotator.Kind.REGISTRY: registry_form}.get(kind)
@@ -73,20 +90,43 @@ def model_new(request, project: Project):
         elif form.is_valid():
             try:
                 annotator = ma.create_annotator(
-                    project, name=form.cleaned_data["name"], kind=kind, options=form.options(),
-                    prompt_template=form.cleaned_data.get("prompt_template"), user=request.user)
+                    project,
+                    name=form.cleaned_data["name"],
+                    kind=kind,
+                    options=form.options(),
+                    prompt_template=form.cleaned_data.get("prompt_template"),
+                    user=request.user,
+                )
             except FieldError as exc:
                 studio_forms.attach(form, exc)
             else:
-                teams.record(project, request.user, "model.add", {"annotator": annotator.name, "kind": kind,
-                                                                  "model": ma.model_id(annotator)})
-                messages.success(request, f"Model annotator {annotator.name} added ({ma.model_id(annotator)}). "
-                                          f"Its answers are kept apart until you count them in results.")
+                teams.record(
+                    project,
+                    request.user,
+                    "model.add",
+                    {"annotator": annotator.name, "kind": kind, "model": ma.model_id(annotator)},
+                )
+                messages.success(
+                    request,
+                    f"Model annotator {annotator.name} added ({ma.model_id(annotator)}). "
+                    f"Its answers are kept apart until you count them in results.",
+                )
                 return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
     failed = bool(error or llm_form.errors or registry_form.errors)
-    return render(request, "annotation/studio/models_new.html", {
-        "project": project, "llm_form": llm_form, "registry_form": registry_form, "catalogue": catalogue,
-        "kind": kind, "error": error, "placeholders": _placeholders(project)}, status=400 if failed else 200)
+    return render(
+        request,
+        "annotation/studio/models_new.html",
+        {
+            "project": project,
+            "llm_form": llm_form,
+            "registry_form": registry_form,
+            "catalogue": catalogue,
+            "kind": kind,
+            "error": error,
+            "placeholders": _placeholders(project),
+        },
+        status=400 if failed else 200,
+    )
 
 
 @studio_page(access.CHANGE)
@@ -105,16 +145,31 @@ def model_prompt(request, project: Project, annotator_id: int):
             studio_forms.attach(form, exc)
         else:
             if annotator.prompt_version != before:
-                teams.record(project, request.user, "model.prompt", {"annotator": annotator.name,
-                                                                     "version": annotator.prompt_version})
-            messages.success(request, f"Prompt v{annotator.prompt_version} saved; the next run asks with it."
-                             if annotator.prompt_version != before else
-                             f"No change: the prompt is still v{annotator.prompt_version}.")
+                teams.record(
+                    project,
+                    request.user,
+                    "model.prompt",
+                    {"annotator": annotator.name, "version": annotator.prompt_version},
+                )
+            messages.success(
+                request,
+                f"Prompt v{annotator.prompt_version} saved; the next run asks with it."
+                if annotator.prompt_version != before
+                else f"No change: the prompt is still v{annotator.prompt_version}.",
+            )
             return redirect("annotation:studio-model-prompt", slug=project.slug, annotator_id=annotator.pk)
-    return render(request, "annotation/studio/models_prompt.html", {
-        "project": project, "annotator": annotator, "form": form, "placeholders": _placeholders(project),
-        "versions": annotator.prompt_versions.select_related("created_by").order_by("-version")},
-        status=400 if form.errors else 200)
+    return render(
+        request,
+        "annotation/studio/models_prompt.html",
+        {
+            "project": project,
+            "annotator": annotator,
+            "form": form,
+            "placeholders": _placeholders(project),
+            "versions": annotator.prompt_versions.select_related("created_by").order_by("-version"),
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 @studio_page(access.CHANGE)
@@ -140,8 +195,9 @@ def model_include(request, project: Project, annotator_id: int):
         return _models_page(request, project, error="include: 1 (count in results) or 0 (keep apart)", status=400)
     ma.set_included(annotator, value == "1")
     teams.record(project, request.user, "model.include", {"annotator": annotator.name, "include": value == "1"})
-    messages.success(request, f"The answers of {annotator.name} "
-                              f"{'count in results now' if value == '1' else 'are kept apart now'}.")
+    messages.success(
+        request, f"The answers of {annotator.name} {'count in results now' if value == '1' else 'are kept apart now'}."
+    )
     return redirect(reverse("annotation:studio-models", args=[project.slug]) + f"#annotator-{annotator.pk}")
 
 
@@ -151,5 +207,8 @@ def model_failures(request, project: Project, annotator_id: int):
     """The annotator's failed attempts, newest first, with the reply as it came."""
     annotator = _annotator(project, annotator_id)
     rows = [{"f": f, "item": studio.item_summary(project, f.item.payload)} for f in ma.failures(annotator)]
-    return render(request, "annotation/studio/models_failures.html", {
-        "project": project, "annotator": annotator, "rows": rows, "summary": ma.summary(annotator)})
+    return render(
+        request,
+        "annotation/studio/models_failures.html",
+        {"project": project, "annotator": annotator, "rows": rows, "summary": ma.summary(annotator)},
+    )

@@ -4,6 +4,7 @@ and the job's state serve "Add items" too (:mod:`.add_views`).
 
 Thin views: every write is a call into :mod:`annotation.studio.services`.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,9 @@ def _draft(request, token: str) -> dict | None:
 
 def _setup_project(draft: dict) -> Project:
     setup = draft["setup"]
-    return studio.check_setup(name=setup["name"], task_type=setup["task_type"], config=setup["config"],
-                              values=setup["settings"])
+    return studio.check_setup(
+        name=setup["name"], task_type=setup["task_type"], config=setup["config"], values=setup["settings"]
+    )
 
 
 def _lost(request):
@@ -76,21 +78,44 @@ def new_project(request):
     if request.method == "POST" and form.is_valid():
         project = form.project
         token = secrets.token_urlsafe(9)
-        _save_draft(request, token, {"setup": {
-            "name": project.name, "task_type": project.task_type, "config": project.config,
-            "settings": {key: getattr(project, key) for key in studio.SETUP_FIELDS}}})
+        _save_draft(
+            request,
+            token,
+            {
+                "setup": {
+                    "name": project.name,
+                    "task_type": project.task_type,
+                    "config": project.config,
+                    "settings": {key: getattr(project, key) for key in studio.SETUP_FIELDS},
+                }
+            },
+        )
         return redirect("annotation:studio-new-items", token=token)
     task_types = []
     for tt in all_task_types():
         sources = studio.sources_for(tt)
-        task_types.append({"tt": tt, "defaults": _config_text(studio.default_config(tt)),
-                           "settings": {key: tt.project_defaults.get(key, Project._meta.get_field(key).default)
-                                        for key in studio.SETUP_FIELDS},
-                           "sources": sources})
-    return render(request, "annotation/studio/new.html", {
-        "form": form, "task_types": task_types, "step": 1,
-        "defaults_json": {t["tt"].name: {"config": t["defaults"], **t["settings"]} for t in task_types}},
-        status=400 if form.errors else 200)
+        task_types.append(
+            {
+                "tt": tt,
+                "defaults": _config_text(studio.default_config(tt)),
+                "settings": {
+                    key: tt.project_defaults.get(key, Project._meta.get_field(key).default)
+                    for key in studio.SETUP_FIELDS
+                },
+                "sources": sources,
+            }
+        )
+    return render(
+        request,
+        "annotation/studio/new.html",
+        {
+            "form": form,
+            "task_types": task_types,
+            "step": 1,
+            "defaults_json": {t["tt"].name: {"config": t["defaults"], **t["settings"]} for t in task_types},
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 @studio_page(create=True)
@@ -106,26 +131,42 @@ def new_items(request, token: str):
     tt = project.get_task_type()
     sources = studio.sources_for(tt)
     if not sources:
-        return notice(request, "No way to make these items here",
-                      [f"{tt.label} says nowhere where its items come from (its package has no sources module).",
-                       tt.items_howto or "Use the task type's own command."], status=400,
-                      link={"url": reverse("annotation:studio-new"), "text": "Choose another task type"})
+        return notice(
+            request,
+            "No way to make these items here",
+            [
+                f"{tt.label} says nowhere where its items come from (its package has no sources module).",
+                tt.items_howto or "Use the task type's own command.",
+            ],
+            status=400,
+            link={"url": reverse("annotation:studio-new"), "text": "Choose another task type"},
+        )
     form = studio_forms.ItemsForm(request.POST or None, request.FILES or None, sources=sources)
     if request.method == "POST" and form.is_valid():
         source = form.chosen()
         data = form.cleaned_data
         try:
             upload = studio.store_upload(data["file"], source) if source.is_upload else None
-            checked = studio.source_input(source, upload=upload, topics=[t.pk for t in data["topics"]],
-                                          limit=data["limit"], options=form.options(), gold=form.gold())
+            checked = studio.source_input(
+                source,
+                upload=upload,
+                topics=[t.pk for t in data["topics"]],
+                limit=data["limit"],
+                options=form.options(),
+                gold=form.gold(),
+            )
         except studio.SetupRefused as exc:
             attach_items_error(form, source, exc)
         else:
             draft["items"] = items_draft(source, upload, checked)
             _save_draft(request, token, draft)
             return redirect("annotation:studio-new-preview", token=token)
-    return render(request, "annotation/studio/items.html", items_context(form, project, sources, token=token),
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "annotation/studio/items.html",
+        items_context(form, project, sources, token=token),
+        status=400 if form.errors else 200,
+    )
 
 
 def attach_items_error(form, source, exc: studio.SetupRefused) -> None:
@@ -138,24 +179,45 @@ def attach_items_error(form, source, exc: studio.SetupRefused) -> None:
 
 def items_draft(source, upload: dict | None, checked) -> dict:
     """What the session keeps of a checked items step (the preview and the confirm read it again)."""
-    return {"source": source.name, "upload": upload, "topics": [t.pk for t in checked.topics],
-            "limit": checked.limit, "options": checked.options, "gold": checked.gold.as_dict()}
+    return {
+        "source": source.name,
+        "upload": upload,
+        "topics": [t.pk for t in checked.topics],
+        "limit": checked.limit,
+        "options": checked.options,
+        "gold": checked.gold.as_dict(),
+    }
 
 
 def draft_input(project: Project, items: dict, *, adding_to: Project | None = None):
     """The source input of a kept items step, checked again (:class:`studio.SetupRefused`)."""
     source = studio.source_named(project.get_task_type(), items["source"])
-    return studio.source_input(source, upload=items.get("upload"), topics=items.get("topics") or [],
-                               limit=items.get("limit"), options=items.get("options"), gold=items.get("gold"),
-                               adding_to=adding_to)
+    return studio.source_input(
+        source,
+        upload=items.get("upload"),
+        topics=items.get("topics") or [],
+        limit=items.get("limit"),
+        options=items.get("options"),
+        gold=items.get("gold"),
+        adding_to=adding_to,
+    )
 
 
 def items_context(form, project: Project, sources, **extra) -> dict:
     """What the items page (a new project's step 2, or "Add items") shows."""
-    return {"form": form, "project": project, "task_type": project.get_task_type(), "step": 2,
-            "sources": [{"source": s, "fields": [form[studio_forms.option_field_name(s, o.name)]
-                                                 for o in s.options]} for s in sources],
-            "gold_sources": form.gold_sources(), "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024, **extra}
+    return {
+        "form": form,
+        "project": project,
+        "task_type": project.get_task_type(),
+        "step": 2,
+        "sources": [
+            {"source": s, "fields": [form[studio_forms.option_field_name(s, o.name)] for o in s.options]}
+            for s in sources
+        ],
+        "gold_sources": form.gold_sources(),
+        "max_mb": studio.MAX_UPLOAD_BYTES // 1024 // 1024,
+        **extra,
+    }
 
 
 @studio_page(create=True)
@@ -180,11 +242,23 @@ def new_preview(request, token: str):
         request.session[DRAFTS_KEY] = drafts
         return redirect("annotation:studio-job", task_id=job)
     hits = -(-preview.items // project.items_per_hit) if preview is not None and project.items_per_hit else 0
-    return render(request, "annotation/studio/preview.html", {
-        "project": project, "task_type": project.get_task_type(), "source": source, "data": data,
-        "preview": preview, "problems": problems, "token": token, "hits": hits, "step": 3,
-        "items_url": reverse("annotation:studio-new-items", args=[token])},
-        status=400 if problems else 200)
+    return render(
+        request,
+        "annotation/studio/preview.html",
+        {
+            "project": project,
+            "task_type": project.get_task_type(),
+            "source": source,
+            "data": data,
+            "preview": preview,
+            "problems": problems,
+            "token": token,
+            "hits": hits,
+            "step": 3,
+            "items_url": reverse("annotation:studio-new-items", args=[token]),
+        },
+        status=400 if problems else 200,
+    )
 
 
 # --- the import job --------------------------------------------------------------------------------------------
@@ -198,15 +272,24 @@ def import_job(task_id: str, kind: str = "import") -> dict:
     row = TaskResult.objects.filter(task_id=task_id).only("task_name").first()
     if row is not None and row.task_name not in (None, "", *STUDIO_JOBS):
         raise Http404("not a studio job")
-    kind = STUDIO_JOBS.get(row.task_name if row is not None else None) or (kind if kind in ("import", "release")
-                                                                           else "import")
+    kind = STUDIO_JOBS.get(row.task_name if row is not None else None) or (
+        kind if kind in ("import", "release") else "import"
+    )
     state = jobs.job_state(task_id)
     message = state.get("error_line") or ""
     if message.startswith("StudioImportFailed: "):
-        message = message[len("StudioImportFailed: "):]
-    return {"id": task_id, "state": state["state"], "badge": state.get("badge"), "percent": state.get("percent"),
-            "progress_text": state.get("progress_text") or "", "result": state.get("result"),
-            "link": state.get("link"), "error": message, "kind": kind}
+        message = message[len("StudioImportFailed: ") :]
+    return {
+        "id": task_id,
+        "state": state["state"],
+        "badge": state.get("badge"),
+        "percent": state.get("percent"),
+        "progress_text": state.get("progress_text") or "",
+        "result": state.get("result"),
+        "link": state.get("link"),
+        "error": message,
+        "kind": kind,
+    }
 
 
 def _studio_job(request, task_id) -> dict | None:
@@ -221,8 +304,9 @@ def _studio_job(request, task_id) -> dict | None:
 def job(request, task_id):
     found = _studio_job(request, task_id)
     if found is None:
-        return notice(request, "Not allowed", ["To create projects you need the permission annotation.add_project."],
-                      status=403)
+        return notice(
+            request, "Not allowed", ["To create projects you need the permission annotation.add_project."], status=403
+        )
     return render(request, "annotation/studio/job.html", {"job": found, "step": 4})
 
 
@@ -231,4 +315,3 @@ def job(request, task_id):
 def job_state(request, task_id):
     found = _studio_job(request, task_id)
     return JsonResponse(found) if found is not None else JsonResponse({"detail": "not allowed"}, status=403)
-

@@ -9,6 +9,7 @@ project, ``annotation.change_project`` to change its settings and status, ``anno
 worker. An anonymous visitor is sent to the login page; a logged-in user without the permission gets a 403 page that
 says which permission is missing.
 """
+
 from __future__ import annotations
 
 from functools import wraps
@@ -34,14 +35,26 @@ def studio_page(action: str | None = None, *, create: bool = False):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if create and not access.may_create_projects(request.user):
-                return notice(request, "Not allowed", [
-                    "To create projects you need the permission annotation.add_project.",
-                    f"The {RESEARCHER_GROUP} role has it: ask an administrator to add your account to the "
-                    f"{RESEARCHER_GROUP} group, or a project's owner to add you to its team."], status=403)
+                return notice(
+                    request,
+                    "Not allowed",
+                    [
+                        "To create projects you need the permission annotation.add_project.",
+                        f"The {RESEARCHER_GROUP} role has it: ask an administrator to add your account to the "
+                        f"{RESEARCHER_GROUP} group, or a project's owner to add you to its team.",
+                    ],
+                    status=403,
+                )
             if not access.is_team_user(request.user):
-                return notice(request, "Not allowed", [
-                    "The studio is for research teams: ask a project's owner to add you to its team, or an "
-                    f"administrator to add your account to the {RESEARCHER_GROUP} group."], status=403)
+                return notice(
+                    request,
+                    "Not allowed",
+                    [
+                        "The studio is for research teams: ask a project's owner to add you to its team, or an "
+                        f"administrator to add your account to the {RESEARCHER_GROUP} group."
+                    ],
+                    status=403,
+                )
             if action is not None:
                 kwargs["project"] = team_project(request, kwargs.pop("slug"), action)
             return view(request, *args, **kwargs)

@@ -6,6 +6,7 @@ a person chooses on the page; everything else is the exporter's default. The bui
 :func:`corpus.releases.build_release` run by :func:`corpus.tasks.releases.build_release_task`, the same service
 ``manage.py export_release`` and the admin call.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -22,8 +23,11 @@ from corpus.models import Release
 from corpus.tasks.releases import build_release_task
 
 ANNOTATIONS = "annotations"
-SPLIT_CHOICES = (("none", "none: one file"), ("cross-topic", "cross-topic: whole topics in train / dev / test"),
-                 ("in-topic", "in-topic: rows shuffled with a seed"))
+SPLIT_CHOICES = (
+    ("none", "none: one file"),
+    ("cross-topic", "cross-topic: whole topics in train / dev / test"),
+    ("in-topic", "in-topic: rows shuffled with a seed"),
+)
 
 
 @dataclass(frozen=True)
@@ -45,19 +49,31 @@ class ReleaseKind:
     options: tuple[KindOption, ...] = field(default_factory=tuple)
 
 
-_SPLIT = (KindOption("split", "Split", "choice", "cross-topic", SPLIT_CHOICES,
-                     "cross-topic: the task type's default topics (Arg-CTRL App. F for aspects; the project's "
-                     "config.splits for BWS)"),
-          KindOption("seed", "Seed (in-topic split)", "int", 13, help="the random seed of an in-topic split"))
+_SPLIT = (
+    KindOption(
+        "split",
+        "Split",
+        "choice",
+        "cross-topic",
+        SPLIT_CHOICES,
+        "cross-topic: the task type's default topics (Arg-CTRL App. F for aspects; the project's "
+        "config.splits for BWS)",
+    ),
+    KindOption("seed", "Seed (in-topic split)", "int", 13, help="the random seed of an in-topic split"),
+)
 
 # the options of each kind the studio offers (a kind not listed here has none: the exporter's defaults)
 KIND_OPTIONS: dict[str, tuple[KindOption, ...]] = {
     ANNOTATIONS: (KindOption("include_gold", "Include the gold (control) items", "bool", False),),
     "aspects": _SPLIT,
-    "bws": (_SPLIT[0], KindOption("seed", "Seed (in-topic split)", "int", 0,
-                                  help="the random seed of an in-topic split")),
-    "spans": (KindOption("include_unannotated", "Include arguments nobody annotated", "bool", False),
-              KindOption("filters", "Apply the paper's filters (ArgU §3.1)", "bool", False)),
+    "bws": (
+        _SPLIT[0],
+        KindOption("seed", "Seed (in-topic split)", "int", 0, help="the random seed of an in-topic split"),
+    ),
+    "spans": (
+        KindOption("include_unannotated", "Include arguments nobody annotated", "bool", False),
+        KindOption("filters", "Apply the paper's filters (ArgU §3.1)", "bool", False),
+    ),
 }
 
 
@@ -79,8 +95,7 @@ def kind_config(project: Project, kind: str, values: dict) -> dict:
     and made explicit by the kind's exporter. Raises :class:`FieldError` naming ``kind``, an option, or ``config``."""
     offered = {k.kind: k for k in release_kinds(project)}
     if kind not in offered:
-        raise FieldError("kind", f"{kind!r} is not a release kind of this project (choose one of "
-                                 f"{', '.join(offered)})")
+        raise FieldError("kind", f"{kind!r} is not a release kind of this project (choose one of {', '.join(offered)})")
     options = {o.name: o for o in offered[kind].options}
     config: dict = {"project": project.slug} if kind == "bws" else {"projects": [project.slug]}
     split = None
@@ -124,14 +139,22 @@ def _named(message: str, options: dict) -> FieldError:
 def project_releases(project: Project) -> list[Release]:
     """The releases that export ``project`` (its slug in their config: :func:`annotation.access.release_projects`),
     newest first, with their files."""
-    ids = [pk for pk, config in Release.objects.values_list("pk", "config")
-           if project.slug in access.release_projects(config)]
-    return list(Release.objects.filter(pk__in=ids).select_related("creator").prefetch_related("files")
-                .order_by("-created_at", "-id"))
+    ids = [
+        pk
+        for pk, config in Release.objects.values_list("pk", "config")
+        if project.slug in access.release_projects(config)
+    ]
+    return list(
+        Release.objects.filter(pk__in=ids)
+        .select_related("creator")
+        .prefetch_related("files")
+        .order_by("-created_at", "-id")
+    )
 
 
-def start_release(project: Project, user, *, kind: str, name: str, version: str, options: dict,
-                  card: dict | None = None) -> str:
+def start_release(
+    project: Project, user, *, kind: str, name: str, version: str, options: dict, card: dict | None = None
+) -> str:
     """Check a release of ``project`` and queue its build (``corpus.build_release``, once the current transaction
     commits); returns the job's id (its page: ``/studio/jobs/<id>/``, whose result links to this project's Release
     page). Nothing is queued when a value is wrong: :class:`FieldError` naming ``name``, ``version``, ``kind``, an
@@ -151,7 +174,14 @@ def start_release(project: Project, user, *, kind: str, name: str, version: str,
         raise FieldError(key.removeprefix("card.") if key.startswith("card.") else "description", reason) from None
     config = kind_config(project, kind, options)
     task_id = str(uuid.uuid4())
-    kwargs = {"name": name, "version": version, "kind": kind, "config": config, "creator_id": user.pk,
-              "card": card, "result_url": reverse("annotation:studio-release", args=[project.slug])}
+    kwargs = {
+        "name": name,
+        "version": version,
+        "kind": kind,
+        "config": config,
+        "creator_id": user.pk,
+        "card": card,
+        "result_url": reverse("annotation:studio-release", args=[project.slug]),
+    }
     transaction.on_commit(lambda: build_release_task.apply_async(kwargs=kwargs, task_id=task_id))
     return task_id

@@ -6,6 +6,7 @@ The loop lives in the ml app: this page asks the ``annotation.providers.retrain_
 changes the settings through the ``retrain_settings_update`` slot (:func:`ml.loop.update_retrain_settings`, one
 transaction and an audit line). Without the ml app the page says so (404).
 """
+
 from __future__ import annotations
 
 from django import forms
@@ -22,15 +23,23 @@ from .pages import studio_page
 
 SETTING_MAX = 10**9
 FIELDS = {
-    "retrain_every": ("Retrain every (new human labels)",
-                      "A retrain starts once this many new human labels (crowd answers, gold, adjudications) came "
-                      "in since the last version. 0 turns retraining off."),
-    "retrain_max_rows": ("Budget: training rows at most",
-                         "A retrain with more training rows is refused (nothing trained). 0 = no limit."),
-    "retrain_max_steps": ("Budget: optimisation steps at most",
-                          "Training stops after this many steps; the version records that it was capped. 0 = no limit."),
-    "retrain_max_seconds": ("Budget: seconds of training at most",
-                            "Training stops after this many seconds (checked between steps). 0 = no limit."),
+    "retrain_every": (
+        "Retrain every (new human labels)",
+        "A retrain starts once this many new human labels (crowd answers, gold, adjudications) came "
+        "in since the last version. 0 turns retraining off.",
+    ),
+    "retrain_max_rows": (
+        "Budget: training rows at most",
+        "A retrain with more training rows is refused (nothing trained). 0 = no limit.",
+    ),
+    "retrain_max_steps": (
+        "Budget: optimisation steps at most",
+        "Training stops after this many steps; the version records that it was capped. 0 = no limit.",
+    ),
+    "retrain_max_seconds": (
+        "Budget: seconds of training at most",
+        "Training stops after this many seconds (checked between steps). 0 = no limit.",
+    ),
 }
 
 
@@ -42,9 +51,13 @@ class RetrainForm(forms.Form):
         for key, (label, help_text) in FIELDS.items():
             current = settings.get(key) or {}
             self.fields[key] = forms.IntegerField(
-                label=label, required=False, min_value=0, max_value=SETTING_MAX,
+                label=label,
+                required=False,
+                min_value=0,
+                max_value=SETTING_MAX,
                 help_text=f"{help_text} Empty: the default, {current.get('default')}.",
-                widget=forms.NumberInput(attrs={"min": 0, "step": 1}))
+                widget=forms.NumberInput(attrs={"min": 0, "step": 1}),
+            )
             if current.get("own"):
                 self.initial.setdefault(key, current.get("value"))
 
@@ -62,13 +75,17 @@ def project_retraining(request, project: Project):
     form = RetrainForm(request.POST or None, settings=status["settings"])
     if request.method == "POST" and form.is_valid():
         try:
-            providers.retrain_settings_update(project, {key: form.cleaned_data[key] for key in FIELDS},
-                                              user=request.user)
+            providers.retrain_settings_update(
+                project, {key: form.cleaned_data[key] for key in FIELDS}, user=request.user
+            )
         except FieldError as exc:
             form.add_error(exc.field if exc.field in FIELDS else None, exc.reason)
         else:
             messages.success(request, "Retraining settings saved.")
             return redirect("annotation:studio-retraining", slug=project.slug)
-    return render(request, "annotation/studio/retraining.html", {
-        "project": project, "form": form, "retraining": status},
-        status=400 if form.errors else 200)
+    return render(
+        request,
+        "annotation/studio/retraining.html",
+        {"project": project, "form": form, "retraining": status},
+        status=400 if form.errors else 200,
+    )

@@ -19,9 +19,10 @@ sources whose rows carry a stance say so in ``gold_label``. A share that leaves 
 transaction, nothing written on a bad row) and then adds the items with :func:`annotation.services.add_items_from_rows`
 (all or nothing); the caller holds a transaction around both.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from annotation import services
 from annotation.task_types import get_task_type
@@ -39,38 +40,57 @@ from corpus.models import Sentence, Stance, Topic
 PREVIEW_ROWS = 10
 GOLD_LABEL = "its corpus stance"
 UKP_TSV = Source(
-    "ukp-tsv", "UKP argument corpus (TSV)",
+    "ukp-tsv",
+    "UKP argument corpus (TSV)",
     "The UKP Sentential Argument Mining Corpus layout: a header, then one sentence a row with its topic and its "
     "annotation (Argument_for, Argument_against or NoArgument). Imported into the corpus first.",
-    extensions=(".tsv",), rows="tsv", gold_label=GOLD_LABEL,
+    extensions=(".tsv",),
+    rows="tsv",
+    gold_label=GOLD_LABEL,
     example="topic\tretrievedUrl\tarchivedUrl\tsentenceHash\tsentence\tannotation\tset\n"
-            "nuclear energy\thttps://example.org/a\t\th1\tNuclear plants emit almost no CO2.\tArgument_for\ttrain")
+    "nuclear energy\thttps://example.org/a\t\th1\tNuclear plants emit almost no CO2.\tArgument_for\ttrain",
+)
 ARGUMENTS_JSONL = Source(
-    "arguments-jsonl", "Arguments (JSONL)",
+    "arguments-jsonl",
+    "Arguments (JSONL)",
     "One JSON object a line with topic, sentence and stance (pro, con or none; UKP's labels work too); id, source "
     "and metadata are optional. Imported into the corpus first.",
-    extensions=(".jsonl", ".ndjson"), rows="jsonl", gold_label=GOLD_LABEL,
-    example='{"topic": "nuclear energy", "sentence": "Nuclear plants emit almost no CO2.", "stance": "pro"}')
+    extensions=(".jsonl", ".ndjson"),
+    rows="jsonl",
+    gold_label=GOLD_LABEL,
+    example='{"topic": "nuclear energy", "sentence": "Nuclear plants emit almost no CO2.", "stance": "pro"}',
+)
 KIALO = Source(
-    "kialo", "Kialo discussion export (.txt)",
-    "Kialo's plain-text export of one discussion (\"Discussion Title: ...\", then numbered claims 1., 1.1., 1.1.1. "
-    "with Pro: / Con: towards their parent; \"-> See 1.2.\" copies a claim, kept once). The tree goes into the "
+    "kialo",
+    "Kialo discussion export (.txt)",
+    'Kialo\'s plain-text export of one discussion ("Discussion Title: ...", then numbered claims 1., 1.1., 1.1.1. '
+    'with Pro: / Con: towards their parent; "-> See 1.2." copies a claim, kept once). The tree goes into the '
     "corpus, linked to the topic (the discussion's title unless you give one), and every claim becomes a sentence of "
     "that topic, in the file's order. Stance: Kialo's Pro / Con says whether a claim supports its parent claim, not "
     "the topic, so a claim's stance is none -- except the claims answering the thesis directly (1.1., 1.2., ...) "
     "when the topic is the discussion's own title: they are pro or con of it. The Pro / Con towards the parent is "
     "kept in the sentence's metadata (kialo.relation). No gold share: the stances are not labels of the topic.",
-    extensions=(".txt",), rows="",
-    options=(SourceOption("topic", "Topic", kind="text",
-                          help="default: the discussion's title (the stance of the thesis's replies is then kept)"),),
+    extensions=(".txt",),
+    rows="",
+    options=(
+        SourceOption(
+            "topic",
+            "Topic",
+            kind="text",
+            help="default: the discussion's title (the stance of the thesis's replies is then kept)",
+        ),
+    ),
     example="Discussion Title: Should schools require uniforms?\n\n1. Schools should require uniforms.\n"
-            "1.1. Pro: Uniforms reduce bullying over clothes.\n1.1.1. Con: Children are bullied for other things.\n"
-            "1.2. Con: Uniforms cost families money.")
+    "1.1. Pro: Uniforms reduce bullying over clothes.\n1.1.1. Con: Children are bullied for other things.\n"
+    "1.2. Con: Uniforms cost families money.",
+)
 CORPUS = Source(
-    "corpus", "Sentences already in the corpus",
+    "corpus",
+    "Sentences already in the corpus",
     "The sentences of the topics you choose (all topics when you choose none), oldest first, at most the limit "
     "(gold items included).",
-    gold_label=GOLD_LABEL)
+    gold_label=GOLD_LABEL,
+)
 SOURCES = (UKP_TSV, ARGUMENTS_JSONL, KIALO, CORPUS)
 # source name -> the corpus importers' format
 CORPUS_FORMATS = {UKP_TSV.name: "ukp-tsv", ARGUMENTS_JSONL.name: "jsonl", KIALO.name: "kialo"}
@@ -103,12 +123,22 @@ def kialo_records(tree, topic: str, *, own_title: bool) -> list[SentenceRecord]:
     for node in tree.nodes:
         relation = node.stance if node.stance in (Stance.PRO, Stance.CON) else ""
         stance = relation if relation and node.depth == 1 and own_title and single_thesis else Stance.NONE
-        metadata = {"kialo": {"path": node.path, "relation": relation, "tree": tree.content_hash,
-                              "discussion": tree.title}}
+        metadata = {
+            "kialo": {"path": node.path, "relation": relation, "tree": tree.content_hash, "discussion": tree.title}
+        }
         if node.reference_path:
             metadata["kialo"]["reference"] = node.reference_path
-        records.append(SentenceRecord(line=node.line, topic=topic, text=node.text, stance=stance, source="kialo",
-                                      external_id=node.path, metadata=metadata))
+        records.append(
+            SentenceRecord(
+                line=node.line,
+                topic=topic,
+                text=node.text,
+                stance=stance,
+                source="kialo",
+                external_id=node.path,
+                metadata=metadata,
+            )
+        )
     return records
 
 
@@ -136,7 +166,7 @@ def selection(data: SourceInput) -> list[Sentence]:
     qs = Sentence.objects.select_related("topic").order_by("id")
     if data.topics:
         qs = qs.filter(topic__in=data.topics)
-    return list(qs[: data.limit or 10 ** 9])
+    return list(qs[: data.limit or 10**9])
 
 
 def gold_split(data: SourceInput, rows: list) -> tuple[list, list]:
@@ -145,8 +175,9 @@ def gold_split(data: SourceInput, rows: list) -> tuple[list, list]:
     share = data.gold if data.source.gold_label else GoldShare()
     gold, rest = share.split(rows)
     if gold and not rest and share.mode != "all":
-        raise FieldError("gold_n", f"{share.describe()}: that is all {len(rows)} row(s); leave some rows for the "
-                                   f"workers")
+        raise FieldError(
+            "gold_n", f"{share.describe()}: that is all {len(rows)} row(s); leave some rows for the workers"
+        )
     return gold, rest
 
 
@@ -164,9 +195,18 @@ def _unsaved(records) -> tuple[list[Sentence], list[str], int]:
             topics[key] = Topic(name=r.topic)
     hashes = [sentence_hash(r.topic, r.text) for r in records]
     present = set(Sentence.objects.filter(content_hash__in=hashes).values_list("content_hash", flat=True))
-    sentences = [Sentence(topic=topics[normalise(r.topic).lower()], text=r.text, stance=r.stance, source=r.source,
-                          external_id=r.external_id, metadata=r.metadata, content_hash=h)
-                 for r, h in zip(records, hashes)]
+    sentences = [
+        Sentence(
+            topic=topics[normalise(r.topic).lower()],
+            text=r.text,
+            stance=r.stance,
+            source=r.source,
+            external_id=r.external_id,
+            metadata=r.metadata,
+            content_hash=h,
+        )
+        for r, h in zip(records, hashes)
+    ]
     return sentences, new_topics, len(present)
 
 
@@ -185,15 +225,19 @@ def preview(project, data: SourceInput, *, check: Check | None = None) -> Previe
         if not sentences:
             raise FieldError("topics", "no corpus sentence matches; import some first or choose other topics")
         topics = sorted({s.topic.name for s in sentences if s.topic_id}, key=str.lower)
-        notes.append(f"{len(sentences)} sentence(s) of {len(topics)} topic(s): {', '.join(topics[:10])}"
-                     + (" ..." if len(topics) > 10 else ""))
+        notes.append(
+            f"{len(sentences)} sentence(s) of {len(topics)} topic(s): {', '.join(topics[:10])}"
+            + (" ..." if len(topics) > 10 else "")
+        )
     gold_rows, worker_rows = gold_split(data, sentences)
     gold = services.gold_from_sentences(project, gold_rows, field="gold_mode")
     if check is not None:
         check(project, sentences)
     if gold_rows:
-        notes.append(f"gold share: {data.gold.describe()} (expected answer: {data.source.gold_label}): "
-                     f"{len(gold_rows)} gold item(s)")
+        notes.append(
+            f"gold share: {data.gold.describe()} (expected answer: {data.source.gold_label}): "
+            f"{len(gold_rows)} gold item(s)"
+        )
     expected = {id(sentence): g["expected"] for sentence, g in zip(gold_rows, gold)}
     rows = []
     for n, sentence in enumerate(sentences[:PREVIEW_ROWS]):
@@ -240,4 +284,3 @@ def write(project, data: SourceInput, progress) -> dict:
     services.add_items_from_rows(project, rows, gold=gold)
     progress(len(sentences), len(sentences), "building items")
     return {"items": len(rows), "gold": len(gold), **corpus}
-

@@ -29,6 +29,7 @@ what else the package holds is found by module name, the way Django finds an app
 Packages here without a ``task_type`` module (``ratings``: what the two rating task types share) are support
 packages: apps too, their modules, commands, templates and static files are found the same way.
 """
+
 from __future__ import annotations
 
 import importlib

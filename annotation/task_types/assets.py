@@ -11,6 +11,7 @@ app-directories loader and finder would serve a second time without the prefix (
 package under one name): :class:`AppDirectoriesLoader` and :class:`AppDirectoriesFinder` stand in for those two and
 leave the task type packages to :class:`Loader` and :class:`Finder`.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,7 @@ class Loader(FileSystemLoader):
             return
         try:
             name = safe_join(str(folder / "templates"), parts[1])
-        except Exception:
+        except Exception:  # noqa: BLE001 - any path safe_join refuses (SuspiciousFileOperation, ValueError) is not ours
             return
         yield Origin(name=name, template_name=template_name, loader=self)
 
@@ -73,7 +74,7 @@ class Finder(BaseFinder):
             return [] if find_all else None
         try:
             full = safe_join(str(folder / "static"), parts[1])
-        except Exception:
+        except Exception:  # noqa: BLE001 - any path safe_join refuses (SuspiciousFileOperation, ValueError) is not ours
             return [] if find_all else None
         if not os.path.exists(full):
             return [] if find_all else None
@@ -106,6 +107,9 @@ class AppDirectoriesFinder(finders.AppDirectoriesFinder):
     as ``task_types/<package>/<file>``)."""
 
     def __init__(self, app_names=None, *args, **kwargs):
-        names = [c.name for c in apps.get_app_configs()
-                 if not is_task_type_app(c) and (app_names is None or c.name in app_names)]
+        names = [
+            c.name
+            for c in apps.get_app_configs()
+            if not is_task_type_app(c) and (app_names is None or c.name in app_names)
+        ]
         super().__init__(names, *args, **kwargs)

@@ -24,13 +24,15 @@ for a new project. It holds:
 A task type without a ``sources`` module that builds its items from corpus sentences gets the corpus sources (UKP TSV,
 JSONL arguments, a corpus selection: :mod:`annotation.studio.sentences`).
 """
+
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from django.template.loader import render_to_string
 
@@ -102,8 +104,11 @@ class TaskType:
     def worker_payload(self, project, item, assignment=None) -> dict:
         """The item payload as a worker's client may receive it (JSON API, MTurk page); ``assignment`` is the
         worker's assignment when there is one (a task type may add per-assignment details, e.g. a placement)."""
-        return {key: value for key, value in (item.payload or {}).items()
-                if key not in self.private_payload_keys and not key.startswith("_")}
+        return {
+            key: value
+            for key, value in (item.payload or {}).items()
+            if key not in self.private_payload_keys and not key.startswith("_")
+        }
 
     # --- rendering ----------------------------------------------------------------------------
     def page_context(self, project) -> dict:
@@ -129,8 +134,13 @@ class TaskType:
         raise NotImplementedError
 
     def export_row(self, project, item, responses: list[dict]) -> dict:
-        return {"item_id": item.pk, "external_key": item.external_key, "payload": item.payload,
-                "responses": responses, "aggregate": self.aggregate(project, item, responses)}
+        return {
+            "item_id": item.pk,
+            "external_key": item.external_key,
+            "payload": item.payload,
+            "responses": responses,
+            "aggregate": self.aggregate(project, item, responses),
+        }
 
     def answer_text(self, answer) -> str:
         """A one-line reading of a response or final answer (dashboards, CSV)."""
@@ -216,8 +226,8 @@ class GoldShare:
     random with ``seed`` (the same rows for the same file and seed), or every row (a gold-only addition to a project
     that has items already). The studio asks for it on every source with a :attr:`Source.gold_label`."""
 
-    mode: str = "none"   # one of GOLD_MODES
-    n: int = 0           # "first": rows; "percent": 0..100
+    mode: str = "none"  # one of GOLD_MODES
+    n: int = 0  # "first": rows; "percent": 0..100
     seed: int = 13
 
     def __post_init__(self):
@@ -263,7 +273,7 @@ class GoldShare:
         return {"mode": self.mode, "n": self.n, "seed": self.seed}
 
     @classmethod
-    def from_dict(cls, value: dict | None) -> "GoldShare":
+    def from_dict(cls, value: dict | None) -> GoldShare:
         value = value or {}
         return cls(mode=value.get("mode", "none"), n=value.get("n", 0), seed=value.get("seed", 13))
 

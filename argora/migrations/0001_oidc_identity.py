@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,18 +14,28 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='OIDCIdentity',
+            name="OIDCIdentity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('issuer', models.CharField(max_length=500)),
-                ('subject', models.CharField(help_text="the provider's sub claim", max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='oidc_identities', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("issuer", models.CharField(max_length=500)),
+                ("subject", models.CharField(help_text="the provider's sub claim", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="oidc_identities",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'OpenID Connect identity',
-                'verbose_name_plural': 'OpenID Connect identities',
-                'constraints': [models.UniqueConstraint(fields=('issuer', 'subject'), name='unique_oidc_subject'), models.UniqueConstraint(fields=('issuer', 'user'), name='unique_oidc_user_per_issuer')],
+                "verbose_name": "OpenID Connect identity",
+                "verbose_name_plural": "OpenID Connect identities",
+                "constraints": [
+                    models.UniqueConstraint(fields=("issuer", "subject"), name="unique_oidc_subject"),
+                    models.UniqueConstraint(fields=("issuer", "user"), name="unique_oidc_user_per_issuer"),
+                ],
             },
         ),
     ]

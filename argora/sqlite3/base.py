@@ -9,6 +9,7 @@ together are bounded by the database's ``timeout`` option, after which the trans
 does: ``OperationalError("database is locked")``, nothing written. Statements outside a transaction and in-memory
 databases are left to SQLite.
 """
+
 from __future__ import annotations
 
 import os

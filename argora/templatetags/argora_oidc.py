@@ -1,5 +1,6 @@
 """``{% oidc_sign_in as oidc %}``: ``{"name", "url"}`` of sign-in with the institution's OpenID Connect provider, or
 ``None`` while it is not configured (the login page shows its button only then)."""
+
 from django import template
 from django.conf import settings
 from django.urls import reverse

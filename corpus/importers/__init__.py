@@ -14,6 +14,7 @@ The others (``kialo``, ``ibm-argkp``, ``argsme-json``) are parsed whole first, t
     import_file("arg_quality_rank_30k.csv", "ibm-argq")
     import_documents("crawl/cloning/", "Cloning")
 """
+
 from __future__ import annotations
 
 import glob
@@ -30,13 +31,29 @@ from .public import companion_of
 from .readers import count_rows, iter_lines, read_text
 from .writers import save, save_stream
 
-__all__ = ["FORMATS", "BatchSummary", "ImportFailed", "ImportSummary", "expand_paths", "import_documents",
-           "import_file", "import_paths"]
+__all__ = [
+    "FORMATS",
+    "BatchSummary",
+    "ImportFailed",
+    "ImportSummary",
+    "expand_paths",
+    "import_documents",
+    "import_file",
+    "import_paths",
+]
 
 FORMATS = ("ukp-tsv", "jsonl", "kialo", "facts-jsonl", "facts-csv", "ibm-argq", "ibm-argkp", "argsme-json")
 # The files a folder contributes, per format (a file named on the command line is taken whatever its name).
-EXTENSIONS = {"ukp-tsv": (".tsv",), "jsonl": (".jsonl",), "kialo": (".txt",), "facts-jsonl": (".jsonl",),
-              "facts-csv": (".csv",), "ibm-argq": (".csv",), "ibm-argkp": (".csv",), "argsme-json": (".json",)}
+EXTENSIONS = {
+    "ukp-tsv": (".tsv",),
+    "jsonl": (".jsonl",),
+    "kialo": (".txt",),
+    "facts-jsonl": (".jsonl",),
+    "facts-csv": (".csv",),
+    "ibm-argq": (".csv",),
+    "ibm-argkp": (".csv",),
+    "argsme-json": (".json",),
+}
 # Formats whose files may come with companions that are read with their main file, not on their own
 # (ArgKP's key_points_<set>.csv and labels_<set>.csv beside arguments_<set>.csv).
 COMPANIONS = {"ibm-argkp": companion_of}
@@ -44,8 +61,9 @@ COMPANIONS = {"ibm-argkp": companion_of}
 MERGE_METADATA = {"ibm-argq"}
 
 
-def import_file(path, fmt: str, *, topic: str | None = None, source: str | None = None,
-                progress=null_progress) -> ImportSummary:
+def import_file(
+    path, fmt: str, *, topic: str | None = None, source: str | None = None, progress=null_progress
+) -> ImportSummary:
     """Import one corpus file of format ``fmt`` (one of :data:`FORMATS`).
 
     ``topic``: for ``kialo`` the topic the tree is linked to; for the other formats the topic of rows that
@@ -111,11 +129,15 @@ def expand_paths(paths, fmt: str) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
-                           and p.suffix.lower() in EXTENSIONS.get(fmt, ()))
+            found = sorted(
+                p
+                for p in path.iterdir()
+                if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in EXTENSIONS.get(fmt, ())
+            )
             if not found:
-                raise ImportFailed(path, 0, f"folder has no {' or '.join(EXTENSIONS.get(fmt, ()))} files "
-                                            f"for --format {fmt}")
+                raise ImportFailed(
+                    path, 0, f"folder has no {' or '.join(EXTENSIONS.get(fmt, ()))} files for --format {fmt}"
+                )
         elif path.exists():
             found = [path]
         elif glob.has_magic(str(raw)):
@@ -133,8 +155,9 @@ def expand_paths(paths, fmt: str) -> list[Path]:
     return out
 
 
-def import_paths(paths, fmt: str, *, topic: str | None = None, source: str | None = None,
-                 progress=null_progress) -> BatchSummary:
+def import_paths(
+    paths, fmt: str, *, topic: str | None = None, source: str | None = None, progress=null_progress
+) -> BatchSummary:
     """Import every file of ``paths`` (files, folders, glob patterns: :func:`expand_paths`) in one process; each
     file is all-or-nothing on its own, a refused file is reported and the others still import. ``progress``
     counts files."""

@@ -1,5 +1,6 @@
 """The pieces every importer shares: the error a person can act on, the summary, and the records
 that parsers produce and the writer saves."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ class ImportSummary:
     repeated inside the import), rows a filter dropped (documents import only), and stored sentences whose
     metadata got the file's new keys (``updated``; formats with :attr:`ParsedFile.merge_metadata` only)."""
 
-    created: dict[str, int] = field(default_factory=lambda: {key: 0 for key in CREATED_KEYS})
+    created: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CREATED_KEYS, 0))
     skipped: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     updated: int = 0
@@ -69,8 +70,8 @@ class FactRecord:
 @dataclass
 class NodeRecord:
     line: int
-    path: str                      # "1.2.3" (no trailing dot)
-    stance: str                    # pro / con / none (root)
+    path: str  # "1.2.3" (no trailing dot)
+    stance: str  # pro / con / none (root)
     text: str
     reference_path: str = ""
 
@@ -97,7 +98,7 @@ class TreeRecord:
 @dataclass
 class DocumentRecord:
     line: int
-    key: str                       # content hash
+    key: str  # content hash
     title: str
     source: str
     text: str
@@ -112,7 +113,7 @@ class ParsedFile:
     facts: list[FactRecord] = field(default_factory=list)
     trees: list[TreeRecord] = field(default_factory=list)
     documents: list[DocumentRecord] = field(default_factory=list)
-    skipped: int = 0               # found duplicate / already present before writing
+    skipped: int = 0  # found duplicate / already present before writing
     dropped: dict[str, int] = field(default_factory=dict)
     topics: list[str] = field(default_factory=list)  # topics to ensure even without rows (documents import)
     # A sentence already stored gets the metadata keys it lacks from this file (never a stored value changed):
@@ -121,5 +122,4 @@ class ParsedFile:
 
     @property
     def rows(self) -> int:
-        return (len(self.sentences) + len(self.facts) + len(self.documents)
-                + sum(1 + len(t.nodes) for t in self.trees))
+        return len(self.sentences) + len(self.facts) + len(self.documents) + sum(1 + len(t.nodes) for t in self.trees)

@@ -4,6 +4,7 @@ Per file: a Document (skipped when its hash is stored), its sentences split offl
 fragments under three tokens dropped, duplicates dropped (by sentence hash, within and across documents and
 against the database), and -- unless switched off -- the topic-relevance filter applied.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,8 +60,7 @@ def parse_documents(directory, topic: str, *, progress, relevance_filter: bool =
             progress(number, len(files), "splitting")
             continue
         seen_documents.add(key)
-        parsed.documents.append(DocumentRecord(line=1, key=key, title=path.name, source=source, text=text,
-                                               topic=topic))
+        parsed.documents.append(DocumentRecord(line=1, key=key, title=path.name, source=source, text=text, topic=topic))
         for position, sentence in enumerate(split_sentences(text)):
             if token_count(sentence) < MIN_TOKENS:
                 parsed.dropped["too_short"] += 1
@@ -76,8 +76,17 @@ def parse_documents(directory, topic: str, *, progress, relevance_filter: bool =
             if keep is not None and not keep(sentence):
                 parsed.dropped["not_relevant"] += 1
                 continue
-            parsed.sentences.append(SentenceRecord(line=1, topic=topic, text=sentence, stance="none", source=source,
-                                                   position=position, document_key=key))
+            parsed.sentences.append(
+                SentenceRecord(
+                    line=1,
+                    topic=topic,
+                    text=sentence,
+                    stance="none",
+                    source=source,
+                    position=position,
+                    document_key=key,
+                )
+            )
         if number % max(1, PROGRESS_EVERY // 50) == 0 or number == len(files):
             progress(number, len(files), "splitting")
     return parsed

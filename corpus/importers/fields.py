@@ -2,12 +2,13 @@
 
 Nothing here touches the database. Each helper raises :class:`ImportFailed` naming the file and line.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from argora.inputs import InvalidJSON, loads
 from corpus.hashing import normalise

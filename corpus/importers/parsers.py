@@ -10,11 +10,12 @@ at a time); :func:`corpus.importers.import_file` feeds them the file's lines as 
 the studio's preview and the other callers take). The other formats need the whole file (a Kialo tree, ArgKP's
 rows grouped by argument, an args.me JSON document) and are in :data:`PARSERS` only.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from corpus.hashing import content_hash, normalise
 
@@ -45,8 +46,12 @@ from .fields import (  # noqa: F401  (the limits are imported from here by other
 from .public import parse_argsme_json, parse_ibm_argkp, stream_ibm_argq
 
 STANCES = {
-    "pro": "pro", "con": "con", "none": "none",
-    "argument_for": "pro", "argument_against": "con", "noargument": "none",
+    "pro": "pro",
+    "con": "con",
+    "none": "none",
+    "argument_for": "pro",
+    "argument_against": "con",
+    "noargument": "none",
 }
 UKP_ANNOTATIONS = {"Argument_for": "pro", "Argument_against": "con", "NoArgument": "none"}
 FACT_ORIGINS = ("seed", "expert", "proposed")
@@ -59,42 +64,53 @@ Record = SentenceRecord | FactRecord
 UKP_COLUMNS = ("topic", "retrievedUrl", "archivedUrl", "sentenceHash", "sentence", "annotation", "set")
 
 
-def stream_ukp_tsv(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
-                   progress=None, total: int = 0) -> Iterator[SentenceRecord]:
+def stream_ukp_tsv(
+    path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None, progress=None, total: int = 0
+) -> Iterator[SentenceRecord]:
     source = clean_str(path, 1, source or "ukp", "source", limit=MAX_SOURCE)
     for n, (line, row) in enumerate(csv_rows(path, lines, "excel-tab", UKP_COLUMNS), start=1):
         label = row["annotation"].strip()
         if label not in UKP_ANNOTATIONS:
-            raise ImportFailed(path, line, f'unknown annotation "{label}" '
-                                           f'(expected one of {", ".join(UKP_ANNOTATIONS)})')
+            raise ImportFailed(
+                path, line, f'unknown annotation "{label}" (expected one of {", ".join(UKP_ANNOTATIONS)})'
+            )
         yield SentenceRecord(
             line=line,
             topic=topic_name(path, line, row["topic"], topic),
             text=clean_str(path, line, row["sentence"], "sentence", limit=MAX_TEXT),
             stance=UKP_ANNOTATIONS[label],
             source=source,
-            external_id=clean_str(path, line, row["sentenceHash"], "sentenceHash", required=False,
-                                  limit=MAX_EXTERNAL_ID),
-            metadata={"retrievedUrl": row["retrievedUrl"].strip(), "archivedUrl": row["archivedUrl"].strip(),
-                      "set": row["set"].strip()},
+            external_id=clean_str(
+                path, line, row["sentenceHash"], "sentenceHash", required=False, limit=MAX_EXTERNAL_ID
+            ),
+            metadata={
+                "retrievedUrl": row["retrievedUrl"].strip(),
+                "archivedUrl": row["archivedUrl"].strip(),
+                "set": row["set"].strip(),
+            },
         )
         tick(progress, n, total, "parsing")
 
 
 # --- JSONL arguments ---------------------------------------------------------------------------------
 
+
 def _stance(path, line, value) -> str:
     if not isinstance(value, str):
         raise ImportFailed(path, line, f'"stance" must be a string, got {type(value).__name__}')
     stance = STANCES.get(value.strip().lower())
     if stance is None:
-        raise ImportFailed(path, line, f'unknown stance "{value}" (expected pro, con, none, '
-                                       f'Argument_for, Argument_against or NoArgument)')
+        raise ImportFailed(
+            path,
+            line,
+            f'unknown stance "{value}" (expected pro, con, none, Argument_for, Argument_against or NoArgument)',
+        )
     return stance
 
 
-def stream_jsonl(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
-                 progress=None, total: int = 0) -> Iterator[SentenceRecord]:
+def stream_jsonl(
+    path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None, progress=None, total: int = 0
+) -> Iterator[SentenceRecord]:
     """Arguments, one JSON object a line: ``topic``, ``sentence``, ``stance`` required; ``id``, ``metadata``,
     ``source`` optional; other keys (``hash``, ``split``...) ignored."""
     default_source = None
@@ -126,13 +142,15 @@ def stream_jsonl(path, lines: Iterable[str], *, topic: str | None = None, source
             stance=_stance(path, line, obj["stance"]),
             source=row_source,
             external_id=clean_str(path, line, str(external_id), "id", required=False, limit=MAX_EXTERNAL_ID)
-            if external_id != "" else "",
+            if external_id != ""
+            else "",
             metadata=metadata,
         )
         tick(progress, n, total, "parsing")
 
 
 # --- fact knowledge base -------------------------------------------------------------------------------
+
 
 def _fact(path, line, row: dict, topic: str | None) -> FactRecord:
     origin = row.get("origin")
@@ -142,13 +160,18 @@ def _fact(path, line, row: dict, topic: str | None) -> FactRecord:
     metadata = row.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ImportFailed(path, line, f'"metadata" must be an object, got {type(metadata).__name__}')
-    return FactRecord(line=line, topic=topic_name(path, line, row.get("topic"), topic),
-                      text=clean_str(path, line, row.get("text"), "text", limit=MAX_TEXT),
-                      origin=origin.strip().lower(), metadata=metadata)
+    return FactRecord(
+        line=line,
+        topic=topic_name(path, line, row.get("topic"), topic),
+        text=clean_str(path, line, row.get("text"), "text", limit=MAX_TEXT),
+        origin=origin.strip().lower(),
+        metadata=metadata,
+    )
 
 
-def stream_facts_jsonl(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
-                       progress=None, total: int = 0) -> Iterator[FactRecord]:
+def stream_facts_jsonl(
+    path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None, progress=None, total: int = 0
+) -> Iterator[FactRecord]:
     for n, (line, obj) in enumerate(jsonl_objects(path, lines), start=1):
         for key in ("topic", "text"):
             if key not in obj and not (key == "topic" and topic):
@@ -157,8 +180,9 @@ def stream_facts_jsonl(path, lines: Iterable[str], *, topic: str | None = None, 
         tick(progress, n, total, "parsing")
 
 
-def stream_facts_csv(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
-                     progress=None, total: int = 0) -> Iterator[FactRecord]:
+def stream_facts_csv(
+    path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None, progress=None, total: int = 0
+) -> Iterator[FactRecord]:
     for n, (line, row) in enumerate(csv_rows(path, lines, "excel", ("topic", "text"), ("origin",)), start=1):
         yield _fact(path, line, row, topic)
         tick(progress, n, total, "parsing")
@@ -166,11 +190,13 @@ def stream_facts_csv(path, lines: Iterable[str], *, topic: str | None = None, so
 
 # --- whole-text wrappers of the streamed formats -------------------------------------------------------
 
+
 def _collect(stream) -> Callable[..., ParsedFile]:
     def parse(path, text: str, *, topic: str | None = None, source: str | None = None, progress=None) -> ParsedFile:
         parsed = ParsedFile()
-        for record in stream(path, text_lines(text), topic=topic, source=source, progress=progress,
-                             total=count_lines(text)):
+        for record in stream(
+            path, text_lines(text), topic=topic, source=source, progress=progress, total=count_lines(text)
+        ):
             (parsed.facts if isinstance(record, FactRecord) else parsed.sentences).append(record)
         return parsed
 
@@ -203,8 +229,11 @@ def _misnumbered(number: str, parts: list[str], well_formed: bool, nodes: dict, 
     if node_path in nodes:
         return f"node {node_path}. is defined twice (first on line {nodes[node_path].line})"
     if len(parts) == 1:
-        return (f"node {node_path}. is a second thesis; a debate has one root (1.)" if nodes
-                else f"the thesis must be numbered 1., found {node_path}.")
+        return (
+            f"node {node_path}. is a second thesis; a debate has one root (1.)"
+            if nodes
+            else f"the thesis must be numbered 1., found {node_path}."
+        )
     parent = ".".join(parts[:-1])
     if parent not in nodes:
         return f"node {node_path}. has no parent: {parent}. is not defined before it (broken numbering)"
@@ -220,8 +249,7 @@ def _fits(parts: list[str], nodes: dict, last_child: dict) -> bool:
     return parent in nodes and int(parts[-1]) > last_child.get(parent, 0)
 
 
-def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None = None,
-                progress=None) -> ParsedFile:
+def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None = None, progress=None) -> ParsedFile:
     """One debate tree from Kialo's text export (debate-trees §2.1): numbered nodes ``1.2.3.``, ``Pro:``/``Con:``
     relative to the parent, continuation lines, ``-> See 1.4.2.`` references (copied, may point forward).
 
@@ -274,8 +302,11 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
                 current.append("")
             continue
         if current is None:
-            raise ImportFailed(path, line, 'text before the first node (expected "Discussion Title: ..." '
-                                           'or a numbered node such as "1. ...")')
+            raise ImportFailed(
+                path,
+                line,
+                'text before the first node (expected "Discussion Title: ..." or a numbered node such as "1. ...")',
+            )
         current.append(raw.strip())
 
     if not nodes:
@@ -284,7 +315,7 @@ def parse_kialo(path, text: str, *, topic: str | None = None, source: str | None
             order.append("1")
             texts["1"] = title_parts
         else:
-            raise ImportFailed(path, 1, "no debate found: expected a \"Discussion Title:\" line or a node \"1.\"")
+            raise ImportFailed(path, 1, 'no debate found: expected a "Discussion Title:" line or a node "1."')
 
     # Node texts, stances and references.
     title = normalise(" ".join(p for p in title_parts if p))

@@ -27,13 +27,15 @@ lists its key points with their label (1 matching, 0 not).
 (cut to 200 characters at a word boundary, the whole conclusion kept in the metadata when it was cut), each premise
 a sentence with its stance; the id and the context are kept.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from argora.inputs import InvalidJSON, loads
 from corpus.hashing import normalise
@@ -83,23 +85,31 @@ ARGQ_REQUIRED = ("argument", "topic", "WA", "MACE-P", "stance_WA")
 ARGQ_OPTIONAL = ("set", "stance_WA_conf")
 
 
-def stream_ibm_argq(path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None,
-                    progress=None, total: int = 0) -> Iterator[SentenceRecord]:
+def stream_ibm_argq(
+    path, lines: Iterable[str], *, topic: str | None = None, source: str | None = None, progress=None, total: int = 0
+) -> Iterator[SentenceRecord]:
     """One sentence per row: ``argument`` on ``topic`` with the stance of ``stance_WA``; ``metadata["argq"]`` keeps
     ``set``, ``WA``, ``MACE-P``, ``stance_WA`` and ``stance_WA_conf``."""
     source = clean_str(path, 1, source or "ibm-argq-rank-30k", "source", limit=MAX_SOURCE)
     for n, (line, row) in enumerate(csv_rows(path, lines, "excel", ARGQ_REQUIRED, ARGQ_OPTIONAL), start=1):
         stance = ibm_stance(path, line, row["stance_WA"], "stance_WA")
-        argq: dict[str, Any] = {"WA": number(path, line, row["WA"], "WA", low=0, high=1),
-                "MACE-P": number(path, line, row["MACE-P"], "MACE-P", low=0, high=1),
-                "stance_WA": {"pro": 1, "con": -1, "none": 0}[stance]}
+        argq: dict[str, Any] = {
+            "WA": number(path, line, row["WA"], "WA", low=0, high=1),
+            "MACE-P": number(path, line, row["MACE-P"], "MACE-P", low=0, high=1),
+            "stance_WA": {"pro": 1, "con": -1, "none": 0}[stance],
+        }
         if "stance_WA_conf" in row and row["stance_WA_conf"].strip():
             argq["stance_WA_conf"] = number(path, line, row["stance_WA_conf"], "stance_WA_conf", low=0, high=1)
         if "set" in row:
             argq["set"] = _set(path, line, row["set"])
-        yield SentenceRecord(line=line, topic=topic_name(path, line, row["topic"], topic),
-                             text=clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
-                             stance=stance, source=source, metadata={"argq": argq})
+        yield SentenceRecord(
+            line=line,
+            topic=topic_name(path, line, row["topic"], topic),
+            text=clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
+            stance=stance,
+            source=source,
+            metadata={"argq": argq},
+        )
         tick(progress, n, total, "parsing")
 
 
@@ -147,13 +157,15 @@ class _Arguments:
         key = (topic.lower(), normalise(text))
         record = self.by_key.get(key)
         if record is None:
-            record = SentenceRecord(line=line, topic=topic, text=text, stance=stance, source=self.source,
-                                    metadata={"argkp": argkp})
+            record = SentenceRecord(
+                line=line, topic=topic, text=text, stance=stance, source=self.source, metadata={"argkp": argkp}
+            )
             self.by_key[key] = record
             self.records.append(record)
         elif record.stance != stance:
-            raise ImportFailed(self.path, line, f"this argument has stance {stance} here but {record.stance} on line "
-                                                f"{record.line}")
+            raise ImportFailed(
+                self.path, line, f"this argument has stance {stance} here but {record.stance} on line {record.line}"
+            )
         return record
 
 
@@ -163,14 +175,21 @@ def _pairs_file(path, text: str, topic, source: str, progress) -> ParsedFile:
     total = count_lines(text)
     for n, (line, row) in enumerate(csv_rows(path, text_lines(text), "excel", ARGKP_PAIRS, ("set",)), start=1):
         set_name = _set(path, line, row.get("set"))
-        record = args.add(line, topic_name(path, line, row["topic"], topic),
-                          clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
-                          ibm_stance(path, line, row["stance"]), {"key_points": []})
+        record = args.add(
+            line,
+            topic_name(path, line, row["topic"], topic),
+            clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
+            ibm_stance(path, line, row["stance"]),
+            {"key_points": []},
+        )
         if set_name:
             record.metadata["argkp"]["set"] = set_name
         record.metadata["argkp"]["key_points"].append(
-            {"key_point": clean_str(path, line, row["key_point"], "key_point", limit=MAX_TEXT),
-             "label": _label(path, line, row["label"])})
+            {
+                "key_point": clean_str(path, line, row["key_point"], "key_point", limit=MAX_TEXT),
+                "label": _label(path, line, row["label"]),
+            }
+        )
         tick(progress, n, total, "parsing")
     return ParsedFile(sentences=args.records, merge_metadata=True)
 
@@ -191,9 +210,13 @@ def _arguments_file(path, text: str, topic, source: str, progress) -> ParsedFile
         argkp: dict[str, Any] = {"arg_ids": [], "key_points": []}
         if set_name:
             argkp["set"] = set_name
-        record = args.add(line, topic_name(path, line, row["topic"], topic),
-                          clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
-                          ibm_stance(path, line, row["stance"]), argkp)
+        record = args.add(
+            line,
+            topic_name(path, line, row["topic"], topic),
+            clean_str(path, line, row["argument"], "argument", limit=MAX_TEXT),
+            ibm_stance(path, line, row["stance"]),
+            argkp,
+        )
         record.metadata["argkp"]["arg_ids"].append(arg_id)
         record.external_id = record.external_id or arg_id
         by_id[arg_id] = record
@@ -222,17 +245,25 @@ def _arguments_file(path, text: str, topic, source: str, progress) -> ParsedFile
             if kp_id not in key_points:
                 raise ImportFailed(labels_path, line, f"key_point_id {kp_id!r} is not in {kp_path.name}")
             if (arg_id, kp_id) in seen:
-                raise ImportFailed(labels_path, line, f"the pair ({arg_id}, {kp_id}) is labelled twice (first on line "
-                                                      f"{seen[arg_id, kp_id]})")
+                raise ImportFailed(
+                    labels_path,
+                    line,
+                    f"the pair ({arg_id}, {kp_id}) is labelled twice (first on line {seen[arg_id, kp_id]})",
+                )
             seen[arg_id, kp_id] = line
             by_id[arg_id].metadata["argkp"]["key_points"].append(
-                {"key_point_id": kp_id, "key_point": key_points[kp_id],
-                 "label": _label(labels_path, line, row["label"])})
+                {
+                    "key_point_id": kp_id,
+                    "key_point": key_points[kp_id],
+                    "label": _label(labels_path, line, row["label"]),
+                }
+            )
     return ParsedFile(sentences=args.records, merge_metadata=True)
 
 
-def parse_ibm_argkp(path, text: str, *, topic: str | None = None, source: str | None = None,
-                    progress=None) -> ParsedFile:
+def parse_ibm_argkp(
+    path, text: str, *, topic: str | None = None, source: str | None = None, progress=None
+) -> ParsedFile:
     source = clean_str(path, 1, source or "ibm-argkp", "source", limit=MAX_SOURCE)
     header = set(_header(text))
     if set(ARGKP_PAIRS) <= header:
@@ -241,12 +272,20 @@ def parse_ibm_argkp(path, text: str, *, topic: str | None = None, source: str | 
         return _arguments_file(path, text, topic, source, progress)
     if set(ARGKP_KEY_POINTS) <= header or set(ARGKP_LABELS) <= header:
         main = companion_of(path)
-        raise ImportFailed(path, 1, f"this is an ArgKP {'labels' if 'label' in header else 'key-points'} file: import "
-                                    f"{main.name if main else 'the arguments_<set>.csv beside it'} (its key points "
-                                    f"and labels are read with it)")
-    raise ImportFailed(path, 1, f"not an ArgKP file: expected the columns {', '.join(ARGKP_PAIRS)} "
-                                f"(ArgKP-2021_dataset.csv) or {', '.join(ARGKP_ARGUMENTS)} (arguments_<set>.csv); "
-                                f"the header has: {', '.join(sorted(header)) or 'nothing'}")
+        raise ImportFailed(
+            path,
+            1,
+            f"this is an ArgKP {'labels' if 'label' in header else 'key-points'} file: import "
+            f"{main.name if main else 'the arguments_<set>.csv beside it'} (its key points "
+            f"and labels are read with it)",
+        )
+    raise ImportFailed(
+        path,
+        1,
+        f"not an ArgKP file: expected the columns {', '.join(ARGKP_PAIRS)} "
+        f"(ArgKP-2021_dataset.csv) or {', '.join(ARGKP_ARGUMENTS)} (arguments_<set>.csv); "
+        f"the header has: {', '.join(sorted(header)) or 'nothing'}",
+    )
 
 
 # --- args.me JSON ------------------------------------------------------------------------------------------
@@ -347,14 +386,15 @@ def _short_topic(conclusion: str) -> str:
     """A conclusion as a topic name: at most 200 characters, cut at a word boundary with an ellipsis."""
     if len(conclusion) <= MAX_TOPIC:
         return conclusion
-    cut = conclusion[:MAX_TOPIC - 1]
-    if " " in cut[MAX_TOPIC // 2:]:
-        cut = cut[:cut.rindex(" ")]
+    cut = conclusion[: MAX_TOPIC - 1]
+    if " " in cut[MAX_TOPIC // 2 :]:
+        cut = cut[: cut.rindex(" ")]
     return cut.rstrip() + "…"
 
 
-def parse_argsme_json(path, text: str, *, topic: str | None = None, source: str | None = None,
-                      progress=None) -> ParsedFile:
+def parse_argsme_json(
+    path, text: str, *, topic: str | None = None, source: str | None = None, progress=None
+) -> ParsedFile:
     """Each premise of each argument a sentence on the argument's conclusion (see the module doc)."""
     source = clean_str(path, 1, source or "args.me", "source", limit=MAX_SOURCE)
     parsed = ParsedFile(merge_metadata=True)
@@ -390,10 +430,17 @@ def parse_argsme_json(path, text: str, *, topic: str | None = None, source: str 
                 meta["premise"] = k
             if conclusion and name != conclusion:
                 meta["conclusion"] = conclusion
-            parsed.sentences.append(SentenceRecord(
-                line=line, topic=name, stance=ARGSME_STANCES[stance.strip().lower()], source=source,
-                text=clean_str(path, line, premise.get("text"), f"premises[{k}].text", limit=MAX_TEXT),
-                external_id=arg_id, metadata={"argsme": meta}))
+            parsed.sentences.append(
+                SentenceRecord(
+                    line=line,
+                    topic=name,
+                    stance=ARGSME_STANCES[stance.strip().lower()],
+                    source=source,
+                    text=clean_str(path, line, premise.get("text"), f"premises[{k}].text", limit=MAX_TEXT),
+                    external_id=arg_id,
+                    metadata={"argsme": meta},
+                )
+            )
         tick(progress, n, total, "parsing")
     if not parsed.sentences:
         raise ImportFailed(path, 0, "no arguments: the list is empty")

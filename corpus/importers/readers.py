@@ -4,10 +4,11 @@
 rows, args.me JSON); :func:`iter_lines` streams it line by line (the line-oriented formats: nothing past the
 current line is held, which keeps a 1 M-row import's memory bounded).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .base import ImportFailed
 
@@ -24,7 +25,7 @@ def _open(path: Path):
 
 
 def _bad_utf8(path, line: int, data: bytes, exc: UnicodeDecodeError) -> ImportFailed:
-    bad = data[exc.start:exc.end].hex(" ")
+    bad = data[exc.start : exc.end].hex(" ")
     return ImportFailed(path, line, f"invalid UTF-8 (byte(s) {bad}); save the file as UTF-8")
 
 

@@ -14,10 +14,11 @@ whose per-row SQL compilation was 2/3 of a 1 M-row import's time.
 With :attr:`ParsedFile.merge_metadata` (the public corpora that keep their data under their own key), a sentence
 already stored gets the metadata keys it lacks from the file; a stored value is never changed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Iterable, Iterator
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -49,7 +50,7 @@ SENTENCE_COLUMNS = ("topic", "text", "stance", "source", "external_id", "positio
 
 def _chunks(items: list, size: int = BATCH_SIZE):
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def _existing(model, hashes: list[str]) -> set[str]:
@@ -65,12 +66,18 @@ def _sentence_insert() -> tuple[str, tuple]:
     fields = {f.name: f for f in Sentence._meta.concrete_fields if not f.primary_key}
     rest = [f for name, f in fields.items() if name not in SENTENCE_COLUMNS]
     now = timezone.now()
-    defaults = tuple(f.get_db_prep_save(now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False)
-                                        else f.get_default(), connection) for f in rest)
+    defaults = tuple(
+        f.get_db_prep_save(
+            now if getattr(f, "auto_now_add", False) or getattr(f, "auto_now", False) else f.get_default(), connection
+        )
+        for f in rest
+    )
     columns = [fields[name] for name in SENTENCE_COLUMNS] + rest
     quote = connection.ops.quote_name
-    sql = (f"INSERT INTO {quote(Sentence._meta.db_table)} ({', '.join(quote(str(f.column)) for f in columns)}) "
-           f"VALUES ({', '.join(['%s'] * len(columns))})")
+    sql = (
+        f"INSERT INTO {quote(Sentence._meta.db_table)} ({', '.join(quote(str(f.column)) for f in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
     return sql, defaults
 
 
@@ -126,15 +133,23 @@ class _Writer:
     # -- rows --------------------------------------------------------------------------------------
     def documents(self) -> dict[str, Document]:
         records = self.parsed.documents
-        by_key: dict[str, Document] = {d.content_hash: d for d in Document.objects.filter(
-            content_hash__in=[r.key for r in records])} if records else {}
+        by_key: dict[str, Document] = (
+            {d.content_hash: d for d in Document.objects.filter(content_hash__in=[r.key for r in records])}
+            if records
+            else {}
+        )
         new = []
         for record in records:
             if record.key in by_key:
                 self.summary.skipped += 1
                 continue
-            doc = Document(topic=self.topic(record.topic), title=record.title[:500], source=record.source,
-                           text=record.text, content_hash=record.key)
+            doc = Document(
+                topic=self.topic(record.topic),
+                title=record.title[:500],
+                source=record.source,
+                text=record.text,
+                content_hash=record.key,
+            )
             by_key[record.key] = doc
             new.append(doc)
         for chunk in _chunks(new):
@@ -166,18 +181,38 @@ class _Writer:
             sql, defaults = _sentence_insert()
             metadata = Sentence._meta.get_field("metadata")
             empty = metadata.get_db_prep_save({}, connection)
-            rows = [(self.topic(r.topic).pk, r.text, r.stance, r.source, r.external_id, r.position, digest,
-                     metadata.get_db_prep_save(r.metadata, connection) if r.metadata else empty) + defaults
-                    for r, digest in new]
+            rows = [
+                (
+                    self.topic(r.topic).pk,
+                    r.text,
+                    r.stance,
+                    r.source,
+                    r.external_id,
+                    r.position,
+                    digest,
+                    metadata.get_db_prep_save(r.metadata, connection) if r.metadata else empty,
+                )
+                + defaults
+                for r, digest in new
+            ]
             for chunk in _chunks(rows):
                 _insert_sentences(sql, chunk)
                 self.tick(len(chunk))
         else:
-            objs = [Sentence(topic=self.topic(r.topic), text=r.text, stance=r.stance, source=r.source,
-                             external_id=r.external_id, position=r.position, content_hash=digest,
-                             metadata=r.metadata,
-                             document=documents.get(r.document_key) if r.document_key else None)
-                    for r, digest in new]
+            objs = [
+                Sentence(
+                    topic=self.topic(r.topic),
+                    text=r.text,
+                    stance=r.stance,
+                    source=r.source,
+                    external_id=r.external_id,
+                    position=r.position,
+                    content_hash=digest,
+                    metadata=r.metadata,
+                    document=documents.get(r.document_key) if r.document_key else None,
+                )
+                for r, digest in new
+            ]
             for chunk in _chunks(objs):
                 Sentence.objects.bulk_create(chunk)
                 self.tick(len(chunk))
@@ -187,8 +222,9 @@ class _Writer:
         changed = []
         for chunk in _chunks(sorted(new)):
             for sentence in Sentence.objects.filter(content_hash__in=chunk).only("id", "content_hash", "metadata"):
-                merged = _merged(sentence.metadata if isinstance(sentence.metadata, dict) else {},
-                                 new[sentence.content_hash])
+                merged = _merged(
+                    sentence.metadata if isinstance(sentence.metadata, dict) else {}, new[sentence.content_hash]
+                )
                 if merged is not None:
                     sentence.metadata = merged
                     changed.append(sentence)
@@ -205,8 +241,15 @@ class _Writer:
                 self.summary.skipped += 1
                 continue
             present.add(digest)
-            new.append(FactVariable(topic=self.topic(record.topic), text=record.text, origin=record.origin,
-                                    content_hash=digest, metadata=record.metadata))
+            new.append(
+                FactVariable(
+                    topic=self.topic(record.topic),
+                    text=record.text,
+                    origin=record.origin,
+                    content_hash=digest,
+                    metadata=record.metadata,
+                )
+            )
         self.tick(len(records) - len(new))
         for chunk in _chunks(new):
             FactVariable.objects.bulk_create(chunk)
@@ -221,16 +264,30 @@ class _Writer:
                 self.tick(1 + len(record.nodes))
                 continue
             tree = DebateTree.objects.create(
-                title=record.title, topic=self.topic(record.topic) if record.topic else None, source=record.source,
-                content_hash=record.content_hash, metadata=record.metadata)
+                title=record.title,
+                topic=self.topic(record.topic) if record.topic else None,
+                source=record.source,
+                content_hash=record.content_hash,
+                metadata=record.metadata,
+            )
             self.summary.created["debate_trees"] += 1
             self.tick(1)
             saved: dict[str, DebateNode] = {}
             # Parents before children: one bulk insert per depth, so every parent has its primary key.
             for depth in sorted({n.depth for n in record.nodes}):
-                level = [DebateNode(tree=tree, parent=saved[n.parent_path] if n.parent_path else None, path=n.path,
-                                    depth=n.depth, stance=n.stance, text=n.text, reference_path=n.reference_path)
-                         for n in record.nodes if n.depth == depth]
+                level = [
+                    DebateNode(
+                        tree=tree,
+                        parent=saved[n.parent_path] if n.parent_path else None,
+                        path=n.path,
+                        depth=n.depth,
+                        stance=n.stance,
+                        text=n.text,
+                        reference_path=n.reference_path,
+                    )
+                    for n in record.nodes
+                    if n.depth == depth
+                ]
                 for chunk in _chunks(level):
                     DebateNode.objects.bulk_create(chunk)
                     self.tick(len(chunk))
@@ -295,11 +352,13 @@ def _stream_cache() -> Iterator[None]:
             cursor.execute(f"PRAGMA cache_size = {before}")
 
 
-def save_stream(records: Iterable[SentenceRecord | FactRecord], *, progress, total: int = 0,
-                merge_metadata: bool = False) -> ImportSummary:
+def save_stream(
+    records: Iterable[SentenceRecord | FactRecord], *, progress, total: int = 0, merge_metadata: bool = False
+) -> ImportSummary:
     """Write the sentences and facts ``records`` yields, in batches, in ONE transaction: an error raised by the
     iterator (a bad line) or by the database rolls back every batch written before it. ``total``: the expected
     number of records (progress only)."""
     with _stream_cache():
-        return _Writer(ParsedFile(merge_metadata=merge_metadata), progress, fast=True,
-                       total=total).write_stream(records)
+        return _Writer(ParsedFile(merge_metadata=merge_metadata), progress, fast=True, total=total).write_stream(
+            records
+        )

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,150 +14,273 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, max_length=500)),
-                ('source', models.CharField(blank=True, help_text='URL or file path it came from', max_length=1000)),
-                ('text', models.TextField()),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(blank=True, max_length=500)),
+                ("source", models.CharField(blank=True, help_text="URL or file path it came from", max_length=1000)),
+                ("text", models.TextField()),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Topic',
+            name="Topic",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('slug', models.SlugField(max_length=200, unique=True)),
-                ('synonyms', models.JSONField(blank=True, default=list)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("slug", models.SlugField(max_length=200, unique=True)),
+                ("synonyms", models.JSONField(blank=True, default=list)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('version', models.CharField(max_length=50)),
-                ('kind', models.CharField(default='sentences', help_text='which exporter built it', max_length=50)),
-                ('status', models.CharField(choices=[('building', 'Building'), ('published', 'Published'), ('failed', 'Failed')], default='building', max_length=10)),
-                ('config', models.JSONField(blank=True, default=dict, help_text='the configuration that made it')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('published_at', models.DateTimeField(blank=True, null=True)),
-                ('directory', models.CharField(blank=True, help_text='folder under ARGORA_ARTIFACT_ROOT', max_length=1000)),
-                ('error', models.TextField(blank=True)),
-                ('creator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("version", models.CharField(max_length=50)),
+                ("kind", models.CharField(default="sentences", help_text="which exporter built it", max_length=50)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("building", "Building"), ("published", "Published"), ("failed", "Failed")],
+                        default="building",
+                        max_length=10,
+                    ),
+                ),
+                ("config", models.JSONField(blank=True, default=dict, help_text="the configuration that made it")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("published_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "directory",
+                    models.CharField(blank=True, help_text="folder under ARGORA_ARTIFACT_ROOT", max_length=1000),
+                ),
+                ("error", models.TextField(blank=True)),
+                (
+                    "creator",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseFile',
+            name="ReleaseFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='file name inside the release folder', max_length=200)),
-                ('rows', models.PositiveIntegerField(default=0)),
-                ('size', models.PositiveBigIntegerField(default=0)),
-                ('sha256', models.CharField(max_length=64)),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='corpus.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="file name inside the release folder", max_length=200)),
+                ("rows", models.PositiveIntegerField(default=0)),
+                ("size", models.PositiveBigIntegerField(default=0)),
+                ("sha256", models.CharField(max_length=64)),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="files", to="corpus.release"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['release_id', 'name'],
+                "ordering": ["release_id", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Sentence',
+            name="Sentence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('stance', models.CharField(choices=[('pro', 'Pro'), ('con', 'Con'), ('none', 'None')], db_index=True, default='none', max_length=4)),
-                ('source', models.CharField(blank=True, help_text='corpus / URL it came from', max_length=1000)),
-                ('external_id', models.CharField(blank=True, db_index=True, help_text='id in the source corpus (UKP sentenceHash, JSONL id)', max_length=200)),
-                ('position', models.PositiveIntegerField(blank=True, help_text='index of the sentence in its document', null=True)),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('document', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sentences', to='corpus.document')),
-                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sentences', to='corpus.topic')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                (
+                    "stance",
+                    models.CharField(
+                        choices=[("pro", "Pro"), ("con", "Con"), ("none", "None")],
+                        db_index=True,
+                        default="none",
+                        max_length=4,
+                    ),
+                ),
+                ("source", models.CharField(blank=True, help_text="corpus / URL it came from", max_length=1000)),
+                (
+                    "external_id",
+                    models.CharField(
+                        blank=True,
+                        db_index=True,
+                        help_text="id in the source corpus (UKP sentenceHash, JSONL id)",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="index of the sentence in its document", null=True
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sentences",
+                        to="corpus.document",
+                    ),
+                ),
+                (
+                    "topic",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="sentences", to="corpus.topic"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='FactVariable',
+            name="FactVariable",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('origin', models.CharField(choices=[('seed', 'Seed'), ('expert', 'Expert'), ('proposed', 'Proposed')], default='seed', max_length=10)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('pending', 'Pending review'), ('merged', 'Merged'), ('rejected', 'Rejected')], db_index=True, default='active', max_length=10)),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('merged_into', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='merged', to='corpus.factvariable')),
-                ('topic', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='facts', to='corpus.topic')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                (
+                    "origin",
+                    models.CharField(
+                        choices=[("seed", "Seed"), ("expert", "Expert"), ("proposed", "Proposed")],
+                        default="seed",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("pending", "Pending review"),
+                            ("merged", "Merged"),
+                            ("rejected", "Rejected"),
+                        ],
+                        db_index=True,
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "merged_into",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="merged",
+                        to="corpus.factvariable",
+                    ),
+                ),
+                (
+                    "topic",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="facts", to="corpus.topic"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['topic_id', 'id'],
+                "ordering": ["topic_id", "id"],
             },
         ),
         migrations.AddField(
-            model_name='document',
-            name='topic',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='documents', to='corpus.topic'),
+            model_name="document",
+            name="topic",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="documents",
+                to="corpus.topic",
+            ),
         ),
         migrations.CreateModel(
-            name='DebateTree',
+            name="DebateTree",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=500)),
-                ('source', models.CharField(blank=True, max_length=1000)),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('topic', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='debates', to='corpus.topic')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("title", models.CharField(max_length=500)),
+                ("source", models.CharField(blank=True, max_length=1000)),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "topic",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="debates",
+                        to="corpus.topic",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='DebateNode',
+            name="DebateNode",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(help_text='Kialo numbering, e.g. "1.2.3"', max_length=200)),
-                ('depth', models.PositiveIntegerField(default=0)),
-                ('stance', models.CharField(choices=[('pro', 'Pro'), ('con', 'Con'), ('none', 'None')], default='none', max_length=4)),
-                ('text', models.TextField()),
-                ('reference_path', models.CharField(blank=True, max_length=200)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='corpus.debatenode')),
-                ('tree', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='corpus.debatetree')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("path", models.CharField(help_text='Kialo numbering, e.g. "1.2.3"', max_length=200)),
+                ("depth", models.PositiveIntegerField(default=0)),
+                (
+                    "stance",
+                    models.CharField(
+                        choices=[("pro", "Pro"), ("con", "Con"), ("none", "None")], default="none", max_length=4
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("reference_path", models.CharField(blank=True, max_length=200)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="corpus.debatenode",
+                    ),
+                ),
+                (
+                    "tree",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="nodes", to="corpus.debatetree"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tree_id', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('tree', 'path'), name='unique_node_path_per_tree')],
+                "ordering": ["tree_id", "id"],
+                "constraints": [models.UniqueConstraint(fields=("tree", "path"), name="unique_node_path_per_tree")],
             },
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='unique_release_name_version'),
+            model_name="release",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="unique_release_name_version"),
         ),
         migrations.AddConstraint(
-            model_name='releasefile',
-            constraint=models.UniqueConstraint(fields=('release', 'name'), name='unique_release_file_name'),
+            model_name="releasefile",
+            constraint=models.UniqueConstraint(fields=("release", "name"), name="unique_release_file_name"),
         ),
         migrations.AddIndex(
-            model_name='sentence',
-            index=models.Index(fields=['topic', 'stance'], name='corpus_sent_topic_i_05eb75_idx'),
+            model_name="sentence",
+            index=models.Index(fields=["topic", "stance"], name="corpus_sent_topic_i_05eb75_idx"),
         ),
     ]

@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0001_initial'),
+        ("corpus", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='release',
-            name='card',
-            field=models.JSONField(blank=True, default=dict, help_text="the dataset card's license / citation / description (README.md)"),
+            model_name="release",
+            name="card",
+            field=models.JSONField(
+                blank=True, default=dict, help_text="the dataset card's license / citation / description (README.md)"
+            ),
         ),
     ]

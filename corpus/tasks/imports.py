@@ -1,4 +1,5 @@
 """Celery tasks for corpus imports: one-line calls into :mod:`corpus.importers`."""
+
 from urllib.parse import urlencode
 
 from celery import shared_task
@@ -11,10 +12,12 @@ from corpus.importers import import_file
 __all__ = ["import_corpus_file"]
 
 # what an import made -> the admin list that shows it (the first kind the import created wins)
-IMPORTED_LISTS = (("debate_trees", "admin:corpus_debatetree_changelist", "Imported debate trees"),
-                  ("facts", "admin:corpus_factvariable_changelist", "Fact KB"),
-                  ("documents", "admin:corpus_document_changelist", "Imported documents"),
-                  ("sentences", "admin:corpus_sentence_changelist", "Imported sentences"))
+IMPORTED_LISTS = (
+    ("debate_trees", "admin:corpus_debatetree_changelist", "Imported debate trees"),
+    ("facts", "admin:corpus_factvariable_changelist", "Fact KB"),
+    ("documents", "admin:corpus_document_changelist", "Imported documents"),
+    ("sentences", "admin:corpus_sentence_changelist", "Imported sentences"),
+)
 
 
 def imported_link(summary: dict, source: str | None) -> dict:

@@ -14,6 +14,7 @@
 - ``POST /api/generate/runs/<id>/ratings/`` ``{"project"?: slug}`` -> ``{"project", "task_type", "created",
   "skipped", "hits"}`` (:func:`ml.generation.evaluate.send_to_ratings`).
 """
+
 from __future__ import annotations
 
 import re
@@ -41,6 +42,7 @@ class IsResearcher(permissions.BasePermission):
     def has_permission(self, request, view):
         return access.may_create_projects(request.user)
 
+
 MAX_INPUTS = 200
 
 
@@ -48,8 +50,20 @@ def _bad(field: str, reason: str) -> Response:
     return Response({"errors": {field: reason}}, status=status.HTTP_400_BAD_REQUEST)
 
 
-REQUEST_FIELDS = ("mode", "inputs", "lines", "model_version", "kind", "decoding", "options", "references", "name",
-                  "store", "project", "run")
+REQUEST_FIELDS = (
+    "mode",
+    "inputs",
+    "lines",
+    "model_version",
+    "kind",
+    "decoding",
+    "options",
+    "references",
+    "name",
+    "store",
+    "project",
+    "run",
+)
 
 
 def _error(exc: Exception, default_field: str = "inputs") -> Response:
@@ -63,17 +77,20 @@ def _error(exc: Exception, default_field: str = "inputs") -> Response:
     return _bad(field, text)
 
 
-GenerateRequest = inline_serializer("GenerateRequest", {
-    "mode": serializers.ChoiceField(choices=gen.MODES),
-    "inputs": serializers.ListField(child=serializers.JSONField(), required=False),
-    "lines": serializers.CharField(required=False),
-    "model_version": serializers.IntegerField(required=False),
-    "kind": serializers.ChoiceField(choices=("generator", "seq2seq"), required=False),
-    "decoding": serializers.DictField(required=False),
-    "options": serializers.DictField(required=False),
-    "references": serializers.ListField(child=serializers.DictField(), required=False),
-    "name": serializers.CharField(required=False),
-})
+GenerateRequest = inline_serializer(
+    "GenerateRequest",
+    {
+        "mode": serializers.ChoiceField(choices=gen.MODES),
+        "inputs": serializers.ListField(child=serializers.JSONField(), required=False),
+        "lines": serializers.CharField(required=False),
+        "model_version": serializers.IntegerField(required=False),
+        "kind": serializers.ChoiceField(choices=("generator", "seq2seq"), required=False),
+        "decoding": serializers.DictField(required=False),
+        "options": serializers.DictField(required=False),
+        "references": serializers.ListField(child=serializers.DictField(), required=False),
+        "name": serializers.CharField(required=False),
+    },
+)
 
 
 class Generate(APIView):
@@ -91,8 +108,9 @@ class Generate(APIView):
             if data.get(name) is not None and not isinstance(data[name], dict):
                 return _bad(name, f"{name}: an object is required")
         references = data.get("references")
-        if references is not None and (not isinstance(references, list)
-                                       or not all(isinstance(r, dict) for r in references)):
+        if references is not None and (
+            not isinstance(references, list) or not all(isinstance(r, dict) for r in references)
+        ):
             return _bad("references", "references: a list of objects {topic, stance, aspect(s), text} is required")
         if data.get("kind") is not None and data["kind"] not in ("generator", "seq2seq"):
             return _bad("kind", "kind: generator or seq2seq")
@@ -117,17 +135,34 @@ class Generate(APIView):
                 inputs = gen.parse_lines(mode, data["lines"])
                 if len(inputs) > MAX_INPUTS:
                     return _bad("lines", f"lines: at most {MAX_INPUTS} per request")
-            run = runs.start_run(mode, inputs, user=request.user, version=data.get("model_version"),
-                                 kind=data.get("kind"), decoding=data.get("decoding"), options=data.get("options"),
-                                 references=references, name=str(data.get("name") or ""))
+            run = runs.start_run(
+                mode,
+                inputs,
+                user=request.user,
+                version=data.get("model_version"),
+                kind=data.get("kind"),
+                decoding=data.get("decoding"),
+                options=data.get("options"),
+                references=references,
+                name=str(data.get("name") or ""),
+            )
         except gen.GenerationError as exc:
             return _error(exc, source)
         except runs.QueueUnavailable as exc:
             return Response({"errors": {"queue": str(exc)}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         state = runs.public({**run, "outputs": []})
-        return Response({"run": run["id"], "status": run["status"], "url": state["url"], "job": state["job"],
-                         "state": reverse("api-generate-run", args=[run["id"]]), "mode": mode,
-                         "model_version": run["model_version"]}, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            {
+                "run": run["id"],
+                "status": run["status"],
+                "url": state["url"],
+                "job": state["job"],
+                "state": reverse("api-generate-run", args=[run["id"]]),
+                "mode": mode,
+                "model_version": run["model_version"],
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 def _visible_run(request, run_id: str) -> dict:
@@ -182,8 +217,11 @@ class RunEvaluate(APIView):
 class RunRatings(APIView):
     permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
-    @extend_schema(operation_id="generate_runs_ratings", request=inline_serializer("RunRatingsRequest", {"project": serializers.CharField(required=False)}),
-                   responses=dict)
+    @extend_schema(
+        operation_id="generate_runs_ratings",
+        request=inline_serializer("RunRatingsRequest", {"project": serializers.CharField(required=False)}),
+        responses=dict,
+    )
     def post(self, request, run_id: str):
         try:
             run = _visible_run(request, run_id)

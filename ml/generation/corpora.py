@@ -89,14 +89,16 @@ aggregated ``schemes`` (ties: listed order), else the imported ``scheme``; "Goal
 Goal" (ArgU §3.1.3) unless ``merge_goal_from_means=False``; codes follow
 :func:`annotation.task_types.span_grounding.schemes.control_code`. :func:`special_tokens` lists the 13 tokens to add to a tokenizer (Table 6).
 """
+
 from __future__ import annotations
 
 import random
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from annotation.models import Project
 from annotation.task_types.aspect import appf
@@ -115,8 +117,16 @@ from ml.silver import filter_label
 # --- shared text helpers ------------------------------------------------------------------------------
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
-_STANCES = {"pro": "pro", "con": "con", "argument_for": "pro", "argument_against": "con",
-            "for": "pro", "against": "con", "support": "pro", "attack": "con"}
+_STANCES = {
+    "pro": "pro",
+    "con": "con",
+    "argument_for": "pro",
+    "argument_against": "con",
+    "for": "pro",
+    "against": "con",
+    "support": "pro",
+    "attack": "con",
+}
 STANCE_CODES = {"pro": "PRO", "con": "CON"}
 
 
@@ -200,8 +210,12 @@ def normalise_aspect_row(row: dict) -> dict:
         aspects = [aspects]
     if not isinstance(aspects, list) or not all(isinstance(a, str) for a in aspects):
         raise RowError('"aspects" must be a list of strings')
-    return {"topic": _norm_space(topic), "stance": normalise_stance(row.get("stance")),
-            "sentence": _norm_space(sentence), "aspects": [_norm_space(a) for a in aspects if a.strip()]}
+    return {
+        "topic": _norm_space(topic),
+        "stance": normalise_stance(row.get("stance")),
+        "sentence": _norm_space(sentence),
+        "aspects": [_norm_space(a) for a in aspects if a.strip()],
+    }
 
 
 def gold_aspect_rows(projects: Iterable) -> Iterator[dict]:
@@ -214,8 +228,9 @@ def gold_aspect_rows(projects: Iterable) -> Iterator[dict]:
             yield normalise_aspect_row(row)
 
 
-def silver_aspect_rows(aspect_run, stance_run=None, *, dropped: Counter | None = None,
-                       chunk_size: int = 2000) -> Iterator[dict]:
+def silver_aspect_rows(
+    aspect_run, stance_run=None, *, dropped: Counter | None = None, chunk_size: int = 2000
+) -> Iterator[dict]:
     """Aspect rows from silver runs (Arg-CTRL §4's chain): one row per sentence labelled by either run.
 
     - stance: the sentence's own stance when it is pro / con (gold, crowd or imported labels win), else the
@@ -235,20 +250,21 @@ def silver_aspect_rows(aspect_run, stance_run=None, *, dropped: Counter | None =
         return [str(sp.get("text") or "") for sp in kept if str(sp.get("text") or "").strip()]
 
     def row(sentence, stance, spans) -> dict:
-        return {"topic": sentence.topic.name, "stance": stance, "sentence": sentence.text,
-                "aspects": aspects_of(spans)}
+        return {"topic": sentence.topic.name, "stance": stance, "sentence": sentence.text, "aspects": aspects_of(spans)}
 
     def own(sentence) -> str | None:
         return sentence.stance if sentence.stance in ("pro", "con") else None
 
     if stance_run is not None:
-        labels = (SilverLabel.objects.filter(run=stance_run).select_related("sentence__topic")
-                  .order_by("sentence_id"))
+        labels = SilverLabel.objects.filter(run=stance_run).select_related("sentence__topic").order_by("sentence_id")
         chunk: list = []
 
         def flush(chunk):
-            spans = dict(SilverLabel.objects.filter(run=aspect_run, sentence_id__in=[lab.sentence_id for lab in chunk])
-                         .values_list("sentence_id", "spans"))
+            spans = dict(
+                SilverLabel.objects.filter(
+                    run=aspect_run, sentence_id__in=[lab.sentence_id for lab in chunk]
+                ).values_list("sentence_id", "spans")
+            )
             for lab in chunk:
                 stance = own(lab.sentence) or (lab.stance if lab.stance in ("pro", "con") else None)
                 if stance is None:
@@ -279,9 +295,9 @@ class AspectDocument:
     """One training document: every argument of one control code."""
 
     topic: str
-    stance: str          # pro / con
-    aspect: str          # the surface form written in the control code
-    stem: str            # the merge key (aspect_stem)
+    stance: str  # pro / con
+    aspect: str  # the surface form written in the control code
+    stem: str  # the merge key (aspect_stem)
     arguments: list[str]
     aspects: list[str] = field(default_factory=list)  # all merged surface forms, sorted
     source: str = "gold"
@@ -294,9 +310,17 @@ class AspectDocument:
         return sep.join(self.arguments)
 
     def as_row(self) -> dict:
-        return {"control_code": self.control_code, "topic": self.topic, "stance": self.stance,
-                "aspect": self.aspect, "stem": self.stem, "aspects": list(self.aspects),
-                "n_arguments": len(self.arguments), "arguments": list(self.arguments), "source": self.source}
+        return {
+            "control_code": self.control_code,
+            "topic": self.topic,
+            "stance": self.stance,
+            "aspect": self.aspect,
+            "stem": self.stem,
+            "aspects": list(self.aspects),
+            "n_arguments": len(self.arguments),
+            "arguments": list(self.arguments),
+            "source": self.source,
+        }
 
 
 @dataclass
@@ -306,8 +330,7 @@ class AspectDocs:
 
 
 def _check_bounds(min_args: int, max_args: int, max_per_topic_stance: int) -> None:
-    for name, value in (("min_args", min_args), ("max_args", max_args),
-                        ("max_per_topic_stance", max_per_topic_stance)):
+    for name, value in (("min_args", min_args), ("max_args", max_args), ("max_per_topic_stance", max_per_topic_stance)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
     if min_args > max_args:
@@ -325,11 +348,17 @@ def _display_aspect(forms: Counter) -> str:
     return sorted(forms.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0][0]
 
 
-def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_ARGS,
-                           max_args: int = DEFAULT_MAX_ARGS,
-                           max_per_topic_stance: int = DEFAULT_MAX_PER_TOPIC_STANCE, seed: int = 13,
-                           source: str = "gold", progress: Progress = null_progress,
-                           dropped_rows: Counter | None = None) -> AspectDocs:
+def build_aspect_documents(
+    rows: Iterable[dict],
+    *,
+    min_args: int = DEFAULT_MIN_ARGS,
+    max_args: int = DEFAULT_MAX_ARGS,
+    max_per_topic_stance: int = DEFAULT_MAX_PER_TOPIC_STANCE,
+    seed: int = 13,
+    source: str = "gold",
+    progress: Progress = null_progress,
+    dropped_rows: Counter | None = None,
+) -> AspectDocs:
     """Arg-CTRL §4 training documents from aspect rows (see the module docstring for every rule).
 
     ``rows``: dicts accepted by :func:`normalise_aspect_row` (a bad row raises :class:`RowError`).
@@ -359,8 +388,9 @@ def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_
             stats["skipped_no_aspect"] += 1
             continue
         for key, surface in keyed:
-            group = groups.setdefault((row["topic"], row["stance"], key),
-                                      {"arguments": [], "seen": set(), "forms": Counter()})
+            group = groups.setdefault(
+                (row["topic"], row["stance"], key), {"arguments": [], "seen": set(), "forms": Counter()}
+            )
             if row["sentence"] not in group["seen"]:
                 group["seen"].add(row["sentence"])
                 group["arguments"].append(row["sentence"])
@@ -384,9 +414,17 @@ def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_
             stats["truncated"] += 1
             arguments = _sample_keep_order(arguments, max_args, random.Random(f"{seed}:{topic}:{stance}:{key}"))
         after_max.update((topic, stance, a) for a in arguments)
-        by_ts[(topic, stance)].append(AspectDocument(
-            topic=topic, stance=stance, aspect=_display_aspect(group["forms"]), stem=key, arguments=arguments,
-            aspects=sorted(group["forms"]), source=source))
+        by_ts[(topic, stance)].append(
+            AspectDocument(
+                topic=topic,
+                stance=stance,
+                aspect=_display_aspect(group["forms"]),
+                stem=key,
+                arguments=arguments,
+                aspects=sorted(group["forms"]),
+                source=source,
+            )
+        )
 
     documents: list[AspectDocument] = []
     per_ts: dict[str, int] = {}
@@ -412,19 +450,35 @@ def build_aspect_documents(rows: Iterable[dict], *, min_args: int = DEFAULT_MIN_
     documents.sort(key=lambda d: (d.topic, d.stance, d.stem))
     final = {(d.topic, d.stance, a) for d in documents for a in d.arguments}
     dropped = Counter(dropped_rows or {})
-    dropped.update({"no_stance": stats["skipped_stance"], "no_aspect": stats["skipped_no_aspect"],
-                    "too_small": len(candidates - after_small), "max_args": len(after_small - after_max),
-                    "cap": len(after_max - final)})
+    dropped.update(
+        {
+            "no_stance": stats["skipped_stance"],
+            "no_aspect": stats["skipped_no_aspect"],
+            "too_small": len(candidates - after_small),
+            "max_args": len(after_small - after_max),
+            "cap": len(after_max - final),
+        }
+    )
     progress(n, n, "documents built")
-    out = {"dropped": dict(dropped), "rows": n, "skipped_stance": stats["skipped_stance"], "skipped_no_aspect": stats["skipped_no_aspect"],
-           "groups": len(groups), "dropped_small": stats["dropped_small"], "truncated": stats["truncated"],
-           "capped": stats["capped"], "documents": len(documents),
-           "arguments": sum(len(d.arguments) for d in documents), "per_topic_stance": per_ts}
+    out = {
+        "dropped": dict(dropped),
+        "rows": n,
+        "skipped_stance": stats["skipped_stance"],
+        "skipped_no_aspect": stats["skipped_no_aspect"],
+        "groups": len(groups),
+        "dropped_small": stats["dropped_small"],
+        "truncated": stats["truncated"],
+        "capped": stats["capped"],
+        "documents": len(documents),
+        "arguments": sum(len(d.arguments) for d in documents),
+        "per_topic_stance": per_ts,
+    }
     return AspectDocs(documents, out)
 
 
-def chunk_document(document: AspectDocument, tokenizer, *, block_size: int = 256, sep: str = "\n",
-                   code_suffix: str = "") -> list[list[int]]:
+def chunk_document(
+    document: AspectDocument, tokenizer, *, block_size: int = 256, sep: str = "\n", code_suffix: str = ""
+) -> list[list[int]]:
     """Arg-CTRL §5.1 training sequences: the document's text tokenised and cut into blocks of ``block_size``
     tokens, each prefixed with the control code's tokens (``control_code + code_suffix``; §5.2 suggests a period
     or colon after the code at inference). ``tokenizer.encode(text, add_special_tokens=False)`` is used."""
@@ -432,7 +486,7 @@ def chunk_document(document: AspectDocument, tokenizer, *, block_size: int = 256
         raise ValueError("block_size: expected a whole number >= 1")
     code_ids = list(tokenizer.encode(document.control_code + code_suffix, add_special_tokens=False))
     ids = list(tokenizer.encode(document.text(sep), add_special_tokens=False))
-    return [code_ids + ids[i:i + block_size] for i in range(0, len(ids), block_size)]
+    return [code_ids + ids[i : i + block_size] for i in range(0, len(ids), block_size)]
 
 
 # ======================================================================================================
@@ -456,8 +510,7 @@ TURN_SEP = " <turn> "
 
 
 def _compile(table_regex: str) -> re.Pattern:
-    pattern = (table_regex.replace("[Pro Con]", "[PC" + ROOT_SYMBOL + "]")
-               .replace("[Pro]", "P").replace("[Con]", "C"))
+    pattern = table_regex.replace("[Pro Con]", "[PC" + ROOT_SYMBOL + "]").replace("[Pro]", "P").replace("[Con]", "C")
     return re.compile(pattern)
 
 
@@ -515,9 +568,14 @@ def _check_strategy(strategy: str) -> None:
         raise ValueError(f"strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
 
 
-def debate_pairs(nodes: Iterable[Node], strategy: str, *, anchor: str = "root",
-                 max_prompt_nodes: int | None = None, max_response_nodes: int | None = None
-                 ) -> Iterator[DebatePair]:
+def debate_pairs(
+    nodes: Iterable[Node],
+    strategy: str,
+    *,
+    anchor: str = "root",
+    max_prompt_nodes: int | None = None,
+    max_response_nodes: int | None = None,
+) -> Iterator[DebatePair]:
     """Every (prompt, response) pair of one tree for ``strategy`` (module docstring, section 2).
 
     ``nodes``: the tree's :class:`Node` s (one root: ``parent`` None). Pairs come depth-first in node-path order,
@@ -632,8 +690,10 @@ def tree_nodes(tree) -> list[Node]:
     """The :class:`Node` s of a :class:`corpus.models.DebateTree` (one query)."""
     rows = DebateNode.objects.filter(tree=tree).values_list("id", "parent_id", "path", "stance", "text")
     paths = {pk: path for pk, _, path, _, _ in rows}
-    return [Node(path=path, parent=paths.get(parent_id) if parent_id else None, stance=stance, text=text)
-            for _, parent_id, path, stance, text in rows]
+    return [
+        Node(path=path, parent=paths.get(parent_id) if parent_id else None, stance=stance, text=text)
+        for _, parent_id, path, stance, text in rows
+    ]
 
 
 def debate_trees(trees=None, topics: Sequence[str] | None = None):
@@ -647,21 +707,38 @@ def debate_trees(trees=None, topics: Sequence[str] | None = None):
     return qs
 
 
-def pair_row(pair: DebatePair, tree, split: str | None, *, node_sep: str = NODE_SEP,
-             turn_sep: str = TURN_SEP) -> dict:
+def pair_row(pair: DebatePair, tree, split: str | None, *, node_sep: str = NODE_SEP, turn_sep: str = TURN_SEP) -> dict:
     prompt_paths, response_paths = pair.key
-    return {"strategy": pair.strategy, "tree_id": getattr(tree, "pk", None),
-            "tree_hash": getattr(tree, "content_hash", None), "debate": getattr(tree, "title", ""),
-            "topic": tree.topic.name if getattr(tree, "topic", None) is not None else None, "split": split,
-            "prompt": pair.prompt_text(node_sep, turn_sep), "response": pair.response_text(node_sep),
-            "prompt_paths": list(prompt_paths), "response_paths": list(response_paths),
-            "prompt_turns": len(pair.prompt_turns())}
+    return {
+        "strategy": pair.strategy,
+        "tree_id": getattr(tree, "pk", None),
+        "tree_hash": getattr(tree, "content_hash", None),
+        "debate": getattr(tree, "title", ""),
+        "topic": tree.topic.name if getattr(tree, "topic", None) is not None else None,
+        "split": split,
+        "prompt": pair.prompt_text(node_sep, turn_sep),
+        "response": pair.response_text(node_sep),
+        "prompt_paths": list(prompt_paths),
+        "response_paths": list(response_paths),
+        "prompt_turns": len(pair.prompt_turns()),
+    }
 
 
-def debate_path_rows(trees=None, *, strategies: Sequence[str] = STRATEGIES, topics: Sequence[str] | None = None,
-                     seed: int = 13, fractions=None, splits: Sequence[str] | None = None, anchor: str = "root",
-                     node_sep: str = NODE_SEP, turn_sep: str = TURN_SEP, max_prompt_nodes: int | None = None,
-                     max_response_nodes: int | None = None, progress: Progress = null_progress) -> Iterator[dict]:
+def debate_path_rows(
+    trees=None,
+    *,
+    strategies: Sequence[str] = STRATEGIES,
+    topics: Sequence[str] | None = None,
+    seed: int = 13,
+    fractions=None,
+    splits: Sequence[str] | None = None,
+    anchor: str = "root",
+    node_sep: str = NODE_SEP,
+    turn_sep: str = TURN_SEP,
+    max_prompt_nodes: int | None = None,
+    max_response_nodes: int | None = None,
+    progress: Progress = null_progress,
+) -> Iterator[dict]:
     """JSONL rows of every pair of the selected imported trees for each strategy, with the debate's split.
 
     Row: ``{"strategy", "tree_id", "tree_hash", "debate", "topic", "split", "prompt", "response",
@@ -680,8 +757,9 @@ def debate_path_rows(trees=None, *, strategies: Sequence[str] = STRATEGIES, topi
             continue
         nodes = tree_nodes(tree)
         for strategy in strategies:
-            for pair in debate_pairs(nodes, strategy, anchor=anchor, max_prompt_nodes=max_prompt_nodes,
-                                     max_response_nodes=max_response_nodes):
+            for pair in debate_pairs(
+                nodes, strategy, anchor=anchor, max_prompt_nodes=max_prompt_nodes, max_response_nodes=max_response_nodes
+            ):
                 yield pair_row(pair, tree, split, node_sep=node_sep, turn_sep=turn_sep)
         progress(i, total, "extracting debate paths")
 
@@ -740,8 +818,15 @@ def argu_template(text: str, spans: Iterable[Sequence], tags: dict) -> str:
     return "".join(out)
 
 
-def argu_input(row: dict, *, seed: int = 13, max_variables: int = 4, min_variables: int = 1,
-               merge_goal_from_means: bool = True, require_scheme: bool = False) -> dict:
+def argu_input(
+    row: dict,
+    *,
+    seed: int = 13,
+    max_variables: int = 4,
+    min_variables: int = 1,
+    merge_goal_from_means: bool = True,
+    require_scheme: bool = False,
+) -> dict:
     """The ArgU-Mono / ArgU-Dual training example of one span export row (module docstring, section 3).
 
     Raises :class:`RowError` with the reason when the row cannot be used (stance not pro/con, fewer than
@@ -771,8 +856,10 @@ def argu_input(row: dict, *, seed: int = 13, max_variables: int = 4, min_variabl
     for begin, end, variable in sorted((int(s[0]), int(s[1]), s[2]) for s in spans):
         if variable is not None and variable not in grounded:
             if variable not in names:
-                raise RowError(f"span [{begin}, {end}] is grounded to variable {variable!r}, which is not among "
-                               f"the row's variables")
+                raise RowError(
+                    f"span [{begin}, {end}] is grounded to variable {variable!r}, which is not among "
+                    f"the row's variables"
+                )
             grounded.append(variable)
     if not min_variables <= len(grounded) <= max_variables:
         raise RowError(f"{len(grounded)} grounded variables, not {min_variables}-{max_variables}")
@@ -789,24 +876,46 @@ def argu_input(row: dict, *, seed: int = 13, max_variables: int = 4, min_variabl
     template = argu_template(text, spans, tags)
     codes = [STANCE_TOKENS[stance]] + ([scheme_code(scheme)] if scheme else [])
     prefix = " ".join(codes)
-    return {"topic": _norm_space(topic), "stance": stance, "scheme": scheme, "argument_id": row.get("argument_id"),
-            "item_id": row.get("item_id"), "encoder_input": encoder_input, "variables": variables,
-            "stance_code": STANCE_TOKENS[stance], "scheme_code": scheme_code(scheme), "control_codes": codes,
-            "argument": text, "template": template,
-            "mono_target": f"{prefix} {ARGUMENT_BOS} {text}",
-            "dual_target": f"{prefix} {PATTERN_BOS} {template} {ARGUMENT_BOS} {text}"}
+    return {
+        "topic": _norm_space(topic),
+        "stance": stance,
+        "scheme": scheme,
+        "argument_id": row.get("argument_id"),
+        "item_id": row.get("item_id"),
+        "encoder_input": encoder_input,
+        "variables": variables,
+        "stance_code": STANCE_TOKENS[stance],
+        "scheme_code": scheme_code(scheme),
+        "control_codes": codes,
+        "argument": text,
+        "template": template,
+        "mono_target": f"{prefix} {ARGUMENT_BOS} {text}",
+        "dual_target": f"{prefix} {PATTERN_BOS} {template} {ARGUMENT_BOS} {text}",
+    }
 
 
-def argu_inputs(rows: Iterable[dict], *, seed: int = 13, max_variables: int = 4, min_variables: int = 1,
-                merge_goal_from_means: bool = True, require_scheme: bool = False,
-                skipped: Counter | None = None, progress: Progress = null_progress) -> Iterator[dict]:
+def argu_inputs(
+    rows: Iterable[dict],
+    *,
+    seed: int = 13,
+    max_variables: int = 4,
+    min_variables: int = 1,
+    merge_goal_from_means: bool = True,
+    require_scheme: bool = False,
+    skipped: Counter | None = None,
+    progress: Progress = null_progress,
+) -> Iterator[dict]:
     """:func:`argu_input` over ``rows``, skipping unusable ones (reasons counted into ``skipped`` if given)."""
-    n = 0
-    for row in rows:
-        n += 1
+    for n, row in enumerate(rows, 1):
         try:
-            yield argu_input(row, seed=seed, max_variables=max_variables, min_variables=min_variables,
-                             merge_goal_from_means=merge_goal_from_means, require_scheme=require_scheme)
+            yield argu_input(
+                row,
+                seed=seed,
+                max_variables=max_variables,
+                min_variables=min_variables,
+                merge_goal_from_means=merge_goal_from_means,
+                require_scheme=require_scheme,
+            )
         except RowError as exc:
             if skipped is not None:
                 reason = re.sub(r"\d+ grounded", "N grounded", str(exc))
@@ -825,6 +934,7 @@ def span_rows(projects: Iterable, *, filters=None) -> Iterator[dict]:
 
 
 # --- files ------------------------------------------------------------------------------------------------
+
 
 def read_jsonl(path) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` of a JSONL file (:func:`argora.jsonl.read_jsonl`); :class:`RowError`

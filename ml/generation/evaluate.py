@@ -25,12 +25,13 @@ stance, preferring one with the same aspect stem; seeded choice), debates become
 rows are written to ``pairs.jsonl`` / ``debates.jsonl`` in the run folder and imported all-or-nothing; the
 project (created as a draft when missing) is recorded in the run's ``ratings``.
 """
+
 from __future__ import annotations
 
 import os
 import random
 from collections import defaultdict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from annotation.task_types.ratings import LIKERT, PAIRWISE
 from annotation.task_types.ratings.items import (
@@ -57,7 +58,7 @@ def distinct_n(texts: Sequence[str], n: int) -> float:
     for text in texts:
         toks = M.tokenize(text)
         for i in range(len(toks) - n + 1):
-            grams.add(tuple(toks[i:i + n]))
+            grams.add(tuple(toks[i : i + n]))
             total += 1
     return len(grams) / total if total else 0.0
 
@@ -65,9 +66,13 @@ def distinct_n(texts: Sequence[str], n: int) -> float:
 def _common(outputs: list[dict]) -> dict:
     texts = _texts(outputs)
     nonempty = [t for t in texts if t.strip()]
-    return {"n_outputs": len(outputs), "empty": len(texts) - len(nonempty),
-            "mean_words": (sum(len(M.tokenize(t)) for t in nonempty) / len(nonempty)) if nonempty else 0.0,
-            "distinct_1": distinct_n(nonempty, 1), "distinct_2": distinct_n(nonempty, 2)}
+    return {
+        "n_outputs": len(outputs),
+        "empty": len(texts) - len(nonempty),
+        "mean_words": (sum(len(M.tokenize(t)) for t in nonempty) / len(nonempty)) if nonempty else 0.0,
+        "distinct_1": distinct_n(nonempty, 1),
+        "distinct_2": distinct_n(nonempty, 2),
+    }
 
 
 def _model_info(version_id) -> tuple[dict | None, list[dict]]:
@@ -85,9 +90,15 @@ def _model_info(version_id) -> tuple[dict | None, list[dict]]:
     return (version.metrics or {}).get("dev"), training
 
 
-def evaluate_outputs(mode: str, outputs: list[dict], *, references: list[dict] | None = None,
-                     training: list[dict] | None = None, encode: Callable | None = None,
-                     novelty_pairs: int = 20) -> dict:
+def evaluate_outputs(
+    mode: str,
+    outputs: list[dict],
+    *,
+    references: list[dict] | None = None,
+    training: list[dict] | None = None,
+    encode: Callable | None = None,
+    novelty_pairs: int = 20,
+) -> dict:
     """The metrics of one run's outputs (module docstring); pure, no files."""
     result: dict = {"mode": mode, **_common(outputs)}
     scored = [o for o in outputs if (o.get("text") or "").strip()]
@@ -97,8 +108,12 @@ def evaluate_outputs(mode: str, outputs: list[dict], *, references: list[dict] |
         result["aspect_present"] = [M.aspect_present(o["text"], o["aspect"]) for o in with_aspect]
         if training and scored:
             nov = M.novelty([o["text"] for o in scored], [t["text"] for t in training], encode=encode)
-            result["novelty"] = {"mean_cosine": nov["mean_cosine"], "mean_edit_distance": nov["mean_edit_distance"],
-                                 "mean_overlap": nov["mean_overlap"], "pairs": nov["pairs"][:novelty_pairs]}
+            result["novelty"] = {
+                "mean_cosine": nov["mean_cosine"],
+                "mean_edit_distance": nov["mean_edit_distance"],
+                "mean_overlap": nov["mean_overlap"],
+                "pairs": nov["pairs"][:novelty_pairs],
+            }
         if references and with_aspect:
             result["reference"] = M.reference_scores(with_aspect, references)
             if training:
@@ -125,8 +140,7 @@ def evaluate_outputs(mode: str, outputs: list[dict], *, references: list[dict] |
         turns = [t for o in outputs for t in (o.get("turns") or [])]
         result["debates"] = len(outputs)
         result["mean_turns"] = len(turns) / len(outputs) if outputs else 0.0
-        result["mean_words_per_turn"] = (sum(len(M.tokenize(t["text"])) for t in turns) / len(turns)
-                                         if turns else 0.0)
+        result["mean_words_per_turn"] = sum(len(M.tokenize(t["text"])) for t in turns) / len(turns) if turns else 0.0
     return result
 
 
@@ -147,6 +161,7 @@ def evaluate_run(run_id: str, *, references: list[dict] | None = None, encode: C
 
 # --- human evaluation ------------------------------------------------------------------------------
 
+
 def pair_rows(run: dict, references: list[dict], *, seed: int = 13) -> list[dict]:
     """``PAIRS.jsonl`` rows: each generated argument against its own ``reference`` (ArgU inputs may carry one), else
     a reference argument of the same topic and stance (preferring the same aspect stem; seeded choice)."""
@@ -157,7 +172,8 @@ def pair_rows(run: dict, references: list[dict], *, seed: int = 13) -> list[dict
         if isinstance(text, str) and text.strip() and stance and ref.get("topic"):
             aspects = ref.get("aspects") or ([ref["aspect"]] if ref.get("aspect") else [])
             by_ts[(ref["topic"].lower().strip(), stance)].append(
-                {"text": text.strip(), "stems": {aspect_stem(a) for a in aspects}})
+                {"text": text.strip(), "stems": {aspect_stem(a) for a in aspects}}
+            )
     rng = random.Random(f"{seed}:{run['id']}")
     system = run.get("system") or "generator"
     rows = []
@@ -176,8 +192,15 @@ def pair_rows(run: dict, references: list[dict], *, seed: int = 13) -> list[dict
             stem = aspect_stem(out["aspect"]) if out.get("aspect") else None
             same = [r for r in pool if stem and stem in r["stems"]]
             ref = rng.choice(same or pool)
-        rows.append({"id": f"{run['id']}:{out['id']}", "topic": out["topic"], "stance": stance,
-                     "a": {"system": system, "text": text}, "b": {"system": "reference", "text": ref["text"]}})
+        rows.append(
+            {
+                "id": f"{run['id']}:{out['id']}",
+                "topic": out["topic"],
+                "stance": stance,
+                "a": {"system": system, "text": text},
+                "b": {"system": "reference", "text": ref["text"]},
+            }
+        )
     return rows
 
 
@@ -188,13 +211,15 @@ def debate_rows(run: dict) -> list[dict]:
     for out in run["outputs"]:
         turns = [{"speaker": t["speaker"], "text": t["text"]} for t in out.get("turns") or [] if t.get("text")]
         if len(turns) >= 2:
-            rows.append({"id": f"{run['id']}:{out['id']}", "system": system, "topic": out.get("topic", ""),
-                         "turns": turns})
+            rows.append(
+                {"id": f"{run['id']}:{out['id']}", "system": system, "topic": out.get("topic", ""), "turns": turns}
+            )
     return rows
 
 
-def send_to_ratings(run_id: str, *, project_slug: str | None = None, references: list[dict] | None = None,
-                    seed: int = 13) -> dict:
+def send_to_ratings(
+    run_id: str, *, project_slug: str | None = None, references: list[dict] | None = None, seed: int = 13
+) -> dict:
     """Create rating items for a run in one step (module docstring). Returns
     ``{"project", "task_type", "created", "skipped", "hits", "file"}``."""
     from django.db import transaction
@@ -209,8 +234,10 @@ def send_to_ratings(run_id: str, *, project_slug: str | None = None, references:
         refs = references if references is not None else run.get("references_rows") or []
         rows, task_type, name, reader = pair_rows(run, refs, seed=seed), PAIRWISE, "pairs.jsonl", read_pairs
         if not rows:
-            raise GenerationError("references: no reference argument shares topic and stance with an output; "
-                                  "store references with the run (or pass --references FILE)")
+            raise GenerationError(
+                "references: no reference argument shares topic and stance with an output; "
+                "store references with the run (or pass --references FILE)"
+            )
     else:  # pragma: no cover - MODES is closed
         raise GenerationError(f"mode: {run['mode']} cannot be rated")
     slug = project_slug or f"gen-{run_id}-{'pairs' if task_type == PAIRWISE else 'debates'}"

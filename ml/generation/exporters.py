@@ -29,11 +29,12 @@ run of kind ``argument``.
 
 -> ``argu-inputs.jsonl``.
 """
+
 from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 from annotation.models import Project
 from annotation.task_types.span_grounding.export import clean_filters, filter_reason
@@ -62,8 +63,7 @@ def _bool(config: dict, key: str, default: bool) -> bool:
 def _unknown(config: dict, allowed: set[str]) -> None:
     unknown = set(config) - allowed
     if unknown:
-        raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected "
-                         f"{', '.join(sorted(allowed))})")
+        raise ValueError(f"config: unknown key(s) {', '.join(sorted(unknown))} (expected {', '.join(sorted(allowed))})")
 
 
 def _projects(config: dict, task_type: str) -> list[str]:
@@ -77,8 +77,7 @@ def _projects(config: dict, task_type: str) -> list[str]:
         if project is None:
             raise ValueError(f"config.projects: no project with slug {slug!r}")
         if project.task_type != task_type:
-            raise ValueError(f"config.projects: project {slug!r} is a {project.task_type!r} project, "
-                             f"not {task_type!r}")
+            raise ValueError(f"config.projects: project {slug!r} is a {project.task_type!r} project, not {task_type!r}")
     return sorted(set(slugs))
 
 
@@ -96,6 +95,7 @@ def _source(config: dict, task_type: str) -> dict:
 
 # --- aspect-docs ----------------------------------------------------------------------------------------
 
+
 def _silver_run(config: dict, key: str, kind: str, *, required: bool):
     value = (config.get("silver_runs") or {}).get(key)
     if value is None:
@@ -110,8 +110,10 @@ def _silver_run(config: dict, key: str, kind: str, *, required: bool):
     if run.kind != kind:
         raise ValueError(f"config.silver_runs.{key}: silver run {run.pk} is a {run.kind!r} run, not {kind!r}")
     if run.status != SilverRun.Status.DONE:
-        raise ValueError(f"config.silver_runs.{key}: silver run {run.pk} is {run.status}, not done "
-                         f"(finish it: manage.py silver resume {run.pk})")
+        raise ValueError(
+            f"config.silver_runs.{key}: silver run {run.pk} is {run.status}, not done "
+            f"(finish it: manage.py silver resume {run.pk})"
+        )
     return run.pk
 
 
@@ -123,22 +125,42 @@ def _aspect_source(config: dict) -> dict:
         raise ValueError('config.silver_runs: {"aspects": tagger run id, "stance": argument run id}')
     if config.get("rows_file") or config.get("projects") or config.get("project"):
         raise ValueError("config: give one of projects, rows_file or silver_runs")
-    return {"projects": [], "rows_file": None,
-            "silver_runs": {"aspects": _silver_run(config, "aspects", "tagger", required=True),
-                            "stance": _silver_run(config, "stance", "argument", required=False)}}
+    return {
+        "projects": [],
+        "rows_file": None,
+        "silver_runs": {
+            "aspects": _silver_run(config, "aspects", "tagger", required=True),
+            "stance": _silver_run(config, "stance", "argument", required=False),
+        },
+    }
 
 
 def prepare_aspect_docs(config: dict) -> dict:
-    _unknown(config, {"project", "projects", "rows_file", "silver_runs", "source", "min_args", "max_args",
-                      "max_per_topic_stance", "seed"})
+    _unknown(
+        config,
+        {
+            "project",
+            "projects",
+            "rows_file",
+            "silver_runs",
+            "source",
+            "min_args",
+            "max_args",
+            "max_per_topic_stance",
+            "seed",
+        },
+    )
     out = _aspect_source(config)
     source = config.get("source") or ("gold" if out["projects"] else "silver")
     if source not in ("gold", "silver"):
         raise ValueError(f"config.source: {source!r} is not gold or silver")
-    out.update(source=source, min_args=_int(config, "min_args", corpora.DEFAULT_MIN_ARGS, 1),
-               max_args=_int(config, "max_args", corpora.DEFAULT_MAX_ARGS, 1),
-               max_per_topic_stance=_int(config, "max_per_topic_stance", corpora.DEFAULT_MAX_PER_TOPIC_STANCE, 1),
-               seed=_int(config, "seed", 13))
+    out.update(
+        source=source,
+        min_args=_int(config, "min_args", corpora.DEFAULT_MIN_ARGS, 1),
+        max_args=_int(config, "max_args", corpora.DEFAULT_MAX_ARGS, 1),
+        max_per_topic_stance=_int(config, "max_per_topic_stance", corpora.DEFAULT_MAX_PER_TOPIC_STANCE, 1),
+        seed=_int(config, "seed", 13),
+    )
     if out["min_args"] > out["max_args"]:
         raise ValueError(f"config.min_args: {out['min_args']} is more than max_args {out['max_args']}")
     return out
@@ -158,39 +180,60 @@ def aspect_input_rows(config: dict, dropped: Counter | None = None):
 def build_docs(config: dict, *, progress: Progress = null_progress) -> corpora.AspectDocs:
     """The documents of a prepared aspect-docs config; ``stats["dropped"]`` counts every filter's losses."""
     dropped: Counter = Counter()
-    return corpora.build_aspect_documents(aspect_input_rows(config, dropped), min_args=config["min_args"],
-                                          max_args=config["max_args"],
-                                          max_per_topic_stance=config["max_per_topic_stance"], seed=config["seed"],
-                                          source=config["source"], progress=progress, dropped_rows=dropped)
+    return corpora.build_aspect_documents(
+        aspect_input_rows(config, dropped),
+        min_args=config["min_args"],
+        max_args=config["max_args"],
+        max_per_topic_stance=config["max_per_topic_stance"],
+        seed=config["seed"],
+        source=config["source"],
+        progress=progress,
+        dropped_rows=dropped,
+    )
 
 
 def _input_name(c: dict) -> str:
     if c.get("silver_runs"):
         runs = c["silver_runs"]
-        return (f"tagger silver run {runs['aspects']}"
-                + (f", stance from argument silver run {runs['stance']}" if runs.get("stance") else ""))
+        return f"tagger silver run {runs['aspects']}" + (
+            f", stance from argument silver run {runs['stance']}" if runs.get("stance") else ""
+        )
     return ", ".join(c["projects"]) or c["rows_file"]
 
 
 def aspect_docs_card(ctx: CardContext) -> list[tuple[str, str]]:
     c = ctx.config
-    return [("Format", "JSONL, one Arg-CTRL training document per line: control_code (\"<topic> <PRO|CON> "
-                       "<aspect>\"), topic, stance, aspect, stem (Porter stems of the aspect's words: aspects with "
-                       "the same stem are merged), aspects (merged surface forms), n_arguments, arguments, source."),
-            ("Construction", f"Arg-CTRL §4 from {c['source']} aspects "
-                             f"({_input_name(c)}): documents of {c['min_args']} to "
-                             f"{c['max_args']} arguments, at most {c['max_per_topic_stance']} arguments per topic "
-                             f"and stance, seed {c['seed']} (see ml/generation/corpora.py).")]
+    return [
+        (
+            "Format",
+            'JSONL, one Arg-CTRL training document per line: control_code ("<topic> <PRO|CON> '
+            "<aspect>\"), topic, stance, aspect, stem (Porter stems of the aspect's words: aspects with "
+            "the same stem are merged), aspects (merged surface forms), n_arguments, arguments, source.",
+        ),
+        (
+            "Construction",
+            f"Arg-CTRL §4 from {c['source']} aspects "
+            f"({_input_name(c)}): documents of {c['min_args']} to "
+            f"{c['max_args']} arguments, at most {c['max_per_topic_stance']} arguments per topic "
+            f"and stance, seed {c['seed']} (see ml/generation/corpora.py).",
+        ),
+    ]
 
 
-@register_exporter("aspect-docs", prepare=prepare_aspect_docs, card=aspect_docs_card, count_by=("topic", "stance"),
-                   description="Arg-CTRL training documents for aspect-controlled argument generation "
-                               "(one control code per document).")
+@register_exporter(
+    "aspect-docs",
+    prepare=prepare_aspect_docs,
+    card=aspect_docs_card,
+    count_by=("topic", "stance"),
+    description="Arg-CTRL training documents for aspect-controlled argument generation "
+    "(one control code per document).",
+)
 def export_aspect_docs(config: dict) -> Iterator[tuple[str, Iterator[dict]]]:
     yield "aspect-docs.jsonl", (doc.as_row() for doc in build_docs(config).documents)
 
 
 # --- debate-paths ---------------------------------------------------------------------------------------
+
 
 def prepare_debate_paths(config: dict) -> dict:
     _unknown(config, {"trees", "topics", "strategies", "seed", "fractions", "anchor", "node_sep", "turn_sep"})
@@ -219,9 +262,14 @@ def prepare_debate_paths(config: dict) -> dict:
     anchor = config.get("anchor", "root")
     if anchor not in ("root", "any"):
         raise ValueError(f"config.anchor: {anchor!r} is not root or any")
-    out = {"trees": trees, "topics": topics, "strategies": [s for s in corpora.STRATEGIES if s in strategies],
-           "seed": _int(config, "seed", 13), "fractions": corpora.clean_fractions(config.get("fractions")),
-           "anchor": anchor}
+    out = {
+        "trees": trees,
+        "topics": topics,
+        "strategies": [s for s in corpora.STRATEGIES if s in strategies],
+        "seed": _int(config, "seed", 13),
+        "fractions": corpora.clean_fractions(config.get("fractions")),
+        "anchor": anchor,
+    }
     for key, default in (("node_sep", corpora.NODE_SEP), ("turn_sep", corpora.TURN_SEP)):
         value = config.get(key, default)
         if not isinstance(value, str):
@@ -233,28 +281,49 @@ def prepare_debate_paths(config: dict) -> dict:
 
 
 def debate_rows(config: dict, strategy: str, split: str):
-    return corpora.debate_path_rows(config["trees"], strategies=[strategy], topics=config["topics"],
-                                    seed=config["seed"], fractions=config["fractions"], splits=[split],
-                                    anchor=config["anchor"], node_sep=config["node_sep"], turn_sep=config["turn_sep"])
+    return corpora.debate_path_rows(
+        config["trees"],
+        strategies=[strategy],
+        topics=config["topics"],
+        seed=config["seed"],
+        fractions=config["fractions"],
+        splits=[split],
+        anchor=config["anchor"],
+        node_sep=config["node_sep"],
+        turn_sep=config["turn_sep"],
+    )
 
 
 def debate_paths_card(ctx: CardContext) -> list[tuple[str, str]]:
     c = ctx.config
-    grammar = "; ".join(f"{s}: prompt {corpora.GRAMMAR[s][0]} response {corpora.GRAMMAR[s][1]}"
-                        for s in c["strategies"])
-    return [("Format", "JSONL per strategy and split: strategy, tree_id, tree_hash, debate, topic, split, prompt, "
-                       "response, prompt_paths, response_paths (Kialo node numbers), prompt_turns. Turns of a "
-                       f"multi-turn prompt are joined with {c['turn_sep']!r}."),
-            ("Construction", f"debate-trees §2.2, Table 2 ({grammar}); paths start at the "
-                             f"{'root (thesis)' if c['anchor'] == 'root' else 'any node'}; debates split "
-                             f"{c['fractions']['train']:g}/{c['fractions']['dev']:g}/{c['fractions']['test']:g} "
-                             f"with seed {c['seed']} (see ml/generation/corpora.py).")]
+    grammar = "; ".join(
+        f"{s}: prompt {corpora.GRAMMAR[s][0]} response {corpora.GRAMMAR[s][1]}" for s in c["strategies"]
+    )
+    return [
+        (
+            "Format",
+            "JSONL per strategy and split: strategy, tree_id, tree_hash, debate, topic, split, prompt, "
+            "response, prompt_paths, response_paths (Kialo node numbers), prompt_turns. Turns of a "
+            f"multi-turn prompt are joined with {c['turn_sep']!r}.",
+        ),
+        (
+            "Construction",
+            f"debate-trees §2.2, Table 2 ({grammar}); paths start at the "
+            f"{'root (thesis)' if c['anchor'] == 'root' else 'any node'}; debates split "
+            f"{c['fractions']['train']:g}/{c['fractions']['dev']:g}/{c['fractions']['test']:g} "
+            f"with seed {c['seed']} (see ml/generation/corpora.py).",
+        ),
+    ]
 
 
-@register_exporter("debate-paths", prepare=prepare_debate_paths, card=debate_paths_card,
-                   count_by=("strategy", "split"),
-                   description="Prompt/response pairs from debate trees (supportive, contradicting, complex, "
-                               "multi-turn; debate-trees §2.2).")
+@register_exporter(
+    "debate-paths",
+    prepare=prepare_debate_paths,
+    card=debate_paths_card,
+    count_by=("strategy", "split"),
+    description="Prompt/response pairs from debate trees (supportive, contradicting, complex, "
+    "multi-turn; debate-trees §2.2).",
+)
 def export_debate_paths(config: dict):
     for strategy in config["strategies"]:
         for split in corpora.SPLITS:
@@ -263,14 +332,31 @@ def export_debate_paths(config: dict):
 
 # --- argu-inputs ----------------------------------------------------------------------------------------
 
+
 def prepare_argu_inputs(config: dict) -> dict:
-    _unknown(config, {"project", "projects", "rows_file", "filters", "seed", "max_variables", "min_variables",
-                      "merge_goal_from_means", "require_scheme"})
+    _unknown(
+        config,
+        {
+            "project",
+            "projects",
+            "rows_file",
+            "filters",
+            "seed",
+            "max_variables",
+            "min_variables",
+            "merge_goal_from_means",
+            "require_scheme",
+        },
+    )
     out = _source(config, "span_grounding")
-    out.update(filters=clean_filters(config.get("filters")), seed=_int(config, "seed", 13),
-               max_variables=_int(config, "max_variables", 4, 1), min_variables=_int(config, "min_variables", 1),
-               merge_goal_from_means=_bool(config, "merge_goal_from_means", True),
-               require_scheme=_bool(config, "require_scheme", False))
+    out.update(
+        filters=clean_filters(config.get("filters")),
+        seed=_int(config, "seed", 13),
+        max_variables=_int(config, "max_variables", 4, 1),
+        min_variables=_int(config, "min_variables", 1),
+        merge_goal_from_means=_bool(config, "merge_goal_from_means", True),
+        require_scheme=_bool(config, "require_scheme", False),
+    )
     if out["max_variables"] > len(corpora.VAR_TAGS):
         raise ValueError(f"config.max_variables: at most {len(corpora.VAR_TAGS)} (<VAR_0>..<VAR_3>)")
     if out["min_variables"] > out["max_variables"]:
@@ -280,34 +366,54 @@ def prepare_argu_inputs(config: dict) -> dict:
 
 def span_input_rows(config: dict):
     if config.get("rows_file"):
+
         def rows():
-            for number, row in corpora.read_jsonl(config["rows_file"]):
-                if config.get("filters") and isinstance(row, dict) and "span_details" in row:
-                    if filter_reason(row, config["filters"]) is not None:
-                        continue
+            for _number, row in corpora.read_jsonl(config["rows_file"]):
+                filters = config.get("filters")
+                if (
+                    filters
+                    and isinstance(row, dict)
+                    and "span_details" in row
+                    and filter_reason(row, filters) is not None
+                ):
+                    continue
                 yield row
+
         return rows()
     return corpora.span_rows(config["projects"], filters=config.get("filters"))
 
 
 def argu_rows(config: dict, skipped=None):
-    return corpora.argu_inputs(span_input_rows(config), seed=config["seed"], max_variables=config["max_variables"],
-                               min_variables=config["min_variables"],
-                               merge_goal_from_means=config["merge_goal_from_means"],
-                               require_scheme=config["require_scheme"], skipped=skipped)
+    return corpora.argu_inputs(
+        span_input_rows(config),
+        seed=config["seed"],
+        max_variables=config["max_variables"],
+        min_variables=config["min_variables"],
+        merge_goal_from_means=config["merge_goal_from_means"],
+        require_scheme=config["require_scheme"],
+        skipped=skipped,
+    )
 
 
 def argu_card(ctx: CardContext) -> list[tuple[str, str]]:
-    return [("Format", "JSONL, one ArgU training example per argument: encoder_input (topic + up to four KB "
-                       "variables prefixed <VAR_0>..<VAR_3> in seeded random order), variables, stance_code, "
-                       "scheme_code, control_codes, argument, template (grounded spans replaced by their "
-                       "variable's tag), mono_target, dual_target, topic, stance, scheme, argument_id, item_id. "
-                       "Special tokens (ArgU Table 6): " + ", ".join(corpora.special_tokens()) + ".")]
+    return [
+        (
+            "Format",
+            "JSONL, one ArgU training example per argument: encoder_input (topic + up to four KB "
+            "variables prefixed <VAR_0>..<VAR_3> in seeded random order), variables, stance_code, "
+            "scheme_code, control_codes, argument, template (grounded spans replaced by their "
+            "variable's tag), mono_target, dual_target, topic, stance, scheme, argument_id, item_id. "
+            "Special tokens (ArgU Table 6): " + ", ".join(corpora.special_tokens()) + ".",
+        )
+    ]
 
 
-@register_exporter("argu-inputs", prepare=prepare_argu_inputs, card=argu_card,
-                   count_by=("topic", "stance", "scheme"),
-                   description="ArgU (ArgU §4.1) encoder inputs and Mono/Dual decoder targets from span-grounding "
-                               "annotations.")
+@register_exporter(
+    "argu-inputs",
+    prepare=prepare_argu_inputs,
+    card=argu_card,
+    count_by=("topic", "stance", "scheme"),
+    description="ArgU (ArgU §4.1) encoder inputs and Mono/Dual decoder targets from span-grounding annotations.",
+)
 def export_argu_inputs(config: dict):
     yield "argu-inputs.jsonl", argu_rows(config)

@@ -47,6 +47,7 @@ responses  ``{"prompt"}`` (+ ``"reference"``)                             text
 debate     ``{"thesis", "turns"?}``                                      turns [{speaker, text}]
 ========== ============================================================= ===================================
 """
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,10 @@ import os
 import re
 import shutil
 import uuid
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from annotation.task_types.aspect.candidates import candidates
 from annotation.task_types.aspect.rankers import BaselineRanker, rank
@@ -83,8 +84,16 @@ from .train import (
 MODES = ("arguments", "counter", "argu", "responses", "debate")
 SPEAKERS = ("Alice", "Bob")
 CAUSAL_DECODING = {"max_new_tokens": 60, "theta": 1.2, "temperature": 0.0, "top_k": 0, "n": 1, "seed": 13}
-SEQ2SEQ_DECODING = {"num_beams": 5, "no_repeat_ngram_size": 3, "max_new_tokens": 50, "do_sample": False,
-                    "top_k": 0, "temperature": 1.0, "theta": 1.0, "seed": 13}
+SEQ2SEQ_DECODING = {
+    "num_beams": 5,
+    "no_repeat_ngram_size": 3,
+    "max_new_tokens": 50,
+    "do_sample": False,
+    "top_k": 0,
+    "temperature": 1.0,
+    "theta": 1.0,
+    "seed": 13,
+}
 
 
 class GenerationError(ValueError):
@@ -92,6 +101,7 @@ class GenerationError(ValueError):
 
 
 # --- sentence splitting ----------------------------------------------------------------------------
+
 
 def _punkt():
     try:
@@ -126,6 +136,7 @@ def split_sentences(text: str, *, drop_fragment: bool = True) -> list[str]:
 
 
 # --- penalised sampling ----------------------------------------------------------------------------
+
 
 def penalty_processor(theta: float, prompt_length: int):
     """CTRL's penalty over the tokens generated after the prompt (not the prompt's own tokens)."""
@@ -178,6 +189,7 @@ class _Base:
 
 # --- causal LM (Arg-CTRL) --------------------------------------------------------------------------
 
+
 def parse_code(code) -> tuple[str, str, str]:
     """``(topic, pro|con, aspect)`` of a dict, a 3-sequence or a ``"topic|stance|aspect"`` string."""
     if isinstance(code, dict):
@@ -229,9 +241,13 @@ class CausalGenerator(_Base):
         torch.manual_seed(int(cfg.get("seed") or 0))
         for length, members in groups.items():
             ids = torch.tensor([encoded[i] for i in members], dtype=torch.long, device=self.device)
-            kwargs: dict[str, Any] = dict(max_new_tokens=int(cfg["max_new_tokens"]), pad_token_id=pad,
-                                          eos_token_id=eos, attention_mask=torch.ones_like(ids),
-                                          logits_processor=[penalty_processor(float(cfg["theta"]), length)])
+            kwargs: dict[str, Any] = {
+                "max_new_tokens": int(cfg["max_new_tokens"]),
+                "pad_token_id": pad,
+                "eos_token_id": eos,
+                "attention_mask": torch.ones_like(ids),
+                "logits_processor": [penalty_processor(float(cfg["theta"]), length)],
+            }
             if temperature > 0:
                 kwargs.update(do_sample=True, temperature=temperature, top_k=int(cfg.get("top_k") or 0) or None)
             else:
@@ -261,16 +277,33 @@ class CausalGenerator(_Base):
             for i, raw in zip(idx, texts):
                 topic, stance, aspect, sample = meta[i]
                 sentences = split_sentences(raw)
-                rows.append({"topic": topic, "stance": stance, "aspect": aspect,
-                             "control_code": corpora.control_code(topic, stance, aspect), "prompt": prompts[i],
-                             "text": sentences[0] if sentences else raw, "sentences": sentences, "raw": raw,
-                             "sample": sample})
+                rows.append(
+                    {
+                        "topic": topic,
+                        "stance": stance,
+                        "aspect": aspect,
+                        "control_code": corpora.control_code(topic, stance, aspect),
+                        "prompt": prompts[i],
+                        "text": sentences[0] if sentences else raw,
+                        "sentences": sentences,
+                        "raw": raw,
+                        "sample": sample,
+                    }
+                )
         order = {m: i for i, m in enumerate(meta)}
         rows.sort(key=lambda r: order[(r["topic"], r["stance"], r["aspect"], r["sample"])])
         return rows
 
-    def counter_arguments(self, argument: str, topic: str, stance: str, *, project=None, max_aspects: int = 3,
-                          decoding: dict | None = None) -> dict:
+    def counter_arguments(
+        self,
+        argument: str,
+        topic: str,
+        stance: str,
+        *,
+        project=None,
+        max_aspects: int = 3,
+        decoding: dict | None = None,
+    ) -> dict:
         """Arg-CTRL §7.2: aspects of ``argument`` -> one argument of the opposite stance per aspect."""
         own = corpora.normalise_stance(stance)
         if own is None:
@@ -280,8 +313,15 @@ class CausalGenerator(_Base):
         aspects, source = detect_aspects(argument, topic, project=project, max_aspects=max_aspects)
         flipped = "con" if own == "pro" else "pro"
         rows = self.generate_arguments([(topic, flipped, a) for a in aspects], decoding) if aspects else []
-        return {"argument": argument, "topic": topic, "stance": own, "counter_stance": flipped,
-                "aspects": aspects, "aspect_source": source, "arguments": rows}
+        return {
+            "argument": argument,
+            "topic": topic,
+            "stance": own,
+            "counter_stance": flipped,
+            "aspects": aspects,
+            "aspect_source": source,
+            "arguments": rows,
+        }
 
     def dev_metrics(self, rows_dev: list[dict]) -> dict:
         import math
@@ -290,8 +330,13 @@ class CausalGenerator(_Base):
         if not pairs:
             return {}
         with without_denormals(self.device):
-            ppl = perplexity(self.model, self.tokenizer, [p["text"] for p in pairs],
-                             contexts=[p["control_code"] + self.code_suffix for p in pairs], device=self.device)
+            ppl = perplexity(
+                self.model,
+                self.tokenizer,
+                [p["text"] for p in pairs],
+                contexts=[p["control_code"] + self.code_suffix for p in pairs],
+                device=self.device,
+            )
         return {"perplexity": ppl, "loss": math.log(ppl), "n_dev": len(pairs)}
 
     def training_arguments(self) -> list[dict]:
@@ -308,8 +353,16 @@ class CausalGenerator(_Base):
         return [row for _, row in read_jsonl(path)]
 
 
-def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int = 3, use_tagger: bool = True,
-                   ranker=None, max_n: int = 2) -> tuple[list[str], str]:
+def detect_aspects(
+    argument: str,
+    topic: str,
+    *,
+    project=None,
+    max_aspects: int = 3,
+    use_tagger: bool = True,
+    ranker=None,
+    max_n: int = 2,
+) -> tuple[list[str], str]:
     """Aspects of one argument: the active ``tagger`` (``"tagger #<id>"``), else the baseline candidates of
     :mod:`annotation.task_types.aspect` ranked by ``ranker`` (default: its baseline ranker over the topic's corpus
     sentences; candidates of at most ``max_n`` words, as aspects mostly are; ``"baseline"``). At most ``max_aspects``, not overlapping, lower-cased, distinct, in text order."""
@@ -348,6 +401,7 @@ def detect_aspects(argument: str, topic: str, *, project=None, max_aspects: int 
 
 
 # --- seq2seq (ArgU, debates) -----------------------------------------------------------------------
+
 
 def argu_encoder_input(topic: str, variables: Sequence[str]) -> str:
     """ArgU §4.1.1 input ``"<topic> <VAR_0> v0 <VAR_1> v1 ..."`` (the order given is the tag order)."""
@@ -388,8 +442,9 @@ class Seq2SeqGenerator(_Base):
             start = self.model.generation_config.decoder_start_token_id
         return int(start)
 
-    def generate(self, sources: Sequence[str], prefixes: Sequence[str] | None = None,
-                 decoding: dict | None = None) -> list[str]:
+    def generate(
+        self, sources: Sequence[str], prefixes: Sequence[str] | None = None, decoding: dict | None = None
+    ) -> list[str]:
         """Decoded outputs (control tokens kept, the prefix included) for each source; sources sharing a prefix
         length are batched."""
         import torch
@@ -406,19 +461,28 @@ class Seq2SeqGenerator(_Base):
         torch.manual_seed(int(cfg.get("seed") or 0))
         max_src = int(self.meta.get("max_source_length") or 256)
         for length, members in groups.items():
-            enc = tok([sources[i] for i in members], return_tensors="pt", padding=True, truncation=True,
-                      max_length=max_src).to(self.device)
+            enc = tok(
+                [sources[i] for i in members], return_tensors="pt", padding=True, truncation=True, max_length=max_src
+            ).to(self.device)
             dec = torch.tensor([pre_ids[i] for i in members], dtype=torch.long, device=self.device)
-            kwargs: dict[str, Any] = dict(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                                          decoder_input_ids=dec, max_new_tokens=int(cfg["max_new_tokens"]),
-                                          num_beams=int(cfg["num_beams"]),
-                                          no_repeat_ngram_size=int(cfg["no_repeat_ngram_size"]) or None,
-                                          decoder_start_token_id=start,
-                                          pad_token_id=self.model.generation_config.pad_token_id,
-                                          eos_token_id=self.model.generation_config.eos_token_id)
+            kwargs: dict[str, Any] = {
+                "input_ids": enc["input_ids"],
+                "attention_mask": enc["attention_mask"],
+                "decoder_input_ids": dec,
+                "max_new_tokens": int(cfg["max_new_tokens"]),
+                "num_beams": int(cfg["num_beams"]),
+                "no_repeat_ngram_size": int(cfg["no_repeat_ngram_size"]) or None,
+                "decoder_start_token_id": start,
+                "pad_token_id": self.model.generation_config.pad_token_id,
+                "eos_token_id": self.model.generation_config.eos_token_id,
+            }
             if cfg.get("do_sample"):
-                kwargs.update(do_sample=True, temperature=float(cfg.get("temperature") or 1.0),
-                              top_k=int(cfg.get("top_k") or 0) or None, num_beams=1)
+                kwargs.update(
+                    do_sample=True,
+                    temperature=float(cfg.get("temperature") or 1.0),
+                    top_k=int(cfg.get("top_k") or 0) or None,
+                    num_beams=1,
+                )
             if float(cfg.get("theta") or 1.0) != 1.0:
                 kwargs["logits_processor"] = [penalty_processor(float(cfg["theta"]), length)]
             generated = self._generate(**kwargs)
@@ -456,10 +520,20 @@ class Seq2SeqGenerator(_Base):
             variables = [v["text"] if isinstance(v, dict) else v for v in (item.get("variables") or [])]
             if isinstance(item.get("variables"), str):
                 variables = [v.strip() for v in item["variables"].split(";") if v.strip()]
-            rows.append({"topic": item["topic"], "stance": corpora.normalise_stance(item.get("stance")),
-                         "scheme": item.get("scheme"), "variables": variables, "mode": mode,
-                         "encoder_input": source, "text": text, "template": template, "output": output,
-                         **({"reference": item["reference"]} if item.get("reference") else {})})
+            rows.append(
+                {
+                    "topic": item["topic"],
+                    "stance": corpora.normalise_stance(item.get("stance")),
+                    "scheme": item.get("scheme"),
+                    "variables": variables,
+                    "mode": mode,
+                    "encoder_input": source,
+                    "text": text,
+                    "template": template,
+                    "output": output,
+                    **({"reference": item["reference"]} if item.get("reference") else {}),
+                }
+            )
         return rows
 
     # debates
@@ -478,7 +552,7 @@ class Seq2SeqGenerator(_Base):
         history = [" ".join(thesis.split())]
         out_turns = []
         for n in range(int(turns)):
-            prompt = corpora.TURN_SEP.join(history[-max(1, int(context_turns)):])
+            prompt = corpora.TURN_SEP.join(history[-max(1, int(context_turns)) :])
             text = self.respond([prompt], decoding)[0] or "…"
             out_turns.append({"speaker": SPEAKERS[n % 2], "text": text, "prompt": prompt})
             history.append(text)
@@ -491,8 +565,9 @@ class Seq2SeqGenerator(_Base):
             return {}
         params = dict(SEQ2SEQ_DEFAULTS, **(self.meta.get("hyperparameters") or {}))
         with without_denormals(self.device):
-            m = seq2seq_loss(self.model, self.tokenizer, encode_pairs(self.tokenizer, pairs, params),
-                             device=self.device)
+            m = seq2seq_loss(
+                self.model, self.tokenizer, encode_pairs(self.tokenizer, pairs, params), device=self.device
+            )
         return {"loss": m["loss"], "perplexity": m["perplexity"], "n_dev": len(pairs)}
 
 
@@ -529,6 +604,7 @@ def load_generator(path, *, device: str | None = None):
 
 # --- generation runs -------------------------------------------------------------------------------
 
+
 def runs_root() -> Path:
     from django.conf import settings
 
@@ -553,9 +629,18 @@ def _write_json_atomic(path: Path, data) -> None:
 RUN_STATUSES = ("queued", "running", "done", "failed")
 
 
-def create_run(*, mode: str, outputs: list[dict], version=None, config: dict | None = None,
-               references: list[dict] | None = None, name: str = "", status: str = "done",
-               created_by: int | None = None, extra: dict | None = None) -> dict:
+def create_run(
+    *,
+    mode: str,
+    outputs: list[dict],
+    version=None,
+    config: dict | None = None,
+    references: list[dict] | None = None,
+    name: str = "",
+    status: str = "done",
+    created_by: int | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Store a run (module docstring); returns its ``run.json`` dict. ``status`` ``"queued"``: a run a worker
     fills (:mod:`ml.generation.runs`); ``created_by``: the user id who may read it (None: superusers only)."""
     if mode not in MODES:
@@ -564,13 +649,24 @@ def create_run(*, mode: str, outputs: list[dict], version=None, config: dict | N
         raise GenerationError(f"status: {status!r} is not one of {', '.join(RUN_STATUSES)}")
     root = runs_root()
     root.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(dt_timezone.utc)
+    now = datetime.now(UTC)
     run_id = f"{now:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    meta = {"id": run_id, "mode": mode, "name": name or "", "created_at": now.isoformat(),
-            "model_version": getattr(version, "pk", None), "kind": getattr(version, "kind", None),
-            "system": system_name(version), "config": config or {}, "n_outputs": len(outputs),
-            "references": len(references or []), "ratings": {}, "status": status, "created_by": created_by,
-            **(extra or {})}
+    meta = {
+        "id": run_id,
+        "mode": mode,
+        "name": name or "",
+        "created_at": now.isoformat(),
+        "model_version": getattr(version, "pk", None),
+        "kind": getattr(version, "kind", None),
+        "system": system_name(version),
+        "config": config or {},
+        "n_outputs": len(outputs),
+        "references": len(references or []),
+        "ratings": {},
+        "status": status,
+        "created_by": created_by,
+        **(extra or {}),
+    }
     tmp = root / f".tmp-{run_id}"
     tmp.mkdir()
     try:
@@ -678,8 +774,9 @@ def resolve_version(version=None, *, kind: str | None = None, project=None):
             raise GenerationError("kind: generator or seq2seq")
         version = registry.active_version(kind, project)
         if version is None:
-            raise GenerationError(f"model_version: no active {kind} model; train one (manage.py train {kind}) "
-                                  f"or name a version")
+            raise GenerationError(
+                f"model_version: no active {kind} model; train one (manage.py train {kind}) or name a version"
+            )
     if version.kind not in ("generator", "seq2seq"):
         raise GenerationError(f"model_version: version {version.pk} is a {version.kind}, not a generator")
     if version.status not in ("ready", "archived") or not version.artifact_path:
@@ -687,15 +784,32 @@ def resolve_version(version=None, *, kind: str | None = None, project=None):
     return version
 
 
-MODE_KINDS = {"arguments": "generator", "counter": "generator", "argu": "seq2seq", "responses": "seq2seq",
-              "debate": "seq2seq"}
+MODE_KINDS = {
+    "arguments": "generator",
+    "counter": "generator",
+    "argu": "seq2seq",
+    "responses": "seq2seq",
+    "debate": "seq2seq",
+}
 
 # name -> (type, minimum, maximum); bools are no ints here
-DECODING_FIELDS = {"max_new_tokens": (int, 1, 512), "theta": (float, 1.0, 10.0), "temperature": (float, 0.0, 10.0),
-                   "top_k": (int, 0, 100_000), "n": (int, 1, 20), "num_beams": (int, 1, 10),
-                   "no_repeat_ngram_size": (int, 0, 10), "seed": (int, 0, 2 ** 31 - 1), "do_sample": (bool, None, None)}
-OPTION_FIELDS = {"turns": (int, 1, 50), "context_turns": (int, 1, 10), "max_aspects": (int, 1, 10),
-                 "argu": (str, None, None)}
+DECODING_FIELDS = {
+    "max_new_tokens": (int, 1, 512),
+    "theta": (float, 1.0, 10.0),
+    "temperature": (float, 0.0, 10.0),
+    "top_k": (int, 0, 100_000),
+    "n": (int, 1, 20),
+    "num_beams": (int, 1, 10),
+    "no_repeat_ngram_size": (int, 0, 10),
+    "seed": (int, 0, 2**31 - 1),
+    "do_sample": (bool, None, None),
+}
+OPTION_FIELDS = {
+    "turns": (int, 1, 50),
+    "context_turns": (int, 1, 10),
+    "max_aspects": (int, 1, 10),
+    "argu": (str, None, None),
+}
 
 
 def _clean_fields(what: str, values, fields: dict) -> dict:
@@ -738,8 +852,9 @@ def clean_options(options) -> dict:
     return _clean_fields("options", options, OPTION_FIELDS)
 
 
-def generate_outputs(generator, mode: str, inputs: list[dict], decoding: dict | None = None, *,
-                     project=None, options: dict | None = None) -> list[dict]:
+def generate_outputs(
+    generator, mode: str, inputs: list[dict], decoding: dict | None = None, *, project=None, options: dict | None = None
+) -> list[dict]:
     """The output rows of ``mode`` for ``inputs`` (see the table in the module docstring)."""
     options = clean_options(options)
     decoding = clean_decoding(decoding)
@@ -755,16 +870,38 @@ def generate_outputs(generator, mode: str, inputs: list[dict], decoding: dict | 
         for i, item in enumerate(inputs):
             if not isinstance(item, dict):
                 raise GenerationError(f"inputs[{i}]: an object {{argument, topic, stance}} is required")
-            result = generator.counter_arguments(item.get("argument", ""), item.get("topic", ""),
-                                                 item.get("stance", ""), project=project,
-                                                 max_aspects=int(options.get("max_aspects", 3)), decoding=decoding)
+            result = generator.counter_arguments(
+                item.get("argument", ""),
+                item.get("topic", ""),
+                item.get("stance", ""),
+                project=project,
+                max_aspects=int(options.get("max_aspects", 3)),
+                decoding=decoding,
+            )
             for row in result["arguments"]:
-                rows.append({**row, "input": i, "argument": result["argument"], "input_stance": result["stance"],
-                             "aspects": result["aspects"], "aspect_source": result["aspect_source"]})
+                rows.append(
+                    {
+                        **row,
+                        "input": i,
+                        "argument": result["argument"],
+                        "input_stance": result["stance"],
+                        "aspects": result["aspects"],
+                        "aspect_source": result["aspect_source"],
+                    }
+                )
             if not result["arguments"]:
-                rows.append({"input": i, "argument": result["argument"], "topic": result["topic"],
-                             "stance": result["counter_stance"], "aspects": [], "aspect_source":
-                                 result["aspect_source"], "text": "", "note": "no aspect found"})
+                rows.append(
+                    {
+                        "input": i,
+                        "argument": result["argument"],
+                        "topic": result["topic"],
+                        "stance": result["counter_stance"],
+                        "aspects": [],
+                        "aspect_source": result["aspect_source"],
+                        "text": "",
+                        "note": "no aspect found",
+                    }
+                )
         return rows
     if mode == "argu":
         return generator.argu(inputs, mode=options.get("argu"), decoding=decoding)
@@ -776,18 +913,25 @@ def generate_outputs(generator, mode: str, inputs: list[dict], decoding: dict | 
                 raise GenerationError(f"inputs[{i}].prompt: a non-empty string is required")
             prompts.append(prompt)
         texts = generator.respond(prompts, decoding)
-        return [{"prompt": p, "text": t, **({"reference": item["reference"]} if isinstance(item, dict)
-                                            and item.get("reference") else {}),
-                 **({"topic": item["topic"]} if isinstance(item, dict) and item.get("topic") else {})}
-                for p, t, item in zip(prompts, texts, inputs)]
+        return [
+            {
+                "prompt": p,
+                "text": t,
+                **({"reference": item["reference"]} if isinstance(item, dict) and item.get("reference") else {}),
+                **({"topic": item["topic"]} if isinstance(item, dict) and item.get("topic") else {}),
+            }
+            for p, t, item in zip(prompts, texts, inputs)
+        ]
     rows = []
-    for i, item in enumerate(inputs):
+    for item in inputs:
         thesis = item.get("thesis") if isinstance(item, dict) else item
         turns = int((item.get("turns") if isinstance(item, dict) else None) or options.get("turns", 10))
-        debate = generator.debate(thesis, turns=turns, context_turns=int(options.get("context_turns", 1)),
-                                  decoding=decoding)
-        rows.append({"topic": debate["topic"], "turns": debate["turns"],
-                     "text": " ".join(t["text"] for t in debate["turns"])})
+        debate = generator.debate(
+            thesis, turns=turns, context_turns=int(options.get("context_turns", 1)), decoding=decoding
+        )
+        rows.append(
+            {"topic": debate["topic"], "turns": debate["turns"], "text": " ".join(t["text"] for t in debate["turns"])}
+        )
     return rows
 
 
@@ -811,7 +955,7 @@ def check_inputs(mode: str, inputs) -> None:
             try:
                 parse_code(item)
             except GenerationError as exc:
-                raise GenerationError(f"inputs[{i}]{str(exc)[len('codes'):]}") from None
+                raise GenerationError(f"inputs[{i}]{str(exc)[len('codes') :]}") from None
             continue
         if mode in ("responses", "debate") and isinstance(item, str):
             item = {"prompt" if mode == "responses" else "thesis": item}
@@ -828,8 +972,9 @@ def check_inputs(mode: str, inputs) -> None:
             if isinstance(variables, str):
                 variables = [v.strip() for v in variables.split(";") if v.strip()]
             if not isinstance(variables, list):
-                raise GenerationError(f"inputs[{i}].variables: a list of 1 to {len(corpora.VAR_TAGS)} strings is "
-                                      f"required")
+                raise GenerationError(
+                    f"inputs[{i}].variables: a list of 1 to {len(corpora.VAR_TAGS)} strings is required"
+                )
             variables = [v.get("text") if isinstance(v, dict) else v for v in variables]
             try:
                 argu_encoder_input(item["topic"], variables)
@@ -849,9 +994,20 @@ def check_inputs(mode: str, inputs) -> None:
                 raise GenerationError(f"inputs[{i}].turns: an integer between 1 and 50 is required")
 
 
-def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | None = None, project=None,
-                   decoding: dict | None = None, options: dict | None = None, references: list[dict] | None = None,
-                   name: str = "", store: bool = True, created_by: int | None = None) -> dict:
+def run_generation(
+    mode: str,
+    inputs: list[dict],
+    *,
+    version=None,
+    kind: str | None = None,
+    project=None,
+    decoding: dict | None = None,
+    options: dict | None = None,
+    references: list[dict] | None = None,
+    name: str = "",
+    store: bool = True,
+    created_by: int | None = None,
+) -> dict:
     """Generate with a registry version (given, or the active one of the mode's kind) and store the run.
     Argument runs without ``references`` store the model's held-out dev arguments as their references (METEOR /
     ROUGE-L per control code, and the reference side of pairwise human evaluation).
@@ -863,8 +1019,9 @@ def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | N
     check_inputs(mode, inputs)
     version = resolve_version(version, kind=kind or MODE_KINDS.get(mode), project=project)
     if version.kind != MODE_KINDS[mode]:
-        raise GenerationError(f"model_version: mode {mode} needs a {MODE_KINDS[mode]} model; version {version.pk} "
-                              f"is a {version.kind}")
+        raise GenerationError(
+            f"model_version: mode {mode} needs a {MODE_KINDS[mode]} model; version {version.pk} is a {version.kind}"
+        )
     try:
         generator = registry.load_model(version)
     except (OSError, ValueError) as exc:
@@ -874,12 +1031,24 @@ def run_generation(mode: str, inputs: list[dict], *, version=None, kind: str | N
     if not references and mode in ("arguments", "counter"):
         references = generator.dev_arguments() or None  # held out from training: fair references
         references_source = "model dev split" if references else None
-    config = {"decoding": dict(decoding or {}), "options": dict(options or {}), "inputs": list(inputs),
-              "model": generator.info, "references_source": references_source}
+    config = {
+        "decoding": dict(decoding or {}),
+        "options": dict(options or {}),
+        "inputs": list(inputs),
+        "model": generator.info,
+        "references_source": references_source,
+    }
     if not store:
         return {"id": None, "mode": mode, "model_version": version.pk, "config": config, "outputs": outputs}
-    meta = create_run(mode=mode, outputs=outputs, version=version, config=config, references=references,
-                      name=name, created_by=created_by)
+    meta = create_run(
+        mode=mode,
+        outputs=outputs,
+        version=version,
+        config=config,
+        references=references,
+        name=name,
+        created_by=created_by,
+    )
     meta["outputs"] = [{"id": i, **o} for i, o in enumerate(outputs)]
     return meta
 

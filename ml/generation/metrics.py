@@ -43,14 +43,15 @@ where a metric works on tokens.
 Embeddings: ``encode`` arguments take ``fn(list[str]) -> array`` (rows L2-normalised or not: cosines are
 computed after normalising); the default is :func:`ml.encoders.encode` (the packaged MiniLM).
 """
+
 from __future__ import annotations
 
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -78,6 +79,7 @@ def _references(references) -> list[str]:
 
 # --- METEOR / ROUGE-L / BLEU -----------------------------------------------------------------------------
 
+
 class _NoWordNet:
     """Stands in for NLTK's WordNet reader: no synonyms, so METEOR matches exact words and stems only."""
 
@@ -101,13 +103,16 @@ def _wordnet():
     try:
         wordnet.ensure_loaded()
     except LookupError:
-        raise LookupError("synonyms need NLTK's WordNet data, which is not installed (nltk.download('wordnet') "
-                          "or a package shipping it); use synonyms=False for exact + stem matching") from None
+        raise LookupError(
+            "synonyms need NLTK's WordNet data, which is not installed (nltk.download('wordnet') "
+            "or a package shipping it); use synonyms=False for exact + stem matching"
+        ) from None
     return wordnet
 
 
-def meteor(hypothesis: str, references, *, synonyms: bool = False, alpha: float = 0.9, beta: float = 3.0,
-           gamma: float = 0.5) -> float:
+def meteor(
+    hypothesis: str, references, *, synonyms: bool = False, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5
+) -> float:
     """METEOR of one hypothesis against one or more references (max over references); see the module docstring."""
     from nltk.stem import PorterStemmer
     from nltk.translate.meteor_score import meteor_score
@@ -117,8 +122,7 @@ def meteor(hypothesis: str, references, *, synonyms: bool = False, alpha: float 
     if not hyp or not any(refs):
         return 0.0
     wordnet = _wordnet() if synonyms else _NoWordNet()
-    return float(meteor_score(refs, hyp, stemmer=PorterStemmer(), wordnet=wordnet, alpha=alpha, beta=beta,
-                              gamma=gamma))
+    return float(meteor_score(refs, hyp, stemmer=PorterStemmer(), wordnet=wordnet, alpha=alpha, beta=beta, gamma=gamma))
 
 
 @lru_cache(maxsize=2)
@@ -161,6 +165,7 @@ def sentence_bleu(hypothesis: str, references) -> float:
 
 # --- grouped reference scores and the retrieval baseline (Arg-CTRL §5.2) ---------------------------------
 
+
 def code_key(topic: str, stance: str, aspect: str) -> tuple[str, str, str]:
     """The grouping key of a control code: ``(topic lower-cased, pro|con, aspect stem)``."""
     return " ".join(topic.lower().split()), normalise_stance(stance) or "", aspect_stem(aspect)
@@ -192,8 +197,7 @@ def group_by_code(rows: Iterable[Mapping]) -> dict[tuple[str, str, str], list[st
     return dict(groups)
 
 
-def reference_scores(generated: Iterable[Mapping], references: Iterable[Mapping], *,
-                     synonyms: bool = False) -> dict:
+def reference_scores(generated: Iterable[Mapping], references: Iterable[Mapping], *, synonyms: bool = False) -> dict:
     """Mean METEOR and ROUGE-L of generated arguments against the reference arguments of their control code.
 
     ``generated``: rows ``{"topic", "stance", "aspect", "text"}``; ``references``: rows with ``topic``,
@@ -212,8 +216,13 @@ def reference_scores(generated: Iterable[Mapping], references: Iterable[Mapping]
         met.append(meteor(text, refs, synonyms=synonyms))
         rl.append(rouge_l(text, refs))
         codes.add(key)
-    return {"meteor": float(np.mean(met)) if met else 0.0, "rouge_l": float(np.mean(rl)) if rl else 0.0,
-            "scored": len(met), "without_reference": missing, "codes": len(codes)}
+    return {
+        "meteor": float(np.mean(met)) if met else 0.0,
+        "rouge_l": float(np.mean(rl)) if rl else 0.0,
+        "scored": len(met),
+        "without_reference": missing,
+        "codes": len(codes),
+    }
 
 
 def _encoder(encode: Encode | None) -> Encode:
@@ -231,8 +240,14 @@ def _unit(matrix) -> np.ndarray:
     return m / np.where(norms == 0, 1.0, norms)
 
 
-def retrieval_baseline(codes: Iterable, training: Iterable[Mapping], *, mode: str = "nearest",
-                       references: Iterable[Mapping] | None = None, encode: Encode | None = None) -> list[dict]:
+def retrieval_baseline(
+    codes: Iterable,
+    training: Iterable[Mapping],
+    *,
+    mode: str = "nearest",
+    references: Iterable[Mapping] | None = None,
+    encode: Encode | None = None,
+) -> list[dict]:
     """The retrieval baseline's "generated" rows ``{"topic", "stance", "aspect", "text"}`` (module docstring).
 
     ``codes``: ``(topic, stance, aspect)`` tuples or rows with those keys (duplicates, by :func:`code_key`,
@@ -248,8 +263,9 @@ def retrieval_baseline(codes: Iterable, training: Iterable[Mapping], *, mode: st
         raise ValueError("references: mode='oracle' needs the reference rows")
     seen, wanted = set(), []
     for code in codes:
-        topic, stance, aspect = ((code["topic"], code["stance"], code["aspect"]) if isinstance(code, Mapping)
-                                 else tuple(code))
+        topic, stance, aspect = (
+            (code["topic"], code["stance"], code["aspect"]) if isinstance(code, Mapping) else tuple(code)
+        )
         key = code_key(topic, stance, aspect)
         if key in seen or key not in candidates:
             continue
@@ -281,9 +297,10 @@ def retrieval_baseline(codes: Iterable, training: Iterable[Mapping], *, mode: st
 
 # --- aspect presence (Arg-CTRL §6) ------------------------------------------------------------------------
 
+
 def _contains(seq: list[str], sub: list[str]) -> bool:
     n = len(sub)
-    return n > 0 and any(seq[i:i + n] == sub for i in range(len(seq) - n + 1))
+    return n > 0 and any(seq[i : i + n] == sub for i in range(len(seq) - n + 1))
 
 
 def wordnet_synonyms(aspect: str) -> list[str]:
@@ -324,6 +341,7 @@ def aspect_presence_rate(rows: Iterable[Mapping], *, synonyms=None) -> float:
 
 # --- novelty against the training data (Arg-CTRL §5.2, Table 6) -----------------------------------------
 
+
 def levenshtein(a: str, b: str) -> int:
     """Character-level edit distance (insertions, deletions, substitutions cost 1)."""
     if len(a) < len(b):
@@ -340,7 +358,7 @@ def levenshtein(a: str, b: str) -> int:
 def longest_common_substring(a: str, b: str) -> str:
     """The longest common (contiguous) character substring of ``a`` and ``b`` (first in ``a`` on ties)."""
     match = SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
-    return a[match.a:match.a + match.size]
+    return a[match.a : match.a + match.size]
 
 
 def overlap(generated: str, training: str) -> float:
@@ -348,8 +366,9 @@ def overlap(generated: str, training: str) -> float:
     return len(longest_common_substring(generated, training)) / len(generated) if generated else 0.0
 
 
-def novelty(generated: Sequence[str], training: Sequence[str], *, encode: Encode | None = None,
-            batch: int = 1024) -> dict:
+def novelty(
+    generated: Sequence[str], training: Sequence[str], *, encode: Encode | None = None, batch: int = 1024
+) -> dict:
     """Nearest training argument (embedding cosine) of each generated one, with edit distance and overlap.
 
     Returns ``{"pairs": [{"generated", "nearest", "cosine", "edit_distance", "overlap", "common"}],
@@ -364,21 +383,32 @@ def novelty(generated: Sequence[str], training: Sequence[str], *, encode: Encode
     train_vecs = _unit(encode(training))
     pairs = []
     for start in range(0, len(generated), batch):
-        chunk = generated[start:start + batch]
+        chunk = generated[start : start + batch]
         sims = _unit(encode(chunk)) @ train_vecs.T
         for text, row in zip(chunk, sims):
             best = int(np.argmax(row))
             nearest = training[best]
             common = longest_common_substring(text, nearest)
-            pairs.append({"generated": text, "nearest": nearest, "cosine": float(row[best]),
-                          "edit_distance": levenshtein(text, nearest),
-                          "overlap": len(common) / len(text) if text else 0.0, "common": common})
-    return {"pairs": pairs, "mean_cosine": float(np.mean([p["cosine"] for p in pairs])),
-            "mean_edit_distance": float(np.mean([p["edit_distance"] for p in pairs])),
-            "mean_overlap": float(np.mean([p["overlap"] for p in pairs]))}
+            pairs.append(
+                {
+                    "generated": text,
+                    "nearest": nearest,
+                    "cosine": float(row[best]),
+                    "edit_distance": levenshtein(text, nearest),
+                    "overlap": len(common) / len(text) if text else 0.0,
+                    "common": common,
+                }
+            )
+    return {
+        "pairs": pairs,
+        "mean_cosine": float(np.mean([p["cosine"] for p in pairs])),
+        "mean_edit_distance": float(np.mean([p["edit_distance"] for p in pairs])),
+        "mean_overlap": float(np.mean([p["overlap"] for p in pairs])),
+    }
 
 
 # --- fact faithfulness (ArgU §4.2.1) --------------------------------------------------------------------
+
 
 def fact_faithfulness(variables: Sequence[str], output: str, *, encode: Encode | None = None) -> float:
     """Mean cosine between the embeddings of the input variables and of the generated argument."""
@@ -389,11 +419,9 @@ def fact_faithfulness(variables: Sequence[str], output: str, *, encode: Encode |
     return float(np.mean(vecs[:-1] @ vecs[-1]))
 
 
-def mean_fact_faithfulness(examples: Iterable[tuple[Sequence[str], str]], *,
-                           encode: Encode | None = None) -> float:
+def mean_fact_faithfulness(examples: Iterable[tuple[Sequence[str], str]], *, encode: Encode | None = None) -> float:
     """Mean of :func:`fact_faithfulness` over ``(variables, output)`` examples (one encoder call)."""
-    examples = [([v for v in variables if isinstance(v, str) and v.strip()], output)
-                for variables, output in examples]
+    examples = [([v for v in variables if isinstance(v, str) and v.strip()], output) for variables, output in examples]
     examples = [e for e in examples if e[0]]
     if not examples:
         return 0.0
@@ -402,16 +430,25 @@ def mean_fact_faithfulness(examples: Iterable[tuple[Sequence[str], str]], *,
     scores, i = [], 0
     for variables, _ in examples:
         n = len(variables)
-        scores.append(float(np.mean(vecs[i:i + n] @ vecs[i + n])))
+        scores.append(float(np.mean(vecs[i : i + n] @ vecs[i + n])))
         i += n + 1
     return float(np.mean(scores))
 
 
 # --- perplexity -----------------------------------------------------------------------------------------
 
-def perplexity(model, tokenizer, texts: Sequence[str], *, contexts: Sequence[str] | None = None,
-               batch_size: int = 8, max_length: int | None = None, add_bos: bool = False,
-               device: str | None = None) -> float:
+
+def perplexity(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    contexts: Sequence[str] | None = None,
+    batch_size: int = 8,
+    max_length: int | None = None,
+    add_bos: bool = False,
+    device: str | None = None,
+) -> float:
     """Perplexity of a causal LM on held-out ``texts``: ``exp(sum NLL / number of predicted tokens)``.
 
     Each text is tokenised on its own (``tokenizer.encode(..., add_special_tokens=False)``); with ``add_bos`` the
@@ -459,15 +496,15 @@ def perplexity(model, tokenizer, texts: Sequence[str], *, contexts: Sequence[str
     try:
         with torch.no_grad():
             for start in range(0, len(sequences), batch_size):
-                batch = sequences[start:start + batch_size]
+                batch = sequences[start : start + batch_size]
                 width = max(len(ids) for ids, _ in batch)
                 input_ids = torch.zeros((len(batch), width), dtype=torch.long)
                 attention = torch.zeros((len(batch), width), dtype=torch.long)
                 scored = torch.zeros((len(batch), width), dtype=torch.bool)
                 for row, (ids, first) in enumerate(batch):
-                    input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
-                    attention[row, :len(ids)] = 1
-                    scored[row, first:len(ids)] = True
+                    input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                    attention[row, : len(ids)] = 1
+                    scored[row, first : len(ids)] = True
                 input_ids, attention, scored = input_ids.to(device), attention.to(device), scored.to(device)
                 logits = model(input_ids=input_ids, attention_mask=attention).logits.float()
                 logprobs = torch.log_softmax(logits[:, :-1], dim=-1)

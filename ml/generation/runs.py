@@ -18,11 +18,11 @@ Every state change of a queued run is one function here; the API, the pages and 
 Who reads a run: its creator and superusers (:func:`visible`, asking
 :func:`annotation.access.owner_or_superuser`); runs made on the command line (no creator): superusers.
 """
+
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.urls import reverse
 from kombu.exceptions import OperationalError
@@ -46,7 +46,7 @@ class QueueUnavailable(RuntimeError):
 
 
 def _now() -> str:
-    return datetime.now(dt_timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def visible(user, run: dict) -> bool:
@@ -59,8 +59,9 @@ def runs_for(user, limit: int = 50) -> list[dict]:
     return gen.list_runs(limit, keep=lambda meta: visible(user, meta))
 
 
-def check_request(mode: str, inputs: list, *, version=None, kind: str | None = None, decoding=None,
-                  options=None) -> tuple:
+def check_request(
+    mode: str, inputs: list, *, version=None, kind: str | None = None, decoding=None, options=None
+) -> tuple:
     """``(version, decoding, options)`` of a request that can be served; ``GenerationError("<field>: reason")``."""
     if mode not in gen.MODES:
         raise gen.GenerationError(f"mode: {mode!r} is not one of {', '.join(gen.MODES)}")
@@ -68,31 +69,57 @@ def check_request(mode: str, inputs: list, *, version=None, kind: str | None = N
     gen.check_inputs(mode, inputs)
     version = gen.resolve_version(version, kind=kind or gen.MODE_KINDS.get(mode))
     if version.kind != gen.MODE_KINDS[mode]:
-        raise gen.GenerationError(f"model_version: mode {mode} needs a {gen.MODE_KINDS[mode]} model; version "
-                                  f"{version.pk} is a {version.kind}")
+        raise gen.GenerationError(
+            f"model_version: mode {mode} needs a {gen.MODE_KINDS[mode]} model; version {version.pk} is a {version.kind}"
+        )
     return version, decoding, options
 
 
-def start_run(mode: str, inputs: list, *, user=None, version=None, kind: str | None = None, decoding=None,
-              options=None, references: list[dict] | None = None, name: str = "") -> dict:
+def start_run(
+    mode: str,
+    inputs: list,
+    *,
+    user=None,
+    version=None,
+    kind: str | None = None,
+    decoding=None,
+    options=None,
+    references: list[dict] | None = None,
+    name: str = "",
+) -> dict:
     """Check the request, store the run as queued and send its task (module docstring). Returns the run's
     ``run.json`` dict (``id``, ``status``, ``task_id``, ...)."""
     from .tasks import generate as generate_task  # cycle: the task module imports this one
 
-    version, decoding, options = check_request(mode, inputs, version=version, kind=kind, decoding=decoding,
-                                               options=options)
+    version, decoding, options = check_request(
+        mode, inputs, version=version, kind=kind, decoding=decoding, options=options
+    )
     inputs = list(inputs)
     task_id = str(uuid.uuid4())
-    config = {"decoding": decoding, "options": options, "inputs": inputs, "model": None,
-              "references_source": "given" if references else None}
-    meta = gen.create_run(mode=mode, outputs=[], version=version, config=config, references=references, name=name,
-                          status=QUEUED, created_by=getattr(user, "pk", None),
-                          extra={"task_id": task_id, "n_inputs": len(inputs), "inputs_done": 0, "error": ""})
+    config = {
+        "decoding": decoding,
+        "options": options,
+        "inputs": inputs,
+        "model": None,
+        "references_source": "given" if references else None,
+    }
+    meta = gen.create_run(
+        mode=mode,
+        outputs=[],
+        version=version,
+        config=config,
+        references=references,
+        name=name,
+        status=QUEUED,
+        created_by=getattr(user, "pk", None),
+        extra={"task_id": task_id, "n_inputs": len(inputs), "inputs_done": 0, "error": ""},
+    )
     try:
         generate_task.apply_async(args=[meta["id"]], task_id=task_id)
     except OperationalError as exc:  # the broker did not answer: say so, leave no run waiting forever
-        gen.update_run(meta["id"], status=FAILED, error=f"queue: the task could not be sent ({exc})",
-                       finished_at=_now())
+        gen.update_run(
+            meta["id"], status=FAILED, error=f"queue: the task could not be sent ({exc})", finished_at=_now()
+        )
         raise QueueUnavailable(f"queue: the generation task could not be sent: {exc}") from exc
     return meta
 
@@ -110,8 +137,13 @@ def execute_run(run_id: str, *, progress=null_progress, task_id: str = "") -> di
     run = gen.get_run(run_id)
     if run["status"] == FAILED:
         raise gen.GenerationError(run.get("error") or "the run failed")
-    return {"run": run_id, "mode": run["mode"], "inputs": run.get("n_inputs"), "outputs": len(run["outputs"]),
-            **result_link(reverse("ml:generation-run", args=[run_id]), f"Generation run {run_id}")}
+    return {
+        "run": run_id,
+        "mode": run["mode"],
+        "inputs": run.get("n_inputs"),
+        "outputs": len(run["outputs"]),
+        **result_link(reverse("ml:generation-run", args=[run_id]), f"Generation run {run_id}"),
+    }
 
 
 def _generate(run: dict, progress) -> None:
@@ -162,28 +194,34 @@ RELEASE_FILES = {"aspect-docs": "aspect-docs.jsonl", "argu-inputs": "argu-inputs
 DEBATE_STRATEGIES = ("complex", "supportive", "contradicting", "multi-turn")
 # "tiny": a 2-layer BERT from a config (seconds on a CPU; a smoke test); "packaged": warm-started from the packaged
 # all-MiniLM-L6-v2 encoder (the default base model of both kinds)
-SIZES = {"tiny": {"from_config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-                                  "intermediate_size": 128}},
-         "packaged": {}}
+SIZES = {
+    "tiny": {
+        "from_config": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128}
+    },
+    "packaged": {},
+}
 TRAIN_DEFAULTS = {"max_steps": 200, "size": "tiny", "strategy": "complex"}
 
 
 def training_releases(user):
     """The published releases of a generation corpus kind that ``user`` may read, newest first."""
-    return access.visible_releases(user, Release.objects.filter(kind__in=RELEASE_KINDS,
-                                                                status=Release.Status.PUBLISHED))
+    return access.visible_releases(
+        user, Release.objects.filter(kind__in=RELEASE_KINDS, status=Release.Status.PUBLISHED)
+    )
 
 
-def start_training(user, *, release, kind: str, size: str = "tiny", max_steps: int = 200,
-                   strategy: str = "complex", seed: int = 13) -> str:
+def start_training(
+    user, *, release, kind: str, size: str = "tiny", max_steps: int = 200, strategy: str = "complex", seed: int = 13
+) -> str:
     """Queue ``ml.tasks.train`` for ``kind`` on ``release`` (one the user may read: :func:`training_releases`),
     activated when ready; returns the job id. ``GenerationError("<field>: reason")`` for a request that cannot be
     trained (nothing queued)."""
     if release is None or not training_releases(user).filter(pk=release.pk).exists():
         raise gen.GenerationError("release: choose a published aspect-docs, debate-paths or argu-inputs release")
     if RELEASE_KINDS[release.kind] != kind:
-        raise gen.GenerationError(f"kind: a {release.kind} release trains a {RELEASE_KINDS[release.kind]}, not a "
-                                  f"{kind}")
+        raise gen.GenerationError(
+            f"kind: a {release.kind} release trains a {RELEASE_KINDS[release.kind]}, not a {kind}"
+        )
     if size not in SIZES:
         raise gen.GenerationError(f"size: {size!r} is not one of {', '.join(SIZES)}")
     if not isinstance(max_steps, int) or not 1 <= max_steps <= 100_000:
@@ -205,7 +243,15 @@ def start_training(user, *, release, kind: str, size: str = "tiny", max_steps: i
         data = folder / name
     hyperparameters = dict(SIZES[size], max_steps=max_steps)
     task_id = str(uuid.uuid4())
-    train_task.apply_async(kwargs={"kind": kind, "data": str(data), "dev_data": str(dev_data) if dev_data else None,
-                              "seed": seed, "hyperparameters": hyperparameters, "activate": "always"},
-                      task_id=task_id)
+    train_task.apply_async(
+        kwargs={
+            "kind": kind,
+            "data": str(data),
+            "dev_data": str(dev_data) if dev_data else None,
+            "seed": seed,
+            "hyperparameters": hyperparameters,
+            "activate": "always",
+        },
+        task_id=task_id,
+    )
     return task_id

@@ -5,6 +5,7 @@ worker loss (:func:`argora.celery.gpu_task`): a run whose worker died is deliver
 last stored input. ``argora.celery`` autodiscovers this module (``app.autodiscover_tasks(["ml.generation"])``);
 :mod:`ml.generation.runs` sends it.
 """
+
 from __future__ import annotations
 
 from argora.celery import gpu_task

@@ -41,6 +41,7 @@ artifact's ``argora-generator.json``). Artifacts: ``save_pretrained`` model + to
 baselines of :mod:`ml.generation.evaluate` read them) and ``dev_arguments.jsonl`` (the held-out dev arguments: the
 default reference arguments of a generation run, :func:`ml.generation.generate.run_generation`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,13 +51,13 @@ import json
 import math
 import random
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from argora.jsonl import write_jsonl
 from ml import training
-from ml.data import human_aspect_rows, human_span_rows
+from ml.data import human_span_rows
 from ml.encoders import resolve
 from ml.errors import TrainerError
 from ml.registry import TrainRequest, TrainResult
@@ -71,18 +72,37 @@ DEV_ARGUMENTS = "dev_arguments.jsonl"
 TURN_TOKEN = corpora.TURN_SEP.strip()  # "<turn>"
 MAX_STORED_ARGUMENTS = 200_000
 
-COMMON_DEFAULTS = {"epochs": 1, "lr": 5e-5, "batch_size": 4, "weight_decay": 0.01, "warmup_ratio": 0.1,
-                   "max_steps": None, "patience": 5, "from_config": None, "eval_batch_size": 8, "device": None,
-                   "seed_shuffle": True, "max_evals": 20,
-                   "keep_best": True}
-CAUSAL_DEFAULTS = dict(COMMON_DEFAULTS, block_size=256, code_suffix=" .", min_args=corpora.DEFAULT_MIN_ARGS,
-                       max_args=corpora.DEFAULT_MAX_ARGS,
-                       max_per_topic_stance=corpora.DEFAULT_MAX_PER_TOPIC_STANCE, sep="\n")
-SEQ2SEQ_DEFAULTS = dict(COMMON_DEFAULTS, lr=1e-5, batch_size=24, max_source_length=256, max_target_length=128,
-                        argu="mono", epochs=3)
+COMMON_DEFAULTS = {
+    "epochs": 1,
+    "lr": 5e-5,
+    "batch_size": 4,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_steps": None,
+    "patience": 5,
+    "from_config": None,
+    "eval_batch_size": 8,
+    "device": None,
+    "seed_shuffle": True,
+    "max_evals": 20,
+    "keep_best": True,
+}
+CAUSAL_DEFAULTS = dict(
+    COMMON_DEFAULTS,
+    block_size=256,
+    code_suffix=" .",
+    min_args=corpora.DEFAULT_MIN_ARGS,
+    max_args=corpora.DEFAULT_MAX_ARGS,
+    max_per_topic_stance=corpora.DEFAULT_MAX_PER_TOPIC_STANCE,
+    sep="\n",
+)
+SEQ2SEQ_DEFAULTS = dict(
+    COMMON_DEFAULTS, lr=1e-5, batch_size=24, max_source_length=256, max_target_length=128, argu="mono", epochs=3
+)
 
 
 # --- shared helpers --------------------------------------------------------------------------------
+
 
 def base_path(base_model: str | None) -> str:
     return resolve(base_model)
@@ -97,14 +117,21 @@ def is_encoder_only(path: str) -> bool:
         return False
     archs = " ".join(getattr(config, "architectures", None) or [])
     return config.model_type in ("bert", "roberta", "xlm-roberta", "electra", "distilbert") and (
-        "CausalLM" not in archs and "LMHead" not in archs)
+        "CausalLM" not in archs and "LMHead" not in archs
+    )
 
 
 def tiny_bert_config(vocab_size: int, overrides: dict | None, **extra):
     from transformers import BertConfig
 
-    values = {"vocab_size": vocab_size, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-              "intermediate_size": 128, "max_position_embeddings": 512}
+    values = {
+        "vocab_size": vocab_size,
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 128,
+        "max_position_embeddings": 512,
+    }
     values.update(overrides if isinstance(overrides, dict) else {})
     values.update(extra)
     return BertConfig(**values)
@@ -130,12 +157,14 @@ def pad_id(tokenizer) -> int:
 
 def plan_steps(n_examples: int, params: dict) -> tuple[int, int]:
     """(total optimisation steps, epochs) from epochs / batch size / max_steps (which replaces the total)."""
-    return training.plan_steps(n_examples, int(params["batch_size"]), max(1, int(params["epochs"])),
-                               int(params.get("max_steps") or 0))
+    return training.plan_steps(
+        n_examples, int(params["batch_size"]), max(1, int(params["epochs"])), int(params.get("max_steps") or 0)
+    )
 
 
-def training_loop(model, batches_of_epoch, evaluate_dev, params: dict, total: int, epochs: int, device: str,
-                  progress) -> training.TrainLoop:
+def training_loop(
+    model, batches_of_epoch, evaluate_dev, params: dict, total: int, epochs: int, device: str, progress
+) -> training.TrainLoop:
     """The loop of both kinds (:class:`ml.training.TrainLoop`): ``batches_of_epoch()`` yields model kwargs (tensors
     on ``device``, the loss is the model's ``loss``); ``evaluate_dev()`` returns dev metrics with ``loss`` (lower is
     better), evaluated at most ``max_evals`` times; the best epoch's weights are kept (``keep_best``), ``patience``
@@ -143,10 +172,22 @@ def training_loop(model, batches_of_epoch, evaluate_dev, params: dict, total: in
     groups = training.decay_groups(model, lr=float(params["lr"]), weight_decay=float(params["weight_decay"]))
     opt, sched = training.adamw(groups, total_steps=total, warmup_ratio=float(params["warmup_ratio"]))
     every = max(1, math.ceil(epochs / max(1, int(params.get("max_evals") or epochs))))
-    loop = training.TrainLoop(model, opt, sched, lambda kwargs: model(**kwargs).loss, lambda epoch: batches_of_epoch(),
-                              device=device, total=total, epochs=epochs, progress=progress, evaluate=evaluate_dev,
-                              eval_epochs=every, better=training.lower("loss"),
-                              keep_best=bool(params.get("keep_best", True)), patience=params.get("patience"))
+    loop = training.TrainLoop(
+        model,
+        opt,
+        sched,
+        lambda kwargs: model(**kwargs).loss,
+        lambda epoch: batches_of_epoch(),
+        device=device,
+        total=total,
+        epochs=epochs,
+        progress=progress,
+        evaluate=evaluate_dev,
+        eval_epochs=every,
+        better=training.lower("loss"),
+        keep_best=bool(params.get("keep_best", True)),
+        patience=params.get("patience"),
+    )
     with training.without_denormals(device):
         return loop.run()
 
@@ -154,8 +195,10 @@ def training_loop(model, batches_of_epoch, evaluate_dev, params: dict, total: in
 def loop_history(loop: training.TrainLoop) -> tuple[list[dict], list[dict]]:
     """``(every step's {"step", "epoch", "loss"}, every dev evaluation's {"epoch", "step", "loss", "perplexity"})``."""
     steps = [{"step": h["step"], "epoch": h["epoch"], "loss": round(h["loss"], 6)} for h in loop.history]
-    evals = [{"epoch": e["epoch"], "step": e["step"], **{k: e["metrics"].get(k) for k in ("loss", "perplexity")}}
-             for e in loop.evals]
+    evals = [
+        {"epoch": e["epoch"], "step": e["step"], **{k: e["metrics"].get(k) for k in ("loss", "perplexity")}}
+        for e in loop.evals
+    ]
     return steps, evals
 
 
@@ -171,6 +214,7 @@ def read_meta(path) -> dict:
 # ==================================================================================================
 # Causal LM (Arg-CTRL)
 # ==================================================================================================
+
 
 @dataclass
 class _Doc:
@@ -203,8 +247,13 @@ def _doc_from_row(row: dict) -> _Doc:
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise corpora.RowError(f'a document row without "control_code" needs "{key}"')
         code = corpora.control_code(row["topic"], row["stance"], row["aspect"])
-    return _Doc(control_code=" ".join(str(code).split()), arguments=arguments, topic=row.get("topic", ""),
-                stance=corpora.normalise_stance(row.get("stance")) or "", aspect=row.get("aspect", ""))
+    return _Doc(
+        control_code=" ".join(str(code).split()),
+        arguments=arguments,
+        topic=row.get("topic", ""),
+        stance=corpora.normalise_stance(row.get("stance")) or "",
+        aspect=row.get("aspect", ""),
+    )
 
 
 def documents_from_rows(rows: Sequence[dict], params: dict) -> list[_Doc]:
@@ -213,10 +262,22 @@ def documents_from_rows(rows: Sequence[dict], params: dict) -> list[_Doc]:
     aspect_rows = [r for r in rows if not is_document_row(r)]
     if aspect_rows:
         built = corpora.build_aspect_documents(
-            aspect_rows, min_args=int(params["min_args"]), max_args=int(params["max_args"]),
-            max_per_topic_stance=int(params["max_per_topic_stance"]), seed=int(params.get("seed", 13)))
-        docs.extend(_Doc(control_code=d.control_code, arguments=list(d.arguments), topic=d.topic, stance=d.stance,
-                         aspect=d.aspect) for d in built.documents)
+            aspect_rows,
+            min_args=int(params["min_args"]),
+            max_args=int(params["max_args"]),
+            max_per_topic_stance=int(params["max_per_topic_stance"]),
+            seed=int(params.get("seed", 13)),
+        )
+        docs.extend(
+            _Doc(
+                control_code=d.control_code,
+                arguments=list(d.arguments),
+                topic=d.topic,
+                stance=d.stance,
+                aspect=d.aspect,
+            )
+            for d in built.documents
+        )
     return [d for d in docs if d.arguments]
 
 
@@ -227,16 +288,30 @@ def code_argument_pairs(rows: Sequence[dict]) -> list[dict]:
     for row in rows:
         if is_document_row(row):
             doc = _doc_from_row(row)
-            out.extend({"control_code": doc.control_code, "topic": doc.topic, "stance": doc.stance,
-                        "aspect": doc.aspect, "text": a} for a in doc.arguments)
+            out.extend(
+                {
+                    "control_code": doc.control_code,
+                    "topic": doc.topic,
+                    "stance": doc.stance,
+                    "aspect": doc.aspect,
+                    "text": a,
+                }
+                for a in doc.arguments
+            )
             continue
         norm = corpora.normalise_aspect_row(row)
         if norm["stance"] is None:
             continue
         for aspect in norm["aspects"]:
-            out.append({"control_code": corpora.control_code(norm["topic"], norm["stance"], aspect.lower()),
-                        "topic": norm["topic"], "stance": norm["stance"], "aspect": aspect.lower(),
-                        "text": norm["sentence"]})
+            out.append(
+                {
+                    "control_code": corpora.control_code(norm["topic"], norm["stance"], aspect.lower()),
+                    "topic": norm["topic"],
+                    "stance": norm["stance"],
+                    "aspect": aspect.lower(),
+                    "text": norm["sentence"],
+                }
+            )
     return out
 
 
@@ -273,8 +348,10 @@ def train_causal(request: TrainRequest) -> TrainResult:
     base = base_path(request.base_model)
     docs = documents_from_rows(request.rows_train, dict(params, seed=request.seed))
     if not docs:
-        raise TrainerError(f"data: no training document has at least min_args={params['min_args']} arguments "
-                           f"(lower --hp min_args=N for small data)")
+        raise TrainerError(
+            f"data: no training document has at least min_args={params['min_args']} arguments "
+            f"(lower --hp min_args=N for small data)"
+        )
     model, tokenizer, architecture = build_causal_lm(base, params)
     device = training.pick_device(params.get("device"))
     model.to(device)
@@ -284,10 +361,9 @@ def train_causal(request: TrainRequest) -> TrainResult:
     sequences: list[tuple[list[int], int]] = []  # (ids, number of control-code tokens)
     for doc in docs:
         n_code = len(tokenizer.encode(doc.control_code + suffix, add_special_tokens=False))
-        for ids in corpora.chunk_document(doc, tokenizer, block_size=block, sep=str(params["sep"]),
-                                          code_suffix=suffix):
+        for ids in corpora.chunk_document(doc, tokenizer, block_size=block, sep=str(params["sep"]), code_suffix=suffix):
             if limit:
-                ids = ids[:int(limit)]
+                ids = ids[: int(limit)]
             if len(ids) > n_code:
                 sequences.append((ids, n_code))
     dev_pairs = code_argument_pairs(request.rows_dev)
@@ -304,25 +380,35 @@ def train_causal(request: TrainRequest) -> TrainResult:
             mask = torch.zeros((len(chunk), width), dtype=torch.long)
             labels = torch.full((len(chunk), width), -100, dtype=torch.long)
             for r, (ids, n_code) in enumerate(chunk):
-                ids_t[r, :len(ids)] = torch.tensor(ids)
-                mask[r, :len(ids)] = 1
-                labels[r, n_code:len(ids)] = torch.tensor(ids[n_code:])
+                ids_t[r, : len(ids)] = torch.tensor(ids)
+                mask[r, : len(ids)] = 1
+                labels[r, n_code : len(ids)] = torch.tensor(ids[n_code:])
             yield {"input_ids": ids_t.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
     def evaluate_dev():
         if not dev_pairs:
             return {}
-        ppl = gen_metrics.perplexity(model, tokenizer, [p["text"] for p in dev_pairs],
-                                     contexts=[p["control_code"] + suffix for p in dev_pairs],
-                                     batch_size=int(params["eval_batch_size"]), device=device)
+        ppl = gen_metrics.perplexity(
+            model,
+            tokenizer,
+            [p["text"] for p in dev_pairs],
+            contexts=[p["control_code"] + suffix for p in dev_pairs],
+            batch_size=int(params["eval_batch_size"]),
+            device=device,
+        )
         return {"perplexity": float(ppl), "loss": float(math.log(ppl)), "n_dev": len(dev_pairs)}
 
     loop = training_loop(model, batches, evaluate_dev, params, total, epochs, device, request.progress)
     best = loop.best
     if not dev_pairs:  # no dev rows: report the training perplexity so the registry has its metric
         train_pairs = [{"control_code": d.control_code, "text": a} for d in docs for a in d.arguments][:500]
-        ppl = gen_metrics.perplexity(model, tokenizer, [p["text"] for p in train_pairs],
-                                     contexts=[p["control_code"] + suffix for p in train_pairs], device=device)
+        ppl = gen_metrics.perplexity(
+            model,
+            tokenizer,
+            [p["text"] for p in train_pairs],
+            contexts=[p["control_code"] + suffix for p in train_pairs],
+            device=device,
+        )
         best = {"perplexity": float(ppl), "loss": float(math.log(ppl)), "n_dev": 0, "on": "train"}
     history, epochs_seen = loop_history(loop)
     out = Path(request.output_dir)
@@ -333,19 +419,45 @@ def train_causal(request: TrainRequest) -> TrainResult:
     codes: dict[str, int] = {}
     for d in docs:
         codes[d.control_code] = codes.get(d.control_code, 0) + len(d.arguments)
-    stored = ({"topic": d.topic, "stance": d.stance, "aspect": d.aspect, "control_code": d.control_code, "text": a}
-              for d in docs for a in d.arguments)
+    stored = (
+        {"topic": d.topic, "stance": d.stance, "aspect": d.aspect, "control_code": d.control_code, "text": a}
+        for d in docs
+        for a in d.arguments
+    )
     write_jsonl(itertools.islice(stored, MAX_STORED_ARGUMENTS), out / TRAIN_ARGUMENTS)
-    write_jsonl(({k: p[k] for k in ("topic", "stance", "aspect", "control_code", "text")}  # held-out references
-                 for p in dev_pairs[:MAX_STORED_ARGUMENTS]), out / DEV_ARGUMENTS)
-    info = {"steps": loop.step, "history": history, "epochs": epochs_seen, "documents": len(docs),
-            "sequences": len(sequences), "architecture": architecture,
-            "first_loss": history[0]["loss"] if history else None,
-            "last_loss": history[-1]["loss"] if history else None}
-    write_meta(out, {"kind": "generator", "architecture": "causal", "model": architecture, "code_suffix": suffix,
-                     "block_size": block, "eos_token_id": eos_id(tokenizer), "pad_token_id": pid,
-                     "control_codes": codes, "hyperparameters": params, "history": history,
-                     "epochs": epochs_seen})
+    write_jsonl(
+        (
+            {k: p[k] for k in ("topic", "stance", "aspect", "control_code", "text")}  # held-out references
+            for p in dev_pairs[:MAX_STORED_ARGUMENTS]
+        ),
+        out / DEV_ARGUMENTS,
+    )
+    info = {
+        "steps": loop.step,
+        "history": history,
+        "epochs": epochs_seen,
+        "documents": len(docs),
+        "sequences": len(sequences),
+        "architecture": architecture,
+        "first_loss": history[0]["loss"] if history else None,
+        "last_loss": history[-1]["loss"] if history else None,
+    }
+    write_meta(
+        out,
+        {
+            "kind": "generator",
+            "architecture": "causal",
+            "model": architecture,
+            "code_suffix": suffix,
+            "block_size": block,
+            "eos_token_id": eos_id(tokenizer),
+            "pad_token_id": pid,
+            "control_codes": codes,
+            "hyperparameters": params,
+            "history": history,
+            "epochs": epochs_seen,
+        },
+    )
     metrics = dict(best or {})
     return TrainResult(metrics=metrics, info=info)
 
@@ -353,6 +465,7 @@ def train_causal(request: TrainRequest) -> TrainResult:
 # ==================================================================================================
 # Seq2seq (ArgU Mono / Dual, debate responses)
 # ==================================================================================================
+
 
 def seq2seq_pair(row: dict, *, argu: str = "mono", seed: int = 13) -> dict:
     """``{"source", "target", "task"}`` of one training row (see the module docstring); ``corpora.RowError``."""
@@ -377,8 +490,10 @@ def seq2seq_pair(row: dict, *, argu: str = "mono", seed: int = 13) -> dict:
             if not isinstance(row[key], str) or not row[key].strip():
                 raise corpora.RowError(f'"{key}" must be a non-empty string')
         return {"source": row["source"], "target": row["target"], "task": row.get("task") or "seq2seq"}
-    raise corpora.RowError('a seq2seq row needs ArgU "encoder_input" + "mono_target"/"dual_target", a span export '
-                           'row, debate "prompt" + "response", or "source" + "target"')
+    raise corpora.RowError(
+        'a seq2seq row needs ArgU "encoder_input" + "mono_target"/"dual_target", a span export '
+        'row, debate "prompt" + "response", or "source" + "target"'
+    )
 
 
 def seq2seq_special_tokens() -> list[str]:
@@ -433,7 +548,7 @@ def encode_pairs(tokenizer, pairs: Sequence[dict], params: dict) -> list[tuple[l
     out = []
     for p in pairs:
         src = tokenizer(p["source"], truncation=True, max_length=int(params["max_source_length"]))["input_ids"]
-        tgt = tokenizer.encode(p["target"], add_special_tokens=False)[:int(params["max_target_length"]) - 1] + [eos]
+        tgt = tokenizer.encode(p["target"], add_special_tokens=False)[: int(params["max_target_length"]) - 1] + [eos]
         out.append((list(src), tgt))
     return out
 
@@ -448,9 +563,9 @@ def seq2seq_batch(tokenizer, items: Sequence[tuple[list[int], list[int]]], devic
     mask = torch.zeros((len(items), ws), dtype=torch.long)
     labels = torch.full((len(items), wt), -100, dtype=torch.long)
     for r, (s, t) in enumerate(items):
-        src[r, :len(s)] = torch.tensor(s)
-        mask[r, :len(s)] = 1
-        labels[r, :len(t)] = torch.tensor(t)
+        src[r, : len(s)] = torch.tensor(s)
+        mask[r, : len(s)] = 1
+        labels[r, : len(t)] = torch.tensor(t)
     return {"input_ids": src.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
 
@@ -463,8 +578,9 @@ def quiet_encoder_decoder():
         yield
 
 
-def seq2seq_loss(model, tokenizer, encoded: Sequence[tuple[list[int], list[int]]], *, batch_size: int = 8,
-                 device: str | None = None) -> dict:
+def seq2seq_loss(
+    model, tokenizer, encoded: Sequence[tuple[list[int], list[int]]], *, batch_size: int = 8, device: str | None = None
+) -> dict:
     """Teacher-forced token cross-entropy over ``encoded`` pairs: ``{"loss", "perplexity", "tokens"}``."""
     import torch
 
@@ -477,7 +593,7 @@ def seq2seq_loss(model, tokenizer, encoded: Sequence[tuple[list[int], list[int]]
     try:
         with torch.no_grad(), quiet_encoder_decoder():
             for k in range(0, len(encoded), batch_size):
-                batch = seq2seq_batch(tokenizer, encoded[k:k + batch_size], device)
+                batch = seq2seq_batch(tokenizer, encoded[k : k + batch_size], device)
                 logits = model(**batch).logits.float()
                 labels = batch["labels"]
                 lp = torch.log_softmax(logits, dim=-1)
@@ -541,19 +657,38 @@ def train_seq2seq(request: TrainRequest) -> TrainResult:
     model.to("cpu").float()
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    info = {"steps": loop.step, "history": history, "epochs": epochs_seen, "architecture": architecture,
-            "tasks": tasks, "first_loss": history[0]["loss"] if history else None,
-            "last_loss": history[-1]["loss"] if history else None}
-    write_meta(out, {"kind": "seq2seq", "architecture": "seq2seq", "model": architecture, "tasks": tasks,
-                     "argu": argu, "special_tokens": seq2seq_special_tokens(), "turn_token": TURN_TOKEN,
-                     "max_source_length": int(params["max_source_length"]), "hyperparameters": params,
-                     "history": history, "epochs": epochs_seen,
-                     "examples": [dict(p) for p in train_pairs[:20]]})
+    info = {
+        "steps": loop.step,
+        "history": history,
+        "epochs": epochs_seen,
+        "architecture": architecture,
+        "tasks": tasks,
+        "first_loss": history[0]["loss"] if history else None,
+        "last_loss": history[-1]["loss"] if history else None,
+    }
+    write_meta(
+        out,
+        {
+            "kind": "seq2seq",
+            "architecture": "seq2seq",
+            "model": architecture,
+            "tasks": tasks,
+            "argu": argu,
+            "special_tokens": seq2seq_special_tokens(),
+            "turn_token": TURN_TOKEN,
+            "max_source_length": int(params["max_source_length"]),
+            "hyperparameters": params,
+            "history": history,
+            "epochs": epochs_seen,
+            "examples": [dict(p) for p in train_pairs[:20]],
+        },
+    )
     metrics = dict(best or {})
     return TrainResult(metrics=metrics, info=info)
 
 
 # --- rows from files / projects --------------------------------------------------------------------
+
 
 def read_rows(path) -> list[dict]:
     """Rows of a JSONL file (``TrainerError("FILE:LINE: reason")`` on bad JSON or a non-object line)."""
@@ -586,7 +721,7 @@ def split_document_rows(rows: list[dict], dev_fraction: float = 0.1) -> tuple[li
         args = list(row.get("arguments") or [])
         keep, held = [], []
         for a in args:
-            h = int.from_bytes(hashlib.sha256(f"argora-dev:{a}".encode()).digest()[:8], "big") / 2 ** 64
+            h = int.from_bytes(hashlib.sha256(f"argora-dev:{a}".encode()).digest()[:8], "big") / 2**64
             (held if h < dev_fraction and len(args) >= 2 else keep).append(a)
         if not keep and held:
             keep.append(held.pop())
@@ -616,6 +751,7 @@ def _rows_from_file(path, checked, split) -> tuple[list[dict], list[dict]]:
 def causal_rows_from_file(path) -> tuple[list[dict], list[dict]]:
     """(train, dev) rows of ``generator``: a folder with train/dev.jsonl, or one JSONL of document rows
     (``gencorpus aspect-docs``) or aspect rows (``split`` field, else a stable hash split)."""
+
     def split(rows):
         if all(is_document_row(r) for r in rows):
             return split_document_rows(rows)
@@ -626,8 +762,9 @@ def causal_rows_from_file(path) -> tuple[list[dict], list[dict]]:
 
 def _need_dev(path, train: list[dict], dev: list[dict]) -> tuple[list[dict], list[dict]]:
     if not dev:
-        raise TrainerError(f"{path}:0: no dev rows after the split ({len(train)} rows); add more rows or mark some "
-                           f'"split": "dev"')
+        raise TrainerError(
+            f'{path}:0: no dev rows after the split ({len(train)} rows); add more rows or mark some "split": "dev"'
+        )
     return train, dev
 
 
@@ -666,8 +803,11 @@ def seq2seq_rows_checked(path) -> list[dict]:
 def seq2seq_rows_from_file(path) -> tuple[list[dict], list[dict]]:
     """(train, dev) rows of ``seq2seq``: a folder with train/dev.jsonl, or one JSONL (``split`` field -- the
     ``gencorpus`` debate-path and ArgU rows carry one -- else a stable hash split on the source)."""
-    return _rows_from_file(path, seq2seq_rows_checked,
-                           lambda rows: stable_split(rows, key=lambda r: seq2seq_pair(r)["source"], dev_fraction=0.1))
+    return _rows_from_file(
+        path,
+        seq2seq_rows_checked,
+        lambda rows: stable_split(rows, key=lambda r: seq2seq_pair(r)["source"], dev_fraction=0.1),
+    )
 
 
 def causal_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
@@ -685,6 +825,18 @@ def seq2seq_rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     return train, dev, len(rows)
 
 
-__all__ = ["CAUSAL_DEFAULTS", "SEQ2SEQ_DEFAULTS", "META", "TRAIN_ARGUMENTS", "build_causal_lm", "build_seq2seq",
-           "code_argument_pairs", "documents_from_rows", "read_meta", "seq2seq_loss", "seq2seq_pair",
-           "train_causal", "train_seq2seq"]
+__all__ = [
+    "CAUSAL_DEFAULTS",
+    "META",
+    "SEQ2SEQ_DEFAULTS",
+    "TRAIN_ARGUMENTS",
+    "build_causal_lm",
+    "build_seq2seq",
+    "code_argument_pairs",
+    "documents_from_rows",
+    "read_meta",
+    "seq2seq_loss",
+    "seq2seq_pair",
+    "train_causal",
+    "train_seq2seq",
+]

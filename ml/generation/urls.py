@@ -1,4 +1,5 @@
 """Generation pages (included by ``ml/urls.py``; namespace ``ml``). See :mod:`ml.generation.views`."""
+
 from django.urls import path
 
 from . import views

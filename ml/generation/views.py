@@ -15,6 +15,7 @@
 A run is shown to its creator and superusers only (others: 404). The work is in :mod:`ml.generation.runs`,
 :mod:`ml.generation.generate` and :mod:`ml.generation.evaluate`; these views parse and render.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,14 +35,25 @@ from . import evaluate as ev
 from . import generate as gen
 from . import runs
 
-DECODING_FIELDS = {"max_new_tokens": int, "theta": float, "temperature": float, "top_k": int, "n": int,
-                   "num_beams": int, "no_repeat_ngram_size": int, "seed": int}
+DECODING_FIELDS = {
+    "max_new_tokens": int,
+    "theta": float,
+    "temperature": float,
+    "top_k": int,
+    "n": int,
+    "num_beams": int,
+    "no_repeat_ngram_size": int,
+    "seed": int,
+}
 OPTION_FIELDS = {"turns": int, "context_turns": int, "max_aspects": int, "argu": str}
 
 
 def _versions():
-    return list(ModelVersion.objects.filter(kind__in=("generator", "seq2seq"), status="ready")
-                .select_related("project").order_by("kind", "-id")[:100])
+    return list(
+        ModelVersion.objects.filter(kind__in=("generator", "seq2seq"), status="ready")
+        .select_related("project")
+        .order_by("kind", "-id")[:100]
+    )
 
 
 def parse_form(data) -> tuple[dict, dict, dict]:
@@ -72,12 +84,20 @@ TRAIN_FIELDS = ("release", "kind", "size", "max_steps", "strategy")
 
 
 def _page_context(request, **extra) -> dict:
-    context = {"versions": _versions(), "modes": gen.MODES, "formats": gen.LINE_FORMATS,
-               "runs": runs.runs_for(request.user, 20),
-               "form": {"mode": "arguments", "inputs": "", "model_version": ""}, "errors": {},
-               "releases": list(runs.training_releases(request.user)[:100]), "sizes": list(runs.SIZES),
-               "strategies": runs.DEBATE_STRATEGIES, "release_kinds": runs.RELEASE_KINDS,
-               "train": dict(runs.TRAIN_DEFAULTS, release="", kind="generator"), "train_errors": {}}
+    context = {
+        "versions": _versions(),
+        "modes": gen.MODES,
+        "formats": gen.LINE_FORMATS,
+        "runs": runs.runs_for(request.user, 20),
+        "form": {"mode": "arguments", "inputs": "", "model_version": ""},
+        "errors": {},
+        "releases": list(runs.training_releases(request.user)[:100]),
+        "sizes": list(runs.SIZES),
+        "strategies": runs.DEBATE_STRATEGIES,
+        "release_kinds": runs.RELEASE_KINDS,
+        "train": dict(runs.TRAIN_DEFAULTS, release="", kind="generator"),
+        "train_errors": {},
+    }
     context.update(extra)
     return context
 
@@ -86,8 +106,10 @@ def _page_context(request, **extra) -> dict:
 def generate_page(request):
     if request.method != "POST":
         return render(request, "ml/generation/generate.html", _page_context(request))
-    form = {k: request.POST.get(k, "") for k in ("mode", "inputs", "model_version", "name", *DECODING_FIELDS,
-                                                 *OPTION_FIELDS)}
+    form = {
+        k: request.POST.get(k, "")
+        for k in ("mode", "inputs", "model_version", "name", *DECODING_FIELDS, *OPTION_FIELDS)
+    }
     decoding, options, errors = parse_form(request.POST)
     mode = form["mode"]
     inputs = []
@@ -98,8 +120,15 @@ def generate_page(request):
             errors["inputs"] = str(exc)
     if not errors:
         try:
-            run = runs.start_run(mode, inputs, user=request.user, version=form["model_version"] or None,
-                                 decoding=decoding, options=options, name=form.get("name", ""))
+            run = runs.start_run(
+                mode,
+                inputs,
+                user=request.user,
+                version=form["model_version"] or None,
+                decoding=decoding,
+                options=options,
+                name=form.get("name", ""),
+            )
         except gen.GenerationError as exc:
             errors[_form_field(str(exc), form)] = str(exc)
         except runs.QueueUnavailable as exc:
@@ -107,8 +136,12 @@ def generate_page(request):
         else:
             messages.success(request, f"Run {run['id']} queued: {run['n_inputs']} input(s).")
             return redirect(reverse("ml:generation-run", args=[run["id"]]))
-    return render(request, "ml/generation/generate.html", _page_context(request, form=form, errors=errors),
-                  status=503 if "queue" in errors else 400)
+    return render(
+        request,
+        "ml/generation/generate.html",
+        _page_context(request, form=form, errors=errors),
+        status=503 if "queue" in errors else 400,
+    )
 
 
 @staff_required(researchers=True)
@@ -132,17 +165,23 @@ def train_page(request):
         errors["max_steps"] = f"max_steps: {form['max_steps']!r} is not a whole number"
     if not errors:
         try:
-            task_id = runs.start_training(request.user, release=release, kind=form["kind"],
-                                          size=form["size"] or runs.TRAIN_DEFAULTS["size"], max_steps=max_steps,
-                                          strategy=form["strategy"] or runs.TRAIN_DEFAULTS["strategy"])
+            task_id = runs.start_training(
+                request.user,
+                release=release,
+                kind=form["kind"],
+                size=form["size"] or runs.TRAIN_DEFAULTS["size"],
+                max_steps=max_steps,
+                strategy=form["strategy"] or runs.TRAIN_DEFAULTS["strategy"],
+            )
         except gen.GenerationError as exc:
             field = str(exc).split(":", 1)[0]
             errors[field if field in TRAIN_FIELDS else "release"] = str(exc)
         else:
             messages.success(request, f"Training a {form['kind']} on {release} (activated when ready).")
             return redirect(reverse("job-detail", args=[task_id]))
-    return render(request, "ml/generation/generate.html",
-                  _page_context(request, train=form, train_errors=errors), status=400)
+    return render(
+        request, "ml/generation/generate.html", _page_context(request, train=form, train_errors=errors), status=400
+    )
 
 
 def _run_or_404(request, run_id):
@@ -163,17 +202,32 @@ def run_page(request, run_id: str):
     with_aspect = [o for o in run["outputs"] if (o.get("text") or "").strip() and o.get("aspect")]
     marks = {id(o): p for o, p in zip(with_aspect, present)}
     rows = [{"o": o, "aspect_present": marks.get(id(o))} for o in run["outputs"]]
-    summary = [(k, LABELS.get(k, k.replace("_", " ")), _num(v, k)) for k, v in metrics.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("training_arguments",)]
+    summary = [
+        (k, LABELS.get(k, k.replace("_", " ")), _num(v, k))
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("training_arguments",)
+    ]
     state = runs.public(run)
-    return render(request, "ml/generation/run.html", {
-        "run": run, "rows": rows, "metrics": metrics, "summary": summary, "state": state,
-        "finished": run["status"] in runs.FINISHED, "done": run["status"] == runs.DONE,
-        "novelty": (metrics.get("novelty") or {}), "reference": metrics.get("reference"),
-        "retrieval": metrics.get("retrieval"), "ratings": run.get("ratings") or {},
-        "rateable": run["mode"] == "debate" or bool(run.get("references_rows"))
-                    or any(o.get("reference") and o.get("stance") for o in run["outputs"]),
-    })
+    return render(
+        request,
+        "ml/generation/run.html",
+        {
+            "run": run,
+            "rows": rows,
+            "metrics": metrics,
+            "summary": summary,
+            "state": state,
+            "finished": run["status"] in runs.FINISHED,
+            "done": run["status"] == runs.DONE,
+            "novelty": (metrics.get("novelty") or {}),
+            "reference": metrics.get("reference"),
+            "retrieval": metrics.get("retrieval"),
+            "ratings": run.get("ratings") or {},
+            "rateable": run["mode"] == "debate"
+            or bool(run.get("references_rows"))
+            or any(o.get("reference") and o.get("stance") for o in run["outputs"]),
+        },
+    )
 
 
 @staff_required(researchers=True)
@@ -204,20 +258,38 @@ def run_ratings(request, run_id: str):
     except (gen.GenerationError, RatingsError, ImportFailed) as exc:
         messages.error(request, f"Not sent: {exc}")
     else:
-        messages.success(request, f"{outcome['created']} {outcome['task_type']} items in project "
-                                  f"{outcome['project']} ({outcome['skipped']} already there, "
-                                  f"{outcome['hits']} new HITs).")
+        messages.success(
+            request,
+            f"{outcome['created']} {outcome['task_type']} items in project "
+            f"{outcome['project']} ({outcome['skipped']} already there, "
+            f"{outcome['hits']} new HITs).",
+        )
     return redirect(reverse("ml:generation-run", args=[run_id]))
 
 
-LABELS = {"n_outputs": "outputs", "empty": "empty outputs", "mean_words": "mean words per output",
-          "distinct_1": "distinct-1", "distinct_2": "distinct-2", "aspect_presence": "aspect presence",
-          "fact_faithfulness": "fact faithfulness (cosine)", "bleu": "BLEU", "rouge_l": "ROUGE-L", "meteor": "METEOR",
-          "n_references": "outputs with a reference", "debates": "debates", "mean_turns": "turns per debate",
-          "mean_words_per_turn": "words per turn", "dev_perplexity": "dev perplexity",
-          "ref_meteor": "METEOR vs. references", "ref_rouge_l": "ROUGE-L vs. references",
-          "retrieval_meteor": "retrieval METEOR", "retrieval_rouge_l": "retrieval ROUGE-L",
-          "novelty_cosine": "nearest training cosine", "novelty_overlap": "overlap with nearest training"}
+LABELS = {
+    "n_outputs": "outputs",
+    "empty": "empty outputs",
+    "mean_words": "mean words per output",
+    "distinct_1": "distinct-1",
+    "distinct_2": "distinct-2",
+    "aspect_presence": "aspect presence",
+    "fact_faithfulness": "fact faithfulness (cosine)",
+    "bleu": "BLEU",
+    "rouge_l": "ROUGE-L",
+    "meteor": "METEOR",
+    "n_references": "outputs with a reference",
+    "debates": "debates",
+    "mean_turns": "turns per debate",
+    "mean_words_per_turn": "words per turn",
+    "dev_perplexity": "dev perplexity",
+    "ref_meteor": "METEOR vs. references",
+    "ref_rouge_l": "ROUGE-L vs. references",
+    "retrieval_meteor": "retrieval METEOR",
+    "retrieval_rouge_l": "retrieval ROUGE-L",
+    "novelty_cosine": "nearest training cosine",
+    "novelty_overlap": "overlap with nearest training",
+}
 
 
 COUNTS = {"n_outputs", "empty", "n_references", "debates"}
@@ -230,8 +302,16 @@ def _num(value, key: str = "") -> str:
     return f"{value:.2f}" if "perplexity" in key else f"{value:.4f}"
 
 
-KEY_METRICS = ("aspect_presence", "fact_faithfulness", "bleu", "rouge_l", "meteor", "mean_words", "distinct_2",
-               "mean_turns")
+KEY_METRICS = (
+    "aspect_presence",
+    "fact_faithfulness",
+    "bleu",
+    "rouge_l",
+    "meteor",
+    "mean_words",
+    "distinct_2",
+    "mean_turns",
+)
 
 
 @staff_required(researchers=True)
@@ -250,16 +330,38 @@ def evaluation_page(request):
         values = {k: metrics.get(k) for k in KEY_METRICS}
         ref = ref if ref.get("scored") else {}  # no output had a reference of its code: nothing to show
         ret = ret if ret.get("scored") else {}
-        values.update({"ref_meteor": ref.get("meteor"), "ref_rouge_l": ref.get("rouge_l"),
-                       "retrieval_meteor": ret.get("meteor"), "retrieval_rouge_l": ret.get("rouge_l"),
-                       "novelty_cosine": nov.get("mean_cosine"), "novelty_overlap": nov.get("mean_overlap"),
-                       "dev_perplexity": (metrics.get("model_dev") or {}).get("perplexity")})
+        values.update(
+            {
+                "ref_meteor": ref.get("meteor"),
+                "ref_rouge_l": ref.get("rouge_l"),
+                "retrieval_meteor": ret.get("meteor"),
+                "retrieval_rouge_l": ret.get("rouge_l"),
+                "novelty_cosine": nov.get("mean_cosine"),
+                "novelty_overlap": nov.get("mean_overlap"),
+                "dev_perplexity": (metrics.get("model_dev") or {}).get("perplexity"),
+            }
+        )
         rows.append({"meta": meta, "values": values})
-    columns = ["dev_perplexity", "aspect_presence", "ref_meteor", "ref_rouge_l", "retrieval_meteor",
-               "retrieval_rouge_l", "novelty_cosine", "novelty_overlap", "fact_faithfulness", "bleu", "rouge_l",
-               "meteor", "mean_words", "distinct_2", "mean_turns"]
+    columns = [
+        "dev_perplexity",
+        "aspect_presence",
+        "ref_meteor",
+        "ref_rouge_l",
+        "retrieval_meteor",
+        "retrieval_rouge_l",
+        "novelty_cosine",
+        "novelty_overlap",
+        "fact_faithfulness",
+        "bleu",
+        "rouge_l",
+        "meteor",
+        "mean_words",
+        "distinct_2",
+        "mean_turns",
+    ]
     columns = [c for c in columns if any(r["values"].get(c) is not None for r in rows)]
     for r in rows:
         r["cells"] = [None if r["values"].get(c) is None else _num(r["values"][c], c) for c in columns]
-    return render(request, "ml/generation/evaluation.html",
-                  {"rows": rows, "columns": [(c, LABELS.get(c, c)) for c in columns]})
+    return render(
+        request, "ml/generation/evaluation.html", {"rows": rows, "columns": [(c, LABELS.get(c, c)) for c in columns]}
+    )

@@ -5,46 +5,157 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0002_agreement_snapshot_adjudication'),
+        ("annotation", "0002_agreement_snapshot_adjudication"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelVersion',
+            name="ModelVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(db_index=True, help_text='trainer kind, e.g. "ranker", "span_ranker", "tagger", "argspan"', max_length=64)),
-                ('base_model', models.CharField(blank=True, default='', help_text='name or path it started from', max_length=500)),
-                ('data_snapshot', models.CharField(blank=True, default='', help_text='what it was trained on, e.g. "project:<slug>@<n labels>" or a file', max_length=500)),
-                ('data_hash', models.CharField(blank=True, default='', help_text='sha256 of the canonical training + dev rows', max_length=64)),
-                ('snapshot_labels', models.PositiveIntegerField(blank=True, help_text='aggregated labels of the project when the data was taken (retrain loop)', null=True)),
-                ('n_train', models.PositiveIntegerField(default=0)),
-                ('n_dev', models.PositiveIntegerField(default=0)),
-                ('hyperparameters', models.JSONField(blank=True, default=dict)),
-                ('seed', models.IntegerField(default=13)),
-                ('metrics', models.JSONField(blank=True, default=dict, help_text='e.g. {"dev": {...}, "primary": 0.81}')),
-                ('artifact_path', models.CharField(blank=True, default='', help_text='the final folder (absolute), set when ready', max_length=1000)),
-                ('status', models.CharField(choices=[('training', 'training'), ('ready', 'ready'), ('failed', 'failed'), ('archived', 'archived')], db_index=True, default='training', max_length=16)),
-                ('is_active', models.BooleanField(default=False)),
-                ('activated_at', models.DateTimeField(blank=True, null=True)),
-                ('task_id', models.CharField(blank=True, db_index=True, default='', help_text='the Celery task that trains it (a redelivered task reuses its row)', max_length=255)),
-                ('request', models.JSONField(blank=True, default=dict, help_text='the train call (kind, project, data, seed, ...) so an interrupted run can be re-sent')),
-                ('attempts', models.PositiveSmallIntegerField(default=0, help_text='training runs started for this version')),
-                ('heartbeat_at', models.DateTimeField(blank=True, help_text='last sign of life of the run training it (stale = worker lost)', null=True)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trained_at', models.DateTimeField(blank=True, null=True)),
-                ('parent', models.ForeignKey(blank=True, help_text='the version this one was retrained from', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='ml.modelversion')),
-                ('project', models.ForeignKey(blank=True, help_text='empty = a global model', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='model_versions', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        db_index=True,
+                        help_text='trainer kind, e.g. "ranker", "span_ranker", "tagger", "argspan"',
+                        max_length=64,
+                    ),
+                ),
+                (
+                    "base_model",
+                    models.CharField(blank=True, default="", help_text="name or path it started from", max_length=500),
+                ),
+                (
+                    "data_snapshot",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text='what it was trained on, e.g. "project:<slug>@<n labels>" or a file',
+                        max_length=500,
+                    ),
+                ),
+                (
+                    "data_hash",
+                    models.CharField(
+                        blank=True, default="", help_text="sha256 of the canonical training + dev rows", max_length=64
+                    ),
+                ),
+                (
+                    "snapshot_labels",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="aggregated labels of the project when the data was taken (retrain loop)",
+                        null=True,
+                    ),
+                ),
+                ("n_train", models.PositiveIntegerField(default=0)),
+                ("n_dev", models.PositiveIntegerField(default=0)),
+                ("hyperparameters", models.JSONField(blank=True, default=dict)),
+                ("seed", models.IntegerField(default=13)),
+                (
+                    "metrics",
+                    models.JSONField(blank=True, default=dict, help_text='e.g. {"dev": {...}, "primary": 0.81}'),
+                ),
+                (
+                    "artifact_path",
+                    models.CharField(
+                        blank=True, default="", help_text="the final folder (absolute), set when ready", max_length=1000
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("training", "training"),
+                            ("ready", "ready"),
+                            ("failed", "failed"),
+                            ("archived", "archived"),
+                        ],
+                        db_index=True,
+                        default="training",
+                        max_length=16,
+                    ),
+                ),
+                ("is_active", models.BooleanField(default=False)),
+                ("activated_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "task_id",
+                    models.CharField(
+                        blank=True,
+                        db_index=True,
+                        default="",
+                        help_text="the Celery task that trains it (a redelivered task reuses its row)",
+                        max_length=255,
+                    ),
+                ),
+                (
+                    "request",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="the train call (kind, project, data, seed, ...) so an interrupted run can be re-sent",
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveSmallIntegerField(default=0, help_text="training runs started for this version"),
+                ),
+                (
+                    "heartbeat_at",
+                    models.DateTimeField(
+                        blank=True,
+                        help_text="last sign of life of the run training it (stale = worker lost)",
+                        null=True,
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("trained_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="the version this one was retrained from",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="ml.modelversion",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="empty = a global model",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_versions",
+                        to="annotation.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['kind', 'project', 'status'], name='ml_modelver_kind_bdfe68_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_active', True), ('project__isnull', False)), fields=('kind', 'project'), name='ml_one_active_per_kind_project'), models.UniqueConstraint(condition=models.Q(('is_active', True), ('project__isnull', True)), fields=('kind',), name='ml_one_active_global_per_kind'), models.CheckConstraint(condition=models.Q(('is_active', False), ('status', 'ready'), _connector='OR'), name='ml_active_is_ready')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [models.Index(fields=["kind", "project", "status"], name="ml_modelver_kind_bdfe68_idx")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_active", True), ("project__isnull", False)),
+                        fields=("kind", "project"),
+                        name="ml_one_active_per_kind_project",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_active", True), ("project__isnull", True)),
+                        fields=("kind",),
+                        name="ml_one_active_global_per_kind",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("is_active", False), ("status", "ready"), _connector="OR"),
+                        name="ml_active_is_ready",
+                    ),
+                ],
             },
         ),
     ]

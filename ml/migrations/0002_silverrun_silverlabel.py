@@ -5,57 +5,143 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_agreement_snapshot_adjudication'),
-        ('corpus', '0001_initial'),
-        ('ml', '0001_initial'),
+        ("annotation", "0002_agreement_snapshot_adjudication"),
+        ("corpus", "0001_initial"),
+        ("ml", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SilverRun',
+            name="SilverRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(help_text='trainer kind: "tagger", "argspan" or "argspanscheme"', max_length=64)),
-                ('source', models.CharField(blank=True, default='', help_text='Sentence.source to select', max_length=1000)),
-                ('options', models.JSONField(blank=True, default=dict, help_text='batch_size, arguments_only, scheme_ratio, discard_others, ...')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed'), ('cancelled', 'cancelled')], db_index=True, default='pending', max_length=16)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('last_sentence_id', models.BigIntegerField(default=0, help_text='checkpoint: labels stored up to this id')),
-                ('processed', models.PositiveIntegerField(default=0)),
-                ('labelled', models.PositiveIntegerField(default=0, help_text='sentences with at least one span / scheme')),
-                ('total', models.PositiveIntegerField(blank=True, null=True)),
-                ('batches', models.PositiveIntegerField(default=0)),
-                ('scheme_sums', models.JSONField(blank=True, default=dict, help_text="sum of each scheme's probability over the processed sentences")),
-                ('task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('model_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='silver_runs', to='ml.modelversion')),
-                ('project', models.ForeignKey(blank=True, help_text='the scope the active model came from', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='silver_runs', to='annotation.project')),
-                ('topic', models.ForeignKey(blank=True, help_text='empty with source empty = all sentences', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='silver_runs', to='corpus.topic')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(help_text='trainer kind: "tagger", "argspan" or "argspanscheme"', max_length=64),
+                ),
+                (
+                    "source",
+                    models.CharField(blank=True, default="", help_text="Sentence.source to select", max_length=1000),
+                ),
+                (
+                    "options",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="batch_size, arguments_only, scheme_ratio, discard_others, ...",
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("cancel_requested", models.BooleanField(default=False)),
+                (
+                    "last_sentence_id",
+                    models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id"),
+                ),
+                ("processed", models.PositiveIntegerField(default=0)),
+                (
+                    "labelled",
+                    models.PositiveIntegerField(default=0, help_text="sentences with at least one span / scheme"),
+                ),
+                ("total", models.PositiveIntegerField(blank=True, null=True)),
+                ("batches", models.PositiveIntegerField(default=0)),
+                (
+                    "scheme_sums",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="sum of each scheme's probability over the processed sentences",
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, default="", max_length=255)),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "model_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="silver_runs", to="ml.modelversion"
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="the scope the active model came from",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="silver_runs",
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "topic",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="empty with source empty = all sentences",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="silver_runs",
+                        to="corpus.topic",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SilverLabel',
+            name="SilverLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('spans', models.JSONField(blank=True, default=list, help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]')),
-                ('schemes', models.JSONField(blank=True, default=dict, help_text='{scheme: probability} (argspanscheme)')),
-                ('confidence', models.FloatField(default=0.0, help_text='mean probability of the predicted word tags')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('sentence', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='silver_labels', to='corpus.sentence')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='ml.silverrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "spans",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text='[{"begin", "end", "text", "confidence"[, "variable", "variable_confidence"]}]',
+                    ),
+                ),
+                (
+                    "schemes",
+                    models.JSONField(blank=True, default=dict, help_text="{scheme: probability} (argspanscheme)"),
+                ),
+                ("confidence", models.FloatField(default=0.0, help_text="mean probability of the predicted word tags")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "sentence",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="silver_labels", to="corpus.sentence"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="ml.silverrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run_id', 'sentence_id'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'sentence'), name='ml_silver_one_label_per_sentence')],
+                "ordering": ["run_id", "sentence_id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "sentence"), name="ml_silver_one_label_per_sentence")
+                ],
             },
         ),
     ]

@@ -5,63 +5,100 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ml', '0002_silverrun_silverlabel'),
+        ("ml", "0002_silverrun_silverlabel"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='silverlabel',
-            name='stance',
-            field=models.CharField(blank=True, default='', help_text='argument runs: predicted "pro", "con" or "none" (never Sentence.stance)', max_length=8),
+            model_name="silverlabel",
+            name="stance",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text='argument runs: predicted "pro", "con" or "none" (never Sentence.stance)',
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='silverlabel',
-            name='stance_probability',
-            field=models.FloatField(blank=True, help_text='argument runs: P(predicted stance)', null=True),
+            model_name="silverlabel",
+            name="stance_probability",
+            field=models.FloatField(blank=True, help_text="argument runs: P(predicted stance)", null=True),
         ),
         migrations.AddField(
-            model_name='silverlabel',
-            name='stance_probs',
+            model_name="silverlabel",
+            name="stance_probs",
             field=models.JSONField(blank=True, default=dict, help_text='argument runs: {"pro", "con", "none": p}'),
         ),
         migrations.AlterField(
-            model_name='silverrun',
-            name='kind',
-            field=models.CharField(help_text='trainer kind: "tagger", "argspan", "argspanscheme" or "argument"', max_length=64),
+            model_name="silverrun",
+            name="kind",
+            field=models.CharField(
+                help_text='trainer kind: "tagger", "argspan", "argspanscheme" or "argument"', max_length=64
+            ),
         ),
         migrations.AlterField(
-            model_name='silverrun',
-            name='options',
-            field=models.JSONField(blank=True, default=dict, help_text='batch_size, shards, arguments_only, arguments_from_run, scheme_ratio, ...'),
+            model_name="silverrun",
+            name="options",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="batch_size, shards, arguments_only, arguments_from_run, scheme_ratio, ...",
+            ),
         ),
         migrations.CreateModel(
-            name='SilverShard',
+            name="SilverShard",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField(help_text='0-based position in the run')),
-                ('first_id', models.BigIntegerField(help_text='lowest Sentence id of the range')),
-                ('last_id', models.BigIntegerField(help_text='highest Sentence id of the range')),
-                ('last_sentence_id', models.BigIntegerField(default=0, help_text='checkpoint: labels stored up to this id')),
-                ('total', models.PositiveIntegerField(default=0, help_text='selected sentences in the range')),
-                ('processed', models.PositiveIntegerField(default=0)),
-                ('labelled', models.PositiveIntegerField(default=0)),
-                ('batches', models.PositiveIntegerField(default=0)),
-                ('scheme_sums', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed'), ('cancelled', 'cancelled')], db_index=True, default='pending', max_length=16)),
-                ('task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('worker', models.CharField(blank=True, default='', help_text='hostname of the last worker on it', max_length=255)),
-                ('attempts', models.PositiveSmallIntegerField(default=0, help_text='times a task started on it')),
-                ('error', models.TextField(blank=True, default='')),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='shards', to='ml.silverrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField(help_text="0-based position in the run")),
+                ("first_id", models.BigIntegerField(help_text="lowest Sentence id of the range")),
+                ("last_id", models.BigIntegerField(help_text="highest Sentence id of the range")),
+                (
+                    "last_sentence_id",
+                    models.BigIntegerField(default=0, help_text="checkpoint: labels stored up to this id"),
+                ),
+                ("total", models.PositiveIntegerField(default=0, help_text="selected sentences in the range")),
+                ("processed", models.PositiveIntegerField(default=0)),
+                ("labelled", models.PositiveIntegerField(default=0)),
+                ("batches", models.PositiveIntegerField(default=0)),
+                ("scheme_sums", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, default="", max_length=255)),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, default="", help_text="hostname of the last worker on it", max_length=255
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0, help_text="times a task started on it")),
+                ("error", models.TextField(blank=True, default="")),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="shards", to="ml.silverrun"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run_id', 'index'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'index'), name='ml_silver_one_shard_per_index')],
+                "ordering": ["run_id", "index"],
+                "constraints": [models.UniqueConstraint(fields=("run", "index"), name="ml_silver_one_shard_per_index")],
             },
         ),
     ]

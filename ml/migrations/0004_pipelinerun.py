@@ -5,35 +5,104 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpus', '0001_initial'),
-        ('ml', '0003_silver_shards'),
+        ("corpus", "0001_initial"),
+        ("ml", "0003_silver_shards"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PipelineRun',
+            name="PipelineRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(db_index=True, default='argctrl', max_length=32)),
-                ('documents', models.CharField(help_text='the folder of *.txt documents (absolute)', max_length=1000)),
-                ('topic_name', models.CharField(help_text='the topic as given (slug, name or id)', max_length=200)),
-                ('options', models.JSONField(blank=True, default=dict, help_text='model versions, relevance terms, batch size, document bounds, release')),
-                ('stage', models.CharField(default='import', help_text='the first stage that is not done', max_length=32)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('waiting', 'waiting'), ('done', 'done'), ('failed', 'failed')], db_index=True, default='pending', max_length=16)),
-                ('stages', models.JSONField(blank=True, default=dict, help_text='{stage: {"status", "counts", "started_at", "finished_at"}}')),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('argument_run', models.ForeignKey(blank=True, help_text='the argument / stance silver run', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='ml.silverrun')),
-                ('aspect_run', models.ForeignKey(blank=True, help_text="the aspect tagger's silver run", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='ml.silverrun')),
-                ('release', models.ForeignKey(blank=True, help_text='the training-documents release (aspect-docs)', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='corpus.release')),
-                ('topic', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='pipeline_runs', to='corpus.topic')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(db_index=True, default="argctrl", max_length=32)),
+                ("documents", models.CharField(help_text="the folder of *.txt documents (absolute)", max_length=1000)),
+                ("topic_name", models.CharField(help_text="the topic as given (slug, name or id)", max_length=200)),
+                (
+                    "options",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="model versions, relevance terms, batch size, document bounds, release",
+                    ),
+                ),
+                (
+                    "stage",
+                    models.CharField(default="import", help_text="the first stage that is not done", max_length=32),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("waiting", "waiting"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "stages",
+                    models.JSONField(
+                        blank=True, default=dict, help_text='{stage: {"status", "counts", "started_at", "finished_at"}}'
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "argument_run",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="the argument / stance silver run",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="ml.silverrun",
+                    ),
+                ),
+                (
+                    "aspect_run",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="the aspect tagger's silver run",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="ml.silverrun",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="the training-documents release (aspect-docs)",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="corpus.release",
+                    ),
+                ),
+                (
+                    "topic",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pipeline_runs",
+                        to="corpus.topic",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['kind', 'documents', 'topic_name'], name='ml_pipeline_kind_f9159c_idx')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["kind", "documents", "topic_name"], name="ml_pipeline_kind_f9159c_idx")
+                ],
             },
         ),
     ]

@@ -5,35 +5,89 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0010_teams'),
-        ('ml', '0004_pipelinerun'),
+        ("annotation", "0010_teams"),
+        ("ml", "0004_pipelinerun"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RetrainAttempt',
+            name="RetrainAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(blank=True, default='', help_text='trainer kind; "" = the queued check', max_length=64)),
-                ('state', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('finished', 'finished'), ('refused', 'refused'), ('failed', 'failed'), ('skipped', 'skipped')], db_index=True, default='queued', max_length=16)),
-                ('reason', models.TextField(blank=True, default='')),
-                ('n_labels', models.PositiveIntegerField(blank=True, help_text='human labels of the project', null=True)),
-                ('new_labels', models.IntegerField(blank=True, help_text='human labels since the last version', null=True)),
-                ('rows', models.PositiveIntegerField(blank=True, help_text='training + dev rows', null=True)),
-                ('steps', models.PositiveIntegerField(blank=True, help_text='optimisation steps run (budgeted kinds)', null=True)),
-                ('capped', models.CharField(blank=True, default='', help_text='"max_steps" / "max_seconds" when the budget stopped training early', max_length=32)),
-                ('task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='retrain_attempts', to='annotation.project')),
-                ('version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='retrain_attempts', to='ml.modelversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        blank=True, default="", help_text='trainer kind; "" = the queued check', max_length=64
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("finished", "finished"),
+                            ("refused", "refused"),
+                            ("failed", "failed"),
+                            ("skipped", "skipped"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, default="")),
+                (
+                    "n_labels",
+                    models.PositiveIntegerField(blank=True, help_text="human labels of the project", null=True),
+                ),
+                (
+                    "new_labels",
+                    models.IntegerField(blank=True, help_text="human labels since the last version", null=True),
+                ),
+                ("rows", models.PositiveIntegerField(blank=True, help_text="training + dev rows", null=True)),
+                (
+                    "steps",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="optimisation steps run (budgeted kinds)", null=True
+                    ),
+                ),
+                (
+                    "capped",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text='"max_steps" / "max_seconds" when the budget stopped training early',
+                        max_length=32,
+                    ),
+                ),
+                ("task_id", models.CharField(blank=True, default="", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="retrain_attempts",
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="retrain_attempts",
+                        to="ml.modelversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['project', 'kind', 'state'], name='ml_retraina_project_d1feef_idx')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [models.Index(fields=["project", "kind", "state"], name="ml_retraina_project_d1feef_idx")],
             },
         ),
     ]

@@ -21,18 +21,19 @@ Domain adaptation (``mode="domain-adaptation"``)
 Artifact: ``model/`` (the bi-encoder, a SentenceTransformer folder), ``cross-encoder/`` (when trained in this
 run), ``silver.jsonl`` (the silver pairs with their cross-encoder scores and sampling source), ``augsbert.json``.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from argora.jsonl import write_jsonl
 from argora.progress import Progress, null_progress
-from ml.models import ModelVersion
 from ml.errors import TrainerError
+from ml.models import ModelVersion
 
 from . import models as sim_models
 from . import sampling
@@ -44,14 +45,33 @@ log = logging.getLogger(__name__)
 MODES = ("in-domain", "domain-adaptation")
 # bi-encoder stage: the shared names; cross-encoder stage: cross_<name> (None: the shared value; lr, epochs and
 # architecture: the cross-encoder defaults of ml.similarity.models)
-AUG_EXTRA = {"strategy": "bm25", "k": sampling.DEFAULT_K, "n_random": 0, "within_topic": True, "kde_bandwidth": 0.0,
-             "mode": "in-domain", "cross_encoder": "", "cross_base_model": "", "gold_bi_encoder": "", "source_data": "",
-             "label_batch_size": 64,
-             "cross_architecture": None, "cross_lr": None, "cross_epochs": None,
-             "cross_max_steps": None, "cross_batch_size": None, "cross_max_length": None, "cross_seeds": None,
-             "cross_head_lr": None, "cross_freeze_embeddings": None, "cross_pooler_init": None,
-             "cross_gate_init": None, "cross_gate_lr": None,
-             "teacher_check": "warn", "gold_labels": "teacher"}
+AUG_EXTRA = {
+    "strategy": "bm25",
+    "k": sampling.DEFAULT_K,
+    "n_random": 0,
+    "within_topic": True,
+    "kde_bandwidth": 0.0,
+    "mode": "in-domain",
+    "cross_encoder": "",
+    "cross_base_model": "",
+    "gold_bi_encoder": "",
+    "source_data": "",
+    "label_batch_size": 64,
+    "cross_architecture": None,
+    "cross_lr": None,
+    "cross_epochs": None,
+    "cross_max_steps": None,
+    "cross_batch_size": None,
+    "cross_max_length": None,
+    "cross_seeds": None,
+    "cross_head_lr": None,
+    "cross_freeze_embeddings": None,
+    "cross_pooler_init": None,
+    "cross_gate_init": None,
+    "cross_gate_lr": None,
+    "teacher_check": "warn",
+    "gold_labels": "teacher",
+}
 TEACHER_CHECKS = ("warn", "refuse", "off")
 GOLD_LABELS = ("teacher", "gold")
 AUG_DEFAULTS = dict(sim_models.BI_DEFAULTS, **AUG_EXTRA)
@@ -85,6 +105,7 @@ def bi_hp(hp: dict) -> dict:
 
 # --- reusing models --------------------------------------------------------------------------------
 
+
 def resolve_model_path(ref: str, which: str) -> Path:
     """Folder of a cross-encoder (``which="cross"``) or bi-encoder (``"bi"``) named by ``version:<id>`` (a
     ``crossencoder`` / ``biencoder`` / ``augsbert`` version) or by a path (an artifact folder or the model itself)."""
@@ -97,11 +118,15 @@ def resolve_model_path(ref: str, which: str) -> Path:
         if not v.artifact_path:
             raise _error(f"hyperparameters: model version {v.pk} has no artifact (status {v.status})")
         folder = Path(v.artifact_path)
-        wanted = {"cross": {"crossencoder": "model", "augsbert": "cross-encoder"},
-                  "bi": {"biencoder": "model", "augsbert": "model"}}[which]
+        wanted = {
+            "cross": {"crossencoder": "model", "augsbert": "cross-encoder"},
+            "bi": {"biencoder": "model", "augsbert": "model"},
+        }[which]
         if v.kind not in wanted:
-            raise _error(f"hyperparameters: version {v.pk} is a {v.kind!r} model, not a "
-                         f"{'cross' if which == 'cross' else 'bi'}-encoder")
+            raise _error(
+                f"hyperparameters: version {v.pk} is a {v.kind!r} model, not a "
+                f"{'cross' if which == 'cross' else 'bi'}-encoder"
+            )
         path = folder / wanted[v.kind]
     else:
         path = Path(ref)
@@ -115,12 +140,15 @@ def resolve_model_path(ref: str, which: str) -> Path:
 
 # --- the teacher check -----------------------------------------------------------------------------
 
+
 def teacher_baselines(dev: Sequence[dict], *, base_model: str, batch_size: int = 64) -> dict:
     """What the teacher must beat on the dev rows (Spearman x 100): ``jaccard`` (word overlap, the paper's
     baseline) and ``base_bi_encoder`` (the untrained base model's cosine: where the SBERT student starts)."""
     bi = sim_models.new_bi_encoder(base_model)
-    return {"jaccard": evaluate_model(bi, dev, batch_size=batch_size)["jaccard_spearman"],
-            "base_bi_encoder": sim_models.dev_spearman(bi, dev, batch_size=batch_size)}
+    return {
+        "jaccard": evaluate_model(bi, dev, batch_size=batch_size)["jaccard_spearman"],
+        "base_bi_encoder": sim_models.dev_spearman(bi, dev, batch_size=batch_size),
+    }
 
 
 def check_teacher(teacher_dev: float, baselines: dict, *, policy: str = "warn") -> str | None:
@@ -130,10 +158,12 @@ def check_teacher(teacher_dev: float, baselines: dict, *, policy: str = "warn") 
     worse = {name: value for name, value in baselines.items() if value is not None and teacher_dev <= value}
     if not worse:
         return None
-    message = (f"AugSBERT teacher check: the cross-encoder's dev Spearman {teacher_dev:.1f} is not above "
-               + ", ".join(f"{name} {value:.1f}" for name, value in worse.items())
-               + "; its silver labels are likely to hurt the bi-encoder (train a better cross-encoder: more epochs, "
-                 "cross_head_lr, cross_lr; or give cross_encoder=version:<id>)")
+    message = (
+        f"AugSBERT teacher check: the cross-encoder's dev Spearman {teacher_dev:.1f} is not above "
+        + ", ".join(f"{name} {value:.1f}" for name, value in worse.items())
+        + "; its silver labels are likely to hurt the bi-encoder (train a better cross-encoder: more epochs, "
+        "cross_head_lr, cross_lr; or give cross_encoder=version:<id>)"
+    )
     if policy == "refuse":
         raise _error(f"hyperparameters: teacher_check=refuse: {message}")
     return message
@@ -141,38 +171,79 @@ def check_teacher(teacher_dev: float, baselines: dict, *, policy: str = "warn") 
 
 # --- the pipeline ----------------------------------------------------------------------------------
 
-def silver_set(strategy: str, rows_gold: Sequence[dict], cross_encoder, *, k: int = sampling.DEFAULT_K,
-               seed: int = 0, encode=None, n_random: int = 0, within_topic: bool = True,
-               kde_bandwidth: float | None = None, extra_pairs: Sequence[dict] = (), gold_scores=None,
-               batch_size: int = 64, exclude: Sequence[dict] = (),
-               progress: Progress = null_progress) -> tuple[list[dict], dict]:
+
+def silver_set(
+    strategy: str,
+    rows_gold: Sequence[dict],
+    cross_encoder,
+    *,
+    k: int = sampling.DEFAULT_K,
+    seed: int = 0,
+    encode=None,
+    n_random: int = 0,
+    within_topic: bool = True,
+    kde_bandwidth: float | None = None,
+    extra_pairs: Sequence[dict] = (),
+    gold_scores=None,
+    batch_size: int = 64,
+    exclude: Sequence[dict] = (),
+    progress: Progress = null_progress,
+) -> tuple[list[dict], dict]:
     """Sample (``strategy``), label with ``cross_encoder`` and select; returns ``(silver rows, stats)``.
     ``extra_pairs`` (domain adaptation: the target's pairs) are labelled and kept as well; no pair of ``exclude``
     (the dev / test rows) is sampled."""
-    pairs = list(extra_pairs) + sampling.candidates(strategy, rows_gold, k=k, seed=seed, encode=encode,
-                                                    n_random=n_random, within_topic=within_topic,
-                                                    exclude=sampling.gold_keys(exclude))
+    pairs = list(extra_pairs) + sampling.candidates(
+        strategy,
+        rows_gold,
+        k=k,
+        seed=seed,
+        encode=encode,
+        n_random=n_random,
+        within_topic=within_topic,
+        exclude=sampling.gold_keys(exclude),
+    )
     progress(0, 1, f"labelling {len(pairs)} pairs with the cross-encoder")
-    scores = sim_models.predict(cross_encoder, [(p["argument1"], p["argument2"]) for p in pairs],
-                                batch_size=batch_size).tolist()
+    scores = sim_models.predict(
+        cross_encoder, [(p["argument1"], p["argument2"]) for p in pairs], batch_size=batch_size
+    ).tolist()
     n_extra = len(extra_pairs)
     gold_scores = [r["score"] for r in rows_gold] if gold_scores is None else list(gold_scores)
-    keep_sampled = sampling.select(strategy, pairs[n_extra:], scores[n_extra:], gold_scores, seed=seed,
-                                   bandwidth=kde_bandwidth or None)
+    keep_sampled = sampling.select(
+        strategy, pairs[n_extra:], scores[n_extra:], gold_scores, seed=seed, bandwidth=kde_bandwidth or None
+    )
     keep = list(range(n_extra)) + [n_extra + i for i in keep_sampled]
-    silver = [{"topic": pairs[i].get("topic", ""), "argument1": pairs[i]["argument1"],
-               "argument2": pairs[i]["argument2"], "score": round(float(scores[i]), 6),
-               "source": pairs[i].get("source", "target"), "silver": True} for i in keep]
+    silver = [
+        {
+            "topic": pairs[i].get("topic", ""),
+            "argument1": pairs[i]["argument1"],
+            "argument2": pairs[i]["argument2"],
+            "score": round(float(scores[i]), 6),
+            "source": pairs[i].get("source", "target"),
+            "silver": True,
+        }
+        for i in keep
+    ]
     kept_scores = [s["score"] for s in silver]
-    stats = {"n_candidates": len(pairs), "n_silver": len(silver),
-             "silver_mean_score": round(sum(kept_scores) / len(kept_scores), 4) if kept_scores else None,
-             "by_source": {src: sum(1 for s in silver if s["source"] == src) for src in {s["source"] for s in silver}}}
+    stats = {
+        "n_candidates": len(pairs),
+        "n_silver": len(silver),
+        "silver_mean_score": round(sum(kept_scores) / len(kept_scores), 4) if kept_scores else None,
+        "by_source": {src: sum(1 for s in silver if s["source"] == src) for src in {s["source"] for s in silver}},
+    }
     progress(1, 1, f"silver set: {len(silver)} of {len(pairs)} labelled pairs kept")
     return silver, stats
 
 
-def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str, hp: dict, seed: int,
-        output_dir: Path, progress: Progress = null_progress) -> dict:
+def run(
+    rows_train: Sequence[dict],
+    rows_dev: Sequence[dict],
+    *,
+    base_model: str,
+    hp: dict,
+    seed: int,
+    output_dir: Path,
+    progress: Progress = null_progress,
+) -> dict:
     """The pipeline for one trainer request; writes the artifact and returns ``{"dev", "test", "info"}``."""
     strategy = sampling.canonical(hp["strategy"])
     mode = hp["mode"]
@@ -187,9 +258,14 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
     output_dir = Path(output_dir)
     dev, test = split_eval(rows_dev)
     rows_train = [r for r in rows_train if r.get("split", "train") == "train"]
-    info: dict = {"strategy": strategy, "k": k, "mode": mode, "n_gold": len(rows_train),
-                  "gold_labels": gold_labels if mode == "in-domain" else None,
-                  "setting": setting_of(rows_train, test)}
+    info: dict = {
+        "strategy": strategy,
+        "k": k,
+        "mode": mode,
+        "n_gold": len(rows_train),
+        "gold_labels": gold_labels if mode == "in-domain" else None,
+        "setting": setting_of(rows_train, test),
+    }
     batch = int(hp["label_batch_size"])
 
     # 1. the cross-encoder
@@ -201,17 +277,26 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
     else:
         if mode == "domain-adaptation":
             if not hp["source_data"]:
-                raise _error("hyperparameters: domain adaptation needs cross_encoder (version:<id> or a folder) "
-                             "or source_data (a BWS file of the source domain)")
+                raise _error(
+                    "hyperparameters: domain adaptation needs cross_encoder (version:<id> or a folder) "
+                    "or source_data (a BWS file of the source domain)"
+                )
             parts = load_splits(hp["source_data"])
             source_rows, source_dev = parts["train"], parts["dev"]
             info["cross_encoder"] = f"trained on {hp['source_data']}"
         else:
             source_rows, source_dev = rows_train, dev
             info["cross_encoder"] = "trained on the gold pairs"
-        cross, ce_info = sim_models.train("cross", source_rows, source_dev,
-                                          base_model=hp["cross_base_model"] or base_model, hp=cross_hp(hp),
-                                          seed=seed, progress=progress, label="cross-encoder ")
+        cross, ce_info = sim_models.train(
+            "cross",
+            source_rows,
+            source_dev,
+            base_model=hp["cross_base_model"] or base_model,
+            hp=cross_hp(hp),
+            seed=seed,
+            progress=progress,
+            label="cross-encoder ",
+        )
         cross.save_pretrained(str(output_dir / "cross-encoder"))
         info["cross_encoder_seed"] = ce_info["seed"]
         info["cross_encoder_probe_scores"] = ce_info["probe_scores"]
@@ -243,10 +328,19 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
         else:
             gold_rows = rows_train if mode == "in-domain" else (source_rows or [])
             if not gold_rows:
-                raise _error("hyperparameters: semantic search in domain adaptation needs gold_bi_encoder or "
-                             "source_data")
-            gold_bi, _ = sim_models.train("bi", gold_rows, dev, base_model=base_model, hp=bi_hp(hp), seed=seed,
-                                          progress=progress, label="gold bi-encoder ")
+                raise _error(
+                    "hyperparameters: semantic search in domain adaptation needs gold_bi_encoder or source_data"
+                )
+            gold_bi, _ = sim_models.train(
+                "bi",
+                gold_rows,
+                dev,
+                base_model=base_model,
+                hp=bi_hp(hp),
+                seed=seed,
+                progress=progress,
+                label="gold bi-encoder ",
+            )
         info["gold_bi_encoder_dev"] = evaluate_model(gold_bi, dev, batch_size=batch)["spearman"]
         info["gold_bi_encoder_test"] = evaluate_model(gold_bi, test, batch_size=batch)["spearman"] if test else None
 
@@ -257,25 +351,58 @@ def run(rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str
     # in-domain with gold_labels=teacher: the gold pairs are labelled too (source "gold"), in place of their scores
     adapt = mode == "domain-adaptation"
     relabel = adapt or gold_labels == "teacher"
-    target_pairs = [{"topic": r.get("topic", ""), "argument1": r["argument1"], "argument2": r["argument2"],
-                     "source": "target" if adapt else "gold"} for r in rows_train] if relabel else []
+    target_pairs = (
+        [
+            {
+                "topic": r.get("topic", ""),
+                "argument1": r["argument1"],
+                "argument2": r["argument2"],
+                "source": "target" if adapt else "gold",
+            }
+            for r in rows_train
+        ]
+        if relabel
+        else []
+    )
     gold_scores = ([r["score"] for r in (source_rows or [])] or None) if adapt else None
-    silver, stats = silver_set(strategy, rows_train, cross, k=k, seed=seed, encode=encode,
-                               n_random=int(hp["n_random"]), within_topic=bool(hp["within_topic"]),
-                               kde_bandwidth=float(hp["kde_bandwidth"]) or None, extra_pairs=target_pairs,
-                               gold_scores=gold_scores, batch_size=batch, exclude=rows_dev, progress=progress)
+    silver, stats = silver_set(
+        strategy,
+        rows_train,
+        cross,
+        k=k,
+        seed=seed,
+        encode=encode,
+        n_random=int(hp["n_random"]),
+        within_topic=bool(hp["within_topic"]),
+        kde_bandwidth=float(hp["kde_bandwidth"]) or None,
+        extra_pairs=target_pairs,
+        gold_scores=gold_scores,
+        batch_size=batch,
+        exclude=rows_dev,
+        progress=progress,
+    )
     train_rows = silver if relabel else list(rows_train) + silver
     info.update(stats)
     write_jsonl(silver, output_dir / "silver.jsonl")
 
     # 4. the bi-encoder on the gold pairs (annotated or teacher scores) + silver
-    bi, bi_info = sim_models.train("bi", train_rows, dev, base_model=base_model, hp=bi_hp(hp), seed=seed,
-                                   progress=progress, label="AugSBERT bi-encoder ")
+    bi, bi_info = sim_models.train(
+        "bi",
+        train_rows,
+        dev,
+        base_model=base_model,
+        hp=bi_hp(hp),
+        seed=seed,
+        progress=progress,
+        label="AugSBERT bi-encoder ",
+    )
     bi.save_pretrained(str(output_dir / "model"))
-    info.update(seed=bi_info["seed"], probe_scores=bi_info["probe_scores"], steps=bi_info["steps"],
-                n_train=len(train_rows))
+    info.update(
+        seed=bi_info["seed"], probe_scores=bi_info["probe_scores"], steps=bi_info["steps"], n_train=len(train_rows)
+    )
     dev_metrics = evaluate_model(bi, dev, batch_size=batch)
     test_metrics = evaluate_model(bi, test, batch_size=batch) if test else None
-    (output_dir / "augsbert.json").write_text(json.dumps(dict(info, dev=dev_metrics, test=test_metrics), indent=2,
-                                                         default=str))
+    (output_dir / "augsbert.json").write_text(
+        json.dumps(dict(info, dev=dev_metrics, test=test_metrics), indent=2, default=str)
+    )
     return {"dev": dev_metrics, "test": test_metrics, "info": info}

@@ -37,11 +37,12 @@ The registry hands a trainer only ``(rows_train, rows_dev)``; the **test rows tr
 (:func:`split_eval`): the dev primary metric is computed on the ``dev`` rows only, the ``test`` rows give Table 5's
 test metrics. Nothing is ever trained on a ``dev`` or ``test`` row.
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from annotation.task_types.bws_similarity import export as bws_export
 from annotation.task_types.bws_similarity import pairfiles
@@ -74,9 +75,11 @@ SPLIT_ALIASES = pairfiles.SPLIT_ALIASES
 ASPECT_COLUMNS = pairfiles.ASPECT_COLUMNS
 ASPECT_SCORES = pairfiles.ASPECT_SCORES  # the paper's binarisation (see the module docstring for why)
 FORMATS = {".csv": "BWS Argument Similarity Corpus CSV", ".tsv": "UKP ASPECT TSV", ".jsonl": "BWS JSONL export"}
-DATA_FORMATS = ("BWS Argument Similarity Corpus CSV (id, topic, argument1, argument2, score[, split]), UKP ASPECT TSV "
-                "(topic, sentence_1, sentence_2, label: HS/SS -> 1, NS/DTORCD -> 0), the BWS JSONL export, or a "
-                "folder with train + dev (+ test) files of one of them")
+DATA_FORMATS = (
+    "BWS Argument Similarity Corpus CSV (id, topic, argument1, argument2, score[, split]), UKP ASPECT TSV "
+    "(topic, sentence_1, sentence_2, label: HS/SS -> 1, NS/DTORCD -> 0), the BWS JSONL export, or a "
+    "folder with train + dev (+ test) files of one of them"
+)
 
 
 def _file_error(exc: ImportFailed) -> TrainerFileError:
@@ -126,6 +129,7 @@ def read_pairs(path) -> list[dict]:
 
 # --- splits ----------------------------------------------------------------------------------------
 
+
 def default_cross_topic(topics: Iterable[str], *, seed: int = 0) -> dict[str, list[str]]:
     """The paper's 5 / 1 / 2 topic proportions for any number (>= 3) of topics, topics drawn with ``seed``."""
     topics = sorted(set(topics))
@@ -135,12 +139,16 @@ def default_cross_topic(topics: Iterable[str], *, seed: int = 0) -> dict[str, li
     n = len(topics)
     n_test = max(1, round(n * 2 / 8))
     n_dev = max(1, round(n / 8))
-    return {"test": sorted(topics[:n_test]), "dev": sorted(topics[n_test:n_test + n_dev]),
-            "train": sorted(topics[n_test + n_dev:])}
+    return {
+        "test": sorted(topics[:n_test]),
+        "dev": sorted(topics[n_test : n_test + n_dev]),
+        "train": sorted(topics[n_test + n_dev :]),
+    }
 
 
-def split_rows(rows: Sequence[dict], setting: str = "in-topic", *, seed: int = 0,
-               topics: dict | None = None) -> dict[str, list[dict]]:
+def split_rows(
+    rows: Sequence[dict], setting: str = "in-topic", *, seed: int = 0, topics: dict | None = None
+) -> dict[str, list[dict]]:
     """``{"train", "dev", "test"}`` rows (tagged with ``split``) of one setting: ``in-topic`` (every topic cut
     2471 / 478 / 451, seeded; :func:`annotation.task_types.bws_similarity.export.in_topic`) or ``cross-topic`` (``topics`` =
     ``{"train": [...], "dev": [...], "test": [...]}``, else :func:`default_cross_topic`)."""
@@ -171,12 +179,16 @@ def load_splits(path) -> dict[str, list[dict]]:
         for ext in FORMATS:
             files = {part: path / f"{part}{ext}" for part in SPLITS}
             if files["train"].exists() and files["dev"].exists():
-                return {part: [dict(r, split=part) for r in read_pairs(f)] if f.exists() else []
-                        for part, f in files.items()}
+                return {
+                    part: [dict(r, split=part) for r in read_pairs(f)] if f.exists() else []
+                    for part, f in files.items()
+                }
         if (path / "bws.jsonl").exists():
             return load_splits(path / "bws.jsonl")
-        raise _error(f"{path}:0: a data folder must hold train and dev files (train.jsonl + dev.jsonl, train.csv + "
-                     f"dev.csv or train.tsv + dev.tsv; test optional) or bws.jsonl")
+        raise _error(
+            f"{path}:0: a data folder must hold train and dev files (train.jsonl + dev.jsonl, train.csv + "
+            f"dev.csv or train.tsv + dev.tsv; test optional) or bws.jsonl"
+        )
     if not path.exists():
         raise _error(f"{path}:0: no such file")
     rows = read_pairs(path)

@@ -13,11 +13,12 @@ Per trained version the trainers store (``ModelVersion.metrics``)::
 :func:`run_table5` trains the whole grid through the registry (one version per model, setting and seed; the
 AugSBERT runs of a seed reuse that seed's cross-encoder version).
 """
+
 from __future__ import annotations
 
 import re
 import statistics
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from argora.progress import Progress, null_progress
 from ml.versions import train_version
@@ -28,8 +29,16 @@ from .stats import spearman100
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SETTINGS = ("in-topic", "cross-topic")
-MODEL_ORDER = ("Baseline (Jaccard)", "BERT", "SBERT", "AugSBERT-random", "AugSBERT-kde", "AugSBERT-bm25",
-               "AugSBERT-semantic", "AugSBERT-bm25+semantic")
+MODEL_ORDER = (
+    "Baseline (Jaccard)",
+    "BERT",
+    "SBERT",
+    "AugSBERT-random",
+    "AugSBERT-kde",
+    "AugSBERT-bm25",
+    "AugSBERT-semantic",
+    "AugSBERT-bm25+semantic",
+)
 
 
 def tokens(text: str) -> set[str]:
@@ -49,8 +58,11 @@ def jaccard_spearman(rows: Sequence[dict]) -> float:
 
 def metrics(pred: Sequence[float], rows: Sequence[dict]) -> dict:
     """``{"spearman", "jaccard_spearman", "n"}`` of predictions on rows (both x 100)."""
-    return {"spearman": spearman100(pred, [r["score"] for r in rows]), "jaccard_spearman": jaccard_spearman(rows),
-            "n": len(rows)}
+    return {
+        "spearman": spearman100(pred, [r["score"] for r in rows]),
+        "jaccard_spearman": jaccard_spearman(rows),
+        "n": len(rows),
+    }
 
 
 def evaluate_model(model, rows: Sequence[dict], *, batch_size: int = 64) -> dict:
@@ -60,6 +72,7 @@ def evaluate_model(model, rows: Sequence[dict], *, batch_size: int = 64) -> dict
 
 
 # --- Table 5 ---------------------------------------------------------------------------------------
+
 
 def model_label(kind: str, info: dict) -> str:
     if kind == "crossencoder":
@@ -104,8 +117,7 @@ def table(versions: Iterable, *, part: str = "test") -> dict:
     settings = [s for s in SETTINGS if s in settings_seen] + [s for s in settings_seen if s not in SETTINGS]
     rows = []
     if baseline:
-        rows.append({"model": "Baseline (Jaccard)",
-                     "cells": {s: cell(baseline.get(s, {}).values()) for s in settings}})
+        rows.append({"model": "Baseline (Jaccard)", "cells": {s: cell(baseline.get(s, {}).values()) for s in settings}})
     order = {name: i for i, name in enumerate(MODEL_ORDER)}
     for label in sorted(values, key=lambda name: (order.get(name, len(order)), name)):
         rows.append({"model": label, "cells": {s: cell(values[label].get(s, [])) for s in settings}})
@@ -125,10 +137,20 @@ def format_table(t: dict) -> str:
     return "\n".join(lines)
 
 
-def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), seeds: Sequence[int] = (1, 2, 3),
-               settings: Sequence[str] = SETTINGS, hyperparameters: dict | None = None, base_model: str | None = None,
-               cross_topics: dict | None = None, split_seed: int = 0, project=None, seed_opt: int = 0,
-               progress: Progress = null_progress) -> dict:
+def run_table5(
+    rows: Sequence[dict],
+    *,
+    strategies: Sequence[str] = ("bm25",),
+    seeds: Sequence[int] = (1, 2, 3),
+    settings: Sequence[str] = SETTINGS,
+    hyperparameters: dict | None = None,
+    base_model: str | None = None,
+    cross_topics: dict | None = None,
+    split_seed: int = 0,
+    project=None,
+    seed_opt: int = 0,
+    progress: Progress = null_progress,
+) -> dict:
     """Train cross-encoder, bi-encoder and AugSBERT-<strategy> for every setting and seed through the registry
     (``hyperparameters`` go to every kind; ``seed_opt`` > 1 gives each run that many seeds to optimise over, as the
     paper's 5) and return ``{"table": table(versions), "versions": [ids]}``. The versions stay in the registry
@@ -147,9 +169,16 @@ def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), s
             run_hp["seeds"] = [seed * 100 + i for i in range(seed_opt)]
         made = {}
         for kind in ("crossencoder", "biencoder"):
-            made[kind] = train_version(kind, rows_train=train_rows, rows_dev=dev_rows, project=project,
-                                       base_model=base_model, seed=seed, hyperparameters=run_hp,
-                                       data_snapshot=snapshot)
+            made[kind] = train_version(
+                kind,
+                rows_train=train_rows,
+                rows_dev=dev_rows,
+                project=project,
+                base_model=base_model,
+                seed=seed,
+                hyperparameters=run_hp,
+                data_snapshot=snapshot,
+            )
             versions.append(made[kind])
             done += 1
             progress(done, total, f"{setting} seed {seed}: {kind}")
@@ -157,9 +186,16 @@ def run_table5(rows: Sequence[dict], *, strategies: Sequence[str] = ("bm25",), s
             aug_hp = dict(run_hp, strategy=strategy, cross_encoder=f"version:{made['crossencoder'].pk}")
             if made["biencoder"] is not None:
                 aug_hp["gold_bi_encoder"] = f"version:{made['biencoder'].pk}"
-            v = train_version("augsbert", rows_train=train_rows, rows_dev=dev_rows, project=project,
-                              base_model=base_model, seed=seed, hyperparameters=aug_hp,
-                              data_snapshot=snapshot)
+            v = train_version(
+                "augsbert",
+                rows_train=train_rows,
+                rows_dev=dev_rows,
+                project=project,
+                base_model=base_model,
+                seed=seed,
+                hyperparameters=aug_hp,
+                data_snapshot=snapshot,
+            )
             versions.append(v)
             done += 1
             progress(done, total, f"{setting} seed {seed}: AugSBERT-{strategy}")

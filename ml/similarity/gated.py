@@ -19,13 +19,14 @@ This model keeps what the checkpoint knows and adds the cross-encoder's one adva
 
 Artifact: the encoder and tokenizer (``save_pretrained``) and ``gated-cross-encoder.json`` (gates, max length).
 """
+
 from __future__ import annotations
 
 import inspect
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -74,9 +75,16 @@ class GatedCrossEncoder(torch.nn.Module):
         path.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(str(path))
         self.tokenizer.save_pretrained(str(path))
-        (path / CONFIG_FILE).write_text(json.dumps({"architecture": "gated", "max_length": self.max_length,
-                                                    "gate": [round(float(g), 6) for g in self.gate.detach().cpu()]},
-                                                   indent=2))
+        (path / CONFIG_FILE).write_text(
+            json.dumps(
+                {
+                    "architecture": "gated",
+                    "max_length": self.max_length,
+                    "gate": [round(float(g), 6) for g in self.gate.detach().cpu()],
+                },
+                indent=2,
+            )
+        )
 
     # --- scoring -------------------------------------------------------------------------------------
 
@@ -94,11 +102,11 @@ class GatedCrossEncoder(torch.nn.Module):
         in_b = torch.zeros((len(pairs), width), dtype=torch.bool)
         positions = torch.zeros((len(pairs), width), dtype=torch.long)
         for row, (x, y) in enumerate(zip(first, second)):
-            ids[row, :len(x) + len(y)] = torch.tensor(x + y)
-            in_a[row, :len(x)] = True
-            in_b[row, len(x):len(x) + len(y)] = True
-            positions[row, :len(x)] = torch.arange(len(x))
-            positions[row, len(x):len(x) + len(y)] = torch.arange(len(y))
+            ids[row, : len(x) + len(y)] = torch.tensor(x + y)
+            in_a[row, : len(x)] = True
+            in_b[row, len(x) : len(x) + len(y)] = True
+            positions[row, : len(x)] = torch.arange(len(x))
+            positions[row, len(x) : len(x) + len(y)] = torch.arange(len(y))
         device = self.device
         return ids.to(device), in_a.to(device), in_b.to(device), positions.to(device)
 
@@ -126,7 +134,7 @@ class GatedCrossEncoder(torch.nn.Module):
         out = []
         with torch.no_grad():
             for k in range(0, len(pairs), int(batch_size)):
-                out.append(self(pairs[k:k + int(batch_size)]).float().cpu().numpy())
+                out.append(self(pairs[k : k + int(batch_size)]).float().cpu().numpy())
         self.train(was_training)
         return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
 
@@ -137,16 +145,23 @@ class GatedRun:
 
     def __init__(self, *, rows_train, rows_dev, base_model, hp, seed, steps_total, score, progress, label):
         training.set_seed(int(seed))
-        self.model = GatedCrossEncoder.new(base_model, max_length=int(hp["max_length"]),
-                                           gate_init=float(hp["gate_init"]), device=training.pick_device())
+        self.model = GatedCrossEncoder.new(
+            base_model,
+            max_length=int(hp["max_length"]),
+            gate_init=float(hp["gate_init"]),
+            device=training.pick_device(),
+        )
         if hp.get("freeze_embeddings"):
             self.model.encoder.get_input_embeddings().weight.requires_grad_(False)
         self.model.train()
         groups = training.decay_groups(self.model.encoder, lr=float(hp["lr"]), weight_decay=float(hp["weight_decay"]))
         groups.append({"params": [self.model.gate], "lr": float(hp["gate_lr"]), "weight_decay": 0.0})
-        self.optimizer, self.scheduler = training.adamw(groups, total_steps=steps_total,
-                                                        warmup_ratio=float(hp["warmup_ratio"]),
-                                                        weight_decay=float(hp["weight_decay"]))
+        self.optimizer, self.scheduler = training.adamw(
+            groups,
+            total_steps=steps_total,
+            warmup_ratio=float(hp["warmup_ratio"]),
+            weight_decay=float(hp["weight_decay"]),
+        )
         self.rows = list(rows_train)
         self.rows_dev, self.seed, self.steps_total, self.done = list(rows_dev), int(seed), int(steps_total), 0
         self.score, self.progress, self.label = score, progress, label
@@ -170,6 +185,7 @@ class GatedRun:
             self.scheduler.step()
             self.done += 1
             if self.done % 10 == 0 or self.done == self.steps_total:
-                self.progress(self.done, self.steps_total,
-                              f"{self.label}seed {self.seed}: step {self.done}/{self.steps_total}")
+                self.progress(
+                    self.done, self.steps_total, f"{self.label}seed {self.seed}: step {self.done}/{self.steps_total}"
+                )
         return self.score(self.model, self.rows_dev)

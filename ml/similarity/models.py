@@ -32,14 +32,15 @@ pooler of a converted sentence-transformers checkpoint as the identity (``pooler
 epochs with 10 % linear warm-up. Even so it stays below SBERT on UKP ASPECT cross-topic, which is why ``gated`` is
 the default (README "Similarity on small data", ``bench/quality.py``).
 """
+
 from __future__ import annotations
 
 import logging
 import shutil
 import tempfile
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -50,12 +51,23 @@ from .stats import spearman100
 
 log = logging.getLogger(__name__)
 
-COMMON = {"epochs": 1, "max_steps": 0, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.01,
-          "max_length": 128, "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2, "freeze_embeddings": False}
+COMMON = {
+    "epochs": 1,
+    "max_steps": 0,
+    "batch_size": 16,
+    "warmup_ratio": 0.1,
+    "weight_decay": 0.01,
+    "max_length": 128,
+    "eval_batch_size": 64,
+    "seeds": [],
+    "probe_fraction": 0.2,
+    "freeze_embeddings": False,
+}
 ARCHITECTURES = ("gated", "cls")
 # architecture "cls": the [CLS]-head cross-encoder of the paper, with the issue-23 recipe (head_lr, pooler_init)
-CLS_DEFAULTS = dict(COMMON, architecture="cls", epochs=3, lr=4e-5, head_lr=2e-3, pooler_init="identity",
-                    gate_init=0.0, gate_lr=0.05)
+CLS_DEFAULTS = dict(
+    COMMON, architecture="cls", epochs=3, lr=4e-5, head_lr=2e-3, pooler_init="identity", gate_init=0.0, gate_lr=0.05
+)
 # the default, architecture "gated" (ml.similarity.gated): SBERT's recipe, plus the gates' own learning rate
 CROSS_DEFAULTS = dict(CLS_DEFAULTS, architecture="gated", epochs=1, lr=2e-5)
 # the defaults before issue 23 (the paper's BERT-base values): bench/quality.py --recipe old
@@ -67,12 +79,14 @@ BI_DEFAULTS = dict(COMMON, lr=2e-5)
 def cross_defaults(architecture: str | None) -> dict:
     """The cross-encoder defaults of ``architecture`` (None: the default one, ``gated``)."""
     if architecture not in (None, *ARCHITECTURES):
-        raise errors.TrainerError(f"hyperparameters: architecture must be one of {', '.join(ARCHITECTURES)}, "
-                                  f"got {architecture!r}")
+        raise errors.TrainerError(
+            f"hyperparameters: architecture must be one of {', '.join(ARCHITECTURES)}, got {architecture!r}"
+        )
     return CLS_DEFAULTS if architecture == "cls" else CROSS_DEFAULTS
 
 
 # --- models ----------------------------------------------------------------------------------------
+
 
 def is_sentence_transformer_checkpoint(base_model: str) -> bool:
     """A sentence-transformers bi-encoder folder (``modules.json`` naming a Pooling module): its BERT pooler was
@@ -91,14 +105,18 @@ def new_cross_encoder(base_model: str, *, max_length: int = 128, seed: int = 13,
     from sentence_transformers import CrossEncoder
 
     if pooler_init not in POOLER_INITS:
-        raise errors.TrainerError(f"hyperparameters: pooler_init must be one of {', '.join(POOLER_INITS)}, "
-                                  f"got {pooler_init!r}")
+        raise errors.TrainerError(
+            f"hyperparameters: pooler_init must be one of {', '.join(POOLER_INITS)}, got {pooler_init!r}"
+        )
     training.set_seed(seed)  # the classifier head is initialised here
     model = CrossEncoder(str(base_model), num_labels=1, max_length=int(max_length), device=training.pick_device())
     if pooler_init == "identity" and is_sentence_transformer_checkpoint(base_model):
         for name, module in model.named_modules():
-            if name.endswith("pooler.dense") and isinstance(module, torch.nn.Linear) \
-                    and module.in_features == module.out_features:
+            if (
+                name.endswith("pooler.dense")
+                and isinstance(module, torch.nn.Linear)
+                and module.in_features == module.out_features
+            ):
                 with torch.no_grad():
                     module.weight.copy_(torch.eye(module.in_features, dtype=module.weight.dtype))
                     module.bias.zero_()
@@ -155,8 +173,16 @@ def predict(model, pairs: Sequence[tuple[str, str]], *, batch_size: int = 64) ->
 
 
 def encode(model, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-    return np.asarray(model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                   convert_to_numpy=True, show_progress_bar=False), dtype=np.float32)
+    return np.asarray(
+        model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ),
+        dtype=np.float32,
+    )
 
 
 def score_rows(model, rows: Sequence[dict], *, batch_size: int = 64) -> np.ndarray:
@@ -171,11 +197,17 @@ def dev_spearman(model, rows: Sequence[dict], *, batch_size: int = 64) -> float:
 
 # --- training --------------------------------------------------------------------------------------
 
+
 def _dataset(rows: Sequence[dict]):
     from datasets import Dataset
 
-    return Dataset.from_dict({"sentence1": [r["argument1"] for r in rows], "sentence2": [r["argument2"] for r in rows],
-                              "score": [float(r["score"]) for r in rows]})
+    return Dataset.from_dict(
+        {
+            "sentence1": [r["argument1"] for r in rows],
+            "sentence2": [r["argument2"] for r in rows],
+            "score": [float(r["score"]) for r in rows],
+        }
+    )
 
 
 def _freeze_word_embeddings(model, freeze: bool) -> None:
@@ -205,9 +237,13 @@ def _cross_optimizer(model, hp: dict):
         head = ".classifier." in f".{name}." or (pooler_in_head and ".pooler." in f".{name}.")
         no_decay = name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
         groups.setdefault((head, no_decay), []).append(param)
-    return torch.optim.AdamW([{"params": params, "lr": head_lr if head else lr,
-                               "weight_decay": 0.0 if no_decay else decay}
-                              for (head, no_decay), params in groups.items()], lr=lr)
+    return torch.optim.AdamW(
+        [
+            {"params": params, "lr": head_lr if head else lr, "weight_decay": 0.0 if no_decay else decay}
+            for (head, no_decay), params in groups.items()
+        ],
+        lr=lr,
+    )
 
 
 class _Run:
@@ -215,8 +251,20 @@ class _Run:
     ``steps`` optimisation steps are done (stopping at a probe writes a checkpoint; continuing resumes from it) and
     returns the dev Spearman x 100 (the interface of :func:`ml.seeds.seed_optimise_runs`)."""
 
-    def __init__(self, which: str, *, rows_train, rows_dev, base_model, hp, seed, steps_total, workdir: Path,
-                 progress: Progress, label: str):
+    def __init__(
+        self,
+        which: str,
+        *,
+        rows_train,
+        rows_dev,
+        base_model,
+        hp,
+        seed,
+        steps_total,
+        workdir: Path,
+        progress: Progress,
+        label: str,
+    ):
         from transformers import PrinterCallback, TrainerCallback
 
         self.which, self.rows_dev, self.hp, self.seed = which, list(rows_dev), hp, int(seed)
@@ -225,19 +273,34 @@ class _Run:
         self.workdir.mkdir(parents=True, exist_ok=True)
         weakref.finalize(self, shutil.rmtree, str(self.workdir), True)
         cuda = training.is_cuda(training.pick_device())
-        common = dict(output_dir=str(self.workdir), max_steps=self.steps_total,
-                      per_device_train_batch_size=int(hp["batch_size"]), learning_rate=float(hp["lr"]),
-                      warmup_steps=float(hp["warmup_ratio"]), weight_decay=float(hp["weight_decay"]),
-                      save_strategy="no", eval_strategy="no", logging_strategy="no", report_to="none",
-                      disable_tqdm=True, seed=self.seed, data_seed=self.seed, use_cpu=not cuda, fp16=cuda,
-                      dataloader_drop_last=False)
+        common = {
+            "output_dir": str(self.workdir),
+            "max_steps": self.steps_total,
+            "per_device_train_batch_size": int(hp["batch_size"]),
+            "learning_rate": float(hp["lr"]),
+            "warmup_steps": float(hp["warmup_ratio"]),
+            "weight_decay": float(hp["weight_decay"]),
+            "save_strategy": "no",
+            "eval_strategy": "no",
+            "logging_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+            "seed": self.seed,
+            "data_seed": self.seed,
+            "use_cpu": not cuda,
+            "fp16": cuda,
+            "dataloader_drop_last": False,
+        }
         outer = self
 
         class Steps(TrainerCallback):
             def on_step_end(self, args, state, control, **kwargs):
                 if state.global_step % 10 == 0 or state.global_step == outer.steps_total:
-                    progress(state.global_step, outer.steps_total, f"{label}seed {outer.seed}: step "
-                                                                   f"{state.global_step}/{outer.steps_total}")
+                    progress(
+                        state.global_step,
+                        outer.steps_total,
+                        f"{label}seed {outer.seed}: step {state.global_step}/{outer.steps_total}",
+                    )
                 if outer.stop_at and state.global_step >= outer.stop_at:
                     control.should_training_stop = True
                     control.should_save = True
@@ -252,13 +315,21 @@ class _Run:
                 losses,
             )
 
-            self.model = new_cross_encoder(base_model, max_length=hp["max_length"], seed=self.seed,
-                                           pooler_init=str(hp.get("pooler_init") or "keep"))
+            self.model = new_cross_encoder(
+                base_model,
+                max_length=hp["max_length"],
+                seed=self.seed,
+                pooler_init=str(hp.get("pooler_init") or "keep"),
+            )
             _freeze_word_embeddings(self.model, freeze)
-            self.trainer = CrossEncoderTrainer(model=self.model, args=CrossEncoderTrainingArguments(**common),
-                                               train_dataset=_dataset(rows_train),
-                                               loss=losses.BinaryCrossEntropyLoss(self.model), callbacks=[Steps()],
-                                               optimizers=(_cross_optimizer(self.model, hp), None))
+            self.trainer = CrossEncoderTrainer(
+                model=self.model,
+                args=CrossEncoderTrainingArguments(**common),
+                train_dataset=_dataset(rows_train),
+                loss=losses.BinaryCrossEntropyLoss(self.model),
+                callbacks=[Steps()],
+                optimizers=(_cross_optimizer(self.model, hp), None),
+            )
         else:
             from sentence_transformers import (
                 SentenceTransformerTrainer,
@@ -268,11 +339,13 @@ class _Run:
 
             self.model = new_bi_encoder(base_model, max_length=hp["max_length"], seed=self.seed)
             _freeze_word_embeddings(self.model, freeze)
-            self.trainer = SentenceTransformerTrainer(model=self.model,
-                                                      args=SentenceTransformerTrainingArguments(**common),
-                                                      train_dataset=_dataset(rows_train),
-                                                      loss=losses.CosineSimilarityLoss(self.model),
-                                                      callbacks=[Steps()])
+            self.trainer = SentenceTransformerTrainer(
+                model=self.model,
+                args=SentenceTransformerTrainingArguments(**common),
+                train_dataset=_dataset(rows_train),
+                loss=losses.CosineSimilarityLoss(self.model),
+                callbacks=[Steps()],
+            )
         self.trainer.remove_callback(PrinterCallback)  # it prints the logs to stdout (the CLI's --json lives there)
 
     def __call__(self, steps: int) -> float:
@@ -290,8 +363,17 @@ class _Run:
         return dev_spearman(self.model, self.rows_dev, batch_size=int(self.hp["eval_batch_size"]))
 
 
-def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, base_model: str, hp: dict,
-          seed: int = 13, progress: Progress = null_progress, label: str = "") -> tuple[object, dict]:
+def train(
+    which: str,
+    rows_train: Sequence[dict],
+    rows_dev: Sequence[dict],
+    *,
+    base_model: str,
+    hp: dict,
+    seed: int = 13,
+    progress: Progress = null_progress,
+    label: str = "",
+) -> tuple[object, dict]:
     """Train a cross-encoder (``which="cross"``) or bi-encoder (``"bi"``) on ``rows_train``; returns
     ``(model, info)`` with ``info = {"seed", "probe_scores", "steps", "dev_spearman"}``."""
     if which not in ("cross", "bi"):
@@ -302,20 +384,42 @@ def train(which: str, rows_train: Sequence[dict], rows_dev: Sequence[dict], *, b
     steps = training.total_steps(hp, len(rows_train))
     workdir = Path(tempfile.mkdtemp(prefix=f"argora-{which}-"))
     try:
+
         def make(seed_):
             if which == "cross" and hp.get("architecture", "cls") == "gated":
                 from .gated import GatedRun  # torch + transformers: start-up cost
 
-                return GatedRun(rows_train=rows_train, rows_dev=rows_dev, base_model=base_model, hp=hp, seed=seed_,
-                                steps_total=steps, progress=progress, label=label,
-                                score=lambda model, rows: dev_spearman(model, rows,
-                                                                       batch_size=int(hp["eval_batch_size"])))
-            return _Run(which, rows_train=rows_train, rows_dev=rows_dev, base_model=base_model, hp=hp, seed=seed_,
-                        steps_total=steps, workdir=workdir, progress=progress, label=label)
+                return GatedRun(
+                    rows_train=rows_train,
+                    rows_dev=rows_dev,
+                    base_model=base_model,
+                    hp=hp,
+                    seed=seed_,
+                    steps_total=steps,
+                    progress=progress,
+                    label=label,
+                    score=lambda model, rows: dev_spearman(model, rows, batch_size=int(hp["eval_batch_size"])),
+                )
+            return _Run(
+                which,
+                rows_train=rows_train,
+                rows_dev=rows_dev,
+                base_model=base_model,
+                hp=hp,
+                seed=seed_,
+                steps_total=steps,
+                workdir=workdir,
+                progress=progress,
+                label=label,
+            )
 
         run, chosen, probes = training.seeded_run(make, hp, seed=seed, total=steps, progress=progress)
         score = run(steps)
-        return run.model, {"seed": chosen, "probe_scores": {str(k): v for k, v in probes.items()}, "steps": steps,
-                           "dev_spearman": score}
+        return run.model, {
+            "seed": chosen,
+            "probe_scores": {str(k): v for k, v in probes.items()},
+            "steps": steps,
+            "dev_spearman": score,
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -18,20 +18,31 @@ candidate is never a self-pair, never a gold pair (in either order) and never dr
 Candidates are dicts ``{"topic", "argument1", "argument2", "source"}`` (``source``: bm25 / semantic / random);
 :func:`select` applies the strategy's filter after labelling (only ``kde`` filters).
 """
+
 from __future__ import annotations
 
 import math
 import random
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 from .data import pair_key, sentences
 
 STRATEGIES = ("random", "kde", "bm25", "semantic", "bm25+semantic")
-ALIASES = {"rs": "random", "r.s.": "random", "ss": "semantic", "s.s.": "semantic", "semantic-search": "semantic",
-           "semantic_search": "semantic", "bm25-ss": "bm25+semantic", "bm25+ss": "bm25+semantic",
-           "bm25_ss": "bm25+semantic", "bm25-semantic": "bm25+semantic", "bm25+s.s.": "bm25+semantic"}
+ALIASES = {
+    "rs": "random",
+    "r.s.": "random",
+    "ss": "semantic",
+    "s.s.": "semantic",
+    "semantic-search": "semantic",
+    "semantic_search": "semantic",
+    "bm25-ss": "bm25+semantic",
+    "bm25+ss": "bm25+semantic",
+    "bm25_ss": "bm25+semantic",
+    "bm25-semantic": "bm25+semantic",
+    "bm25+s.s.": "bm25+semantic",
+}
 DEFAULT_K = 3
 
 
@@ -52,6 +63,7 @@ def needs_bi_encoder(strategy: str) -> bool:
 
 
 # --- grouping --------------------------------------------------------------------------------------
+
 
 def sentence_groups(rows: Iterable[dict], *, within_topic: bool = True) -> dict[str, list[str]]:
     """``{topic: [unique sentences]}`` (one group ``""`` when not ``within_topic``)."""
@@ -85,8 +97,10 @@ def gold_keys(rows: Iterable[dict]) -> set[tuple[str, str]]:
 
 # --- BM25 ------------------------------------------------------------------------------------------
 
-def bm25_neighbours(texts: Sequence[str], k: int = DEFAULT_K, *, stopwords: str | None = "en"
-                    ) -> list[list[tuple[int, float]]]:
+
+def bm25_neighbours(
+    texts: Sequence[str], k: int = DEFAULT_K, *, stopwords: str | None = "en"
+) -> list[list[tuple[int, float]]]:
     """For every text, its top ``k`` other texts by BM25 (index = all texts, query = the text itself), as
     ``[(index, score), ...]`` best first; texts sharing no term (score 0) are not neighbours."""
     import bm25s
@@ -106,8 +120,13 @@ def bm25_neighbours(texts: Sequence[str], k: int = DEFAULT_K, *, stopwords: str 
     return out
 
 
-def bm25_pairs(rows: Sequence[dict], k: int = DEFAULT_K, *, within_topic: bool = True,
-               exclude: Iterable[tuple[str, str]] | None = None) -> list[dict]:
+def bm25_pairs(
+    rows: Sequence[dict],
+    k: int = DEFAULT_K,
+    *,
+    within_topic: bool = True,
+    exclude: Iterable[tuple[str, str]] | None = None,
+) -> list[dict]:
     """Every sentence with each of its top ``k`` BM25 neighbours (gold pairs excluded)."""
     pairs = _Pairs(gold_keys(rows) if exclude is None else exclude)
     for topic, texts in sentence_groups(rows, within_topic=within_topic).items():
@@ -118,6 +137,7 @@ def bm25_pairs(rows: Sequence[dict], k: int = DEFAULT_K, *, within_topic: bool =
 
 
 # --- semantic search -------------------------------------------------------------------------------
+
 
 def semantic_neighbours(embeddings: np.ndarray, k: int = DEFAULT_K) -> list[list[tuple[int, float]]]:
     """Top ``k`` cosine neighbours (not itself) of every row of ``embeddings``."""
@@ -135,8 +155,14 @@ def semantic_neighbours(embeddings: np.ndarray, k: int = DEFAULT_K) -> list[list
     return out
 
 
-def semantic_pairs(rows: Sequence[dict], encode: Callable[[list[str]], np.ndarray], k: int = DEFAULT_K, *,
-                   within_topic: bool = True, exclude: Iterable[tuple[str, str]] | None = None) -> list[dict]:
+def semantic_pairs(
+    rows: Sequence[dict],
+    encode: Callable[[list[str]], np.ndarray],
+    k: int = DEFAULT_K,
+    *,
+    within_topic: bool = True,
+    exclude: Iterable[tuple[str, str]] | None = None,
+) -> list[dict]:
     """Every sentence with its top ``k`` cosine neighbours under ``encode`` (the gold-trained bi-encoder)."""
     pairs = _Pairs(gold_keys(rows) if exclude is None else exclude)
     for topic, texts in sentence_groups(rows, within_topic=within_topic).items():
@@ -148,8 +174,15 @@ def semantic_pairs(rows: Sequence[dict], encode: Callable[[list[str]], np.ndarra
 
 # --- random ----------------------------------------------------------------------------------------
 
-def random_pairs(rows: Sequence[dict], n: int, *, seed: int = 0, within_topic: bool = True,
-                 exclude: Iterable[tuple[str, str]] | None = None) -> list[dict]:
+
+def random_pairs(
+    rows: Sequence[dict],
+    n: int,
+    *,
+    seed: int = 0,
+    within_topic: bool = True,
+    exclude: Iterable[tuple[str, str]] | None = None,
+) -> list[dict]:
     """Up to ``n`` distinct random pairs (topics weighted by their number of possible pairs)."""
     pairs = _Pairs(gold_keys(rows) if exclude is None else exclude)
     groups = [(t, s) for t, s in sentence_groups(rows, within_topic=within_topic).items() if len(s) >= 2]
@@ -170,6 +203,7 @@ def random_pairs(rows: Sequence[dict], n: int, *, seed: int = 0, within_topic: b
 
 # --- KDE -------------------------------------------------------------------------------------------
 
+
 def scott_bandwidth(points: Sequence[float]) -> float:
     """Scott's rule for one dimension (as ``scipy.stats.gaussian_kde``): std (ddof 1) x n^(-1/5)."""
     x = np.asarray(points, dtype=float)
@@ -188,8 +222,14 @@ def kde_density(points: Sequence[float], at: Sequence[float], bandwidth: float |
     return np.exp(-0.5 * z * z).sum(axis=1) / (len(x) * h * math.sqrt(2 * math.pi))
 
 
-def kde_acceptance(gold_scores: Sequence[float], silver_scores: Sequence[float], at: Sequence[float] | None = None,
-                   *, bandwidth: float | None = None, silver_bandwidth: float | None = None) -> np.ndarray:
+def kde_acceptance(
+    gold_scores: Sequence[float],
+    silver_scores: Sequence[float],
+    at: Sequence[float] | None = None,
+    *,
+    bandwidth: float | None = None,
+    silver_bandwidth: float | None = None,
+) -> np.ndarray:
     """``Q(s) = 1 if F_gold(s) >= F_silver(s) else F_gold(s) / F_silver(s)`` at ``at`` (default: the silver scores).
     ``bandwidth`` applies to both estimates unless ``silver_bandwidth`` is given."""
     at = silver_scores if at is None else at
@@ -200,8 +240,9 @@ def kde_acceptance(gold_scores: Sequence[float], silver_scores: Sequence[float],
     return np.nan_to_num(q, nan=1.0)
 
 
-def kde_select(gold_scores: Sequence[float], silver_scores: Sequence[float], *, seed: int = 0,
-               bandwidth: float | None = None) -> list[int]:
+def kde_select(
+    gold_scores: Sequence[float], silver_scores: Sequence[float], *, seed: int = 0, bandwidth: float | None = None
+) -> list[int]:
     """Indices of the silver pairs kept: each with probability ``Q(s)`` (seeded)."""
     if len(silver_scores) == 0:
         return []
@@ -223,9 +264,18 @@ def classification_select(gold_labels: Sequence[int], silver_labels: Sequence[in
 
 # --- dispatch --------------------------------------------------------------------------------------
 
-def candidates(strategy: str, rows: Sequence[dict], *, k: int = DEFAULT_K, seed: int = 0,
-               encode: Callable[[list[str]], np.ndarray] | None = None, n_random: int = 0,
-               within_topic: bool = True, exclude: Iterable[tuple[str, str]] = ()) -> list[dict]:
+
+def candidates(
+    strategy: str,
+    rows: Sequence[dict],
+    *,
+    k: int = DEFAULT_K,
+    seed: int = 0,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    n_random: int = 0,
+    within_topic: bool = True,
+    exclude: Iterable[tuple[str, str]] = (),
+) -> list[dict]:
     """The pairs the cross-encoder is to label for ``strategy`` (before :func:`select`); never a gold pair nor one
     of ``exclude`` (:func:`pair_key` s: the dev / test pairs, so that no evaluation pair is trained on as silver)."""
     strategy = canonical(strategy)
@@ -234,8 +284,9 @@ def candidates(strategy: str, rows: Sequence[dict], *, k: int = DEFAULT_K, seed:
     if strategy == "random":
         return random_pairs(rows, n_random or k * n_sentences, seed=seed, within_topic=within_topic, exclude=exclude)
     if strategy == "kde":
-        return random_pairs(rows, n_random or 10 * k * n_sentences, seed=seed, within_topic=within_topic,
-                            exclude=exclude)
+        return random_pairs(
+            rows, n_random or 10 * k * n_sentences, seed=seed, within_topic=within_topic, exclude=exclude
+        )
     out: list[dict] = []
     if strategy in ("bm25", "bm25+semantic"):
         out += bm25_pairs(rows, k, within_topic=within_topic, exclude=exclude)
@@ -247,8 +298,15 @@ def candidates(strategy: str, rows: Sequence[dict], *, k: int = DEFAULT_K, seed:
     return out
 
 
-def select(strategy: str, pairs: Sequence[dict], silver_scores: Sequence[float], gold_scores: Sequence[float], *,
-           seed: int = 0, bandwidth: float | None = None) -> list[int]:
+def select(
+    strategy: str,
+    pairs: Sequence[dict],
+    silver_scores: Sequence[float],
+    gold_scores: Sequence[float],
+    *,
+    seed: int = 0,
+    bandwidth: float | None = None,
+) -> list[int]:
     """Indices of the labelled candidates that go into the silver set (all but for ``kde``)."""
     if canonical(strategy) == "kde":
         return kde_select(gold_scores, silver_scores, seed=seed, bandwidth=bandwidth)

@@ -1,10 +1,11 @@
 """Spearman's rho x 100, the figure of every similarity model (AugSBERT Table 5): its own module so that the models
 (:mod:`ml.similarity.models`, dev selection) and the evaluation (:mod:`ml.similarity.evaluation`, which scores
 through the models) share it without importing each other."""
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def spearman100(pred: Sequence[float], gold: Sequence[float]) -> float:

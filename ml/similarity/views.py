@@ -9,6 +9,7 @@ URL (``ml/similarity/urls.py``, included in ``ml/urls.py`` under ``similarity/``
 
 Read-only: the numbers are ``ModelVersion.metrics`` of the ``crossencoder`` / ``biencoder`` / ``augsbert`` kinds.
 """
+
 from __future__ import annotations
 
 from django.http import JsonResponse
@@ -24,9 +25,13 @@ KINDS = ("crossencoder", "biencoder", "augsbert")
 
 
 def versions(project: str | None = None, data: str | None = None):
-    qs = (ModelVersion.objects.filter(kind__in=KINDS, status__in=[ModelVersion.Status.READY,
-                                                                  ModelVersion.Status.ARCHIVED])
-          .select_related("project").order_by("id"))
+    qs = (
+        ModelVersion.objects.filter(
+            kind__in=KINDS, status__in=[ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED]
+        )
+        .select_related("project")
+        .order_by("id")
+    )
     if project == "-":
         qs = qs.filter(project__isnull=True)
     elif project:
@@ -46,11 +51,21 @@ def version_rows(vs) -> list[dict]:
         m = v.metrics or {}
         info = m.get("info") or {}
         dev, test = m.get("dev") or {}, m.get("test") or {}
-        out.append({"v": v, "model": model_label(v.kind, info), "setting": info.get("setting", ""),
-                    "strategy": info.get("strategy", ""), "k": info.get("k", ""), "seed": info.get("seed", v.seed),
-                    "n_gold": info.get("n_gold", v.n_train), "n_silver": info.get("n_silver", ""),
-                    "dev": _num(dev.get("spearman")), "test": _num(test.get("spearman")),
-                    "jaccard": _num(test.get("jaccard_spearman", dev.get("jaccard_spearman")))})
+        out.append(
+            {
+                "v": v,
+                "model": model_label(v.kind, info),
+                "setting": info.get("setting", ""),
+                "strategy": info.get("strategy", ""),
+                "k": info.get("k", ""),
+                "seed": info.get("seed", v.seed),
+                "n_gold": info.get("n_gold", v.n_train),
+                "n_silver": info.get("n_silver", ""),
+                "dev": _num(dev.get("spearman")),
+                "test": _num(test.get("spearman")),
+                "jaccard": _num(test.get("jaccard_spearman", dev.get("jaccard_spearman"))),
+            }
+        )
     return out
 
 
@@ -60,12 +75,23 @@ def _rendered(t: dict) -> dict:
         cells = []
         for s in t["settings"]:
             c = row["cells"].get(s) or {}
-            cells.append({"setting": s, "mean": c.get("mean"), "std": c.get("std"), "n": c.get("n", 0),
-                          "text": "—" if c.get("mean") is None else f"{c['mean']:.2f} ± {c['std']:.2f}"})
+            cells.append(
+                {
+                    "setting": s,
+                    "mean": c.get("mean"),
+                    "std": c.get("std"),
+                    "n": c.get("n", 0),
+                    "text": "—" if c.get("mean") is None else f"{c['mean']:.2f} ± {c['std']:.2f}",
+                }
+            )
         rows.append({"model": row["model"], "cells": cells})
     best = {}
     for i, s in enumerate(t["settings"]):
-        aug = [r["cells"][i]["mean"] for r in rows if r["model"].startswith("AugSBERT") and r["cells"][i]["mean"] is not None]
+        aug = [
+            r["cells"][i]["mean"]
+            for r in rows
+            if r["model"].startswith("AugSBERT") and r["cells"][i]["mean"] is not None
+        ]
         best[s] = max(aug) if aug else None
     for r in rows:
         for c in r["cells"]:
@@ -81,11 +107,34 @@ def results(request):
     vs = versions(project, data)
     test_table, dev_table = table(vs, part="test"), table(vs, part="dev")
     if request.GET.get("format") == "json":
-        return JsonResponse({"test": test_table, "dev": dev_table, "versions": [
-            {"id": v.pk, "kind": v.kind, "project": v.project.slug if v.project else None, "seed": v.seed,
-             "data_snapshot": v.data_snapshot, "hyperparameters": v.hyperparameters, "metrics": v.metrics}
-            for v in vs]})
+        return JsonResponse(
+            {
+                "test": test_table,
+                "dev": dev_table,
+                "versions": [
+                    {
+                        "id": v.pk,
+                        "kind": v.kind,
+                        "project": v.project.slug if v.project else None,
+                        "seed": v.seed,
+                        "data_snapshot": v.data_snapshot,
+                        "hyperparameters": v.hyperparameters,
+                        "metrics": v.metrics,
+                    }
+                    for v in vs
+                ],
+            }
+        )
     snapshots = sorted(set(ModelVersion.objects.filter(kind__in=KINDS).values_list("data_snapshot", flat=True)))
-    return render(request, "ml/similarity/results.html", {
-        "test": _rendered(test_table), "dev": _rendered(dev_table), "rows": version_rows(reversed(vs)),
-        "project": project or "", "data": data or "", "snapshots": snapshots})
+    return render(
+        request,
+        "ml/similarity/results.html",
+        {
+            "test": _rendered(test_table),
+            "dev": _rendered(dev_table),
+            "rows": version_rows(reversed(vs)),
+            "project": project or "",
+            "data": data or "",
+            "snapshots": snapshots,
+        },
+    )

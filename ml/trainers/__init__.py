@@ -3,6 +3,7 @@
 (``ml.registry.get_trainer`` / ``trainer_kinds`` import it), so adding a kind touches no other file.
 A module that fails to import (a missing optional dependency) is logged and skipped; the others still register.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -41,13 +41,14 @@ Metrics (:func:`evaluate`, Table 1), spans on annotation-token (word) indices, c
 - ``combined_f1`` (the primary metric): mean of ``span_partial_f1`` and ``label_accuracy`` (argspan) or
   ``scheme_f1_micro`` (argspanscheme).
 """
+
 from __future__ import annotations
 
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from annotation.task_types.span_grounding.metrics import span_f1
 from annotation.task_types.span_grounding.schemes import DEFAULT_SCHEMES
 from ml import training
 from ml.data import human_span_rows, read_jsonl_objects
+from ml.errors import TrainerError
 from ml.inference import (
     BIO,
     IGNORE,
@@ -69,20 +71,33 @@ from ml.inference import (
     spans_from_bio,
     words_of,
 )
-from ml.errors import TrainerError
-from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
+from ml.registry import SilverSpec, TrainerSpec, TrainRequest, TrainResult, register_trainer
 from ml.splits import stable_split
 
 from . import tagger as T
 
 META = "argora-argspan.json"
 HEADS = "heads.pt"
-DEFAULTS = {"epochs": 4, "lr": 5e-5, "head_lr": 1e-3, "batch_size": 32, "max_length": 128, "weight_decay": 0.01,
-            "warmup_ratio": 0.1, "max_steps": None, "proj_dim": 256, "scheme_pooling": "mean",
-            "scheme_threshold": 0.5, "max_variable_length": 48, "seeds": [], "probe_fraction": 0.2}
+DEFAULTS = {
+    "epochs": 4,
+    "lr": 5e-5,
+    "head_lr": 1e-3,
+    "batch_size": 32,
+    "max_length": 128,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_steps": None,
+    "proj_dim": 256,
+    "scheme_pooling": "mean",
+    "scheme_threshold": 0.5,
+    "max_variable_length": 48,
+    "seeds": [],
+    "probe_fraction": 0.2,
+}
 
 
 # --- the model -------------------------------------------------------------------------------------
+
 
 def _torch():
     import torch
@@ -137,8 +152,10 @@ def build_span_model(encoder, *, grounding: bool, schemes: Sequence[str], proj_d
             v = self.reduce(var_vecs)
             n_s, n_v = s.shape[0], v.shape[0]
             if n_v:
-                pair = self.biaffine(s.unsqueeze(1).expand(n_s, n_v, -1).reshape(n_s * n_v, -1),
-                                     v.unsqueeze(0).expand(n_s, n_v, -1).reshape(n_s * n_v, -1)).view(n_s, n_v)
+                pair = self.biaffine(
+                    s.unsqueeze(1).expand(n_s, n_v, -1).reshape(n_s * n_v, -1),
+                    v.unsqueeze(0).expand(n_s, n_v, -1).reshape(n_s * n_v, -1),
+                ).view(n_s, n_v)
             else:
                 pair = s.new_zeros((n_s, 0))
             return torch.cat([pair, self.others(s)], dim=1)
@@ -155,6 +172,7 @@ def _encoder(path: str, params: dict):
 
 
 # --- rows ------------------------------------------------------------------------------------------
+
 
 def _schemes_of(row: dict) -> list[str] | None:
     if isinstance(row.get("schemes"), list):
@@ -173,7 +191,7 @@ def _span_of(s) -> tuple[int, int, object]:
     elif isinstance(s, (list, tuple)) and len(s) in (2, 3):
         b, e, var = s[0], s[1], (s[2] if len(s) == 3 else None)
     else:
-        raise TrainerError(f"span {s!r}: expected [begin, end, variable] or {{\"begin\", \"end\", \"variable\"}}")
+        raise TrainerError(f'span {s!r}: expected [begin, end, variable] or {{"begin", "end", "variable"}}')
     if isinstance(b, bool) or isinstance(e, bool) or not isinstance(b, int) or not isinstance(e, int):
         raise TrainerError(f"span {s!r}: begin and end must be whole numbers")
     return b, e, var
@@ -201,9 +219,16 @@ def parse_row(row: dict) -> dict:
         wb, we = words[a][1], words[b - 1][2]
         var = next((v for sb, se, v in spans if sb < we and wb < se), None)
         targets.append(ids.index(var) if var in ids else len(ids))
-    return {"text": text, "words": words, "tags": tags, "word_spans": word_spans, "variables": variables,
-            "targets": targets, "schemes": _schemes_of(row), "spans": [
-                {"begin": b, "end": e, "variable": v} for b, e, v in spans]}
+    return {
+        "text": text,
+        "words": words,
+        "tags": tags,
+        "word_spans": word_spans,
+        "variables": variables,
+        "targets": targets,
+        "schemes": _schemes_of(row),
+        "spans": [{"begin": b, "end": e, "variable": v} for b, e, v in spans],
+    }
 
 
 def read_rows(path) -> list[dict]:
@@ -233,6 +258,7 @@ def rows_from_project(project):
 
 # --- the predictor ---------------------------------------------------------------------------------
 
+
 class SpanPredictor:
     """Loaded ``argspan`` / ``argspanscheme`` model: ``predict(texts, variables=None)`` -> one dict per text::
 
@@ -244,13 +270,24 @@ class SpanPredictor:
     inference mode, int8 encoder on CPU / fp16 on CUDA).
     """
 
-    def __init__(self, model, tokenizer, *, kind: str, max_length: int = 128, max_variable_length: int = 48,
-                 scheme_threshold: float = 0.5, device: str | None = None, quantize: bool | None = None,
-                 info: dict | None = None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        kind: str,
+        max_length: int = 128,
+        max_variable_length: int = 48,
+        scheme_threshold: float = 0.5,
+        device: str | None = None,
+        quantize: bool | None = None,
+        info: dict | None = None,
+    ):
         self.kind = kind
         self.device = training.pick_device(device)
-        self.model, self.precision = prepare_for_inference(model, device=self.device, quantize=quantize,
-                                                           encoder_attr="encoder")
+        self.model, self.precision = prepare_for_inference(
+            model, device=self.device, quantize=quantize, encoder_attr="encoder"
+        )
         self.tokenizer = tokenizer
         self.max_length, self.max_variable_length = int(max_length), int(max_variable_length)
         self.scheme_threshold = float(scheme_threshold)
@@ -268,14 +305,20 @@ class SpanPredictor:
         """Mean-pooled encodings ``[V, H]`` of variable texts (one forward pass)."""
         if not texts:
             return None
-        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_variable_length,
-                             return_attention_mask=False, return_token_type_ids=False)
+        enc = self.tokenizer(
+            list(texts),
+            truncation=True,
+            max_length=self.max_variable_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
         ids, mask = pad_batch(enc["input_ids"], self.pad_id)
         ids, mask = self._tensor(ids), self._tensor(mask)
         return self.model.mean_pool(self.model.hidden(ids, mask), mask)
 
-    def predict(self, texts: Sequence[str], variables: Sequence[Sequence[dict]] | None = None, *,
-                batch_size: int = 64) -> list[dict]:
+    def predict(
+        self, texts: Sequence[str], variables: Sequence[Sequence[dict]] | None = None, *, batch_size: int = 64
+    ) -> list[dict]:
         import torch
 
         texts = list(texts)
@@ -289,15 +332,28 @@ class SpanPredictor:
                 probs = torch.softmax(self.model.tag_logits(hidden).float(), dim=-1)
                 conf, best = probs.max(dim=-1)
                 conf, best = conf.cpu().numpy(), best.cpu().numpy()
-                scheme_probs = (torch.sigmoid(self.model.scheme_logits(hidden, t_mask).float()).cpu().numpy()
-                                if self.schemes else None)
+                scheme_probs = (
+                    torch.sigmoid(self.model.scheme_logits(hidden, t_mask).float()).cpu().numpy()
+                    if self.schemes
+                    else None
+                )
                 var_lists = [list(variables[i] or []) if variables is not None else [] for i in batch]
                 var_texts = list(dict.fromkeys(v["text"] for vs in var_lists for v in vs)) if self.grounding else []
                 var_enc = self.encode_variables(var_texts) if var_texts else None
                 var_row = {t: k for k, t in enumerate(var_texts)}
                 for r, i in enumerate(batch):
-                    out[i] = self._decode(texts[i], enc, i, best[r], conf[r], hidden[r], var_lists[r], var_enc,
-                                          var_row, None if scheme_probs is None else scheme_probs[r])
+                    out[i] = self._decode(
+                        texts[i],
+                        enc,
+                        i,
+                        best[r],
+                        conf[r],
+                        hidden[r],
+                        var_lists[r],
+                        var_enc,
+                        var_row,
+                        None if scheme_probs is None else scheme_probs[r],
+                    )
         return out
 
     def _decode(self, text, enc, i, best, conf, hidden, variables, var_enc, var_row, scheme_probs) -> dict:
@@ -323,8 +379,13 @@ class SpanPredictor:
             ground = torch.softmax(self.model.ground(torch.stack(vecs), vv).float(), dim=-1).cpu().numpy()
         for k, (a, b) in enumerate(word_spans):
             begin, end = words[a][1], words[b - 1][2]
-            span = {"begin": begin, "end": end, "text": text[begin:end],
-                    "confidence": round(float(np.mean(probs[a:b])), 4), "variable": None}
+            span = {
+                "begin": begin,
+                "end": end,
+                "text": text[begin:end],
+                "confidence": round(float(np.mean(probs[a:b])), 4),
+                "variable": None,
+            }
             if ground is not None:
                 j = int(ground[k].argmax())
                 span["variable"] = variables[j]["id"] if j < len(variables) else None
@@ -344,6 +405,7 @@ class SpanPredictor:
 
 # --- metrics ---------------------------------------------------------------------------------------
 
+
 def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], schemes: Sequence[str]) -> dict:
     out = {}
     tp_all = fp_all = fn_all = 0
@@ -352,7 +414,7 @@ def scheme_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
         tp = sum(1 for g, p in zip(gold, pred) if s in g and s in p)
         fp = sum(1 for g, p in zip(gold, pred) if s not in g and s in p)
         fn = sum(1 for g, p in zip(gold, pred) if s in g and s not in p)
-        p_, r_, f_ = T._prf(tp, fp, fn)
+        _p, _r, f_ = T._prf(tp, fp, fn)
         out[f"scheme_f1_{s}"] = f_
         f1s.append(f_)
         tp_all, fp_all, fn_all = tp_all + tp, fp_all + fp, fn_all + fn
@@ -365,8 +427,14 @@ def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64
     parsed = [parse_row(r) for r in rows]
     preds = predictor.predict([p["text"] for p in parsed], [p["variables"] for p in parsed], batch_size=batch_size)
     out = T.bio_metrics([p["tags"] for p in parsed], [q["tags"] for q in preds])
-    metrics = {"span_overall_f1": out["f1_macro"], "majority_span_overall_f1": out["majority_f1_macro"],
-               "f1_B": out["f1_B"], "f1_I": out["f1_I"], "f1_O": out["f1_O"], "n": len(parsed)}
+    metrics = {
+        "span_overall_f1": out["f1_macro"],
+        "majority_span_overall_f1": out["majority_f1_macro"],
+        "f1_B": out["f1_B"],
+        "f1_I": out["f1_I"],
+        "f1_O": out["f1_O"],
+        "n": len(parsed),
+    }
     gold_spans = [p["word_spans"] for p in parsed]
     pred_spans = [spans_from_bio(q["tags"]) for q in preds]
     for mode in ("partial", "full", "exact"):
@@ -375,9 +443,18 @@ def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64
         metrics[f"span_{mode}_precision"] = res["precision"]
         metrics[f"span_{mode}_recall"] = res["recall"]
         metrics[f"majority_span_{mode}_f1"] = span_f1(gold_spans, [[] for _ in parsed], mode)["f1"]
-    ev = span_eval([{"text": p["text"], "reference": p["spans"],
-                     "predicted": [{"begin": s["begin"], "end": s["end"], "variable": s.get("variable")}
-                                   for s in q["spans"]]} for p, q in zip(parsed, preds)])
+    ev = span_eval(
+        [
+            {
+                "text": p["text"],
+                "reference": p["spans"],
+                "predicted": [
+                    {"begin": s["begin"], "end": s["end"], "variable": s.get("variable")} for s in q["spans"]
+                ],
+            }
+            for p, q in zip(parsed, preds)
+        ]
+    )
     metrics["detection_f1"] = ev["f1"]
     metrics["detection_micro_f1"] = ev["micro_f1"]
     if predictor.grounding:
@@ -392,13 +469,15 @@ def evaluate(predictor: SpanPredictor, rows: list[dict], *, batch_size: int = 64
         metrics.update(scheme_metrics(gold_s, pred_s, predictor.schemes))
         common = Counter(s for g in gold_s for s in g).most_common(1)
         majority = [common[0][0]] if common else []
-        metrics["majority_scheme_f1_micro"] = scheme_metrics(gold_s, [majority] * len(gold_s),
-                                                             predictor.schemes)["scheme_f1_micro"]
+        metrics["majority_scheme_f1_micro"] = scheme_metrics(gold_s, [majority] * len(gold_s), predictor.schemes)[
+            "scheme_f1_micro"
+        ]
         metrics["combined_f1"] = (metrics["span_partial_f1"] + metrics["scheme_f1_micro"]) / 2
     return metrics
 
 
 # --- training --------------------------------------------------------------------------------------
+
 
 def _scheme_list(rows: list[dict], params: dict) -> list[str]:
     if params.get("schemes"):
@@ -424,25 +503,42 @@ def make_train(kind: str):
             run.model, run.tokenizer = model, tokenizer
             return run
 
-        run, seed, probes = training.seeded_run(make_run, params, seed=request.seed, total=total,
-                                                progress=request.progress)
+        run, seed, probes = training.seeded_run(
+            make_run, params, seed=request.seed, total=total, progress=request.progress
+        )
         loop = run.finish()
         model, tokenizer = run.model, run.tokenizer
-        history = [{"epoch": e["epoch"], "step": e["step"], "combined_f1": e["metrics"].get("combined_f1")}
-                   for e in loop.evals]
+        history = [
+            {"epoch": e["epoch"], "step": e["step"], "combined_f1": e["metrics"].get("combined_f1")} for e in loop.evals
+        ]
         max_length = int(params["max_length"])
         model.to("cpu").float()
         out = Path(request.output_dir)
         model.encoder.save_pretrained(str(out / "encoder"))
         tokenizer.save_pretrained(str(out / "encoder"))
         torch.save({k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}, out / HEADS)
-        (out / META).write_text(json.dumps({
-            "kind": kind, "labels": list(BIO), "schemes": schemes, "grounding": grounding,
-            "proj_dim": int(params["proj_dim"]), "scheme_pooling": str(params["scheme_pooling"]),
-            "max_length": max_length, "max_variable_length": int(params["max_variable_length"]),
-            "scheme_threshold": float(params["scheme_threshold"]), "history": history, "seed": seed}, indent=2))
-        return TrainResult(metrics=loop.best or {"combined_f1": 0.0}, info={"steps": loop.step, "history": history,
-                                                                             "seed": seed, "seed_probes": probes})
+        (out / META).write_text(
+            json.dumps(
+                {
+                    "kind": kind,
+                    "labels": list(BIO),
+                    "schemes": schemes,
+                    "grounding": grounding,
+                    "proj_dim": int(params["proj_dim"]),
+                    "scheme_pooling": str(params["scheme_pooling"]),
+                    "max_length": max_length,
+                    "max_variable_length": int(params["max_variable_length"]),
+                    "scheme_threshold": float(params["scheme_threshold"]),
+                    "history": history,
+                    "seed": seed,
+                },
+                indent=2,
+            )
+        )
+        return TrainResult(
+            metrics=loop.best or {"combined_f1": 0.0},
+            info={"steps": loop.step, "history": history, "seed": seed, "seed_probes": probes},
+        )
 
     def training_run(request: TrainRequest, params: dict, seed: int, schemes: list):
         """One seed's model and :class:`ml.training.TrainLoop` (the multi-task loss: tags + grounding + schemes;
@@ -452,19 +548,26 @@ def make_train(kind: str):
         training.set_seed(seed)
         path = T.base_path(request)
         tokenizer = T.load_tokenizer(path)
-        model = build_span_model(_encoder(path, params), grounding=grounding, schemes=schemes,
-                                 proj_dim=int(params["proj_dim"]), pooling=str(params["scheme_pooling"]))
+        model = build_span_model(
+            _encoder(path, params),
+            grounding=grounding,
+            schemes=schemes,
+            proj_dim=int(params["proj_dim"]),
+            pooling=str(params["scheme_pooling"]),
+        )
         device = training.pick_device(params.get("device"))
         model.to(device)
         parsed = [parse_row(r) for r in request.rows_train]
         max_length = int(params["max_length"])
-        enc = encode_words(tokenizer, [p["text"] for p in parsed], max_length=max_length,
-                           words=[p["words"] for p in parsed])
+        enc = encode_words(
+            tokenizer, [p["text"] for p in parsed], max_length=max_length, words=[p["words"] for p in parsed]
+        )
         label_ids = {l: i for i, l in enumerate(BIO)}
         targets = [T.subword_labels(enc, i, parsed[i]["tags"], label_ids) for i in range(len(parsed))]
         total, epochs = T.plan_steps(len(parsed), params)
-        opt, sched = T.optimiser(model, params, total,
-                                 head_names=("tagger", "reduce", "biaffine", "others", "scheme_head"))
+        opt, sched = T.optimiser(
+            model, params, total, head_names=("tagger", "reduce", "biaffine", "others", "scheme_head")
+        )
         pad_id = tokenizer.pad_token_id or 0
         rng = random.Random(seed)
         bs = int(params["batch_size"])
@@ -474,9 +577,16 @@ def make_train(kind: str):
         def dev_metrics():
             if not request.rows_dev:
                 return {}
-            predictor = SpanPredictor(T.for_eval(model, device), tokenizer, kind=kind, max_length=max_length,
-                                      device=device, quantize=False, scheme_threshold=float(params["scheme_threshold"]),
-                                      max_variable_length=int(params["max_variable_length"]))
+            predictor = SpanPredictor(
+                T.for_eval(model, device),
+                tokenizer,
+                kind=kind,
+                max_length=max_length,
+                device=device,
+                quantize=False,
+                scheme_threshold=float(params["scheme_threshold"]),
+                max_variable_length=int(params["max_variable_length"]),
+            )
             return evaluate(predictor, request.rows_dev)
 
         def loss_of(batch):
@@ -504,8 +614,13 @@ def make_train(kind: str):
             """Cross entropy of each gold span over its row's variables + Others, per span (None: no spans)."""
             var_texts = list(dict.fromkeys(v["text"] for i in batch for v in parsed[i]["variables"]))
             if var_texts:
-                venc = tokenizer(var_texts, truncation=True, max_length=int(params["max_variable_length"]),
-                                 return_attention_mask=False, return_token_type_ids=False)
+                venc = tokenizer(
+                    var_texts,
+                    truncation=True,
+                    max_length=int(params["max_variable_length"]),
+                    return_attention_mask=False,
+                    return_token_type_ids=False,
+                )
                 vids, vmask = pad_batch(venc["input_ids"], pad_id)
                 vm = torch.from_numpy(vmask).to(device)
                 vvecs = model.mean_pool(model.hidden(torch.from_numpy(vids).to(device), vm), vm)
@@ -520,20 +635,33 @@ def make_train(kind: str):
                 for a, b in p["word_spans"]:
                     pos = [q for w in range(a, b) for q in positions.get(w, [])] or [0]
                     vecs.append(hidden[r, pos].mean(0))
-                vv = (vvecs[[row_of[v["text"]] for v in p["variables"]]] if p["variables"]
-                      else hidden.new_zeros((0, hidden.shape[-1])))
+                vv = (
+                    vvecs[[row_of[v["text"]] for v in p["variables"]]]
+                    if p["variables"]
+                    else hidden.new_zeros((0, hidden.shape[-1]))
+                )
                 scores = model.ground(torch.stack(vecs), vv).float()
-                g_losses.append(nn.functional.cross_entropy(
-                    scores, torch.tensor(p["targets"], device=device), reduction="sum"))
+                g_losses.append(
+                    nn.functional.cross_entropy(scores, torch.tensor(p["targets"], device=device), reduction="sum")
+                )
             if not g_losses:
                 return None
             n_spans = sum(len(parsed[i]["word_spans"]) for i in batch)
             return torch.stack(g_losses).sum() / max(1, n_spans)
 
-        loop = training.TrainLoop(model, opt, sched, loss_of,
-                                  lambda epoch: training.shuffled_batches(rng, len(parsed), bs), device=device,
-                                  total=total, epochs=epochs, progress=request.progress, evaluate=dev_metrics,
-                                  better=training.higher("combined_f1"))
+        loop = training.TrainLoop(
+            model,
+            opt,
+            sched,
+            loss_of,
+            lambda epoch: training.shuffled_batches(rng, len(parsed), bs),
+            device=device,
+            total=total,
+            epochs=epochs,
+            progress=request.progress,
+            evaluate=dev_metrics,
+            better=training.higher("combined_f1"),
+        )
         return loop, model, tokenizer, dev_metrics
 
     return train
@@ -546,14 +674,27 @@ def load(path: Path, *, quantize: bool | None = None, device: str | None = None)
     path = Path(path)
     meta = json.loads((path / META).read_text())
     encoder = AutoModel.from_pretrained(str(path / "encoder"))
-    model = build_span_model(encoder, grounding=meta["grounding"], schemes=meta["schemes"],
-                             proj_dim=meta["proj_dim"], pooling=meta["scheme_pooling"])
+    model = build_span_model(
+        encoder,
+        grounding=meta["grounding"],
+        schemes=meta["schemes"],
+        proj_dim=meta["proj_dim"],
+        pooling=meta["scheme_pooling"],
+    )
     missing = model.load_state_dict(torch.load(path / HEADS, map_location="cpu"), strict=False)
     if missing.unexpected_keys or any(not k.startswith("encoder.") for k in missing.missing_keys):
         raise TrainerError(f"{path}: heads do not match the model ({missing})")
-    return SpanPredictor(model, T.load_tokenizer(str(path / "encoder")), kind=meta["kind"],
-                         max_length=meta["max_length"], max_variable_length=meta["max_variable_length"],
-                         scheme_threshold=meta["scheme_threshold"], device=device, quantize=quantize, info=meta)
+    return SpanPredictor(
+        model,
+        T.load_tokenizer(str(path / "encoder")),
+        kind=meta["kind"],
+        max_length=meta["max_length"],
+        max_variable_length=meta["max_variable_length"],
+        scheme_threshold=meta["scheme_threshold"],
+        device=device,
+        quantize=quantize,
+        info=meta,
+    )
 
 
 def silver_predict_grounded(model, batch) -> list[dict]:
@@ -568,12 +709,32 @@ def silver_predict(model, batch) -> list[dict]:
 
 
 for _kind, _desc, _silver in (
-        ("argspan", "ArgSpan (ArgU §3.1.2): BIO factual spans grounded to the item's KB variables or Others; span "
-                    "partial/full/overall F1 + grounding accuracy (Table 1, §3.1.3)", silver_predict_grounded),
-        ("argspanscheme", "ArgSpanScheme, parallel (ArgU §3.2.1): BIO spans + multi-label scheme head; span "
-                          "partial/full/overall F1 + scheme F1 (Table 1)", silver_predict)):
-    register_trainer(TrainerSpec(
-        kind=_kind, train=make_train(_kind), load=load, primary_metric="combined_f1", higher_is_better=True,
-        description=_desc, rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
-        data_formats="span-grounding JSONL export (text, variables, spans[, schemes]) or a folder with "
-                     "train.jsonl + dev.jsonl", silver=SilverSpec(predict=_silver)))
+    (
+        "argspan",
+        "ArgSpan (ArgU §3.1.2): BIO factual spans grounded to the item's KB variables or Others; span "
+        "partial/full/overall F1 + grounding accuracy (Table 1, §3.1.3)",
+        silver_predict_grounded,
+    ),
+    (
+        "argspanscheme",
+        "ArgSpanScheme, parallel (ArgU §3.2.1): BIO spans + multi-label scheme head; span "
+        "partial/full/overall F1 + scheme F1 (Table 1)",
+        silver_predict,
+    ),
+):
+    register_trainer(
+        TrainerSpec(
+            kind=_kind,
+            train=make_train(_kind),
+            load=load,
+            primary_metric="combined_f1",
+            higher_is_better=True,
+            description=_desc,
+            rows_from_file=rows_from_file,
+            rows_from_project=rows_from_project,
+            evaluate=evaluate,
+            data_formats="span-grounding JSONL export (text, variables, spans[, schemes]) or a folder with "
+            "train.jsonl + dev.jsonl",
+            silver=SilverSpec(predict=_silver),
+        )
+    )

@@ -42,14 +42,15 @@ Artifact: ``encoder/`` (save_pretrained, with its tokenizer), ``heads.pt``, ``ar
 scheme, max_length). :func:`load` returns an :class:`ArgumentClassifier`: ``predict([(topic, sentence), ...]) ->
 [{"label", "probs": {label: p}}]``.
 """
+
 from __future__ import annotations
 
 import json
 import random
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from torch import nn
@@ -64,11 +65,11 @@ from corpus.importers.readers import read_text
 from ml import training
 from ml.data import leave_one_topic_out
 from ml.encoders import default_encoder_path, resolve
-from ml.inference import length_sorted_batches
 from ml.errors import TrainerError, TrainerFileError
-from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
-from ml.splits import stable_split
+from ml.inference import length_sorted_batches
+from ml.registry import SilverSpec, TrainerSpec, TrainRequest, TrainResult, register_trainer
 from ml.similarity.data import SPLIT_ALIASES, split_eval
+from ml.splits import stable_split
 from ml.trainers.tagger import load_tokenizer, tiny_config
 
 KIND = "argument"
@@ -77,14 +78,29 @@ HEADS_FILE = "heads.pt"
 SCHEMES = ("three-way", "two-step")
 EVAL_SETTINGS = ("in-topic", "cross-topic")
 STANCE_ORDER = ("pro", "con", "none")
-DEFAULTS = {"epochs": 3, "max_steps": 0, "batch_size": 16, "lr": 3e-5, "head_lr": None, "weight_decay": 0.01,
-            "warmup_ratio": 0.1, "max_length": 128, "dropout": 0.1, "eval_batch_size": 64, "scheme": "three-way",
-            "eval": "in-topic", "from_config": None, "seeds": [], "probe_fraction": 0.2}
+DEFAULTS = {
+    "epochs": 3,
+    "max_steps": 0,
+    "batch_size": 16,
+    "lr": 3e-5,
+    "head_lr": None,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_length": 128,
+    "dropout": 0.1,
+    "eval_batch_size": 64,
+    "scheme": "three-way",
+    "eval": "in-topic",
+    "from_config": None,
+    "seeds": [],
+    "probe_fraction": 0.2,
+}
 CHOICES = {"scheme": SCHEMES, "eval": EVAL_SETTINGS}
 FILE_SUFFIXES = {".tsv": parse_ukp_tsv, ".jsonl": parse_jsonl, ".json": parse_jsonl}
 
 
 # --- labels ----------------------------------------------------------------------------------------
+
 
 def stance_of(label) -> str | None:
     """``pro`` / ``con`` / ``none`` for a stance label (``pro``, ``Argument_for``, ``NoArgument``...), else None."""
@@ -108,6 +124,7 @@ def class_order(labels) -> list[str]:
 
 # --- metrics ---------------------------------------------------------------------------------------
 
+
 def _macro_f1(gold: Sequence[str], pred: Sequence[str]) -> tuple[float, dict[str, float]]:
     classes = sorted(set(gold) | set(pred))
     per = {}
@@ -119,8 +136,13 @@ def _macro_f1(gold: Sequence[str], pred: Sequence[str]) -> tuple[float, dict[str
     return (sum(per.values()) / len(per) if per else 0.0), per
 
 
-def classification_metrics(gold: Sequence[str], pred: Sequence[str], *, stances: dict[str, str] | None = None,
-                           probs: Sequence[dict] | None = None) -> dict:
+def classification_metrics(
+    gold: Sequence[str],
+    pred: Sequence[str],
+    *,
+    stances: dict[str, str] | None = None,
+    probs: Sequence[dict] | None = None,
+) -> dict:
     """Macro / per-class F1 and accuracy; with ``stances`` ({label: pro|con|none}) the two steps of Stab et al.:
     step 1 argument vs. no-argument over all rows, step 2 pro vs. con over the gold arguments (from ``probs`` when
     given: the more probable of the two, else the predicted label, a no-argument prediction counting as wrong)."""
@@ -128,8 +150,12 @@ def classification_metrics(gold: Sequence[str], pred: Sequence[str], *, stances:
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold labels, {len(pred)} predictions")
     f1, per = _macro_f1(gold, pred)
-    out = {"f1_macro": f1, "accuracy": (sum(g == p for g, p in zip(gold, pred)) / len(gold)) if gold else 0.0,
-           "n": len(gold), **{f"f1_{label}": value for label, value in per.items()}}
+    out = {
+        "f1_macro": f1,
+        "accuracy": (sum(g == p for g, p in zip(gold, pred)) / len(gold)) if gold else 0.0,
+        "n": len(gold),
+        **{f"f1_{label}": value for label, value in per.items()},
+    }
     if stances:
         arg = {label: ("argument" if s in ("pro", "con") else "no-argument") for label, s in stances.items()}
         out["step1_f1_macro"] = _macro_f1([arg.get(g, g) for g in gold], [arg.get(p, p) for p in pred])[0]
@@ -163,11 +189,20 @@ def majority_metrics(rows_train: Sequence[dict], rows: Sequence[dict], stances) 
 
 # --- the model -------------------------------------------------------------------------------------
 
+
 class ArgumentModel(nn.Module):
     """Encoder + mean pooling + the scheme's head(s); ``probs(**features) -> [batch, n classes]``."""
 
-    def __init__(self, encoder, tokenizer, *, labels: Sequence[str], scheme: str = "three-way",
-                 max_length: int = 128, dropout: float = 0.1):
+    def __init__(
+        self,
+        encoder,
+        tokenizer,
+        *,
+        labels: Sequence[str],
+        scheme: str = "three-way",
+        max_length: int = 128,
+        dropout: float = 0.1,
+    ):
         super().__init__()
         if scheme not in SCHEMES:
             raise TrainerError(f"hyperparameters: scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
@@ -176,8 +211,9 @@ class ArgumentModel(nn.Module):
         self.max_length, self.dropout_p = int(max_length), float(dropout)
         self.stances = stance_map(self.labels)
         if scheme == "two-step" and self.stances is None:
-            raise TrainerError(f"hyperparameters: scheme two-step needs the classes pro / con / none, "
-                               f"got {', '.join(self.labels)}")
+            raise TrainerError(
+                f"hyperparameters: scheme two-step needs the classes pro / con / none, got {', '.join(self.labels)}"
+            )
         hidden = int(encoder.config.hidden_size)
         self.dropout = nn.Dropout(dropout)
         if scheme == "two-step":
@@ -215,8 +251,12 @@ class ArgumentModel(nn.Module):
         return out
 
     def encode(self, pairs: Sequence[tuple[str, str]]) -> dict:
-        return self.tokenizer([str(t or "") for t, _ in pairs], [str(s or "") for _, s in pairs],
-                              truncation="longest_first", max_length=self.max_length)
+        return self.tokenizer(
+            [str(t or "") for t, _ in pairs],
+            [str(s or "") for _, s in pairs],
+            truncation="longest_first",
+            max_length=self.max_length,
+        )
 
     def collate(self, enc: dict, indices: Sequence[int], device) -> dict:
         keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
@@ -231,9 +271,20 @@ class ArgumentModel(nn.Module):
         self.encoder.save_pretrained(str(path / "encoder"))
         self.tokenizer.save_pretrained(str(path / "encoder"))
         torch.save({k: v.detach().cpu() for k, v in self.heads_state().items()}, path / HEADS_FILE)
-        (path / CONFIG_FILE).write_text(json.dumps({
-            "kind": KIND, "labels": self.labels, "stances": self.stances, "scheme": self.scheme,
-            "max_length": self.max_length, "dropout": self.dropout_p, "input": "topic [SEP] sentence"}, indent=2))
+        (path / CONFIG_FILE).write_text(
+            json.dumps(
+                {
+                    "kind": KIND,
+                    "labels": self.labels,
+                    "stances": self.stances,
+                    "scheme": self.scheme,
+                    "max_length": self.max_length,
+                    "dropout": self.dropout_p,
+                    "input": "topic [SEP] sentence",
+                },
+                indent=2,
+            )
+        )
 
 
 class ArgumentClassifier:
@@ -277,11 +328,16 @@ def evaluate(model: ArgumentClassifier, rows_dev: Sequence[dict]) -> dict:
 
 def _metrics(model: ArgumentClassifier, rows: Sequence[dict]) -> dict:
     preds = model.predict_rows(rows)
-    return classification_metrics([r["label"] for r in rows], [p["label"] for p in preds], stances=model.stances,
-                                  probs=[p["probs"] for p in preds])
+    return classification_metrics(
+        [r["label"] for r in rows],
+        [p["label"] for p in preds],
+        stances=model.stances,
+        probs=[p["probs"] for p in preds],
+    )
 
 
 # --- training --------------------------------------------------------------------------------------
+
 
 def resolve_hyperparameters(given: dict | None) -> dict:
     hp = training.resolve_hyperparameters(KIND, DEFAULTS, given, choices=CHOICES)
@@ -299,8 +355,14 @@ def build_model(base_model: str | None, hp: dict, labels: Sequence[str]) -> Argu
         encoder = BertModel(tiny_config(path, hp["from_config"]), add_pooling_layer=False)
     else:
         encoder = AutoModel.from_pretrained(path)
-    return ArgumentModel(encoder, tokenizer, labels=labels, scheme=hp["scheme"], max_length=int(hp["max_length"]),
-                         dropout=float(hp["dropout"]))
+    return ArgumentModel(
+        encoder,
+        tokenizer,
+        labels=labels,
+        scheme=hp["scheme"],
+        max_length=int(hp["max_length"]),
+        dropout=float(hp["dropout"]),
+    )
 
 
 def _check_rows(rows: Sequence[dict], what: str) -> None:
@@ -309,8 +371,15 @@ def _check_rows(rows: Sequence[dict], what: str) -> None:
             raise TrainerError(f"data: {what} row {i + 1} needs a 'sentence' and a 'label'")
 
 
-def training_run(request: TrainRequest, hp: dict, seed: int, labels: list[str], rows_train: list[dict],
-                 rows_dev: list[dict], progress=None):
+def training_run(
+    request: TrainRequest,
+    hp: dict,
+    seed: int,
+    labels: list[str],
+    rows_train: list[dict],
+    rows_dev: list[dict],
+    progress=None,
+):
     """One seed's model and :class:`ml.training.TrainLoop` (dev ``f1_macro`` after every epoch when there are
     dev rows, the best epoch kept): ``(loop, classifier)``."""
     training.set_seed(seed)
@@ -320,12 +389,17 @@ def training_run(request: TrainRequest, hp: dict, seed: int, labels: list[str], 
     index = {label: i for i, label in enumerate(labels)}
     enc = model.encode([(r.get("topic") or "", r["sentence"]) for r in rows_train])
     targets = torch.tensor([index[str(r["label"])] for r in rows_train], dtype=torch.long)
-    total, epochs = training.plan_steps(len(rows_train), int(hp["batch_size"]), int(hp["epochs"]),
-                                        int(hp.get("max_steps") or 0), cap=True)
+    total, epochs = training.plan_steps(
+        len(rows_train), int(hp["batch_size"]), int(hp["epochs"]), int(hp.get("max_steps") or 0), cap=True
+    )
     lr = float(hp["lr"])
-    groups = training.decay_groups(model, lr=lr, weight_decay=float(hp["weight_decay"]),
-                                   head_lr=float(hp["head_lr"]) if hp.get("head_lr") else lr,
-                                   head_names=("head", "argument_head", "stance_head"))
+    groups = training.decay_groups(
+        model,
+        lr=lr,
+        weight_decay=float(hp["weight_decay"]),
+        head_lr=float(hp["head_lr"]) if hp.get("head_lr") else lr,
+        head_names=("head", "argument_head", "stance_head"),
+    )
     opt, sched = training.adamw(groups, total_steps=total, warmup_ratio=float(hp["warmup_ratio"]))
     rng = random.Random(seed)
     bs = int(hp["batch_size"])
@@ -333,11 +407,19 @@ def training_run(request: TrainRequest, hp: dict, seed: int, labels: list[str], 
     def loss_of(batch):
         return model.loss(targets[batch].to(device), **model.collate(enc, batch, device))
 
-    loop = training.TrainLoop(model, opt, sched, loss_of,
-                              lambda epoch: training.shuffled_batches(rng, len(rows_train), bs), device=device,
-                              total=total, epochs=epochs, progress=progress or request.progress,
-                              evaluate=(lambda: _metrics(classifier, rows_dev)) if rows_dev else None,
-                              better=training.higher("f1_macro"))
+    loop = training.TrainLoop(
+        model,
+        opt,
+        sched,
+        loss_of,
+        lambda epoch: training.shuffled_batches(rng, len(rows_train), bs),
+        device=device,
+        total=total,
+        epochs=epochs,
+        progress=progress or request.progress,
+        evaluate=(lambda: _metrics(classifier, rows_dev)) if rows_dev else None,
+        better=training.higher("f1_macro"),
+    )
     return loop, classifier
 
 
@@ -345,20 +427,31 @@ def cross_topic(request: TrainRequest, hp: dict, labels: list[str], rows: list[d
     """Leave-one-topic-out over ``rows``: ``(flat means {"cross_topic_f1_macro", ...}, {"per_topic": ...})``."""
     topics = sorted({str(r.get("topic") or "") for r in rows})
     if len(topics) < 2:
-        raise TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
-                           f"({', '.join(repr(t) for t in topics) or 'none'})")
+        raise TrainerError(
+            f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
+            f"({', '.join(repr(t) for t in topics) or 'none'})"
+        )
     per_topic = {}
     for n, (topic, rows_train, rows_test) in enumerate(leave_one_topic_out(rows, topics), start=1):
         request.progress(n, len(topics), f"cross-topic: held-out topic {topic!r}")
-        loop, classifier = training_run(request, hp, int(request.seed), labels, rows_train, [],
-                                        progress=null_progress)
+        loop, classifier = training_run(request, hp, int(request.seed), labels, rows_train, [], progress=null_progress)
         loop.run()
         m = _metrics(classifier, rows_test)
         m.update(majority_metrics(rows_train, rows_test, classifier.stances))
         per_topic[topic] = {k: v for k, v in m.items() if not k.startswith("f1_") or k == "f1_macro"}
         del loop, classifier
-    keys = [k for k in ("f1_macro", "step1_f1_macro", "step2_f1_macro", "majority_f1_macro",
-                        "majority_step1_f1_macro", "majority_step2_f1_macro") if all(k in m for m in per_topic.values())]
+    keys = [
+        k
+        for k in (
+            "f1_macro",
+            "step1_f1_macro",
+            "step2_f1_macro",
+            "majority_f1_macro",
+            "majority_step1_f1_macro",
+            "majority_step2_f1_macro",
+        )
+        if all(k in m for m in per_topic.values())
+    ]
     flat = {f"cross_topic_{k}": sum(m[k] for m in per_topic.values()) / len(per_topic) for k in keys}
     return flat, {"setting": "cross-topic (leave-one-topic-out)", "topics": len(per_topic), "per_topic": per_topic}
 
@@ -394,13 +487,24 @@ def train(request: TrainRequest) -> TrainResult:
         test_metrics.update(majority_metrics(rows_train, rows_test, stances))
     classifier.model.to("cpu")
     classifier.model.save(Path(request.output_dir))
-    info = {"seed": seed, "seed_probes": probes, "steps": loop.step, "hyperparameters": hp, "labels": labels,
-            "stances": stances, "scheme": hp["scheme"], "train_rows": len(rows_train), "dev_rows": len(rows_dev),
-            "test_rows": len(rows_test), "majority_label": majority_label(rows_train),
-            "train_classes": dict(Counter(str(r["label"]) for r in rows_train)),
-            "history": [{"epoch": e["epoch"], "step": e["step"], "f1_macro": e["metrics"].get("f1_macro")}
-                        for e in loop.evals],
-            "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""})}
+    info = {
+        "seed": seed,
+        "seed_probes": probes,
+        "steps": loop.step,
+        "hyperparameters": hp,
+        "labels": labels,
+        "stances": stances,
+        "scheme": hp["scheme"],
+        "train_rows": len(rows_train),
+        "dev_rows": len(rows_dev),
+        "test_rows": len(rows_test),
+        "majority_label": majority_label(rows_train),
+        "train_classes": dict(Counter(str(r["label"]) for r in rows_train)),
+        "history": [
+            {"epoch": e["epoch"], "step": e["step"], "f1_macro": e["metrics"].get("f1_macro")} for e in loop.evals
+        ],
+        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),
+    }
     del run, loop
     if hp["eval"] == "cross-topic":
         flat, info["cross_topic"] = cross_topic(request, hp, labels, rows_train + rows_dev)
@@ -416,13 +520,20 @@ def load(path: Path, *, device: str | None = None, batch_size: int = 64) -> Argu
     conf = json.loads((path / CONFIG_FILE).read_text())
     encoder = AutoModel.from_pretrained(str(path / "encoder"))
     tokenizer = AutoTokenizer.from_pretrained(str(path / "encoder"))
-    model = ArgumentModel(encoder, tokenizer, labels=conf["labels"], scheme=conf.get("scheme", "three-way"),
-                          max_length=int(conf.get("max_length", 128)), dropout=float(conf.get("dropout", 0.1)))
+    model = ArgumentModel(
+        encoder,
+        tokenizer,
+        labels=conf["labels"],
+        scheme=conf.get("scheme", "three-way"),
+        max_length=int(conf.get("max_length", 128)),
+        dropout=float(conf.get("dropout", 0.1)),
+    )
     model.load_state_dict(torch.load(path / HEADS_FILE, map_location="cpu", weights_only=True), strict=False)
     return ArgumentClassifier(model, batch_size=batch_size, device=device)
 
 
 # --- rows ------------------------------------------------------------------------------------------
+
 
 def read_rows(path, *, split: str | None = None) -> list[dict]:
     """Rows of one UKP TSV or arguments JSONL file (``TrainerFileError("file:line: reason")``); each keeps its
@@ -430,8 +541,9 @@ def read_rows(path, *, split: str | None = None) -> list[dict]:
     path = Path(path)
     parse = FILE_SUFFIXES.get(path.suffix.lower())
     if parse is None:
-        raise TrainerFileError(path, 0, f"unknown format {path.suffix or '(no suffix)'!r}: give a UKP .tsv or a "
-                                        f".jsonl file")
+        raise TrainerFileError(
+            path, 0, f"unknown format {path.suffix or '(no suffix)'!r}: give a UKP .tsv or a .jsonl file"
+        )
     try:
         text = read_text(path)
         parsed = parse(path, text)
@@ -495,12 +607,16 @@ def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     task_type = project.get_task_type()
     offered = set(task_type.labels(project))
     responses: dict[int, list[dict]] = {}
-    for item_id, data in (counted_responses(project, include_models=False).order_by("item_id", "id")
-                          .values_list("item_id", "data")):
+    for item_id, data in (
+        counted_responses(project, include_models=False).order_by("item_id", "id").values_list("item_id", "data")
+    ):
         responses.setdefault(item_id, []).append(data)
     adjudicated = {}
-    for item_id, answer in (Adjudication.objects.filter(item__project=project)
-                            .order_by("item_id", "created_at", "id").values_list("item_id", "answer")):
+    for item_id, answer in (
+        Adjudication.objects.filter(item__project=project)
+        .order_by("item_id", "created_at", "id")
+        .values_list("item_id", "answer")
+    ):
         adjudicated[item_id] = answer  # the latest wins
     rows = []
     items = Item.objects.filter(project=project, is_training=False).select_related("gold").order_by("position", "id")
@@ -513,13 +629,15 @@ def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
             label = None if agg.get("tied") else agg.get("label")
         payload = item.payload or {}
         if label in offered and isinstance(payload.get("text"), str):
-            rows.append({"topic": str(payload.get("topic") or ""), "sentence": payload["text"], "label": label,
-                         "item": item.pk})
+            rows.append(
+                {"topic": str(payload.get("topic") or ""), "sentence": payload["text"], "label": label, "item": item.pk}
+            )
     train, dev = stable_split(rows, key="sentence")
     return train, dev, len(rows)
 
 
 # --- silver annotation (ml.silver) -------------------------------------------------------------------
+
 
 def stance_prediction(model, pred: dict) -> dict:
     """An argument model's ``{"label", "probs"}`` as ``{"stance", "stance_probability", "stance_probs"}`` (labels
@@ -547,17 +665,30 @@ def silver_predict(model, batch) -> list[dict]:
 
 def silver_release_row(row: dict, label, sentence) -> dict:
     """A silver release row of an argument run: the predicted stance, the corpus (gold / import) one beside it."""
-    return dict(row, corpus_stance=sentence.stance, stance=label.stance, stance_probability=label.stance_probability,
-                stance_probs=label.stance_probs or {})
+    return dict(
+        row,
+        corpus_stance=sentence.stance,
+        stance=label.stance,
+        stance_probability=label.stance_probability,
+        stance_probs=label.stance_probs or {},
+    )
 
 
-register_trainer(TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="f1_macro", higher_is_better=True,
-    description="argument / stance classification (Stab et al. 2018): (topic, sentence) pair encoder, three-way or "
-                "two-step; macro F1 (and per step) on dev, in-topic or leave-one-topic-out",
-    rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
-    default_base_model=default_encoder_path,
-    data_formats="UKP Sentential Argument Mining TSV (annotation, set) or arguments JSONL (topic, sentence, stance"
-                 "[, split]), or a folder with train + dev (+ test) files of them",
-    silver=SilverSpec(predict=silver_predict, stances=True, release_row=silver_release_row),
-))
+register_trainer(
+    TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="f1_macro",
+        higher_is_better=True,
+        description="argument / stance classification (Stab et al. 2018): (topic, sentence) pair encoder, three-way or "
+        "two-step; macro F1 (and per step) on dev, in-topic or leave-one-topic-out",
+        rows_from_file=rows_from_file,
+        rows_from_project=rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_encoder_path,
+        data_formats="UKP Sentential Argument Mining TSV (annotation, set) or arguments JSONL (topic, sentence, stance"
+        "[, split]), or a folder with train + dev (+ test) files of them",
+        silver=SilverSpec(predict=silver_predict, stances=True, release_row=silver_release_row),
+    )
+)

@@ -18,6 +18,7 @@ cross-encoder's dev Spearman is compared with the Jaccard baseline and with the 
 the student starts); when it is not above both, a warning goes to stderr and the log and into
 ``metrics.info["warnings"]`` (``teacher_ok: false``), or the run fails with ``refuse``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,15 @@ KIND = "augsbert"
 def train(request: registry.TrainRequest) -> registry.TrainResult:
     hp = resolve_hyperparameters(KIND, pipeline.AUG_DEFAULTS, request.hyperparameters)
     try:
-        out = pipeline.run(request.rows_train, eval_rows(request), base_model=request.base_model, hp=hp,
-                           seed=request.seed, output_dir=Path(request.output_dir), progress=request.progress)
+        out = pipeline.run(
+            request.rows_train,
+            eval_rows(request),
+            base_model=request.base_model,
+            hp=hp,
+            seed=request.seed,
+            output_dir=Path(request.output_dir),
+            progress=request.progress,
+        )
     except (pipeline.AugSBERTError, SamplingError) as exc:
         raise errors.TrainerError(f"hyperparameters: {exc}") from None
     write_topics(request.output_dir, [r for r in request.rows_train if r.get("split", "train") == "train"])
@@ -49,9 +57,18 @@ def load(path: Path):
     return with_topics(sim_models.load_bi_encoder(Path(path) / "model"), Path(path))
 
 
-SPEC = registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="spearman", higher_is_better=True,
-    description="Augmented SBERT: bi-encoder on gold + cross-encoder-labelled silver pairs (strategy, k)",
-    rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats=sim_data.DATA_FORMATS))
+SPEC = registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="spearman",
+        higher_is_better=True,
+        description="Augmented SBERT: bi-encoder on gold + cross-encoder-labelled silver pairs (strategy, k)",
+        rows_from_file=sim_data.rows_from_file,
+        rows_from_project=sim_data.rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats=sim_data.DATA_FORMATS,
+    )
+)

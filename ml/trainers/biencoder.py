@@ -7,6 +7,7 @@ optimisation); a pair's score is the cosine of its embeddings. Rows, metrics: as
 
     manage.py train biencoder --data bws.jsonl --json
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,9 +28,18 @@ def load(path: Path):
     return with_topics(sim_models.load_bi_encoder(Path(path) / "model"), Path(path))
 
 
-SPEC = registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="spearman", higher_is_better=True,
-    description="BWS similarity bi-encoder (SBERT, cosine) on gold pairs",
-    rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats=sim_data.DATA_FORMATS))
+SPEC = registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="spearman",
+        higher_is_better=True,
+        description="BWS similarity bi-encoder (SBERT, cosine) on gold pairs",
+        rows_from_file=sim_data.rows_from_file,
+        rows_from_project=sim_data.rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats=sim_data.DATA_FORMATS,
+    )
+)

@@ -21,6 +21,7 @@ Spearman x 100 beside Jaccard's and the setting (``in-topic`` / ``cross-topic``)
 
     manage.py train crossencoder --data bws.jsonl [--epochs 1] [--hp seeds=[1,2,3,4,5]] --json
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def train_pairs(request: registry.TrainRequest, which: str, kind: str, defaults:
     hp = resolve_hyperparameters(kind, defaults, request.hyperparameters)
     dev, test = sim_data.split_eval(eval_rows(request))
     rows_train = [r for r in request.rows_train if r.get("split", "train") == "train"]
-    model, info = sim_models.train(which, rows_train, dev, base_model=request.base_model, hp=hp, seed=request.seed,
-                                   progress=request.progress)
+    model, info = sim_models.train(
+        which, rows_train, dev, base_model=request.base_model, hp=hp, seed=request.seed, progress=request.progress
+    )
     model.save_pretrained(str(Path(request.output_dir) / "model"))
     write_topics(request.output_dir, rows_train)
     batch = int(hp["eval_batch_size"])
@@ -89,8 +91,10 @@ def evaluate(model, rows) -> dict:
         out = evaluate_model(model, part)
         if topics is not None:
             seen = set(topics)
-            for name, subset in (("in_topic", [r for r in part if r.get("topic", "") in seen]),
-                                 ("cross_topic", [r for r in part if r.get("topic", "") not in seen])):
+            for name, subset in (
+                ("in_topic", [r for r in part if r.get("topic", "") in seen]),
+                ("cross_topic", [r for r in part if r.get("topic", "") not in seen]),
+            ):
                 out[name] = evaluate_model(model, subset) if subset else None
         return out
 
@@ -113,10 +117,19 @@ def load(path: Path):
     return with_topics(sim_models.load_cross_encoder(Path(path) / "model"), Path(path))
 
 
-SPEC = registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="spearman", higher_is_better=True,
-    description="BWS similarity cross-encoder (gated cross-attention over a bi-encoder checkpoint, or the "
-                "[CLS] CrossEncoder of AugSBERT §5)",
-    rows_from_file=sim_data.rows_from_file, rows_from_project=sim_data.rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats=sim_data.DATA_FORMATS))
+SPEC = registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="spearman",
+        higher_is_better=True,
+        description="BWS similarity cross-encoder (gated cross-attention over a bi-encoder checkpoint, or the "
+        "[CLS] CrossEncoder of AugSBERT §5)",
+        rows_from_file=sim_data.rows_from_file,
+        rows_from_project=sim_data.rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats=sim_data.DATA_FORMATS,
+    )
+)

@@ -29,14 +29,15 @@ version's ``info["cross_topic"]``). It costs one extra training per topic and ne
 primary metric stays the in-topic dev recall@10. Artifact: ``<output_dir>/model`` (``CrossEncoder.save_pretrained``)
 + ``ranker.json`` (max_length).
 """
+
 from __future__ import annotations
 
 import json
 import math
 import random
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import torch
 
@@ -57,13 +58,25 @@ from ml.metrics import KS, PRIMARY, baseline_scorer, evaluate_scorer
 from ml.similarity.data import split_eval
 
 KIND = "ranker"
-DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "weight_decay": 0.01, "warmup_ratio": 0.1,
-            "max_length": 128, "eval_batch_size": 128, "seeds": [], "probe_fraction": 0.2, "eval": "in-topic"}
+DEFAULTS = {
+    "epochs": 5,
+    "max_steps": 0,
+    "batch_size": 8,
+    "lr": 5e-5,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_length": 128,
+    "eval_batch_size": 128,
+    "seeds": [],
+    "probe_fraction": 0.2,
+    "eval": "in-topic",
+}
 EVAL_SETTINGS = ("in-topic", "cross-topic")
 CHOICES = {"eval": EVAL_SETTINGS}  # checked by ml.training.resolve_hyperparameters
 
 
 # --- shared by the ranker trainers -----------------------------------------------------------------
+
 
 class StepRun:
     """A training run that can be continued: ``run(steps)`` trains until ``steps`` optimisation steps are done and
@@ -72,8 +85,18 @@ class StepRun:
     ``scorer()``. Batches: an endless stream of shuffled passes over the units (:func:`ml.training.endless_batches`);
     the steps: :class:`ml.training.TrainLoop`."""
 
-    def __init__(self, *, seed: int, hp: dict, n_units: int, steps_total: int, dev_groups: Sequence[SentenceRows],
-                 device: str, progress: Callable = null_progress, label: str = ""):
+    def __init__(
+        self,
+        *,
+        seed: int,
+        hp: dict,
+        n_units: int,
+        steps_total: int,
+        dev_groups: Sequence[SentenceRows],
+        device: str,
+        progress: Callable = null_progress,
+        label: str = "",
+    ):
         self.seed, self.hp, self.n_units, self.steps_total = seed, hp, n_units, steps_total
         self.dev_groups, self.device, self.progress, self.label = list(dev_groups), device, progress, label
         self._rng = random.Random(seed)
@@ -82,13 +105,24 @@ class StepRun:
     def setup_optimiser(self, param_groups: list[dict]) -> None:
         """AdamW over ``[{"params": [...], "lr": ...}, ...]`` + linear warm-up/decay over ``steps_total``."""
         self.optimizer, self.scheduler = training.adamw(
-            param_groups, total_steps=self.steps_total, warmup_ratio=float(self.hp["warmup_ratio"]),
-            weight_decay=float(self.hp["weight_decay"]), ramp=True)
+            param_groups,
+            total_steps=self.steps_total,
+            warmup_ratio=float(self.hp["warmup_ratio"]),
+            weight_decay=float(self.hp["weight_decay"]),
+            ramp=True,
+        )
         size = int(self.hp["batch_size"])
-        self.loop = training.TrainLoop(self.module, self.optimizer, self.scheduler, self.loss,
-                                       lambda epoch: training.endless_batches(self._rng, self.n_units, size),
-                                       device=self.device, total=self.steps_total, progress=self.progress,
-                                       describe=self._describe)
+        self.loop = training.TrainLoop(
+            self.module,
+            self.optimizer,
+            self.scheduler,
+            self.loss,
+            lambda epoch: training.endless_batches(self._rng, self.n_units, size),
+            device=self.device,
+            total=self.steps_total,
+            progress=self.progress,
+            describe=self._describe,
+        )
         self._run = training.LoopRun(self.loop.steps())
 
     def _describe(self, loop: training.TrainLoop, metrics: dict | None) -> str | None:
@@ -111,9 +145,14 @@ class StepRun:
         self.module.eval()
 
 
-def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRun],
-               units_of: Callable[[list[dict]], Sequence], count_key: str
-               ) -> tuple[StepRun, dict, dict, dict | None, dict]:
+def train_runs(
+    request,
+    kind: str,
+    defaults: dict,
+    new_run: Callable[..., StepRun],
+    units_of: Callable[[list[dict]], Sequence],
+    count_key: str,
+) -> tuple[StepRun, dict, dict, dict | None, dict]:
     """Shared by ``ranker`` and ``span_ranker``: the hyperparameters, the run of the (seed-optimised) seed trained to
     the end, its dev metrics (:func:`finish_metrics`; seeds are chosen on them), its test metrics (the rows of
     ``request.rows_dev`` tagged ``split: "test"``, :func:`evaluate`; never used for any choice) and, with ``eval =
@@ -134,8 +173,17 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
     started = time.monotonic()
 
     def make_run(seed: int) -> StepRun:
-        return new_run(base_model=base_model, units=units, seed=seed, hp=hp, steps_total=steps,
-                       dev_groups=dev_groups, device=device, progress=request.progress, label=f"seed {seed}: ")
+        return new_run(
+            base_model=base_model,
+            units=units,
+            seed=seed,
+            hp=hp,
+            steps_total=steps,
+            dev_groups=dev_groups,
+            device=device,
+            progress=request.progress,
+            label=f"seed {seed}: ",
+        )
 
     run, seed, probes = training.seeded_run(make_run, hp, seed=request.seed, total=steps, progress=request.progress)
     run.train_to(steps)
@@ -143,26 +191,43 @@ def train_runs(request, kind: str, defaults: dict, new_run: Callable[..., StepRu
     test_metrics = evaluate(run.scorer(), rows_test) if rows_test else None
     extra = {}
     if hp["eval"] == "cross-topic":
+
         def train_fold(fold_rows: list[dict], topic: str):
             fold_units = units_of(fold_rows)
-            fold = new_run(base_model=base_model, units=fold_units, seed=int(request.seed), hp=hp,
-                           steps_total=training.total_steps(hp, len(fold_units)), dev_groups=[], device=device,
-                           progress=null_progress)
+            fold = new_run(
+                base_model=base_model,
+                units=fold_units,
+                seed=int(request.seed),
+                hp=hp,
+                steps_total=training.total_steps(hp, len(fold_units)),
+                dev_groups=[],
+                device=device,
+                progress=null_progress,
+            )
             fold.train_to(fold.steps_total)
             return fold.scorer()
 
         flat, extra["cross_topic"] = cross_topic_metrics(request, hp, train_fold, rows=rows_train + rows_dev)
         metrics.update(flat)
-    info = {"seed": seed, "seed_probes": probes, "steps": run.done, "hyperparameters": hp, "device": device,
-            count_key: len(units), "final_loss": run.loop.last_loss, "test_sentences": len(group_sentences(rows_test)),
-            "train_seconds": round(time.monotonic() - started, 3),
-            "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
-            **extra}
+    info = {
+        "seed": seed,
+        "seed_probes": probes,
+        "steps": run.done,
+        "hyperparameters": hp,
+        "device": device,
+        count_key: len(units),
+        "final_loss": run.loop.last_loss,
+        "test_sentences": len(group_sentences(rows_test)),
+        "train_seconds": round(time.monotonic() - started, 3),
+        "train_topics": sorted({str(r.get("topic") or "") for r in rows_train} - {""}),  # in- vs cross-topic top-k
+        **extra,
+    }
     return run, hp, metrics, test_metrics, info
 
 
-def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str], object], *,
-                        rows: Sequence[dict] | None = None) -> tuple[dict, dict]:
+def cross_topic_metrics(
+    request, hp: dict, train_fold: Callable[[list[dict], str], object], *, rows: Sequence[dict] | None = None
+) -> tuple[dict, dict]:
     """Leave-one-topic-out recall@k over ``rows`` (default: the request's train + dev rows; the cross-topic setting
     of Arg-CTRL Table 2). ``train_fold(rows_of_the_other_topics, held_out_topic)`` trains a fresh model and returns
     its scorer. Each held-out topic is scored by :func:`evaluate` (recall@k, the oracle recall of its candidates,
@@ -172,8 +237,10 @@ def cross_topic_metrics(request, hp: dict, train_fold: Callable[[list[dict], str
     rows = list(request.rows_train) + list(request.rows_dev) if rows is None else list(rows)
     topics = sorted({str(r.get("topic") or "") for r in rows})
     if len(topics) < 2:
-        raise errors.TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
-                                  f"({', '.join(repr(t) for t in topics) or 'none'})")
+        raise errors.TrainerError(
+            f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
+            f"({', '.join(repr(t) for t in topics) or 'none'})"
+        )
     results = {}
     for n, (topic, fold_train, fold_test) in enumerate(leave_one_topic_out(rows, topics), start=1):
         request.progress(n, len(topics), f"cross-topic: held-out topic {topic!r}")
@@ -224,6 +291,7 @@ def finish_metrics(scorer, rows_train, rows_dev, dev_groups) -> dict:
 
 # --- the cross-encoder -----------------------------------------------------------------------------
 
+
 def _identity():
     return torch.nn.Identity()
 
@@ -233,8 +301,15 @@ class CrossEncoderRanker:
 
     kind = KIND
 
-    def __init__(self, cross_encoder, *, max_length: int = 128, batch_size: int = 128, device: str | None = None,
-                 half: bool | None = None):
+    def __init__(
+        self,
+        cross_encoder,
+        *,
+        max_length: int = 128,
+        batch_size: int = 128,
+        device: str | None = None,
+        half: bool | None = None,
+    ):
         self.cross_encoder = cross_encoder
         self.model = cross_encoder.model
         self.tokenizer = cross_encoder.tokenizer
@@ -249,16 +324,16 @@ class CrossEncoderRanker:
         """Scores of ``(sentence, candidate)`` pairs: batches sorted by length, dynamic padding."""
         if not pairs:
             return []
-        enc = self.tokenizer([p[0] for p in pairs], [p[1] for p in pairs], truncation="only_first",
-                             max_length=self.max_length)
+        enc = self.tokenizer(
+            [p[0] for p in pairs], [p[1] for p in pairs], truncation="only_first", max_length=self.max_length
+        )
         ids = enc["input_ids"]
         out = [0.0] * len(pairs)
         was_training = self.model.training
         self.model.eval()
         with torch.inference_mode():
             for batch in length_sorted_batches([len(x) for x in ids], self.batch_size):
-                features = self.tokenizer.pad({k: [enc[k][i] for i in batch] for k in enc.keys()},
-                                              return_tensors="pt")
+                features = self.tokenizer.pad({k: [enc[k][i] for i in batch] for k in enc}, return_tensors="pt")
                 features = {k: v.to(self.device) for k, v in features.items()}
                 logits = self.model(**features).logits[:, 0].float().cpu().tolist()
                 for i, s in zip(batch, logits):
@@ -275,7 +350,7 @@ class CrossEncoderRanker:
         flat = self.score_pairs(pairs)
         out, pos = [], 0
         for g in groups:
-            out.append(flat[pos:pos + len(g.texts)])
+            out.append(flat[pos : pos + len(g.texts)])
             pos += len(g.texts)
         return out
 
@@ -294,32 +369,44 @@ class CrossEncoderRun(StepRun):
         self.cross_encoder = new_cross_encoder(base_model, int(self.hp["max_length"]), self.device)
         self.module = self.cross_encoder.model.to(self.device)
         tok = self.cross_encoder.tokenizer
-        self.enc = tok([r["sentence"] for r in rows_train], [r["candidate"] for r in rows_train],
-                       truncation="only_first", max_length=int(self.hp["max_length"]))
+        self.enc = tok(
+            [r["sentence"] for r in rows_train],
+            [r["candidate"] for r in rows_train],
+            truncation="only_first",
+            max_length=int(self.hp["max_length"]),
+        )
         self.targets = [float(r["score"]) for r in rows_train]
         self.tokenizer = tok
-        self.setup_optimiser([{"params": [p for p in self.module.parameters() if p.requires_grad],
-                               "lr": float(self.hp["lr"])}])
+        self.setup_optimiser(
+            [{"params": [p for p in self.module.parameters() if p.requires_grad], "lr": float(self.hp["lr"])}]
+        )
 
     def loss(self, batch: list[int]):
-        features = self.tokenizer.pad({k: [self.enc[k][i] for i in batch] for k in self.enc.keys()},
-                                      return_tensors="pt")
+        features = self.tokenizer.pad({k: [self.enc[k][i] for i in batch] for k in self.enc}, return_tensors="pt")
         features = {k: v.to(self.device) for k, v in features.items()}
         target = torch.tensor([self.targets[i] for i in batch], device=self.device)
         pred = self.module(**features).logits[:, 0].float()
         return torch.nn.functional.mse_loss(pred, target)
 
     def scorer(self) -> CrossEncoderRanker:
-        return CrossEncoderRanker(self.cross_encoder, max_length=int(self.hp["max_length"]),
-                                  batch_size=int(self.hp["eval_batch_size"]), device=self.device, half=False)
+        return CrossEncoderRanker(
+            self.cross_encoder,
+            max_length=int(self.hp["max_length"]),
+            batch_size=int(self.hp["eval_batch_size"]),
+            device=self.device,
+            half=False,
+        )
 
 
 def train(request) -> registry.TrainResult:
     run, hp, metrics, test_metrics, info = train_runs(request, KIND, DEFAULTS, CrossEncoderRun, list, "train_rows")
     out = Path(request.output_dir)
     run.cross_encoder.save_pretrained(str(out / "model"))
-    (out / "ranker.json").write_text(json.dumps({"kind": KIND, "max_length": int(hp["max_length"]),
-                                                 "eval_batch_size": int(hp["eval_batch_size"])}, indent=2))
+    (out / "ranker.json").write_text(
+        json.dumps(
+            {"kind": KIND, "max_length": int(hp["max_length"]), "eval_batch_size": int(hp["eval_batch_size"])}, indent=2
+        )
+    )
     return registry.TrainResult(metrics=metrics, test_metrics=test_metrics, info=info)
 
 
@@ -329,10 +416,12 @@ def load(path: Path, *, device: str | None = None) -> CrossEncoderRanker:
     path = Path(path)
     conf = json.loads((path / "ranker.json").read_text())
     device = training.pick_device(device)
-    ce = CrossEncoder(str(path / "model"), num_labels=1, max_length=int(conf["max_length"]),
-                      activation_fn=_identity(), device=device)
-    return CrossEncoderRanker(ce, max_length=int(conf["max_length"]), batch_size=int(conf.get("eval_batch_size", 128)),
-                              device=device)
+    ce = CrossEncoder(
+        str(path / "model"), num_labels=1, max_length=int(conf["max_length"]), activation_fn=_identity(), device=device
+    )
+    return CrossEncoderRanker(
+        ce, max_length=int(conf["max_length"]), batch_size=int(conf.get("eval_batch_size", 128)), device=device
+    )
 
 
 def evaluate(model, rows) -> dict:
@@ -355,17 +444,24 @@ def rows_from_file(path) -> tuple[list[dict], list[dict]]:
     if path.is_dir():
         if not (path / "train.jsonl").exists() or not (path / "dev.jsonl").exists():
             raise errors.TrainerError(f"{path}:0: a data folder must hold train.jsonl and dev.jsonl")
-        test = [dict(r, split="test") for r in read_ranker_rows(path / "test.jsonl")] \
-            if (path / "test.jsonl").exists() else []
-        return read_ranker_rows(path / "train.jsonl"), [dict(r, split="dev") for r in
-                                                       read_ranker_rows(path / "dev.jsonl")] + test
+        test = (
+            [dict(r, split="test") for r in read_ranker_rows(path / "test.jsonl")]
+            if (path / "test.jsonl").exists()
+            else []
+        )
+        return read_ranker_rows(path / "train.jsonl"), [
+            dict(r, split="dev") for r in read_ranker_rows(path / "dev.jsonl")
+        ] + test
     if not path.exists():
         raise errors.TrainerError(f"{path}:0: no such file")
     rows = read_ranker_rows(path)
     splits = _appf_splits(path) if rows and "split" not in rows[0] else {}
     if splits:
-        rows = [dict(r, split=splits[(r.get("topic") or "", r["sentence"])]) for r in rows
-                if (r.get("topic") or "", r["sentence"]) in splits]
+        rows = [
+            dict(r, split=splits[(r.get("topic") or "", r["sentence"])])
+            for r in rows
+            if (r.get("topic") or "", r["sentence"]) in splits
+        ]
     if any("split" in r for r in rows):
         alias = {"val": "dev", "validation": "dev"}
         rows = [dict(r, split=alias.get(r.get("split") or "train", r.get("split") or "train")) for r in rows]
@@ -394,11 +490,19 @@ def default_base_model() -> str:
     return default_encoder_path()
 
 
-registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric=PRIMARY, higher_is_better=True,
-    description="aspect ranker: cross-encoder (sentence [SEP] n-gram) regressing the Arg-CTRL §3.1 Step 2a score "
-                "(MSE); recall@k on dev",
-    rows_from_file=rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
-))
+registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric=PRIMARY,
+        higher_is_better=True,
+        description="aspect ranker: cross-encoder (sentence [SEP] n-gram) regressing the Arg-CTRL §3.1 Step 2a score "
+        "(MSE); recall@k on dev",
+        rows_from_file=rows_from_file,
+        rows_from_project=ranker_rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
+    )
+)

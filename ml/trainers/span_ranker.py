@@ -22,12 +22,13 @@ Inference: sentences sorted by length, dynamic padding, ``torch.inference_mode()
 Artifact: ``encoder/`` (model + tokenizer, ``save_pretrained``), ``head.pt`` (width embedding + MLP),
 ``span_ranker.json`` (architecture numbers).
 """
+
 from __future__ import annotations
 
 import bisect
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from torch import nn
@@ -40,9 +41,23 @@ from ml.metrics import PRIMARY
 from .ranker import StepRun, default_base_model, evaluate, rows_from_file, train_runs
 
 KIND = "span_ranker"
-DEFAULTS = {"epochs": 5, "max_steps": 0, "batch_size": 8, "lr": 5e-5, "head_lr": 1e-3, "weight_decay": 0.01,
-            "warmup_ratio": 0.1, "max_length": 256, "hidden": 256, "dropout": 0.1, "max_width": 16,
-            "eval_batch_size": 64, "seeds": [], "probe_fraction": 0.2, "eval": "in-topic"}
+DEFAULTS = {
+    "epochs": 5,
+    "max_steps": 0,
+    "batch_size": 8,
+    "lr": 5e-5,
+    "head_lr": 1e-3,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_length": 256,
+    "hidden": 256,
+    "dropout": 0.1,
+    "max_width": 16,
+    "eval_batch_size": 64,
+    "seeds": [],
+    "probe_fraction": 0.2,
+    "eval": "in-topic",
+}
 OUTSIDE_SCORE = -1.0
 WIDTH_DIM = 32
 
@@ -54,25 +69,34 @@ class SpanHead(nn.Module):
         super().__init__()
         self.max_width = max_width
         self.width = nn.Embedding(max_width + 1, WIDTH_DIM)
-        self.mlp = nn.Sequential(nn.Linear(4 * hidden_size + WIDTH_DIM, hidden), nn.GELU(), nn.Dropout(dropout),
-                                 nn.Linear(hidden, 1))
+        self.mlp = nn.Sequential(
+            nn.Linear(4 * hidden_size + WIDTH_DIM, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, 1)
+        )
 
     def forward(self, states: torch.Tensor, batch: torch.Tensor, start: torch.Tensor, end: torch.Tensor):
         """``states`` (B, T, d); ``batch``/``start``/``end`` (S,) sentence index and first/last token (inclusive)."""
         width = end - start + 1
         zero = torch.zeros_like(states[:, :1])
-        csum = torch.cat([zero, states.cumsum(dim=1)], dim=1)                  # (B, T+1, d)
+        csum = torch.cat([zero, states.cumsum(dim=1)], dim=1)  # (B, T+1, d)
         mean = (csum[batch, end + 1] - csum[batch, start]) / width.unsqueeze(-1).to(states.dtype)
         w_max = int(width.max()) if width.numel() else 1
         offsets = torch.arange(w_max, device=states.device)
-        idx = start.unsqueeze(1) + offsets.unsqueeze(0)                        # (S, W)
+        idx = start.unsqueeze(1) + offsets.unsqueeze(0)  # (S, W)
         valid = idx <= end.unsqueeze(1)
         idx = torch.minimum(idx, end.unsqueeze(1))
-        gathered = states[batch.unsqueeze(1), idx]                             # (S, W, d)
+        gathered = states[batch.unsqueeze(1), idx]  # (S, W, d)
         gathered = gathered.masked_fill(~valid.unsqueeze(-1), torch.finfo(states.dtype).min)
         span_max = gathered.max(dim=1).values
-        feats = torch.cat([mean, span_max, states[batch, start], states[batch, end],
-                           self.width(width.clamp(max=self.max_width)).to(states.dtype)], dim=-1)
+        feats = torch.cat(
+            [
+                mean,
+                span_max,
+                states[batch, start],
+                states[batch, end],
+                self.width(width.clamp(max=self.max_width)).to(states.dtype),
+            ],
+            dim=-1,
+        )
         return self.mlp(feats).squeeze(-1)
 
 
@@ -80,7 +104,7 @@ class Encoded:
     """One sentence tokenised once: input ids and a char-span -> token-span lookup through the fast tokenizer's
     ``offset_mapping`` (special tokens, with empty offsets, are skipped)."""
 
-    __slots__ = ("ids", "positions", "starts", "ends")
+    __slots__ = ("ends", "ids", "positions", "starts")
 
     def __init__(self, ids: list[int], offsets: list[tuple[int, int]]):
         self.ids = ids
@@ -119,8 +143,8 @@ def collate(encoded: Sequence[Encoded], spans: Sequence[Sequence[tuple[int, int]
     mask = torch.zeros((len(encoded), width), dtype=torch.long)
     b_idx, s_idx, e_idx, keep = [], [], [], []
     for row, (e, sent_spans) in enumerate(zip(encoded, spans)):
-        ids[row, :len(e.ids)] = torch.tensor(e.ids)
-        mask[row, :len(e.ids)] = 1
+        ids[row, : len(e.ids)] = torch.tensor(e.ids)
+        mask[row, : len(e.ids)] = 1
         flat = []
         for begin, length in sent_spans:
             tok = e.span(begin, length)
@@ -141,8 +165,16 @@ class SpanRanker:
 
     kind = KIND
 
-    def __init__(self, module: SpanScorerModule, tokenizer, *, max_length: int = 256, batch_size: int = 64,
-                 device: str | None = None, half: bool | None = None):
+    def __init__(
+        self,
+        module: SpanScorerModule,
+        tokenizer,
+        *,
+        max_length: int = 256,
+        batch_size: int = 64,
+        device: str | None = None,
+        half: bool | None = None,
+    ):
         self.module, self.tokenizer = module, tokenizer
         self.max_length, self.batch_size = int(max_length), int(batch_size)
         self.device = training.pick_device(device)
@@ -190,39 +222,61 @@ class SpanRun(StepRun):
         self.module = SpanScorerModule(encoder, head).to(self.device)
         self.groups = list(groups)
         self.encoded = encode_sentences(self.tokenizer, [g.sentence for g in self.groups], int(hp["max_length"]))
-        self.setup_optimiser([{"params": list(encoder.parameters()), "lr": float(hp["lr"])},
-                              {"params": list(head.parameters()), "lr": float(hp["head_lr"])}])
+        self.setup_optimiser(
+            [
+                {"params": list(encoder.parameters()), "lr": float(hp["lr"])},
+                {"params": list(head.parameters()), "lr": float(hp["head_lr"])},
+            ]
+        )
 
     def loss(self, batch: list[int]):
         groups = [self.groups[i] for i in batch]
-        inputs, keep = collate([self.encoded[i] for i in batch], [g.spans for g in groups],
-                               self.tokenizer.pad_token_id or 0, self.device)
+        inputs, keep = collate(
+            [self.encoded[i] for i in batch], [g.spans for g in groups], self.tokenizer.pad_token_id or 0, self.device
+        )
         targets = [0.0] * inputs[2].numel()
         for g, flat in zip(groups, keep):
             for f, t in zip(flat, g.scores):
                 if f >= 0:
                     targets[f] = t
         if not targets:
-            return (self.module.head.mlp[0].weight.sum() * 0.0)
+            return self.module.head.mlp[0].weight.sum() * 0.0
         pred = self.module(*inputs).float()
         return torch.nn.functional.mse_loss(pred, torch.tensor(targets, device=self.device))
 
     def scorer(self) -> SpanRanker:
-        return SpanRanker(self.module, self.tokenizer, max_length=int(self.hp["max_length"]),
-                          batch_size=int(self.hp["eval_batch_size"]), device=self.device, half=False)
+        return SpanRanker(
+            self.module,
+            self.tokenizer,
+            max_length=int(self.hp["max_length"]),
+            batch_size=int(self.hp["eval_batch_size"]),
+            device=self.device,
+            half=False,
+        )
 
 
 def train(request) -> registry.TrainResult:
-    run, hp, metrics, test_metrics, info = train_runs(request, KIND, DEFAULTS, SpanRun, group_sentences,
-                                                      "train_sentences")
+    run, hp, metrics, test_metrics, info = train_runs(
+        request, KIND, DEFAULTS, SpanRun, group_sentences, "train_sentences"
+    )
     out = Path(request.output_dir)
     run.module.encoder.save_pretrained(str(out / "encoder"))
     run.tokenizer.save_pretrained(str(out / "encoder"))
     torch.save(run.module.head.state_dict(), out / "head.pt")
-    (out / "span_ranker.json").write_text(json.dumps({
-        "kind": KIND, "max_length": int(hp["max_length"]), "hidden": int(hp["hidden"]),
-        "dropout": float(hp["dropout"]), "max_width": int(hp["max_width"]),
-        "eval_batch_size": int(hp["eval_batch_size"]), "pooling": "mean,max,start,end,width"}, indent=2))
+    (out / "span_ranker.json").write_text(
+        json.dumps(
+            {
+                "kind": KIND,
+                "max_length": int(hp["max_length"]),
+                "hidden": int(hp["hidden"]),
+                "dropout": float(hp["dropout"]),
+                "max_width": int(hp["max_width"]),
+                "eval_batch_size": int(hp["eval_batch_size"]),
+                "pooling": "mean,max,start,end,width",
+            },
+            indent=2,
+        )
+    )
     return registry.TrainResult(metrics=metrics, test_metrics=test_metrics, info=info)
 
 
@@ -235,15 +289,28 @@ def load(path: Path, *, device: str | None = None) -> SpanRanker:
     tokenizer = AutoTokenizer.from_pretrained(str(path / "encoder"))
     head = SpanHead(encoder.config.hidden_size, int(conf["hidden"]), float(conf["dropout"]), int(conf["max_width"]))
     head.load_state_dict(torch.load(path / "head.pt", map_location="cpu", weights_only=True))
-    return SpanRanker(SpanScorerModule(encoder, head), tokenizer, max_length=int(conf["max_length"]),
-                      batch_size=int(conf.get("eval_batch_size", 64)), device=device)
+    return SpanRanker(
+        SpanScorerModule(encoder, head),
+        tokenizer,
+        max_length=int(conf["max_length"]),
+        batch_size=int(conf.get("eval_batch_size", 64)),
+        device=device,
+    )
 
 
-registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric=PRIMARY, higher_is_better=True,
-    description="aspect span ranker: one encoder pass per sentence, span pooling (mean/max/start/end/width) + MLP "
-                "regressing the Arg-CTRL §3.1 Step 2a score (MSE); recall@k on dev",
-    rows_from_file=rows_from_file, rows_from_project=ranker_rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
-))
+registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric=PRIMARY,
+        higher_is_better=True,
+        description="aspect span ranker: one encoder pass per sentence, span pooling (mean/max/start/end/width) + MLP "
+        "regressing the Arg-CTRL §3.1 Step 2a score (MSE); recall@k on dev",
+        rows_from_file=rows_from_file,
+        rows_from_project=ranker_rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats="Arg-CTRL App. F aspect JSONL, or JSONL ranker label rows (sentence, candidate, score, begin, length)",
+    )
+)

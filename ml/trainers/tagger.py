@@ -31,6 +31,7 @@ Metrics (:func:`bio_metrics`, Table 3)
 Artifact: ``save_pretrained`` model + tokenizer and ``argora-tagger.json``; ``load`` returns a
 :class:`ml.inference.TokenTagger` (int8 on CPU, fp16 on CUDA).
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,18 +40,18 @@ import gc
 import json
 import math
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from annotation.task_types.aspect import conll
 from annotation.task_types.aspect.appf import APPF_STANCE, format_pos, parse_pos
 from annotation.task_types.span_grounding.metrics import span_f1
+from argora.progress import null_progress
 from corpus.importers.base import ImportFailed
 from ml import training
-from argora.progress import null_progress
 from ml.data import human_aspect_rows, leave_one_topic_out, read_jsonl_objects
 from ml.encoders import resolve
-from ml.similarity.data import split_eval
+from ml.errors import TrainerError, TrainerFileError
 from ml.inference import (
     BIO,
     IGNORE,
@@ -61,8 +62,8 @@ from ml.inference import (
     spans_from_bio,
     words_of,
 )
-from ml.errors import TrainerError, TrainerFileError
-from ml.registry import SilverSpec, TrainRequest, TrainResult, TrainerSpec, register_trainer
+from ml.registry import SilverSpec, TrainerSpec, TrainRequest, TrainResult, register_trainer
+from ml.similarity.data import split_eval
 from ml.splits import stable_split
 
 KIND = "tagger"
@@ -72,13 +73,26 @@ META = "argora-tagger.json"
 # the model learns O and I and never predicts B on real data, whose aspects are long (B is ~9 % of the words, I
 # ~27 %): the old defaults (3 epochs, one rate of 5e-5, no weighting) gave F1(B) = 0.00 on the argument-aspect span
 # corpus and on tests/ml/test_tagger_recipe.py's data.
-DEFAULTS = {"epochs": 5, "lr": 5e-5, "batch_size": 32, "max_length": 128, "weight_decay": 0.01,
-            "warmup_ratio": 0.1, "max_steps": None, "head_lr": 1e-3, "seeds": [], "probe_fraction": 0.2,
-            "min_steps": 0, "class_weights": "balanced", "eval": "in-topic"}
+DEFAULTS = {
+    "epochs": 5,
+    "lr": 5e-5,
+    "batch_size": 32,
+    "max_length": 128,
+    "weight_decay": 0.01,
+    "warmup_ratio": 0.1,
+    "max_steps": None,
+    "head_lr": 1e-3,
+    "seeds": [],
+    "probe_fraction": 0.2,
+    "min_steps": 0,
+    "class_weights": "balanced",
+    "eval": "in-topic",
+}
 EVAL_SETTINGS = ("in-topic", "cross-topic")
 
 
 # --- rows ------------------------------------------------------------------------------------------
+
 
 def row_text_spans(row: dict) -> tuple[str, list[tuple[int, int]]]:
     """``(text, [(begin, end)])`` of an App. F row or a ``{"text", "spans"}`` row."""
@@ -108,6 +122,7 @@ def word_tags(row: dict) -> tuple[str, list, list[str]]:
 
 
 # --- metrics (Table 3) -----------------------------------------------------------------------------
+
 
 def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     p = tp / (tp + fp) if tp + fp else 0.0
@@ -149,11 +164,16 @@ def bio_metrics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], la
     if "B" in labels:  # span level: exact word-span match (a span = B + its I's; a stray I opens one)
         gold_spans = [spans_from_bio(seq) for seq in gold]
         exact = span_f1(gold_spans, [spans_from_bio(seq) for seq in pred], "exact")
-        out.update(span_precision=exact["precision"], span_recall=exact["recall"], span_f1=exact["f1"],
-                   n_spans=sum(len(g) for g in gold_spans))
+        out.update(
+            span_precision=exact["precision"],
+            span_recall=exact["recall"],
+            span_f1=exact["f1"],
+            n_spans=sum(len(g) for g in gold_spans),
+        )
         none = span_f1(gold_spans, [[] for _ in gold], "exact")  # the majority tagger predicts no span
-        out.update(majority_span_precision=none["precision"], majority_span_recall=none["recall"],
-                   majority_span_f1=none["f1"])
+        out.update(
+            majority_span_precision=none["precision"], majority_span_recall=none["recall"], majority_span_f1=none["f1"]
+        )
     return out
 
 
@@ -171,6 +191,7 @@ def evaluate(tagger: TokenTagger, rows: list[dict], *, batch_size: int = 64) -> 
 
 # --- training helpers (shared with argspan) --------------------------------------------------------
 
+
 def base_path(request: TrainRequest) -> str:
     return resolve(request.base_model)
 
@@ -186,8 +207,14 @@ def tiny_config(path: str, overrides: dict):
     from transformers import BertConfig
 
     tok = load_tokenizer(path)
-    values = {"vocab_size": len(tok), "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-              "intermediate_size": 128, "max_position_embeddings": 512}
+    values = {
+        "vocab_size": len(tok),
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 128,
+        "max_position_embeddings": 512,
+    }
     values.update(overrides or {})
     return BertConfig(**values)
 
@@ -200,8 +227,7 @@ def plan_steps(n_rows: int, params: dict) -> tuple[int, int]:
     if min_steps > 0 and epochs > 0:
         per_epoch = max(1, math.ceil(max(1, n_rows) / int(params["batch_size"])))
         epochs = max(epochs, math.ceil(min_steps / per_epoch))
-    return training.plan_steps(n_rows, int(params["batch_size"]), epochs, int(params.get("max_steps") or 0),
-                               cap=True)
+    return training.plan_steps(n_rows, int(params["batch_size"]), epochs, int(params.get("max_steps") or 0), cap=True)
 
 
 def class_weights(tags: Sequence[Sequence[str]], labels: Sequence[str], how) -> list[float] | None:
@@ -212,7 +238,7 @@ def class_weights(tags: Sequence[Sequence[str]], labels: Sequence[str], how) -> 
         return None
     if isinstance(how, dict):
         return [float(how.get(lab, 1.0)) for lab in labels]
-    counts = {lab: 0 for lab in labels}
+    counts = dict.fromkeys(labels, 0)
     for seq in tags:
         for t in seq:
             counts[t] = counts.get(t, 0) + 1
@@ -228,8 +254,13 @@ def optimiser(model, params: dict, total: int, head_names: Sequence[str]):
     """AdamW (encoder at ``lr`` with weight decay except biases / norms, heads at ``head_lr``) + linear
     warm-up/decay over ``total`` steps."""
     lr = float(params["lr"])
-    groups = training.decay_groups(model, lr=lr, weight_decay=float(params["weight_decay"]), head_names=head_names,
-                                   head_lr=float(params["head_lr"]) if params.get("head_lr") else lr)
+    groups = training.decay_groups(
+        model,
+        lr=lr,
+        weight_decay=float(params["weight_decay"]),
+        head_names=head_names,
+        head_lr=float(params["head_lr"]) if params.get("head_lr") else lr,
+    )
     return training.adamw(groups, total_steps=total, warmup_ratio=float(params["warmup_ratio"]))
 
 
@@ -241,7 +272,7 @@ def padded_batch(enc, targets: Sequence[Sequence[int]], batch: Sequence[int], pa
     ids, mask = pad_batch([enc.input_ids[i] for i in batch], pad_id)
     lab = np.full(ids.shape, IGNORE, dtype=np.int64)
     for r, i in enumerate(batch):
-        lab[r, :len(targets[i])] = targets[i]
+        lab[r, : len(targets[i])] = targets[i]
     return (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device), torch.from_numpy(lab).to(device))
 
 
@@ -255,18 +286,20 @@ def subword_labels(enc, i: int, tags: Sequence[str], label_ids: dict) -> list[in
 
 # --- train / load ----------------------------------------------------------------------------------
 
+
 def build_model(request: TrainRequest, params: dict, n_labels: int, labels: Sequence[str]):
     from transformers import AutoModelForTokenClassification, BertForTokenClassification
 
     path = base_path(request)
-    id2label = {i: l for i, l in enumerate(labels)}
+    id2label = dict(enumerate(labels))
     label2id = {l: i for i, l in enumerate(labels)}
     if params.get("from_config"):
         config = tiny_config(path, params["from_config"])
         config.num_labels, config.id2label, config.label2id = n_labels, id2label, label2id
         return BertForTokenClassification(config), load_tokenizer(path)
-    model = AutoModelForTokenClassification.from_pretrained(path, num_labels=n_labels, id2label=id2label,
-                                                            label2id=label2id)
+    model = AutoModelForTokenClassification.from_pretrained(
+        path, num_labels=n_labels, id2label=id2label, label2id=label2id
+    )
     return model, load_tokenizer(path)
 
 
@@ -280,8 +313,9 @@ def for_eval(model, device: str):
 def train(request: TrainRequest) -> TrainResult:
     params = training.with_defaults(DEFAULTS, request.hyperparameters)
     if params.get("eval") not in EVAL_SETTINGS:
-        raise TrainerError(f"hyperparameters: eval must be one of {', '.join(EVAL_SETTINGS)}, "
-                           f"got {params.get('eval')!r}")
+        raise TrainerError(
+            f"hyperparameters: eval must be one of {', '.join(EVAL_SETTINGS)}, got {params.get('eval')!r}"
+        )
     if params["eval"] == "cross-topic":
         cross_topic_rows(list(request.rows_train) + list(request.rows_dev))  # refuse before training anything
     labels = list(BIO)
@@ -298,28 +332,51 @@ def train(request: TrainRequest) -> TrainResult:
         def probe() -> float:
             if not request.rows_dev:
                 return 0.0
-            tagger = TokenTagger(for_eval(model, device), tokenizer, labels=labels,
-                                 max_length=int(params["max_length"]), device=device, quantize=False)
+            tagger = TokenTagger(
+                for_eval(model, device),
+                tokenizer,
+                labels=labels,
+                max_length=int(params["max_length"]),
+                device=device,
+                quantize=False,
+            )
             return float(evaluate(tagger, request.rows_dev).get("f1_macro") or 0.0)
 
         run = training.LoopRun(loop.steps(), probe)
         run.model, run.tokenizer = model, tokenizer
         return run
 
-    run, seed, probes = training.seeded_run(make_run, params, seed=request.seed, total=total,
-                                            progress=request.progress)
+    run, seed, probes = training.seeded_run(make_run, params, seed=request.seed, total=total, progress=request.progress)
     loop = run.finish()
     model, tokenizer = run.model, run.tokenizer
     history = [{"epoch": e["epoch"], "step": e["step"], "f1_macro": e["metrics"].get("f1_macro")} for e in loop.evals]
     model.to("cpu").float()
     model.save_pretrained(str(request.output_dir))
     tokenizer.save_pretrained(str(request.output_dir))
-    (Path(request.output_dir) / META).write_text(json.dumps(
-        {"kind": KIND, "labels": labels, "max_length": int(params["max_length"]), "words": "annotation tokens",
-         "history": history, "seed": seed}, indent=2))
-    info = {"steps": loop.step, "epochs": loop.epochs, "history": history, "seed": seed, "seed_probes": probes,
-            "n_train": len(request.rows_train), "n_dev": len(rows_dev), "n_test": len(rows_test),
-            "train_topics": sorted({str(r.get("topic") or "") for r in request.rows_train} - {""})}
+    (Path(request.output_dir) / META).write_text(
+        json.dumps(
+            {
+                "kind": KIND,
+                "labels": labels,
+                "max_length": int(params["max_length"]),
+                "words": "annotation tokens",
+                "history": history,
+                "seed": seed,
+            },
+            indent=2,
+        )
+    )
+    info = {
+        "steps": loop.step,
+        "epochs": loop.epochs,
+        "history": history,
+        "seed": seed,
+        "seed_probes": probes,
+        "n_train": len(request.rows_train),
+        "n_dev": len(rows_dev),
+        "n_test": len(rows_test),
+        "train_topics": sorted({str(r.get("topic") or "") for r in request.rows_train} - {""}),
+    }
     metrics = dict(loop.best or {})
     if params["eval"] == "cross-topic":
         flat, info["cross_topic"] = cross_topic(request, params, labels, list(request.rows_train) + rows_dev)
@@ -333,13 +390,24 @@ def cross_topic_rows(rows: Sequence[dict]) -> list[str]:
     """The topics of ``rows`` (sorted); ``TrainerError`` when fewer than 2 (no topic to hold out)."""
     topics = sorted({str(r.get("topic") or "") for r in rows if r.get("split") != "test"})
     if len(topics) < 2:
-        raise TrainerError(f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
-                           f"({', '.join(repr(t) for t in topics) or 'none'})")
+        raise TrainerError(
+            f"eval: cross-topic needs rows of at least 2 topics, got {len(topics)} "
+            f"({', '.join(repr(t) for t in topics) or 'none'})"
+        )
     return topics
 
 
-CROSS_TOPIC_KEYS = ("f1_macro", "majority_f1_macro", "f1_B", "f1_I", "f1_O", "span_f1", "majority_span_f1",
-                    "precision_macro", "recall_macro")
+CROSS_TOPIC_KEYS = (
+    "f1_macro",
+    "majority_f1_macro",
+    "f1_B",
+    "f1_I",
+    "f1_O",
+    "span_f1",
+    "majority_span_f1",
+    "precision_macro",
+    "recall_macro",
+)
 
 
 def cross_topic(request: TrainRequest, params: dict, labels: list, rows: list[dict]) -> tuple[dict, dict]:
@@ -355,8 +423,17 @@ def cross_topic(request: TrainRequest, params: dict, labels: list, rows: list[di
         fold = dataclasses.replace(request, rows_train=fold_train, rows_dev=[], progress=null_progress)
         loop, model, tokenizer, device = training_run(fold, params, int(request.seed), labels)
         training.LoopRun(loop.steps()).finish()
-        m = evaluate(TokenTagger(for_eval(model, device), tokenizer, labels=labels,
-                                 max_length=int(params["max_length"]), device=device, quantize=False), fold_test)
+        m = evaluate(
+            TokenTagger(
+                for_eval(model, device),
+                tokenizer,
+                labels=labels,
+                max_length=int(params["max_length"]),
+                device=device,
+                quantize=False,
+            ),
+            fold_test,
+        )
         per_topic[topic] = dict({k: m[k] for k in CROSS_TOPIC_KEYS}, n=len(fold_test))
         del loop, model
         gc.collect()
@@ -388,8 +465,9 @@ def training_run(request: TrainRequest, params: dict, seed: int, labels: list):
 
     how = params.get("class_weights")
     if how not in (None, "none", "balanced", "sqrt") and not isinstance(how, dict):
-        raise TrainerError(f"hyperparameters: class_weights must be balanced, sqrt, none or {{label: weight}}, "
-                           f"got {how!r}")
+        raise TrainerError(
+            f"hyperparameters: class_weights must be balanced, sqrt, none or {{label: weight}}, got {how!r}"
+        )
     weights = class_weights(tags, labels, how)
     weight_t = None
     if weights is not None:
@@ -404,27 +482,47 @@ def training_run(request: TrainRequest, params: dict, seed: int, labels: list):
         import torch
 
         logits = model(input_ids=ids, attention_mask=mask).logits
-        return torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), lab.reshape(-1),
-                                                 weight=weight_t, ignore_index=IGNORE)
+        return torch.nn.functional.cross_entropy(
+            logits.float().reshape(-1, logits.shape[-1]), lab.reshape(-1), weight=weight_t, ignore_index=IGNORE
+        )
 
     def dev_metrics() -> dict:
         if not request.rows_dev:
             return {}
-        return evaluate(TokenTagger(for_eval(model, device), tokenizer, labels=labels,
-                                    max_length=int(params["max_length"]), device=device, quantize=False),
-                        request.rows_dev)
+        return evaluate(
+            TokenTagger(
+                for_eval(model, device),
+                tokenizer,
+                labels=labels,
+                max_length=int(params["max_length"]),
+                device=device,
+                quantize=False,
+            ),
+            request.rows_dev,
+        )
 
-    loop = training.TrainLoop(model, opt, sched, loss_of, lambda epoch: training.shuffled_batches(rng, len(texts), bs),
-                              device=device, total=total, epochs=epochs, progress=request.progress,
-                              evaluate=dev_metrics, better=training.higher("f1_macro"))
+    loop = training.TrainLoop(
+        model,
+        opt,
+        sched,
+        loss_of,
+        lambda epoch: training.shuffled_batches(rng, len(texts), bs),
+        device=device,
+        total=total,
+        epochs=epochs,
+        progress=request.progress,
+        evaluate=dev_metrics,
+        better=training.higher("f1_macro"),
+    )
     return loop, model, tokenizer, device
 
 
 def load(path: Path, *, quantize: bool | None = None, device: str | None = None) -> TokenTagger:
     path = Path(path)
     meta = json.loads((path / META).read_text()) if (path / META).exists() else {}
-    return TokenTagger.from_pretrained(path, max_length=meta.get("max_length", 128), quantize=quantize,
-                                       device=device, info=meta)
+    return TokenTagger.from_pretrained(
+        path, max_length=meta.get("max_length", 128), quantize=quantize, device=device, info=meta
+    )
 
 
 def conll_rows(path) -> list[dict]:
@@ -463,10 +561,12 @@ def split_rows(rows: list[dict], key: str, *, keep_test: bool = False) -> tuple[
     """By the rows' ``split`` field when they have one (``val`` / ``validation`` = ``dev``; no dev rows: the train
     rows are split by a stable hash on ``key``), else a stable hash split on ``key``. ``test`` rows are left out,
     or with ``keep_test`` appended to the dev rows tagged ``split: "test"`` (the trainer evaluates them apart)."""
+
     def keyfn(r):
         return r.get(key) or r.get("text") or r.get("sentence")
 
     if any("split" in r for r in rows):
+
         def part(r):
             value = str(r.get("split") or "train").lower()
             return SPLIT_ALIASES.get(value, value)
@@ -534,17 +634,28 @@ def silver_release_row(row: dict, label, sentence) -> dict:
     """A silver release row of a tagger run in the App. F shape, so a silver file trains the next tagger / ranker
     directly."""
     spans = row["spans"]
-    return dict(row, aspect_pos=[format_pos(x["begin"], x["end"] - x["begin"]) for x in spans],
-                aspect_pos_string=[sentence.text[x["begin"]:x["end"]] for x in spans],
-                stance=APPF_STANCE.get(sentence.stance, sentence.stance))
+    return dict(
+        row,
+        aspect_pos=[format_pos(x["begin"], x["end"] - x["begin"]) for x in spans],
+        aspect_pos_string=[sentence.text[x["begin"] : x["end"]] for x in spans],
+        stance=APPF_STANCE.get(sentence.stance, sentence.stance),
+    )
 
 
-register_trainer(TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="f1_macro", higher_is_better=True,
-    description="Aspect tagger (Arg-CTRL §3.2): BIO token classification; macro F1/P/R over B, I, O (Table 3)",
-    rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
-    data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), {text, spans} JSONL, or "
-                 "CoNLL aspect spans (a .conll / .txt file or a folder of them; the Ruckdeschel & Wiedemann "
-                 "corpus files as published)",
-    silver=SilverSpec(predict=silver_predict, release_row=silver_release_row),
-))
+register_trainer(
+    TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="f1_macro",
+        higher_is_better=True,
+        description="Aspect tagger (Arg-CTRL §3.2): BIO token classification; macro F1/P/R over B, I, O (Table 3)",
+        rows_from_file=rows_from_file,
+        rows_from_project=rows_from_project,
+        evaluate=evaluate,
+        data_formats="Arg-CTRL App. F aspect JSONL (split field or folder with train/dev.jsonl), {text, spans} JSONL, or "
+        "CoNLL aspect spans (a .conll / .txt file or a folder of them; the Ruckdeschel & Wiedemann "
+        "corpus files as published)",
+        silver=SilverSpec(predict=silver_predict, release_row=silver_release_row),
+    )
+)

@@ -32,6 +32,7 @@ of each class, ``thresholds`` (the calibrated ones), ``predicted_classes`` (how 
 and the baselines ``baseline_valnov`` (always the majority training class) and ``random_valnov`` (uniformly random
 labels; the paper's random baseline); the same on the test rows.
 """
+
 from __future__ import annotations
 
 import gc
@@ -56,18 +57,39 @@ from ml.valnov.model import ValNovModel, ValNovPredictor, load_model
 from ml.valnov.score import calibrate_threshold, gold_label, majority_baseline, random_baseline, score_rows
 
 KIND = "valnov"
-DEFAULTS = {"epochs": 3, "max_steps": 0, "batch_size": 8, "lr": 3e-5, "head_lr": None, "weight_decay": 3e-7,
-            "warmup_ratio": 0.1, "max_length": 128, "pooling": "mean", "dropout": 0.1,
-            "alpha": 0.5, "beta": 0.5, "gamma": 0.5, "weighting": "individual", "dataset_weights": {},
-            "synthetic_factor": 0.5, "eval_every": 4, "patience": 4, "runs": 3, "threshold": 0.5,
-            "eval_batch_size": 64, "class_weighting": "balanced", "calibrate": True}
+DEFAULTS = {
+    "epochs": 3,
+    "max_steps": 0,
+    "batch_size": 8,
+    "lr": 3e-5,
+    "head_lr": None,
+    "weight_decay": 3e-7,
+    "warmup_ratio": 0.1,
+    "max_length": 128,
+    "pooling": "mean",
+    "dropout": 0.1,
+    "alpha": 0.5,
+    "beta": 0.5,
+    "gamma": 0.5,
+    "weighting": "individual",
+    "dataset_weights": {},
+    "synthetic_factor": 0.5,
+    "eval_every": 4,
+    "patience": 4,
+    "runs": 3,
+    "threshold": 0.5,
+    "eval_batch_size": 64,
+    "class_weighting": "balanced",
+    "calibrate": True,
+}
 CLASS_WEIGHTINGS = ("balanced", "none")
 
 
 def resolve_hyperparameters(given: dict | None) -> dict:
     """:func:`ml.training.resolve_hyperparameters` of the kind (``weighting`` checked), runs and batch size >= 1."""
-    hp = training.resolve_hyperparameters(KIND, DEFAULTS, given, choices={"weighting": WEIGHTINGS,
-                                                                          "class_weighting": CLASS_WEIGHTINGS})
+    hp = training.resolve_hyperparameters(
+        KIND, DEFAULTS, given, choices={"weighting": WEIGHTINGS, "class_weighting": CLASS_WEIGHTINGS}
+    )
     hp["calibrate"] = _flag(hp["calibrate"])
     if int(hp["runs"]) < 1 or int(hp["batch_size"]) < 1:
         raise errors.TrainerError("hyperparameters: runs and batch_size must be >= 1")
@@ -111,24 +133,41 @@ class Run:
     """One training run: fresh heads on a fresh copy of the base encoder, early stopping on the dev ValNov
     (:class:`ml.training.TrainLoop`: a dev check every ``eval_interval`` steps, ``patience`` checks)."""
 
-    def __init__(self, *, seed: int, base_model: str, rows_train: list[dict], weights: list[float],
-                 rows_dev: list[dict], hp: dict, device: str, progress, label: str):
+    def __init__(
+        self,
+        *,
+        seed: int,
+        base_model: str,
+        rows_train: list[dict],
+        weights: list[float],
+        rows_dev: list[dict],
+        hp: dict,
+        device: str,
+        progress,
+        label: str,
+    ):
         training.set_seed(seed)
         self.seed, self.hp, self.device, self.progress, self.label = seed, hp, device, progress, label
-        self.model = ValNovModel.from_base(base_model, max_length=int(hp["max_length"]), pooling=hp["pooling"],
-                                           dropout=float(hp["dropout"])).to(device)
-        self.predictor = ValNovPredictor(self.model, threshold=float(hp["threshold"]),
-                                         batch_size=int(hp["eval_batch_size"]), device=device)
+        self.model = ValNovModel.from_base(
+            base_model, max_length=int(hp["max_length"]), pooling=hp["pooling"], dropout=float(hp["dropout"])
+        ).to(device)
+        self.predictor = ValNovPredictor(
+            self.model, threshold=float(hp["threshold"]), batch_size=int(hp["eval_batch_size"]), device=device
+        )
         self.rows_dev = rows_dev
         self.enc = self.model.encode_pairs([r["premise"] for r in rows_train], [r["conclusion"] for r in rows_train])
         self.tv = targets_tensor([r.get("validity") for r in rows_train])
         self.tn = targets_tensor([r.get("novelty") for r in rows_train])
         self.w = torch.tensor(weights, dtype=torch.float32)
         balanced = hp["class_weighting"] == "balanced"
-        self.wv = torch.tensor(class_weights([r.get("validity") for r in rows_train]) if balanced
-                               else [1.0] * len(rows_train), dtype=torch.float32)
-        self.wn = torch.tensor(class_weights([r.get("novelty") for r in rows_train]) if balanced
-                               else [1.0] * len(rows_train), dtype=torch.float32)
+        self.wv = torch.tensor(
+            class_weights([r.get("validity") for r in rows_train]) if balanced else [1.0] * len(rows_train),
+            dtype=torch.float32,
+        )
+        self.wn = torch.tensor(
+            class_weights([r.get("novelty") for r in rows_train]) if balanced else [1.0] * len(rows_train),
+            dtype=torch.float32,
+        )
         self.n = len(rows_train)
         bs = int(hp["batch_size"])
         self.steps_per_epoch = max(1, math.ceil(self.n / bs))
@@ -139,14 +178,29 @@ class Run:
         head_params = list(self.model.validity_head.parameters()) + list(self.model.novelty_head.parameters())
         self.optimizer, self.scheduler = training.adamw(
             [{"params": list(self.model.encoder.parameters()), "lr": lr}, {"params": head_params, "lr": head_lr}],
-            total_steps=self.steps_total, warmup_ratio=float(hp["warmup_ratio"]),
-            weight_decay=float(hp["weight_decay"]), ramp=True)
+            total_steps=self.steps_total,
+            warmup_ratio=float(hp["warmup_ratio"]),
+            weight_decay=float(hp["weight_decay"]),
+            ramp=True,
+        )
         self.rng = random.Random(seed)
         self.loop = training.TrainLoop(
-            self.model, self.optimizer, self.scheduler, self.loss,
-            lambda epoch: training.endless_batches(self.rng, self.n, bs), device=device, total=self.steps_total,
-            amp=False, progress=progress, describe=self._describe, evaluate=self.evaluate, eval_epochs=0,
-            eval_steps=self.eval_interval, better=training.higher("valnov"), patience=int(hp["patience"]))
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            self.loss,
+            lambda epoch: training.endless_batches(self.rng, self.n, bs),
+            device=device,
+            total=self.steps_total,
+            amp=False,
+            progress=progress,
+            describe=self._describe,
+            evaluate=self.evaluate,
+            eval_epochs=0,
+            eval_steps=self.eval_interval,
+            better=training.higher("valnov"),
+            patience=int(hp["patience"]),
+        )
         self.best_score, self.best_step, self.best_metrics = None, 0, None
         self.checks: list[dict] = []
 
@@ -154,16 +208,25 @@ class Run:
         hp = self.hp
         pv, pn = self.model(**self.model.collate(self.enc, batch, self.device))
         idx = torch.tensor(batch)
-        return valnov_loss(pv, pn, self.tv[idx].to(self.device), self.tn[idx].to(self.device),
-                           self.w[idx].to(self.device), alpha=float(hp["alpha"]), beta=float(hp["beta"]),
-                           gamma=float(hp["gamma"]), weight_validity=self.wv[idx].to(self.device),
-                           weight_novelty=self.wn[idx].to(self.device))
+        return valnov_loss(
+            pv,
+            pn,
+            self.tv[idx].to(self.device),
+            self.tn[idx].to(self.device),
+            self.w[idx].to(self.device),
+            alpha=float(hp["alpha"]),
+            beta=float(hp["beta"]),
+            gamma=float(hp["gamma"]),
+            weight_validity=self.wv[idx].to(self.device),
+            weight_novelty=self.wn[idx].to(self.device),
+        )
 
     def _describe(self, loop: training.TrainLoop, metrics: dict | None) -> str | None:
         if metrics is None:
             return None
-        return (f"{self.label}step {loop.step}/{loop.total}, loss {loop.last_loss:.4f}, "
-                f"dev ValNov {metrics['valnov']:.4f}")
+        return (
+            f"{self.label}step {loop.step}/{loop.total}, loss {loop.last_loss:.4f}, dev ValNov {metrics['valnov']:.4f}"
+        )
 
     @property
     def done(self) -> int:
@@ -175,18 +238,24 @@ class Run:
         t = float(self.hp["threshold"])
         thresholds = (t, t)
         if self.hp["calibrate"]:
-            thresholds = (calibrate_threshold([r.get("validity") for r in self.rows_dev], [p[0] for p in probabilities],
-                                              default=t),
-                          calibrate_threshold([r.get("novelty") for r in self.rows_dev], [p[1] for p in probabilities],
-                                              default=t))
+            thresholds = (
+                calibrate_threshold(
+                    [r.get("validity") for r in self.rows_dev], [p[0] for p in probabilities], default=t
+                ),
+                calibrate_threshold(
+                    [r.get("novelty") for r in self.rows_dev], [p[1] for p in probabilities], default=t
+                ),
+            )
         out = scores(self.rows_dev, probabilities, thresholds)
         out["thresholds"] = {"validity": float(thresholds[0]), "novelty": float(thresholds[1])}
         return out
 
     def train(self) -> float:
         loop = self.loop.run()
-        self.checks = [{"step": e["step"], "valnov": round(e["metrics"]["valnov"], 6), "loss": round(e["loss"], 6)}
-                       for e in loop.evals]
+        self.checks = [
+            {"step": e["step"], "valnov": round(e["metrics"]["valnov"], 6), "loss": round(e["loss"], 6)}
+            for e in loop.evals
+        ]
         self.best_metrics, self.best_step = loop.best, loop.best_eval["step"]
         self.best_score = loop.best["valnov"]
         self.model.eval()
@@ -199,15 +268,24 @@ def train(request) -> registry.TrainResult:
     if not rows_train:
         raise errors.TrainerError("data: no training rows with a known validity or novelty")
     tagged_test = [dict(r, split="test") for r in getattr(request, "rows_test", None) or []]
-    known = [r for r in list(request.rows_dev) + tagged_test
-             if gold_label(r.get("validity")) is not None and gold_label(r.get("novelty")) is not None]
+    known = [
+        r
+        for r in list(request.rows_dev) + tagged_test
+        if gold_label(r.get("validity")) is not None and gold_label(r.get("novelty")) is not None
+    ]
     rows_dev = [r for r in known if r.get("split") != "test"]
     rows_test = [r for r in known if r.get("split") == "test"]
     if not rows_dev:
-        raise errors.TrainerError("data: no dev rows with known validity and novelty (early stopping and model "
-                                  "selection need them; give --dev FILE or a file with more topics)")
-    weights = effective_weights(rows_train, hp["weighting"], dataset_weights=hp["dataset_weights"],
-                                synthetic_factor=float(hp["synthetic_factor"]))
+        raise errors.TrainerError(
+            "data: no dev rows with known validity and novelty (early stopping and model "
+            "selection need them; give --dev FILE or a file with more topics)"
+        )
+    weights = effective_weights(
+        rows_train,
+        hp["weighting"],
+        dataset_weights=hp["dataset_weights"],
+        synthetic_factor=float(hp["synthetic_factor"]),
+    )
     device = training.pick_device()
     base_model = request.base_model or default_base_model()
     started = time.monotonic()
@@ -215,11 +293,21 @@ def train(request) -> registry.TrainResult:
     n_runs = int(hp["runs"])
     for k in range(n_runs):
         seed = int(request.seed) + k
-        run = Run(seed=seed, base_model=base_model, rows_train=rows_train, weights=weights, rows_dev=rows_dev, hp=hp,
-                  device=device, progress=request.progress, label=f"run {k + 1}/{n_runs} (seed {seed}): ")
+        run = Run(
+            seed=seed,
+            base_model=base_model,
+            rows_train=rows_train,
+            weights=weights,
+            rows_dev=rows_dev,
+            hp=hp,
+            device=device,
+            progress=request.progress,
+            label=f"run {k + 1}/{n_runs} (seed {seed}): ",
+        )
         score = run.train()
-        runs.append({"seed": seed, "valnov": float(score), "best_step": run.best_step, "steps": run.done,
-                     "checks": run.checks})
+        runs.append(
+            {"seed": seed, "valnov": float(score), "best_step": run.best_step, "steps": run.done, "checks": run.checks}
+        )
         if best is None or score > best.best_score:
             best = run
         else:
@@ -234,13 +322,26 @@ def train(request) -> registry.TrainResult:
     if rows_test:
         test_metrics = with_baselines(scores(rows_test, best.predictor.predict_rows(rows_test)), rows_train, rows_test)
     best.predictor.save(Path(request.output_dir), calibrated=thresholds if hp["calibrate"] else None)
-    return registry.TrainResult(metrics=metrics, test_metrics=test_metrics, info={
-        "seed": best.seed, "runs": runs, "steps": best.done, "best_step": best.best_step, "hyperparameters": hp,
-        "device": device, "train_rows": len(rows_train), "dev_rows": len(rows_dev), "test_rows": len(rows_test),
-        "thresholds": thresholds,
-        "train_classes": class_counts(rows_train), "dev_classes": class_counts(rows_dev),
-        "synthetic_train_rows": sum(1 for r in rows_train if r.get("synthetic")),
-        "train_seconds": round(time.monotonic() - started, 3)})
+    return registry.TrainResult(
+        metrics=metrics,
+        test_metrics=test_metrics,
+        info={
+            "seed": best.seed,
+            "runs": runs,
+            "steps": best.done,
+            "best_step": best.best_step,
+            "hyperparameters": hp,
+            "device": device,
+            "train_rows": len(rows_train),
+            "dev_rows": len(rows_dev),
+            "test_rows": len(rows_test),
+            "thresholds": thresholds,
+            "train_classes": class_counts(rows_train),
+            "dev_classes": class_counts(rows_dev),
+            "synthetic_train_rows": sum(1 for r in rows_train if r.get("synthetic")),
+            "train_seconds": round(time.monotonic() - started, 3),
+        },
+    )
 
 
 def load(path: Path, *, device: str | None = None):
@@ -252,8 +353,9 @@ def with_baselines(metrics: dict, rows_train: list[dict], rows: list[dict]) -> d
     ``random_novelty_f1`` (uniformly random labels) on ``rows``; returns ``metrics``."""
     metrics["baseline_valnov"] = majority_baseline(rows_train, rows)["valnov"]
     rnd = random_baseline(rows)
-    metrics.update(random_valnov=rnd["valnov"], random_validity_f1=rnd["validity_f1"],
-                   random_novelty_f1=rnd["novelty_f1"])
+    metrics.update(
+        random_valnov=rnd["valnov"], random_validity_f1=rnd["validity_f1"], random_novelty_f1=rnd["novelty_f1"]
+    )
     return metrics
 
 
@@ -268,8 +370,9 @@ def evaluate(model, rows) -> dict:
         t = float(getattr(model, "threshold", 0.5))
         out = scores(part, model.predict_rows(part), (t, t))
         rnd = random_baseline(part)
-        out.update(random_valnov=rnd["valnov"], random_validity_f1=rnd["validity_f1"],
-                   random_novelty_f1=rnd["novelty_f1"])
+        out.update(
+            random_valnov=rnd["valnov"], random_validity_f1=rnd["validity_f1"], random_novelty_f1=rnd["novelty_f1"]
+        )
         return out
 
     out = one(dev or test)
@@ -278,12 +381,20 @@ def evaluate(model, rows) -> dict:
     return out
 
 
-registry.register_trainer(registry.TrainerSpec(
-    kind=KIND, train=train, load=load, primary_metric="valnov", higher_is_better=True,
-    description="validity / novelty of conclusions: one encoder, two sigmoid heads, weighted multi-task MSE "
-                "(Heinisch et al. 2022); ValNov score (mean F1 of the four classes) on dev",
-    rows_from_file=rows_from_file, rows_from_project=rows_from_project, evaluate=evaluate,
-    default_base_model=default_base_model,
-    data_formats="ArgMining 2022 ValNov CSV (topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,"
-                 "Novelty-Confidence[,Instance-Weight,Synthetic,split]) or the same keys as JSONL",
-))
+registry.register_trainer(
+    registry.TrainerSpec(
+        kind=KIND,
+        train=train,
+        load=load,
+        primary_metric="valnov",
+        higher_is_better=True,
+        description="validity / novelty of conclusions: one encoder, two sigmoid heads, weighted multi-task MSE "
+        "(Heinisch et al. 2022); ValNov score (mean F1 of the four classes) on dev",
+        rows_from_file=rows_from_file,
+        rows_from_project=rows_from_project,
+        evaluate=evaluate,
+        default_base_model=default_base_model,
+        data_formats="ArgMining 2022 ValNov CSV (topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,"
+        "Novelty-Confidence[,Instance-Weight,Synthetic,split]) or the same keys as JSONL",
+    )
+)

@@ -35,6 +35,7 @@ the operation, ``Source-Line``) and weighted: ``Instance-Weight`` = the source's
 ``synthetic_factor`` (0.5 by default; the paper scales synthetic weights without giving the factor). Their
 confidence words are the source's.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,8 @@ import os
 import random
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from annotation.task_types.validity_novelty.csvio import (
     guess_format,
@@ -73,8 +74,15 @@ NEGATE_CONCLUSION = "c:=¬c"
 COPY_NEGATED_CONCLUSION, COPY_CONCLUSION = "p:=p+¬c", "p:=p+~c"
 MOVE_PREMISE = "p↦c"
 DIAGONAL = (REPHRASE_PREMISE, REPHRASE_CONCLUSION)
-OPERATIONS = (REPHRASE_PREMISE, REPHRASE_CONCLUSION, CONCLUSION_FROM_PREMISE, NEGATE_CONCLUSION,
-              COPY_NEGATED_CONCLUSION, COPY_CONCLUSION, MOVE_PREMISE)
+OPERATIONS = (
+    REPHRASE_PREMISE,
+    REPHRASE_CONCLUSION,
+    CONCLUSION_FROM_PREMISE,
+    NEGATE_CONCLUSION,
+    COPY_NEGATED_CONCLUSION,
+    COPY_CONCLUSION,
+    MOVE_PREMISE,
+)
 
 TABLE1: dict[tuple[str, str], tuple[str, ...]] = {
     (VALID_NOVEL, VALID_NOVEL): DIAGONAL,
@@ -99,8 +107,9 @@ def operations_for(source: str, target: str) -> tuple[str, ...]:
     return TABLE1.get((source, target), ())
 
 
-def choose_operation(source: str, target: str, rng: random.Random, available: Callable[[str], bool] = lambda op: True
-                     ) -> str | None:
+def choose_operation(
+    source: str, target: str, rng: random.Random, available: Callable[[str], bool] = lambda op: True
+) -> str | None:
     """One operation drawn at random among the cell's available ones; None for an empty cell."""
     ops = [op for op in operations_for(source, target) if available(op)]
     return rng.choice(ops) if ops else None
@@ -140,16 +149,87 @@ def _match_case(template: str, word: str) -> str:
 
 
 # --- negation ----------------------------------------------------------------------------------------
-CONTRACTIONS = {"isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "can't": "can", "cannot": "can",
-                "won't": "will", "don't": "do", "doesn't": "does", "didn't": "did", "shouldn't": "should",
-                "wouldn't": "would", "couldn't": "could", "hasn't": "has", "haven't": "have", "hadn't": "had",
-                "mustn't": "must", "needn't": "need", "mightn't": "might", "shan't": "shall", "ain't": "is"}
-AUXILIARIES = ("am", "is", "are", "was", "were", "can", "could", "will", "would", "shall", "should", "may", "might",
-               "must")
+CONTRACTIONS = {
+    "isn't": "is",
+    "aren't": "are",
+    "wasn't": "was",
+    "weren't": "were",
+    "can't": "can",
+    "cannot": "can",
+    "won't": "will",
+    "don't": "do",
+    "doesn't": "does",
+    "didn't": "did",
+    "shouldn't": "should",
+    "wouldn't": "would",
+    "couldn't": "could",
+    "hasn't": "has",
+    "haven't": "have",
+    "hadn't": "had",
+    "mustn't": "must",
+    "needn't": "need",
+    "mightn't": "might",
+    "shan't": "shall",
+    "ain't": "is",
+}
+AUXILIARIES = (
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "can",
+    "could",
+    "will",
+    "would",
+    "shall",
+    "should",
+    "may",
+    "might",
+    "must",
+)
 HAVE = {"has": "does", "have": "do", "had": "did"}
-DETERMINERS = {"the", "a", "an", "this", "that", "these", "those", "its", "their", "his", "her", "my", "our", "your",
-               "some", "many", "much", "more", "most", "few", "all", "any", "every", "each", "no", "of", "in", "on",
-               "at", "for", "with", "by", "from", "to", "and", "or", "as", "than", "very"}
+DETERMINERS = {
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "these",
+    "those",
+    "its",
+    "their",
+    "his",
+    "her",
+    "my",
+    "our",
+    "your",
+    "some",
+    "many",
+    "much",
+    "more",
+    "most",
+    "few",
+    "all",
+    "any",
+    "every",
+    "each",
+    "no",
+    "of",
+    "in",
+    "on",
+    "at",
+    "for",
+    "with",
+    "by",
+    "from",
+    "to",
+    "and",
+    "or",
+    "as",
+    "than",
+    "very",
+}
 NOT_THE_CASE = "It is not the case that "
 _NOT_PREFIX = re.compile(r"^\s*it\s+is\s+not\s+(?:the\s+case|true)\s+that\s+", re.I)
 _CONTRACTION = re.compile(r"\b(" + "|".join(re.escape(k) for k in CONTRACTIONS) + r")\b", re.I)
@@ -164,7 +244,7 @@ def _lower_first(text: str, known: Callable[[str], bool]) -> str:
     if word == "I" or (len(word) > 1 and word[1:2].isupper()):
         return text
     if word[:1].isupper() and (word.lower() in DETERMINERS or word.lower() in STOPWORDS or known(word.lower())):
-        return word.lower() + text[len(word):]
+        return word.lower() + text[len(word) :]
     return text
 
 
@@ -172,8 +252,9 @@ def _upper_first(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def negate(text: str, *, verb_lemmas: set | frozenset | None = None, known: Callable[[str], bool] = lambda w: True
-           ) -> str:
+def negate(
+    text: str, *, verb_lemmas: set | frozenset | None = None, known: Callable[[str], bool] = lambda w: True
+) -> str:
     """Add or remove "not" (see the module docstring); ``verb_lemmas``: base forms of verbs (WordNet) for the
     "does not V" rule; ``known``: whether a word is a common word (lower-cased after "It is not the case that")."""
     stripped = _NOT_PREFIX.sub("", text, count=1)
@@ -182,21 +263,21 @@ def negate(text: str, *, verb_lemmas: set | frozenset | None = None, known: Call
     m = _CONTRACTION.search(text)
     if m:
         word = m.group(0).replace("’", "'")
-        return text[:m.start()] + _match_case(word, CONTRACTIONS[word.lower()]) + text[m.end():]
+        return text[: m.start()] + _match_case(word, CONTRACTIONS[word.lower()]) + text[m.end() :]
     m = _NOT.search(text)
     if m:
-        out = text[:m.start()] + text[m.end():]
+        out = text[: m.start()] + text[m.end() :]
         return _upper_first(out) if m.start() == 0 else out
     tokens = list(_WORD.finditer(text))
     for i, tok in enumerate(tokens):
         word = tok.group(0).lower()
         if word in AUXILIARIES:
-            return text[:tok.end()] + " not" + text[tok.end():]
+            return text[: tok.end()] + " not" + text[tok.end() :]
         if word in HAVE:
             nxt = tokens[i + 1].group(0).lower() if i + 1 < len(tokens) else ""
             if nxt == "been" or nxt.endswith(("ed", "en", "wn")):
-                return text[:tok.end()] + " not" + text[tok.end():]
-            return text[:tok.start()] + _match_case(tok.group(0), HAVE[word]) + " not have" + text[tok.end():]
+                return text[: tok.end()] + " not" + text[tok.end() :]
+            return text[: tok.start()] + _match_case(tok.group(0), HAVE[word]) + " not have" + text[tok.end() :]
     if verb_lemmas:
         for i, tok in enumerate(tokens):
             if i == 0:
@@ -206,8 +287,11 @@ def negate(text: str, *, verb_lemmas: set | frozenset | None = None, known: Call
                 continue
             stem, aux = None, None
             if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-                for cand in ((word[:-3] + "y") if word.endswith("ies") else None,
-                             word[:-2] if word.endswith("es") else None, word[:-1]):
+                for cand in (
+                    (word[:-3] + "y") if word.endswith("ies") else None,
+                    word[:-2] if word.endswith("es") else None,
+                    word[:-1],
+                ):
                     if cand and cand in verb_lemmas:
                         stem, aux = cand, "does"
                         break
@@ -217,30 +301,33 @@ def negate(text: str, *, verb_lemmas: set | frozenset | None = None, known: Call
                         stem, aux = cand, "did"
                         break
             if stem:
-                return text[:tok.start()] + f"{aux} not {stem}" + text[tok.end():]
+                return text[: tok.start()] + f"{aux} not {stem}" + text[tok.end() :]
     return NOT_THE_CASE + _lower_first(text.strip(), known)
 
 
 # --- substitution ------------------------------------------------------------------------------------
-STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before being
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has have having he her
 here hers herself him himself his how i if in into is it its itself just me might more most must my myself no nor not
 now of off on once only or other our ours ourselves out over own same shall she should so some such than that the
 their theirs them themselves then there these they this those through to too under until up very was we were what when
 where which while who whom why will with would you your yours yourself yourselves also may many much one ones very
-""".split())
+""".split()
+)
 NON_CONTENT_PHRASES = ("Hence, ", "Therefore, ", "Thus, ", "Indeed, ", "In fact, ", "Clearly, ")
 _CUES = re.compile(r"[\"“”]|!+|\.{3}|…")
 
 
 def remove_punctuation_cues(text: str) -> str:
     """Quotation marks dropped, "!" and ellipses made a plain period."""
-    out = _CUES.sub(lambda m: "" if m.group(0) in "\"“”" else ".", text)
+    out = _CUES.sub(lambda m: "" if m.group(0) in '"“”' else ".", text)
     return re.sub(r"\.{2,}", ".", out)
 
 
-def substitute(text: str, rng: random.Random, wordnet, *, phrase_probability: float = 0.3,
-               cue_probability: float = 0.3) -> tuple[str, dict]:
+def substitute(
+    text: str, rng: random.Random, wordnet, *, phrase_probability: float = 0.3, cue_probability: float = 0.3
+) -> tuple[str, dict]:
     """WordNet synonym / hypernym substitution + a non-content phrase + punctuation-cue removal (module docstring).
     Returns ``(text, details)``; the text always changes where anything can change."""
     tokens = list(_WORD.finditer(text))
@@ -253,13 +340,15 @@ def substitute(text: str, rng: random.Random, wordnet, *, phrase_probability: fl
         lemma, plural = lower, False
         if not wordnet.knows(lemma) and lemma.endswith("s") and wordnet.knows(lemma[:-1]):
             lemma, plural = lemma[:-1], True
-        options = [(o, "synonym") for o in wordnet.synonyms(lemma)] + [(o, "hypernym") for o in wordnet.hypernyms(lemma)]
+        options = [(o, "synonym") for o in wordnet.synonyms(lemma)] + [
+            (o, "hypernym") for o in wordnet.hypernyms(lemma)
+        ]
         options = [(o, how) for o, how in options if o.lower() != lemma and "_" not in o]
         if options:
             candidates.append((wordnet.n_senses(lemma) or 1, rng.random(), tok, options, plural))
     candidates.sort(key=lambda c: (c[0], c[1]))  # few synsets first (the paper's footnote 1)
     share = rng.uniform(0.2, 0.6)
-    chosen = candidates[:max(1, math.ceil(share * len(candidates)))] if candidates else []
+    chosen = candidates[: max(1, math.ceil(share * len(candidates)))] if candidates else []
     replaced = []
     pieces, last = [], 0
     for _, _, tok, options, plural in sorted(chosen, key=lambda c: c[2].start()):
@@ -267,7 +356,7 @@ def substitute(text: str, rng: random.Random, wordnet, *, phrase_probability: fl
         if plural and not new.endswith("s"):
             new += "s"
         new = _match_case(tok.group(0), new)
-        pieces.append(text[last:tok.start()] + new)
+        pieces.append(text[last : tok.start()] + new)
         last = tok.end()
         replaced.append({"word": tok.group(0), "by": new, "relation": how})
     out = "".join(pieces) + text[last:]
@@ -287,8 +376,9 @@ def substitute(text: str, rng: random.Random, wordnet, *, phrase_probability: fl
 class Seq2SeqRewriter:
     """A local seq2seq model (paraphrase or summarisation), loaded on first use; ``__call__(text) -> text | None``."""
 
-    def __init__(self, path: str, *, prefix: str = "", max_new_tokens: int = 64, num_beams: int = 4,
-                 max_length: int = 256):
+    def __init__(
+        self, path: str, *, prefix: str = "", max_new_tokens: int = 64, num_beams: int = 4, max_length: int = 256
+    ):
         self.path, self.prefix = path, prefix
         self.max_new_tokens, self.num_beams, self.max_length = int(max_new_tokens), int(num_beams), int(max_length)
         self._model = self._tokenizer = None
@@ -309,8 +399,7 @@ class Seq2SeqRewriter:
         enc = tok(self.prefix + text, return_tensors="pt", truncation=True, max_length=self.max_length)
         enc.pop("token_type_ids", None)
         with torch.inference_mode():
-            out = model.generate(**enc, max_new_tokens=self.max_new_tokens, num_beams=self.num_beams,
-                                 do_sample=False)
+            out = model.generate(**enc, max_new_tokens=self.max_new_tokens, num_beams=self.num_beams, do_sample=False)
         result = tok.decode(out[0], skip_special_tokens=True).strip()
         return result or None
 
@@ -354,11 +443,13 @@ class Mutator:
         verbs = {lemma for (pos, lemma) in getattr(self.wordnet, "lemmas", {}) if pos == "v"}
         self.verb_lemmas = frozenset(verbs)
         if self.paraphraser is None:
-            self.skipped["paraphrase"] = ("no seq2seq paraphrase model configured (ARGORA_VALNOV_PARAPHRASE_MODEL or "
-                                          "--paraphrase-model)")
+            self.skipped["paraphrase"] = (
+                "no seq2seq paraphrase model configured (ARGORA_VALNOV_PARAPHRASE_MODEL or --paraphrase-model)"
+            )
         if self.summariser is None:
-            self.skipped["summarise"] = ("no seq2seq summarisation model configured (ARGORA_VALNOV_SUMMARY_MODEL or "
-                                         "--summary-model)")
+            self.skipped["summarise"] = (
+                "no seq2seq summarisation model configured (ARGORA_VALNOV_SUMMARY_MODEL or --summary-model)"
+            )
 
     def negate(self, text: str) -> str:
         return negate(text, verb_lemmas=self.verb_lemmas, known=self.wordnet.knows)
@@ -437,8 +528,15 @@ def _label_of(flag: int) -> int:
     return 1 if flag else -1
 
 
-def balance(records: Sequence[dict], target_size: int, mutator: Mutator, *, synthetic_factor: float = SYNTHETIC_FACTOR,
-            max_unknown_share: float = MAX_UNKNOWN_SHARE, progress=None) -> tuple[list[dict], dict]:
+def balance(
+    records: Sequence[dict],
+    target_size: int,
+    mutator: Mutator,
+    *,
+    synthetic_factor: float = SYNTHETIC_FACTOR,
+    max_unknown_share: float = MAX_UNKNOWN_SHARE,
+    progress=None,
+) -> tuple[list[dict], dict]:
     """Class-balance shared-task records (column dicts with ``Instance-Weight`` and ``Source-Line``) to
     ``target_size`` rows. Returns ``(records, summary)`` (module docstring)."""
     if target_size < 1:
@@ -484,18 +582,29 @@ def balance(records: Sequence[dict], target_size: int, mutator: Mutator, *, synt
                 continue
             v, n = LABELS_OF[target]
             rec = dict(records[i])
-            rec.update({"Premise": result.premise, "Conclusion": result.conclusion, "Validity": _label_of(v),
-                        "Novelty": _label_of(n), "Instance-Weight": round(src["weight"] * synthetic_factor, 6),
-                        "Synthetic": 1, "Mutation": f"{result.operation} ({result.how}) from {src_class}",
-                        "Source-Line": records[i].get("Source-Line", i + 1)})
+            rec.update(
+                {
+                    "Premise": result.premise,
+                    "Conclusion": result.conclusion,
+                    "Validity": _label_of(v),
+                    "Novelty": _label_of(n),
+                    "Instance-Weight": round(src["weight"] * synthetic_factor, 6),
+                    "Synthetic": 1,
+                    "Mutation": f"{result.operation} ({result.how}) from {src_class}",
+                    "Source-Line": records[i].get("Source-Line", i + 1),
+                }
+            )
             synthetic.append(rec)
             made += 1
             if progress:
                 progress(len(synthetic), None, f"synthetic rows for {target}")
         if made < need:
             shortfall[target] = need - made
-    out = [dict(rec, Synthetic=rec.get("Synthetic", 0) or 0, Mutation=rec.get("Mutation", "") or "")
-           for i, rec in enumerate(records) if i in keep]
+    out = [
+        dict(rec, Synthetic=rec.get("Synthetic", 0) or 0, Mutation=rec.get("Mutation", "") or "")
+        for i, rec in enumerate(records)
+        if i in keep
+    ]
     out.extend(synthetic)
     after = Counter()
     for rec in out:
@@ -503,22 +612,38 @@ def balance(records: Sequence[dict], target_size: int, mutator: Mutator, *, synt
         v, n = gold_label(row["validity"]), gold_label(row["novelty"])
         after["unknown" if v is None or n is None else class_of(v, n)] += 1
     summary = {
-        "input_rows": len(records), "target_size": int(target_size), "output_rows": len(out),
-        "synthetic": len(synthetic), "originals_kept": len(out) - len(synthetic), "unknown_kept": len(keep & set(unknown)),
+        "input_rows": len(records),
+        "target_size": int(target_size),
+        "output_rows": len(out),
+        "synthetic": len(synthetic),
+        "originals_kept": len(out) - len(synthetic),
+        "unknown_kept": len(keep & set(unknown)),
         "per_class_before": dict(before, unknown=len(unknown)),
         "per_class_after": {c: after.get(c, 0) for c in (*CLASSES, "unknown")},
-        "undersampled": {c: k for c, k in undersampled.items() if k}, "shortfall": shortfall,
+        "undersampled": {c: k for c, k in undersampled.items() if k},
+        "shortfall": shortfall,
         "operations": {k: v for k, v in mutator.used.items() if not k.startswith("how:")},
         "realisations": {k[4:]: v for k, v in mutator.used.items() if k.startswith("how:")},
         "skipped_operations": dict(mutator.skipped),
-        "wordnet": getattr(mutator.wordnet, "source", ""), "synthetic_factor": synthetic_factor,
+        "wordnet": getattr(mutator.wordnet, "source", ""),
+        "synthetic_factor": synthetic_factor,
     }
     return out, summary
 
 
-def augment_file(path, target_size: int, *, out=None, seed: int = 13, paraphrase_model: str | None = None,
-                 summary_model: str | None = None, synthetic_factor: float = SYNTHETIC_FACTOR,
-                 max_unknown_share: float = MAX_UNKNOWN_SHARE, fmt: str | None = None, progress=None) -> dict:
+def augment_file(
+    path,
+    target_size: int,
+    *,
+    out=None,
+    seed: int = 13,
+    paraphrase_model: str | None = None,
+    summary_model: str | None = None,
+    synthetic_factor: float = SYNTHETIC_FACTOR,
+    max_unknown_share: float = MAX_UNKNOWN_SHARE,
+    fmt: str | None = None,
+    progress=None,
+) -> dict:
     """Read a shared-task CSV / JSONL file, balance it with clone&mutate to ``target_size`` rows, write ``out``
     (default ``<name>.augmented<ext>`` beside the input; the format follows ``out``'s extension). Returns the
     summary with ``out``. Raises ``ImportFailed`` (``file:line: reason``) for a bad input file."""
@@ -534,11 +659,19 @@ def augment_file(path, target_size: int, *, out=None, seed: int = 13, paraphrase
         records.append(rec)
     paraphrase_model = paraphrase_model if paraphrase_model is not None else configured_model("paraphrase")
     summary_model = summary_model if summary_model is not None else configured_model("summary")
-    mutator = Mutator(rng=random.Random(seed),
-                      paraphraser=Seq2SeqRewriter(paraphrase_model) if paraphrase_model else None,
-                      summariser=Seq2SeqRewriter(summary_model) if summary_model else None)
-    rows, summary = balance(records, target_size, mutator, synthetic_factor=synthetic_factor,
-                            max_unknown_share=max_unknown_share, progress=progress)
+    mutator = Mutator(
+        rng=random.Random(seed),
+        paraphraser=Seq2SeqRewriter(paraphrase_model) if paraphrase_model else None,
+        summariser=Seq2SeqRewriter(summary_model) if summary_model else None,
+    )
+    rows, summary = balance(
+        records,
+        target_size,
+        mutator,
+        synthetic_factor=synthetic_factor,
+        max_unknown_share=max_unknown_share,
+        progress=progress,
+    )
     out = Path(out) if out else path.with_name(f"{path.stem}.augmented{path.suffix or '.csv'}")
     columns = merge_columns(table.columns, [WEIGHT_COLUMN, "Synthetic", "Mutation", "Source-Line"])
     out.parent.mkdir(parents=True, exist_ok=True)

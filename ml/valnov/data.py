@@ -29,10 +29,12 @@ version's test metrics); otherwise :func:`ml.splits.stable_split`
 by topic (the shared task's dev split covers other debate topics than train), 20 % of the topics to dev.
 Synthetic rows never go to dev (their source's topic might).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from annotation.models import Item
 from annotation.task_types.validity_novelty.aggregation import target
@@ -82,13 +84,21 @@ def row_from_columns(columns: dict, *, line: int = 0, source: str = "") -> dict:
         raise ValueError(f"{WEIGHT_COLUMN}: must be >= 0, got {weight}")
     split = next((str(columns[c]).strip().lower() for c in SPLIT_COLUMNS if columns.get(c) not in (None, "")), "")
     return {
-        "topic": str(columns.get("topic") or ""), "premise": str(columns["Premise"]),
+        "topic": str(columns.get("topic") or ""),
+        "premise": str(columns["Premise"]),
         "conclusion": str(columns["Conclusion"]),
-        "validity": target("validity", v), "novelty": target("novelty", n),
-        "label_validity": v, "label_novelty": n, "validity_confidence": vc, "novelty_confidence": nc,
-        "weight": float(weight), "dataset": str(columns.get(DATASET_COLUMN) or DEFAULT_DATASET),
-        "synthetic": _truthy(columns.get(SYNTHETIC_COLUMN)), "mutation": str(columns.get(MUTATION_COLUMN) or ""),
-        "split": split, "line": int(line),
+        "validity": target("validity", v),
+        "novelty": target("novelty", n),
+        "label_validity": v,
+        "label_novelty": n,
+        "validity_confidence": vc,
+        "novelty_confidence": nc,
+        "weight": float(weight),
+        "dataset": str(columns.get(DATASET_COLUMN) or DEFAULT_DATASET),
+        "synthetic": _truthy(columns.get(SYNTHETIC_COLUMN)),
+        "mutation": str(columns.get(MUTATION_COLUMN) or ""),
+        "split": split,
+        "line": int(line),
     }
 
 
@@ -122,8 +132,9 @@ def split_rows(rows: list[dict], *, dev_fraction: float = DEV_FRACTION) -> tuple
         test = [r for r in rows if r.get("split") == "test" and not r.get("synthetic")]
         return train, dev + test
     originals = [r for r in rows if not r.get("synthetic")]
-    train, dev = stable_split(originals, key=lambda r: r.get("topic") or r.get("premise"), dev_fraction=dev_fraction,
-                              salt="argora-valnov-dev")
+    train, dev = stable_split(
+        originals, key=lambda r: r.get("topic") or r.get("premise"), dev_fraction=dev_fraction, salt="argora-valnov-dev"
+    )
     dev_topics = {r.get("topic") or r.get("premise") for r in dev}
     synthetic = [r for r in rows if r.get("synthetic") and (r.get("topic") or r.get("premise")) not in dev_topics]
     return train + synthetic, dev
@@ -140,7 +151,9 @@ def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     ``labels="crowd"``), never an imported reference -- with individual weights, split by topic. ``n_labels`` =
     items with crowd responses."""
     _, records, _ = export_records(project, labels="crowd", with_weights=True)
-    items = list(Item.objects.filter(project=project, is_gold=False).order_by("position", "id").values_list("pk", flat=True))
+    items = list(
+        Item.objects.filter(project=project, is_gold=False).order_by("position", "id").values_list("pk", flat=True)
+    )
     if len(items) != len(records):  # crowd mode writes one record per non-gold item, in item order
         raise TrainerError(f"project: {project.slug!r}: {len(records)} crowd records for {len(items)} items")
     voted = set(responses_by_item(project))
@@ -149,8 +162,13 @@ def rows_from_project(project) -> tuple[list[dict], list[dict], int]:
     return train, dev, len(rows)
 
 
-def effective_weights(rows: Iterable[dict], mode: str = "individual", *, dataset_weights: dict | None = None,
-                      synthetic_factor: float = 0.5) -> list[float]:
+def effective_weights(
+    rows: Iterable[dict],
+    mode: str = "individual",
+    *,
+    dataset_weights: dict | None = None,
+    synthetic_factor: float = 0.5,
+) -> list[float]:
     """``w_i`` per row for a weighting mode (``uniform`` / ``dataset`` / ``individual``; module docstring)."""
     if mode not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {mode!r}")
@@ -170,7 +188,7 @@ def effective_weights(rows: Iterable[dict], mode: str = "individual", *, dataset
 
 def class_counts(rows: Iterable[dict]) -> dict:
     """How many rows per ValNov class (known labels), plus ``unknown``."""
-    counts = {c: 0 for c in CLASSES}
+    counts = dict.fromkeys(CLASSES, 0)
     counts["unknown"] = 0
     for r in rows:
         v, n = gold_label(r.get("validity")), gold_label(r.get("novelty"))

@@ -13,10 +13,11 @@ Class weighting (not in the paper; the trainer's default ``class_weighting="bala
 instance's class in its task), so a rare class (novel conclusions: about a fifth of the shared task's training set)
 pulls as hard as the frequent one and the head does not settle on always predicting the frequent class.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -40,10 +41,19 @@ def class_weights(targets: Sequence[float | None]) -> list[float]:
     return [by_class.get(float(t), 1.0) if t is not None else 1.0 for t in targets]
 
 
-def per_instance_loss(pred_validity: torch.Tensor, pred_novelty: torch.Tensor, target_validity: torch.Tensor,
-                      target_novelty: torch.Tensor, weight: torch.Tensor | None = None, *, alpha: float = ALPHA,
-                      beta: float = BETA, gamma: float = GAMMA, weight_validity: torch.Tensor | None = None,
-                      weight_novelty: torch.Tensor | None = None) -> torch.Tensor:
+def per_instance_loss(
+    pred_validity: torch.Tensor,
+    pred_novelty: torch.Tensor,
+    target_validity: torch.Tensor,
+    target_novelty: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    *,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+    gamma: float = GAMMA,
+    weight_validity: torch.Tensor | None = None,
+    weight_novelty: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``L_i`` for every instance (shape ``[batch]``); targets use ``NaN`` for unknown; ``weight_validity`` /
     ``weight_novelty`` (class weights) scale the task losses."""
     known_v = ~torch.isnan(target_validity)
@@ -61,11 +71,29 @@ def per_instance_loss(pred_validity: torch.Tensor, pred_novelty: torch.Tensor, t
     return loss
 
 
-def valnov_loss(pred_validity: torch.Tensor, pred_novelty: torch.Tensor, target_validity: torch.Tensor,
-                target_novelty: torch.Tensor, weight: torch.Tensor | None = None, *, alpha: float = ALPHA,
-                beta: float = BETA, gamma: float = GAMMA, weight_validity: torch.Tensor | None = None,
-                weight_novelty: torch.Tensor | None = None) -> torch.Tensor:
+def valnov_loss(
+    pred_validity: torch.Tensor,
+    pred_novelty: torch.Tensor,
+    target_validity: torch.Tensor,
+    target_novelty: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    *,
+    alpha: float = ALPHA,
+    beta: float = BETA,
+    gamma: float = GAMMA,
+    weight_validity: torch.Tensor | None = None,
+    weight_novelty: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The batch loss: the mean of :func:`per_instance_loss` (Eq. 2)."""
-    return per_instance_loss(pred_validity, pred_novelty, target_validity, target_novelty, weight,
-                             alpha=alpha, beta=beta, gamma=gamma, weight_validity=weight_validity,
-                             weight_novelty=weight_novelty).mean()
+    return per_instance_loss(
+        pred_validity,
+        pred_novelty,
+        target_validity,
+        target_novelty,
+        weight,
+        alpha=alpha,
+        beta=beta,
+        gamma=gamma,
+        weight_validity=weight_validity,
+        weight_novelty=weight_novelty,
+    ).mean()

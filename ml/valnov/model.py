@@ -13,12 +13,13 @@ Artifact layout (:meth:`ValNovModel.save` / :func:`load_model`)::
 
 :class:`ValNovPredictor` predicts in batches sorted by length with dynamic padding under ``torch.inference_mode``.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from torch import nn
@@ -55,7 +56,7 @@ class ValNovModel(nn.Module):
         self.novelty_head = Head(hidden, dropout)
 
     @classmethod
-    def from_base(cls, base_model: str, **kw) -> "ValNovModel":
+    def from_base(cls, base_model: str, **kw) -> ValNovModel:
         from transformers import AutoModel, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(base_model)
@@ -89,8 +90,7 @@ class ValNovModel(nn.Module):
     # --- tokenising -------------------------------------------------------------------------------
     def encode_pairs(self, premises: Sequence[str], conclusions: Sequence[str]) -> dict:
         """Token ids of the pairs (no padding); truncation ``longest_first`` to ``max_length``."""
-        return self.tokenizer(list(premises), list(conclusions), truncation="longest_first",
-                              max_length=self.max_length)
+        return self.tokenizer(list(premises), list(conclusions), truncation="longest_first", max_length=self.max_length)
 
     def collate(self, enc: dict, indices: Sequence[int], device) -> dict:
         keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
@@ -103,12 +103,22 @@ class ValNovModel(nn.Module):
         path.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(str(path / "encoder"))
         self.tokenizer.save_pretrained(str(path / "encoder"))
-        torch.save({"validity": self.validity_head.state_dict(), "novelty": self.novelty_head.state_dict()},
-                   path / HEADS_FILE)
-        (path / CONFIG_FILE).write_text(json.dumps({
-            "max_length": self.max_length, "pooling": self.pooling, "dropout": self.dropout_p,
-            "hidden_size": int(self.encoder.config.hidden_size), "threshold": float(threshold),
-            "calibrated_thresholds": calibrated or None}, indent=2))
+        torch.save(
+            {"validity": self.validity_head.state_dict(), "novelty": self.novelty_head.state_dict()}, path / HEADS_FILE
+        )
+        (path / CONFIG_FILE).write_text(
+            json.dumps(
+                {
+                    "max_length": self.max_length,
+                    "pooling": self.pooling,
+                    "dropout": self.dropout_p,
+                    "hidden_size": int(self.encoder.config.hidden_size),
+                    "threshold": float(threshold),
+                    "calibrated_thresholds": calibrated or None,
+                },
+                indent=2,
+            )
+        )
 
 
 class ValNovPredictor:
@@ -157,8 +167,13 @@ def load_model(path, *, device: str | None = None, batch_size: int = 64) -> ValN
     conf = json.loads((path / CONFIG_FILE).read_text())
     tokenizer = AutoTokenizer.from_pretrained(str(path / "encoder"))
     encoder = AutoModel.from_pretrained(str(path / "encoder"))
-    model = ValNovModel(encoder, tokenizer, max_length=int(conf["max_length"]), pooling=conf.get("pooling", "mean"),
-                        dropout=float(conf.get("dropout", 0.1)))
+    model = ValNovModel(
+        encoder,
+        tokenizer,
+        max_length=int(conf["max_length"]),
+        pooling=conf.get("pooling", "mean"),
+        dropout=float(conf.get("dropout", 0.1)),
+    )
     heads = torch.load(path / HEADS_FILE, map_location="cpu", weights_only=True)
     model.validity_head.load_state_dict(heads["validity"])
     model.novelty_head.load_state_dict(heads["novelty"])

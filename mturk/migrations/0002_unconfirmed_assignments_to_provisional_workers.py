@@ -2,6 +2,7 @@
 provisional worker each (annotation 0004: Worker.claimed_external_id), so that a made-up accept no longer touches
 the record of the worker who really has that id. Their gold records move with them (they were scored before the
 claim was confirmed; a later sync that confirms the assignment scores them again for the real worker)."""
+
 from django.db import migrations
 
 
@@ -9,8 +10,11 @@ def forwards(apps, schema_editor):
     Assignment = apps.get_model("annotation", "Assignment")
     Worker = apps.get_model("annotation", "Worker")
     GoldRecord = apps.get_model("annotation", "GoldRecord")
-    unconfirmed = (Assignment.objects.filter(worker__source="mturk", mturk_assignment__isnull=True)
-                   .exclude(worker__external_id="").select_related("worker"))
+    unconfirmed = (
+        Assignment.objects.filter(worker__source="mturk", mturk_assignment__isnull=True)
+        .exclude(worker__external_id="")
+        .select_related("worker")
+    )
     for assignment in unconfirmed.iterator():
         provisional = Worker.objects.create(source="mturk", claimed_external_id=assignment.worker.external_id)
         Assignment.objects.filter(pk=assignment.pk).update(worker=provisional)

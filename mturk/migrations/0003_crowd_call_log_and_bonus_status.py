@@ -2,6 +2,7 @@
 row: the call log gains the ``uncertain`` state (choices only) and ``repeatable`` (True for every existing call, as
 every MTurk call so far is safe to repeat under its request token); the bonus's ``paid`` flag becomes the shared
 ``status`` (paid -> "paid", not paid -> "planned"), and back on a reverse migration."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -21,7 +22,6 @@ def status_to_paid(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("annotation", "0010_teams"),
         ("mturk", "0002_unconfirmed_assignments_to_provisional_workers"),
@@ -46,22 +46,36 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="mturkbonus",
             name="project",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="%(app_label)s_bonuses",
-                                    to="annotation.project"),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="%(app_label)s_bonuses",
+                to="annotation.project",
+            ),
         ),
         migrations.AlterField(
             model_name="mturkoperation",
             name="project",
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL,
-                                    related_name="%(app_label)s_operations", to="annotation.project"),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="%(app_label)s_operations",
+                to="annotation.project",
+            ),
         ),
         migrations.AlterField(
             model_name="mturkoperation",
             name="status",
-            field=models.CharField(choices=[
-                ("pending", "Pending (written before the call; resumed by the next sync)"), ("done", "Done"),
-                ("failed", "Failed (the platform refused; see error)"),
-                ("uncertain", "Outcome unknown (not repeated automatically: check on the platform, then resolve)")],
-                db_index=True, default="pending", max_length=10),
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending (written before the call; resumed by the next sync)"),
+                    ("done", "Done"),
+                    ("failed", "Failed (the platform refused; see error)"),
+                    ("uncertain", "Outcome unknown (not repeated automatically: check on the platform, then resolve)"),
+                ],
+                db_index=True,
+                default="pending",
+                max_length=10,
+            ),
         ),
     ]

@@ -4,20 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('prolific', '0001_initial'),
+        ("prolific", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='prolificwebhookevent',
-            name='delivery',
-            field=models.CharField(blank=True, help_text="SHA-256 of the signed timestamp and the body's JSON (prolific.webhooks)", max_length=64, null=True, unique=True),
+            model_name="prolificwebhookevent",
+            name="delivery",
+            field=models.CharField(
+                blank=True,
+                help_text="SHA-256 of the signed timestamp and the body's JSON (prolific.webhooks)",
+                max_length=64,
+                null=True,
+                unique=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='prolificwebhookevent',
-            name='event_id',
-            field=models.CharField(blank=True, help_text='X-Event-ID (empty when the delivery had none)', max_length=100, null=True, unique=True),
+            model_name="prolificwebhookevent",
+            name="event_id",
+            field=models.CharField(
+                blank=True,
+                help_text="X-Event-ID (empty when the delivery had none)",
+                max_length=100,
+                null=True,
+                unique=True,
+            ),
         ),
     ]

@@ -5,36 +5,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0010_teams'),
-        ('prolific', '0002_webhook_delivery'),
+        ("annotation", "0010_teams"),
+        ("prolific", "0002_webhook_delivery"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='prolificbonus',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='%(app_label)s_bonuses', to='annotation.project'),
+            model_name="prolificbonus",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="%(app_label)s_bonuses",
+                to="annotation.project",
+            ),
         ),
         migrations.AlterField(
-            model_name='prolificbonus',
-            name='status',
-            field=models.CharField(choices=[('planned', 'Planned'), ('set-up', 'Set up on the platform (not paid yet)'), ('paid', 'Paid')], db_index=True, default='planned', max_length=10),
+            model_name="prolificbonus",
+            name="status",
+            field=models.CharField(
+                choices=[("planned", "Planned"), ("set-up", "Set up on the platform (not paid yet)"), ("paid", "Paid")],
+                db_index=True,
+                default="planned",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='prolificoperation',
-            name='key',
-            field=models.CharField(help_text='what makes this call unique, e.g. bonus:<id>', max_length=255, unique=True),
+            model_name="prolificoperation",
+            name="key",
+            field=models.CharField(
+                help_text="what makes this call unique, e.g. bonus:<id>", max_length=255, unique=True
+            ),
         ),
         migrations.AlterField(
-            model_name='prolificoperation',
-            name='project',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='%(app_label)s_operations', to='annotation.project'),
+            model_name="prolificoperation",
+            name="project",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="%(app_label)s_operations",
+                to="annotation.project",
+            ),
         ),
         migrations.AlterField(
-            model_name='prolificoperation',
-            name='status',
-            field=models.CharField(choices=[('pending', 'Pending (written before the call; resumed by the next sync)'), ('done', 'Done'), ('failed', 'Failed (the platform refused; see error)'), ('uncertain', 'Outcome unknown (not repeated automatically: check on the platform, then resolve)')], db_index=True, default='pending', max_length=10),
+            model_name="prolificoperation",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending (written before the call; resumed by the next sync)"),
+                    ("done", "Done"),
+                    ("failed", "Failed (the platform refused; see error)"),
+                    ("uncertain", "Outcome unknown (not repeated automatically: check on the platform, then resolve)"),
+                ],
+                db_index=True,
+                default="pending",
+                max_length=10,
+            ),
         ),
     ]

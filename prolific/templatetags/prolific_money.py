@@ -1,4 +1,5 @@
 """``{{ cents|money }}``: an amount in cents in the Prolific account's currency (ARGORA_PROLIFIC_CURRENCY)."""
+
 from django import template
 
 from prolific.publishing import money as format_money

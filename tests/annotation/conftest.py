@@ -1,4 +1,5 @@
 """Fixtures shared by the engine's tests."""
+
 import threading
 
 import pytest

@@ -1,4 +1,5 @@
 """Admin smoke test of the annotation models, and the Assignment admin that cannot bypass the HIT slot counter."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,11 +29,21 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def data(django_user_model):
-    project = services.create_project(name="Admin smoke", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con"]}, assignments_per_item=2, items_per_hit=1,
-                                      gold_rate=1.0, gold_min_items=1)
-    services.add_items(project, [{"text": "s0", "topic": "t"}, {"text": "s1", "topic": "t"}],
-                       gold=[{"payload": {"text": "g", "topic": "t"}, "expected": {"label": "con"}}])
+    project = services.create_project(
+        name="Admin smoke",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        assignments_per_item=2,
+        items_per_hit=1,
+        gold_rate=1.0,
+        gold_min_items=1,
+    )
+    services.add_items(
+        project,
+        [{"text": "s0", "topic": "t"}, {"text": "s1", "topic": "t"}],
+        gold=[{"payload": {"text": "g", "topic": "t"}, "expected": {"label": "con"}}],
+    )
     services.build_hits(project)
     worker = services.worker_for_user(django_user_model.objects.create_user("ann"))
     a = services.reserve_next_assignment(project, worker)
@@ -54,12 +65,19 @@ def root(client, admin_user_obj):
 def test_every_annotation_admin_page_opens(root, data):
     project, worker, a, _, _ = data
     assert Worker.objects.get(pk=worker.pk).blocked  # so that the gold record and the block show up
-    objects = {Project: project, Item: Item.objects.filter(project=project).first(), HIT: a.hit, Assignment: a,
-               Response: Response.objects.filter(assignment=a).first(), Worker: worker,
-               WorkerProjectCode: WorkerProjectCode.objects.get(worker=worker), GoldItem: GoldItem.objects.first(),
-               GoldRecord: GoldRecord.objects.get(worker=worker),
-               StudyPhases: phases.configure(project, {"consent_required": True, "consent_text": "I agree."}),
-               Participation: phases.record_consent(project, worker, agreed=True)}
+    objects = {
+        Project: project,
+        Item: Item.objects.filter(project=project).first(),
+        HIT: a.hit,
+        Assignment: a,
+        Response: Response.objects.filter(assignment=a).first(),
+        Worker: worker,
+        WorkerProjectCode: WorkerProjectCode.objects.get(worker=worker),
+        GoldItem: GoldItem.objects.first(),
+        GoldRecord: GoldRecord.objects.get(worker=worker),
+        StudyPhases: phases.configure(project, {"consent_required": True, "consent_text": "I agree."}),
+        Participation: phases.record_consent(project, worker, agreed=True),
+    }
     registered = {m for m in admin.site._registry if m._meta.app_label == "annotation"}
     # the model annotators' pages need a run of an annotator: tests/annotation/test_model_annotators.py opens them
     assert registered - {ModelAnnotator, ModelAnswer, ModelAnswerFailure} == set(objects)
@@ -91,9 +109,17 @@ def test_assignment_admin_is_read_only_and_cannot_add(root, data):
         assert f'name="{field}"' not in page, field
     before = HIT.objects.get(pk=held.hit_id).taken
     # a forged POST to the change form cannot move the assignment, its worker or its status
-    response = root.post(reverse("admin:annotation_assignment_change", args=[held.pk]),
-                         {"status": "expired", "hit": a.hit_id, "worker": a.worker_id, "project": held.project_id,
-                          "responses-TOTAL_FORMS": "0", "responses-INITIAL_FORMS": "0"})
+    response = root.post(
+        reverse("admin:annotation_assignment_change", args=[held.pk]),
+        {
+            "status": "expired",
+            "hit": a.hit_id,
+            "worker": a.worker_id,
+            "project": held.project_id,
+            "responses-TOTAL_FORMS": "0",
+            "responses-INITIAL_FORMS": "0",
+        },
+    )
     assert response.status_code in (200, 302)
     after = Assignment.objects.get(pk=held.pk)
     assert (after.status, after.hit_id, after.worker_id) == ("reserved", held.hit_id, other.pk)
@@ -101,15 +127,17 @@ def test_assignment_admin_is_read_only_and_cannot_add(root, data):
 
 
 def test_delete_in_the_admin_releases_the_slot(root, data):
-    project, worker, a, other, held = data
+    project, _worker, a, other, held = data
     assert HIT.objects.get(pk=held.hit_id).taken == 2  # a (submitted) and held (reserved) share the first HIT
     response = root.post(reverse("admin:annotation_assignment_delete", args=[held.pk]), {"post": "yes"})
     assert response.status_code == 302
     assert not Assignment.objects.filter(pk=held.pk).exists()
     assert HIT.objects.get(pk=held.hit_id).taken == 1
     # bulk delete of a submitted one: slot and responses go; a second delete of a gone row changes nothing
-    response = root.post(reverse("admin:annotation_assignment_changelist"),
-                         {"action": "delete_selected", "_selected_action": [a.pk], "post": "yes"})
+    response = root.post(
+        reverse("admin:annotation_assignment_changelist"),
+        {"action": "delete_selected", "_selected_action": [a.pk], "post": "yes"},
+    )
     assert response.status_code == 302
     assert HIT.objects.get(pk=a.hit_id).taken == 0 and not Response.objects.filter(assignment_id=a.pk).exists()
     assert services.do_release_assignment(a) is False

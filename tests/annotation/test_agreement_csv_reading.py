@@ -1,5 +1,6 @@
 """The agreement CLI's vectorised CSV reading (issue 25): the same alpha as the `krippendorff` package on a generated
 matrix with missing cells at every level, and the same ``file:line: reason`` errors for bad cells."""
+
 import io
 import json
 
@@ -60,7 +61,8 @@ def test_many_distinct_real_values_and_labels(tmp_path):
     p = tmp_path / "R.csv"
     write_matrix(p, cells(X, lambda v: repr(float(v))), [f"u{i}" for i in range(X.shape[1])])
     assert run_alpha(p, "interval")["alpha"] == pytest.approx(
-        krippendorff.alpha(X, level_of_measurement="interval"), abs=1e-9)
+        krippendorff.alpha(X, level_of_measurement="interval"), abs=1e-9
+    )
     names = np.array(["", "pro", "con", "none", "maybe", "yes"], dtype=object)
     codes = generated(rng, coders=5, units=1500)
     labels = [[f" {names[int(v)]} " if v == v else "" for v in row] for row in codes]
@@ -69,7 +71,8 @@ def test_many_distinct_real_values_and_labels(tmp_path):
     q = tmp_path / "L.csv"
     write_matrix(q, labels, [f"u{i}" for i in range(codes.shape[1])])
     assert run_alpha(q, "nominal")["alpha"] == pytest.approx(
-        krippendorff.alpha(codes, level_of_measurement="nominal"), abs=1e-9)
+        krippendorff.alpha(codes, level_of_measurement="nominal"), abs=1e-9
+    )
     table = read_matrix_csv(str(q), "nominal")
     assert table.labels == sorted(set(names[1:]))
     present = ~np.isnan(codes)
@@ -88,15 +91,18 @@ def test_quoted_and_crlf_files_read_the_same(tmp_path):
     assert b.lines == [2, 3, 5]
 
 
-@pytest.mark.parametrize("row,level,message", [
-    ("A,1,2,x,4", "interval", ":3: unit u3: 'x' is not a number (interval data)"),
-    ("A,1,2,nan,4", "ordinal", ":3: unit u3: 'nan' is not a finite number"),
-    ("A,1,inf,3,4", "interval", ":3: unit u2: 'inf' is not a finite number"),
-    ("A,1,2,3,-4", "ratio", ":3: unit u4: ratio data must be non-negative, got -4"),
-    ("A,1,2,3,4,5", "nominal", ":3: 5 values but the header names 4 units"),
-    (",1,2,3,4", "nominal", ":3: the coder name is empty"),
-    ("B,1,2,3,4", "nominal", ":3: coder 'B' already has a row (line 2)"),
-])
+@pytest.mark.parametrize(
+    "row,level,message",
+    [
+        ("A,1,2,x,4", "interval", ":3: unit u3: 'x' is not a number (interval data)"),
+        ("A,1,2,nan,4", "ordinal", ":3: unit u3: 'nan' is not a finite number"),
+        ("A,1,inf,3,4", "interval", ":3: unit u2: 'inf' is not a finite number"),
+        ("A,1,2,3,-4", "ratio", ":3: unit u4: ratio data must be non-negative, got -4"),
+        ("A,1,2,3,4,5", "nominal", ":3: 5 values but the header names 4 units"),
+        (",1,2,3,4", "nominal", ":3: the coder name is empty"),
+        ("B,1,2,3,4", "nominal", ":3: coder 'B' already has a row (line 2)"),
+    ],
+)
 def test_bad_cell_names_file_line_and_unit(tmp_path, row, level, message):
     """The errors the cell-by-cell reader gave, from the vectorised one, in a long file (the fast paths run)."""
     p = tmp_path / "bad.csv"

@@ -1,4 +1,5 @@
 """Allocation: reserve / resume, never the same item twice, at most R slots per HIT, expiry, refusals."""
+
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,7 @@ def make_project(n=10, gold=0, **kw):
 
 @pytest.fixture
 def make_worker(django_user_model):
-    counter = iter(range(10 ** 6))
+    counter = iter(range(10**6))
 
     def make():
         return services.worker_for_user(django_user_model.objects.create_user(f"worker{next(counter)}"))

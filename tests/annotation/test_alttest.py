@@ -4,6 +4,7 @@ The published numbers are the ones the reference repository's notebook (nitaytec
 prints; they are read from ../shared/alttest/expected.json and the data from ../shared/alttest/<dataset>/ at test
 time (never copied into the project).
 """
+
 import io
 import json
 from pathlib import Path
@@ -22,14 +23,18 @@ SHARED = Path(settings.BASE_DIR).parent / "shared" / "alttest"
 EXPECTED = json.loads((SHARED / "expected.json").read_text()) if (SHARED / "expected.json").exists() else None
 needs_shared = pytest.mark.skipif(EXPECTED is None, reason=f"{SHARED} (the reference's worked examples) is missing")
 
-CASES = [(ds, spec["scoring"], spec["epsilon"], llm, exp)
-         for ds, spec in (EXPECTED or {"datasets": {}})["datasets"].items()
-         for llm, exp in spec["expected"].items()]
+CASES = [
+    (ds, spec["scoring"], spec["epsilon"], llm, exp)
+    for ds, spec in (EXPECTED or {"datasets": {}})["datasets"].items()
+    for llm, exp in spec["expected"].items()
+]
 
 
 def _load(dataset):
-    return (json.loads((SHARED / dataset / "human_annotations.json").read_text()),
-            json.loads((SHARED / dataset / "llm_annotations.json").read_text()))
+    return (
+        json.loads((SHARED / dataset / "human_annotations.json").read_text()),
+        json.loads((SHARED / dataset / "llm_annotations.json").read_text()),
+    )
 
 
 @needs_shared
@@ -39,8 +44,7 @@ def test_every_published_dataset_is_covered():
 
 
 @needs_shared
-@pytest.mark.parametrize("dataset,scoring,epsilon,llm,expected", CASES,
-                         ids=[f"{c[0]}-{c[3]}" for c in CASES])
+@pytest.mark.parametrize("dataset,scoring,epsilon,llm,expected", CASES, ids=[f"{c[0]}-{c[3]}" for c in CASES])
 def test_reproduces_the_published_numbers(dataset, scoring, epsilon, llm, expected):
     humans, llms = _load(dataset)
     res = alt_test(humans, llms[llm], scoring=scoring, epsilon=epsilon)
@@ -89,7 +93,7 @@ def test_a_random_model_fails():
 
 def test_epsilon_is_a_handicap_for_the_humans():
     # a model that is as good as one more crowd worker: loses without a margin, wins with a large one
-    truth, humans, _ = _crowd(n_humans=6, n_items=200, seed=3)
+    _truth, humans, _ = _crowd(n_humans=6, n_items=200, seed=3)
     model = humans.pop("h5")
     strict = alt_test(humans, model, epsilon=0.0)
     lenient = alt_test(humans, model, epsilon=0.3)
@@ -101,8 +105,7 @@ def test_epsilon_is_a_handicap_for_the_humans():
 def test_neg_rmse_on_numbers():
     rng = np.random.default_rng(1)
     truth = {f"i{k}": int(rng.integers(1, 6)) for k in range(60)}
-    humans = {f"h{h}": {i: int(np.clip(t + rng.integers(-1, 2), 1, 5)) for i, t in truth.items()}
-              for h in range(4)}
+    humans = {f"h{h}": {i: int(np.clip(t + rng.integers(-1, 2), 1, 5)) for i, t in truth.items()} for h in range(4)}
     close = alt_test(humans, {i: float(t) for i, t in truth.items()}, scoring="neg_rmse", epsilon=0.1)
     far = alt_test(humans, {i: 6 - t for i, t in truth.items()}, scoring="neg_rmse", epsilon=0.1)
     assert close.passed is True and close.scoring == "neg_rmse"
@@ -149,8 +152,13 @@ def test_instances_the_model_or_only_one_human_answered_are_left_out():
 
 def test_bad_parameters_name_the_field():
     truth, humans, _ = _crowd()
-    for kwargs, field in [({"scoring": "f1"}, "scoring"), ({"epsilon": 1.5}, "epsilon"), ({"epsilon": "x"}, "epsilon"),
-                          ({"alpha": 0}, "alpha"), ({"min_instances": 1}, "min_instances")]:
+    for kwargs, field in [
+        ({"scoring": "f1"}, "scoring"),
+        ({"epsilon": 1.5}, "epsilon"),
+        ({"epsilon": "x"}, "epsilon"),
+        ({"alpha": 0}, "alpha"),
+        ({"min_instances": 1}, "min_instances"),
+    ]:
         with pytest.raises(AltTestInputError) as exc:
             alt_test(humans, truth, **kwargs)
         assert exc.value.field == field
@@ -179,6 +187,7 @@ def test_benjamini_yekutieli_is_step_up():
 
 # -- the CLI ---------------------------------------------------------------------------------------------------------
 
+
 def run(*args):
     out = io.StringIO()
     call_command("agreement", "alt-test", *args, stdout=out)
@@ -189,9 +198,19 @@ def run(*args):
 @pytest.mark.parametrize("dataset", ["cebab_aspects", "cebab_stars"])
 def test_cli_json_on_the_published_data(dataset):
     spec = EXPECTED["datasets"][dataset]
-    res = json.loads(run("--humans", str(SHARED / dataset / "human_annotations.json"),
-                         "--models", str(SHARED / dataset / "llm_annotations.json"),
-                         "--scoring", spec["scoring"], "--epsilon", str(spec["epsilon"]), "--json"))
+    res = json.loads(
+        run(
+            "--humans",
+            str(SHARED / dataset / "human_annotations.json"),
+            "--models",
+            str(SHARED / dataset / "llm_annotations.json"),
+            "--scoring",
+            spec["scoring"],
+            "--epsilon",
+            str(spec["epsilon"]),
+            "--json",
+        )
+    )
     assert set(res["models"]) == set(spec["expected"])
     for llm, exp in spec["expected"].items():
         got = res["models"][llm]
@@ -207,8 +226,14 @@ def test_cli_table_and_a_single_model_file(tmp_path):
     llms = json.loads((SHARED / "framing" / "llm_annotations.json").read_text())
     one = tmp_path / "mistral.json"
     one.write_text(json.dumps(llms["mistral-v03"]))
-    args = ["--humans", str(SHARED / "framing" / "human_annotations.json"), "--models", str(one),
-            "--epsilon", str(spec["epsilon"])]
+    args = [
+        "--humans",
+        str(SHARED / "framing" / "human_annotations.json"),
+        "--models",
+        str(one),
+        "--epsilon",
+        str(spec["epsilon"]),
+    ]
     res = json.loads(run(*args, "--json"))
     assert list(res["models"]) == ["mistral"]
     assert res["models"]["mistral"]["passed"] is spec["expected"]["mistral-v03"]["passed"]
@@ -225,15 +250,18 @@ def test_cli_says_why_there_is_no_verdict(tmp_path):
     assert "n/a" in text and "fewer than 3 humans" in text
 
 
-@pytest.mark.parametrize("humans,models,args,message", [
-    ("not json", '{"m": {"a": 1}}', [], "h.json:1: not valid JSON"),
-    ("[1, 2]", '{"m": {"a": 1}}', [], "h.json: expected a JSON object"),
-    ('{"a": [1]}', '{"m": {"a": 1}}', [], "h.json: annotator 'a': expected an object"),
-    ('{"a": {"x": 1}}', '{"m": {"x": 1}, "x": 2}', [], "m.json: mixes models"),
-    ('{"a": {"x": 1}}', '{}', [], "m.json: expected a JSON object"),
-    ('{"a": {"x": "one"}}', '{"x": 1}', ["--scoring", "neg_rmse"], "humans.a.x: neg_rmse needs numbers"),
-    ('{"a": {"x": 1}}', '{"x": 1}', ["--epsilon", "-0.1"], "epsilon: must be at least 0"),
-])
+@pytest.mark.parametrize(
+    "humans,models,args,message",
+    [
+        ("not json", '{"m": {"a": 1}}', [], "h.json:1: not valid JSON"),
+        ("[1, 2]", '{"m": {"a": 1}}', [], "h.json: expected a JSON object"),
+        ('{"a": [1]}', '{"m": {"a": 1}}', [], "h.json: annotator 'a': expected an object"),
+        ('{"a": {"x": 1}}', '{"m": {"x": 1}, "x": 2}', [], "m.json: mixes models"),
+        ('{"a": {"x": 1}}', "{}", [], "m.json: expected a JSON object"),
+        ('{"a": {"x": "one"}}', '{"x": 1}', ["--scoring", "neg_rmse"], "humans.a.x: neg_rmse needs numbers"),
+        ('{"a": {"x": 1}}', '{"x": 1}', ["--epsilon", "-0.1"], "epsilon: must be at least 0"),
+    ],
+)
 def test_cli_bad_input_exits_2(tmp_path, humans, models, args, message):
     (tmp_path / "h.json").write_text(humans)
     (tmp_path / "m.json").write_text(models)

@@ -1,4 +1,5 @@
 """JSON API: next / submit / progress with session (CSRF) and token auth; errors name the field and write nothing."""
+
 import pytest
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
@@ -13,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def project():
-    return ProjectFactory(name="Api", slug="api", config={"labels": ["pro", "con"]}, items=4, items_per_hit=2,
-                          assignments_per_item=1)
+    return ProjectFactory(
+        name="Api", slug="api", config={"labels": ["pro", "con"]}, items=4, items_per_hit=2, assignments_per_item=1
+    )
 
 
 def client_for(user):
@@ -44,8 +46,11 @@ def test_next_then_submit_then_retry(project, alice):
     body = r.json()
     assert len(body["items"]) == 2 and body["items"][0]["payload"]["text"] == "s0" and body["expires_at"]
     assert next_hit(c).json()["assignment"] == body["assignment"]  # resumes the held HIT
-    payload = {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}, "feedback": "ok",
-               "client_seconds": 12.5}
+    payload = {
+        "responses": {str(i["id"]): {"label": "pro"} for i in body["items"]},
+        "feedback": "ok",
+        "client_seconds": 12.5,
+    }
     r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
     assert r.status_code == 200 and r.json()["status"] == "submitted" and r.json()["blocked"] is False
     r = c.post(f"/api/assignments/{body['assignment']}/submit/", payload, format="json")
@@ -74,16 +79,22 @@ def test_invalid_submission_is_400_naming_the_field(project, alice):
     assert "424242" in str(r.json()["errors"]) and f"responses.{second}" in r.json()["errors"]
     r = c.post(url, {"responses": "pro"}, format="json")
     assert r.status_code == 400 and "responses" in r.json()["errors"]
-    r = c.post(url, {"responses": {str(first): {"label": "pro"}, str(second): {"label": "pro"}},
-                     "client_seconds": "soon"}, format="json")
+    r = c.post(
+        url,
+        {"responses": {str(first): {"label": "pro"}, str(second): {"label": "pro"}}, "client_seconds": "soon"},
+        format="json",
+    )
     assert r.status_code == 400 and "client_seconds" in r.json()["errors"]
     assert not Response.objects.exists() and Assignment.objects.get().status == "reserved"
 
 
 def test_someone_elses_assignment_is_403(project, alice, bob):
     body = next_hit(client_for(alice)).json()
-    r = client_for(bob).post(f"/api/assignments/{body['assignment']}/submit/",
-                             {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}}, format="json")
+    r = client_for(bob).post(
+        f"/api/assignments/{body['assignment']}/submit/",
+        {"responses": {str(i["id"]): {"label": "pro"} for i in body["items"]}},
+        format="json",
+    )
     assert r.status_code == 403 and "not held by you" in r.json()["detail"]
     assert not Response.objects.exists()
     assert client_for(bob).post("/api/assignments/999999/submit/", {"responses": {}}, format="json").status_code == 404
@@ -123,31 +134,62 @@ def test_schema_is_valid():
 
 def test_next_never_sends_reference_answers_to_the_worker(alice):
     """Imported reference labels, adjudications and private keys stay on the server."""
-    p = services.create_project(name="Hidden", slug="hidden", task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=1)
+    p = services.create_project(
+        name="Hidden",
+        slug="hidden",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=2,
+        assignments_per_item=1,
+    )
     from corpus.models import Sentence, Topic
 
     topic = Topic.objects.create(name="t")
-    sentences = [Sentence.objects.create(topic=topic, text=f"h{i}", stance="pro", content_hash=f"h{i}") for i in range(2)]
-    services.add_items(p, [{"text": f"h{i}", "topic": "t", "reference": {"label": "pro"}, "sentence_id": s.pk,
-                            "adjudicated": {"label": "con"}, "extra": {"col": "x"}, "_note": "n"}
-                           for i, s in enumerate(sentences)])
+    sentences = [
+        Sentence.objects.create(topic=topic, text=f"h{i}", stance="pro", content_hash=f"h{i}") for i in range(2)
+    ]
+    services.add_items(
+        p,
+        [
+            {
+                "text": f"h{i}",
+                "topic": "t",
+                "reference": {"label": "pro"},
+                "sentence_id": s.pk,
+                "adjudicated": {"label": "con"},
+                "extra": {"col": "x"},
+                "_note": "n",
+            }
+            for i, s in enumerate(sentences)
+        ],
+    )
     services.build_hits(p)
     body = next_hit(client_for(alice), "hidden").json()
     for item in body["items"]:
         assert item["payload"]["text"].startswith("h")
         # no corpus id either: the corpus holds the sentence's label, a gold item's expected answer
-        assert not {"reference", "adjudicated", "extra", "_note", "sentence_id"} & set(item["payload"]), \
-            item["payload"]
+        assert not {"reference", "adjudicated", "extra", "_note", "sentence_id"} & set(item["payload"]), item["payload"]
 
 
 def test_submit_reports_the_block_its_gold_answers_caused(alice):
-    p = services.create_project(name="Gold api", slug="gold-api", task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=1, assignments_per_item=1,
-                                gold_rate=1.0, gold_min_items=2, gold_min_accuracy=0.7)
-    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}}
-                             for i in range(4)])
+    p = services.create_project(
+        name="Gold api",
+        slug="gold-api",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=1,
+        assignments_per_item=1,
+        gold_rate=1.0,
+        gold_min_items=2,
+        gold_min_accuracy=0.7,
+    )
+    services.add_items(
+        p,
+        [{"text": f"s{i}", "topic": "t"} for i in range(4)],
+        gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "pro"}} for i in range(4)],
+    )
     services.build_hits(p)
     c = client_for(alice)
     seen = []
@@ -170,11 +212,11 @@ def test_token_auth_reads_the_worker_with_the_user(project, alice, django_assert
 
     key = Token.objects.create(user=alice).key
     user, _ = WorkerTokenAuthentication().authenticate_credentials(key)
-    worker = services.worker_for_user(user)      # no worker yet (the token read None): created
+    worker = services.worker_for_user(user)  # no worker yet (the token read None): created
     with django_assert_num_queries(0):
         assert services.worker_for_user(user) == worker and worker_of_user(user) == worker
     user, _ = WorkerTokenAuthentication().authenticate_credentials(key)
-    with django_assert_num_queries(0):           # read with the token
+    with django_assert_num_queries(0):  # read with the token
         assert worker_of_user(user) == worker and services.worker_for_user(user) == worker
     services.block_worker(worker, "test")
     user, _ = WorkerTokenAuthentication().authenticate_credentials(key)

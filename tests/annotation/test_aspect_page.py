@@ -1,6 +1,7 @@
 """The aspect HIT page through Django's test client: the page shows every sentence with its topic, the first
 list, the second list and the sum of the two boxes, leaks no reference answers, and the plain form POST (no
 JavaScript) stores spans, refuses overlaps and wrong sums (400, nothing written, the choices kept)."""
+
 from __future__ import annotations
 
 import re
@@ -27,13 +28,21 @@ def make_aspect_project(*, top_k: int = 5, slug: str = "aspects-nuclear", config
     """An active aspect project: the sentences as corpus rows, their items built by the task type, one HIT.
     ``config`` adds to the project config (e.g. ``{"free_spans": True}``)."""
     topic = Topic.objects.create(name=TOPIC, slug="nuclear-energy")
-    sentences = [Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=sentence_hash(TOPIC, t))
-                 for t, s in TEXTS]
+    sentences = [
+        Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=sentence_hash(TOPIC, t)) for t, s in TEXTS
+    ]
     project = services.create_project(
-        name="Nuclear energy: aspects", slug=slug, task_type="aspect", config={"top_k": top_k, **(config or {})},
+        name="Nuclear energy: aspects",
+        slug=slug,
+        task_type="aspect",
+        config={"top_k": top_k, **(config or {})},
         guidelines=render_to_string("task_types/aspect/guidelines.html"),
-        assignments_per_item=1, items_per_hit=len(TEXTS), time_estimate_seconds=120, reward_cents=40,
-        status=Project.Status.ACTIVE)
+        assignments_per_item=1,
+        items_per_hit=len(TEXTS),
+        time_estimate_seconds=120,
+        reward_cents=40,
+        status=Project.Status.ACTIVE,
+    )
     services.add_items_from_rows(project, sentences)
     assert services.build_hits(project) == 1
     return project
@@ -99,23 +108,34 @@ def test_page_lists_sentences_topic_both_lists_and_the_sum(client, project):
 
 def test_page_does_not_leak_reference_answers_of_an_item(client, project):
     item = Item.objects.filter(project=project).first()
-    item.payload = dict(item.payload, reference={"hash": "abc", "aspects": ["SECRET-REFERENCE"]},
-                        adjudicated={"aspects": ["SECRET-ADJUDICATED"]})
+    item.payload = dict(
+        item.payload,
+        reference={"hash": "abc", "aspects": ["SECRET-REFERENCE"]},
+        adjudicated={"aspects": ["SECRET-ADJUDICATED"]},
+    )
     item.save()
     _, _, html = join(client, project)
     assert "SECRET-" not in html
 
 
 def test_gold_item_looks_like_any_other(client, project):
-    from annotation.task_types.aspect.rankers import BaselineRanker
     from annotation.task_types.aspect.items import build_payload
+    from annotation.task_types.aspect.rankers import BaselineRanker
 
     text = "Wind turbines kill birds."
     payload = build_payload(text, TOPIC, stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
     payload["reference"] = {"hash": "gold-1", "aspects": ["REFERENCE-ANSWER"]}
     target = next(c for c in payload["candidates"] + payload["more"] if c["text"] == "kill birds")
-    services.add_items(project, [], gold=[{"payload": payload, "expected": {
-        "aspects": [{"begin": target["begin"], "length": target["length"]}], "no_aspect": False}}])
+    services.add_items(
+        project,
+        [],
+        gold=[
+            {
+                "payload": payload,
+                "expected": {"aspects": [{"begin": target["begin"], "length": target["length"]}], "no_aspect": False},
+            }
+        ],
+    )
     project.gold_rate = 1 / 3
     project.save()
     _, assignment, html = join(client, project)
@@ -133,26 +153,42 @@ def test_gold_item_looks_like_any_other(client, project):
 
 
 def test_no_js_post_stores_spans_and_boxes(client, project):
-    worker, assignment, _ = join(client, project)
+    _worker, assignment, _ = join(client, project)
     items = services.assignment_items(assignment)
     p0, p1, p2 = (i.payload for i in items)
-    first0, more0 = p0["candidates"][0], next(c for c in p0["more"]
-                                                if not (c["begin"] < p0["candidates"][0]["begin"] + p0["candidates"][0]["length"]
-                                                        and p0["candidates"][0]["begin"] < c["begin"] + c["length"]))
+    first0, more0 = (
+        p0["candidates"][0],
+        next(
+            c
+            for c in p0["more"]
+            if not (
+                c["begin"] < p0["candidates"][0]["begin"] + p0["candidates"][0]["length"]
+                and p0["candidates"][0]["begin"] < c["begin"] + c["length"]
+            )
+        ),
+    )
     check = p1["check"]
-    resp = client.post(reverse("annotation:work", args=[project.slug]), {
-        "assignment": assignment.pk, "feedback": "fine", "client_seconds": "",
-        f"item-{items[0].pk}-aspects[]": [first0["id"], more0["id"]],
-        f"item-{items[1].pk}-no_aspect": "on", f"item-{items[1].pk}-check": str(check["a"] + check["b"]),
-        f"item-{items[2].pk}-aspects[]": [p2["candidates"][1]["id"]],
-        f"item-{items[2].pk}-check": "",  # a box not ticked: its (empty) sum is not asked
-    })
+    resp = client.post(
+        reverse("annotation:work", args=[project.slug]),
+        {
+            "assignment": assignment.pk,
+            "feedback": "fine",
+            "client_seconds": "",
+            f"item-{items[0].pk}-aspects[]": [first0["id"], more0["id"]],
+            f"item-{items[1].pk}-no_aspect": "on",
+            f"item-{items[1].pk}-check": str(check["a"] + check["b"]),
+            f"item-{items[2].pk}-aspects[]": [p2["candidates"][1]["id"]],
+            f"item-{items[2].pk}-check": "",  # a box not ticked: its (empty) sum is not asked
+        },
+    )
     assert resp.status_code == 302, resp.content.decode()[:2000]
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.SUBMITTED
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
     spans0 = [(a["begin"], a["length"], a["list"]) for a in stored[items[0].pk]["aspects"]]
-    assert sorted(spans0) == sorted([(first0["begin"], first0["length"], "ranked"), (more0["begin"], more0["length"], "more")])
+    assert sorted(spans0) == sorted(
+        [(first0["begin"], first0["length"], "ranked"), (more0["begin"], more0["length"], "more")]
+    )
     assert stored[items[1].pk] == {"aspects": [], "no_aspect": True, "not_in_lists": False}
     assert [a["text"] for a in stored[items[2].pk]["aspects"]] == [p2["candidates"][1]["text"]]
 
@@ -162,11 +198,17 @@ def test_no_js_post_refuses_overlap_and_keeps_the_choices(client, project):
     items = services.assignment_items(assignment)
     a, b = overlapping_pair(items[0].payload)
     check = items[1].payload["check"]
-    resp = post(client, project, assignment, {
-        f"item-{items[0].pk}-aspects[]": [a["id"], b["id"]],
-        f"item-{items[1].pk}-not_in_lists": "on", f"item-{items[1].pk}-check": str(check["a"] + check["b"]),
-        f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
-    })
+    resp = post(
+        client,
+        project,
+        assignment,
+        {
+            f"item-{items[0].pk}-aspects[]": [a["id"], b["id"]],
+            f"item-{items[1].pk}-not_in_lists": "on",
+            f"item-{items[1].pk}-check": str(check["a"] + check["b"]),
+            f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
+        },
+    )
     assert resp.status_code == 400
     html = resp.content.decode()
     assert "aspects must not overlap" in html
@@ -183,11 +225,17 @@ def test_no_js_post_refuses_overlap_and_keeps_the_choices(client, project):
 def test_no_js_post_checks_the_sum_of_no_aspect(client, project, answer, reason):
     _, assignment, _ = join(client, project)
     items = services.assignment_items(assignment)
-    resp = post(client, project, assignment, {
-        f"item-{items[0].pk}-aspects[]": [items[0].payload["candidates"][0]["id"]],
-        f"item-{items[1].pk}-no_aspect": "on", f"item-{items[1].pk}-check": answer,
-        f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
-    })
+    resp = post(
+        client,
+        project,
+        assignment,
+        {
+            f"item-{items[0].pk}-aspects[]": [items[0].payload["candidates"][0]["id"]],
+            f"item-{items[1].pk}-no_aspect": "on",
+            f"item-{items[1].pk}-check": answer,
+            f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
+        },
+    )
     assert resp.status_code == 400
     html = resp.content.decode()
     assert re.search(rf'id="item-{items[1].pk}-error" role="alert">check: [^<]*{reason}', html), html[-3000:]
@@ -198,12 +246,18 @@ def test_no_js_post_refuses_no_aspect_together_with_aspects(client, project):
     _, assignment, _ = join(client, project)
     items = services.assignment_items(assignment)
     check = items[0].payload["check"]
-    resp = post(client, project, assignment, {
-        f"item-{items[0].pk}-aspects[]": [items[0].payload["candidates"][0]["id"]],
-        f"item-{items[0].pk}-no_aspect": "on", f"item-{items[0].pk}-check": str(check["a"] + check["b"]),
-        f"item-{items[1].pk}-aspects[]": [items[1].payload["candidates"][0]["id"]],
-        f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
-    })
+    resp = post(
+        client,
+        project,
+        assignment,
+        {
+            f"item-{items[0].pk}-aspects[]": [items[0].payload["candidates"][0]["id"]],
+            f"item-{items[0].pk}-no_aspect": "on",
+            f"item-{items[0].pk}-check": str(check["a"] + check["b"]),
+            f"item-{items[1].pk}-aspects[]": [items[1].payload["candidates"][0]["id"]],
+            f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
+        },
+    )
     assert resp.status_code == 400
     assert re.search(rf'id="item-{items[0].pk}-error" role="alert">no_aspect: ', resp.content.decode())
     assert Response.objects.count() == 0
@@ -225,8 +279,10 @@ def test_free_span_page_carries_the_tokens_and_the_add_button(client):
     for item in services.assignment_items(assignment):
         text = item.payload["text"]
         tokens = ", ".join(f"[{t.begin}, {t.end}]" for t in tokenize(text))
-        assert (f'<p class="sentence aspect-sentence aspect-free" id="item-{item.pk}-text" data-tokens="[{tokens}]">'
-                f'{text}</p>') in html
+        assert (
+            f'<p class="sentence aspect-sentence aspect-free" id="item-{item.pk}-text" data-tokens="[{tokens}]">'
+            f"{text}</p>"
+        ) in html
         assert f'id="item-{item.pk}-add" disabled>Add selected span</button>' in html
         assert f'id="item-{item.pk}-cursor" role="status"' in html
     assert "Marking words of your own needs JavaScript" in html  # the no-JS form says it is candidate-only
@@ -244,9 +300,13 @@ def test_no_js_post_of_a_free_span_in_a_free_span_project(client):
     text0 = items[0].payload["text"]
     phrase = "easily be targeted by terrorist attacks"  # 6 words: never a candidate
     begin = text0.index(phrase)
-    fields = {f"item-{items[1].pk}-aspects[]": [items[1].payload["candidates"][0]["id"]],
-              f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]]}
-    resp = post(client, project, assignment, {f"item-{items[0].pk}-aspects[]": [f"{begin}:{len(phrase) - 2}"], **fields})
+    fields = {
+        f"item-{items[1].pk}-aspects[]": [items[1].payload["candidates"][0]["id"]],
+        f"item-{items[2].pk}-aspects[]": [items[2].payload["candidates"][0]["id"]],
+    }
+    resp = post(
+        client, project, assignment, {f"item-{items[0].pk}-aspects[]": [f"{begin}:{len(phrase) - 2}"], **fields}
+    )
     assert resp.status_code == 400 and "whole words" in resp.content.decode()
     assert Response.objects.count() == 0
     resp = post(client, project, assignment, {f"item-{items[0].pk}-aspects[]": [f"{begin}:{len(phrase)}"], **fields})

@@ -1,6 +1,7 @@
 """Concurrency: 50 simulated workers (threads, each with its own DB connection) drain a project of 200 items
 with R = 3. Runs on SQLite (IMMEDIATE transactions serialise writers) and PostgreSQL (SKIP LOCKED, and the
 one-statement reserve / submit paths)."""
+
 import threading
 import time
 from collections import Counter
@@ -73,20 +74,27 @@ def drain(project, worker, acked: list, lock: threading.Lock, *, retry_every=4):
 
 def check_drained(project, acked):
     items = list(Item.objects.filter(project=project, is_gold=False).values_list("pk", flat=True))
-    per_item = Counter(Response.objects.filter(assignment__project=project, assignment__status="submitted")
-                       .values_list("item_id", flat=True))
+    per_item = Counter(
+        Response.objects.filter(assignment__project=project, assignment__status="submitted").values_list(
+            "item_id", flat=True
+        )
+    )
     assert len(items) == N_ITEMS
     assert all(per_item[pk] == R for pk in items), Counter(per_item[pk] for pk in items)
     # no worker answered an item twice
-    twice = (Response.objects.filter(assignment__project=project).values("assignment__worker", "item")
-             .annotate(n=Count("pk")).filter(n__gt=1))
+    twice = (
+        Response.objects.filter(assignment__project=project)
+        .values("assignment__worker", "item")
+        .annotate(n=Count("pk"))
+        .filter(n__gt=1)
+    )
     assert not twice.exists()
     # every acknowledged submission is stored exactly once, and nothing else is
     assert len(acked) == len({pk for pk, _, _ in acked}) == N_ITEMS * R // PER_HIT
     stored = set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True))
     assert stored == {pk for pk, _, _ in acked}
     assert Response.objects.filter(assignment__project=project, item__is_gold=False).count() == N_ITEMS * R
-    for pk, worker_pk, item_ids in acked:
+    for pk, _worker_pk, item_ids in acked:
         assert sorted(Response.objects.filter(assignment_id=pk).values_list("item_id", flat=True)) == list(item_ids)
     assert set(HIT.objects.filter(project=project).values_list("taken", flat=True)) == {R}
     assert not Assignment.objects.filter(project=project, status="reserved").exists()
@@ -111,10 +119,15 @@ def test_50_workers_drain_with_gold_items_and_blocks_under_concurrency(django_us
     their first HIT (N = 2 gold items, accuracy 0 < 0.7); the block is global to the worker (Worker.blocked)."""
     project = make_project(gold_rate=0.4, gold_min_items=2, gold_min_accuracy=0.7)
     labels = ("pro", "con", "none")
-    services.add_items(project, [], gold=[{"payload": {"text": f"g{i}", "topic": "t"},
-                                           "expected": {"label": labels[i % 3]}} for i in range(12)])
-    expected = {item.pk: item.gold.expected["label"]
-                for item in Item.objects.filter(project=project, is_gold=True).select_related("gold")}
+    services.add_items(
+        project,
+        [],
+        gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": labels[i % 3]}} for i in range(12)],
+    )
+    expected = {
+        item.pk: item.gold.expected["label"]
+        for item in Item.objects.filter(project=project, is_gold=True).select_related("gold")
+    }
     workers = make_workers(django_user_model, N_WORKERS)
     bad = {w.pk for w in workers[:10]}
     acked, lock = [], threading.Lock()
@@ -162,10 +175,13 @@ def test_50_workers_drain_with_gold_items_and_blocks_under_concurrency(django_us
     # blocked exactly when N gold items were answered below the threshold: the bad workers who got a HIT, after it
     assert blocked == {pk for pk in bad if gold_seen[pk] >= 2}
     assert all(per_worker[pk] <= 1 for pk in bad)
-    assert blocked and all("below 70%" in r for r in Worker.objects.filter(blocked=True)
-                           .values_list("blocked_reason", flat=True))
-    print(f"{connection.vendor}: {len(acked)} HITs with gold by {N_WORKERS} workers in {elapsed:.1f} s, "
-          f"{len(blocked)} blocked")
+    assert blocked and all(
+        "below 70%" in r for r in Worker.objects.filter(blocked=True).values_list("blocked_reason", flat=True)
+    )
+    print(
+        f"{connection.vendor}: {len(acked)} HITs with gold by {N_WORKERS} workers in {elapsed:.1f} s, "
+        f"{len(blocked)} blocked"
+    )
 
 
 def test_abandoned_reservations_expire_and_the_project_still_drains(django_user_model):
@@ -275,7 +291,8 @@ def test_submissions_racing_the_expiry_sweep_end_consistent(django_user_model, s
 
 @pytest.mark.postgres
 def test_a_free_hit_locked_by_an_allocation_in_flight_is_waited_for_without_waiting_on_its_lock(
-        django_user_model, monkeypatch):
+    django_user_model, monkeypatch
+):
     """PostgreSQL: the only free HIT is locked by another transaction (an allocation in flight). The reservation
     never queues on that lock (a queue on row locks is what deadlocked 50 workers on the last free HITs): it tries
     SKIP LOCKED again after short pauses, and gets the HIT once the other transaction has committed. With nothing

@@ -3,6 +3,7 @@ documented minimum (annotation.agreement.minimums); the observed bugs stay fixed
 lowest-agreement lists, one ValNov vote out of R = 3 called "very confident" with weight 5.0 and replacing the
 imported label, a Dawid-Skene competence of 1.000 for a worker nobody overlaps with, a 1-1 tie called a majority,
 and an invisible "losses" colour."""
+
 from __future__ import annotations
 
 import csv
@@ -14,16 +15,19 @@ import pytest
 from django.urls import reverse
 
 from annotation import services
-from annotation.agreement import minimums
-from annotation.agreement import snapshots
+from annotation.agreement import minimums, snapshots
 from annotation.agreement import table as agreement_table
 from annotation.agreement.quality import crowd_competence
 from annotation.models import GoldItem, GoldRecord, Item, Worker
 from annotation.task_types.bws_similarity.views import with_marks
 from annotation.task_types.ratings import svg as ratings_svg
 from annotation.task_types.validity_novelty import results as valnov
-from annotation.task_types.validity_novelty.aggregation import (MIN_CONFIDENCE_VOTES, aggregate_dimension,
-                                                                aggregate_responses, expected_votes)
+from annotation.task_types.validity_novelty.aggregation import (
+    MIN_CONFIDENCE_VOTES,
+    aggregate_dimension,
+    aggregate_responses,
+    expected_votes,
+)
 
 from .task_types.bws_similarity.helpers import make_project as make_bws_project
 from .task_types.ratings.helpers import likert_project, run_worker
@@ -45,17 +49,25 @@ def page(client, name, *args, **query):
 
 
 def section(html: str, start: str, end: str) -> str:
-    part = html[html.index(start):]
-    return part[:part.index(end)]
+    part = html[html.index(start) :]
+    return part[: part.index(end)]
 
 
 # --- the minimums ---------------------------------------------------------------------------------
 def test_minimums_mark_below_and_not_at_the_minimum():
-    assert minimums.mark(9, 10, "units") == {"n": 9, "min": 10, "too_few": True,
-                                             "why": "too few ratings: 9 units (minimum 10)"}
+    assert minimums.mark(9, 10, "units") == {
+        "n": 9,
+        "min": 10,
+        "too_few": True,
+        "why": "too few ratings: 9 units (minimum 10)",
+    }
     assert minimums.mark(10, 10, "units")["too_few"] is False
-    assert minimums.mark(None, 3, "responses") == {"n": 0, "min": 3, "too_few": True,
-                                                  "why": "too few ratings: 0 responses (minimum 3)"}
+    assert minimums.mark(None, 3, "responses") == {
+        "n": 0,
+        "min": 3,
+        "too_few": True,
+        "why": "too few ratings: 0 responses (minimum 3)",
+    }
 
 
 def test_readme_documents_every_minimum():
@@ -63,8 +75,17 @@ def test_readme_documents_every_minimum():
     assert "too few ratings" in readme
     for name, (value, _unit) in minimums.MINIMUMS.items():
         assert re.search(rf"\b{value}\b", readme), name
-    for const in ("MIN_UNITS", "MIN_ITEM_RESPONSES", "MIN_WORKER_UNITS", "MIN_SPLIT_HALF_PAIRS", "MIN_BWS_APPEARANCES",
-                  "MIN_COMPARISONS", "MIN_LIKERT_RATINGS", "MIN_ITEMS", "MIN_DECISIONS"):
+    for const in (
+        "MIN_UNITS",
+        "MIN_ITEM_RESPONSES",
+        "MIN_WORKER_UNITS",
+        "MIN_SPLIT_HALF_PAIRS",
+        "MIN_BWS_APPEARANCES",
+        "MIN_COMPARISONS",
+        "MIN_LIKERT_RATINGS",
+        "MIN_ITEMS",
+        "MIN_DECISIONS",
+    ):
         assert getattr(minimums, const) in {v for v, _ in minimums.MINIMUMS.values()}
 
 
@@ -73,8 +94,9 @@ LABELS = ["pro", "con", "none"]
 
 
 def test_small_project_is_marked_and_a_large_enough_one_is_not(client, staff_user):
-    small = build_project({"a": ["pro", "con", "con"], "b": ["pro", "con", "none"], "c": ["pro", "pro", "none"]},
-                          slug="small")
+    small = build_project(
+        {"a": ["pro", "con", "con"], "b": ["pro", "con", "none"], "c": ["pro", "pro", "none"]}, slug="small"
+    )
     client.force_login(staff_user)
     html = page(client, "annotation:agreement", small.slug)
     lead = section(html, 'id="overall"', "</p>")
@@ -83,17 +105,22 @@ def test_small_project_is_marked_and_a_large_enough_one_is_not(client, staff_use
     row = section(html, 'data-scope="project"', "</tr>")
     assert "too few ratings" in row
     # every chart says its n
-    for card, text in (("card-histogram", "n = 3 items with 2 or more responses"),
-                       ("card-workers", "n = 3 of 3 workers"), ("card-time", "n = 3 pairable units"),
-                       ("card-topics", "n per topic")):
+    for card, text in (
+        ("card-histogram", "n = 3 items with 2 or more responses"),
+        ("card-workers", "n = 3 of 3 workers"),
+        ("card-time", "n = 3 pairable units"),
+        ("card-topics", "n per topic"),
+    ):
         assert text in section(html, f'id="{card}"', "</div>"), card
     assert "n = 3 items" in section(html, 'id="chart-histogram"', "</svg>")
     # the dashboards index marks it too
     index = page(client, "annotation:dashboards")
     assert "too few ratings" in section(index, f'data-project="{small.slug}"', "</tr>")
 
-    answers = {name: [LABELS[(i + k) % 3] if i % 4 == k else LABELS[i % 3] for i in range(12)]
-               for k, name in enumerate(("d", "e", "f"))}
+    answers = {
+        name: [LABELS[(i + k) % 3] if i % 4 == k else LABELS[i % 3] for i in range(12)]
+        for k, name in enumerate(("d", "e", "f"))
+    }
     big = build_project(answers, slug="big")
     html = page(client, "annotation:agreement", big.slug)
     assert 'id="fig-n-units">12</strong>' in html
@@ -149,9 +176,14 @@ def test_bws_lowest_agreement_says_the_task_type_has_none(client, staff_user, dj
     user = django_user_model.objects.create_user("bw", password="pw-12345678")
     worker = services.worker_for_user(user)
     a = services.reserve_next_assignment(project, worker)
-    services.submit_assignment(a, worker, {str(i.pk): {"best": i.payload["pairs"][0]["id"],
-                                                       "worst": i.payload["pairs"][1]["id"]}
-                                           for i in services.assignment_items(a)})
+    services.submit_assignment(
+        a,
+        worker,
+        {
+            str(i.pk): {"best": i.payload["pairs"][0]["id"], "worst": i.payload["pairs"][1]["id"]}
+            for i in services.assignment_items(a)
+        },
+    )
     client.force_login(staff_user)
     html = page(client, "annotation:agreement", project.slug)
     lowest = section(html, "<h2>Lowest agreement</h2>", "</div>")
@@ -164,14 +196,17 @@ def test_bws_lowest_agreement_says_the_task_type_has_none(client, staff_user, dj
 
 
 # --- ValNov confidence and weights (ValNov §4.1: three annotators) -----------------------------------
-@pytest.mark.parametrize("votes, label, word", [
-    ([Y], 0, "defeasible"),            # the other two could both say no
-    ([Y, Y], 1, "majority"),           # decided, but the third could still say no
-    ([Y, D], 0, "defeasible"),
-    ([D, D], 0, "defeasible"),         # don't know wins whatever the third says
-    ([Y, Y, Y], 1, "very confident"),  # the whole panel
-    ([Y, Y, D], 1, "confident"),
-])
+@pytest.mark.parametrize(
+    "votes, label, word",
+    [
+        ([Y], 0, "defeasible"),  # the other two could both say no
+        ([Y, Y], 1, "majority"),  # decided, but the third could still say no
+        ([Y, D], 0, "defeasible"),
+        ([D, D], 0, "defeasible"),  # don't know wins whatever the third says
+        ([Y, Y, Y], 1, "very confident"),  # the whole panel
+        ([Y, Y, D], 1, "confident"),
+    ],
+)
 def test_incomplete_panels_get_only_the_guaranteed_label_and_word(votes, label, word):
     res = aggregate_dimension("validity", votes, expected=3)
     assert (res.label, res.confidence, res.complete) == (label, word, len(votes) == 3)
@@ -201,7 +236,7 @@ def test_panel_is_r_and_never_below_the_papers_three(tmp_path):
 def test_one_response_does_not_replace_the_imported_label_in_the_export(tmp_path, client, staff_user):
     project = valnov_project(tmp_path)
     its = one_valnov_response(project, answer=(Y, Y))  # the first two rows were imported as -1 / -1 and 1 / -1
-    columns, records, summary = valnov.export_records(project, labels="auto", with_weights=True)
+    _columns, records, summary = valnov.export_records(project, labels="auto", with_weights=True)
     by_conclusion = {r["Conclusion"]: r for r in records}
     for item in its:
         ref = item.payload["reference"]
@@ -209,7 +244,9 @@ def test_one_response_does_not_replace_the_imported_label_in_the_export(tmp_path
         assert (row["Validity"], row["Validity-Confidence"]) == (ref["validity"], ref["validity_confidence"])
         assert row["Novelty-Confidence"] == ref["novelty_confidence"]
         assert row["Instance-Weight"] != 5.0 or (ref["validity_confidence"], ref["novelty_confidence"]) == (
-            "very confident", "very confident")
+            "very confident",
+            "very confident",
+        )
     assert summary["kept_reference"] == 2 and summary["crowd"] == 0
     # "crowd" labels: the guaranteed ones, counted as incomplete
     _, crowd, crowd_summary = valnov.export_records(project, labels="crowd", with_weights=True)
@@ -227,8 +264,9 @@ def test_one_response_does_not_replace_the_imported_label_in_the_export(tmp_path
     for k in range(2):
         w = Worker.objects.create(external_id=f"w{k}", source="prolific")
         a = services.reserve_next_assignment(project, w)
-        services.submit_assignment(a, w, {str(i.pk): {"validity": Y, "novelty": Y}
-                                          for i in services.assignment_items(a)})
+        services.submit_assignment(
+            a, w, {str(i.pk): {"validity": Y, "novelty": Y} for i in services.assignment_items(a)}
+        )
     _, records, summary = valnov.export_records(project, labels="auto", with_weights=True)
     row = next(r for r in records if r["Conclusion"] == its[0].payload["conclusion"])
     assert (row["Validity"], row["Validity-Confidence"], row["Instance-Weight"]) == (1, "very confident", 5.0)
@@ -244,11 +282,13 @@ def no_overlap_project():
     project = build_project({"solo": solo, "b": b, "c": c}, slug="ds")
     worker = Worker.objects.get(user__username="solo")
     for k, ok in enumerate((True, False)):
-        gold = Item.objects.create(project=project, payload={"text": f"gold {k}", "topic": "t"}, is_gold=True,
-                                   position=100 + k)
+        gold = Item.objects.create(
+            project=project, payload={"text": f"gold {k}", "topic": "t"}, is_gold=True, position=100 + k
+        )
         GoldItem.objects.create(item=gold, expected={"label": "pro"})
-        GoldRecord.objects.create(worker=worker, item=gold, assignment=worker.assignments.first(), correct=ok,
-                                  score=float(ok))
+        GoldRecord.objects.create(
+            worker=worker, item=gold, assignment=worker.assignments.first(), correct=ok, score=float(ok)
+        )
     return project
 
 
@@ -323,7 +363,7 @@ def test_a_one_one_tie_is_not_a_majority(client, staff_user):
 
 # --- the pairwise chart's colours -------------------------------------------------------------------
 def _luminance(hex_colour: str) -> float:
-    r, g, b = (int(hex_colour.lstrip("#")[k:k + 2], 16) / 255 for k in (0, 2, 4))
+    r, g, b = (int(hex_colour.lstrip("#")[k : k + 2], 16) / 255 for k in (0, 2, 4))
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -337,9 +377,14 @@ def test_win_tie_loss_colours_are_visible_on_the_card():
     for colour in (ratings_svg.WIN, ratings_svg.TIE, ratings_svg.LOSS):
         assert contrast(colour, "#ffffff") >= 3.0, colour  # WCAG 1.4.11: graphical objects
     assert contrast(ratings_svg.TIE, ratings_svg.LOSS) > 1.0 and ratings_svg.WIN != ratings_svg.LOSS
-    chart = ratings_svg.shares("c", [{"label": "gen", "win": 0.25, "tie": 0.25, "loss": 0.5, "n": 12},
-                                     {"label": "few", "win": 0.5, "tie": 0, "loss": 0.5, "n": 2, "weak": True}],
-                               title="t")
+    chart = ratings_svg.shares(
+        "c",
+        [
+            {"label": "gen", "win": 0.25, "tie": 0.25, "loss": 0.5, "n": 12},
+            {"label": "few", "win": 0.5, "tie": 0, "loss": 0.5, "n": 2, "weak": True},
+        ],
+        title="t",
+    )
     assert 'class="mark loss" x=' in chart and f'fill="{ratings_svg.LOSS}"' in chart
     assert "gen (n = 12)" in chart and "few (n = 2)" in chart
     assert 'class="mark loss weak"' in chart and "too few ratings" in chart
@@ -350,8 +395,16 @@ def test_likert_results_mark_cells_below_five_ratings(tmp_path, client, staff_us
     project = likert_project(tmp_path, assignments_per_item=2, items_per_hit=2)
     for name in ("w1", "w2"):
         w = Worker.objects.create(source="prolific", external_id=name)
-        run_worker(project, w, lambda item, a: {"style": 4 if item.payload["system"] == "human" else 2,
-                                                "content": 3, "strategy": 2, "overall": 2})
+        run_worker(
+            project,
+            w,
+            lambda item, a: {
+                "style": 4 if item.payload["system"] == "human" else 2,
+                "content": 3,
+                "strategy": 2,
+                "overall": 2,
+            },
+        )
     client.force_login(staff_user)
     html = page(client, "annotation:ratings-results", project.slug)
     row = section(html, 'data-criterion="style"', "</tr>")
@@ -366,9 +419,17 @@ def test_bws_report_marks_small_split_half_and_scores(client, staff_user, django
         user = django_user_model.objects.create_user(f"b{k}", password="pw-12345678")
         worker = services.worker_for_user(user)
         while (a := services.reserve_next_assignment(project, worker)) is not None:
-            services.submit_assignment(a, worker, {str(i.pk): {"best": min(p["id"] for p in i.payload["pairs"]),
-                                                               "worst": max(p["id"] for p in i.payload["pairs"])}
-                                                   for i in services.assignment_items(a)})
+            services.submit_assignment(
+                a,
+                worker,
+                {
+                    str(i.pk): {
+                        "best": min(p["id"] for p in i.payload["pairs"]),
+                        "worst": max(p["id"] for p in i.payload["pairs"]),
+                    }
+                    for i in services.assignment_items(a)
+                },
+            )
     client.force_login(staff_user)
     html = page(client, "annotation:bws", project.slug)
     split = section(html, 'id="bws-split-half"', "</table>")

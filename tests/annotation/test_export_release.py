@@ -1,5 +1,6 @@
 """The generic ``annotations`` release kind: any task type, every item with its aggregate and its responses per
 worker, published through corpus releases (immutable folder, per-file SHA-256)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,11 +22,22 @@ LABELS = {"a": ["pro", "con"], "b": ["pro", "none"], "c": ["con", "none"]}
 
 @pytest.fixture
 def labelled(django_user_model):
-    project = services.create_project(name="Stance pilot", slug="stance-pilot", task_type="sentence_label",
-                                      config={"labels": ["pro", "con", "none"]}, assignments_per_item=3,
-                                      items_per_hit=1, status="active")
-    items = services.add_items(project, [{"text": "Wind power is cheap.", "topic": "energy"},
-                                         {"text": "The mill was built in 1900.", "topic": "energy"}])
+    project = services.create_project(
+        name="Stance pilot",
+        slug="stance-pilot",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con", "none"]},
+        assignments_per_item=3,
+        items_per_hit=1,
+        status="active",
+    )
+    items = services.add_items(
+        project,
+        [
+            {"text": "Wind power is cheap.", "topic": "energy"},
+            {"text": "The mill was built in 1900.", "topic": "energy"},
+        ],
+    )
     services.build_hits(project)
     workers = {}
     for name, labels in LABELS.items():
@@ -51,8 +63,7 @@ def test_sentence_label_release_rows_and_checksums(labelled, tmp_artifacts):
     assert [r["item_id"] for r in rows] == [items[0].pk, items[1].pk]
     first, second = rows
     assert (first["label"], first["share"], first["n"]) == ("pro", pytest.approx(2 / 3), 3)
-    assert first["aggregate"] == {"label": "pro", "counts": {"pro": 2, "con": 1}, "share": pytest.approx(2 / 3),
-                                  "n": 3}
+    assert first["aggregate"] == {"label": "pro", "counts": {"pro": 2, "con": 1}, "share": pytest.approx(2 / 3), "n": 3}
     assert (second["label"], second["aggregate"]["counts"]) == ("none", {"con": 1, "none": 2})
     assert first["project"] == "stance-pilot" and first["task_type"] == "sentence_label" and not first["is_gold"]
     assert first["text"] == "Wind power is cheap."
@@ -72,8 +83,9 @@ def test_sentence_label_release_rows_and_checksums(labelled, tmp_artifacts):
     assert recorded["annotations.jsonl"].sha256 in card and "| stance-pilot | sentence_label | 2 |" in card
     assert verify_release(release) == []
     # the rows are what the selectors give (the export is the project's aggregate, not a second implementation)
-    assert [r["aggregate"] for r in rows] == [{k: v for k, v in a.items() if k != "item"}
-                                              for a in selectors.aggregated_items(project)]
+    assert [r["aggregate"] for r in rows] == [
+        {k: v for k, v in a.items() if k != "item"} for a in selectors.aggregated_items(project)
+    ]
     assert [r["labels"] for r in rows] == [r["labels"] for r in selectors.export_rows(project)]
 
 
@@ -82,10 +94,14 @@ def test_rejected_work_and_gold_items(labelled, tmp_artifacts):
     # staff reject worker c's answer to item 0: item 0 becomes pro 2/2
     rejected = Assignment.objects.get(worker=workers["c"], hit__hit_items__item=items[0])
     services.set_assignment_status(rejected, Assignment.Status.REJECTED)
-    services.add_items(project, [], gold=[{"payload": {"text": "Gold: coal is dirty.", "topic": "energy"},
-                                           "expected": {"label": "con"}}])
-    release = build_release("stance-pilot-labels", "1.1", kind="annotations",
-                            config={"projects": "stance-pilot", "include_gold": True})
+    services.add_items(
+        project,
+        [],
+        gold=[{"payload": {"text": "Gold: coal is dirty.", "topic": "energy"}, "expected": {"label": "con"}}],
+    )
+    release = build_release(
+        "stance-pilot-labels", "1.1", kind="annotations", config={"projects": "stance-pilot", "include_gold": True}
+    )
     _, rows = read_rows(release)
     assert len(rows) == 3 and [r["is_gold"] for r in rows] == [False, False, True]
     assert rows[0]["aggregate"]["counts"] == {"pro": 2} and len(rows[0]["annotations"]) == 2

@@ -1,4 +1,5 @@
 """Gold items: scored at submission, recorded once per worker, and a worker below the threshold is blocked."""
+
 import pytest
 
 from annotation import selectors, services
@@ -29,7 +30,10 @@ def test_gold_scored_and_recorded(worker):
     [rec] = GoldRecord.objects.filter(worker=worker)
     assert rec.correct and rec.score == 1.0 and rec.assignment == a and rec.item.is_gold
     do_hit(project, worker, "con")
-    assert list(GoldRecord.objects.filter(worker=worker).order_by("id").values_list("correct", flat=True)) == [True, False]
+    assert list(GoldRecord.objects.filter(worker=worker).order_by("id").values_list("correct", flat=True)) == [
+        True,
+        False,
+    ]
     # gold responses are stored like any response but do not count towards items done
     assert Response.objects.filter(item__is_gold=True).count() == 2
     assert selectors.project_progress(project)["done"] == 4
@@ -60,11 +64,13 @@ def test_a_gold_block_keeps_an_earlier_block_and_its_reason(worker):
     a = services.reserve_next_assignment(project, worker)
     services.block_worker(worker, "spam answers")
     blocked_at = worker.blocked_at
-    done = services.submit_assignment(a, worker, {i.pk: {"label": "con" if i.is_gold else "none"}
-                                                  for i in services.assignment_items(a)})
+    done = services.submit_assignment(
+        a, worker, {i.pk: {"label": "con" if i.is_gold else "none"} for i in services.assignment_items(a)}
+    )
     worker.refresh_from_db()
     assert done.gold_scored and list(GoldRecord.objects.filter(worker=worker).values_list("correct", flat=True)) == [
-        False]
+        False
+    ]
     assert (worker.blocked, worker.blocked_reason, worker.blocked_at) == (True, "spam answers", blocked_at)
 
 

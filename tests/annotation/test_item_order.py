@@ -1,6 +1,7 @@
 """The order in which items enter work (Project.config["item_order"], annotation.services.reorder_hits): random,
 uncertainty, disagreement (with adaptive R between r_min and r_max), model-human -- and the allocation guarantees
 (no HIT over its cap, no worker sees an item twice) under concurrent workers, on SQLite and PostgreSQL."""
+
 import threading
 from collections import Counter
 
@@ -26,7 +27,7 @@ def make_project(n=20, per_hit=5, r=3, order=None, **kw):
 
 @pytest.fixture
 def make_worker(django_user_model):
-    counter = iter(range(10 ** 6))
+    counter = iter(range(10**6))
 
     def make():
         return services.worker_for_user(django_user_model.objects.create_user(f"ow{next(counter)}"))
@@ -53,17 +54,21 @@ def work(project, worker, label_of):
 
 # --- the option ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("order,field", [
-    ("fastest", "config.item_order.mode"),
-    ({"mode": "disagreement", "r_max": 5}, "config.item_order.r_max"),   # above R = 3
-    ({"mode": "disagreement", "r_min": 3, "r_max": 2}, "config.item_order.r_min"),
-    ({"mode": "disagreement", "r_min": 0}, "config.item_order.r_min"),
-    ({"mode": "disagreement", "min_agreement": 1.5}, "config.item_order.min_agreement"),
-    ({"mode": "uncertainty", "r_min": 2}, "config.item_order.r_min"),
-    ({"mode": "random", "speed": 1}, "config.item_order.speed"),
-    ([1], "config.item_order"),
-])
+@pytest.mark.parametrize(
+    "order,field",
+    [
+        ("fastest", "config.item_order.mode"),
+        ({"mode": "disagreement", "r_max": 5}, "config.item_order.r_max"),  # above R = 3
+        ({"mode": "disagreement", "r_min": 3, "r_max": 2}, "config.item_order.r_min"),
+        ({"mode": "disagreement", "r_min": 0}, "config.item_order.r_min"),
+        ({"mode": "disagreement", "min_agreement": 1.5}, "config.item_order.min_agreement"),
+        ({"mode": "uncertainty", "r_min": 2}, "config.item_order.r_min"),
+        ({"mode": "random", "speed": 1}, "config.item_order.speed"),
+        ([1], "config.item_order"),
+    ],
+)
 def test_a_bad_item_order_is_refused_naming_the_field(order, field):
     with pytest.raises(services.ProjectInvalid) as exc:
         make_project(order=order)
@@ -92,9 +97,17 @@ def test_set_item_order_validates_stores_and_reorders():
 
 @pytest.mark.django_db
 def test_the_settings_form_checks_the_option():
-    base = {"guidelines": "", "assignments_per_item": 3, "items_per_hit": 5, "gold_rate": 0, "reward_cents": 0,
-            "time_estimate_seconds": 0, "reservation_timeout_seconds": 600, "gold_min_items": 3,
-            "gold_min_accuracy": 0.7}
+    base = {
+        "guidelines": "",
+        "assignments_per_item": 3,
+        "items_per_hit": 5,
+        "gold_rate": 0,
+        "reward_cents": 0,
+        "time_estimate_seconds": 0,
+        "reservation_timeout_seconds": 600,
+        "gold_min_items": 3,
+        "gold_min_accuracy": 0.7,
+    }
     form = SettingsForm({**base, "item_order": "disagreement", "r_min": 2, "r_max": 5})
     assert not form.is_valid() and "r_max" in form.errors
     form = SettingsForm({**base, "item_order": "disagreement", "r_min": 2})
@@ -103,6 +116,7 @@ def test_the_settings_form_checks_the_option():
 
 
 # --- random ---------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_random_keeps_the_import_order(make_worker):
@@ -115,9 +129,11 @@ def test_random_keeps_the_import_order(make_worker):
 
 # --- uncertainty ----------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def confidence_by_text(monkeypatch):
     """The item_confidence slot answering from the item text: the model is least sure of the highest numbers."""
+
     def provider(project, item_ids):
         texts = dict(Item.objects.filter(pk__in=list(item_ids)).values_list("pk", "payload__text"))
         return {pk: 1.0 - int(texts[pk][1:]) / 100 for pk in item_ids}
@@ -147,11 +163,14 @@ def test_uncertainty_without_a_model_falls_back_to_random_and_says_so(monkeypatc
 @pytest.mark.django_db
 def test_uncertainty_follows_a_new_model(make_worker, monkeypatch):
     project = make_project(n=15, order="uncertainty")
-    monkeypatch.setattr(providers.item_confidence, "provider", lambda project, ids: {pk: 0.9 for pk in ids})
+    monkeypatch.setattr(providers.item_confidence, "provider", lambda project, ids: dict.fromkeys(ids, 0.9))
     last = hits_in_order(project)[-1]
     # a retrained model is unsure of the last HIT's items only
-    monkeypatch.setattr(providers.item_confidence, "provider",
-                        lambda project, ids: {pk: (0.1 if pk in hit_items(last) else 0.9) for pk in ids})
+    monkeypatch.setattr(
+        providers.item_confidence,
+        "provider",
+        lambda project, ids: {pk: (0.1 if pk in hit_items(last) else 0.9) for pk in ids},
+    )
     services.reorder_hits(project)
     assert hits_in_order(project)[0] == last
     assert services.reserve_next_assignment(project, make_worker()).hit_id == last
@@ -159,10 +178,11 @@ def test_uncertainty_follows_a_new_model(make_worker, monkeypatch):
 
 # --- disagreement -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_disagreement_offers_disagreeing_items_before_new_ones(make_worker):
     project = make_project(n=15, r=3, order="disagreement")
-    h1, h2, h3 = hits_in_order(project)
+    h1, h2, _h3 = hits_in_order(project)
     # one worker each on h1 (everyone agrees) ... by taking them in order
     agree = lambda pk: "pro"  # noqa: E731
     w1, w2 = make_worker(), make_worker()
@@ -212,13 +232,15 @@ def test_adaptive_r_settles_a_hit_that_comes_to_agree(make_worker):
 
 # --- model-human ------------------------------------------------------------------------------------------------------
 
+
 def model_answers(project, hit_id, label):
     """A model annotator's answers to a HIT's items, stored as the model worker's responses (status ``model``,
     which holds no slot)."""
     worker, _ = Worker.objects.get_or_create(source=Worker.Source.MODEL, external_id=f"model-{project.pk}")
     now = timezone.now()
-    a = Assignment.objects.create(project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.MODEL,
-                                  reserved_at=now, expires_at=now)
+    a = Assignment.objects.create(
+        project=project, hit_id=hit_id, worker=worker, status=Assignment.Status.MODEL, reserved_at=now, expires_at=now
+    )
     Response.objects.bulk_create([Response(assignment=a, item_id=i, data={"label": label}) for i in hit_items(hit_id)])
 
 
@@ -242,6 +264,7 @@ def test_model_human_offers_items_where_the_model_and_the_humans_differ_first(ma
 
 
 # --- the guarantees under concurrency ----------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("order", [{"mode": "disagreement", "r_min": 2, "r_max": 4}, "uncertainty"])
@@ -271,23 +294,30 @@ def test_concurrent_workers_and_reorders_keep_the_guarantees(django_user_model, 
         while work(project, w, lambda pk: "pro") is not None:
             pass
     taken = dict(HIT.objects.filter(project=project).values_list("pk", "taken"))
-    slots = Counter(Assignment.objects.filter(project=project, status__in=Assignment.HOLDING)
-                    .values_list("hit_id", flat=True))
+    slots = Counter(
+        Assignment.objects.filter(project=project, status__in=Assignment.HOLDING).values_list("hit_id", flat=True)
+    )
     assert taken == {pk: slots[pk] for pk in taken}  # the counter is exact
     low = order["r_min"] if isinstance(order, dict) else r_max
     assert all(low <= t <= r_max for t in taken.values()), Counter(taken.values())
-    twice = (Response.objects.filter(assignment__project=project).values("assignment__worker", "item")
-             .annotate(n=Count("pk")).filter(n__gt=1))
+    twice = (
+        Response.objects.filter(assignment__project=project)
+        .values("assignment__worker", "item")
+        .annotate(n=Count("pk"))
+        .filter(n__gt=1)
+    )
     assert not twice.exists()
     assert len(set(HIT.objects.filter(project=project).values_list("position", flat=True))) == len(taken)
 
 
 # --- re-ranking follows the answers -------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("order,queued", [(None, 0), ({"mode": "disagreement", "r_min": 2, "r_max": 3}, 1)])
 def test_a_submission_queues_one_debounced_reorder_unless_the_order_is_random(
-        make_worker, order, queued, monkeypatch, django_capture_on_commit_callbacks):
+    make_worker, order, queued, monkeypatch, django_capture_on_commit_callbacks
+):
     from django.core.cache import cache
 
     from annotation.tasks import reorder_hits

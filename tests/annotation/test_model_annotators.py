@@ -2,6 +2,7 @@
 items; malformed answers, time-outs, 429s and answers the task type refuses are stored as failures with their raw
 text and retried with back-off; a killed run resumes without asking twice; model answers are kept apart from the
 crowd's unless included; the agreement report (with and without, per human, majority, alt-test) and its CLI."""
+
 from __future__ import annotations
 
 import json
@@ -50,17 +51,28 @@ class FakeLLM:
         steps = self.script.get(n, [])
         step = steps[k] if k < len(steps) else "ok"
         if step == "429":
-            return WResponse('{"error": "slow down"}', status=429, headers={"Retry-After": "7"},
-                             content_type="application/json")
+            return WResponse(
+                '{"error": "slow down"}', status=429, headers={"Retry-After": "7"}, content_type="application/json"
+            )
         if step == "timeout":
             time.sleep(1.6)
         content = {"malformed": "I think it is pro, probably.", "invalid": '{"label": "maybe"}'}.get(
-            step, "```json\n" + json.dumps({"label": self.labels[n]}) + "\n```")
-        reply = {"id": "x", "object": "chat.completion", "model": body["model"],
-                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                              "logprobs": {"content": [{"token": "a", "logprob": -0.1}, {"token": "b", "logprob": 0.0}]},
-                              "finish_reason": "stop"}],
-                 "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}}
+            step, "```json\n" + json.dumps({"label": self.labels[n]}) + "\n```"
+        )
+        reply = {
+            "id": "x",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": {"content": [{"token": "a", "logprob": -0.1}, {"token": "b", "logprob": 0.0}]},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50},
+        }
         return WResponse(json.dumps(reply), content_type="application/json")
 
 
@@ -93,17 +105,22 @@ def three_humans(n_items=6):
 
 def test_llm_answers_items_failures_are_stored_with_raw_text_and_retried_with_backoff(llm_server):
     project = three_humans()
-    fake = llm_server(FakeLLM({i: lab for i, lab in enumerate(["pro", "con", "none", "pro", "con", "pro"])},
-                              script={1: ["malformed"], 2: ["429"], 3: ["timeout"],
-                                      5: ["invalid", "invalid", "invalid"]}))
+    fake = llm_server(
+        FakeLLM(
+            dict(enumerate(["pro", "con", "none", "pro", "con", "pro"])),
+            script={1: ["malformed"], 2: ["429"], 3: ["timeout"], 5: ["invalid", "invalid", "invalid"]},
+        )
+    )
     annotator = ma.create_annotator(project, name="fake LLM", kind="llm", options={"timeout": 1, "batch_size": 2})
     assert annotator.worker.source == "model" and annotator.prompt_version == 1
 
     out = ma.run(annotator.pk)
 
     assert out["answered"] == 5 and out["status"] == "done" and out["failed_items"] == 1
-    answers = {a.item.payload["text"]: a for a in ModelAnswer.objects.filter(annotator=annotator)
-               .select_related("item", "response")}
+    answers = {
+        a.item.payload["text"]: a
+        for a in ModelAnswer.objects.filter(annotator=annotator).select_related("item", "response")
+    }
     assert answers["Sentence number 1."].response.data == {"label": "con"}
     a1 = answers["Sentence number 1."]
     assert a1.attempts == 2 and a1.prompt_version == 1 and a1.model_id.startswith("llm:fake-7b@http://")
@@ -113,7 +130,7 @@ def test_llm_answers_items_failures_are_stored_with_raw_text_and_retried_with_ba
     assert ("Sentence number 2.", "rate_limited") in fails
     assert ("Sentence number 3.", "timeout") in fails
     bad = ModelAnswerFailure.objects.filter(annotator=annotator, item__payload__text="Sentence number 5.")
-    assert bad.count() == 3 and {f.kind for f in bad} == {"invalid"}        # max_attempts (3), never a label
+    assert bad.count() == 3 and {f.kind for f in bad} == {"invalid"}  # max_attempts (3), never a label
     assert bad.first().raw == '{"label": "maybe"}' and "label: must be one of" in bad.first().error
     assert "Sentence number 5." not in answers
     malformed = ModelAnswerFailure.objects.get(annotator=annotator, kind="malformed")
@@ -122,12 +139,12 @@ def test_llm_answers_items_failures_are_stored_with_raw_text_and_retried_with_ba
     assert llm_server.waits == [7.0, 4.0]
     assert fake.asked == {0: 1, 1: 2, 2: 2, 3: 2, 4: 1, 5: 3}
     assert fake.bodies[0]["model"] == "fake-7b" and "Sentence number 0." in fake.bodies[0]["messages"][-1]["content"]
-    assert "pro, con, none" in fake.bodies[0]["messages"][-1]["content"]                 # $labels of the prompt
+    assert "pro, con, none" in fake.bodies[0]["messages"][-1]["content"]  # $labels of the prompt
 
 
 def test_killed_run_resumes_without_asking_twice(llm_server):
     project = three_humans()
-    fake = llm_server(FakeLLM({i: "pro" for i in range(6)}))
+    fake = llm_server(FakeLLM(dict.fromkeys(range(6), "pro")))
     annotator = ma.create_annotator(project, name="resumer", kind="llm", options={"batch_size": 2})
 
     class Killed(BaseException):
@@ -144,23 +161,23 @@ def test_killed_run_resumes_without_asking_twice(llm_server):
         ma.run(annotator.pk, progress=die_after_first_batch)
     annotator.refresh_from_db()
     assert annotator.status == "running" and ModelAnswer.objects.filter(annotator=annotator).count() == 2
-    out = ma.run(annotator.pk)                                      # the redelivered task
+    out = ma.run(annotator.pk)  # the redelivered task
     assert out["answered"] == 6
-    assert fake.asked == {i: 1 for i in range(6)}                   # nobody asked twice
-    out = ma.run(annotator.pk)                                      # a third delivery asks nothing
+    assert fake.asked == dict.fromkeys(range(6), 1)  # nobody asked twice
+    out = ma.run(annotator.pk)  # a third delivery asks nothing
     assert sum(fake.asked.values()) == 6 and out["answered"] == 6
 
 
 def test_model_answers_are_kept_apart_unless_included(llm_server):
     project = three_humans()
-    llm_server(FakeLLM({i: "none" for i in range(6)}))
+    llm_server(FakeLLM(dict.fromkeys(range(6), "none")))
     annotator = ma.create_annotator(project, name="apart", kind="llm")
     ma.run(annotator.pk)
     assert Assignment.objects.filter(worker=annotator.worker, status="model").count() == 1
     human_n = Response.objects.filter(assignment__status__in=Assignment.DONE).count()
     assert selectors.counted_responses(project).count() == human_n == 18
     assert all(len(v) == 3 for v in selectors.item_responses(project).values())
-    assert len(load_responses(project)) == 18                      # the agreement table reads humans only
+    assert len(load_responses(project)) == 18  # the agreement table reads humans only
     progress = selectors.project_progress(project)
     assert progress["done"] == 18 and all(w["source"] != "model" for w in progress["workers"])
     ma.set_included(annotator, True)
@@ -171,7 +188,7 @@ def test_model_answers_are_kept_apart_unless_included(llm_server):
 
 def test_prompt_versions_and_bad_input_name_the_field(llm_server):
     project = three_humans()
-    fake = llm_server(FakeLLM({i: "pro" for i in range(6)}))
+    fake = llm_server(FakeLLM(dict.fromkeys(range(6), "pro")))
     with pytest.raises(FieldError) as err:
         ma.create_annotator(project, name="x", kind="llm", prompt_template="Say $nonsense")
     assert err.value.field == "prompt_template" and "$nonsense" in err.value.reason
@@ -180,7 +197,7 @@ def test_prompt_versions_and_bad_input_name_the_field(llm_server):
     assert err.value.field == "temperature"
     with pytest.raises(FieldError) as err:
         ma.create_annotator(project, name="x", kind="registry", options={"version": 1})
-    assert err.value.field == "kind"                                 # no registry model answers sentence labels
+    assert err.value.field == "kind"  # no registry model answers sentence labels
     annotator = ma.create_annotator(project, name="x", kind="llm")
     with pytest.raises(FieldError) as err:
         ma.create_annotator(project, name="x", kind="llm")
@@ -203,7 +220,7 @@ def test_report_with_and_without_per_human_majority_and_alt_test(llm_server):
     assert rep["n_answers"] == 36 and rep["n_human_coders"] == 3
     assert rep["without"]["n_coders"] == 3 and rep["with"]["n_coders"] == 4
     assert rep["without"]["n_units"] == rep["with"]["n_units"] == 36
-    assert rep["with"]["alpha"] > rep["without"]["alpha"]            # it agrees with the majority everywhere
+    assert rep["with"]["alpha"] > rep["without"]["alpha"]  # it agrees with the majority everywhere
     per = {r["coder"]: r for r in rep["per_human"]}
     assert len(per) == 3 and all(r["n"] == 36 for r in per.values())
     assert sorted(round(r["accuracy"], 4) for r in per.values()) == [round(35 / 36, 4), 1.0, 1.0]
@@ -231,12 +248,15 @@ def test_admin_pages_of_model_annotators_open(llm_server, admin_user_obj, client
     from django.urls import reverse
 
     project = three_humans()
-    llm_server(FakeLLM({i: "pro" for i in range(6)}, script={0: ["malformed"]}))
+    llm_server(FakeLLM(dict.fromkeys(range(6), "pro"), script={0: ["malformed"]}))
     annotator = ma.create_annotator(project, name="adm", kind="llm", options={"max_attempts": 1})
     ma.run(annotator.pk)
     client.force_login(admin_user_obj)
-    objects = {ModelAnnotator: annotator, ModelAnswer: ModelAnswer.objects.first(),
-               ModelAnswerFailure: ModelAnswerFailure.objects.first()}
+    objects = {
+        ModelAnnotator: annotator,
+        ModelAnswer: ModelAnswer.objects.first(),
+        ModelAnswerFailure: ModelAnswerFailure.objects.first(),
+    }
     for model, obj in objects.items():
         assert model in admin.site._registry
         info = (model._meta.app_label, model._meta.model_name)

@@ -1,4 +1,5 @@
 """Model invariants, the task-type registry and the sentence_label task type, project/item/HIT set-up."""
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -30,8 +31,13 @@ def test_sentence_label_validates_and_aggregates():
     item = project.items.get()
     tt = project.get_task_type()
     assert tt.validate_response(project, item, {"label": "con"}) == {"label": "con"}
-    for bad, field in [({"label": "maybe"}, "label"), ({}, "label"), ("pro", "label"), ({"label": "pro", "x": 1}, "x"),
-                       ({"label": 3}, "label")]:
+    for bad, field in [
+        ({"label": "maybe"}, "label"),
+        ({}, "label"),
+        ("pro", "label"),
+        ({"label": "pro", "x": 1}, "x"),
+        ({"label": 3}, "label"),
+    ]:
         with pytest.raises(ResponseInvalid) as exc:
             tt.validate_response(project, item, bad)
         assert exc.value.field == field
@@ -104,8 +110,9 @@ def test_constraints_hold_in_the_database(django_user_model):
     assert services.worker_for_user(worker.user) == worker
     a = services.reserve_next_assignment(project, worker)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Assignment.objects.create(project=project, hit=hit, worker=worker, reserved_at=a.reserved_at,
-                                  expires_at=a.expires_at)
+        Assignment.objects.create(
+            project=project, hit=hit, worker=worker, reserved_at=a.reserved_at, expires_at=a.expires_at
+        )
     item = hit.items.first()
     Response.objects.create(assignment=a, item=item, data={"label": "pro"})
     with pytest.raises(IntegrityError), transaction.atomic():

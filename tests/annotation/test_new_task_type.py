@@ -4,6 +4,7 @@ file), submissions through the page and the API, gold, aggregation, the agreemen
 results page linked), adjudication, and release exports (the generic ``annotations`` kind and its own ``claims``) --
 and, as the Django app the settings make of it, brings its own model (with its migration), management command and
 item source."""
+
 from __future__ import annotations
 
 import importlib
@@ -77,10 +78,16 @@ def claim_check_app(transactional_db):
 @pytest.fixture
 def sentences():
     topic = Topic.objects.create(name="School uniforms", slug="school-uniforms")
-    texts = [("Uniforms reduce bullying.", "pro"), ("Uniforms cost families money.", "con"),
-             ("The school opens at eight.", "none"), ("Uniforms limit self-expression.", "con"),
-             ("Uniforms help students focus.", "pro")]
-    return [Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=f"h{i}") for i, (t, s) in enumerate(texts)]
+    texts = [
+        ("Uniforms reduce bullying.", "pro"),
+        ("Uniforms cost families money.", "con"),
+        ("The school opens at eight.", "none"),
+        ("Uniforms limit self-expression.", "con"),
+        ("Uniforms help students focus.", "pro"),
+    ]
+    return [
+        Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=f"h{i}") for i, (t, s) in enumerate(texts)
+    ]
 
 
 def _api(user):
@@ -89,17 +96,48 @@ def _api(user):
     return c
 
 
-def test_a_task_type_from_its_own_package_runs_end_to_end(claim_check, sentences, client, staff_user,
-                                                           django_user_model, tmp_artifacts):
+def test_a_task_type_from_its_own_package_runs_end_to_end(
+    claim_check, sentences, client, staff_user, django_user_model, tmp_artifacts
+):
     # no code outside the package names it (the README may): the engine found it through the registry only
-    tracked = subprocess.run(["git", "grep", "-l", "claim_check", "--", "*.py", "*.html", "*.js", "*.css", "*.cfg",
-                              "*.ini", "*.toml", "Makefile", ":!tests/fixtures/claim_check",
-                              ":!tests/annotation/test_new_task_type.py"], cwd=ROOT, capture_output=True, text=True)
+    tracked = subprocess.run(
+        [
+            "git",
+            "grep",
+            "-l",
+            "claim_check",
+            "--",
+            "*.py",
+            "*.html",
+            "*.js",
+            "*.css",
+            "*.cfg",
+            "*.ini",
+            "*.toml",
+            "Makefile",
+            ":!tests/fixtures/claim_check",
+            ":!tests/annotation/test_new_task_type.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert tracked.stdout.split() == []
 
     # project from corpus sentences: the task type's defaults (R = 2, 2 per HIT) and gold from the corpus stance
-    call_command("create_project", "Claims", "--slug", "claims", "--task-type", "claim_check",
-                 "--gold-from-stance", "1", "--gold-rate", "0.5", "--activate")
+    call_command(
+        "create_project",
+        "Claims",
+        "--slug",
+        "claims",
+        "--task-type",
+        "claim_check",
+        "--gold-from-stance",
+        "1",
+        "--gold-rate",
+        "0.5",
+        "--activate",
+    )
     project = Project.objects.get(slug="claims")
     assert (project.assignments_per_item, project.items_per_hit) == (2, 2)
     assert Item.objects.filter(project=project, is_gold=False).count() == 4
@@ -118,17 +156,22 @@ def test_a_task_type_from_its_own_package_runs_end_to_end(claim_check, sentences
     head = html.split("</head>")[0]  # its stylesheet slot: linked in the page's head, served by the same finder
     assert head.count('href="/static/task_types/claim_check/hit.css"') == 1
     assert finders.find("task_types/claim_check/hit.css")
-    collected = [f"{storage.prefix}/{path}" for path, storage in finders.get_finder(
-        "annotation.task_types.assets.Finder").list([])]  # what collectstatic copies, and where
+    collected = [
+        f"{storage.prefix}/{path}"
+        for path, storage in finders.get_finder("annotation.task_types.assets.Finder").list([])
+    ]  # what collectstatic copies, and where
     assert "task_types/claim_check/hit.js" in collected and "task_types/aspect/hit.js" in collected
 
     # alice answers by the plain form (no script): every item, the gold item right
     assignment = Assignment.objects.get(project=project, worker__user=alice)
     items = services.assignment_items(assignment)
-    answers = {f"item-{it.pk}-claim": ("yes" if it.is_gold or "Uniforms" in it.payload["text"] else "no")
-               for it in items}
-    bad = client.post(reverse("annotation:work", args=[project.slug]),
-                      {"assignment": assignment.pk, **dict.fromkeys(answers, "maybe")})
+    answers = {
+        f"item-{it.pk}-claim": ("yes" if it.is_gold or "Uniforms" in it.payload["text"] else "no") for it in items
+    }
+    bad = client.post(
+        reverse("annotation:work", args=[project.slug]),
+        {"assignment": assignment.pk, **dict.fromkeys(answers, "maybe")},
+    )
     assert bad.status_code == 400 and "claim: answer yes or no" in bad.content.decode()
     ok = client.post(reverse("annotation:work", args=[project.slug]), {"assignment": assignment.pk, **answers})
     assert ok.status_code == 302
@@ -188,8 +231,9 @@ def test_a_task_type_from_its_own_package_runs_end_to_end(claim_check, sentences
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_task_type_package_brings_its_model_migration_command_and_source(claim_check_app, claim_check, sentences,
-                                                                          tmp_path, capsys):
+def test_a_task_type_package_brings_its_model_migration_command_and_source(
+    claim_check_app, claim_check, sentences, tmp_path, capsys
+):
     from tests.fixtures.claim_check.models import ClaimNote  # importable only while its app is installed
 
     # the settings make every task type package an app labelled by its folder, the built-in ones included
@@ -203,14 +247,17 @@ def test_a_task_type_package_brings_its_model_migration_command_and_source(claim
     # its item source (the studio's upload) imports rows
     project = services.create_project(name="Claims", slug="claims", task_type="claim_check")
     upload = tmp_path / "claims.txt"
-    upload.write_text("Uniforms reduce bullying.\n\nThe school opens at eight.\nUniforms cost money.\n", encoding="utf-8")
+    upload.write_text(
+        "Uniforms reduce bullying.\n\nThe school opens at eight.\nUniforms cost money.\n", encoding="utf-8"
+    )
     source = task_types.sources_of("claim_check")
     data = SourceInput(source=source.SOURCES[0], path=upload, file_name="claims.txt", options={"topic": "uniforms"})
     assert source.preview(project, data).items == 3 and not Item.objects.filter(project=project).exists()
     assert source.write(project, data, lambda *a: None) == {"items": 3, "gold": 0}
     assert [i.payload for i in Item.objects.filter(project=project).order_by("position")] == [
-        {"text": t, "topic": "uniforms"} for t in ("Uniforms reduce bullying.", "The school opens at eight.",
-                                                   "Uniforms cost money.")]
+        {"text": t, "topic": "uniforms"}
+        for t in ("Uniforms reduce bullying.", "The school opens at eight.", "Uniforms cost money.")
+    ]
 
     # its management command, found by Django in the package, writes its model; the rows read back
     call_command("claim_notes", "--project", "claims", "--note", "checked")

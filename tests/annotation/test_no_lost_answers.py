@@ -1,6 +1,7 @@
 """No worker loses an answer: drafts restored on reload, extend while the slot is free, late answers kept (and
 accepted by staff), "stop" frees the slot at once, an invite worker survives "Log out" (cookie, recovery code), a
 full project says whether places may free up."""
+
 from __future__ import annotations
 
 import re
@@ -91,7 +92,7 @@ def test_draft_saves_that_cross_on_the_way_keep_the_newest(client, project):
     assert put("none").status_code == 204  # no revision (an API client): written, the revision stays
     draft = AssignmentDraft.objects.get(assignment=a)
     assert draft.responses == {str(first.pk): {"label": "none"}} and draft.revision == 3_000
-    for bad in (-1, "soon", 2 ** 53, True):
+    for bad in (-1, "soon", 2**53, True):
         resp = put("con", revision=bad)
         assert resp.status_code == 400 and "revision" in resp.json()["errors"], (bad, resp.content)
     assert AssignmentDraft.objects.get(assignment=a).responses == {str(first.pk): {"label": "none"}}
@@ -106,10 +107,13 @@ def test_draft_refuses_what_is_not_the_workers(client, project, django_user_mode
     a = Assignment.objects.get(worker=worker)
     item = services.assignment_items(a)[0]
     url = reverse("api-annotation-draft", args=[a.pk])
-    bad = [({"fields": {"999999": {"label": "pro"}}}, "fields.999999"),
-           ({"fields": {str(item.pk): {"label": {"x": 1}}}}, f"fields.{item.pk}"),
-           ({"fields": {str(item.pk): {"label": "p" * (services.DRAFT_MAX_BYTES + 1)}}}, "fields"),
-           ({"fields": "nope"}, "fields"), ({"fields": {}, "feedback": "x" * 10001}, "feedback")]
+    bad = [
+        ({"fields": {"999999": {"label": "pro"}}}, "fields.999999"),
+        ({"fields": {str(item.pk): {"label": {"x": 1}}}}, f"fields.{item.pk}"),
+        ({"fields": {str(item.pk): {"label": "p" * (services.DRAFT_MAX_BYTES + 1)}}}, "fields"),
+        ({"fields": "nope"}, "fields"),
+        ({"fields": {}, "feedback": "x" * 10001}, "feedback"),
+    ]
     for body, field in bad:
         resp = client.put(url, body, content_type="application/json")
         assert resp.status_code == 400 and field in resp.json()["errors"], (body, resp.content)
@@ -192,7 +196,9 @@ def test_late_answers_after_the_slot_was_taken_are_kept_apart_until_accepted(dja
     accepted = services.accept_late_assignment(a)
     assert accepted.status == "submitted" and accepted.late_accepted_at is not None
     assert HIT.objects.get(pk=a.hit_id).taken == 2
-    assert sorted(selectors.counted_responses(project).values_list("data__label", flat=True)) == ["con"] * 3 + ["pro"] * 3
+    assert (
+        sorted(selectors.counted_responses(project).values_list("data__label", flat=True)) == ["con"] * 3 + ["pro"] * 3
+    )
     assert services.accept_late_assignment(a).status == "submitted"  # idempotent
     with pytest.raises(services.AssignmentNotOpen):
         services.accept_late_assignment(b)

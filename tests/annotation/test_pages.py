@@ -1,5 +1,6 @@
 """HTML pages of the annotation framework, through Django's test client: invite links, the HIT page and
 its no-JS form POST, completion, roles (worker vs. staff) and the staff progress page."""
+
 from __future__ import annotations
 
 import re
@@ -24,10 +25,13 @@ SENTENCES = [
 @pytest.fixture
 def project():
     project = ProjectFactory(
-        name="Nuclear stance", config={"labels": LABELS},
+        name="Nuclear stance",
+        config={"labels": LABELS},
         guidelines="<p>Decide whether the sentence argues <b>for</b> or <b>against</b> nuclear energy.</p>",
-        assignments_per_item=2, items_per_hit=3,
-        items=[{"sentence_id": None, "text": t, "topic": "nuclear energy"} for t in SENTENCES])
+        assignments_per_item=2,
+        items_per_hit=3,
+        items=[{"sentence_id": None, "text": t, "topic": "nuclear energy"} for t in SENTENCES],
+    )
     assert project.hits.count() == 1
     return project
 
@@ -78,7 +82,11 @@ def test_a_prolific_pid_in_the_link_is_recorded_but_never_logs_anyone_in(project
     # recorded for the researcher, never as the platform's id: a Prolific sync could otherwise hand the real
     # participant's confirmed answers (and code) to whoever typed their PID first
     assert (victim.source, victim.external_id, victim.claimed_external_id, victim.link_id) == (
-        Worker.Source.PROLIFIC, "", "", "5f1a2b3c4d5e6f7a8b9c0d1e")
+        Worker.Source.PROLIFIC,
+        "",
+        "",
+        "5f1a2b3c4d5e6f7a8b9c0d1e",
+    )
     hit_page(victim_browser, project)
     code = services.completion_code(project, victim)
     assert attacker_browser.get(url).status_code == 302
@@ -112,7 +120,7 @@ def test_hit_page_shows_items_progress_instructions_and_csrf(client, project):
     assert "This is HIT 1" in html
     assert "argues <b>for</b>" in html  # guidelines are rendered as HTML
     for item in services.assignment_items(assignment):
-        for n, label in enumerate(LABELS, start=1):
+        for _n, label in enumerate(LABELS, start=1):
             assert f'name="item-{item.pk}-label" value="{label}"' in html
     assert re.search(r'<details class="card instructions" id="instructions" open>', html)
     # the instructions panel is open on the first visit only; reloading resumes the same assignment
@@ -279,11 +287,21 @@ def test_expired_reservation_keeps_the_answers_as_late_with_a_way_on(client, pro
 
 def test_gold_items_are_interleaved_without_giving_them_away(client):
     project = services.create_project(
-        name="With gold", task_type="sentence_label", config={"labels": LABELS}, assignments_per_item=1,
-        items_per_hit=2, gold_rate=0.5, status=Project.Status.ACTIVE)
-    services.add_items(project, [{"text": t, "topic": "nuclear energy"} for t in SENTENCES[:2]],
-                       gold=[{"payload": {"text": "Gold: reactors are safe.", "topic": "nuclear energy"},
-                              "expected": {"label": "pro"}}])
+        name="With gold",
+        task_type="sentence_label",
+        config={"labels": LABELS},
+        assignments_per_item=1,
+        items_per_hit=2,
+        gold_rate=0.5,
+        status=Project.Status.ACTIVE,
+    )
+    services.add_items(
+        project,
+        [{"text": t, "topic": "nuclear energy"} for t in SENTENCES[:2]],
+        gold=[
+            {"payload": {"text": "Gold: reactors are safe.", "topic": "nuclear energy"}, "expected": {"label": "pro"}}
+        ],
+    )
     services.build_hits(project)
     worker = join(client, project)
     html = hit_page(client, project).content.decode()
@@ -312,8 +330,9 @@ def test_instructions_list_the_keys_of_the_projects_own_task_type(client):
     """The keyboard help comes from the task type: sentence_label lists its digit keys, aspect does not."""
     from annotation.services import create_project
 
-    labels = create_project(name="Keys label", task_type="sentence_label", config={"labels": ["pro", "con"]},
-                            status="active")
+    labels = create_project(
+        name="Keys label", task_type="sentence_label", config={"labels": ["pro", "con"]}, status="active"
+    )
     aspects = create_project(name="Keys aspect", task_type="aspect", config={}, status="active")
     label_page = client.get(f"/work/{labels.slug}/instructions/").content.decode()
     aspect_page = client.get(f"/work/{aspects.slug}/instructions/").content.decode()
@@ -327,8 +346,9 @@ def test_a_project_without_guidelines_shows_its_task_types_default_guidelines(cl
     from annotation.services import create_project
 
     aspects = create_project(name="No own guidelines", task_type="aspect", config={}, status="active")
-    own = create_project(name="Own guidelines", task_type="aspect", config={}, status="active",
-                         guidelines="<p>Our own words.</p>")
+    own = create_project(
+        name="Own guidelines", task_type="aspect", config={}, status="active", guidelines="<p>Our own words.</p>"
+    )
     default_page = client.get(f"/work/{aspects.slug}/instructions/").content.decode()
     own_page = client.get(f"/work/{own.slug}/instructions/").content.decode()
     assert "No written guidelines" not in default_page

@@ -1,6 +1,7 @@
 """Study phases (annotation.phases): consent, instructions, training + qualification, exit survey -- every transition,
 thresholds and the counted window, attempts, the screened-out code, survey validation, training items kept out of
 HITs and counts, the release, the move of a claim's record on confirmation, and the studio's settings page."""
+
 from __future__ import annotations
 
 import json
@@ -24,15 +25,28 @@ from tests.factories import ProjectFactory
 pytestmark = pytest.mark.django_db
 
 LABELS = ["pro", "con", "none"]
-TEXTS = ["Wind farms cut emissions.", "Wind turbines kill birds.", "The farm has 12 turbines.",
-         "Wind power is cheap to run.", "Turbines are noisy at night.", "The farm opened in 2011."]
-TRAINING = [("Solar panels lower bills.", "pro", "It gives a reason for solar power."),
-            ("Solar panels need rare metals.", "con", "It gives a reason against solar power."),
-            ("The roof faces south.", "none", "A fact, no reason for or against."),
-            ("Solar power is clean.", "pro", "A reason for solar power.")]
+TEXTS = [
+    "Wind farms cut emissions.",
+    "Wind turbines kill birds.",
+    "The farm has 12 turbines.",
+    "Wind power is cheap to run.",
+    "Turbines are noisy at night.",
+    "The farm opened in 2011.",
+]
+TRAINING = [
+    ("Solar panels lower bills.", "pro", "It gives a reason for solar power."),
+    ("Solar panels need rare metals.", "con", "It gives a reason against solar power."),
+    ("The roof faces south.", "none", "A fact, no reason for or against."),
+    ("Solar power is clean.", "pro", "A reason for solar power."),
+]
 SURVEY = [
-    {"name": "clarity", "label": "How clear was it?", "kind": "likert",
-     "scale": ["Unclear", "So-so", "Clear"], "required": True},
+    {
+        "name": "clarity",
+        "label": "How clear was it?",
+        "kind": "likert",
+        "scale": ["Unclear", "So-so", "Clear"],
+        "required": True,
+    },
     {"name": "age_group", "label": "Age group", "kind": "choice", "options": ["18-34", "35+"], "required": True},
     {"name": "years", "label": "Years of English", "kind": "number", "min": 0, "max": 99, "integer": True},
     {"name": "comments", "label": "Anything else?", "kind": "text", "max_length": 50},
@@ -40,15 +54,37 @@ SURVEY = [
 
 
 def make_project(*, training: bool = True, gold_rate: float = 0.0, **settings) -> Project:
-    gold = [{"payload": {"text": text, "topic": "solar"}, "expected": {"label": label}, "explanation": why,
-             "training": training} for text, label, why in TRAINING]
+    gold = [
+        {
+            "payload": {"text": text, "topic": "solar"},
+            "expected": {"label": label},
+            "explanation": why,
+            "training": training,
+        }
+        for text, label, why in TRAINING
+    ]
     project = ProjectFactory(
-        name="Wind stance", config={"labels": LABELS}, assignments_per_item=2, items_per_hit=3, gold_rate=gold_rate,
-        gold_min_items=0, guidelines="<p>For, against or no argument?</p>",
-        items=[{"text": t, "topic": "wind"} for t in TEXTS], gold=gold)
-    values = {"consent_required": True, "consent_text": "# Consent\nWe record your answers.",
-              "instructions_required": True, "training_enabled": training, "pass_threshold": 0.75, "window": 0,
-              "max_attempts": 2, "survey_enabled": True, "survey_questions": SURVEY}
+        name="Wind stance",
+        config={"labels": LABELS},
+        assignments_per_item=2,
+        items_per_hit=3,
+        gold_rate=gold_rate,
+        gold_min_items=0,
+        guidelines="<p>For, against or no argument?</p>",
+        items=[{"text": t, "topic": "wind"} for t in TEXTS],
+        gold=gold,
+    )
+    values = {
+        "consent_required": True,
+        "consent_text": "# Consent\nWe record your answers.",
+        "instructions_required": True,
+        "training_enabled": training,
+        "pass_threshold": 0.75,
+        "window": 0,
+        "max_attempts": 2,
+        "survey_enabled": True,
+        "survey_questions": SURVEY,
+    }
     values.update(settings)
     phases.configure(project, values)
     return project
@@ -124,8 +160,9 @@ def test_a_worker_goes_through_every_phase_in_order_and_gets_a_hit_only_after_qu
 
 
 def test_no_phases_means_straight_to_work_and_done():
-    project = services.create_project(name="Plain", task_type="sentence_label", config={"labels": LABELS},
-                                      status=Project.Status.ACTIVE)
+    project = services.create_project(
+        name="Plain", task_type="sentence_label", config={"labels": LABELS}, status=Project.Status.ACTIVE
+    )
     services.add_items(project, [{"text": "a"}])
     services.build_hits(project)
     w = worker()
@@ -212,16 +249,19 @@ def test_training_before_consent_is_refused():
 
 
 # --- survey validation ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("answers, field, reason", [
-    ({"age_group": "35+"}, "clarity", "please answer"),
-    ({"clarity": "4", "age_group": "35+"}, "clarity", "1 to 3"),
-    ({"clarity": "2", "age_group": "40"}, "age_group", "choose one of"),
-    ({"clarity": "2", "age_group": "35+", "years": "1.5"}, "years", "whole number"),
-    ({"clarity": "2", "age_group": "35+", "years": "120"}, "years", "at most 99"),
-    ({"clarity": "2", "age_group": "35+", "years": "lots"}, "years", "a number"),
-    ({"clarity": "2", "age_group": "35+", "comments": "x" * 51}, "comments", "at most 50"),
-    ({"clarity": "2", "age_group": "35+", "mood": "good"}, "mood", "not a question"),
-])
+@pytest.mark.parametrize(
+    "answers, field, reason",
+    [
+        ({"age_group": "35+"}, "clarity", "please answer"),
+        ({"clarity": "4", "age_group": "35+"}, "clarity", "1 to 3"),
+        ({"clarity": "2", "age_group": "40"}, "age_group", "choose one of"),
+        ({"clarity": "2", "age_group": "35+", "years": "1.5"}, "years", "whole number"),
+        ({"clarity": "2", "age_group": "35+", "years": "120"}, "years", "at most 99"),
+        ({"clarity": "2", "age_group": "35+", "years": "lots"}, "years", "a number"),
+        ({"clarity": "2", "age_group": "35+", "comments": "x" * 51}, "comments", "at most 50"),
+        ({"clarity": "2", "age_group": "35+", "mood": "good"}, "mood", "not a question"),
+    ],
+)
 def test_survey_answers_are_validated_naming_the_question(answers, field, reason):
     with pytest.raises(phases.PhaseRefused) as exc:
         phases.clean_survey_answers(SURVEY, answers)
@@ -232,8 +272,9 @@ def test_the_survey_page_answers_400_naming_the_field_and_keeps_what_was_typed(c
     project = make_project(training=False, consent_required=False, instructions_required=False)
     w = join(client, project)
     assignment = services.reserve_next_assignment(project, w)
-    services.submit_assignment(assignment, w, {str(i.pk): {"label": "pro"} for i in
-                                               services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     done = client.get(reverse("annotation:done", args=[project.slug]) + "?finished=1")
     assert done.status_code == 302 and done["Location"].endswith("/study/survey/?finished=1")
     url = reverse("annotation:study-step", args=[project.slug, "survey"])
@@ -244,22 +285,33 @@ def test_the_survey_page_answers_400_naming_the_field_and_keeps_what_was_typed(c
     assert not Participation.objects.filter(worker=w, survey_at__isnull=False).exists()
     r = client.post(url + "?finished=1", {"q-clarity": "2", "q-age_group": "18-34"})
     assert r.status_code == 302 and r["Location"] == reverse("annotation:done", args=[project.slug]) + "?finished=1"
-    assert selectors.participation_of(project, w).survey == {"clarity": 2, "age_group": "18-34", "years": None,
-                                                             "comments": None}
+    assert selectors.participation_of(project, w).survey == {
+        "clarity": 2,
+        "age_group": "18-34",
+        "years": None,
+        "comments": None,
+    }
     assert client.get(r["Location"]).status_code == 200
 
 
-@pytest.mark.parametrize("questions, field", [
-    ("nope", "survey_questions"),
-    ([{"name": "a", "label": "A", "kind": "slider"}], "survey_questions[0].kind"),
-    ([{"name": "a", "label": "A", "kind": "likert", "scale": ["only one"]}], "survey_questions[0].scale"),
-    ([{"name": "a", "label": "A", "kind": "text"}, {"name": "a", "label": "B", "kind": "text"}],
-     "survey_questions[1].name"),
-    ([{"name": "Age", "label": "A", "kind": "text"}], "survey_questions[0].name"),
-    ([{"name": "a", "label": "A", "kind": "number", "min": 5, "max": 1}], "survey_questions[0].max"),
-    ([{"name": "a", "label": "A", "kind": "choice", "options": ["x", "y"], "colour": "red"}],
-     "survey_questions[0].colour"),
-])
+@pytest.mark.parametrize(
+    "questions, field",
+    [
+        ("nope", "survey_questions"),
+        ([{"name": "a", "label": "A", "kind": "slider"}], "survey_questions[0].kind"),
+        ([{"name": "a", "label": "A", "kind": "likert", "scale": ["only one"]}], "survey_questions[0].scale"),
+        (
+            [{"name": "a", "label": "A", "kind": "text"}, {"name": "a", "label": "B", "kind": "text"}],
+            "survey_questions[1].name",
+        ),
+        ([{"name": "Age", "label": "A", "kind": "text"}], "survey_questions[0].name"),
+        ([{"name": "a", "label": "A", "kind": "number", "min": 5, "max": 1}], "survey_questions[0].max"),
+        (
+            [{"name": "a", "label": "A", "kind": "choice", "options": ["x", "y"], "colour": "red"}],
+            "survey_questions[0].colour",
+        ),
+    ],
+)
 def test_survey_questions_are_validated_naming_question_and_key(questions, field):
     project = make_project()
     with pytest.raises(phases.PhaseRefused) as exc:
@@ -322,15 +374,15 @@ def test_training_items_are_never_allocated_interleaved_or_counted(tmp_artifacts
     assert {r["item"] for r in selectors.aggregated_items(project)} == seen
     from corpus.releases import build_release, release_file_path
 
-    release = build_release("wind", "1", kind="annotations", config={"projects": [project.slug],
-                                                                        "include_gold": True})
+    release = build_release("wind", "1", kind="annotations", config={"projects": [project.slug], "include_gold": True})
     rows = [json.loads(line) for line in release_file_path(release, "annotations.jsonl").read_text().splitlines()]
     assert {r["item_id"] for r in rows} == seen
 
 
 def test_a_gold_item_unmarked_as_training_goes_back_to_the_gold_pool():
-    project = make_project(training=False, gold_rate=1.0, consent_required=False, instructions_required=False,
-                           survey_enabled=False)
+    project = make_project(
+        training=False, gold_rate=1.0, consent_required=False, instructions_required=False, survey_enabled=False
+    )
     gold = list(Item.objects.filter(project=project, is_gold=True).values_list("pk", flat=True))
     phases.set_training_items(project, gold[:3])
     w = worker()
@@ -347,15 +399,17 @@ def test_the_annotations_release_carries_each_participants_phase_data(tmp_artifa
     through_gate(project, passed)
     train(project, passed, [True, True, True, False])
     assignment = services.reserve_next_assignment(project, passed)
-    services.submit_assignment(assignment, passed, {str(i.pk): {"label": "con"}
-                                                    for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, passed, {str(i.pk): {"label": "con"} for i in services.assignment_items(assignment)}
+    )
     phases.record_survey(project, passed, {"clarity": "Clear", "age_group": "18-34"})
     through_gate(project, failed)
     train(project, failed, [False] * 4)
     phases.start_retry(project, failed, attempt=1)
     train(project, failed, [True, False, False, False])
-    claim = phases.claim_record(project, source=Worker.Source.MTURK, claimed_id="AUNCONFIRMED",
-                                platform_assignment="A1")
+    claim = phases.claim_record(
+        project, source=Worker.Source.MTURK, claimed_id="AUNCONFIRMED", platform_assignment="A1"
+    )
     phases.record_consent(project, claim.worker, agreed=True)
 
     release = build_release("wind", "1", kind="annotations", config={"projects": [project.slug]})
@@ -366,8 +420,9 @@ def test_the_annotations_release_carries_each_participants_phase_data(tmp_artifa
     assert ok["project"] == project.slug and ok["outcome"] == "qualified" and ok["consent_at"]
     assert ok["consent_version"] == phases.consent_version(project.phases.consent_text)
     assert ok["training"]["score"] == 0.75 and len(ok["training"]["answers"]) == 4
-    assert ok["training"]["attempts"] == [{"attempt": 1, "right": 3, "counted": 4, "score": 0.75, "answered": 4,
-                                           "total": 4}]
+    assert ok["training"]["attempts"] == [
+        {"attempt": 1, "right": 3, "counted": 4, "score": 0.75, "answered": 4, "total": 4}
+    ]
     assert ok["survey"] == {"clarity": 3, "age_group": "18-34", "years": None, "comments": None}
     out = by_worker[failed.pk]
     assert out["outcome"] == "screened_out" and out["survey"] is None
@@ -391,11 +446,17 @@ def test_confirming_a_claim_moves_its_phase_record_to_the_confirmed_worker():
     hit = project.hits.first()
     from django.utils import timezone
 
-    assignment = services.reserve_hit_for_claim(project, hit.pk, source=Worker.Source.MTURK, claimed_id="AREAL",
-                                                external_id="A1", expires_at=timezone.now()
-                                                + timezone.timedelta(hours=1))
-    services.submit_assignment(assignment, assignment.worker, {str(i.pk): {"label": "pro"}
-                                                               for i in services.assignment_items(assignment)})
+    assignment = services.reserve_hit_for_claim(
+        project,
+        hit.pk,
+        source=Worker.Source.MTURK,
+        claimed_id="AREAL",
+        external_id="A1",
+        expires_at=timezone.now() + timezone.timedelta(hours=1),
+    )
+    services.submit_assignment(
+        assignment, assignment.worker, {str(i.pk): {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     phases.record_survey(project, phase_worker, {"clarity": "2", "age_group": "35+"}, finished_check=False)
     confirmed = services.confirm_assignment(assignment, source=Worker.Source.MTURK, external_id="AREAL")
     real = Worker.objects.get(source=Worker.Source.MTURK, external_id="AREAL")
@@ -452,20 +513,28 @@ def test_work_sends_the_worker_through_the_phase_pages_first(client):
     assert client.get(work)["Location"].endswith("/study/training/")  # still no HIT
     assert Assignment.objects.count() == 0
     # a training answer as hit.js sends it (JSON), then the feedback page
-    r = client.post(reverse("annotation:study-step", args=[project.slug, "training"]),
-                    json.dumps({"responses": {str(first.pk): {"label": "con"}}}), content_type="application/json")
+    r = client.post(
+        reverse("annotation:study-step", args=[project.slug, "training"]),
+        json.dumps({"responses": {str(first.pk): {"label": "con"}}}),
+        content_type="application/json",
+    )
     assert r.status_code == 200 and r.json()["correct"] is False
     page = client.get(r.json()["next"]).content.decode()
     assert "Not quite." in page and "It gives a reason for solar power." in page and 'id="expected-answer">pro<' in page
     # a refused answer names the field
     second = training_items(project)[1]
-    r = client.post(reverse("annotation:study-step", args=[project.slug, "training"]),
-                    json.dumps({"responses": {str(second.pk): {"label": "maybe"}}}), content_type="application/json")
+    r = client.post(
+        reverse("annotation:study-step", args=[project.slug, "training"]),
+        json.dumps({"responses": {str(second.pk): {"label": "maybe"}}}),
+        content_type="application/json",
+    )
     assert r.status_code == 400 and f"responses.{second.pk}.label" in r.json()["errors"]
     # the plain form post (no JavaScript) works too
     for item in training_items(project)[1:]:
-        r = client.post(reverse("annotation:study-step", args=[project.slug, "training"]),
-                        {"item": item.pk, f"item-{item.pk}-label": item.gold.expected["label"]})
+        r = client.post(
+            reverse("annotation:study-step", args=[project.slug, "training"]),
+            {"item": item.pk, f"item-{item.pk}-label": item.gold.expected["label"]},
+        )
         assert r.status_code == 302 and f"answered={item.pk}" in r["Location"]
     page = client.get(r["Location"]).content.decode()
     assert "See your result" in page
@@ -493,11 +562,13 @@ def test_survey_drafts_come_back_after_a_reload(client):
     project = make_project(training=False, consent_required=False, instructions_required=False)
     w = join(client, project)
     assignment = services.reserve_next_assignment(project, w)
-    services.submit_assignment(assignment, w, {str(i.pk): {"label": "pro"}
-                                               for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     url = reverse("annotation:study-step", args=[project.slug, "survey-draft"])
-    r = client.put(url, json.dumps({"answers": {"comments": "half a thought", "clarity": "2"}}),
-                   content_type="application/json")
+    r = client.put(
+        url, json.dumps({"answers": {"comments": "half a thought", "clarity": "2"}}), content_type="application/json"
+    )
     assert r.status_code == 204
     page = client.get(reverse("annotation:study-step", args=[project.slug, "survey"])).content.decode()
     assert "half a thought" in page and 'value="2" checked' in page
@@ -526,13 +597,15 @@ def test_done_and_screened_out_pages_send_the_worker_back_through_the_completion
         return {"url": f"https://platform.invalid/complete?cc={outcome.upper()}", "code": f"{outcome.upper()}-CODE"}
 
     monkeypatch.setattr(providers.completion_return, "provider", back)
-    project = make_project(training=True, consent_required=False, instructions_required=False,
-                           survey_enabled=False, max_attempts=1)
+    project = make_project(
+        training=True, consent_required=False, instructions_required=False, survey_enabled=False, max_attempts=1
+    )
     w = join(client, project)
     train(project, w, [True] * 4)
     assignment = services.reserve_next_assignment(project, w)
-    services.submit_assignment(assignment, w, {str(i.pk): {"label": "pro"}
-                                               for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     html = client.get(reverse("annotation:done", args=[project.slug])).content.decode()
     # the page goes back by a script countdown the participant can stop (no <meta http-equiv="refresh">: WCAG 2.2.1)
     assert 'href="https://platform.invalid/complete?cc=COMPLETED" id="back-to-platform-link"' in html
@@ -568,18 +641,26 @@ def researcher(client, staff_user):
 
 def phases_post(project, **overrides):
     gold = list(Item.objects.filter(project=project, is_gold=True).order_by("position").values_list("pk", flat=True))
-    data = {"consent_required": "on", "consent_text": "Agree?", "instructions_required": "on",
-            "training_enabled": "on", "pass_threshold": "0.5", "window": "0", "max_attempts": "2",
-            "screened_out_message": "", "survey_enabled": "on", "survey_questions": json.dumps(SURVEY),
-            "training_items": [str(pk) for pk in gold[:2]]}
+    data = {
+        "consent_required": "on",
+        "consent_text": "Agree?",
+        "instructions_required": "on",
+        "training_enabled": "on",
+        "pass_threshold": "0.5",
+        "window": "0",
+        "max_attempts": "2",
+        "screened_out_message": "",
+        "survey_enabled": "on",
+        "survey_questions": json.dumps(SURVEY),
+        "training_items": [str(pk) for pk in gold[:2]],
+    }
     data.update({f"explanation_{pk}": f"why {pk}" for pk in gold})
     data.update(overrides)
     return data
 
 
 def test_studio_phases_page_saves_every_phase_and_marks_training_items(client, researcher):
-    project = make_project(training=False, consent_required=False, instructions_required=False,
-                           survey_enabled=False)
+    project = make_project(training=False, consent_required=False, instructions_required=False, survey_enabled=False)
     url = reverse("annotation:studio-phases", args=[project.slug])
     page = client.get(url)
     assert page.status_code == 200 and 'id="training-items"' in page.content.decode()
@@ -594,18 +675,23 @@ def test_studio_phases_page_saves_every_phase_and_marks_training_items(client, r
     assert 'id="phase-counts"' in html and 'id="count-qualified">0<' in html
 
 
-@pytest.mark.parametrize("overrides, field, words", [
-    ({"survey_questions": "[{"}, "survey_questions", "not JSON"),
-    ({"survey_questions": json.dumps([{"name": "x", "label": "X", "kind": "likert", "scale": ["a"]}])},
-     "survey_questions", "survey_questions[0].scale"),
-    ({"consent_text": ""}, "consent_text", "write the consent text"),
-    ({"training_items": []}, "training_items", "no training items"),
-    ({"pass_threshold": "2"}, "pass_threshold", "less than or equal to 1"),
-    ({"window": "9"}, "window", "2 training item(s)"),
-])
+@pytest.mark.parametrize(
+    "overrides, field, words",
+    [
+        ({"survey_questions": "[{"}, "survey_questions", "not JSON"),
+        (
+            {"survey_questions": json.dumps([{"name": "x", "label": "X", "kind": "likert", "scale": ["a"]}])},
+            "survey_questions",
+            "survey_questions[0].scale",
+        ),
+        ({"consent_text": ""}, "consent_text", "write the consent text"),
+        ({"training_items": []}, "training_items", "no training items"),
+        ({"pass_threshold": "2"}, "pass_threshold", "less than or equal to 1"),
+        ({"window": "9"}, "window", "2 training item(s)"),
+    ],
+)
 def test_studio_phases_form_errors_name_the_field_and_write_nothing(client, researcher, overrides, field, words):
-    project = make_project(training=False, consent_required=False, instructions_required=False,
-                           survey_enabled=False)
+    project = make_project(training=False, consent_required=False, instructions_required=False, survey_enabled=False)
     before = StudyPhases.objects.get(project=project).updated_at
     r = client.post(reverse("annotation:studio-phases", args=[project.slug]), phases_post(project, **overrides))
     assert r.status_code == 400
@@ -624,8 +710,17 @@ def test_the_studio_project_page_counts_who_passed_each_phase(client, researcher
     worker("c")
     phases.record_consent(project, worker("c"), agreed=True)
     counts = selectors.phase_counts(project)
-    assert counts == {"participants": 3, "consented": 3, "instructions": 2, "trained": 2, "qualified": 1,
-                      "screened_out": 0, "surveyed": 0, "retrying": 1, "unconfirmed": 0}
+    assert counts == {
+        "participants": 3,
+        "consented": 3,
+        "instructions": 2,
+        "trained": 2,
+        "qualified": 1,
+        "screened_out": 0,
+        "surveyed": 0,
+        "retrying": 1,
+        "unconfirmed": 0,
+    }
     html = client.get(reverse("annotation:studio-project", args=[project.slug])).content.decode()
     assert 'id="count-consented">3<' in html and 'id="count-retrying">1<' in html
 
@@ -643,11 +738,20 @@ def test_admin_shows_phases_and_read_only_participation(client, admin_user_obj):
     assert client.get(reverse("admin:annotation_participation_add")).status_code == 403
     r = client.get(reverse("admin:annotation_studyphases_change", args=[project.pk]))
     assert r.status_code == 200 and "consent_text" in r.content.decode()
-    data = {"consent_required": "on", "consent_text": "", "pass_threshold": "0.8", "window": "0",
-            "max_attempts": "2", "screened_out_message": "", "survey_questions": "[]", "training_enabled": "on"}
+    data = {
+        "consent_required": "on",
+        "consent_text": "",
+        "pass_threshold": "0.8",
+        "window": "0",
+        "max_attempts": "2",
+        "screened_out_message": "",
+        "survey_questions": "[]",
+        "training_enabled": "on",
+    }
     r = client.post(reverse("admin:annotation_studyphases_change", args=[project.pk]), data)
-    assert r.status_code == 200 and "consent_text" in r.content.decode() and "write the consent text" in \
-        r.content.decode()
+    assert (
+        r.status_code == 200 and "consent_text" in r.content.decode() and "write the consent text" in r.content.decode()
+    )
     assert StudyPhases.objects.get(project=project).consent_text.startswith("# Consent")  # nothing written
     data["consent_text"] = "New text."
     r = client.post(reverse("admin:annotation_studyphases_change", args=[project.pk]), data)
@@ -687,11 +791,14 @@ def test_one_address_starts_a_bounded_number_of_claim_records(settings):
     settings.ARGORA_UNCONFIRMED_PER_ADDRESS = 1
     project = make_project()
     for n in range(2):
-        phases.claim_record(project, source=Worker.Source.MTURK, claimed_id=f"AFAKE{n}", platform_assignment="A",
-                            client="203.0.113.9")
-    phases.claim_record(project, source=Worker.Source.MTURK, claimed_id="AFAKE0", platform_assignment="B",
-                        client="203.0.113.9")  # an existing claim's record: no new row, no count
+        phases.claim_record(
+            project, source=Worker.Source.MTURK, claimed_id=f"AFAKE{n}", platform_assignment="A", client="203.0.113.9"
+        )
+    phases.claim_record(
+        project, source=Worker.Source.MTURK, claimed_id="AFAKE0", platform_assignment="B", client="203.0.113.9"
+    )  # an existing claim's record: no new row, no count
     with pytest.raises(services.TooManyUnconfirmed):
-        phases.claim_record(project, source=Worker.Source.MTURK, claimed_id="AFAKE9", platform_assignment="A",
-                            client="203.0.113.9")
+        phases.claim_record(
+            project, source=Worker.Source.MTURK, claimed_id="AFAKE9", platform_assignment="A", client="203.0.113.9"
+        )
     assert Participation.objects.filter(project=project).count() == 2

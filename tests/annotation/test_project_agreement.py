@@ -1,4 +1,5 @@
 """Per-project agreement (annotation.agreement: records, table, snapshots, scheduling), the recompute task, the dashboards and adjudication."""
+
 from __future__ import annotations
 
 import csv
@@ -14,11 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services
-from annotation.agreement import krippendorff_alpha
-from annotation.agreement import records, scheduling, snapshots
+from annotation.agreement import krippendorff_alpha, records, scheduling, snapshots
 from annotation.agreement import table as agreement_table
-from annotation.models import (Adjudication, AgreementSnapshot, GoldItem, GoldRecord, Item, Project, Response,
-                               Worker)
+from annotation.models import Adjudication, AgreementSnapshot, GoldItem, GoldRecord, Item, Project, Response, Worker
 from annotation.selectors import EXPERT_GROUP
 
 pytestmark = pytest.mark.django_db
@@ -26,8 +25,14 @@ pytestmark = pytest.mark.django_db
 LABELS = ["pro", "con", "none"]
 
 
-def build_project(answers: dict[str, list[str]], *, topics: list[str] | None = None, slug: str = "stance",
-                  experts: tuple[str, ...] = (), now=None) -> Project:
+def build_project(
+    answers: dict[str, list[str]],
+    *,
+    topics: list[str] | None = None,
+    slug: str = "stance",
+    experts: tuple[str, ...] = (),
+    now=None,
+) -> Project:
     """A sentence_label project whose items are answered as ``answers`` says: {username: [label per item]}.
 
     All items are in one HIT; each user submits one assignment, in the order of ``answers`` (a minute apart)."""
@@ -36,11 +41,18 @@ def build_project(answers: dict[str, list[str]], *, topics: list[str] | None = N
 
     n_items = len(next(iter(answers.values())))
     topics = topics or ["nuclear energy"] * n_items
-    project = services.create_project(name=slug, slug=slug, task_type="sentence_label", config={"labels": LABELS},
-                                      assignments_per_item=len(answers), items_per_hit=n_items,
-                                      status=Project.Status.ACTIVE)
-    services.add_items(project, [{"sentence_id": None, "text": f"Sentence number {i}.", "topic": topics[i]}
-                                 for i in range(n_items)])
+    project = services.create_project(
+        name=slug,
+        slug=slug,
+        task_type="sentence_label",
+        config={"labels": LABELS},
+        assignments_per_item=len(answers),
+        items_per_hit=n_items,
+        status=Project.Status.ACTIVE,
+    )
+    services.add_items(
+        project, [{"sentence_id": None, "text": f"Sentence number {i}.", "topic": topics[i]} for i in range(n_items)]
+    )
     services.build_hits(project)
     items = list(Item.objects.filter(project=project).order_by("position"))
     now = now or timezone.now()
@@ -55,8 +67,9 @@ def build_project(answers: dict[str, list[str]], *, topics: list[str] | None = N
         responses = {str(item.pk): {"label": lab or "none"} for item, lab in zip(items, labels)}
         services.submit_assignment(assignment, worker, responses, now=t + timedelta(seconds=30))
         # None = a missing value (the HIT page requires every answer, so drop the stored one)
-        Response.objects.filter(assignment=assignment,
-                                item__in=[item for item, lab in zip(items, labels) if lab is None]).delete()
+        Response.objects.filter(
+            assignment=assignment, item__in=[item for item, lab in zip(items, labels) if lab is None]
+        ).delete()
     return project
 
 
@@ -86,9 +99,11 @@ def test_two_coders_known_kappa_and_percent_agreement():
 
 
 def test_three_coders_alpha_equals_library_alpha_on_the_same_matrix():
-    answers = {"a": ["pro", "con", "none", "pro", "con", "pro"],
-               "b": ["pro", "con", "con", "pro", "none", "pro"],
-               "c": ["con", "con", "none", "pro", "con", None]}
+    answers = {
+        "a": ["pro", "con", "none", "pro", "con", "pro"],
+        "b": ["pro", "con", "con", "pro", "none", "pro"],
+        "c": ["con", "con", "none", "pro", "con", None],
+    }
     project = build_project(answers)
     t = agreement_table.project_table(project.slug)
     matrix = [answers[u] for u in ("a", "b", "c")]
@@ -110,8 +125,11 @@ def test_three_coders_alpha_equals_library_alpha_on_the_same_matrix():
 
 
 def test_topics_and_crowd_vs_expert():
-    answers = {"crowd1": ["pro", "con", "pro", "con"], "crowd2": ["pro", "con", "con", "con"],
-               "boss": ["pro", "con", "pro", "pro"]}
+    answers = {
+        "crowd1": ["pro", "con", "pro", "con"],
+        "crowd2": ["pro", "con", "con", "con"],
+        "boss": ["pro", "con", "pro", "pro"],
+    }
     project = build_project(answers, topics=["nuclear", "nuclear", "guns", "guns"], experts=("boss",))
     t = agreement_table.project_table(project.slug)
     topics = {row["topic"]: row for row in t["topics"]}
@@ -128,8 +146,7 @@ def test_topics_and_crowd_vs_expert():
 
 def test_gold_accuracy_in_worker_quality():
     project = build_project({"a": ["pro", "con"], "b": ["pro", "pro"]})
-    gold_item = Item.objects.create(project=project, payload={"text": "gold", "topic": "t"}, is_gold=True,
-                                    position=99)
+    gold_item = Item.objects.create(project=project, payload={"text": "gold", "topic": "t"}, is_gold=True, position=99)
     GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
     a = Worker.objects.get(user__username="a")
     GoldRecord.objects.create(worker=a, item=gold_item, assignment=a.assignments.first(), correct=True, score=1.0)
@@ -178,8 +195,7 @@ def test_reliability_hook_default_raises():
 def test_recompute_task_stores_snapshots_and_is_idempotent():
     from annotation.tasks import recompute_agreement
 
-    project = build_project({"a": ["pro", "con", "pro"], "b": ["pro", "con", "con"]},
-                            topics=["x", "x", "y"])
+    project = build_project({"a": ["pro", "con", "pro"], "b": ["pro", "con", "con"]}, topics=["x", "x", "y"])
     result = recompute_agreement(project.pk)
     assert result["stored"] == 3  # project, topic:x, topic:y
     snap = snapshots.latest_snapshot(project)
@@ -218,14 +234,19 @@ def test_submission_signal_schedules_a_debounced_recompute(django_capture_on_com
 # --- pages ---------------------------------------------------------------------------------------
 @pytest.fixture
 def project3():
-    return build_project({"a": ["pro", "con", "none", "pro"], "b": ["pro", "con", "con", "pro"],
-                          "c": ["pro", "none", "con", "con"]}, topics=["nuclear", "nuclear", "guns", "guns"])
+    return build_project(
+        {"a": ["pro", "con", "none", "pro"], "b": ["pro", "con", "con", "pro"], "c": ["pro", "none", "con", "con"]},
+        topics=["nuclear", "nuclear", "guns", "guns"],
+    )
 
 
 def test_pages_are_staff_only(client, django_user_model, project3):
-    urls = [reverse("annotation:dashboards"), reverse("annotation:agreement", args=[project3.slug]),
-            reverse("annotation:agreement-items", args=[project3.slug]),
-            reverse("annotation:agreement-csv", args=[project3.slug, "summary"])]
+    urls = [
+        reverse("annotation:dashboards"),
+        reverse("annotation:agreement", args=[project3.slug]),
+        reverse("annotation:agreement-items", args=[project3.slug]),
+        reverse("annotation:agreement-csv", args=[project3.slug, "summary"]),
+    ]
     for url in urls:
         assert client.get(url).status_code == 302  # anonymous -> login
     client.force_login(django_user_model.objects.get(username="a"))  # a crowdworker
@@ -233,8 +254,10 @@ def test_pages_are_staff_only(client, django_user_model, project3):
         assert client.get(url).status_code == 403
     assert client.post(reverse("annotation:agreement-recompute", args=[project3.slug])).status_code == 403
     item = Item.objects.filter(project=project3).first()
-    assert client.post(reverse("annotation:adjudicate", args=[project3.slug, item.pk]),
-                       {"label": "pro"}).status_code == 403
+    assert (
+        client.post(reverse("annotation:adjudicate", args=[project3.slug, item.pk]), {"label": "pro"}).status_code
+        == 403
+    )
     assert not Adjudication.objects.exists()
 
 
@@ -244,7 +267,7 @@ def test_agreement_page_shows_figures_and_charts(client, staff_user, project3):
     assert r.status_code == 200
     html = r.content.decode()
     t = agreement_table.project_table(project3.slug)
-    assert f'{t["alpha"]:.3f}' in html and f'{t["percent_agreement"]:.3f}' in html
+    assert f"{t['alpha']:.3f}" in html and f"{t['percent_agreement']:.3f}" in html
     for chart in ("chart-histogram", "chart-workers", "chart-time", "chart-topics"):
         assert f'id="{chart}"' in html
     assert html.count("<svg") >= 4
@@ -282,8 +305,9 @@ def test_items_drilldown_lowest_first_and_adjudication(client, staff_user, proje
     # item 3 (none/con/con) and item 2 (con/con/none) have agreement 1/3; item 1 all pro -> listed last
     assert html.index(f'id="item-{items[1].pk}"') < html.index(f'id="item-{items[0].pk}"')
     before = timezone.now()
-    r = client.post(reverse("annotation:adjudicate", args=[project3.slug, items[2].pk]),
-                    {"label": "con", "note": "clearly against"})
+    r = client.post(
+        reverse("annotation:adjudicate", args=[project3.slug, items[2].pk]), {"label": "con", "note": "clearly against"}
+    )
     assert r.status_code == 302
     adj = Adjudication.objects.get(item=items[2])
     assert adj.answer == {"label": "con"} and adj.expert == staff_user and adj.created_at >= before
@@ -297,8 +321,9 @@ def test_items_drilldown_lowest_first_and_adjudication(client, staff_user, proje
     # an item of another project is 404
     other = build_project({"x": ["pro"], "y": ["con"]}, slug="other")
     oi = Item.objects.filter(project=other).first()
-    assert client.post(reverse("annotation:adjudicate", args=[project3.slug, oi.pk]),
-                       {"label": "pro"}).status_code == 404
+    assert (
+        client.post(reverse("annotation:adjudicate", args=[project3.slug, oi.pk]), {"label": "pro"}).status_code == 404
+    )
 
 
 def _csv(client, url):
@@ -338,14 +363,23 @@ def test_unitized_figures_equal_alpha_u_of_the_same_spans():
     """Span tasks: alpha is alpha_u (one group of items answered by the same coders = plain alpha_u)."""
     from annotation.agreement import spans_on_continuum, unitized_alpha
 
-    spans = [("worker:1", 10, 0, 4, "aspect"), ("worker:2", 10, 0, 4, "aspect"), ("worker:1", 11, 5, 3, "aspect"),
-             ("worker:2", 11, 6, 3, "aspect"), ("worker:3", 10, 1, 3, "aspect")]
+    spans = [
+        ("worker:1", 10, 0, 4, "aspect"),
+        ("worker:2", 10, 0, 4, "aspect"),
+        ("worker:1", 11, 5, 3, "aspect"),
+        ("worker:2", 11, 6, 3, "aspect"),
+        ("worker:3", 10, 1, 3, "aspect"),
+    ]
     items = [(10, 20), (11, 15)]
     coders = ["worker:1", "worker:2", "worker:3"]
-    rel = {"level": "nominal", "coders": coders, "units": ["u1", "u2"], "unit_item": [10, 11],
-           "matrix": [["1", "1"], ["1", "0"], ["1", None]],
-           "unitized": {"items": items, "spans": spans, "coders": coders,
-                        "item_coders": {10: coders, 11: coders}}}
+    rel = {
+        "level": "nominal",
+        "coders": coders,
+        "units": ["u1", "u2"],
+        "unit_item": [10, 11],
+        "matrix": [["1", "1"], ["1", "0"], ["1", None]],
+        "unitized": {"items": items, "spans": spans, "coders": coders, "item_coders": {10: coders, 11: coders}},
+    }
     flat, total = spans_on_continuum(spans, items)
     f = agreement_table.figures(rel, bootstrap=0)
     assert f["level"] == "unitized"
@@ -355,8 +389,9 @@ def test_unitized_figures_equal_alpha_u_of_the_same_spans():
     f2 = agreement_table.figures(rel, bootstrap=0)
     assert f2["alpha_u_groups"] == 2
     a10 = unitized_alpha(*spans_on_continuum([s for s in spans if s[1] == 10], [items[0]]), coders=coders).alpha_u
-    a11 = unitized_alpha(*spans_on_continuum([s for s in spans if s[1] == 11], [items[1]]),
-                         coders=["worker:1", "worker:2"]).alpha_u
+    a11 = unitized_alpha(
+        *spans_on_continuum([s for s in spans if s[1] == 11], [items[1]]), coders=["worker:1", "worker:2"]
+    ).alpha_u
     assert f2["alpha"] == pytest.approx((a10 * 20 + a11 * 15) / 35)
 
 
@@ -386,28 +421,38 @@ def submit_raw(project, answers: dict[str, dict[int, dict]], *, staff: tuple[str
     for k, (name, by_item) in enumerate(answers.items()):
         user = User.objects.filter(username=name).first() or User.objects.create_user(name, is_staff=name in staff)
         worker = services.worker_for_user(user)
-        a = Assignment.objects.create(project=project, hit=hit, worker=worker, status=Assignment.Status.SUBMITTED,
-                                      reserved_at=now, expires_at=now + timedelta(hours=1),
-                                      submitted_at=now + timedelta(minutes=k))
-        Response.objects.bulk_create([Response(assignment=a, item_id=item_id, data=data)
-                                      for item_id, data in by_item.items()])
+        a = Assignment.objects.create(
+            project=project,
+            hit=hit,
+            worker=worker,
+            status=Assignment.Status.SUBMITTED,
+            reserved_at=now,
+            expires_at=now + timedelta(hours=1),
+            submitted_at=now + timedelta(minutes=k),
+        )
+        Response.objects.bulk_create(
+            [Response(assignment=a, item_id=item_id, data=data) for item_id, data in by_item.items()]
+        )
 
 
 def test_reference_answers_are_the_expert_when_no_staff_submitted(django_user_model):
     """No expert submitted HITs: gold expected answers and the latest adjudications stand in as one expert coder."""
-    project = build_project({"a": ["pro", "con", "none", "pro"], "b": ["pro", "con", "con", "con"],
-                             "c": ["con", "con", "none", "pro"]})
+    project = build_project(
+        {"a": ["pro", "con", "none", "pro"], "b": ["pro", "con", "con", "con"], "c": ["con", "con", "none", "pro"]}
+    )
     items = list(Item.objects.filter(project=project).order_by("position"))
     boss = django_user_model.objects.create_user("boss", is_staff=True)
     Adjudication.objects.create(item=items[0], answer={"label": "pro"}, expert=boss)
     Adjudication.objects.create(item=items[2], answer={"label": "none"}, expert=boss)
     Adjudication.objects.create(item=items[2], answer={"label": "con"}, expert=boss)  # the latest one counts
-    gold_item = Item.objects.create(project=project, payload={"text": "gold", "topic": "nuclear energy"},
-                                    is_gold=True, position=99)
+    gold_item = Item.objects.create(
+        project=project, payload={"text": "gold", "topic": "nuclear energy"}, is_gold=True, position=99
+    )
     GoldItem.objects.create(item=gold_item, expected={"label": "con"})
     for name, label in (("a", "con"), ("b", "con"), ("c", "pro")):  # the crowd's answers to the gold item
-        Response.objects.create(assignment=Worker.objects.get(user__username=name).assignments.get(),
-                                item=gold_item, data={"label": label})
+        Response.objects.create(
+            assignment=Worker.objects.get(user__username=name).assignments.get(), item=gold_item, data={"label": label}
+        )
     t = agreement_table.project_table(project.slug)
     assert t["n_units"] == 4  # gold responses stay out of the project's own figures
     cve = t["crowd_vs_expert"]
@@ -432,14 +477,25 @@ def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
     """The groups' majority spans (_group_spans) as two coders, alpha_u worked out by hand."""
     crowd, experts = {"worker:1", "worker:2", "worker:3"}, {"worker:9"}
     coders = ["worker:1", "worker:2", "worker:3", "worker:9"]
-    spans = [("worker:1", 10, 2, 3, "aspect"), ("worker:2", 10, 2, 3, "aspect"), ("worker:3", 10, 5, 2, "aspect"),
-             ("worker:9", 10, 2, 4, "aspect")]
-    rel = {"level": "nominal", "coders": coders, "units": ["10:2:3", "10:5:2", "10:2:4"], "unit_item": [10, 10, 10],
-           "matrix": [["1", "0", "0"], ["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]],
-           "unitized": {"items": [(10, 10)], "spans": spans, "coders": coders, "item_coders": {10: coders}}}
+    spans = [
+        ("worker:1", 10, 2, 3, "aspect"),
+        ("worker:2", 10, 2, 3, "aspect"),
+        ("worker:3", 10, 5, 2, "aspect"),
+        ("worker:9", 10, 2, 4, "aspect"),
+    ]
+    rel = {
+        "level": "nominal",
+        "coders": coders,
+        "units": ["10:2:3", "10:5:2", "10:2:4"],
+        "unit_item": [10, 10, 10],
+        "matrix": [["1", "0", "0"], ["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]],
+        "unitized": {"items": [(10, 10)], "spans": spans, "coders": coders, "item_coders": {10: coders}},
+    }
     # crowd: [2, 5) chosen by 2 of 3 (a strict majority), [5, 7) by 1 of 3 (dropped); expert: [2, 6)
-    assert agreement_table._group_spans(spans, {10: coders}, crowd, experts) == [("crowd", 10, 2, 3, "aspect"),
-                                                                     ("expert", 10, 2, 4, "aspect")]
+    assert agreement_table._group_spans(spans, {10: coders}, crowd, experts) == [
+        ("crowd", 10, 2, 3, "aspect"),
+        ("expert", 10, 2, 4, "aspect"),
+    ]
     out = agreement_table._crowd_vs_expert(rel, crowd, experts, 0)
     between = out["between"]
     assert between["level"] == "unitized" and between["alpha_u"] == between["alpha"]
@@ -454,21 +510,34 @@ def test_crowd_vs_expert_alpha_u_on_aspect_spans_by_hand():
 
 def test_span_grounding_token_kappa_by_hand_and_cli_alpha_u():
     """Token-level Cohen's kappa of a span_grounding project (annotation.task_types.span_grounding.agreement), and the CLI's alpha_u."""
-    project = services.create_project(name="Spans", slug="spans-kappa", task_type="span_grounding",
-                                      status=Project.Status.ACTIVE, config={})
+    project = services.create_project(
+        name="Spans", slug="spans-kappa", task_type="span_grounding", status=Project.Status.ACTIVE, config={}
+    )
     text = "a b c d e f g h i j"  # token i = [2i, 2i+1)
-    item = Item.objects.create(project=project, position=0, payload={
-        "text": text, "topic": "t", "tokens": [[2 * i, 2 * i + 1] for i in range(10)], "variables": []})
-    submit_raw(project, {
-        "s1": {item.pk: {"spans": [{"begin": 0, "end": 3, "variable": 7}, {"begin": 8, "end": 11, "variable": None}]}},
-        "s2": {item.pk: {"spans": [{"begin": 0, "end": 5, "variable": 7}, {"begin": 10, "end": 13, "variable": 9}]}},
-    })
+    item = Item.objects.create(
+        project=project,
+        position=0,
+        payload={"text": text, "topic": "t", "tokens": [[2 * i, 2 * i + 1] for i in range(10)], "variables": []},
+    )
+    submit_raw(
+        project,
+        {
+            "s1": {
+                item.pk: {"spans": [{"begin": 0, "end": 3, "variable": 7}, {"begin": 8, "end": 11, "variable": None}]}
+            },
+            "s2": {
+                item.pk: {"spans": [{"begin": 0, "end": 5, "variable": 7}, {"begin": 10, "end": 13, "variable": 9}]}
+            },
+        },
+    )
     rel = agreement_table.reliability_data(project, records.load_responses(project))
     # tokens:  0   1   2   3   4      5      6   7  8  9
     # s1:      v7  v7  O   O   other  other  O   O  O  O
     # s2:      v7  v7  v7  O   O      v9     v9  O  O  O
-    assert rel["matrix"] == [["v7", "v7", "O", "O", "other", "other", "O", "O", "O", "O"],
-                             ["v7", "v7", "v7", "O", "O", "v9", "v9", "O", "O", "O"]]
+    assert rel["matrix"] == [
+        ["v7", "v7", "O", "O", "other", "other", "O", "O", "O", "O"],
+        ["v7", "v7", "v7", "O", "O", "v9", "v9", "O", "O", "O"],
+    ]
     f = agreement_table.figures(rel, bootstrap=0)
     # p_o = 6/10; p_e = (v7 2*3 + O 6*5) / 100 = 0.36; kappa = (0.6 - 0.36) / 0.64 = 0.375
     assert f["percent_agreement"] == pytest.approx(0.6)
@@ -489,9 +558,13 @@ def test_adjudicate_an_aspect_project_from_the_dashboard(client, staff_user):
     text = item.payload["text"]
     sid = span(text, "background checks")
     b, ln = map(int, sid.split(":"))
-    submit_raw(project, {"w1": {item.pk: {"aspects": [{"begin": b, "length": ln, "text": text[b:b + ln]}],
-                                          "no_aspect": False}},
-                         "w2": {item.pk: {"aspects": [], "no_aspect": True}}})
+    submit_raw(
+        project,
+        {
+            "w1": {item.pk: {"aspects": [{"begin": b, "length": ln, "text": text[b : b + ln]}], "no_aspect": False}},
+            "w2": {item.pk: {"aspects": [], "no_aspect": True}},
+        },
+    )
     client.force_login(staff_user)
     url = reverse("annotation:adjudicate", args=[project.slug, item.pk])
     r = client.post(url, {"aspects": [sid], "note": "the checks"})
@@ -529,8 +602,9 @@ def test_dashboards_index_csv(client, staff_user, project3):
     assert by_slug[empty.slug]["alpha"] == "" and by_slug[empty.slug]["computed_at"] == ""
 
 
-def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff_user, project3, monkeypatch,
-                                                                   django_capture_on_commit_callbacks):
+def test_first_view_of_a_large_project_enqueues_and_says_computing(
+    client, staff_user, project3, monkeypatch, django_capture_on_commit_callbacks
+):
     from annotation.dashboards import views as dashboards
     from annotation.tasks import recompute_agreement
 
@@ -549,8 +623,9 @@ def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff
         assert apply_async.call_count == 1  # enqueued once, not on every reload
         r = client.get(reverse("annotation:agreement-csv", args=[project3.slug, "summary"]))
         assert r.status_code == 503 and r["Retry-After"] == str(dashboards.COMPUTING_RETRY_SECONDS)
-        assert 'id="computing"' in client.get(reverse("annotation:agreement-items",
-                                                      args=[project3.slug])).content.decode()
+        assert (
+            'id="computing"' in client.get(reverse("annotation:agreement-items", args=[project3.slug])).content.decode()
+        )
     assert not AgreementSnapshot.objects.filter(project=project3).exists()  # nothing computed in the request
     recompute_agreement(project3.pk)  # what the worker does
     html = client.get(url).content.decode()
@@ -561,27 +636,31 @@ def test_first_view_of_a_large_project_enqueues_and_says_computing(client, staff
 def test_worker_scatter_uses_competence_without_gold_and_gold_accuracy_with_it(client, staff_user, project3):
     client.force_login(staff_user)
     html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
-    scatter = html[html.index('id="chart-workers"'):]
-    scatter = scatter[:scatter.index("</svg>")]
+    scatter = html[html.index('id="chart-workers"') :]
+    scatter = scatter[: scatter.index("</svg>")]
     assert "Workers: LOO vs Dawid-Skene competence, n = 3 workers" in scatter
     assert scatter.count('class="mark') == 3  # every worker has both values
     assert scatter.count('class="mark weak"') == 3  # 4 shared units each: fewer than MIN_WORKER_UNITS
-    gold_item = Item.objects.create(project=project3, payload={"text": "gold", "topic": "t"}, is_gold=True,
-                                    position=99)
+    gold_item = Item.objects.create(project=project3, payload={"text": "gold", "topic": "t"}, is_gold=True, position=99)
     GoldItem.objects.create(item=gold_item, expected={"label": "pro"})
     a = Worker.objects.get(user__username="a")
     GoldRecord.objects.create(worker=a, item=gold_item, assignment=a.assignments.first(), correct=True, score=1.0)
     snapshots.store_snapshots(project3)
     html = client.get(reverse("annotation:agreement", args=[project3.slug])).content.decode()
-    scatter = html[html.index('id="chart-workers"'):]
-    scatter = scatter[:scatter.index("</svg>")]
+    scatter = html[html.index('id="chart-workers"') :]
+    scatter = scatter[: scatter.index("</svg>")]
     assert "Workers: LOO vs gold accuracy, n = 1 worker" in scatter and scatter.count('class="mark') == 1
 
 
-@pytest.mark.parametrize("task_type,url_name", [("bws_similarity", "annotation:bws"),
-                                                ("validity_novelty", "annotation:valnov"),
-                                                ("pairwise_preference", "annotation:ratings-results"),
-                                                ("likert_debate", "annotation:ratings-results")])
+@pytest.mark.parametrize(
+    "task_type,url_name",
+    [
+        ("bws_similarity", "annotation:bws"),
+        ("validity_novelty", "annotation:valnov"),
+        ("pairwise_preference", "annotation:ratings-results"),
+        ("likert_debate", "annotation:ratings-results"),
+    ],
+)
 def test_task_types_with_their_own_results_page_are_linked(client, staff_user, task_type, url_name):
     project = services.create_project(name=f"P {task_type}", slug=task_type.replace("_", "-"), task_type=task_type)
     client.force_login(staff_user)

@@ -2,13 +2,14 @@
 project, phases and items, the reservation with its HIT's items) build the instances the ORM builds: every concrete
 field equal, values converted as the ORM converts them (JSON, aware datetimes, booleans on SQLite), missing outer
 rows as ``None``. Runs on SQLite and on PostgreSQL (whichever DATABASE_URL names)."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
 from annotation import selectors, services
 from annotation.auth import WorkerTokenAuthentication, cached_worker
-from annotation.models import Assignment, HITItem, Item, Project, StudyPhases
+from annotation.models import Assignment, HITItem, Item, StudyPhases
 from tests.factories import ProjectFactory
 
 
@@ -17,17 +18,28 @@ def fields(obj):
 
 
 def make_project(slug, **kw):
-    return ProjectFactory(name=slug, slug=slug, config={"labels": ["pro", "con"], "note": "ünïcode ✓"},
-                          items=[{"text": f"s{i} «quoted» ✓", "topic": "t", "nested": {"n": i, "l": [1, None]}}
-                                 for i in range(9)], items_per_hit=3, assignments_per_item=2, **kw)
+    return ProjectFactory(
+        name=slug,
+        slug=slug,
+        config={"labels": ["pro", "con"], "note": "ünïcode ✓"},
+        items=[{"text": f"s{i} «quoted» ✓", "topic": "t", "nested": {"n": i, "l": [1, None]}} for i in range(9)],
+        items_per_hit=3,
+        assignments_per_item=2,
+        **kw,
+    )
 
 
 @pytest.mark.django_db
 def test_the_submitted_assignment_is_read_with_its_project_phases_and_items_as_the_orm_reads_them(
-        django_user_model, django_assert_num_queries):
+    django_user_model, django_assert_num_queries
+):
     project = make_project("raw")
-    StudyPhases.objects.create(project=project, survey_enabled=True, pass_threshold=0.75,
-                               survey_questions=[{"id": "q1", "text": "Why?", "kind": "text"}])
+    StudyPhases.objects.create(
+        project=project,
+        survey_enabled=True,
+        pass_threshold=0.75,
+        survey_questions=[{"id": "q1", "text": "Why?", "kind": "text"}],
+    )
     worker = services.worker_for_user(django_user_model.objects.create_user("alice"))
     held = services.reserve_next_assignment(project, worker)
     services.save_draft(held, worker, {}, feedback="x")
@@ -41,8 +53,9 @@ def test_the_submitted_assignment_is_read_with_its_project_phases_and_items_as_t
         phases = selectors.phase_config(read.project)
     assert fields(phases) == fields(orm.project.phases) and phases.survey_enabled is True
     assert read.has_gold is False
-    hit_items = [hi.item for hi in HITItem.objects.filter(hit_id=held.hit_id).select_related("item")
-                 .order_by("position")]
+    hit_items = [
+        hi.item for hi in HITItem.objects.filter(hit_id=held.hit_id).select_related("item").order_by("position")
+    ]
     assert [fields(i) for i in services.items.items_read(read).hit_items] == [fields(i) for i in hit_items]
     assert services.items.items_read(read).hit_items[0].payload["nested"]["l"] == [1, None]
     assert [i.pk for i in services.assignment_items(read)] == [i.pk for i in hit_items]
@@ -106,8 +119,9 @@ def test_instances_are_built_as_from_db_builds_them_and_init_receivers_are_honou
     held = services.reserve_next_assignment(project, worker)
     read = services.items.items_read(held).hit_items[0]
     orm = Item.objects.get(pk=read.pk)
-    assert {k: v for k, v in vars(read).items() if k != "_state"} == {k: v for k, v in vars(orm).items()
-                                                                       if k != "_state"}
+    assert {k: v for k, v in vars(read).items() if k != "_state"} == {
+        k: v for k, v in vars(orm).items() if k != "_state"
+    }
     assert (read._state.adding, read._state.db) == (False, orm._state.db) and read == orm
     assert read.project == project and read.project.slug == "raw-inst"
     read.payload = {**read.payload, "text": "changed"}

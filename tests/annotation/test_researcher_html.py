@@ -3,6 +3,7 @@ API, the admin's form, the studio's settings -- and again where it is shown, so 
 existed (written here with a queryset ``.update()``) reach no page with a script: the HIT page, the instructions,
 the consent and screened-out pages. Plain text a Researcher sets (the name, labels, items) is escaped; the
 survey's questions and the training explanations are checked in tests/browser/test_xss.py."""
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,10 @@ from tests.factories import ProjectFactory
 pytestmark = pytest.mark.django_db
 
 RUN = "window.__xss=1"
-DIRTY = (f'<p>Mark <b>each</b> sentence.</p><img src=x onerror={RUN}><script>{RUN}</script>'
-         f'<a href="javascript:{RUN}">link</a>"><svg onload={RUN}>')
+DIRTY = (
+    f"<p>Mark <b>each</b> sentence.</p><img src=x onerror={RUN}><script>{RUN}</script>"
+    f'<a href="javascript:{RUN}">link</a>"><svg onload={RUN}>'
+)
 CLEAN = '<p>Mark <b>each</b> sentence.</p><img src="x"><a rel="noopener noreferrer">link</a>"&gt;'
 LABELS = [f'pro"><script>{RUN}</script>', f"con<img src=x onerror={RUN}>", "none"]
 
@@ -38,7 +41,8 @@ def injected(html: str) -> list[str]:
         if tag.startswith("<script") and "src=" not in tag and "nonce=" not in tag:
             bad.append(tag)
         elif re.search(r"\son[a-z]+\s*=", names, flags=re.IGNORECASE) or re.search(
-                r"""(href|src|action)\s*=\s*["']?\s*javascript:""", tag, flags=re.IGNORECASE):
+            r"""(href|src|action)\s*=\s*["']?\s*javascript:""", tag, flags=re.IGNORECASE
+        ):
             bad.append(tag)
     return bad
 
@@ -51,9 +55,17 @@ def researcher(django_user_model):
 
 
 def make_project(**extra) -> Project:
-    return ProjectFactory(name=f"Study<script>{RUN}</script>", config={"labels": LABELS}, guidelines=DIRTY,
-                          assignments_per_item=1, items_per_hit=2, text=f"Text {{i}}<img src=x onerror={RUN}>",
-                          topic=f"<script>{RUN}</script>", items=2, **extra)
+    return ProjectFactory(
+        name=f"Study<script>{RUN}</script>",
+        config={"labels": LABELS},
+        guidelines=DIRTY,
+        assignments_per_item=1,
+        items_per_hit=2,
+        text=f"Text {{i}}<img src=x onerror={RUN}>",
+        topic=f"<script>{RUN}</script>",
+        items=2,
+        **extra,
+    )
 
 
 def test_services_store_guidelines_sanitised():
@@ -67,18 +79,33 @@ def test_services_store_guidelines_sanitised():
 def test_the_api_stores_guidelines_sanitised(researcher):
     api = APIClient()
     api.force_authenticate(researcher)
-    resp = api.post(reverse("api-annotation-projects"), {"name": "API study", "task_type": "sentence_label",
-                                                         "guidelines": DIRTY}, format="json")
+    resp = api.post(
+        reverse("api-annotation-projects"),
+        {"name": "API study", "task_type": "sentence_label", "guidelines": DIRTY},
+        format="json",
+    )
     assert resp.status_code == 201, resp.content
     assert Project.objects.get(slug=resp.json()["slug"]).guidelines == CLEAN
 
 
 def test_the_admin_form_stores_guidelines_sanitised(client, admin_user_obj):
     client.force_login(admin_user_obj)
-    form = {"name": "Admin study", "slug": "admin-study", "task_type": "sentence_label", "guidelines": DIRTY,
-            "config": '{"labels": ["pro", "con"]}', "assignments_per_item": 3, "items_per_hit": 5, "gold_rate": 0,
-            "reward_cents": 0, "time_estimate_seconds": 0, "reservation_timeout_seconds": 1800, "gold_min_items": 3,
-            "gold_min_accuracy": 0.7, "status": "draft"}
+    form = {
+        "name": "Admin study",
+        "slug": "admin-study",
+        "task_type": "sentence_label",
+        "guidelines": DIRTY,
+        "config": '{"labels": ["pro", "con"]}',
+        "assignments_per_item": 3,
+        "items_per_hit": 5,
+        "gold_rate": 0,
+        "reward_cents": 0,
+        "time_estimate_seconds": 0,
+        "reservation_timeout_seconds": 1800,
+        "gold_min_items": 3,
+        "gold_min_accuracy": 0.7,
+        "status": "draft",
+    }
     resp = client.post("/admin/annotation/project/add/", form)
     assert resp.status_code == 302, resp.context["adminform"].form.errors if resp.context else resp
     project = Project.objects.get(slug="admin-study")
@@ -111,8 +138,10 @@ def test_rows_stored_raw_before_the_fix_are_cleaned_where_they_are_shown(client)
     Project.objects.filter(pk=project.pk).update(guidelines=DIRTY)  # as an older version stored it
     invite = reverse("annotation:invite", args=[project.invite_token])
     assert client.get(invite).status_code == 302
-    for url in (reverse("annotation:work", args=[project.slug]), reverse("annotation:instructions",
-                                                                         args=[project.slug])):
+    for url in (
+        reverse("annotation:work", args=[project.slug]),
+        reverse("annotation:instructions", args=[project.slug]),
+    ):
         html = client.get(url).content.decode()
         assert CLEAN in html and injected(html) == [], url
         assert f"Study&lt;script&gt;{RUN}&lt;/script&gt;" in html  # the name: plain text, escaped
@@ -124,8 +153,9 @@ def test_rows_stored_raw_before_the_fix_are_cleaned_where_they_are_shown(client)
 def test_phase_texts_stored_raw_are_cleaned_on_the_consent_and_screened_out_pages(client):
     project = make_project(gold_min_items=0)
     phases.configure(project, {"consent_required": True, "consent_text": "# Consent\n\nYes."})
-    StudyPhases.objects.filter(project=project).update(consent_text=f"# Consent\n\n{DIRTY}",
-                                                       screened_out_message=f"Sorry.\n\n{DIRTY}")
+    StudyPhases.objects.filter(project=project).update(
+        consent_text=f"# Consent\n\n{DIRTY}", screened_out_message=f"Sorry.\n\n{DIRTY}"
+    )
     client.get(reverse("annotation:invite", args=[project.invite_token]))
     consent = client.get(reverse("annotation:study-step", args=[project.slug, "consent"])).content.decode()
     assert "<h1>Consent</h1>" in consent and "<b>each</b>" in consent and injected(consent) == []
@@ -133,4 +163,3 @@ def test_phase_texts_stored_raw_are_cleaned_on_the_consent_and_screened_out_page
     Participation.objects.create(project=project, worker=worker, screened_out_at=timezone.now())
     out = client.get(reverse("annotation:study-step", args=[project.slug, "screened-out"])).content.decode()
     assert "<p>Sorry.</p>" in out and "<b>each</b>" in out and injected(out) == []
-

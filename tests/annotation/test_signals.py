@@ -1,5 +1,6 @@
 """``assignment_submitted``: sent once per stored submission, after the commit, with the assignment;
 never for an idempotent retry, a refused submission or a rolled-back transaction."""
+
 import threading
 
 import pytest
@@ -86,11 +87,10 @@ def test_not_sent_for_a_retry_or_a_refused_submission(worker, django_user_model,
 def test_not_sent_when_the_surrounding_transaction_rolls_back(worker, received):
     project = make_project()
     a = services.reserve_next_assignment(project, worker)
-    with pytest.raises(RuntimeError):
-        with transaction.atomic():
-            services.submit_assignment(a, worker, answers(a))
-            assert received == []  # not before the commit
-            raise RuntimeError("roll back")
+    with pytest.raises(RuntimeError), transaction.atomic():  # noqa: PT012 - the raise is the rollback under test
+        services.submit_assignment(a, worker, answers(a))
+        assert received == []  # not before the commit
+        raise RuntimeError("roll back")
     assert received == [] and not Response.objects.exists()
     assert Assignment.objects.get(pk=a.pk).status == "reserved"
     with transaction.atomic():

@@ -3,6 +3,7 @@
 bounded number of queries -- the same number as a project with 12 -- and reads none of the per-item JSON;
 ``/dashboards/`` costs the same queries for 2 projects as for 6 and reads no snapshot's figures; the data migration
 moves old snapshots' items into rows and back."""
+
 from __future__ import annotations
 
 import importlib
@@ -41,24 +42,40 @@ ITEM_ROW_TABLE = AgreementItemRow._meta.db_table
 SNAPSHOT_TABLE = AgreementSnapshot._meta.db_table
 
 
-def big_project(slug: str, n_items: int, per_item: int, *, n_workers: int = 50, items_per_hit: int = 10,
-                seed: int = 0) -> Project:
+def big_project(
+    slug: str, n_items: int, per_item: int, *, n_workers: int = 50, items_per_hit: int = 10, seed: int = 0
+) -> Project:
     """A sentence_label project with ``n_items`` x ``per_item`` submitted responses, written with bulk_create
     (100,000 responses in a few seconds on SQLite): HITs of ``items_per_hit`` items, each answered by
     ``per_item`` distinct workers out of ``n_workers``, 70 % of answers the item's true label."""
     rng = random.Random(seed)
-    project = Project.objects.create(name=slug, slug=slug, task_type="sentence_label", config={"labels": LABELS},
-                                     assignments_per_item=per_item, items_per_hit=items_per_hit,
-                                     status=Project.Status.ACTIVE)
-    Item.objects.bulk_create([Item(project=project, payload={"text": f"Sentence {i}.", "topic": f"t{i % 4}"},
-                                   position=i) for i in range(n_items)], batch_size=5000)
+    project = Project.objects.create(
+        name=slug,
+        slug=slug,
+        task_type="sentence_label",
+        config={"labels": LABELS},
+        assignments_per_item=per_item,
+        items_per_hit=items_per_hit,
+        status=Project.Status.ACTIVE,
+    )
+    Item.objects.bulk_create(
+        [
+            Item(project=project, payload={"text": f"Sentence {i}.", "topic": f"t{i % 4}"}, position=i)
+            for i in range(n_items)
+        ],
+        batch_size=5000,
+    )
     items = list(Item.objects.filter(project=project).order_by("position").values_list("pk", flat=True))
     n_hits = -(-n_items // items_per_hit)
-    HIT.objects.bulk_create([HIT(project=project, position=h, taken=per_item) for h in range(n_hits)],
-                            batch_size=5000)
+    HIT.objects.bulk_create([HIT(project=project, position=h, taken=per_item) for h in range(n_hits)], batch_size=5000)
     hits = list(HIT.objects.filter(project=project).order_by("position").values_list("pk", flat=True))
-    HITItem.objects.bulk_create([HITItem(hit_id=hits[i // items_per_hit], item_id=pk, position=i % items_per_hit)
-                                 for i, pk in enumerate(items)], batch_size=5000)
+    HITItem.objects.bulk_create(
+        [
+            HITItem(hit_id=hits[i // items_per_hit], item_id=pk, position=i % items_per_hit)
+            for i, pk in enumerate(items)
+        ],
+        batch_size=5000,
+    )
     User = get_user_model()
     User.objects.bulk_create([User(username=f"{slug}-w{k}") for k in range(n_workers)])
     users = list(User.objects.filter(username__startswith=f"{slug}-w").order_by("pk"))
@@ -69,8 +86,17 @@ def big_project(slug: str, n_items: int, per_item: int, *, n_workers: int = 50, 
     for h, hit in enumerate(hits):
         for k, w in enumerate(rng.sample(workers, per_item)):
             t = now + timedelta(seconds=h * per_item + k)
-            assignments.append(Assignment(project=project, hit_id=hit, worker_id=w, status=Assignment.Status.SUBMITTED,
-                                          reserved_at=t, expires_at=t + timedelta(hours=1), submitted_at=t))
+            assignments.append(
+                Assignment(
+                    project=project,
+                    hit_id=hit,
+                    worker_id=w,
+                    status=Assignment.Status.SUBMITTED,
+                    reserved_at=t,
+                    expires_at=t + timedelta(hours=1),
+                    submitted_at=t,
+                )
+            )
     Assignment.objects.bulk_create(assignments, batch_size=5000)
     by_hit: dict[int, list[int]] = {}
     for pk, hit in Assignment.objects.filter(project=project).order_by("pk").values_list("pk", "hit_id"):
@@ -79,8 +105,11 @@ def big_project(slug: str, n_items: int, per_item: int, *, n_workers: int = 50, 
     for i, pk in enumerate(items):
         truth = LABELS[i % 3]
         for a in by_hit[hits[i // items_per_hit]]:
-            batch.append(Response(assignment_id=a, item_id=pk,
-                                  data={"label": truth if rng.random() < 0.7 else rng.choice(LABELS)}))
+            batch.append(
+                Response(
+                    assignment_id=a, item_id=pk, data={"label": truth if rng.random() < 0.7 else rng.choice(LABELS)}
+                )
+            )
             if len(batch) >= 10000:
                 Response.objects.bulk_create(batch)
                 batch = []
@@ -102,7 +131,8 @@ def _agreement_page(client, project):
 
 
 def test_a_project_of_100k_responses_loads_its_agreement_page_in_bounded_queries_without_per_item_json(
-        client, staff_user, django_assert_max_num_queries):
+    client, staff_user, django_assert_max_num_queries
+):
     project = big_project("big", 20_000, 5)
     assert Response.objects.filter(assignment__project=project).count() == 100_000
     created = snapshots.store_snapshots(project)
@@ -132,7 +162,7 @@ def test_a_project_of_100k_responses_loads_its_agreement_page_in_bounded_queries
     assert row_reads and all('"responses"' not in cols and '"adjudication"' not in cols for cols in row_reads)
     assert all("LIMIT" in q for q in sql if _selected_columns(q, ITEM_ROW_TABLE))
     assert not [q for q in sql if 'FROM "annotation_response"' in q]
-    assert f'{snap.n_items} item' in html or "20000" in html
+    assert f"{snap.n_items} item" in html or "20000" in html
     lowest = AgreementItemRow.objects.filter(snapshot=snap, agreement__isnull=False).order_by("rank").first()
     assert f"#item-{lowest.item_id}" in html
 
@@ -144,8 +174,11 @@ def test_a_project_of_100k_responses_loads_its_agreement_page_in_bounded_queries
     page_sql = [q["sql"] for q in ctx.captured_queries]
     assert not [q for q in page_sql if "OFFSET" in q.upper()]
     ids = [int(m) for m in re.findall(r'id="item-(\d+)"', r.content.decode())]
-    assert ids == list(AgreementItemRow.objects.filter(snapshot=snap, rank__gte=100, rank__lt=150)
-                       .order_by("rank").values_list("item_id", flat=True))
+    assert ids == list(
+        AgreementItemRow.objects.filter(snapshot=snap, rank__gte=100, rank__lt=150)
+        .order_by("rank")
+        .values_list("item_id", flat=True)
+    )
     assert "Items 101–150 of 20000" in r.content.decode() and "page 3 of 400" in r.content.decode()
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(url).status_code == 200
@@ -193,26 +226,34 @@ def test_dashboards_read_summaries_only_in_queries_that_do_not_grow_with_project
     assert not [q for q in six if ITEM_ROW_TABLE in q]
     for k in range(6):
         snap = snapshots.latest_snapshot(Project.objects.get(slug=f"p{k}"))
-        row = html[html.index(f'data-project="p{k}"'):]
-        row = row[:row.index("</tr>")]
+        row = html[html.index(f'data-project="p{k}"') :]
+        row = row[: row.index("</tr>")]
         assert f'data-value="{snap.figures["alpha"]!r}"' in row
-        assert f"<td class=\"num\">{AgreementSnapshot.objects.get(pk=snap.pk).based_on}</td>" in row
+        assert f'<td class="num">{AgreementSnapshot.objects.get(pk=snap.pk).based_on}</td>' in row
     assert 'data-project="empty"' in html and "not yet" in html
 
 
 def test_the_migration_moves_old_snapshot_items_into_rows_and_back():
     project = big_project("old", 30, 3, n_workers=5, items_per_hit=5)
     table = agreement_table.project_table(project)
-    old = AgreementSnapshot.objects.create(project=project, scope="project", figures=table,
-                                           n_units=table["n_units"], n_coders=table["n_coders"],
-                                           based_on=table["based_on"])
+    old = AgreementSnapshot.objects.create(
+        project=project,
+        scope="project",
+        figures=table,
+        n_units=table["n_units"],
+        n_coders=table["n_coders"],
+        based_on=table["based_on"],
+    )
     topic = AgreementSnapshot.objects.create(project=project, scope="topic:t0", figures=table["topics"][0])
     migration = importlib.import_module("annotation.migrations.0008_snapshot_items")
     migration.split_snapshots(apps, None)
     old.refresh_from_db()
     topic.refresh_from_db()
     assert "items" not in old.figures and old.n_items == len(table["items"]) == old.figures["n_items"]
-    assert old.summary["alpha"] == pytest.approx(table["alpha"]) and topic.summary["n_units"] == table["topics"][0]["n_units"]
+    assert (
+        old.summary["alpha"] == pytest.approx(table["alpha"])
+        and topic.summary["n_units"] == table["topics"][0]["n_units"]
+    )
     rows = [r.as_dict() for r in snapshots.item_rows(old)]
     assert rows == sorted(table["items"], key=snapshots.lowest_first_key)
     migration.join_snapshots(apps, None)

@@ -2,6 +2,7 @@
 keys (1..n in payload order, 0 = Others) and its suggestions; the plain form POST (no JavaScript) stores grounded
 spans (suggestions taken are flagged), refuses overlaps (400 naming the reason, nothing written, the posted spans
 kept), and asks the schemes only when the project does."""
+
 from __future__ import annotations
 
 import html as htmllib
@@ -23,8 +24,12 @@ TOPIC = "minimum wage"
 VARIABLES = ["raising the minimum wage", "job losses", "consumer spending", "small business profits"]
 TEXTS = [
     # (text, stance, [variable indexes offered, in key order], suggestion (words, variable index or None))
-    ("Raising the minimum wage to $15 would cost young workers their jobs, economists say.", "con",
-     [0, 1, 2], ("Raising the minimum wage", 0)),
+    (
+        "Raising the minimum wage to $15 would cost young workers their jobs, economists say.",
+        "con",
+        [0, 1, 2],
+        ("Raising the minimum wage", 0),
+    ),
     ("I simply think it is the fair thing to do.", "pro", [0, 3, 2], None),
 ]
 
@@ -33,24 +38,40 @@ def make_span_project(*, slug: str = "spans-minimum-wage", config: dict | None =
     """An active span_grounding project with ``n`` arguments (payloads built by the task type's build_payload: 3
     variables each, the first argument with one suggestion), one HIT."""
     topic = Topic.objects.create(name=TOPIC, slug="minimum-wage")
-    facts = [FactVariable.objects.create(topic=topic, text=t, content_hash=sentence_hash(TOPIC, "fact:" + t))
-             for t in VARIABLES]
+    facts = [
+        FactVariable.objects.create(topic=topic, text=t, content_hash=sentence_hash(TOPIC, "fact:" + t))
+        for t in VARIABLES
+    ]
     project = services.create_project(
-        name="Minimum wage: factual spans", slug=slug, task_type="span_grounding",
+        name="Minimum wage: factual spans",
+        slug=slug,
+        task_type="span_grounding",
         config={"variables_per_item": [3, 3], **(config or {})},
         guidelines=render_to_string("task_types/span_grounding/guidelines.html"),
-        assignments_per_item=1, items_per_hit=n, time_estimate_seconds=120, reward_cents=40,
-        status=Project.Status.ACTIVE)
+        assignments_per_item=1,
+        items_per_hit=n,
+        time_estimate_seconds=120,
+        reward_cents=40,
+        status=Project.Status.ACTIVE,
+    )
     payloads = []
     for text, stance, offered, suggestion in TEXTS[:n]:
-        sentence = Sentence.objects.create(topic=topic, text=text, stance=stance, content_hash=sentence_hash(TOPIC, text))
+        sentence = Sentence.objects.create(
+            topic=topic, text=text, stance=stance, content_hash=sentence_hash(TOPIC, text)
+        )
         chosen = [facts[i] for i in offered]
         suggestions = None
         if suggestion:
             words, vi = suggestion
             begin = text.index(words)
-            suggestions = [{"begin": begin, "end": begin + len(words),
-                            "variable": facts[vi].pk if vi is not None else None, "source": "model:test"}]
+            suggestions = [
+                {
+                    "begin": begin,
+                    "end": begin + len(words),
+                    "variable": facts[vi].pk if vi is not None else None,
+                    "source": "model:test",
+                }
+            ]
         payloads.append(build_payload(sentence, chosen, suggestions=suggestions))
     services.add_items(project, payloads)
     assert services.build_hits(project) == 1
@@ -89,7 +110,7 @@ def post(client, project, assignment, fields):
 def item_html(html: str, item_id: int) -> str:
     start = html.index(f'id="item-{item_id}"')
     end = html.find('<li class="hit-item', start)
-    return html[start:end if end > 0 else len(html)]
+    return html[start : end if end > 0 else len(html)]
 
 
 def test_page_shows_the_argument_its_variables_with_keys_and_the_suggestions(client, project):
@@ -130,27 +151,38 @@ def test_page_shows_the_argument_its_variables_with_keys_and_the_suggestions(cli
 
 
 def test_no_js_post_stores_grounded_spans_and_flags_suggestions(client, project):
-    worker, assignment, _ = join(client, project)
+    _worker, assignment, _ = join(client, project)
     a, b = services.assignment_items(assignment)
     text = a.payload["text"]
     sugg = a.payload["suggestions"][0]
     v2 = a.payload["variables"][1]["id"]
     young = span_of(text, "young workers their jobs")
-    resp = post(client, project, assignment, {
-        # the suggestion taken through its menu (+ the hidden suggested[] of the page), one span of the annotator's
-        f"item-{a.pk}-spans[]": [f"{sugg['begin']}:{sugg['end']}:{sugg['variable']}", f"{young[0]}:{young[1]}:{v2}",
-                                 f"{text.index('economists')}:{text.index('economists') + 10}:other"],
-        f"item-{a.pk}-suggested[]": [f"{sugg['begin']}:{sugg['end']}"],
-        # nothing for the second argument: no factual span
-    })
+    resp = post(
+        client,
+        project,
+        assignment,
+        {
+            # the suggestion taken through its menu (+ the hidden suggested[] of the page), one span of the annotator's
+            f"item-{a.pk}-spans[]": [
+                f"{sugg['begin']}:{sugg['end']}:{sugg['variable']}",
+                f"{young[0]}:{young[1]}:{v2}",
+                f"{text.index('economists')}:{text.index('economists') + 10}:other",
+            ],
+            f"item-{a.pk}-suggested[]": [f"{sugg['begin']}:{sugg['end']}"],
+            # nothing for the second argument: no factual span
+        },
+    )
     assert resp.status_code == 302, resp.content.decode()[:2000]
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
     spans = stored[a.pk]["spans"]
-    assert [(s["begin"], s["end"]) for s in spans] == [(sugg["begin"], sugg["end"]), young,
-                                                       span_of(text, "economists")]
+    assert [(s["begin"], s["end"]) for s in spans] == [(sugg["begin"], sugg["end"]), young, span_of(text, "economists")]
     assert [s["variable"] for s in spans] == [sugg["variable"], v2, None]
     assert [s["from_suggestion"] for s in spans] == [True, False, False]
-    assert [text[s["begin"]:s["end"]] for s in spans] == ["Raising the minimum wage", "young workers their jobs", "economists"]
+    assert [text[s["begin"] : s["end"]] for s in spans] == [
+        "Raising the minimum wage",
+        "young workers their jobs",
+        "economists",
+    ]
     assert stored[b.pk]["spans"] == []
     assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.SUBMITTED
 
@@ -190,12 +222,21 @@ def test_no_js_post_refuses_a_span_off_token_boundaries_and_an_unoffered_variabl
 
 
 def test_schemes_are_asked_only_when_the_project_asks_them(client):
-    project = make_span_project(config={"ask_schemes": True, "schemes": ["From Consequence", "Source Authority", "Others"],
-                                        "show_stance": False}, n=1)
+    project = make_span_project(
+        config={
+            "ask_schemes": True,
+            "schemes": ["From Consequence", "Source Authority", "Others"],
+            "show_stance": False,
+        },
+        n=1,
+    )
     _, assignment, html = join(client, project)
     (a,) = services.assignment_items(assignment)
     assert re.findall(rf'name="item-{a.pk}-schemes\[\]" value="([^"]+)"', html) == [
-        "From Consequence", "Source Authority", "Others"]
+        "From Consequence",
+        "Source Authority",
+        "Others",
+    ]
     assert 'data-ask-schemes="1"' in html
     assert "sg-stance" not in html  # show_stance off
     resp = post(client, project, assignment, {f"item-{a.pk}-schemes[]": ["Nonsense"]})

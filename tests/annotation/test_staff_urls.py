@@ -6,6 +6,7 @@ projects of every task type (made by the studio's import from tests/data/studio/
 paused / closed, with no response and with responses of two workers (and their feedback, and a blocked worker),
 every page is fetched as a Researcher with every parameter it takes: no answer may be a server error. A task type's
 page for a project of another type answers 404 ("Not a <kind>"), which is fine."""
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,12 @@ SOURCES = {
     "sentence_label": ("uniforms.tsv", "ukp-tsv", {}, {}),
     "aspect": ("appf.jsonl", "appf-jsonl", {}, {}),
     "span_grounding": ("wage_arguments.jsonl", "arguments-jsonl", {}, {}),
-    "bws_similarity": ("cloning_arguments.jsonl", "arguments-jsonl", {"pairs": 4},
-                       {"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 1}),
+    "bws_similarity": (
+        "cloning_arguments.jsonl",
+        "arguments-jsonl",
+        {"pairs": 4},
+        {"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 1},
+    ),
     "validity_novelty": ("valnov.csv", "valnov-csv", {}, {}),
     "pairwise_preference": ("pairs.jsonl", "pairs-jsonl", {}, {}),
     "likert_debate": ("debates.jsonl", "debates-jsonl", {}, {}),
@@ -73,13 +78,17 @@ def test_every_registered_task_type_is_walked():
 
 def make_project(task_type: str, name: str, media: Path) -> Project:
     file_name, source_name, options, config = SOURCES[task_type]
-    setup = studio.check_setup(name=name, task_type=task_type, config=config,
-                               values={"assignments_per_item": 2, "items_per_hit": 2})
+    setup = studio.check_setup(
+        name=name, task_type=task_type, config=config, values={"assignments_per_item": 2, "items_per_hit": 2}
+    )
     folder = media / studio.UPLOAD_DIR / uuid.uuid4().hex
     folder.mkdir(parents=True)
     shutil.copy(DATA / file_name, folder / file_name)
-    data = studio.source_input(studio.source_named(get_task_type(task_type), source_name),
-                               upload={"path": str(folder / file_name), "name": file_name}, options=options)
+    data = studio.source_input(
+        studio.source_named(get_task_type(task_type), source_name),
+        upload={"path": str(folder / file_name), "name": file_name},
+        options=options,
+    )
     return Project.objects.get(slug=studio.run_import(studio.import_spec(setup, data))["project"])
 
 
@@ -90,8 +99,12 @@ def answer(project: Project, users) -> None:
         worker = services.worker_for_user(user)
         assignment = services.reserve_next_assignment(project, worker)
         items = services.assignment_items(assignment)
-        services.submit_assignment(assignment, worker, {i.pk: answer_for(project, i, assignment) for i in items},
-                                   feedback=f"feedback {n} on {project.slug}")
+        services.submit_assignment(
+            assignment,
+            worker,
+            {i.pk: answer_for(project, i, assignment) for i in items},
+            feedback=f"feedback {n} on {project.slug}",
+        )
     services.block_worker(worker, "gold accuracy too low")
 
 
@@ -129,8 +142,9 @@ def researcher(client, django_user_model):
 
 
 @pytest.mark.parametrize("task_type", sorted(SOURCES))
-def test_no_staff_page_fails_for_any_project_state(task_type, client, researcher, django_user_model, settings,
-                                                    tmp_path, request):
+def test_no_staff_page_fails_for_any_project_state(
+    task_type, client, researcher, django_user_model, settings, tmp_path, request
+):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.CELERY_TASK_ALWAYS_EAGER = False
     import_file(DATA / "wage_kb.jsonl", "facts-jsonl")
@@ -147,13 +161,18 @@ def test_no_staff_page_fails_for_any_project_state(task_type, client, researcher
     assert answered.assignments.filter(status="submitted").count() == 2
     for project in (empty, answered):
         values = {
-            "slug": [project.slug], "status": list(Project.Status.values), "table": list(CSV_TABLES),
-            "item_id": [str(i) for i in Item.objects.filter(project=project).values_list("pk", flat=True)[:2]]
+            "slug": [project.slug],
+            "status": list(Project.Status.values),
+            "table": list(CSV_TABLES),
+            "item_id": [str(i) for i in Item.objects.filter(project=project).values_list("pk", flat=True)[:2]] or ["1"],
+            "worker_id": [
+                str(w)
+                for w in Worker.objects.filter(assignments__project=project).values_list("pk", flat=True).distinct()[:1]
+            ]
             or ["1"],
-            "worker_id": [str(w) for w in Worker.objects.filter(assignments__project=project)
-                          .values_list("pk", flat=True).distinct()[:1]] or ["1"],
             "variable_id": [str(FactVariable.objects.values_list("pk", flat=True).first())],
-            "task_id": [str(uuid.uuid4())], "token": ["no-such-draft"],
+            "task_id": [str(uuid.uuid4())],
+            "token": ["no-such-draft"],
         }
         for status in Project.Status.values:
             Project.objects.filter(pk=project.pk).update(status=status)  # any status the model allows
@@ -164,13 +183,17 @@ def test_no_staff_page_fails_for_any_project_state(task_type, client, researcher
                     if resp.status_code >= 500:
                         where = (name, task_type)
                         (known if where in KNOWN_FAILURES else failures).append(
-                            f"{url} ({status}, {project.slug}): {resp.status_code}")
+                            f"{url} ({status}, {project.slug}): {resp.status_code}"
+                        )
                     elif name.startswith("studio") and resp.status_code == 403:
                         failures.append(f"{url}: 403 for a researcher")
     assert fetched > 100
     print(f"{task_type}: {fetched} pages fetched")
     if known and not failures:
-        request.applymarker(pytest.mark.xfail(reason="; ".join(KNOWN_FAILURES[k] for k in KNOWN_FAILURES
-                                                               if k[1] == task_type), strict=True))
+        request.applymarker(
+            pytest.mark.xfail(
+                reason="; ".join(KNOWN_FAILURES[k] for k in KNOWN_FAILURES if k[1] == task_type), strict=True
+            )
+        )
         raise AssertionError("known failures: " + "; ".join(known))
     assert failures == []

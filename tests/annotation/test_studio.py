@@ -3,6 +3,7 @@ crowdworker, staff without permissions, a Researcher), every form error, a bad f
 preview names ``file:line``, the import of every task type (all or nothing), settings and the changes refused while
 work runs, status changes, feedback and blocked workers, and an unknown task type refused on every path that writes a
 project (model, admin, API, CLI, studio)."""
+
 from __future__ import annotations
 
 import json
@@ -36,11 +37,20 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "studio"
 CASES = {
     "sentence_label": ("uniforms.tsv", "ukp-tsv", {}, {}, {"assignments_per_item": 1, "items_per_hit": 3}),
     "aspect": ("appf.jsonl", "appf-jsonl", {}, {}, {"assignments_per_item": 1, "items_per_hit": 2}),
-    "span_grounding": ("wage_arguments.jsonl", "arguments-jsonl", {}, {}, {"assignments_per_item": 1,
-                                                                           "items_per_hit": 2}),
-    "bws_similarity": ("cloning_arguments.jsonl", "arguments-jsonl", {"pairs": 4},
-                       {"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0},
-                       {"assignments_per_item": 1, "items_per_hit": 4, "gold_rate": 0}),
+    "span_grounding": (
+        "wage_arguments.jsonl",
+        "arguments-jsonl",
+        {},
+        {},
+        {"assignments_per_item": 1, "items_per_hit": 2},
+    ),
+    "bws_similarity": (
+        "cloning_arguments.jsonl",
+        "arguments-jsonl",
+        {"pairs": 4},
+        {"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0},
+        {"assignments_per_item": 1, "items_per_hit": 4, "gold_rate": 0},
+    ),
     "validity_novelty": ("valnov.csv", "valnov-csv", {}, {}, {"assignments_per_item": 1, "items_per_hit": 2}),
     "pairwise_preference": ("pairs.jsonl", "pairs-jsonl", {}, {}, {"assignments_per_item": 1, "items_per_hit": 2}),
     "likert_debate": ("debates.jsonl", "debates-jsonl", {}, {}, {"assignments_per_item": 1, "items_per_hit": 1}),
@@ -77,9 +87,7 @@ def kb():
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-    yield settings.MEDIA_ROOT
-
-
+    return settings.MEDIA_ROOT
 
 
 def upload(name: str, content: bytes | None = None) -> SimpleUploadedFile:
@@ -104,8 +112,10 @@ GOLD_FIELDS = ("gold_mode", "gold_n", "gold_seed")  # the gold share: fields of 
 
 
 def items_post(client, token, source, file=None, **fields):
-    data = {"source": source, **{f"{source}__{k}" if k not in ("topics", "limit", *GOLD_FIELDS) else k: v
-                                 for k, v in fields.items()}}
+    data = {
+        "source": source,
+        **{f"{source}__{k}" if k not in ("topics", "limit", *GOLD_FIELDS) else k: v for k, v in fields.items()},
+    }
     if file is not None:
         data["file"] = file
     return client.post(reverse("annotation:studio-new-items", args=[token]), data)
@@ -113,25 +123,29 @@ def items_post(client, token, source, file=None, **fields):
 
 def spec_for(task_type, *, name=None, source_options=None, path=None) -> dict:
     file_name, source_name, options, config, settings = CASES[task_type]
-    project = studio.check_setup(name=name or f"{task_type} study", task_type=task_type, config=config,
-                                 values=settings)
+    project = studio.check_setup(name=name or f"{task_type} study", task_type=task_type, config=config, values=settings)
     tt = get_task_type(task_type)
     source = studio.source_named(tt, source_name)
     folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / f"t-{task_type}"
     folder.mkdir(parents=True, exist_ok=True)
     stored = folder / file_name
     shutil.copy(path or DATA / file_name, stored)
-    data = studio.source_input(source, upload={"path": str(stored), "name": file_name},
-                               options={**options, **(source_options or {})})
+    data = studio.source_input(
+        source, upload={"path": str(stored), "name": file_name}, options={**options, **(source_options or {})}
+    )
     return project, data
 
 
 # --- who may use the studio ------------------------------------------------------------------------------------
 def test_permissions(client, django_user_model, researcher):
     project = services.create_project(name="p", slug="p", task_type="sentence_label")
-    pages = [reverse("annotation:studio"), reverse("annotation:studio-new"),
-             reverse("annotation:studio-project", args=["p"]), reverse("annotation:studio-settings", args=["p"]),
-             reverse("annotation:studio-status", args=["p", "active"])]
+    pages = [
+        reverse("annotation:studio"),
+        reverse("annotation:studio-new"),
+        reverse("annotation:studio-project", args=["p"]),
+        reverse("annotation:studio-settings", args=["p"]),
+        reverse("annotation:studio-status", args=["p", "active"]),
+    ]
     for url in pages:  # anonymous: the login page
         resp = client.get(url)
         assert resp.status_code == 302 and resp["Location"].startswith("/accounts/login/"), url
@@ -158,17 +172,20 @@ def test_permissions(client, django_user_model, researcher):
 
 
 # --- a new project: every form error ---------------------------------------------------------------------------
-@pytest.mark.parametrize("data,field,text", [
-    ({"name": ""}, "name", "This field is required"),
-    ({"task_type": "sentence-label"}, "task_type", "unknown task type sentence-label"),
-    ({"config": "{labels: pro}"}, "config", "not JSON"),
-    ({"config": "[1, 2]"}, "config", "expected a JSON object"),
-    ({"config": '{"labels": []}'}, "config", "labels: give a non-empty list of labels"),
-    ({"config": '{"labels": ["a", "a"]}'}, "config", "labels must be distinct"),
-    ({"assignments_per_item": "0"}, "assignments_per_item", "greater than or equal to 1"),
-    ({"items_per_hit": "x"}, "items_per_hit", "Enter a whole number"),
-    ({"gold_rate": "1.5"}, "gold_rate", "less than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "data,field,text",
+    [
+        ({"name": ""}, "name", "This field is required"),
+        ({"task_type": "sentence-label"}, "task_type", "unknown task type sentence-label"),
+        ({"config": "{labels: pro}"}, "config", "not JSON"),
+        ({"config": "[1, 2]"}, "config", "expected a JSON object"),
+        ({"config": '{"labels": []}'}, "config", "labels: give a non-empty list of labels"),
+        ({"config": '{"labels": ["a", "a"]}'}, "config", "labels must be distinct"),
+        ({"assignments_per_item": "0"}, "assignments_per_item", "greater than or equal to 1"),
+        ({"items_per_hit": "x"}, "items_per_hit", "Enter a whole number"),
+        ({"gold_rate": "1.5"}, "gold_rate", "less than or equal to 1"),
+    ],
+)
 def test_new_project_form_errors_name_the_field(rclient, data, field, text):
     resp = rclient.post(reverse("annotation:studio-new"), {"name": "Study", "task_type": "sentence_label", **data})
     assert resp.status_code == 400
@@ -210,8 +227,13 @@ def test_items_form_errors(rclient, settings, monkeypatch):
 
 # --- preview, import ---------------------------------------------------------------------------------------------
 def test_upload_preview_confirm_import(rclient, settings, django_capture_on_commit_callbacks):
-    token = start(rclient, name="Uniform stance", config='{"labels": ["pro", "con", "none"]}',
-                  assignments_per_item="2", items_per_hit="2")
+    token = start(
+        rclient,
+        name="Uniform stance",
+        config='{"labels": ["pro", "con", "none"]}',
+        assignments_per_item="2",
+        items_per_hit="2",
+    )
     resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold_mode="first", gold_n="1")
     assert resp.status_code == 302
     preview = rclient.get(resp["Location"])
@@ -251,20 +273,24 @@ def test_corpus_selection(rclient, settings, django_capture_on_commit_callbacks)
     resp = items_post(rclient, token, "corpus", topics=[topic.pk], limit="3")
     assert resp.status_code == 302
     html = rclient.get(resp["Location"]).content.decode()
-    assert re.search(r'id="count-items">3<', html) and "school" not in html.lower().split("id=\"preview\"")[1]
+    assert re.search(r'id="count-items">3<', html) and "school" not in html.lower().split('id="preview"')[1]
     with eager_celery(settings), django_capture_on_commit_callbacks(execute=True):
         rclient.post(reverse("annotation:studio-new-preview", args=[token]))
     project = Project.objects.get(name="Cloning stance")
     assert [i.sentence.topic.name for i in Item.objects.filter(project=project)] == ["cloning"] * 3
 
 
-@pytest.mark.parametrize("name,lines", [
-    ("bad_arguments.jsonl", [(2, 'unknown stance "maybe"'), (4, 'missing key "sentence"'), (5, "invalid JSON")]),
-    ("bad_valnov.csv", [(3, "Validity: bad label 'yes'"), (4, "Premise: empty")]),
-])
+@pytest.mark.parametrize(
+    "name,lines",
+    [
+        ("bad_arguments.jsonl", [(2, 'unknown stance "maybe"'), (4, 'missing key "sentence"'), (5, "invalid JSON")]),
+        ("bad_valnov.csv", [(3, "Validity: bad label 'yes'"), (4, "Premise: empty")]),
+    ],
+)
 def test_bad_file_lists_every_problem_and_writes_nothing(rclient, name, lines):
-    task_type, source = ("validity_novelty", "valnov-csv") if name.endswith(".csv") else ("sentence_label",
-                                                                                         "arguments-jsonl")
+    task_type, source = (
+        ("validity_novelty", "valnov-csv") if name.endswith(".csv") else ("sentence_label", "arguments-jsonl")
+    )
     token = start(rclient, task_type=task_type)
     resp = items_post(rclient, token, source, upload(name))
     assert resp.status_code == 302  # the file is stored; the preview reads it
@@ -272,8 +298,9 @@ def test_bad_file_lists_every_problem_and_writes_nothing(rclient, name, lines):
     assert preview.status_code == 400
     problems = re.findall(r"<li>(.*?)</li>", preview.content.decode().split('class="problems"')[1].split("</ul>")[0])
     for (line, reason), shown in zip(lines, problems):
-        assert shown.startswith(f"{name}:{line}: ") and reason in shown.replace("&quot;", '"').replace("&#x27;", "'"), \
+        assert shown.startswith(f"{name}:{line}: ") and reason in shown.replace("&quot;", '"').replace("&#x27;", "'"), (
             problems
+        )
     assert len(problems) == len(lines)
     assert "nothing was written" in preview.content.decode()
     assert 'id="confirm-import"' not in preview.content.decode()
@@ -290,7 +317,9 @@ def test_preview_says_what_the_corpus_lacks(rclient):
     assert "variables: topic &#x27;minimum wage&#x27; has 0 active fact variable(s)" in preview.content.decode()
     token = start(rclient, task_type="sentence_label", config='{"labels": ["good", "bad"]}')
     resp = items_post(rclient, token, "ukp-tsv", upload("uniforms.tsv"), gold_mode="first", gold_n="1")
-    assert "gold_mode: sentence 1" in rclient.get(resp["Location"]).content.decode()  # "pro" is no label of this project
+    assert (
+        "gold_mode: sentence 1" in rclient.get(resp["Location"]).content.decode()
+    )  # "pro" is no label of this project
     assert Topic.objects.count() == 0
 
 
@@ -312,8 +341,9 @@ def test_every_task_type_previews_and_imports(task_type, kb):
 
 def test_import_is_all_or_nothing(settings):
     # the corpus import succeeds, then the gold answers fail: the corpus rows go too
-    project = studio.check_setup(name="x", task_type="sentence_label", config={"labels": ["pro", "con", "none"]},
-                                 values={})
+    project = studio.check_setup(
+        name="x", task_type="sentence_label", config={"labels": ["pro", "con", "none"]}, values={}
+    )
     _, data = spec_for("sentence_label")
     spec = studio.import_spec(project, data)
     spec["config"] = {"labels": ["good", "bad"]}
@@ -333,8 +363,7 @@ def test_import_is_all_or_nothing(settings):
 
 # --- settings ----------------------------------------------------------------------------------------------------
 def settings_data(project, **changes):
-    data = {key: getattr(project, key) if getattr(project, key) is not None else ""
-            for key in studio.SETTINGS_FIELDS}
+    data = {key: getattr(project, key) if getattr(project, key) is not None else "" for key in studio.SETTINGS_FIELDS}
     data["guidelines"] = ""
     data.update(changes)
     return data
@@ -347,16 +376,19 @@ def built():
     return Project.objects.get(slug=result["project"])
 
 
-@pytest.mark.parametrize("field,value,text", [
-    ("assignments_per_item", "0", "greater than or equal to 1"),
-    ("gold_rate", "1.5", "less than or equal to 1"),
-    ("gold_min_accuracy", "-0.1", "greater than or equal to 0"),
-    ("reservation_timeout_seconds", "10", "greater than or equal to 60"),
-    ("reward_cents", "lots", "Enter a whole number"),
-    ("max_hits_per_worker", "0", "greater than or equal to 1"),
-    ("items_per_hit", "7", "HIT(s) are built with 3 item(s) each"),
-    ("guidelines", "x" * 100_001, "at most 100,000 characters"),
-])
+@pytest.mark.parametrize(
+    "field,value,text",
+    [
+        ("assignments_per_item", "0", "greater than or equal to 1"),
+        ("gold_rate", "1.5", "less than or equal to 1"),
+        ("gold_min_accuracy", "-0.1", "greater than or equal to 0"),
+        ("reservation_timeout_seconds", "10", "greater than or equal to 60"),
+        ("reward_cents", "lots", "Enter a whole number"),
+        ("max_hits_per_worker", "0", "greater than or equal to 1"),
+        ("items_per_hit", "7", "HIT(s) are built with 3 item(s) each"),
+        ("guidelines", "x" * 100_001, "at most 100,000 characters"),
+    ],
+)
 def test_settings_errors_name_the_field(rclient, built, field, value, text):
     url = reverse("annotation:studio-settings", args=[built.slug])
     resp = rclient.post(url, settings_data(built, **{field: value}))
@@ -369,8 +401,9 @@ def test_settings_errors_name_the_field(rclient, built, field, value, text):
 def test_settings_save_guidelines_markdown_sanitised(rclient, built):
     url = reverse("annotation:studio-settings", args=[built.slug])
     md = "# Read this\n\nMark **every** sentence.<script>alert(1)</script>\n\n- [guide](https://example.org)\n"
-    resp = rclient.post(url, settings_data(built, guidelines=md, assignments_per_item="3", reward_cents="40",
-                                           max_hits_per_worker=""))
+    resp = rclient.post(
+        url, settings_data(built, guidelines=md, assignments_per_item="3", reward_cents="40", max_hits_per_worker="")
+    )
     assert resp.status_code == 302
     built.refresh_from_db()
     assert built.assignments_per_item == 3 and built.reward_cents == 40 and built.max_hits_per_worker is None
@@ -380,8 +413,9 @@ def test_settings_save_guidelines_markdown_sanitised(rclient, built):
     assert md.split("\n")[0] in rclient.get(url).content.decode()  # the Markdown, not the HTML, is edited
     # what workers see: the HIT page's instructions
     assert "<h1>Read this</h1>" in rclient.get(reverse("annotation:instructions", args=[built.slug])).content.decode()
-    preview = rclient.post(reverse("annotation:studio-guidelines-preview"),
-                           {"guidelines": "*hi* <img src=x onerror=alert(1)>"})
+    preview = rclient.post(
+        reverse("annotation:studio-guidelines-preview"), {"guidelines": "*hi* <img src=x onerror=alert(1)>"}
+    )
     assert preview.json()["html"] == '<p><em>hi</em> <img src="x"></p>'
 
 
@@ -391,13 +425,18 @@ def test_r_cannot_go_below_the_workers_a_hit_has(rclient, built, django_user_mod
     for n in range(2):
         worker = services.worker_for_user(django_user_model.objects.create_user(f"w{n}"))
         services.reserve_next_assignment(built, worker)
-    resp = rclient.post(reverse("annotation:studio-settings", args=[built.slug]),
-                        settings_data(built, assignments_per_item="1"))
+    resp = rclient.post(
+        reverse("annotation:studio-settings", args=[built.slug]), settings_data(built, assignments_per_item="1")
+    )
     assert resp.status_code == 400
     assert "a HIT already has 2 worker(s)" in errors_of(resp, "assignments_per_item")
     assert Project.objects.get(pk=built.pk).assignments_per_item == 3
-    assert rclient.post(reverse("annotation:studio-settings", args=[built.slug]),
-                        settings_data(built, assignments_per_item="2")).status_code == 302
+    assert (
+        rclient.post(
+            reverse("annotation:studio-settings", args=[built.slug]), settings_data(built, assignments_per_item="2")
+        ).status_code
+        == 302
+    )
 
 
 # --- status ------------------------------------------------------------------------------------------------------
@@ -432,8 +471,9 @@ def test_project_page_feedback_blocked_and_links(rclient, built, django_user_mod
     worker = services.worker_for_user(django_user_model.objects.create_user("w1"))
     assignment = services.reserve_next_assignment(built, worker)
     items = services.assignment_items(assignment)
-    services.submit_assignment(assignment, worker, {i.pk: {"label": "pro"} for i in items},
-                               feedback="Sentence 3 is not an argument at all.")
+    services.submit_assignment(
+        assignment, worker, {i.pk: {"label": "pro"} for i in items}, feedback="Sentence 3 is not an argument at all."
+    )
     services.block_worker(worker, "gold accuracy 0.20 after 5 gold items")
     html = rclient.get(reverse("annotation:studio-project", args=[built.slug])).content.decode()
     assert re.search(r'id="progress-done">3<', html)
@@ -486,8 +526,7 @@ def test_unknown_task_type_is_refused_everywhere(client, rclient, admin_user_obj
     assert "unknown task type 'sentence-label'" in resp.json()["errors"]["task_type"]
     resp = api.post(url, {"name": "x", "task_type": "sentence_label", "config": {"labels": []}}, format="json")
     assert resp.status_code == 400 and set(resp.json()["errors"]) == {"config.labels"}
-    resp = api.post(url, {"name": "API study", "task_type": "sentence_label", "assignments_per_item": 2},
-                    format="json")
+    resp = api.post(url, {"name": "API study", "task_type": "sentence_label", "assignments_per_item": 2}, format="json")
     assert resp.status_code == 201 and resp.json()["status"] == "draft"
     assert Project.objects.get(slug=resp.json()["slug"]).assignments_per_item == 2
     # the CLI: exit status 2
@@ -496,11 +535,25 @@ def test_unknown_task_type_is_refused_everywhere(client, rclient, admin_user_obj
     assert exc.value.returncode == 2 and "unknown task type" in str(exc.value)
     # the admin: an error on the task_type field, nothing saved
     client.force_login(admin_user_obj)
-    resp = client.post("/admin/annotation/project/add/", {
-        "name": "typo", "slug": "typo", "task_type": bad, "guidelines": "", "config": "{}",
-        "assignments_per_item": 3, "items_per_hit": 5, "gold_rate": 0, "reward_cents": 0,
-        "time_estimate_seconds": 0, "reservation_timeout_seconds": 1800, "gold_min_items": 3,
-        "gold_min_accuracy": 0.7, "status": "draft"})
+    resp = client.post(
+        "/admin/annotation/project/add/",
+        {
+            "name": "typo",
+            "slug": "typo",
+            "task_type": bad,
+            "guidelines": "",
+            "config": "{}",
+            "assignments_per_item": 3,
+            "items_per_hit": 5,
+            "gold_rate": 0,
+            "reward_cents": 0,
+            "time_estimate_seconds": 0,
+            "reservation_timeout_seconds": 1800,
+            "gold_min_items": 3,
+            "gold_min_accuracy": 0.7,
+            "status": "draft",
+        },
+    )
     assert resp.status_code == 200
     errors = resp.context["adminform"].form.errors
     assert list(errors) == ["task_type"] and "unknown task type 'sentence-label'" in errors["task_type"][0]
@@ -529,8 +582,9 @@ def test_corpus_sources_of_the_rating_types(tmp_path):
     tt = get_task_type("likert_debate")
     project = studio.check_setup(name="Tree debates", task_type=tt.name, config={}, values={"items_per_hit": 1})
     topic = Topic.objects.get(name="school uniforms")
-    data = studio.source_input(studio.source_named(tt, "debate-trees"), topics=[topic.pk], limit=2,
-                               options={"length": 3})
+    data = studio.source_input(
+        studio.source_named(tt, "debate-trees"), topics=[topic.pk], limit=2, options={"length": 3}
+    )
     preview, problems = studio.preview_import(project, data)
     assert problems == [] and 1 <= preview.items <= 2 and all(row[2] == "human" for row in preview.rows)
     assert all(row[4] == "3" for row in preview.rows)
@@ -542,17 +596,24 @@ def test_corpus_sources_of_the_rating_types(tmp_path):
     tt = get_task_type("pairwise_preference")
     project = studio.check_setup(name="Candidates", task_type=tt.name, config={}, values={})
     candidates = tmp_path / "candidates.jsonl"
-    candidates.write_text(json.dumps({"topic": "Cloning", "stance": "pro", "text": "Cloning saves species."}) + "\n"
-                          + json.dumps({"topic": "Zoos", "stance": "pro", "text": "Zoos teach children."}) + "\n")
+    candidates.write_text(
+        json.dumps({"topic": "Cloning", "stance": "pro", "text": "Cloning saves species."})
+        + "\n"
+        + json.dumps({"topic": "Zoos", "stance": "pro", "text": "Zoos teach children."})
+        + "\n"
+    )
     folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / "c"
     folder.mkdir(parents=True)
     shutil.copy(candidates, folder / "candidates.jsonl")
-    data = studio.source_input(studio.source_named(tt, "candidates-jsonl"),
-                               upload={"path": str(folder / "candidates.jsonl"), "name": "candidates.jsonl"},
-                               options={"system": "arg-ctrl"})
+    data = studio.source_input(
+        studio.source_named(tt, "candidates-jsonl"),
+        upload={"path": str(folder / "candidates.jsonl"), "name": "candidates.jsonl"},
+        options={"system": "arg-ctrl"},
+    )
     preview, problems = studio.preview_import(project, data)
-    assert preview is None and problems == ['candidates.jsonl:2: topic "Zoos" is not in the corpus (import its '
-                                            'arguments first or check the spelling)']
+    assert preview is None and problems == [
+        'candidates.jsonl:2: topic "Zoos" is not in the corpus (import its arguments first or check the spelling)'
+    ]
     (folder / "candidates.jsonl").write_text(candidates.read_text().splitlines()[0] + "\n")
     preview, problems = studio.preview_import(project, data)
     assert problems == [] and preview.items == 1 and "[arg-ctrl]" in preview.rows[0][3]
@@ -560,8 +621,14 @@ def test_corpus_sources_of_the_rating_types(tmp_path):
 
 
 def test_late_answers_are_listed_and_accepted_from_the_project_page(rclient, django_user_model):
-    project = services.create_project(name="Late", task_type="sentence_label", config={"labels": ["pro", "con"]},
-                                      assignments_per_item=1, items_per_hit=2, status="active")
+    project = services.create_project(
+        name="Late",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        assignments_per_item=1,
+        items_per_hit=2,
+        status="active",
+    )
     services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(2)])
     services.build_hits(project)
     worker = services.worker_for_user(django_user_model.objects.create_user("slow"))
@@ -582,12 +649,14 @@ def test_late_answers_are_listed_and_accepted_from_the_project_page(rclient, dja
 
 def test_the_item_order_is_set_from_the_settings_page(rclient, built):
     url = reverse("annotation:studio-settings", args=[built.slug])
-    resp = rclient.post(url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2",
-                                           r_max="9"))
+    resp = rclient.post(
+        url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2", r_max="9")
+    )
     assert resp.status_code == 400 and "r_max" in resp.content.decode()  # above R: refused, naming the field
     assert "item_order" not in (Project.objects.get(pk=built.pk).config or {})
-    resp = rclient.post(url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2",
-                                           r_max="4"))
+    resp = rclient.post(
+        url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2", r_max="4")
+    )
     assert resp.status_code == 302
     built.refresh_from_db()
     assert built.config["item_order"]["mode"] == "disagreement"

@@ -3,6 +3,7 @@ Django's test client: the list with its counts, an LLM annotator added from the 
 OpenAI-compatible server, a registry annotator from the catalogue, every refusal naming its field (HTTP 400, nothing
 written), prompt versions, Run (a queued job and its page), counted / kept apart, the failures with their raw reply
 escaped, and who may do what."""
+
 from __future__ import annotations
 
 import re
@@ -54,8 +55,16 @@ def url(name: str, project: Project, annotator: ModelAnnotator | None = None) ->
 
 
 def llm_post(**values) -> dict:
-    return {"kind": "llm", "name": "fake LLM", "model": "", "base_url": "", "api_key_env": "", "temperature": "",
-            "batch_size": "", **values}
+    return {
+        "kind": "llm",
+        "name": "fake LLM",
+        "model": "",
+        "base_url": "",
+        "api_key_env": "",
+        "temperature": "",
+        "batch_size": "",
+        **values,
+    }
 
 
 def errors_of(page: str, field: str) -> str:
@@ -67,20 +76,21 @@ def test_llm_annotator_added_from_the_page_runs_against_a_fake_server(llm_server
     project = three_humans()
     fake = llm_server(FakeLLM(dict(enumerate(LABELS)), script={1: ["malformed"]}))
     page = rclient.get(url("model-new", project)).content.decode()
-    assert "fake-7b" in page                                          # ARGORA_LLM_MODEL, the empty model's default
+    assert "fake-7b" in page  # ARGORA_LLM_MODEL, the empty model's default
     assert "$labels" in page and "$text" in page and "$format" in page  # the placeholders listed
-    assert ma.default_prompt(project).split("\n")[0] in page          # the textarea prefilled with the default
+    assert ma.default_prompt(project).split("\n")[0] in page  # the textarea prefilled with the default
 
     template = "Label the sentence: $text\nLabels: $labels\nReply as $format"
-    resp = rclient.post(url("model-new", project), llm_post(temperature="0.2", batch_size="2",
-                                                             prompt_template=template))
+    resp = rclient.post(
+        url("model-new", project), llm_post(temperature="0.2", batch_size="2", prompt_template=template)
+    )
     annotator = ModelAnnotator.objects.get(project=project, name="fake LLM")
     assert resp.status_code == 302 and resp.url.endswith(f"/models/#annotator-{annotator.pk}")
     assert annotator.kind == "llm" and annotator.created_by == researcher and not annotator.include_in_results
     assert annotator.options == {"temperature": 0.2, "batch_size": 2}
     assert annotator.prompt_template == template and annotator.prompt_version == 1
 
-    ma.run(annotator.pk)                                              # what the queued job does
+    ma.run(annotator.pk)  # what the queued job does
     assert fake.bodies[0]["temperature"] == 0.2
     assert fake.bodies[0]["messages"][-1]["content"].startswith("Label the sentence: Sentence number 0.")
     page = rclient.get(url("models", project)).content.decode()
@@ -127,7 +137,7 @@ def test_every_refusal_names_its_field_and_writes_nothing(llm_server, rclient):
 def test_registry_annotator_from_the_catalogue(rclient):
     project = services.create_project(name="Validity", slug="valnov", task_type="validity_novelty")
     version = ModelVersion.objects.create(kind="valnov", status=ModelVersion.Status.READY)
-    ModelVersion.objects.create(kind="valnov", status=ModelVersion.Status.FAILED)      # not offered
+    ModelVersion.objects.create(kind="valnov", status=ModelVersion.Status.FAILED)  # not offered
     page = rclient.get(url("model-new", project)).content.decode()
     assert f'<option value="{version.pk}">valnov #{version.pk}' in page and 'id="no-registry"' not in page
 
@@ -138,8 +148,9 @@ def test_registry_annotator_from_the_catalogue(rclient):
     assert resp.status_code == 400 and "choose a ready valnov model" in errors_of(resp.content.decode(), "version")
     assert not ModelAnnotator.objects.exists()
 
-    resp = rclient.post(url("model-new", project), {"kind": "registry", "name": "vn", "version": str(version.pk),
-                                                    "batch_size": "16"})
+    resp = rclient.post(
+        url("model-new", project), {"kind": "registry", "name": "vn", "version": str(version.pk), "batch_size": "16"}
+    )
     assert resp.status_code == 302
     annotator = ModelAnnotator.objects.get(project=project)
     assert annotator.options == {"registry_kind": "valnov", "version": version.pk, "batch_size": 16}
@@ -178,7 +189,7 @@ def test_run_queues_a_job_and_the_list_links_it(llm_server, rclient):
     annotator.refresh_from_db()
     assert resp.status_code == 302 and annotator.status == "queued" and annotator.task_id
     assert resp.url == reverse("job-detail", args=[annotator.task_id]) == f"/jobs/{annotator.task_id}/"
-    assert rclient.get(resp.url).status_code == 200                  # the jobs page (a waiting job)
+    assert rclient.get(resp.url).status_code == 200  # the jobs page (a waiting job)
     page = rclient.get(url("models", project)).content.decode()
     assert f'class="job-link" href="/jobs/{annotator.task_id}/"' in page and "Queued" in page
     # queued a moment ago: a second Run is refused, naming what is wrong, and queues nothing
@@ -207,15 +218,26 @@ def test_failures_show_the_raw_reply_escaped(llm_server, rclient):
     project = three_humans()
     annotator = ma.create_annotator(project, name="broken", kind="llm")
     item = ma.runnable_items(annotator).first()
-    ma.store_answers(annotator, [item], [{"item": item.pk, "failure": "malformed", "error": "no JSON object",
-                                          "raw": "<script>alert('x')</script> I think <b>pro</b>",
-                                          "model_id": "llm:fake", "prompt_version": 1}])
+    ma.store_answers(
+        annotator,
+        [item],
+        [
+            {
+                "item": item.pk,
+                "failure": "malformed",
+                "error": "no JSON object",
+                "raw": "<script>alert('x')</script> I think <b>pro</b>",
+                "model_id": "llm:fake",
+                "prompt_version": 1,
+            }
+        ],
+    )
     ma.store_answers(annotator, [item], [{"item": item.pk, "data": {"label": "maybe"}, "raw": '{"label": "maybe"}'}])
     page = rclient.get(url("model-failures", project, annotator)).content.decode()
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; I think &lt;b&gt;pro&lt;/b&gt;" in page
     assert "<script>alert" not in page
     rows = re.findall(r'<tr class="failure" data-failure="\d+" data-kind="(\w+)">', page)
-    assert rows == ["invalid", "malformed"]                              # newest first
+    assert rows == ["invalid", "malformed"]  # newest first
     assert "Malformed reply" in page and "no JSON object" in page and "label: must be one of" in page
     assert re.findall(r'class="attempt">(\d+)<', page) == ["2", "1"]
     assert "Sentence number 0." in page
@@ -224,8 +246,9 @@ def test_failures_show_the_raw_reply_escaped(llm_server, rclient):
 
 def test_ids_of_another_project_are_not_found(llm_server, rclient):
     project = three_humans()
-    other = services.create_project(name="Other", slug="other", task_type="sentence_label",
-                                    config={"labels": ["pro", "con"]})
+    other = services.create_project(
+        name="Other", slug="other", task_type="sentence_label", config={"labels": ["pro", "con"]}
+    )
     annotator = ma.create_annotator(project, name="mine", kind="llm")
     for name in ("model-prompt", "model-failures"):
         assert rclient.get(url(name, other, annotator)).status_code == 404
@@ -238,8 +261,12 @@ def test_ids_of_another_project_are_not_found(llm_server, rclient):
 def test_who_may_do_what(llm_server, client, django_user_model):
     project = three_humans()
     annotator = ma.create_annotator(project, name="guarded", kind="llm")
-    gets = [url("models", project), url("model-new", project), url("model-prompt", project, annotator),
-            url("model-failures", project, annotator)]
+    gets = [
+        url("models", project),
+        url("model-new", project),
+        url("model-prompt", project, annotator),
+        url("model-failures", project, annotator),
+    ]
     posts = [url("model-new", project), url("model-run", project, annotator), url("model-include", project, annotator)]
     for target in gets:
         resp = client.get(target)

@@ -3,6 +3,7 @@ link argora.css, hit.css, studio.css, dashboard.css, ml.css...; a task type ship
 ``stylesheet`` slot), and every registered task type's stylesheet is a real static file, linked once in the <head> of
 each page that shows the task type's template (the HIT page, MTurk's and the training page), after the engine's
 hit.css so that the task type's rules win a tie."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,12 @@ STYLED = ("aspect", "bws_similarity", "likert_debate", "pairwise_preference", "s
 
 
 def template_files() -> list[Path]:
-    folders = [ROOT / "templates", *ROOT.glob("*/templates"), *ROOT.glob("annotation/task_types/*/templates"),
-               ROOT / "tests" / "fixtures"]
+    folders = [
+        ROOT / "templates",
+        *ROOT.glob("*/templates"),
+        *ROOT.glob("annotation/task_types/*/templates"),
+        ROOT / "tests" / "fixtures",
+    ]
     return sorted(p for folder in folders for p in folder.rglob("*.html"))
 
 
@@ -53,8 +58,11 @@ def test_a_task_types_stylesheet_is_a_static_file_linked_in_the_head_after_hit_c
     assert found and Path(found) == package_dir(package) / "static" / file and Path(found).stat().st_size > 0
     project = Project(name="Styled", slug="styled", task_type=task_type.name)
     link = f'<link rel="stylesheet" href="{static(task_type.stylesheet)}">'
-    for template, extra in (("annotation/hit.html", {}), ("mturk/hit.html", {"preview": True, "mturk": True}),
-                            ("annotation/phases/training.html", {"number": 2, "total": 3})):
+    for template, extra in (
+        ("annotation/hit.html", {}),
+        ("mturk/hit.html", {"preview": True, "mturk": True}),
+        ("annotation/phases/training.html", {"number": 2, "total": 3}),
+    ):
         head = head_of(render_to_string(template, hit_context(project, [], **extra)))
         assert head.count(link) == 1, template
         assert head.index(static("annotation/hit.css")) < head.index(link), template
@@ -64,6 +72,9 @@ def test_a_task_types_stylesheet_is_a_static_file_linked_in_the_head_after_hit_c
 def test_a_task_type_without_a_stylesheet_links_none():
     (plain,) = [tt for tt in all_task_types() if tt.name == "sentence_label"]
     assert plain.stylesheet is None
-    head = head_of(render_to_string("annotation/hit.html", hit_context(Project(name="P", slug="p",
-                                                                               task_type="sentence_label"), [])))
+    head = head_of(
+        render_to_string(
+            "annotation/hit.html", hit_context(Project(name="P", slug="p", task_type="sentence_label"), [])
+        )
+    )
     assert "/static/task_types/" not in head

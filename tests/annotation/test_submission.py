@@ -1,4 +1,5 @@
 """Submission: validated before any write, atomic, idempotent, timing recorded, only by the holder."""
+
 from datetime import timedelta
 
 import pytest
@@ -12,9 +13,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def setup(django_user_model):
-    project = services.create_project(name="Sub", task_type="sentence_label", status="active",
-                                      config={"labels": ["pro", "con", "none"]}, items_per_hit=3,
-                                      reservation_timeout_seconds=600)
+    project = services.create_project(
+        name="Sub",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con", "none"]},
+        items_per_hit=3,
+        reservation_timeout_seconds=600,
+    )
     services.add_items(project, [{"text": f"s{i}", "topic": "t"} for i in range(6)])
     services.build_hits(project)
     w = services.worker_for_user(django_user_model.objects.create_user("w"))
@@ -27,11 +33,14 @@ def setup(django_user_model):
 def test_valid_submission_stores_everything(setup):
     project, w, _, a, items = setup
     now = a.reserved_at + timedelta(seconds=42)
-    done = services.submit_assignment(a, w, {str(i.pk): {"label": "con"} for i in items}, feedback="fine",
-                                      client_seconds=30.5, now=now)
+    done = services.submit_assignment(
+        a, w, {str(i.pk): {"label": "con"} for i in items}, feedback="fine", client_seconds=30.5, now=now
+    )
     assert done.status == "submitted" and done.submitted_at == now
     assert done.work_seconds == pytest.approx(42.0) and done.client_seconds == 30.5 and done.feedback == "fine"
-    assert sorted(Response.objects.filter(assignment=a).values_list("item_id", flat=True)) == sorted(i.pk for i in items)
+    assert sorted(Response.objects.filter(assignment=a).values_list("item_id", flat=True)) == sorted(
+        i.pk for i in items
+    )
     assert services.current_assignment(project, w) is None
 
 
@@ -47,12 +56,15 @@ def test_retried_identical_submission_is_a_noop(setup):
     assert [r.data for r in Response.objects.filter(assignment=a)] == [{"label": "pro"}] * len(items)
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda r, items: r.update({items[0].pk: {"label": "maybe"}}), "responses.{0}.label"),
-    (lambda r, items: r.pop(items[1].pk), "responses.{1}"),
-    (lambda r, items: r.update({999999: {"label": "pro"}}), "responses.999999"),
-    (lambda r, items: r.update({"abc": {"label": "pro"}}), "responses.abc"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda r, items: r.update({items[0].pk: {"label": "maybe"}}), "responses.{0}.label"),
+        (lambda r, items: r.pop(items[1].pk), "responses.{1}"),
+        (lambda r, items: r.update({999999: {"label": "pro"}}), "responses.999999"),
+        (lambda r, items: r.update({"abc": {"label": "pro"}}), "responses.abc"),
+    ],
+)
 def test_invalid_submission_names_the_field_and_writes_nothing(setup, mutate, field):
     _, w, _, a, items = setup
     responses = {i.pk: {"label": "pro"} for i in items}
@@ -132,6 +144,10 @@ def test_expiry_is_a_hard_deadline_at_submit(setup):
     assert not selectors.counted_responses(project).exists()
     # one second before the deadline is still in time
     b = services.reserve_next_assignment(project, w, now=late)
-    done = services.submit_assignment(b, w, {str(i.pk): {"label": "pro"} for i in services.assignment_items(b)},
-                                      now=b.expires_at - timedelta(seconds=1))
+    done = services.submit_assignment(
+        b,
+        w,
+        {str(i.pk): {"label": "pro"} for i in services.assignment_items(b)},
+        now=b.expires_at - timedelta(seconds=1),
+    )
     assert done.status == "submitted"

@@ -3,6 +3,7 @@ the response carries the next HIT, a retried request stores the answers once and
 reserved past the project's limits (R, the per-worker quota, a block, a paused project), and a HIT costs a bounded
 number of queries that does not grow with the HIT's size. The concurrent drain at the end runs on SQLite and on
 PostgreSQL (whichever DATABASE_URL names)."""
+
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -21,8 +22,15 @@ from .test_concurrency import run_threads
 
 
 def make_project(slug="sn", *, items=12, per_hit=2, r=1, labels=("pro", "con"), **kw):
-    return ProjectFactory(name=slug, slug=slug, config={"labels": list(labels)}, items=items, items_per_hit=per_hit,
-                          assignments_per_item=r, **kw)
+    return ProjectFactory(
+        name=slug,
+        slug=slug,
+        config={"labels": list(labels)},
+        items=items,
+        items_per_hit=per_hit,
+        assignments_per_item=r,
+        **kw,
+    )
 
 
 def answers(hit, label="pro"):
@@ -60,8 +68,9 @@ def test_submit_returns_the_next_hit_until_none_is_left(django_user_model):
 
 
 @pytest.mark.django_db
-def test_a_retried_request_stores_once_and_gets_the_same_next_hit(django_user_model, signalled,
-                                                                  django_capture_on_commit_callbacks):
+def test_a_retried_request_stores_once_and_gets_the_same_next_hit(
+    django_user_model, signalled, django_capture_on_commit_callbacks
+):
     make_project()
     c = client_for(django_user_model.objects.create_user("alice"))
     hit = c.post("/api/projects/sn/next/", format="json").json()
@@ -85,8 +94,11 @@ def test_invalid_answers_reserve_nothing(django_user_model):
     make_project()
     c = client_for(django_user_model.objects.create_user("alice"))
     hit = c.post("/api/projects/sn/next/", format="json").json()
-    r = c.post(f"/api/assignments/{hit['assignment']}/submit/?next=1",
-               {"responses": {str(hit["items"][0]["id"]): {"label": "pro"}}}, format="json")
+    r = c.post(
+        f"/api/assignments/{hit['assignment']}/submit/?next=1",
+        {"responses": {str(hit["items"][0]["id"]): {"label": "pro"}}},
+        format="json",
+    )
     assert r.status_code == 400 and f"responses.{hit['items'][1]['id']}" in r.json()["errors"]
     assert Assignment.objects.count() == 1 and not Response.objects.exists()
 
@@ -142,11 +154,23 @@ def test_a_paused_project_or_a_blocked_worker_gets_the_answers_stored_and_no_nex
 
 @pytest.mark.django_db
 def test_gold_that_blocks_the_worker_keeps_the_answers_and_hands_out_nothing(django_user_model):
-    p = services.create_project(name="g", slug="g", task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=1, assignments_per_item=1,
-                                gold_rate=1.0, gold_min_items=1, gold_min_accuracy=0.9)
-    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "con"}} for i in range(3)])
+    p = services.create_project(
+        name="g",
+        slug="g",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=1,
+        assignments_per_item=1,
+        gold_rate=1.0,
+        gold_min_items=1,
+        gold_min_accuracy=0.9,
+    )
+    services.add_items(
+        p,
+        [{"text": f"s{i}", "topic": "t"} for i in range(4)],
+        gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "con"}} for i in range(3)],
+    )
     services.build_hits(p)
     c = client_for(django_user_model.objects.create_user("alice"))
     hit = c.post("/api/projects/g/next/", format="json").json()
@@ -171,8 +195,9 @@ def test_a_late_submission_is_kept_as_late_and_the_next_hit_is_reserved(django_u
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("per_hit", [1, 10])
-def test_queries_per_hit_are_bounded_and_do_not_grow_with_its_size(django_user_model, per_hit,
-                                                                   django_assert_num_queries):
+def test_queries_per_hit_are_bounded_and_do_not_grow_with_its_size(
+    django_user_model, per_hit, django_assert_num_queries
+):
     """PostgreSQL, 4 statements: token auth with the worker; the assignment with its project, phases and items; the
     claim, the answers and the worker's lock (one statement); the worker's reservation and quota checked, a slot
     taken, the new assignment inserted and the next HIT's items read (one statement). SQLite, 8: the claim, the
@@ -218,7 +243,9 @@ def test_50_workers_drain_with_submit_and_next_concurrently(django_user_model, s
 
     run_threads(work, [(w,) for w in workers])
     assert len(acked) == len(set(acked)) == n_items * r // per_hit
-    assert set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True)) == set(acked)
+    assert set(Assignment.objects.filter(project=project, status="submitted").values_list("pk", flat=True)) == set(
+        acked
+    )
     per_item = Counter(Response.objects.filter(assignment__project=project).values_list("item_id", flat=True))
     assert len(per_item) == n_items and set(per_item.values()) == {r}
     assert not Response.objects.values("assignment__worker", "item").annotate(n=Count("pk")).filter(n__gt=1).exists()
@@ -250,10 +277,20 @@ def test_postgresql_prepares_the_per_hit_statements_and_the_answers_stay_exact(d
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
         prepared = cursor.fetchall()
-    tables = [next(t for t in ("authtoken_token", "annotation_assignment_gold_items", "annotation_response",
-                               "annotation_hit") if f'"{t}"' in statement) for statement, _ in prepared]
-    assert sorted(tables) == ["annotation_assignment_gold_items", "annotation_hit", "annotation_response",
-                              "authtoken_token"], prepared
+    tables = [
+        next(
+            t
+            for t in ("authtoken_token", "annotation_assignment_gold_items", "annotation_response", "annotation_hit")
+            if f'"{t}"' in statement
+        )
+        for statement, _ in prepared
+    ]
+    assert sorted(tables) == [
+        "annotation_assignment_gold_items",
+        "annotation_hit",
+        "annotation_response",
+        "authtoken_token",
+    ], prepared
     assert all(runs >= 3 for _, runs in prepared), prepared
     claim = next(runs for statement, runs in prepared if '"annotation_response"' in statement)
     assert claim == 16 - 5  # both HIT sizes ran the one statement: run unprepared 5 times, then prepared

@@ -3,6 +3,7 @@ that retries before the first answer came). The second answers what the first an
 same reason why there is none, and the same ``blocked`` -- whichever of them stores the answers and whichever
 sweeps the project's stale reservations. The interleavings are forced (a twin runs inside the other one's step),
 so the tests are deterministic; the PostgreSQL one holds the row the way the first twin's sweep does."""
+
 import threading
 from datetime import timedelta
 
@@ -54,8 +55,9 @@ def test_a_twin_that_swept_first_and_took_the_freed_hit_is_answered_alike(django
     responses = {i["id"]: {"label": "pro"} for i in hit["items"]}
 
     def twin():
-        done, following, refusal = services.submit_and_reserve_next(
-            services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True)
+        _done, following, refusal = services.submit_and_reserve_next(
+            services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True
+        )
         return following and following.pk, refusal and str(refusal)
 
     ran = twin_inside(monkeypatch, allocation, "expire_reservations", twin)
@@ -72,12 +74,23 @@ def test_a_twin_that_swept_first_and_took_the_freed_hit_is_answered_alike(django
 def test_a_twin_whose_answers_blocked_the_worker_is_answered_alike(django_user_model, monkeypatch):
     """The twin stores the answers first and its gold answers block the worker, after this request read the worker:
     this request answers blocked too, with the same reason and no next HIT."""
-    p = services.create_project(name="g", slug="g", task_type="sentence_label", status="active",
-                                config={"labels": ["pro", "con"]}, items_per_hit=1, assignments_per_item=1,
-                                gold_rate=1.0, gold_min_items=1, gold_min_accuracy=0.9)
-    services.add_items(p, [{"text": f"s{i}", "topic": "t"} for i in range(4)],
-                       gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "con"}}
-                             for i in range(3)])
+    p = services.create_project(
+        name="g",
+        slug="g",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=1,
+        assignments_per_item=1,
+        gold_rate=1.0,
+        gold_min_items=1,
+        gold_min_accuracy=0.9,
+    )
+    services.add_items(
+        p,
+        [{"text": f"s{i}", "topic": "t"} for i in range(4)],
+        gold=[{"payload": {"text": f"g{i}", "topic": "t"}, "expected": {"label": "con"}} for i in range(3)],
+    )
     services.build_hits(p)
     user = django_user_model.objects.create_user("alice")
     c = client_for(user)
@@ -87,15 +100,20 @@ def test_a_twin_whose_answers_blocked_the_worker_is_answered_alike(django_user_m
 
     def twin():
         _done, following, refusal = services.submit_and_reserve_next(
-            services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True)
+            services.submittable_assignment(hit["assignment"]), worker, responses, fresh=True
+        )
         return following, str(refusal)
 
     ran = twin_inside(monkeypatch, services, "submittable_assignment", twin)
     body = c.post(f"/api/assignments/{hit['assignment']}/submit/?next=1", answers(hit), format="json").json()
     [(twin_next, twin_refusal)] = ran
     assert twin_next is None and "gold accuracy" in twin_refusal
-    assert (body["status"], body["blocked"], body["next"], body["next_detail"]) == ("submitted", True, None,
-                                                                                  twin_refusal)
+    assert (body["status"], body["blocked"], body["next"], body["next_detail"]) == (
+        "submitted",
+        True,
+        None,
+        twin_refusal,
+    )
 
 
 @pytest.mark.postgres

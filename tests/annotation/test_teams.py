@@ -3,6 +3,7 @@ who is NOT in the project's team (403 or 404 everywhere, nothing changed), as a 
 editor and as an owner; the admin shows a Researcher only the rows of their projects; workers reach a project only
 through its doors; releases and model versions follow their project's team; the audit log records who changed what.
 """
+
 from __future__ import annotations
 
 import io
@@ -42,29 +43,89 @@ Role = ProjectMember.Role
 # a new project's set-up steps (kept in the maker's own session), and jobs named by the random id the page that
 # started them links to.
 NOT_TEAM_ROUTES = {
-    "home", "healthz", "login", "logout", "password_change", "password_change_done", "password_reset",
-    "password_reset_done", "password_reset_confirm", "password_reset_complete", "schema", "api-docs",
-    "oidc_authentication_init", "oidc_authentication_callback", "oidc_logout", "api-token", "",
-    "annotation:invite", "annotation:work", "annotation:done", "annotation:stop", "annotation:instructions",
-    "annotation:recover", "annotation:my-projects", "annotation:study", "annotation:study-step",
-    "mturk:external", "mturk:external-submit", "mturk:external-draft", "mturk:external-phase", "mturk:fake-turk",
-    "prolific:webhook", "prolific:start",
-    "api-annotation-next", "api-annotation-submit", "api-annotation-draft", "api-annotation-extend",
+    "home",
+    "healthz",
+    "login",
+    "logout",
+    "password_change",
+    "password_change_done",
+    "password_reset",
+    "password_reset_done",
+    "password_reset_confirm",
+    "password_reset_complete",
+    "schema",
+    "api-docs",
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
+    "oidc_logout",
+    "api-token",
+    "",
+    "annotation:invite",
+    "annotation:work",
+    "annotation:done",
+    "annotation:stop",
+    "annotation:instructions",
+    "annotation:recover",
+    "annotation:my-projects",
+    "annotation:study",
+    "annotation:study-step",
+    "mturk:external",
+    "mturk:external-submit",
+    "mturk:external-draft",
+    "mturk:external-phase",
+    "mturk:fake-turk",
+    "prolific:webhook",
+    "prolific:start",
+    "api-annotation-next",
+    "api-annotation-submit",
+    "api-annotation-draft",
+    "api-annotation-extend",
     "api-annotation-projects",  # creating a project: the Researcher role (tested below)
-    "topic-list", "topic-detail", "sentence-list", "sentence-detail", "fact-list", "fact-detail", "debate-list",
-    "debate-detail", "annotation:spans-kb-review-action",
-    "annotation:studio-new-items", "annotation:studio-new-preview", "annotation:studio-job",
-    "annotation:studio-job-state", "job-detail", "api-job-detail",
+    "topic-list",
+    "topic-detail",
+    "sentence-list",
+    "sentence-detail",
+    "fact-list",
+    "fact-detail",
+    "debate-list",
+    "debate-detail",
+    "annotation:spans-kb-review-action",
+    "annotation:studio-new-items",
+    "annotation:studio-new-preview",
+    "annotation:studio-job",
+    "annotation:studio-job-state",
+    "job-detail",
+    "api-job-detail",
 }
 # models of no project (generation runs, the similarity results): the Researcher role (tests/ml)
-GLOBAL_ROUTES = {"ml:generation", "ml:generation-evaluation", "ml:generation-train", "ml:generation-run",
-                 "ml:generation-run-evaluate",
-                 "ml:generation-run-ratings", "ml:similarity-results", "api-generate", "api-generate-runs",
-                 "api-generate-run", "api-generate-run-evaluate", "api-generate-run-ratings"}
+GLOBAL_ROUTES = {
+    "ml:generation",
+    "ml:generation-evaluation",
+    "ml:generation-train",
+    "ml:generation-run",
+    "ml:generation-run-evaluate",
+    "ml:generation-run-ratings",
+    "ml:similarity-results",
+    "api-generate",
+    "api-generate-runs",
+    "api-generate-run",
+    "api-generate-run-evaluate",
+    "api-generate-run-ratings",
+}
 # pages that list what a user may see (no project in the URL): they answer, without the projects of other teams
-LIST_ROUTES = {"annotation:studio", "annotation:project-list", "annotation:dashboards", "ml:models", "job-list",
-               "annotation:studio-new", "annotation:studio-guidelines-preview", "annotation:spans-kb-review",
-               "annotation:spans-kb-normalise", "ml:model-rollback", "release-list"}
+LIST_ROUTES = {
+    "annotation:studio",
+    "annotation:project-list",
+    "annotation:dashboards",
+    "ml:models",
+    "job-list",
+    "annotation:studio-new",
+    "annotation:studio-guidelines-preview",
+    "annotation:spans-kb-review",
+    "annotation:spans-kb-normalise",
+    "ml:model-rollback",
+    "release-list",
+}
 PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 
 
@@ -94,8 +155,7 @@ def fill(route: str, values: dict[str, str]) -> str:
 def answer(project, worker, label="pro"):
     assignment = services.reserve_next_assignment(project, worker)
     items = services.assignment_items(assignment)
-    return services.submit_assignment(assignment, worker, {i.pk: {"label": label} for i in items},
-                                      feedback="fine")
+    return services.submit_assignment(assignment, worker, {i.pk: {"label": label} for i in items}, feedback="fine")
 
 
 @pytest.fixture
@@ -105,12 +165,20 @@ def study(django_user_model, tmp_artifacts):
     group = Group.objects.get(name=RESEARCHER_GROUP)
     users = {}
     for name in ("outsider", "viewer", "editor", "owner"):
-        users[name] = django_user_model.objects.create_user(name, f"{name}@example.org", f"pw-{name}-123",
-                                                             is_staff=True)
+        users[name] = django_user_model.objects.create_user(
+            name, f"{name}@example.org", f"pw-{name}-123", is_staff=True
+        )
         users[name].groups.add(group)
-    project = services.create_project(name="Secret study", slug="secret", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]}, items_per_hit=2, assignments_per_item=2,
-                                      created_by=users["owner"], guidelines="<p>hidden guidelines</p>")
+    project = services.create_project(
+        name="Secret study",
+        slug="secret",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=2,
+        assignments_per_item=2,
+        created_by=users["owner"],
+        guidelines="<p>hidden guidelines</p>",
+    )
     teams.add_member(project, "viewer", Role.VIEWER, by=users["owner"])
     teams.add_member(project, "editor", Role.EDITOR, by=users["owner"])
     services.add_items(project, [{"text": f"sentence {i}", "topic": "t"} for i in range(6)])
@@ -121,27 +189,59 @@ def study(django_user_model, tmp_artifacts):
     answer(project, w1)
     late = services.reserve_next_assignment(project, w2)
     Assignment.objects.filter(pk=late.pk).update(expires_at=timezone.now() - timedelta(seconds=5))
-    services.submit_assignment(Assignment.objects.get(pk=late.pk), w2,
-                               {i.pk: {"label": "con"} for i in services.assignment_items(late)})
+    services.submit_assignment(
+        Assignment.objects.get(pk=late.pk), w2, {i.pk: {"label": "con"} for i in services.assignment_items(late)}
+    )
     services.block_worker(w2, "gold accuracy too low")
     model_worker = Worker.objects.create(source=Worker.Source.MODEL)
-    annotator = ModelAnnotator.objects.create(project=project, name="m1", kind=ModelAnnotator.Kind.LLM,
-                                              worker=model_worker, options={"model": "x"}, prompt_template="$text")
+    annotator = ModelAnnotator.objects.create(
+        project=project,
+        name="m1",
+        kind=ModelAnnotator.Kind.LLM,
+        worker=model_worker,
+        options={"model": "x"},
+        prompt_template="$text",
+    )
     version = ModelVersion.objects.create(kind="argument", project=project, status="ready")
     release = build_release("secret-answers", "1.0", kind="annotations", config={"project": project.slug})
-    other = services.create_project(name="Open study", slug="open", task_type="sentence_label",
-                                    config={"labels": ["pro", "con"]}, created_by=users["outsider"])
-    return {"project": project, "users": users, "annotator": annotator, "version": version, "release": release,
-            "late": late, "blocked": w2, "item": Item.objects.filter(project=project).first(), "other": other}
+    other = services.create_project(
+        name="Open study",
+        slug="open",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        created_by=users["outsider"],
+    )
+    return {
+        "project": project,
+        "users": users,
+        "annotator": annotator,
+        "version": version,
+        "release": release,
+        "late": late,
+        "blocked": w2,
+        "item": Item.objects.filter(project=project).first(),
+        "other": other,
+    }
 
 
 def values_for(study) -> dict[str, str]:
     project = study["project"]
-    return {"slug": project.slug, "status": "paused", "worker_id": study["blocked"].pk,
-            "assignment_id": study["late"].pk, "annotator_id": study["annotator"].pk,
-            "item_id": study["item"].pk, "pk": study["version"].pk, "table": "workers",
-            "name": "README.md", "run_id": "no-run", "step": "consent", "token": "x",
-            "task_id": str(uuid.uuid4()), "variable_id": "1"}
+    return {
+        "slug": project.slug,
+        "status": "paused",
+        "worker_id": study["blocked"].pk,
+        "assignment_id": study["late"].pk,
+        "annotator_id": study["annotator"].pk,
+        "item_id": study["item"].pk,
+        "pk": study["version"].pk,
+        "table": "workers",
+        "name": "README.md",
+        "run_id": "no-run",
+        "step": "consent",
+        "token": "x",
+        "task_id": str(uuid.uuid4()),
+        "variable_id": "1",
+    }
 
 
 # what reading a page may store: the agreement figures computed for it (a cache of what the answers say)
@@ -159,8 +259,9 @@ def state() -> dict:
     out["assignments"] = list(Assignment.objects.order_by("pk").values_list("pk", "status", "late_accepted_at"))
     out["workers"] = list(Worker.objects.order_by("pk").values_list("pk", "blocked"))
     out["members"] = list(ProjectMember.objects.order_by("pk").values_list("pk", "role"))
-    out["annotators"] = list(ModelAnnotator.objects.order_by("pk").values_list("pk", "include_in_results",
-                                                                              "prompt_version", "task_id"))
+    out["annotators"] = list(
+        ModelAnnotator.objects.order_by("pk").values_list("pk", "include_in_results", "prompt_version", "task_id")
+    )
     out["versions"] = list(ModelVersion.objects.order_by("pk").values_list("pk", "is_active", "status"))
     return out
 
@@ -181,9 +282,19 @@ def test_every_route_is_classified(study):
     """A new route must be put in a class here: a project route (walked below), a list page, or not a team's."""
     names = {name for name, _ in walk()}
     walked = {name for name, _ in team_routes(study)}
-    assert {"annotation:studio-project", "annotation:studio-settings", "annotation:studio-team",
-            "annotation:agreement", "annotation:agreement-csv", "annotation:project-progress", "mturk:panel",
-            "prolific:panel", "ml:model-detail", "release-file", "api-annotation-progress"} <= walked
+    assert {
+        "annotation:studio-project",
+        "annotation:studio-settings",
+        "annotation:studio-team",
+        "annotation:agreement",
+        "annotation:agreement-csv",
+        "annotation:project-progress",
+        "mturk:panel",
+        "prolific:panel",
+        "ml:model-detail",
+        "release-file",
+        "api-annotation-progress",
+    } <= walked
     assert LIST_ROUTES | GLOBAL_ROUTES <= names and NOT_TEAM_ROUTES - {"oidc_logout"} <= names
     assert len(walked) >= 30
 
@@ -199,8 +310,17 @@ def test_an_outsider_researcher_gets_403_or_404_everywhere_and_changes_nothing(s
     for name, url in team_routes(study):
         for c in (client, api) if url.startswith("/api/") else (client,):  # pages: session; the API: a token too
             for method in ("get", "post"):
-                resp = getattr(c, method)(url, {"action": "publish", "confirm": "yes", "include": "1",
-                                                 "op": "add", "user": "outsider", "role": "owner"})
+                resp = getattr(c, method)(
+                    url,
+                    {
+                        "action": "publish",
+                        "confirm": "yes",
+                        "include": "1",
+                        "op": "add",
+                        "user": "outsider",
+                        "role": "owner",
+                    },
+                )
                 seen += 1
                 if resp.status_code == 405:  # the route takes no such method from anyone: says nothing of the project
                     assert method.upper() not in resp.get("Allow", ""), url
@@ -210,8 +330,13 @@ def test_an_outsider_researcher_gets_403_or_404_everywhere_and_changes_nothing(s
     assert state() == before
     assert seen >= 60
     # the list pages answer, without the project of another team (its own project is there)
-    for name in LIST_ROUTES - {"annotation:studio-guidelines-preview", "annotation:spans-kb-review-action",
-                               "annotation:spans-kb-normalise", "ml:model-rollback", "job-list"}:
+    for name in LIST_ROUTES - {
+        "annotation:studio-guidelines-preview",
+        "annotation:spans-kb-review-action",
+        "annotation:spans-kb-normalise",
+        "ml:model-rollback",
+        "job-list",
+    }:
         resp = client.get(reverse(name))
         assert resp.status_code == 200, name
         assert b"Secret study" not in resp.content and b"/secret/" not in resp.content, name
@@ -220,10 +345,22 @@ def test_an_outsider_researcher_gets_403_or_404_everywhere_and_changes_nothing(s
     assert client.post(reverse("ml:model-rollback"), {"kind": "argument", "project": "secret"}).status_code == 404
 
 
-READ_PAGES = {"annotation:studio-project", "annotation:studio-models", "annotation:studio-team",
-              "annotation:studio-model-failures", "annotation:agreement", "annotation:agreement-items",
-              "annotation:agreement-csv", "annotation:project-progress", "ml:model-detail", "release-file",
-              "release-detail", "api-annotation-progress", "prolific:panel", "mturk:panel"}
+READ_PAGES = {
+    "annotation:studio-project",
+    "annotation:studio-models",
+    "annotation:studio-team",
+    "annotation:studio-model-failures",
+    "annotation:agreement",
+    "annotation:agreement-items",
+    "annotation:agreement-csv",
+    "annotation:project-progress",
+    "ml:model-detail",
+    "release-file",
+    "release-detail",
+    "api-annotation-progress",
+    "prolific:panel",
+    "mturk:panel",
+}
 
 
 def test_a_viewer_reads_every_page_and_changes_nothing(study):
@@ -236,14 +373,26 @@ def test_a_viewer_reads_every_page_and_changes_nothing(study):
         resp = client.get(url)
         # 403: a form that changes the project (settings, phases, status, a new model); 405: a POST-only route; 404:
         # a task type's page for a project of another type -- never "no such project"
-        assert resp.status_code in (200, 302, 403, 405) or b"Not a " in resp.content, \
+        assert resp.status_code in (200, 302, 403, 405) or b"Not a " in resp.content, (
             f"GET {url} ({name}): {resp.status_code}"
+        )
         if name in READ_PAGES:
             assert resp.status_code == 200, f"GET {url} ({name}): {resp.status_code}"
-        resp = client.post(url, {"action": "publish", "confirm": "yes", "include": "1", "op": "add",
-                                 "user": "viewer", "role": "owner", "guidelines": "x"})
-        assert resp.status_code in (403, 405) or (resp.status_code == 404 and b"Not a " in resp.content), \
+        resp = client.post(
+            url,
+            {
+                "action": "publish",
+                "confirm": "yes",
+                "include": "1",
+                "op": "add",
+                "user": "viewer",
+                "role": "owner",
+                "guidelines": "x",
+            },
+        )
+        assert resp.status_code in (403, 405) or (resp.status_code == 404 and b"Not a " in resp.content), (
             f"POST {url} ({name}): {resp.status_code}"
+        )
     assert READ_PAGES <= walked
     assert state() == before
     assert b"Secret study" in client.get(reverse("annotation:studio")).content
@@ -261,10 +410,13 @@ def test_an_editor_changes_the_study_but_not_its_team(study):
     assert resp.status_code == 302 and Assignment.objects.get(pk=study["late"].pk).late_accepted_at is not None
     resp = client.post(reverse("annotation:studio-unblock", args=[project.slug, study["blocked"].pk]))
     assert resp.status_code == 302 and not Worker.objects.get(pk=study["blocked"].pk).blocked
-    resp = client.post(reverse("annotation:studio-team", args=[project.slug]),
-                       {"op": "add", "user": "outsider", "role": "owner"})
-    assert resp.status_code == 403 and not ProjectMember.objects.filter(user__username="outsider",
-                                                                        project=project).exists()
+    resp = client.post(
+        reverse("annotation:studio-team", args=[project.slug]), {"op": "add", "user": "outsider", "role": "owner"}
+    )
+    assert (
+        resp.status_code == 403
+        and not ProjectMember.objects.filter(user__username="outsider", project=project).exists()
+    )
     actions = list(AuditEntry.objects.filter(project=project).values_list("action", "user__username"))
     assert ("status", "editor") in actions and ("late.accept", "editor") in actions
     assert ("worker.unblock", "editor") in actions
@@ -294,11 +446,16 @@ def test_an_owner_manages_the_team_and_keeps_one_owner(study):
     assert client.post(url, {"op": "remove", "user": "owner"}).status_code == 302
     assert access.role_of(type(owner).objects.get(pk=owner.pk), project) is None
     assert client.get(reverse("annotation:studio-project", args=[project.slug])).status_code == 404
-    log = list(AuditEntry.objects.filter(project=project, action__startswith="member.")
-               .order_by("id").values_list("action", "detail"))
-    assert log[-3:] == [("member.add", {"user": "outsider", "role": "viewer"}),
-                        ("member.role", {"user": "editor", "role": ["editor", "owner"]}),
-                        ("member.remove", {"user": "owner", "role": "owner"})]
+    log = list(
+        AuditEntry.objects.filter(project=project, action__startswith="member.")
+        .order_by("id")
+        .values_list("action", "detail")
+    )
+    assert log[-3:] == [
+        ("member.add", {"user": "outsider", "role": "viewer"}),
+        ("member.role", {"user": "editor", "role": ["editor", "owner"]}),
+        ("member.remove", {"user": "owner", "role": "owner"}),
+    ]
 
 
 def test_a_worker_account_cannot_join_a_team(study, django_user_model):
@@ -313,11 +470,22 @@ def test_the_admin_shows_a_researcher_only_the_rows_of_their_projects(study, dja
     client = Client()
     client.force_login(outsider)
     project = study["project"]
-    for model in ("project", "item", "hit", "assignment", "response", "worker", "golditem", "goldrecord",
-                  "modelannotator"):
+    for model in (
+        "project",
+        "item",
+        "hit",
+        "assignment",
+        "response",
+        "worker",
+        "golditem",
+        "goldrecord",
+        "modelannotator",
+    ):
         resp = client.get(f"/admin/annotation/{model}/")
         assert resp.status_code in (200, 403), model
-        assert b"Secret study" not in resp.content and b"secret" not in resp.content.lower() or resp.status_code == 403
+        assert (
+            b"Secret study" not in resp.content and b"secret" not in resp.content.lower()
+        ) or resp.status_code == 403
     assert client.get(f"/admin/annotation/project/{project.pk}/change/").status_code in (302, 403, 404)
     assert client.get(f"/admin/annotation/assignment/{study['late'].pk}/change/").status_code in (302, 403, 404)
     assert client.get(f"/admin/ml/modelversion/{study['version'].pk}/change/").status_code in (302, 403, 404)
@@ -359,8 +527,11 @@ def test_the_api_answers_json_403_404_for_the_team_routes(study):
 def test_a_new_project_is_its_makers_and_only_researchers_make_projects(study, django_user_model):
     api = APIClient()
     api.force_authenticate(study["users"]["viewer"])
-    resp = api.post("/api/projects/", {"name": "Mine", "task_type": "sentence_label",
-                                       "config": {"labels": ["a", "b"]}}, format="json")
+    resp = api.post(
+        "/api/projects/",
+        {"name": "Mine", "task_type": "sentence_label", "config": {"labels": ["a", "b"]}},
+        format="json",
+    )
     assert resp.status_code == 201
     assert access.role_of(study["users"]["viewer"], Project.objects.get(slug=resp.json()["slug"])) == Role.OWNER
     nobody = django_user_model.objects.create_user("plain", password="pw-plain-123", is_staff=True)
@@ -371,8 +542,14 @@ def test_a_new_project_is_its_makers_and_only_researchers_make_projects(study, d
 def test_a_worker_reaches_a_project_only_through_its_doors(study, django_user_model):
     """An invite worker of one study cannot take HITs of another by its slug (page or API), until its invite link."""
     project = study["project"]
-    other = services.create_project(name="Other", slug="other", task_type="sentence_label", status="active",
-                                    config={"labels": ["pro", "con"]}, items_per_hit=1)
+    other = services.create_project(
+        name="Other",
+        slug="other",
+        task_type="sentence_label",
+        status="active",
+        config={"labels": ["pro", "con"]},
+        items_per_hit=1,
+    )
     services.add_items(other, [{"text": "x", "topic": "t"}])
     services.build_hits(other)
     client = Client()
@@ -396,8 +573,9 @@ def test_a_worker_reaches_a_project_only_through_its_doors(study, django_user_mo
 def test_the_team_command_gives_a_project_made_by_a_command_its_owner(django_user_model):
     from django.core.management import CommandError, call_command
 
-    project = services.create_project(name="From the CLI", slug="cli", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]})  # no maker: superusers only
+    project = services.create_project(
+        name="From the CLI", slug="cli", task_type="sentence_label", config={"labels": ["pro", "con"]}
+    )  # no maker: superusers only
     ada = django_user_model.objects.create_user("ada", password="pw-ada-12345")
     assert not access.can(ada, project)
     out = io.StringIO()
@@ -412,7 +590,8 @@ def test_the_team_command_gives_a_project_made_by_a_command_its_owner(django_use
 
 
 def test_publishing_a_release_of_the_project_is_in_its_audit_log(study):
-    release = build_release("secret-answers", "2.0", kind="annotations", config={"project": "secret"},
-                            creator=study["users"]["editor"])
+    release = build_release(
+        "secret-answers", "2.0", kind="annotations", config={"project": "secret"}, creator=study["users"]["editor"]
+    )
     entry = AuditEntry.objects.filter(project=study["project"], action="release.publish").latest("id")
     assert entry.user == study["users"]["editor"] and entry.detail["release"] == f"{release.name} 2.0"

@@ -1,4 +1,5 @@
 """One headless Chromium per test session (Debian's /usr/bin/chromium, driven by Playwright)."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,14 @@ from playwright.sync_api import Error as PlaywrightError
 
 CHROMIUM = os.environ.get("ARGORA_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 ]
 
 
@@ -73,10 +80,11 @@ request_finished.connect(IN_FLIGHT.finished, weak=False, dispatch_uid="argora-br
 # --- axe-core on every document a browser test loads -------------------------------------------------------------
 AXE_IMPACTS = ("critical", "serious")
 # one evaluate both loads axe-core and runs it, so a document that navigates away in between cannot split the two
-AXE_RUN = ("async (impacts) => {\n" + AXE_SCRIPT
-           + "\n;const r = await axe.run(document, {resultTypes: ['violations']});"
-           "return {url: location.href, violations: r.violations.filter(v => impacts.includes(v.impact)).map(v => ("
-           "{id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map(n => n.target.join(' '))}))};}")
+AXE_RUN = (
+    "async (impacts) => {\n" + AXE_SCRIPT + "\n;const r = await axe.run(document, {resultTypes: ['violations']});"
+    "return {url: location.href, violations: r.violations.filter(v => impacts.includes(v.impact)).map(v => ("
+    "{id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map(n => n.target.join(' '))}))};}"
+)
 AXE_CHECKED: set[tuple[str, str]] = set()  # (normalised path, viewport) already checked in this session
 _ID = re.compile(r"^(\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.IGNORECASE)
 _TOKEN = re.compile(r"^(?=.*\d)[A-Za-z0-9_-]{16,}$")  # invite / study / assignment tokens
@@ -85,8 +93,10 @@ LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "axe_skip(*paths, reason): pages under these paths are not ours (e.g. Swagger UI): axe-core does "
-        "not check them in this test; the reason is required")
+        "markers",
+        "axe_skip(*paths, reason): pages under these paths are not ours (e.g. Swagger UI): axe-core does "
+        "not check them in this test; the reason is required",
+    )
 
 
 def axe_key(url: str) -> str | None:
@@ -134,8 +144,11 @@ class AxeWatch:
         finally:
             self.running -= 1
         for v in result["violations"]:
-            self.found.append(f"{result['url']} ({seen[1]}): {v['impact']} {v['id']}: {v['help']} -- "
-                              + "; ".join(v["targets"][:8]) + (" ..." if len(v["targets"]) > 8 else ""))
+            self.found.append(
+                f"{result['url']} ({seen[1]}): {v['impact']} {v['id']}: {v['help']} -- "
+                + "; ".join(v["targets"][:8])
+                + (" ..." if len(v["targets"]) > 8 else "")
+            )
 
     def settle(self, contexts, limit: float = 30.0) -> None:
         """Let each page finish loading and the checks still running finish (the event loop runs while a page
@@ -200,8 +213,10 @@ def new_context(browser, request):
         # the database is flushed after this fixture ends: let the live server finish what the page sent last
         IN_FLIGHT.wait_quiet()
     if watch.found:
-        pytest.fail("axe-core: critical/serious accessibility violations on pages this test opened:\n"
-                    + "\n".join(watch.found), pytrace=False)
+        pytest.fail(
+            "axe-core: critical/serious accessibility violations on pages this test opened:\n" + "\n".join(watch.found),
+            pytrace=False,
+        )
 
 
 @pytest.fixture
@@ -209,7 +224,7 @@ def page(new_context):
     context = new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     page.set_default_timeout(15000)
-    yield page
+    return page
 
 
 @pytest.fixture
@@ -218,7 +233,7 @@ def phone(new_context):
     context = new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
     page = context.new_page()
     page.set_default_timeout(15000)
-    yield page
+    return page
 
 
 def staff_screenshot(page, name: str) -> Path:

@@ -4,6 +4,7 @@ cursor, Shift+arrows extend it, Enter adds, Delete removes, an overlap is refuse
 the mouse (a drag snaps to whole words and becomes an aspect; a double-click on a word overlapping a chosen aspect is
 refused); the candidate field still works; the stored responses hold the spans ("list": "free"). Screenshot:
 $ARGORA_VAR_DIR/artifacts/screenshots/aspect_free.png."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import services
-from annotation.task_types.aspect.candidates import tokenize
 from annotation.models import Assignment, Response, Worker
+from annotation.task_types.aspect.candidates import tokenize
 from tests.annotation.test_aspect_page import make_aspect_project
 
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
@@ -42,7 +43,7 @@ def test_free_spans_with_keyboard_and_mouse(live_server, page):
     assignment = Assignment.objects.get(worker=worker)
     items = services.assignment_items(assignment)
     ids = [i.pk for i in items]
-    t0, t1, t2 = (i.payload["text"] for i in items)
+    t0, t1, _t2 = (i.payload["text"] for i in items)
     kb = page.keyboard
 
     def loc(sel):
@@ -168,4 +169,5 @@ def test_free_spans_with_keyboard_and_mouse(live_server, page):
     assert stored[ids[0]]["aspects"] == [{"begin": b0, "length": l0, "text": s0, "list": "free"}]
     assert stored[ids[1]]["aspects"] == [{"begin": b1, "length": l1, "text": s1, "list": "free"}]
     assert [(a["begin"], a["length"], a["list"]) for a in stored[ids[2]]["aspects"]] == [
-        (c2["begin"], c2["length"], "ranked")]
+        (c2["begin"], c2["length"], "ranked")
+    ]

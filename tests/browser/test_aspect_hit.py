@@ -3,6 +3,7 @@ its invite link and completes a HIT with the keyboard only: type-ahead + Enter f
 second list and a pick from it, the overlap warning, Backspace to remove, "contains no aspect" with the sum
 (digits only), submit, the completion code; the stored responses hold the spans. Screenshots of the HIT are
 saved under $ARGORA_VAR_DIR/artifacts/screenshots/."""
+
 from __future__ import annotations
 
 import os
@@ -27,10 +28,13 @@ def first_option(payload, chosen, revealed, typed):
     full, case aside, first; else matching first-list candidates by rank, then, once revealed, matching second-list
     candidates in sentence order)."""
     t = typed.strip().lower()
-    pool = list(payload["candidates"]) + (sorted(payload["more"], key=lambda c: (c["begin"], c["length"])) if revealed else [])
+    pool = list(payload["candidates"]) + (
+        sorted(payload["more"], key=lambda c: (c["begin"], c["length"])) if revealed else []
+    )
     pool = [c for c in pool if c["id"] not in chosen]
-    return (next((c for c in pool if c["text"].lower() == t), None)
-            or next((c for c in pool if t in c["text"].lower()), None))
+    return next((c for c in pool if c["text"].lower() == t), None) or next(
+        (c for c in pool if t in c["text"].lower()), None
+    )
 
 
 def screenshot(page, name):
@@ -98,8 +102,14 @@ def test_complete_aspect_hit_with_keyboard_only(live_server, page):
 
     # 3) an aspect overlapping the chosen one is refused with a visible warning
     chosen = {c1["id"]}
-    o = next((c for c in p0["candidates"] + p0["more"]
-              if c["id"] != c1["id"] and overlap(c, c1) and first_option(p0, chosen, True, c["text"]) == c), None)
+    o = next(
+        (
+            c
+            for c in p0["candidates"] + p0["more"]
+            if c["id"] != c1["id"] and overlap(c, c1) and first_option(p0, chosen, True, c["text"]) == c
+        ),
+        None,
+    )
     assert o is not None, "the sentence offers no reachable candidate overlapping the first aspect"
     page.keyboard.type(o["text"])
     expect(active).to_contain_text("overlaps")
@@ -116,8 +126,16 @@ def test_complete_aspect_hit_with_keyboard_only(live_server, page):
     expect(inp0).to_have_value("")
 
     # 4) a candidate only in the second list, picked by type-ahead + Tab
-    m = next((c for c in p0["more"] if not overlap(c, c1) and first_option(p0, chosen, True, c["text"]) == c
-              and first_option(p0, chosen, False, c["text"]) is None), None)
+    m = next(
+        (
+            c
+            for c in p0["more"]
+            if not overlap(c, c1)
+            and first_option(p0, chosen, True, c["text"]) == c
+            and first_option(p0, chosen, False, c["text"]) is None
+        ),
+        None,
+    )
     assert m is not None, "no second-list candidate to pick"
     page.keyboard.type(m["text"])
     expect(warning).to_be_empty()  # typing on clears the warning
@@ -190,7 +208,9 @@ def test_complete_aspect_hit_with_keyboard_only(live_server, page):
     assert assignment.status == Assignment.Status.SUBMITTED
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
     spans0 = sorted((a["begin"], a["length"], a["text"], a["list"]) for a in stored[ids[0]]["aspects"])
-    assert spans0 == sorted([(c1["begin"], c1["length"], c1["text"], "ranked"), (m["begin"], m["length"], m["text"], "more")])
+    assert spans0 == sorted(
+        [(c1["begin"], c1["length"], c1["text"], "ranked"), (m["begin"], m["length"], m["text"], "more")]
+    )
     assert stored[ids[0]]["no_aspect"] is False and stored[ids[0]]["not_in_lists"] is False
     assert stored[ids[1]] == {"aspects": [], "no_aspect": True, "not_in_lists": False}
     assert [(a["begin"], a["length"]) for a in stored[ids[2]]["aspects"]] == [(second["begin"], second["length"])]
@@ -255,21 +275,25 @@ def test_wrong_sum_is_refused_by_the_server_and_shown_at_the_sentence(live_serve
 def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
     """App. A's quality checks: the gold item asks for specific words ("Select 'kill birds' as the aspect of this
     sentence."); the instruction is visible above its sentence while the widget works as for any other sentence."""
-    from annotation.task_types.aspect.rankers import BaselineRanker
     from annotation.task_types.aspect.items import build_payload
+    from annotation.task_types.aspect.rankers import BaselineRanker
 
     project = make_aspect_project(slug="aspects-gold-instruction")
     text = "Wind turbines kill birds."
     payload = build_payload(text, "nuclear energy", stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
     begin = text.index("kill birds")
-    services.add_items(project, [], gold=[{"payload": payload, "expected": {
-        "aspects": [{"begin": begin, "length": 10}], "no_aspect": False}}])
+    services.add_items(
+        project,
+        [],
+        gold=[{"payload": payload, "expected": {"aspects": [{"begin": begin, "length": 10}], "no_aspect": False}}],
+    )
     project.gold_rate = 1 / 3
     project.save()
     page.goto(f"{live_server.url}/invite/{project.invite_token}/")
     expect(page.locator(".hit-item")).to_have_count(4)
-    gold = next(i for i in services.assignment_items(Assignment.objects.get(worker__source=Worker.Source.INVITE))
-                if i.is_gold)
+    gold = next(
+        i for i in services.assignment_items(Assignment.objects.get(worker__source=Worker.Source.INVITE)) if i.is_gold
+    )
     note = page.locator(f"#item-{gold.pk}-instruction")
     expect(note).to_be_visible()
     expect(note).to_have_text("Note: Select 'kill birds' as the aspect of this sentence.")
@@ -285,8 +309,10 @@ def test_gold_item_shows_its_instruction_above_the_sentence(live_server, page):
     screenshot(page, "aspect_gold_instruction.png")
 
 
-FOCUSED = "() => { const a = document.activeElement; return a === document.body || a === null ? 'BODY' : " \
-          "(a.id || a.className || a.tagName) + (a.offsetParent === null ? ' (hidden)' : ''); }"
+FOCUSED = (
+    "() => { const a = document.activeElement; return a === document.body || a === null ? 'BODY' : "
+    "(a.id || a.className || a.tagName) + (a.offsetParent === null ? ' (hidden)' : ''); }"
+)
 
 
 @pytest.mark.browser

@@ -2,6 +2,7 @@
 loads is checked once per (path with ids and tokens normalised, viewport) per session, its critical and serious
 violations are listed with the URL; another host's page and a path an ``axe_skip`` marker names are not checked.
 The documents here are served by ``page.route`` (no server: the watcher goes by the URL)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -13,18 +14,25 @@ from .conftest import AxeWatch, axe_key
 pytestmark = pytest.mark.browser
 
 UNLABELLED = "<!doctype html><html lang='en'><title>t</title><main><h1>x</h1><input type='text'></main></html>"
-FINE = ("<!doctype html><html lang='en'><title>t</title><main><h1>x</h1><label>Name <input type='text'></label>"
-        "</main></html>")
+FINE = (
+    "<!doctype html><html lang='en'><title>t</title><main><h1>x</h1><label>Name <input type='text'></label>"
+    "</main></html>"
+)
 
 
 def node(*marks):
-    return SimpleNamespace(nodeid="test_axe_check.py::t",
-                           iter_markers=lambda name: [m for m in marks if m.name == name])
+    return SimpleNamespace(
+        nodeid="test_axe_check.py::t", iter_markers=lambda name: [m for m in marks if m.name == name]
+    )
 
 
 def serve(context, html_by_url: dict[str, str]):
-    context.route("**/*", lambda route: route.fulfill(status=200, content_type="text/html",
-                                                      body=html_by_url.get(route.request.url, FINE)))
+    context.route(
+        "**/*",
+        lambda route: route.fulfill(
+            status=200, content_type="text/html", body=html_by_url.get(route.request.url, FINE)
+        ),
+    )
 
 
 def load(page, watch, url):
@@ -45,9 +53,14 @@ def test_a_violation_is_listed_with_its_url_once_per_path_and_viewport(browser):
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     watch.attach(context)
     try:
-        serve(context, {"http://127.0.0.1:9/axe-selftest-label/1/": UNLABELLED,
-                        "http://127.0.0.1:9/axe-selftest-label/2/": UNLABELLED,
-                        "http://example.invalid/axe-selftest-label/": UNLABELLED})
+        serve(
+            context,
+            {
+                "http://127.0.0.1:9/axe-selftest-label/1/": UNLABELLED,
+                "http://127.0.0.1:9/axe-selftest-label/2/": UNLABELLED,
+                "http://example.invalid/axe-selftest-label/": UNLABELLED,
+            },
+        )
         page = context.new_page()
         load(page, watch, "http://127.0.0.1:9/axe-selftest-label/1/")
         assert len(watch.found) == 1, watch.found

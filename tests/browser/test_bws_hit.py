@@ -1,6 +1,7 @@
 """A worker completes a BWS argument-similarity HIT in headless Chromium with the keyboard only: 1-4 mark the most
 similar pair, Shift+1-4 the least similar; the same pair for both is refused on the page (visible warning) and, from
 a tampered page, by the server (400, nothing written)."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import services
-from annotation.task_types.bws_similarity import project as bws
 from annotation.models import Assignment, Project, Response, Worker
+from annotation.task_types.bws_similarity import project as bws
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 
@@ -24,19 +25,29 @@ ARGS = [
     "A cloned child would be treated as a copy of someone else rather than as a person in their own right.",
     "Cloning reduces genetic diversity, which makes populations vulnerable to disease.",
 ]
-GUIDELINES = ("<p>Each task shows four pairs of arguments on one topic. Mark the pair whose two arguments are the "
-              "<b>most similar</b> (they make the same point, perhaps in other words) and the pair whose arguments are "
-              "the <b>least similar</b> (they talk about different aspects).</p>")
+GUIDELINES = (
+    "<p>Each task shows four pairs of arguments on one topic. Mark the pair whose two arguments are the "
+    "<b>most similar</b> (they make the same point, perhaps in other words) and the pair whose arguments are "
+    "the <b>least similar</b> (they talk about different aspects).</p>"
+)
 
 
 def make_project() -> Project:
     topic = Topic.objects.create(name="cloning")
     for t in ARGS:
         Sentence.objects.create(topic=topic, text=t, content_hash=sentence_hash("cloning", t))
-    project = bws.create_project(name="Argument similarity", slug="similarity", guidelines=GUIDELINES,
-                                 config={"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0},
-                                 assignments_per_item=1, items_per_hit=2, gold_rate=0, time_estimate_seconds=90,
-                                 reward_cents=25, status=Project.Status.ACTIVE)
+    project = bws.create_project(
+        name="Argument similarity",
+        slug="similarity",
+        guidelines=GUIDELINES,
+        config={"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0},
+        assignments_per_item=1,
+        items_per_hit=2,
+        gold_rate=0,
+        time_estimate_seconds=90,
+        reward_cents=25,
+        status=Project.Status.ACTIVE,
+    )
     bws.sample(project, "cloning", 8, seed=0)
     bws.build(project)
     return project
@@ -59,14 +70,16 @@ def pair_ids(item):
 @pytest.mark.django_db(transaction=True)
 def test_complete_bws_hit_with_keyboard_and_refuse_same_pair(live_server, page):
     project = make_project()
-    worker, assignment, items = join(page, live_server, project)
+    _worker, assignment, items = join(page, live_server, project)
     first, second = items
     expect(page.locator(f"#item-{first.pk} .bws-pair")).to_have_count(4)
     expect(page.locator(f"#item-{first.pk}")).to_be_focused()
     expect(page.locator("#hit-answered")).to_have_text("0 of 2 answered")
 
     page.keyboard.press("2")  # most similar: pair 2
-    expect(page.locator(f"#item-{first.pk} input[name=item-{first.pk}-best][value='{pair_ids(first)[1]}']")).to_be_checked()
+    expect(
+        page.locator(f"#item-{first.pk} input[name=item-{first.pk}-best][value='{pair_ids(first)[1]}']")
+    ).to_be_checked()
     page.keyboard.press("Shift+Digit2")  # least similar: pair 2 too -> refused, visibly
     warning = page.locator(f"#item-{first.pk}-warning")
     expect(warning).to_be_visible()
@@ -97,37 +110,50 @@ def test_complete_bws_hit_with_keyboard_and_refuse_same_pair(live_server, page):
     assignment.refresh_from_db()
     assert assignment.status == Assignment.Status.SUBMITTED
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
-    assert stored == {first.pk: {"best": pair_ids(first)[1], "worst": pair_ids(first)[3]},
-                      second.pk: {"best": pair_ids(second)[0], "worst": pair_ids(second)[2]}}
+    assert stored == {
+        first.pk: {"best": pair_ids(first)[1], "worst": pair_ids(first)[3]},
+        second.pk: {"best": pair_ids(second)[0], "worst": pair_ids(second)[2]},
+    }
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_server_refuses_same_pair_from_a_tampered_page(live_server, page):
     project = make_project()
-    worker, assignment, items = join(page, live_server, project)
+    _worker, assignment, items = join(page, live_server, project)
     for key in ("1", "Shift+Digit2", "1", "Shift+Digit2"):
         page.keyboard.press(key)
     expect(page.locator("#hit-answered")).to_have_text("2 of 2 answered")
     # the page will not send the same pair twice (it counts the task as unanswered), so send what a tampered
     # client would: the server, not the page, decides
     first, second = items
-    result = page.evaluate("""async ([url, responses]) => {
+    result = page.evaluate(
+        """async ([url, responses]) => {
         const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
         const r = await fetch(url, {method: "POST", credentials: "same-origin",
             headers: {"Content-Type": "application/json", "X-CSRFToken": csrf},
             body: JSON.stringify({responses})});
         return {status: r.status, body: await r.json()};
-    }""", [f"/api/assignments/{assignment.pk}/submit/",
-           {str(first.pk): {"best": pair_ids(first)[0], "worst": pair_ids(first)[1]},
-            str(second.pk): {"best": pair_ids(second)[0], "worst": pair_ids(second)[0]}}])
+    }""",
+        [
+            f"/api/assignments/{assignment.pk}/submit/",
+            {
+                str(first.pk): {"best": pair_ids(first)[0], "worst": pair_ids(first)[1]},
+                str(second.pk): {"best": pair_ids(second)[0], "worst": pair_ids(second)[0]},
+            },
+        ],
+    )
     assert result["status"] == 400
-    assert result["body"]["errors"] == {f"responses.{second.pk}.worst": "the most and the least similar pair must differ"}
+    assert result["body"]["errors"] == {
+        f"responses.{second.pk}.worst": "the most and the least similar pair must differ"
+    }
     assert Response.objects.count() == 0
     assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
     # the page itself never offered that: with the tampered radio value it still asks for an answer
-    page.evaluate(f"document.querySelector('#item-{second.pk} input[name=item-{second.pk}-worst]:checked').value = "
-                  f"'{pair_ids(second)[0]}'")
+    page.evaluate(
+        f"document.querySelector('#item-{second.pk} input[name=item-{second.pk}-worst]:checked').value = "
+        f"'{pair_ids(second)[0]}'"
+    )
     page.keyboard.press("Enter")
     expect(page.locator(f"#item-{second.pk}-error")).to_have_text("Please answer this item.")
     assert Response.objects.count() == 0

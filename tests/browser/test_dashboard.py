@@ -5,6 +5,7 @@ lowest-agreement items and an adjudication is recorded with who and when. Then e
 (dashboards index, agreement, items, BWS, ValNov, pairwise and Likert results, KB review) is opened with small data:
 each states its n, marks figures below the documented minimum "too few ratings", fits 1366 px, and is saved with
 ``staff_screenshot``."""
+
 from __future__ import annotations
 
 import io
@@ -20,11 +21,11 @@ from annotation import services
 from annotation.demo import DEMO_SLUG
 from annotation.models import Adjudication, GoldItem, GoldRecord, Item, Project, Worker
 from annotation.task_types.bws_similarity import project as bws
-from annotation.task_types.ratings import LIKERT, PAIRWISE, items as rating_items
+from annotation.task_types.ratings import LIKERT, PAIRWISE
+from annotation.task_types.ratings import items as rating_items
 from annotation.task_types.validity_novelty import results as valnov
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
-
 from tests.conftest import join_every_project
 
 from .conftest import staff_screenshot
@@ -68,8 +69,7 @@ def test_expert_reads_the_demo_agreement_dashboard(live_server, page):
     expect(page.locator("h1")).to_have_text(f"Agreement · {project.name}")
 
     # the figures shown are the CLI's figures (full precision in data-value, 3 decimals in the text)
-    for key, sel in (("alpha", "#fig-alpha"), ("percent_agreement", "#fig-percent-agreement"),
-                     ("kappa", "#fig-kappa")):
+    for key, sel in (("alpha", "#fig-alpha"), ("percent_agreement", "#fig-percent-agreement"), ("kappa", "#fig-kappa")):
         cell = page.locator(sel)
         assert float(cell.get_attribute("data-value")) == pytest.approx(expected[key], abs=1e-12)
         assert cell.inner_text() == f"{expected[key]:.3f}"
@@ -78,12 +78,14 @@ def test_expert_reads_the_demo_agreement_dashboard(live_server, page):
     assert int(page.locator("#based-on").inner_text()) == expected["based_on"]
     row = page.locator('#figures tr[data-scope="project"]')
     assert float(row.locator('[data-key="fleiss_kappa"]').get_attribute("data-value")) == pytest.approx(
-        expected["fleiss_kappa"], abs=1e-12)
+        expected["fleiss_kappa"], abs=1e-12
+    )
     for topic in expected["topics"]:
         trow = page.locator(f'#figures tr[data-scope="topic:{topic["topic"]}"]')
         if topic["alpha"] is not None:
             assert float(trow.locator('[data-key="alpha"]').get_attribute("data-value")) == pytest.approx(
-                topic["alpha"], abs=1e-12)
+                topic["alpha"], abs=1e-12
+            )
         assert int(trow.locator('[data-key="n_units"]').inner_text()) == topic["n_units"]
     # crowd vs expert: the demo's expert account answered a HIT
     cve = expected["crowd_vs_expert"]
@@ -98,8 +100,7 @@ def test_expert_reads_the_demo_agreement_dashboard(live_server, page):
     assert page.locator("svg#chart-histogram rect.mark").count() >= 1
     plotted = [w for w in expected["workers"] if w["loo_agreement"] is not None and w["gold_accuracy"] is not None]
     assert page.locator("svg#chart-workers circle.mark").count() == len(plotted) >= 4
-    assert page.locator("svg#chart-topics rect.mark").count() == sum(t["alpha"] is not None
-                                                                     for t in expected["topics"])
+    assert page.locator("svg#chart-topics rect.mark").count() == sum(t["alpha"] is not None for t in expected["topics"])
     assert page.locator("#workers tbody tr").count() == len(expected["workers"])
     page.screenshot(path=SCREENSHOT, full_page=False)
     staff_screenshot(page, "agreement-demo")
@@ -156,30 +157,52 @@ def _do_hits(project, worker, answer, limit=None):
 
 
 def _bws_project(django_user_model):
-    for name, texts in {"space travel": ["Space travel inspires children.", "Space travel wastes public money.",
-                                         "Space travel drives new technology.", "Space travel risks lives."],
-                        "zoo animals": ["Zoos protect endangered species.", "Zoos keep animals in small cages.",
-                                        "Zoos educate children.", "Zoo animals show signs of stress."]}.items():
+    for name, texts in {
+        "space travel": [
+            "Space travel inspires children.",
+            "Space travel wastes public money.",
+            "Space travel drives new technology.",
+            "Space travel risks lives.",
+        ],
+        "zoo animals": [
+            "Zoos protect endangered species.",
+            "Zoos keep animals in small cages.",
+            "Zoos educate children.",
+            "Zoo animals show signs of stress.",
+        ],
+    }.items():
         topic = Topic.objects.create(name=name)
         for i, t in enumerate(texts):
-            Sentence.objects.create(topic=topic, text=t, content_hash=sentence_hash(name, t),
-                                    stance="pro" if i % 2 else "con")
-    project = bws.create_project(name="BWS pilot", slug="bws-pilot", config={"scorer": "jaccard", "seed": 0},
-                                 status=Project.Status.ACTIVE, gold_rate=0)
+            Sentence.objects.create(
+                topic=topic, text=t, content_hash=sentence_hash(name, t), stance="pro" if i % 2 else "con"
+            )
+    project = bws.create_project(
+        name="BWS pilot",
+        slug="bws-pilot",
+        config={"scorer": "jaccard", "seed": 0},
+        status=Project.Status.ACTIVE,
+        gold_rate=0,
+    )
     for topic in ("space travel", "zoo animals"):
         bws.sample(project, topic, 5, seed=0)
     bws.build(project)
     for k in range(2):
-        _do_hits(project, _user_worker(django_user_model, f"bws{k}"),
-                 lambda i: {"best": min(p["id"] for p in i.payload["pairs"]),
-                            "worst": max(p["id"] for p in i.payload["pairs"])})
+        _do_hits(
+            project,
+            _user_worker(django_user_model, f"bws{k}"),
+            lambda i: {
+                "best": min(p["id"] for p in i.payload["pairs"]),
+                "worst": max(p["id"] for p in i.payload["pairs"]),
+            },
+        )
     return project
 
 
 def _valnov_project(tmp_path):
     rows = ["topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence"]
-    rows += [f"Zoos,Zoos keep animals number {k} in cages.,Zoos are cruel {k},1,majority,-1,confident"
-             for k in range(4)]
+    rows += [
+        f"Zoos,Zoos keep animals number {k} in cages.,Zoos are cruel {k},1,majority,-1,confident" for k in range(4)
+    ]
     path = tmp_path / "vn.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     project = valnov.get_project("vn-pilot", create=True, items_per_hit=2, status="active")
@@ -191,19 +214,33 @@ def _valnov_project(tmp_path):
 
 
 def _rating_projects(tmp_path):
-    pairs = [{"topic": "Energy", "stance": "pro", "a": {"system": "arg-ctrl", "text": f"Generated argument {k}."},
-              "b": {"system": "reference", "text": f"Reference argument {k}."}} for k in range(5)]
-    debates = [{"id": f"d{k}", "system": "human" if k < 2 else "bart", "topic": "Ban zoos",
-                "turns": [{"speaker": "Alice", "text": f"Opening {k}."}, {"speaker": "Bob", "text": f"Reply {k}."}]}
-               for k in range(4)]
+    pairs = [
+        {
+            "topic": "Energy",
+            "stance": "pro",
+            "a": {"system": "arg-ctrl", "text": f"Generated argument {k}."},
+            "b": {"system": "reference", "text": f"Reference argument {k}."},
+        }
+        for k in range(5)
+    ]
+    debates = [
+        {
+            "id": f"d{k}",
+            "system": "human" if k < 2 else "bart",
+            "topic": "Ban zoos",
+            "turns": [{"speaker": "Alice", "text": f"Opening {k}."}, {"speaker": "Bob", "text": f"Reply {k}."}],
+        }
+        for k in range(4)
+    ]
     (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs), encoding="utf-8")
     (tmp_path / "debates.jsonl").write_text("".join(json.dumps(d) + "\n" for d in debates), encoding="utf-8")
     pp = rating_items.get_project("pp-pilot", PAIRWISE, create=True, status="active", assignments_per_item=2)
     rating_items.import_pairs(pp, tmp_path / "pairs.jsonl")
     ld = rating_items.get_project("ld-pilot", LIKERT, create=True, status="active", assignments_per_item=2)
     rating_items.import_debates(ld, tmp_path / "debates.jsonl")
-    pair_number = {pk: n for n, pk in enumerate(Item.objects.filter(project=pp).order_by("pk")
-                                                .values_list("pk", flat=True))}
+    pair_number = {
+        pk: n for n, pk in enumerate(Item.objects.filter(project=pp).order_by("pk").values_list("pk", flat=True))
+    }
     for k in range(2):
         w = Worker.objects.create(external_id=f"r{k}", source="prolific")
         # fluency in system terms, whatever side the server placed each argument on (a coin seeded by the item id,
@@ -213,38 +250,60 @@ def _rating_projects(tmp_path):
             answers = {}
             for i in services.assignment_items(a):
                 fluent = k == 0 or pair_number[i.pk] % 2 == 0
-                answers[str(i.pk)] = {"choice": "equal" if i.position == 0 else "left",
-                                      "fluent_left": fluent, "fluent_right": fluent}
+                answers[str(i.pk)] = {
+                    "choice": "equal" if i.position == 0 else "left",
+                    "fluent_left": fluent,
+                    "fluent_right": fluent,
+                }
             services.submit_assignment(a, w, answers)
-        _do_hits(ld, w, lambda i: {"style": 3 if i.payload["system"] == "human" else 2, "content": 3,
-                                   "strategy": 2 + k, "overall": 3})
+        _do_hits(
+            ld,
+            w,
+            lambda i: {
+                "style": 3 if i.payload["system"] == "human" else 2,
+                "content": 3,
+                "strategy": 2 + k,  # noqa: B023 - called within this loop pass
+                "overall": 3,
+            },
+        )
     return pp, ld
 
 
 def _no_overlap_project(django_user_model):
     """A worker with gold accuracy 0.50 who shares no item with anybody, beside two who share six."""
-    project = services.create_project(name="Stance pilot (no overlap)", slug="no-overlap", task_type="sentence_label",
-                                      assignments_per_item=2, items_per_hit=4, status=Project.Status.ACTIVE)
-    services.add_items(project, [{"sentence_id": None, "text": f"Sentence {k} about wind power.", "topic": "energy"}
-                                 for k in range(12)])
+    project = services.create_project(
+        name="Stance pilot (no overlap)",
+        slug="no-overlap",
+        task_type="sentence_label",
+        assignments_per_item=2,
+        items_per_hit=4,
+        status=Project.Status.ACTIVE,
+    )
+    services.add_items(
+        project,
+        [{"sentence_id": None, "text": f"Sentence {k} about wind power.", "topic": "energy"} for k in range(12)],
+    )
     services.build_hits(project)
     solo, b, c = (_user_worker(django_user_model, n) for n in ("solo", "bee", "cee"))
     _do_hits(project, b, lambda i: {"label": "pro"}, limit=2)  # b and c fill the first two HITs (R = 2) ...
     _do_hits(project, c, lambda i: {"label": "pro" if i.position % 3 else "none"}, limit=2)
     _do_hits(project, solo, lambda i: {"label": "pro" if i.position % 2 else "con"}, limit=1)  # ... solo the third
     for k, ok in enumerate((True, False)):
-        gold = Item.objects.create(project=project, payload={"text": f"gold {k}", "topic": "energy"}, is_gold=True,
-                                   position=100 + k)
+        gold = Item.objects.create(
+            project=project, payload={"text": f"gold {k}", "topic": "energy"}, is_gold=True, position=100 + k
+        )
         GoldItem.objects.create(item=gold, expected={"label": "pro"})
-        GoldRecord.objects.create(worker=solo, item=gold, assignment=solo.assignments.first(), correct=ok,
-                                  score=float(ok))
+        GoldRecord.objects.create(
+            worker=solo, item=gold, assignment=solo.assignments.first(), correct=ok, score=float(ok)
+        )
     return project
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_every_dashboard_and_results_page_states_its_n_and_fits(live_server, page, tmp_path, django_user_model,
-                                                                 request):
+def test_every_dashboard_and_results_page_states_its_n_and_fits(
+    live_server, page, tmp_path, django_user_model, request
+):
     call_command("load_demo", stdout=io.StringIO())
     request.addfinalizer(join_every_project(django_user_model.objects.get(username="expert")))  # the team of each
     bws_project = _bws_project(django_user_model)

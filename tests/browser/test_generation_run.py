@@ -2,6 +2,7 @@
 lands on the run page at once (queued, nothing decoded yet), and the outputs appear there one after the other while
 the worker's side (:func:`ml.generation.runs.execute_run`, called here) writes them, with the progress bar and the
 state; once done the page shows the evaluation buttons. Both pages at 1366x768 and 390x844 (axe-core on each)."""
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,9 @@ from .test_dashboard import login
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_run_page_shows_outputs_as_the_worker_writes_them(live_server, page, phone, tmp_artifacts,
-                                                              django_user_model):
+def test_the_run_page_shows_outputs_as_the_worker_writes_them(
+    live_server, page, phone, tmp_artifacts, django_user_model
+):
     train, dev = splits.stable_split(aspect_rows(), key="sentence", dev_fraction=0.2)
     version = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=TINY_HP)
     user = django_user_model.objects.create_user("researcher", password="pw-research-123", is_staff=True)
@@ -36,7 +38,7 @@ def test_the_run_page_shows_outputs_as_the_worker_writes_them(live_server, page,
     page.select_option("#model_version", str(version.pk))
     page.fill("#inputs", "nuclear energy | pro | cost\nschool uniforms | con | bullying")
     page.fill("input[name=max_new_tokens]", "6")
-    page.locator("#generate").click()                     # no worker runs here: the run stays queued
+    page.locator("#generate").click()  # no worker runs here: the run stays queued
 
     expect(page).to_have_url(re.compile(r"/ml/generation/runs/[\d-]+-[0-9a-f]{6}/$"))
     run_id = page.url.rstrip("/").rsplit("/", 1)[1]

@@ -2,6 +2,7 @@
 annotates a project beside three humans; the section shows alpha / kappa with and without it, its agreement with
 each human and the majority, and the alt-test (winning rate, advantage probability, epsilon, verdict, n), fits
 1366 px, and is screenshotted."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,7 @@ def test_model_annotator_section_shows_its_alt_test(live_server, page, httpserve
     expect(section).to_contain_text("fake LLM")
     expect(section.locator(".verdict")).to_have_text("passed: it may replace a human")
     expect(section.locator("[data-key=winning_rate]")).to_have_text("1.000")
-    expect(section.locator("tr[data-key=without]")).to_contain_text("3")      # n coders without the model
+    expect(section.locator("tr[data-key=without]")).to_contain_text("3")  # n coders without the model
     expect(section.locator("tr[data-key=majority]")).to_contain_text("1.000")
     expect(section).to_contain_text("ε = 0.2")
     section.scroll_into_view_if_needed()

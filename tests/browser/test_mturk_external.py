@@ -1,6 +1,7 @@
 """MTurk ExternalQuestion in headless Chromium: preview (read-only, nothing reserved), then accept inside an
 iframe (as MTurk shows it) with real-looking ids, complete the sentence_label HIT, and the page posts
 assignmentId to a local stand-in for ``turkSubmitTo/mturk/externalSubmit``; a tampered workerId is refused."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -30,13 +31,24 @@ TEXTS = [
 
 def make_project() -> Project:
     project = ProjectFactory(
-        name="Nuclear energy: stance", config={"labels": ["pro", "con", "none"]},
+        name="Nuclear energy: stance",
+        config={"labels": ["pro", "con", "none"]},
         guidelines="<p>Is each sentence an argument for (pro) or against (con) nuclear energy, or none?</p>",
-        assignments_per_item=1, items_per_hit=4, time_estimate_seconds=60, reward_cents=13,
-        items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS])
+        assignments_per_item=1,
+        items_per_hit=4,
+        time_estimate_seconds=60,
+        reward_cents=13,
+        items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS],
+    )
     MTurkProjectSettings.objects.create(project=project, title="Stance of sentences", description="4 sentences")
-    MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, reward_cents=13,
-                            max_assignments=1, created_at=timezone.now())
+    MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id=HIT_ID,
+        reward_cents=13,
+        max_assignments=1,
+        created_at=timezone.now(),
+    )
     return project
 
 
@@ -64,8 +76,9 @@ def test_preview_then_accept_in_an_iframe_and_submit_to_turk(live_server, page, 
     assert Assignment.objects.count() == 0 and Worker.objects.count() == 0
 
     # 2. accept: MTurk frames the page with assignmentId / hitId / workerId / turkSubmitTo
-    src = external_url(live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID, workerId=WORKER_ID,
-                       turkSubmitTo=fake_turk)
+    src = external_url(
+        live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID, workerId=WORKER_ID, turkSubmitTo=fake_turk
+    )
     # the framing page comes from MTurk's origin: the page's CSP (frame-ancestors) lets only MTurk's hosts frame it
     mturk_page = f'<h1>MTurk</h1><iframe id="turk" src="{src}" width="1300" height="700"></iframe>'
     page.route(f"{TURK_PAGE}*", lambda route: route.fulfill(content_type="text/html", body=mturk_page))
@@ -99,8 +112,11 @@ def test_preview_then_accept_in_an_iframe_and_submit_to_turk(live_server, page, 
 @pytest.mark.django_db(transaction=True)
 def test_tampered_worker_id_is_refused(live_server, page, fake_turk):
     project = make_project()
-    page.goto(external_url(live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID, workerId=WORKER_ID,
-                           turkSubmitTo=fake_turk))
+    page.goto(
+        external_url(
+            live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID, workerId=WORKER_ID, turkSubmitTo=fake_turk
+        )
+    )
     expect(page.locator(".hit-item")).to_have_count(4)
     assignment = Assignment.objects.get()
     for key in "1231":
@@ -115,8 +131,16 @@ def test_tampered_worker_id_is_refused(live_server, page, fake_turk):
     assert Assignment.objects.get(pk=assignment.pk).status == Assignment.Status.RESERVED
     assert mturk_views.RECEIVED == []
     # the same forged worker id on the accept URL is refused too (the assignmentId is bound to another worker)
-    response = page.goto(external_url(live_server, project, assignmentId=ASSIGNMENT_ID, hitId=HIT_ID,
-                                      workerId="A3FORGEDWORKER", turkSubmitTo=fake_turk))
+    response = page.goto(
+        external_url(
+            live_server,
+            project,
+            assignmentId=ASSIGNMENT_ID,
+            hitId=HIT_ID,
+            workerId="A3FORGEDWORKER",
+            turkSubmitTo=fake_turk,
+        )
+    )
     assert response.status == 403
     expect(page.locator("h1")).to_contain_text("Not your HIT")
     assert Assignment.objects.count() == 1

@@ -2,6 +2,7 @@
 radio task type and for the span editor), an expired reservation whose place another worker took keeps the late
 answers, "Log out" and the invite link again is the same worker with the same completion code, and the countdown
 warns and extends."""
+
 from __future__ import annotations
 
 import re
@@ -23,17 +24,30 @@ from tests.browser.test_valnov_hit import make_project as make_valnov_project
 from tests.factories import ProjectFactory
 
 LABELS = ["pro", "con", "none"]
-TEXTS = ["Nuclear power emits almost no carbon dioxide.", "Nuclear waste stays dangerous for millennia.",
-         "The plant opened in 1975.", "Reactors are among the safest sources of power.",
-         "Uranium mining harms the land.", "Wind is cheaper than nuclear now."]
+TEXTS = [
+    "Nuclear power emits almost no carbon dioxide.",
+    "Nuclear waste stays dangerous for millennia.",
+    "The plant opened in 1975.",
+    "Reactors are among the safest sources of power.",
+    "Uranium mining harms the land.",
+    "Wind is cheaper than nuclear now.",
+]
 
 
 def make_project(**settings) -> Project:
-    values = {"assignments_per_item": 1, "items_per_hit": 3, "reservation_timeout_seconds": 600,
-              "status": Project.Status.ACTIVE}
+    values = {
+        "assignments_per_item": 1,
+        "items_per_hit": 3,
+        "reservation_timeout_seconds": 600,
+        "status": Project.Status.ACTIVE,
+    }
     values.update(settings)
-    return ProjectFactory(name="Stance", config={"labels": LABELS},
-                          items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS], **values)
+    return ProjectFactory(
+        name="Stance",
+        config={"labels": LABELS},
+        items=[{"text": t, "topic": "nuclear energy"} for t in TEXTS],
+        **values,
+    )
 
 
 def join(page, live_server, project):
@@ -52,7 +66,7 @@ def saved(page):
 @pytest.mark.django_db(transaction=True)
 def test_reload_mid_hit_restores_every_answer_and_the_feedback(live_server, page):
     project = make_project()
-    worker, assignment = join(page, live_server, project)
+    _worker, assignment = join(page, live_server, project)
     items = services.assignment_items(assignment)
     page.keyboard.press("2")  # item 1: con, moves on
     page.keyboard.press("3")  # item 2: none
@@ -115,7 +129,8 @@ def test_reload_restores_marked_spans(live_server, page):
     expect(page.locator("#completion-code")).to_be_visible()
     spans = Response.objects.get(assignment=assignment, item=a).data["spans"]
     assert sorted((s["begin"], s["end"]) for s in spans) == sorted(
-        [young, (a.payload["suggestions"][0]["begin"], a.payload["suggestions"][0]["end"])])
+        [young, (a.payload["suggestions"][0]["begin"], a.payload["suggestions"][0]["end"])]
+    )
 
 
 @pytest.mark.browser
@@ -138,8 +153,9 @@ def test_expired_reservation_taken_by_another_keeps_the_late_answers(live_server
     staff_screenshot(page, "hit_late_answers")
     assignment.refresh_from_db()
     assert assignment.status == "late"
-    assert sorted(Response.objects.filter(assignment=assignment).values_list("data__label", flat=True)) == \
-        sorted(["pro", "con", "none"] * 2)
+    assert sorted(Response.objects.filter(assignment=assignment).values_list("data__label", flat=True)) == sorted(
+        ["pro", "con", "none"] * 2
+    )
     page.locator("#hit-next").click()  # one click on: the next HIT, here none is left for this worker
     expect(page).to_have_url(re.compile(rf"/work/{project.slug}/done/\?finished=1$"))
     expect(page.locator("#completion-code")).to_have_text(services.completion_code(project, worker))
@@ -187,7 +203,7 @@ def test_log_out_and_the_invite_link_again_is_the_same_worker(live_server, page,
 @pytest.mark.django_db(transaction=True)
 def test_countdown_warns_and_extend_keeps_the_hit(live_server, page):
     project = make_project()
-    worker, assignment = join(page, live_server, project)
+    _worker, assignment = join(page, live_server, project)
     expect(page.locator("#hit-timer")).to_contain_text(re.compile(r"Reserved for you: (9|10):\d\d left"))
     expect(page.locator("#hit-expiry")).to_be_hidden()
     Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() + timedelta(seconds=40))
@@ -225,15 +241,17 @@ def _bws(tmp_path):
 
 
 def _pairwise(tmp_path):
-    project = items.get_project("pairs", PAIRWISE, create=True, assignments_per_item=1, items_per_hit=2,
-                                status="active")
+    project = items.get_project(
+        "pairs", PAIRWISE, create=True, assignments_per_item=1, items_per_hit=2, status="active"
+    )
     items.import_pairs(project, _write(tmp_path, "pairs.jsonl", PAIRS))
     return project
 
 
 def _likert(tmp_path):
-    project = items.get_project("debates", LIKERT, create=True, assignments_per_item=5, items_per_hit=2,
-                                status="active")
+    project = items.get_project(
+        "debates", LIKERT, create=True, assignments_per_item=5, items_per_hit=2, status="active"
+    )
     items.import_debates(project, _write(tmp_path, "debates.jsonl", DEBATES))
     return project
 
@@ -251,8 +269,7 @@ def test_every_choice_of_a_task_type_survives_a_reload(live_server, page, tmp_pa
     page.goto(f"{live_server.url}/invite/{project.invite_token}/")
     first = page.locator(".hit-item").first
     expect(first).to_be_visible()
-    names = first.locator("input[type=radio]").evaluate_all(
-        "els => [...new Set(els.map(e => e.name))]")
+    names = first.locator("input[type=radio]").evaluate_all("els => [...new Set(els.map(e => e.name))]")
     assert names, "no choices on the page"
     for k, name in enumerate(names):
         radios = first.locator(f"input[type=radio][name='{name}']")

@@ -2,6 +2,7 @@
 -> training (the explanation after each answer) -> qualification passed -> the HIT -> exit survey -> the end page with
 the completion code; and a worker who fails the qualification twice is screened out with the screened-out code and
 never sees a HIT. Answers typed on a training item and in the survey survive a reload."""
+
 from __future__ import annotations
 
 import re
@@ -17,32 +18,65 @@ from .conftest import staff_screenshot
 
 LABELS = ["pro", "con", "none"]
 TEXTS = ["Wind farms cut carbon emissions.", "Wind turbines kill thousands of birds.", "The farm has 12 turbines."]
-TRAINING = [("Solar panels lower electricity bills.", "pro", "It gives a reason in favour of solar power."),
-            ("Solar panels need rare metals that are mined at great cost.", "con",
-             "It gives a reason against solar power."),
-            ("The roof of the school faces south.", "none", "A plain fact: no reason for or against.")]
+TRAINING = [
+    ("Solar panels lower electricity bills.", "pro", "It gives a reason in favour of solar power."),
+    ("Solar panels need rare metals that are mined at great cost.", "con", "It gives a reason against solar power."),
+    ("The roof of the school faces south.", "none", "A plain fact: no reason for or against."),
+]
 SURVEY = [
-    {"name": "clarity", "label": "How clear were the instructions?", "kind": "likert",
-     "scale": ["Very unclear", "Unclear", "Neither", "Clear", "Very clear"], "required": True},
-    {"name": "age_group", "label": "Your age group", "kind": "choice",
-     "options": ["18-24", "25-34", "35-49", "50 or older", "Prefer not to say"], "required": True},
+    {
+        "name": "clarity",
+        "label": "How clear were the instructions?",
+        "kind": "likert",
+        "scale": ["Very unclear", "Unclear", "Neither", "Clear", "Very clear"],
+        "required": True,
+    },
+    {
+        "name": "age_group",
+        "label": "Your age group",
+        "kind": "choice",
+        "options": ["18-24", "25-34", "35-49", "50 or older", "Prefer not to say"],
+        "required": True,
+    },
     {"name": "comments", "label": "Anything else you want to tell us?", "kind": "text"},
 ]
 
 
 def make_project() -> Project:
-    gold = [{"payload": {"text": t, "topic": "solar power"}, "expected": {"label": label}, "explanation": why,
-             "training": True} for t, label, why in TRAINING]
+    gold = [
+        {
+            "payload": {"text": t, "topic": "solar power"},
+            "expected": {"label": label},
+            "explanation": why,
+            "training": True,
+        }
+        for t, label, why in TRAINING
+    ]
     project = ProjectFactory(
-        name="Wind energy: stance", config={"labels": LABELS},
+        name="Wind energy: stance",
+        config={"labels": LABELS},
         guidelines="<p>Is each sentence an argument <b>for</b> (pro) or <b>against</b> (con) the topic, or none?</p>",
-        assignments_per_item=1, items_per_hit=3, gold_min_items=0, reward_cents=40, time_estimate_seconds=120,
-        items=[{"text": t, "topic": "wind power"} for t in TEXTS], gold=gold)
-    phases.configure(project, {
-        "consent_required": True,
-        "consent_text": "## About this study\n\nWe record your answers for research. **You may stop at any time.**",
-        "instructions_required": True, "training_enabled": True, "pass_threshold": 0.6, "max_attempts": 2,
-        "survey_enabled": True, "survey_questions": SURVEY})
+        assignments_per_item=1,
+        items_per_hit=3,
+        gold_min_items=0,
+        reward_cents=40,
+        time_estimate_seconds=120,
+        items=[{"text": t, "topic": "wind power"} for t in TEXTS],
+        gold=gold,
+    )
+    phases.configure(
+        project,
+        {
+            "consent_required": True,
+            "consent_text": "## About this study\n\nWe record your answers for research. **You may stop at any time.**",
+            "instructions_required": True,
+            "training_enabled": True,
+            "pass_threshold": 0.6,
+            "max_attempts": 2,
+            "survey_enabled": True,
+            "survey_questions": SURVEY,
+        },
+    )
     return project
 
 
@@ -200,7 +234,8 @@ def test_the_researcher_sets_up_the_phases_in_the_studio_and_reads_the_counts(li
     page.locator("#save-phases").click()
     expect(page.locator("#survey_questions-errors")).to_contain_text("survey_questions[0].scale")
     page.locator("#id_survey_questions").fill(
-        '[{"name": "clarity", "label": "Clear?", "kind": "likert", "scale": ["No", "Yes"]}]')
+        '[{"name": "clarity", "label": "Clear?", "kind": "likert", "scale": ["No", "Yes"]}]'
+    )
     page.locator("#save-phases").click()
     expect(page.locator("#training_items-errors")).to_contain_text("no training items")
     for row in page.locator("#training-items tbody tr").all()[:2]:

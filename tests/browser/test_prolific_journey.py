@@ -3,6 +3,7 @@
 Prolific's completion URL with the study's COMPLETED code (no copy-paste); and one who fails the qualification twice
 is sent back with the study's screened-out code and never gets a HIT. Prolific's app URL points at this test server
 (nothing leaves the machine)."""
+
 from __future__ import annotations
 
 import re
@@ -24,21 +25,31 @@ SESSION_ID = "64b1c2d3e4f5a6b7c8d9e0f1"
 def prolific_project(live_server, settings):
     settings.ARGORA_PROLIFIC_APP_URL = f"{live_server.url}/_prolific"
     project = make_project()
-    ProlificStudy.objects.create(project=project, study_id=STUDY_ID, name="Wind energy", description="Stances.",
-                                 completed_code="C1DONE26", screened_out_code="C1SCRN26", status="ACTIVE")
+    ProlificStudy.objects.create(
+        project=project,
+        study_id=STUDY_ID,
+        name="Wind energy",
+        description="Stances.",
+        completed_code="C1DONE26",
+        screened_out_code="C1SCRN26",
+        status="ACTIVE",
+    )
     return project
 
 
 def enter(page, live_server, project, pid: str):
-    page.goto(f"{live_server.url}/prolific/{project.slug}/start/?"
-              + urlencode({"PROLIFIC_PID": pid, "STUDY_ID": STUDY_ID, "SESSION_ID": SESSION_ID}))
+    page.goto(
+        f"{live_server.url}/prolific/{project.slug}/start/?"
+        + urlencode({"PROLIFIC_PID": pid, "STUDY_ID": STUDY_ID, "SESSION_ID": SESSION_ID})
+    )
     expect(page).to_have_url(re.compile(rf"/work/{project.slug}/study/consent/$"))
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_prolific_participant_goes_through_every_phase_and_back_to_prolific_with_the_code(
-        live_server, page, settings):
+    live_server, page, settings
+):
     project = prolific_project(live_server, settings)
     enter(page, live_server, project, "5f1a2b3c4d5e6f7a8b9c0d1e")
     consent_and_instructions(page, project)
@@ -62,7 +73,8 @@ def test_a_prolific_participant_goes_through_every_phase_and_back_to_prolific_wi
     # the end page shows the study's code and sends the participant back to Prolific with it
     expect(page.locator("#completion-code")).to_have_text("C1DONE26")
     expect(page.locator("#back-to-platform-link")).to_have_attribute(
-        "href", f"{live_server.url}/_prolific/submissions/complete?cc=C1DONE26")
+        "href", f"{live_server.url}/_prolific/submissions/complete?cc=C1DONE26"
+    )
     staff_screenshot(page, "prolific-done")
     expect(page).to_have_url(f"{live_server.url}/_prolific/submissions/complete?cc=C1DONE26", timeout=15000)
     p = Participation.objects.get(project=project, worker=worker)
@@ -85,7 +97,8 @@ def test_a_prolific_participant_who_fails_twice_goes_back_with_the_screened_out_
     expect(page).to_have_url(re.compile(r"/study/screened-out/$"))
     expect(page.locator("#screened-out-code")).to_have_text("C1SCRN26")
     expect(page.locator("#back-to-platform-link")).to_have_attribute(
-        "href", f"{live_server.url}/_prolific/submissions/complete?cc=C1SCRN26")
+        "href", f"{live_server.url}/_prolific/submissions/complete?cc=C1SCRN26"
+    )
     staff_screenshot(page, "prolific-screened-out")
     expect(page).to_have_url(f"{live_server.url}/_prolific/submissions/complete?cc=C1SCRN26", timeout=15000)
     worker = Worker.objects.get(claimed_external_id="5f1a2b3c4d5e6f7a8b9c0d2f")

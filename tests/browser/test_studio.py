@@ -2,6 +2,7 @@
 one HIT of each task type is answered with the keyboard, as tests/browser/test_*_hit.py do), and a bad upload refused
 with every problem before anything is written. The whole study of each task type from the studio -- upload, preview,
 gold share, two workers, items added, a release -- is tests/browser/test_studio_journeys.py."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,7 +45,8 @@ def answer_aspect(page):
         field.focus()
         page.keyboard.type(candidate["text"])
         expect(page.locator(f"#item-{item_id}-listbox [role=option][aria-selected=true]")).to_contain_text(
-            candidate["text"])
+            candidate["text"]
+        )
         page.keyboard.press("Enter")
         expect(page.locator(f"#item-{item_id} .aspect-chip")).to_have_count(1)
 
@@ -93,7 +95,10 @@ def test_a_bad_file_is_refused_with_every_problem_before_anything_is_written(liv
     problems = page.locator("#problems .problems li")
     expect(problems).to_have_count(3)
     assert [t.split(": ", 1)[0] for t in problems.all_inner_texts()] == [
-        "bad_arguments.jsonl:2", "bad_arguments.jsonl:4", "bad_arguments.jsonl:5"]
+        "bad_arguments.jsonl:2",
+        "bad_arguments.jsonl:4",
+        "bad_arguments.jsonl:5",
+    ]
     expect(page.locator("#confirm-import")).to_have_count(0)
     staff_screenshot(page, "studio-problems")
     assert not Project.objects.exists() and not Sentence.objects.exists() and not Topic.objects.exists()

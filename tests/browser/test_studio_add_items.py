@@ -3,6 +3,7 @@ that has answers, follows "Add items", sees the gold share only for the sources 
 expected answer is), uploads a file with the first row as gold, reads the preview, confirms, and the job's page says
 what was added; the project's old HITs and answers are untouched. The add page and its preview pass axe-core at
 1366x768 and 390x844 (the ``page`` / ``phone`` fixtures check every page they load)."""
+
 from __future__ import annotations
 
 import re
@@ -21,25 +22,32 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "studio"
 
 
 def running_project(django_user_model) -> Project:
-    project = services.create_project(name="Running study", task_type="sentence_label",
-                                      config={"labels": ["pro", "con", "none"]}, items_per_hit=2,
-                                      assignments_per_item=1)
-    ProjectMember.objects.create(project=project, user=django_user_model.objects.get(username="expert"),
-                                 role=ProjectMember.Role.EDITOR)
+    project = services.create_project(
+        name="Running study",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con", "none"]},
+        items_per_hit=2,
+        assignments_per_item=1,
+    )
+    ProjectMember.objects.create(
+        project=project, user=django_user_model.objects.get(username="expert"), role=ProjectMember.Role.EDITOR
+    )
     services.add_items(project, [{"text": f"Old sentence {i}.", "topic": "t"} for i in range(4)])
     services.build_hits(project)
     services.set_project_status(project, Project.Status.ACTIVE)
     worker = services.worker_for_user(django_user_model.objects.create_user("w-old"))
     assignment = services.reserve_next_assignment(project, worker)
-    services.submit_assignment(assignment, worker, {i.pk: {"label": "pro"}
-                                                    for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, worker, {i.pk: {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     return project
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_add_items_with_a_gold_share_to_a_running_project(live_server, page, phone, settings, store_eager,
-                                                           django_user_model):
+def test_add_items_with_a_gold_share_to_a_running_project(
+    live_server, page, phone, settings, store_eager, django_user_model
+):
     accounts_after_migrations()
     project = running_project(django_user_model)
     old_hits = list(HIT.objects.filter(project=project).order_by("pk").values_list("pk", "taken"))

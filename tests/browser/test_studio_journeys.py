@@ -8,6 +8,7 @@ publishes an ``annotations`` release from the studio's Release step (licence and
 release job and downloads ``annotations.jsonl`` from the page: its rows are the project's items and their annotations
 are exactly the submitted answers. Every page the browsers load passes axe-core (the ``page`` / ``phone`` fixtures
 check them) and the studio pages are screenshotted."""
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,11 @@ CITATION = "@inproceedings{argora-test, title={A study run from the browser}}"
 
 @dataclass
 class Shape:
-    source: str                 # the studio's source name
+    source: str  # the studio's source name
     file_name: str
-    content: str                # the file, in the published layout
-    options: dict = field(default_factory=dict)   # source option -> value
-    gold: tuple[str, int] | None = None            # (gold_mode, gold_n)
+    content: str  # the file, in the published layout
+    options: dict = field(default_factory=dict)  # source option -> value
+    gold: tuple[str, int] | None = None  # (gold_mode, gold_n)
 
 
 @dataclass
@@ -52,11 +53,16 @@ def lines(*rows: dict) -> str:
 
 UKP_HEADER = "topic\tretrievedUrl\tarchivedUrl\tsentenceHash\tsentence\tannotation\tset\n"
 UNIFORMS_TSV = UKP_HEADER + "".join(
-    f"school uniforms\thttps://example.org/u{n}\t\tj-u{n}\t{text}\t{label}\ttrain\n" for n, (text, label) in enumerate([
-        ("School uniforms reduce bullying because nobody can be mocked for their clothes.", "Argument_for"),
-        ("Uniforms take away one of the few ways teenagers have to express who they are.", "Argument_against"),
-        ("Uniforms save parents money on school clothes every year.", "Argument_for"),
-        ("The school board met on Tuesday evening.", "NoArgument")]))
+    f"school uniforms\thttps://example.org/u{n}\t\tj-u{n}\t{text}\t{label}\ttrain\n"
+    for n, (text, label) in enumerate(
+        [
+            ("School uniforms reduce bullying because nobody can be mocked for their clothes.", "Argument_for"),
+            ("Uniforms take away one of the few ways teenagers have to express who they are.", "Argument_against"),
+            ("Uniforms save parents money on school clothes every year.", "Argument_for"),
+            ("The school board met on Tuesday evening.", "NoArgument"),
+        ]
+    )
+)
 KIALO_UNIFORMS = """Discussion Title: Should schools require uniforms?
 
 1. Schools should require uniforms.
@@ -66,30 +72,63 @@ KIALO_UNIFORMS = """Discussion Title: Should schools require uniforms?
 1.2.1. Pro: Choosing clothes is part of growing up.
 """
 APPF = lines(
-    {"hash": "j-a1", "topic": "nuclear energy", "stance": "Argument_against",
-     "sentence": "Nuclear power plants produce clean electricity but the waste stays dangerous for centuries.",
-     "aspect_pos": ["(55,5)", "(67,9)"], "aspect_pos_string": ["waste", "dangerous"]},
-    {"hash": "j-a2", "topic": "nuclear energy", "stance": "Argument_for",
-     "sentence": "Modern reactors are safe and keep the lights on without burning coal.",
-     "aspect_pos": ["(20,4)"], "aspect_pos_string": ["safe"]},
-    {"hash": "j-a3", "topic": "nuclear energy", "stance": "Argument_for",
-     "sentence": "Nuclear energy creates thousands of well paid jobs in rural regions.",
-     "aspect_pos": ["(36,14)"], "aspect_pos_string": ["well paid jobs"]})
+    {
+        "hash": "j-a1",
+        "topic": "nuclear energy",
+        "stance": "Argument_against",
+        "sentence": "Nuclear power plants produce clean electricity but the waste stays dangerous for centuries.",
+        "aspect_pos": ["(55,5)", "(67,9)"],
+        "aspect_pos_string": ["waste", "dangerous"],
+    },
+    {
+        "hash": "j-a2",
+        "topic": "nuclear energy",
+        "stance": "Argument_for",
+        "sentence": "Modern reactors are safe and keep the lights on without burning coal.",
+        "aspect_pos": ["(20,4)"],
+        "aspect_pos_string": ["safe"],
+    },
+    {
+        "hash": "j-a3",
+        "topic": "nuclear energy",
+        "stance": "Argument_for",
+        "sentence": "Nuclear energy creates thousands of well paid jobs in rural regions.",
+        "aspect_pos": ["(36,14)"],
+        "aspect_pos_string": ["well paid jobs"],
+    },
+)
 # the argument-aspect corpus's own layout: numbered tokens, each with its aspect category (O outside), no stance
-CONLL = "".join("\n".join(f"{n}\t{tok}\t{lab}" for n, (tok, lab) in enumerate(sent, start=1)) + "\n\n" for sent in [
-    [("Higher", "O"), ("wages", "O"), ("cost", "O"), ("small", "O"), ("businesses", "O"), ("jobs", "JOBS"), (".", "O")],
-    [("A", "O"), ("living", "WAGE"), ("wage", "WAGE"), ("reduces", "O"), ("poverty", "POVERTY"), (".", "O")]])
-KB = lines({"topic": "minimum wage", "text": "Minimum wage increases reduce employment of young workers."},
-           {"topic": "minimum wage", "text": "Minimum wage increases reduce poverty."},
-           {"topic": "minimum wage", "text": "Minimum wage increases raise prices."})
+CONLL = "".join(
+    "\n".join(f"{n}\t{tok}\t{lab}" for n, (tok, lab) in enumerate(sent, start=1)) + "\n\n"
+    for sent in [
+        [
+            ("Higher", "O"),
+            ("wages", "O"),
+            ("cost", "O"),
+            ("small", "O"),
+            ("businesses", "O"),
+            ("jobs", "JOBS"),
+            (".", "O"),
+        ],
+        [("A", "O"), ("living", "WAGE"), ("wage", "WAGE"), ("reduces", "O"), ("poverty", "POVERTY"), (".", "O")],
+    ]
+)
+KB = lines(
+    {"topic": "minimum wage", "text": "Minimum wage increases reduce employment of young workers."},
+    {"topic": "minimum wage", "text": "Minimum wage increases reduce poverty."},
+    {"topic": "minimum wage", "text": "Minimum wage increases raise prices."},
+)
 WAGE_ARGUMENTS = lines(
     {"topic": "minimum wage", "sentence": "Raising the minimum wage costs young workers their jobs.", "stance": "con"},
-    {"topic": "minimum wage", "sentence": "A higher minimum wage lifts families out of poverty.", "stance": "pro"})
+    {"topic": "minimum wage", "sentence": "A higher minimum wage lifts families out of poverty.", "stance": "pro"},
+)
 WAGE_TSV = UKP_HEADER + (
     "minimum wage\thttps://example.org/w1\t\tj-w1\tShops pass a higher minimum wage on to customers as higher prices."
-    "\tArgument_against\ttrain\n")
+    "\tArgument_against\ttrain\n"
+)
 ASPECT_TSV = "topic\tsentence_1\tsentence_2\tlabel\n" + "".join(
-    f"cloning\t{a}\t{b}\t{label}\n" for a, b, label in [
+    f"cloning\t{a}\t{b}\t{label}\n"
+    for a, b, label in [
         ("Cloning could save endangered species.", "Cloning can bring back animals close to extinction.", "HS"),
         ("Cloning could save endangered species.", "Cloned organs would end transplant waiting lists.", "NS"),
         ("Cloning is playing god.", "Humans should not interfere with the creation of life.", "SS"),
@@ -97,66 +136,130 @@ ASPECT_TSV = "topic\tsentence_1\tsentence_2\tlabel\n" + "".join(
         ("Cloned organs would end transplant waiting lists.", "Cloning could grow replacement organs.", "HS"),
         ("Cloned animals often suffer from severe illnesses.", "Cloning harms the animals involved.", "SS"),
         ("Humans should not interfere with the creation of life.", "Cloning could save endangered species.", "DTORCD"),
-        ("Cloning can bring back animals close to extinction.", "Cloning harms the animals involved.", "NS")])
+        ("Cloning can bring back animals close to extinction.", "Cloning harms the animals involved.", "NS"),
+    ]
+)
 BWS_CSV = "id,topic,argument1,argument2,score\n" + "".join(
-    f"z{n},zoos,{a},{b},{score}\n" for n, (a, b, score) in enumerate([
-        ("Zoos protect endangered species.", "Zoos breed animals that would otherwise die out.", 0.9),
-        ("Zoos protect endangered species.", "Zoo animals live in small cages.", 0.1),
-        ("Zoo animals live in small cages.", "Enclosures are far too small for large animals.", 0.8),
-        ("Zoos educate children about wildlife.", "Zoo animals live in small cages.", 0.2)]))
-VALNOV_CSV = ("topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence\n"
-              "Zoos,\"Zoos keep wild animals in small enclosures for their whole lives.\",Zoos harm the animals they "
-              "keep,1,very confident,-1,majority\n"
-              "School uniforms,\"Uniforms take away a way teenagers express who they are.\",Uniforms improve "
-              "students' grades,-1,very confident,1,confident\n"
-              "Zoos,\"Zoos fund conservation work in the wild.\",Zoos help species survive,1,confident,1,majority\n")
+    f"z{n},zoos,{a},{b},{score}\n"
+    for n, (a, b, score) in enumerate(
+        [
+            ("Zoos protect endangered species.", "Zoos breed animals that would otherwise die out.", 0.9),
+            ("Zoos protect endangered species.", "Zoo animals live in small cages.", 0.1),
+            ("Zoo animals live in small cages.", "Enclosures are far too small for large animals.", 0.8),
+            ("Zoos educate children about wildlife.", "Zoo animals live in small cages.", 0.2),
+        ]
+    )
+)
+VALNOV_CSV = (
+    "topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence\n"
+    'Zoos,"Zoos keep wild animals in small enclosures for their whole lives.",Zoos harm the animals they '
+    "keep,1,very confident,-1,majority\n"
+    'School uniforms,"Uniforms take away a way teenagers express who they are.",Uniforms improve '
+    "students' grades,-1,very confident,1,confident\n"
+    'Zoos,"Zoos fund conservation work in the wild.",Zoos help species survive,1,confident,1,majority\n'
+)
 VALNOV_JSONL = lines(
-    {"topic": "Nuclear energy", "Premise": "Reactors emit almost no CO2 while running.",
-     "Conclusion": "Nuclear energy helps the climate", "Validity": 1, "Validity-Confidence": "confident",
-     "Novelty": 1, "Novelty-Confidence": "majority"},
-    {"topic": "Nuclear energy", "Premise": "Nuclear waste stays dangerous for millennia.",
-     "Conclusion": "Nuclear waste is a burden for future generations", "Validity": 1,
-     "Validity-Confidence": "very confident", "Novelty": -1, "Novelty-Confidence": "confident"})
+    {
+        "topic": "Nuclear energy",
+        "Premise": "Reactors emit almost no CO2 while running.",
+        "Conclusion": "Nuclear energy helps the climate",
+        "Validity": 1,
+        "Validity-Confidence": "confident",
+        "Novelty": 1,
+        "Novelty-Confidence": "majority",
+    },
+    {
+        "topic": "Nuclear energy",
+        "Premise": "Nuclear waste stays dangerous for millennia.",
+        "Conclusion": "Nuclear waste is a burden for future generations",
+        "Validity": 1,
+        "Validity-Confidence": "very confident",
+        "Novelty": -1,
+        "Novelty-Confidence": "confident",
+    },
+)
 PAIRS = lines(
-    {"id": "p1", "topic": "Nuclear energy", "stance": "pro",
-     "a": {"system": "arg-ctrl", "text": "Nuclear plants produce a lot of electricity without greenhouse gases."},
-     "b": {"system": "reference", "text": "Nuclear energy gives base-load power that does not depend on the weather."}},
-    {"id": "p2", "topic": "School uniforms", "stance": "con",
-     "a": {"system": "reference", "text": "School uniforms take away a way teenagers express who they are."},
-     "b": {"system": "arg-ctrl", "text": "Uniforms cost families a lot of money and students do not like them."}})
-DEBATES = lines(*[
-    {"id": f"d{n}", "system": "human", "topic": topic, "turns": [
-        {"speaker": "Alice", "text": a}, {"speaker": "Bob", "text": b}]}
-    for n, (topic, a, b) in enumerate([
-        ("All zoos should be closed.", "Zoos keep animals in cages far too small for them.",
-         "Modern zoos breed endangered species that would otherwise die out."),
-        ("Schools should require uniforms.", "Uniforms stop bullying about clothes.",
-         "Bullies find other things to mock.")])])
+    {
+        "id": "p1",
+        "topic": "Nuclear energy",
+        "stance": "pro",
+        "a": {"system": "arg-ctrl", "text": "Nuclear plants produce a lot of electricity without greenhouse gases."},
+        "b": {
+            "system": "reference",
+            "text": "Nuclear energy gives base-load power that does not depend on the weather.",
+        },
+    },
+    {
+        "id": "p2",
+        "topic": "School uniforms",
+        "stance": "con",
+        "a": {"system": "reference", "text": "School uniforms take away a way teenagers express who they are."},
+        "b": {"system": "arg-ctrl", "text": "Uniforms cost families a lot of money and students do not like them."},
+    },
+)
+DEBATES = lines(
+    *[
+        {
+            "id": f"d{n}",
+            "system": "human",
+            "topic": topic,
+            "turns": [{"speaker": "Alice", "text": a}, {"speaker": "Bob", "text": b}],
+        }
+        for n, (topic, a, b) in enumerate(
+            [
+                (
+                    "All zoos should be closed.",
+                    "Zoos keep animals in cages far too small for them.",
+                    "Modern zoos breed endangered species that would otherwise die out.",
+                ),
+                (
+                    "Schools should require uniforms.",
+                    "Uniforms stop bullying about clothes.",
+                    "Bullies find other things to mock.",
+                ),
+            ]
+        )
+    ]
+)
 
 CASES = {
-    "sentence_label": Case(Shape("ukp-tsv", "uniforms.tsv", UNIFORMS_TSV, gold=("first", 1)),
-                           Shape("kialo", "uniforms.txt", KIALO_UNIFORMS),
-                           settings={"assignments_per_item": "2", "items_per_hit": "3"}),
-    "aspect": Case(Shape("appf-jsonl", "aspects.jsonl", APPF, gold=("first", 1)),
-                   Shape("conll", "mw_conll_gold_chunk.txt", CONLL),
-                   settings={"assignments_per_item": "2", "items_per_hit": "2"}),
-    "span_grounding": Case(Shape("fact-kb", "wage_kb.jsonl", KB),
-                           Shape("ukp-tsv", "wage.tsv", WAGE_TSV),
-                           before=[Shape("arguments-jsonl", "wage_arguments.jsonl", WAGE_ARGUMENTS)],
-                           settings={"assignments_per_item": "2", "items_per_hit": "2"}),
-    "bws_similarity": Case(Shape("ukp-aspect-tsv", "UKP_ASPECT.tsv", ASPECT_TSV),
-                           Shape("bws-csv", "BWS_Argument_Similarity_Corpus.csv", BWS_CSV),
-                           config='{"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0}',
-                           settings={"assignments_per_item": "2", "items_per_hit": "2", "gold_rate": "0"}),
-    "validity_novelty": Case(Shape("valnov-csv", "valnov.csv", VALNOV_CSV, gold=("first", 1)),
-                             Shape("valnov-jsonl", "valnov.jsonl", VALNOV_JSONL),
-                             settings={"assignments_per_item": "2", "items_per_hit": "2"}),
-    "pairwise_preference": Case(Shape("pairs-jsonl", "pairs.jsonl", PAIRS),
-                                Shape("kialo", "uniforms.txt", KIALO_UNIFORMS),
-                                settings={"assignments_per_item": "2", "items_per_hit": "2"}),
-    "likert_debate": Case(Shape("debates-jsonl", "debates.jsonl", DEBATES),
-                          Shape("kialo", "uniforms.txt", KIALO_UNIFORMS, options={"length": "2"}),
-                          settings={"assignments_per_item": "2", "items_per_hit": "1"}),
+    "sentence_label": Case(
+        Shape("ukp-tsv", "uniforms.tsv", UNIFORMS_TSV, gold=("first", 1)),
+        Shape("kialo", "uniforms.txt", KIALO_UNIFORMS),
+        settings={"assignments_per_item": "2", "items_per_hit": "3"},
+    ),
+    "aspect": Case(
+        Shape("appf-jsonl", "aspects.jsonl", APPF, gold=("first", 1)),
+        Shape("conll", "mw_conll_gold_chunk.txt", CONLL),
+        settings={"assignments_per_item": "2", "items_per_hit": "2"},
+    ),
+    "span_grounding": Case(
+        Shape("fact-kb", "wage_kb.jsonl", KB),
+        Shape("ukp-tsv", "wage.tsv", WAGE_TSV),
+        before=[Shape("arguments-jsonl", "wage_arguments.jsonl", WAGE_ARGUMENTS)],
+        settings={"assignments_per_item": "2", "items_per_hit": "2"},
+    ),
+    "bws_similarity": Case(
+        Shape("ukp-aspect-tsv", "UKP_ASPECT.tsv", ASPECT_TSV),
+        Shape("bws-csv", "BWS_Argument_Similarity_Corpus.csv", BWS_CSV),
+        config='{"scorer": "jaccard", "tuples_per_pair": 1, "attention_checks": 0}',
+        settings={"assignments_per_item": "2", "items_per_hit": "2", "gold_rate": "0"},
+    ),
+    "validity_novelty": Case(
+        Shape("valnov-csv", "valnov.csv", VALNOV_CSV, gold=("first", 1)),
+        Shape("valnov-jsonl", "valnov.jsonl", VALNOV_JSONL),
+        settings={"assignments_per_item": "2", "items_per_hit": "2"},
+    ),
+    "pairwise_preference": Case(
+        Shape("pairs-jsonl", "pairs.jsonl", PAIRS),
+        Shape("kialo", "uniforms.txt", KIALO_UNIFORMS),
+        settings={"assignments_per_item": "2", "items_per_hit": "2"},
+    ),
+    "likert_debate": Case(
+        Shape("debates-jsonl", "debates.jsonl", DEBATES),
+        Shape("kialo", "uniforms.txt", KIALO_UNIFORMS, options={"length": "2"}),
+        settings={"assignments_per_item": "2", "items_per_hit": "1"},
+    ),
 }
 
 
@@ -266,8 +369,9 @@ def counts(project: Project) -> tuple[int, int]:
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("task_type", sorted(CASES))
-def test_a_whole_study_of_each_task_type_from_the_browser(task_type, tmp_artifacts, live_server, page, phone,
-                                                          new_context, celery_worker_proc, tmp_path):
+def test_a_whole_study_of_each_task_type_from_the_browser(
+    task_type, tmp_artifacts, live_server, page, phone, new_context, celery_worker_proc, tmp_path
+):
     case = CASES[task_type]
     accounts_after_migrations()
     shot = f"journey-{task_type.replace('_', '-')}"
@@ -323,8 +427,10 @@ def test_a_whole_study_of_each_task_type_from_the_browser(task_type, tmp_artifac
     submit_and_stop(phone, lambda button: button.tap())
     submitted = Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED)
     assert submitted.values("worker").distinct().count() == 2
-    answers = {(r.assignment_id, r.item_id): r.data for r in Response.objects.filter(
-        assignment__in=submitted, item__is_gold=False)}
+    answers = {
+        (r.assignment_id, r.item_id): r.data
+        for r in Response.objects.filter(assignment__in=submitted, item__is_gold=False)
+    }
     assert answers
     page.reload()
     expect(page.locator("#progress-done")).to_have_text(str(len(answers)))
@@ -348,8 +454,10 @@ def test_a_whole_study_of_each_task_type_from_the_browser(task_type, tmp_artifac
     added, gold = add_items(page, live_server, project, case.added, tmp_path, f"{shot}-4-add")
     assert counts(project) == (n_items + added, n_gold + gold)
     assert hits_before < set(HIT.objects.filter(project=project).values_list("pk", flat=True))
-    assert {(r.assignment_id, r.item_id): r.data for r in Response.objects.filter(
-        assignment__in=submitted, item__is_gold=False)} == answers
+    assert {
+        (r.assignment_id, r.item_id): r.data
+        for r in Response.objects.filter(assignment__in=submitted, item__is_gold=False)
+    } == answers
 
     # the release from the studio: the card's fields, the job, the download from the page
     page.goto(f"{live_server.url}/studio/projects/{project.slug}/")
@@ -374,8 +482,9 @@ def test_a_whole_study_of_each_task_type_from_the_browser(task_type, tmp_artifac
     assert "CC-BY-4.0" in card and CITATION in card
 
     # the release rows are the project's items; their annotations are the submitted answers, exactly
-    assert sorted(r["item_id"] for r in rows) == sorted(Item.objects.filter(
-        project=project, is_gold=False, is_training=False).values_list("pk", flat=True))
+    assert sorted(r["item_id"] for r in rows) == sorted(
+        Item.objects.filter(project=project, is_gold=False, is_training=False).values_list("pk", flat=True)
+    )
     released = {(a["assignment"], r["item_id"]): a["response"] for r in rows for a in r["annotations"]}
     assert released == answers
     assert {r["project"] for r in rows} == {project.slug} and not any(r["is_gold"] for r in rows)

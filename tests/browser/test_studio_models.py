@@ -3,6 +3,7 @@ Researcher opens them from the project's studio page, adds an LLM annotator (a b
 the field), runs it (Run queues the job and shows its page; the job's work is then done here by the service, against a
 local fake OpenAI-compatible server), sees its answers and failed-attempt counts, reads a failure's raw reply, saves a
 new prompt version and counts the answers in results. Every page is saved with ``staff_screenshot``."""
+
 from __future__ import annotations
 
 import re
@@ -50,7 +51,7 @@ def test_researcher_adds_runs_and_inspects_an_llm_annotator(live_server, page, l
     page.fill("#id_temperature", "9")
     page.locator("#add-llm").click()
     expect(page.locator("#temperature-errors")).to_contain_text("Temperature (0-2): a number from 0 to 2")
-    expect(page.locator("#id_name")).to_have_value("fake LLM")             # what was typed stays
+    expect(page.locator("#id_name")).to_have_value("fake LLM")  # what was typed stays
     staff_screenshot(page, "studio-models-new")
     assert not ModelAnnotator.objects.exists()
     page.fill("#id_temperature", "0")
@@ -75,7 +76,8 @@ def test_researcher_adds_runs_and_inspects_an_llm_annotator(live_server, page, l
     expect(row.locator(".run-status")).to_have_text("Done")
     expect(row.locator(".job-link")).to_have_attribute("href", f"/jobs/{annotator.task_id}/")
     expect(page.locator("#agreement-models-link")).to_have_attribute(
-        "href", f"/projects/{project.slug}/agreement/#models")
+        "href", f"/projects/{project.slug}/agreement/#models"
+    )
     staff_screenshot(page, "studio-models")
 
     row.locator(".failures a").click()

@@ -1,6 +1,7 @@
 """The studio's Release page and the admin's release pages in a real browser: axe-core finds no serious or critical
 violation (labels on every input, links told apart from text not only by colour) at 1366x768 and 390x844, and the
 Release page fits a phone."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,12 +24,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_release_page_and_the_admin_release_pages_pass_axe(live_server, page, django_user_model, tmp_artifacts):
     owner = django_user_model.objects.create_user("ada", "ada@uni.example", "pw-ada-12345", is_staff=True)
     root = django_user_model.objects.create_superuser("root", "root@uni.example", "pw-root-12345")
-    project = services.create_project(name="Stance pilot", slug="pilot", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]}, created_by=owner)
+    project = services.create_project(
+        name="Stance pilot",
+        slug="pilot",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        created_by=owner,
+    )
     services.add_items(project, [{"text": "Wind is cheap.", "topic": "energy"}])
     teams.add_member(project, "ada", ProjectMember.Role.OWNER, by=root)
-    release = build_release("pilot", "1.0", kind="annotations", config={"project": "pilot"},
-                            card={"license": "CC-BY-4.0", "citation": "@misc{p}"})
+    release = build_release(
+        "pilot",
+        "1.0",
+        kind="annotations",
+        config={"project": "pilot"},
+        card={"license": "CC-BY-4.0", "citation": "@misc{p}"},
+    )
     topic = Topic.objects.create(name="energy")
     Sentence.objects.create(topic=topic, text="Wind is cheap.", stance="pro", content_hash="h1")
 

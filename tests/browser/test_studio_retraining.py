@@ -2,6 +2,7 @@
 why; the retraining page refuses a bad value on its field, saves a higher budget, and the project page shows it.
 axe-core runs on every page loaded (tests/browser/conftest.py); screenshots at 1366x768 and 390x844, no horizontal
 scroll on a phone."""
+
 from __future__ import annotations
 
 import re
@@ -23,10 +24,22 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_a_researcher_sees_a_refused_retrain_and_raises_the_budget(live_server, page, django_user_model):
     owner = django_user_model.objects.create_user("ada", "ada@uni.example", "pw-ada-12345", is_staff=True)
-    project = services.create_project(name="Aspects of nuclear energy", slug="nuclear", task_type="aspect",
-                                      config={"retrain_every": 6, "retrain_max_rows": 100}, created_by=owner)
-    loop.record_attempt(project, "ranker", state=RetrainAttempt.State.REFUSED, n_labels=6, new_labels=6, rows=240,
-                        reason="240 rows from 6 labels exceed the budget of 100 rows (retrain_max_rows): not trained")
+    project = services.create_project(
+        name="Aspects of nuclear energy",
+        slug="nuclear",
+        task_type="aspect",
+        config={"retrain_every": 6, "retrain_max_rows": 100},
+        created_by=owner,
+    )
+    loop.record_attempt(
+        project,
+        "ranker",
+        state=RetrainAttempt.State.REFUSED,
+        n_labels=6,
+        new_labels=6,
+        rows=240,
+        reason="240 rows from 6 labels exceed the budget of 100 rows (retrain_max_rows): not trained",
+    )
     login(page, live_server, "ada", "pw-ada-12345", f"/studio/projects/{project.slug}/")
     panel = page.locator("#retraining")
     expect(panel).to_contain_text("Every 6 new human labels")

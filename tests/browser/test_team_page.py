@@ -1,6 +1,7 @@
 """The team page as its owner uses it: add a colleague as viewer, make them editor, see it all in the audit log;
 the colleague sees the project, the outsider does not. Screenshots at 1366x768 and 390x844; axe-core finds no
 serious or critical violation on the team page and the project page."""
+
 from __future__ import annotations
 
 import re
@@ -28,16 +29,24 @@ def login(page, live_server, username: str, password: str, next_url: str) -> Non
 
 def serious(page) -> list[str]:
     results = Axe().run(page)
-    return [f"{v['id']}: {v['help']} ({len(v['nodes'])})" for v in results.response["violations"]
-            if v.get("impact") in ("serious", "critical")]
+    return [
+        f"{v['id']}: {v['help']} ({len(v['nodes'])})"
+        for v in results.response["violations"]
+        if v.get("impact") in ("serious", "critical")
+    ]
 
 
 def test_an_owner_builds_the_team_and_reads_the_audit_log(live_server, page, django_user_model):
     owner = django_user_model.objects.create_user("ada", "ada@uni.example", "pw-ada-12345", is_staff=True)
     django_user_model.objects.create_user("grace", "grace@uni.example", "pw-grace-12345", is_staff=True)
     django_user_model.objects.create_user("eve", "eve@uni.example", "pw-eve-12345", is_staff=True)
-    project = services.create_project(name="Stance of minimum-wage arguments", slug="wage", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]}, created_by=owner)
+    project = services.create_project(
+        name="Stance of minimum-wage arguments",
+        slug="wage",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        created_by=owner,
+    )
     team_url = f"/studio/projects/{project.slug}/team/"
     login(page, live_server, "ada", "pw-ada-12345", f"/studio/projects/{project.slug}/")
     page.locator("#team-link").click()

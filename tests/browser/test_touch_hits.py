@@ -5,6 +5,7 @@ of each task), aspects picked by tapping the field and an option of its list (th
 spans, by tapping the first and the last word and "Add selected span"; span grounding marks words the same way
 ("Mark selected words"), grounds by tapping a variable and accepts the suggestion by tapping its ✓. No page scrolls
 sideways. Screenshots: $ARGORA_VAR_DIR/screenshots/touch-<task type>.png (the whole page, 390 px wide)."""
+
 from __future__ import annotations
 
 import time
@@ -76,9 +77,17 @@ def tap_choices(phone, items) -> dict:
     return chosen
 
 
-@pytest.mark.parametrize("build", [
-    lambda tmp_path: make_sentence_project(), _valnov, _bws, _pairwise, _likert,
-], ids=["sentence_label", "validity_novelty", "bws_similarity", "pairwise_preference", "likert_debate"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda tmp_path: make_sentence_project(),
+        _valnov,
+        _bws,
+        _pairwise,
+        _likert,
+    ],
+    ids=["sentence_label", "validity_novelty", "bws_similarity", "pairwise_preference", "likert_debate"],
+)
 def test_a_hit_of_choices_by_touch(live_server, phone, tmp_path, build, request):
     name = request.node.callspec.id
     project = build(tmp_path)
@@ -152,5 +161,6 @@ def test_a_span_grounding_hit_by_touch(live_server, phone):
     stored = submit(phone, assignment)
     sugg = p["suggestions"][0]
     assert sorted((s["begin"], s["end"], s["variable"]) for s in stored[a.pk]["spans"]) == sorted(
-        [(sugg["begin"], sugg["end"], sugg["variable"]), (*young, p["variables"][1]["id"])])
+        [(sugg["begin"], sugg["end"], sugg["variable"]), (*young, p["variables"][1]["id"])]
+    )
     assert stored[b.pk]["spans"] == []

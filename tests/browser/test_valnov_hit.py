@@ -1,6 +1,7 @@
 """A crowdworker joins through an invite link and completes a validity_novelty HIT in headless Chromium with the
 keyboard only (1/2/3 answer the highlighted question, V/N pick it), sees the completion code; the answers are in the
 database. Screenshot at 1366x768: $ARGORA_VAR_DIR/artifacts/screenshots/valnov_hit.png."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,15 @@ School uniforms,"Uniforms take away one of the few ways in which teenagers can e
 def make_project(tmp_path):
     path = tmp_path / "valnov.csv"
     path.write_text(CSV, encoding="utf-8")
-    project = results.get_project("valnov-demo", create=True, assignments_per_item=1, items_per_hit=3,
-                                  time_estimate_seconds=90, reward_cents=30, status="active")
+    project = results.get_project(
+        "valnov-demo",
+        create=True,
+        assignments_per_item=1,
+        items_per_hit=3,
+        time_estimate_seconds=90,
+        reward_cents=30,
+        status="active",
+    )
     project.name = "Validity and novelty of conclusions"
     project.save(update_fields=["name"])
     assert results.import_file(project, path)["hits"] == 1
@@ -102,6 +110,8 @@ def test_complete_valnov_hit_with_keyboard_only(live_server, page, tmp_path):
     assert assignment.status == Assignment.Status.SUBMITTED
     assert assignment.feedback == "Item 2 was hard."
     stored = {r.item_id: r.data for r in Response.objects.filter(assignment=assignment)}
-    assert stored == {items[0].pk: {"validity": "yes", "novelty": "no"},
-                      items[1].pk: {"validity": "dont_know", "novelty": "yes"},
-                      items[2].pk: {"validity": "yes", "novelty": "dont_know"}}
+    assert stored == {
+        items[0].pk: {"validity": "yes", "novelty": "no"},
+        items[1].pk: {"validity": "dont_know", "novelty": "yes"},
+        items[2].pk: {"validity": "yes", "novelty": "dont_know"},
+    }

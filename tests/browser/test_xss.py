@@ -7,6 +7,7 @@ forms, the API docs) and the anonymous pages are opened. No payload runs (``wind
 opens), none lands in the DOM as a handler, a ``javascript:`` URL or a script without the nonce, and no page reports a
 Content-Security-Policy violation or a script error: our own scripts still run under the policy (the HIT submits,
 the live preview updates, Swagger UI renders)."""
+
 from __future__ import annotations
 
 import json
@@ -28,22 +29,38 @@ from argora.roles import RESEARCHER_GROUP
 RUN = "window.__xss=1"
 # (the images have alt text: the sanitised ones stay on the pages, which axe-core checks -- tests/browser/conftest.py)
 PAYLOADS = [
-    f"<img src=x alt=x onerror={RUN}>", f"<script>{RUN}</script>", f"<svg onload={RUN}></svg>",
-    f'<a href="javascript:{RUN}">a link</a>', f'"><script>{RUN}</script>', f"'><img src=x alt=x onerror={RUN}>",
-    f'<iframe src="javascript:{RUN}"></iframe>', f"<details open ontoggle={RUN}>x</details>",
-    "</textarea><script>alert(1)</script>", "<img src=x alt=x onerror=alert(document.domain)>",
-    f'<math><mtext><table><mglyph><style><img src=x alt=x onerror={RUN}>',
+    f"<img src=x alt=x onerror={RUN}>",
+    f"<script>{RUN}</script>",
+    f"<svg onload={RUN}></svg>",
+    f'<a href="javascript:{RUN}">a link</a>',
+    f'"><script>{RUN}</script>',
+    f"'><img src=x alt=x onerror={RUN}>",
+    f'<iframe src="javascript:{RUN}"></iframe>',
+    f"<details open ontoggle={RUN}>x</details>",
+    "</textarea><script>alert(1)</script>",
+    "<img src=x alt=x onerror=alert(document.domain)>",
+    f"<math><mtext><table><mglyph><style><img src=x alt=x onerror={RUN}>",
 ]
 HTML = "<p>Label each sentence.</p>" + "".join(PAYLOADS)
 MARKDOWN = f"## About\n\n[a link](javascript:{RUN}) and <b>bold</b>\n\n" + "\n\n".join(PAYLOADS)
 NAME = f'Study "><script>{RUN}</script><img src=x onerror={RUN}>'
 LABELS = [f'pro"><img src=x onerror={RUN}>', f"con<script>{RUN}</script>", "none"]
-TEXTS = [f"Wind farms cut emissions.<svg onload={RUN}>", f'Turbines kill birds."><script>{RUN}</script>',
-         f"The farm has 12 turbines.<img src=x onerror={RUN}>"]
-SURVEY = [{"name": "clarity", "label": f"Clear?<script>{RUN}</script>", "kind": "likert",
-           "scale": [f"No<img src=x onerror={RUN}>", f'Yes"><svg onload={RUN}>'], "required": True,
-           "help": f"<img src=x onerror={RUN}>"},
-          {"name": "comments", "label": f'Anything else?"><script>{RUN}</script>', "kind": "text"}]
+TEXTS = [
+    f"Wind farms cut emissions.<svg onload={RUN}>",
+    f'Turbines kill birds."><script>{RUN}</script>',
+    f"The farm has 12 turbines.<img src=x onerror={RUN}>",
+]
+SURVEY = [
+    {
+        "name": "clarity",
+        "label": f"Clear?<script>{RUN}</script>",
+        "kind": "likert",
+        "scale": [f"No<img src=x onerror={RUN}>", f'Yes"><svg onload={RUN}>'],
+        "required": True,
+        "help": f"<img src=x onerror={RUN}>",
+    },
+    {"name": "comments", "label": f'Anything else?"><script>{RUN}</script>', "kind": "text"},
+]
 
 WATCH = """(() => {
   window.__csp = [];
@@ -70,8 +87,12 @@ def assert_clean(html: str) -> None:
     like one is escaped, ``&lt;script&gt;``, and harmless)."""
     tags = re.findall(r"<[a-z][^>]*>", html, flags=re.IGNORECASE)
     assert tags, html
-    bad = [t for t in tags if re.match(r"<(script|iframe|svg|math|style|object|embed)", t, flags=re.IGNORECASE)
-           or re.search(r"\son[a-z]+\s*=|javascript:", t, flags=re.IGNORECASE)]
+    bad = [
+        t
+        for t in tags
+        if re.match(r"<(script|iframe|svg|math|style|object|embed)", t, flags=re.IGNORECASE)
+        or re.search(r"\son[a-z]+\s*=|javascript:", t, flags=re.IGNORECASE)
+    ]
     assert bad == [], html
 
 
@@ -115,19 +136,42 @@ def log_in(page, live_server, user, password):
 def study() -> Project:
     """An active study written with script everywhere (services: what the importers and the studio call), whose
     guidelines row is then written raw, as a row stored before the sanitiser existed."""
-    project = services.create_project(name=NAME, task_type="sentence_label", config={"labels": LABELS},
-                                      guidelines=HTML, assignments_per_item=1, items_per_hit=3, gold_min_items=0,
-                                      status=Project.Status.ACTIVE)
+    project = services.create_project(
+        name=NAME,
+        task_type="sentence_label",
+        config={"labels": LABELS},
+        guidelines=HTML,
+        assignments_per_item=1,
+        items_per_hit=3,
+        gold_min_items=0,
+        status=Project.Status.ACTIVE,
+    )
     assert_clean(project.guidelines)  # the model sanitised it
     topic = f"<img src=x onerror={RUN}>"
-    gold = [{"payload": {"text": f"Solar panels.<img src=x onerror={RUN}>", "topic": topic},
-             "expected": {"label": "none"}, "explanation": MARKDOWN, "training": True}]
+    gold = [
+        {
+            "payload": {"text": f"Solar panels.<img src=x onerror={RUN}>", "topic": topic},
+            "expected": {"label": "none"},
+            "explanation": MARKDOWN,
+            "training": True,
+        }
+    ]
     services.add_items(project, [{"text": t, "topic": topic} for t in TEXTS], gold=gold)
     services.build_hits(project)
-    phases.configure(project, {
-        "consent_required": True, "consent_text": MARKDOWN, "instructions_required": True, "training_enabled": True,
-        "pass_threshold": 1.0, "max_attempts": 1, "screened_out_message": MARKDOWN, "survey_enabled": True,
-        "survey_questions": SURVEY})
+    phases.configure(
+        project,
+        {
+            "consent_required": True,
+            "consent_text": MARKDOWN,
+            "instructions_required": True,
+            "training_enabled": True,
+            "pass_threshold": 1.0,
+            "max_attempts": 1,
+            "screened_out_message": MARKDOWN,
+            "survey_enabled": True,
+            "survey_questions": SURVEY,
+        },
+    )
     Project.objects.filter(pk=project.pk).update(guidelines=HTML)  # stored before the fix: the filter cleans it
     return Project.objects.get(pk=project.pk)
 
@@ -199,8 +243,9 @@ def test_no_researcher_text_runs_on_the_worker_journey(live_server, page, watch)
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.axe_skip("/api/docs/", reason="Swagger UI (drf-spectacular-sidecar's page), not our template")
-def test_no_researcher_text_runs_for_a_screened_out_worker_or_an_anonymous_visitor(live_server, page, watch,
-                                                                                       new_context):
+def test_no_researcher_text_runs_for_a_screened_out_worker_or_an_anonymous_visitor(
+    live_server, page, watch, new_context
+):
     project = study()
     through_consent_and_instructions(page, live_server, project, watch)
     page.locator(".hit-item input[type=radio]").first.check()  # wrong
@@ -217,9 +262,12 @@ def test_no_researcher_text_runs_for_a_screened_out_worker_or_an_anonymous_visit
     other_watch = Watch(other)
     try:
         preview = f"/mturk/external/{project.slug}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE"
-        shows = {"/": "#main, main", "/accounts/login/": "input[name=username]",
-                 preview: "#instructions .guidelines >> text=Label each sentence.",  # the raw row, cleaned
-                 "/api/docs/": ".swagger-ui .info .title >> text=Argora API"}  # Swagger UI's script ran
+        shows = {
+            "/": "#main, main",
+            "/accounts/login/": "input[name=username]",
+            preview: "#instructions .guidelines >> text=Label each sentence.",  # the raw row, cleaned
+            "/api/docs/": ".swagger-ui .info .title >> text=Argora API",
+        }  # Swagger UI's script ran
         for path, what in shows.items():
             other.goto(f"{live_server.url}{path}")
             expect(other.locator(what).first).to_be_attached()
@@ -238,22 +286,30 @@ def test_researcher_writes_are_sanitised_and_no_staff_page_runs_them(live_server
     # 1. the API (POST /api/projects/): stored sanitised
     api = APIClient()
     api.force_authenticate(researcher)
-    resp = api.post("/api/projects/", {"name": NAME, "task_type": "sentence_label", "guidelines": HTML,
-                                       "config": {"labels": LABELS}}, format="json")
+    resp = api.post(
+        "/api/projects/",
+        {"name": NAME, "task_type": "sentence_label", "guidelines": HTML, "config": {"labels": LABELS}},
+        format="json",
+    )
     assert resp.status_code == 201, resp.content
     project = Project.objects.get(slug=resp.json()["slug"])
     assert "Label each sentence." in project.guidelines
     assert_clean(project.guidelines)
-    services.add_items(project, [{"text": t, "topic": "wind"} for t in TEXTS],
-                       gold=[{"payload": {"text": "Solar.", "topic": "wind"}, "expected": {"label": "none"},
-                              "explanation": "first"}])
+    services.add_items(
+        project,
+        [{"text": t, "topic": "wind"} for t in TEXTS],
+        gold=[{"payload": {"text": "Solar.", "topic": "wind"}, "expected": {"label": "none"}, "explanation": "first"}],
+    )
     services.build_hits(project)
     services.set_project_status(project, Project.Status.ACTIVE)
     worker = services.worker_for_external_id("xss-local", source="local")
     assignment = services.reserve_next_assignment(project, worker)
-    services.submit_assignment(assignment, worker, {str(item.pk): {"label": LABELS[0]}
-                                                    for item in services.assignment_items(assignment)},
-                               feedback=f"<script>{RUN}</script>")
+    services.submit_assignment(
+        assignment,
+        worker,
+        {str(item.pk): {"label": LABELS[0]} for item in services.assignment_items(assignment)},
+        feedback=f"<script>{RUN}</script>",
+    )
     store_snapshots(project)
     log_in(page, live_server, root, "pw-root-123")
 
@@ -304,12 +360,26 @@ def test_researcher_writes_are_sanitised_and_no_staff_page_runs_them(live_server
     # 5. every staff page of the project, with the row stored raw (before the fix) too
     Project.objects.filter(pk=project.pk).update(guidelines=HTML)
     studio_page = f"/studio/projects/{project.slug}"
-    for path in ("/studio/", "/studio/new/", f"{studio_page}/", f"{studio_page}/settings/", f"{studio_page}/phases/",
-                 "/projects/", f"/projects/{project.slug}/progress/", "/dashboards/",
-                 f"/projects/{project.slug}/agreement/", f"/projects/{project.slug}/agreement/items/",
-                 f"/work/{project.slug}/instructions/", f"/admin/annotation/project/{project.pk}/change/",
-                 "/admin/annotation/project/", f"/admin/annotation/studyphases/{project.pk}/change/",
-                 f"/admin/annotation/item/{gold.item_id}/change/", "/admin/", "/jobs/", "/api/docs/"):
+    for path in (
+        "/studio/",
+        "/studio/new/",
+        f"{studio_page}/",
+        f"{studio_page}/settings/",
+        f"{studio_page}/phases/",
+        "/projects/",
+        f"/projects/{project.slug}/progress/",
+        "/dashboards/",
+        f"/projects/{project.slug}/agreement/",
+        f"/projects/{project.slug}/agreement/items/",
+        f"/work/{project.slug}/instructions/",
+        f"/admin/annotation/project/{project.pk}/change/",
+        "/admin/annotation/project/",
+        f"/admin/annotation/studyphases/{project.pk}/change/",
+        f"/admin/annotation/item/{gold.item_id}/change/",
+        "/admin/",
+        "/jobs/",
+        "/api/docs/",
+    ):
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
         watch.check(path)

@@ -1,4 +1,5 @@
 """`import_corpus` over folders and glob patterns: one process, one summary, each file all-or-nothing on its own."""
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,14 @@ def test_a_refused_file_is_listed_with_its_line_the_others_import_and_the_exit_s
 
 def test_glob_patterns_and_several_paths(tmp_path):
     folder = kialo_folder(tmp_path)
-    assert [p.name for p in expand_paths([str(folder / "*.txt")], "kialo")] == ["lists.txt", "multi-thesis.txt",
-                                                                                "simple.txt"]
-    assert [p.name for p in expand_paths([str(tmp_path / "**" / "simple.txt"), str(folder / "simple.txt")],
-                                         "kialo")] == ["simple.txt"]  # each file once
+    assert [p.name for p in expand_paths([str(folder / "*.txt")], "kialo")] == [
+        "lists.txt",
+        "multi-thesis.txt",
+        "simple.txt",
+    ]
+    assert [
+        p.name for p in expand_paths([str(tmp_path / "**" / "simple.txt"), str(folder / "simple.txt")], "kialo")
+    ] == ["simple.txt"]  # each file once
     batch = import_paths([folder / "simple.txt", str(folder / "l*.txt")], "kialo")
     assert (len(batch.files), batch.refused, batch.created["debate_trees"]) == (2, [], 2)
 

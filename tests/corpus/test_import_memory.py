@@ -7,6 +7,7 @@ SQLite, the page cache the streamed import sets for its connection (a fixed
 :data:`corpus.importers.writers.SQLITE_STREAM_CACHE_KIB`, filled as the database grows; PostgreSQL keeps its cache in
 the server). Before the import streamed, 150,000 more rows cost ~300 MiB (~2 KB a row).
 """
+
 import json
 import random
 import subprocess
@@ -31,8 +32,17 @@ def write_rows(path, n: int, tag: str) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(n):
             sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 25))) + f" {tag}{i}."
-            fh.write(json.dumps({"topic": f"topic {i % 50}", "sentence": sentence,
-                                 "stance": rng.choice(["pro", "con", "none"]), "id": f"{tag}{i}"}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "topic": f"topic {i % 50}",
+                        "sentence": sentence,
+                        "stance": rng.choice(["pro", "con", "none"]),
+                        "id": f"{tag}{i}",
+                    }
+                )
+                + "\n"
+            )
 
 
 MEASURE = """
@@ -53,8 +63,13 @@ def import_peak_rss(path) -> tuple[int, str]:
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         # Linux keeps the larger of the pre-exec and post-exec high-water mark in ru_maxrss, and a child forked
         # from this (large) pytest process starts with pytest's RSS; a small Python in between forks the import.
-        proc = subprocess.run([sys.executable, "-c", MEASURE, str(peak), *command], cwd=ROOT, env=subprocess_env(),
-                              stdout=stdout, stderr=stderr)
+        proc = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(peak), *command],
+            cwd=ROOT,
+            env=subprocess_env(),
+            stdout=stdout,
+            stderr=stderr,
+        )
     assert proc.returncode == 0, err.read_text()[-2000:]
     return int(peak.read_text()), out.read_text()
 
@@ -75,5 +90,6 @@ def test_import_memory_does_not_grow_with_rows(tmp_path):
     cache = SQLITE_STREAM_CACHE_KIB * 1024 if connection.vendor == "sqlite" else 0
     growth = rss_large - rss_small
     assert growth < PYTHON_BOUND_MIB * MIB + cache, (
-        f"peak RSS {rss_small / MIB:.0f} MiB at 50k rows, {rss_large / MIB:.0f} MiB at 200k rows")
+        f"peak RSS {rss_small / MIB:.0f} MiB at 50k rows, {rss_large / MIB:.0f} MiB at 200k rows"
+    )
     assert rss_large < 300 * MIB

@@ -1,6 +1,8 @@
 """Corpus importers: exact rows per format, all-or-nothing refusal with file:line, idempotent re-import."""
+
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -50,11 +52,18 @@ def test_formats_are_the_public_list():
 
 # --- UKP TSV ---------------------------------------------------------------------------------------
 
+
 def test_ukp_tsv_creates_exact_rows_and_reimport_adds_nothing():
     summary = import_file(DATA / "ukp_sample.tsv", "ukp-tsv")
     assert isinstance(summary, ImportSummary)
-    assert summary.created == {"topics": 2, "sentences": 4, "debate_trees": 0, "debate_nodes": 0,
-                               "facts": 0, "documents": 0}
+    assert summary.created == {
+        "topics": 2,
+        "sentences": 4,
+        "debate_trees": 0,
+        "debate_nodes": 0,
+        "facts": 0,
+        "documents": 0,
+    }
     assert summary.skipped == 1  # the repeated last row
     rows = list(Sentence.objects.order_by("id").values_list("topic__name", "text", "stance", "external_id", "source"))
     assert rows == [
@@ -64,8 +73,11 @@ def test_ukp_tsv_creates_exact_rows_and_reimport_adds_nothing():
         ("nuclear energy", "Nuclear power emits almost no CO2.", "pro", "h4", "ukp"),
     ]
     first = Sentence.objects.get(external_id="h1")
-    assert first.metadata == {"retrievedUrl": "http://a.example/1", "archivedUrl": "http://archive.example/1",
-                              "set": "train"}
+    assert first.metadata == {
+        "retrievedUrl": "http://a.example/1",
+        "archivedUrl": "http://archive.example/1",
+        "set": "train",
+    }
     assert first.content_hash == sentence_hash("abortion", first.text)
     # Topics created by an import get Table 9's synonyms.
     assert Topic.objects.get(name="abortion").synonyms == ["abort", "termination", "misbirth", "birth control"]
@@ -89,9 +101,13 @@ def test_ukp_tsv_source_option_and_existing_topic_matched_case_insensitively():
 
 def test_ukp_tsv_bad_annotation_names_the_line(tmp_path):
     Topic.objects.create(name="abortion")
-    path = write(tmp_path, "bad.tsv", UKP_HEADER
-                 + "abortion\tu\ta\th1\tGood sentence here.\tArgument_for\ttrain\n"
-                 + "abortion\tu\ta\th2\tAnother sentence here.\tArgument_maybe\ttrain\n")
+    path = write(
+        tmp_path,
+        "bad.tsv",
+        UKP_HEADER
+        + "abortion\tu\ta\th1\tGood sentence here.\tArgument_for\ttrain\n"
+        + "abortion\tu\ta\th2\tAnother sentence here.\tArgument_maybe\ttrain\n",
+    )
     err = refused(path, "ukp-tsv")
     assert err.line == 3
     assert "Argument_maybe" in err.reason
@@ -106,9 +122,13 @@ def test_ukp_tsv_missing_column_fails_at_line_1(tmp_path):
 
 
 def test_ukp_tsv_wrong_column_count_and_quoted_multiline_rows(tmp_path):
-    path = write(tmp_path, "multi.tsv", UKP_HEADER
-                 + 'abortion\tu\ta\th1\t"A sentence that\nspans two lines."\tArgument_for\ttrain\n'
-                 + "abortion\tu\ta\th2\tToo few columns\n")
+    path = write(
+        tmp_path,
+        "multi.tsv",
+        UKP_HEADER
+        + 'abortion\tu\ta\th1\t"A sentence that\nspans two lines."\tArgument_for\ttrain\n'
+        + "abortion\tu\ta\th2\tToo few columns\n",
+    )
     err = refused(path, "ukp-tsv")
     assert err.line == 4  # the row after the two-line row
     assert "expected 7 columns, found 5" in err.reason
@@ -116,7 +136,7 @@ def test_ukp_tsv_wrong_column_count_and_quoted_multiline_rows(tmp_path):
 
 def test_invalid_utf8_names_the_line_of_the_bad_bytes(tmp_path):
     content = (UKP_HEADER + "abortion\tu\ta\th1\tFine sentence.\tArgument_for\ttrain\n").encode()
-    content += "abortion\tu\ta\th2\tCaf".encode() + b"\xe9 au lait.\tArgument_for\ttrain\n"
+    content += b"abortion\tu\ta\th2\tCaf" + b"\xe9 au lait.\tArgument_for\ttrain\n"
     path = write(tmp_path, "latin1.tsv", content)
     err = refused(path, "ukp-tsv")
     assert err.line == 3
@@ -130,14 +150,17 @@ def test_missing_file_is_refused(tmp_path):
 
 # --- JSONL -----------------------------------------------------------------------------------------
 
+
 def test_jsonl_creates_exact_rows_ignoring_hash_and_split():
     summary = import_file(DATA / "arguments.jsonl", "jsonl", source="upload")
     assert summary.created["sentences"] == 3 and summary.created["topics"] == 2
-    rows = list(Sentence.objects.order_by("id").values_list(
-        "topic__name", "text", "stance", "external_id", "source", "metadata"))
+    rows = list(
+        Sentence.objects.order_by("id").values_list(
+            "topic__name", "text", "stance", "external_id", "source", "metadata"
+        )
+    )
     assert rows == [
-        ("Cloning", "Cloning could save endangered species.", "pro", "a-1", "ukp",
-         {"aspects": ["endangered species"]}),
+        ("Cloning", "Cloning could save endangered species.", "pro", "a-1", "ukp", {"aspects": ["endangered species"]}),
         ("Cloning", "Cloned animals often suffer from health problems.", "con", "7", "upload", {}),
         ("Minimum wage", "The minimum wage was raised last year.", "none", "", "upload", {}),
     ]
@@ -147,31 +170,55 @@ def test_jsonl_creates_exact_rows_ignoring_hash_and_split():
 def test_jsonl_release_rows_import_back_to_the_same_sentences(tmp_path):
     """A release file (hash, id, topic, sentence, stance, source, metadata, split) round-trips."""
     import_file(DATA / "ukp_sample.tsv", "ukp-tsv")
-    original = list(Sentence.objects.order_by("id").values_list(
-        "topic__name", "text", "stance", "source", "external_id", "metadata", "content_hash"))
-    lines = [json.dumps({"hash": s.content_hash, "id": s.external_id, "topic": s.topic.name, "sentence": s.text,
-                         "stance": s.stance, "source": s.source, "metadata": s.metadata, "split": "train"})
-             for s in Sentence.objects.order_by("id")]
+    original = list(
+        Sentence.objects.order_by("id").values_list(
+            "topic__name", "text", "stance", "source", "external_id", "metadata", "content_hash"
+        )
+    )
+    lines = [
+        json.dumps(
+            {
+                "hash": s.content_hash,
+                "id": s.external_id,
+                "topic": s.topic.name,
+                "sentence": s.text,
+                "stance": s.stance,
+                "source": s.source,
+                "metadata": s.metadata,
+                "split": "train",
+            }
+        )
+        for s in Sentence.objects.order_by("id")
+    ]
     path = write(tmp_path, "release.jsonl", "\n".join(lines) + "\n")
     assert import_file(path, "jsonl").skipped == 4  # same hashes: nothing new
     Sentence.objects.all().delete()
     Topic.objects.all().delete()
     summary = import_file(path, "jsonl")
     assert summary.created["sentences"] == 4
-    restored = list(Sentence.objects.order_by("id").values_list(
-        "topic__name", "text", "stance", "source", "external_id", "metadata", "content_hash"))
+    restored = list(
+        Sentence.objects.order_by("id").values_list(
+            "topic__name", "text", "stance", "source", "external_id", "metadata", "content_hash"
+        )
+    )
     assert restored == original
     assert all("split" not in m for m in Sentence.objects.values_list("metadata", flat=True))
 
 
-@pytest.mark.parametrize("line3, reason", [
-    ('{"topic": "Cloning", "sentence": "Broken', "invalid JSON"),
-    ('{"topic": "Cloning", "stance": "pro"}', 'missing key "sentence"'),
-    ('{"topic": "Cloning", "sentence": "Fine text.", "stance": "maybe"}', 'unknown stance "maybe"'),
-    ('{"topic": "Cloning", "sentence": 42, "stance": "pro"}', '"sentence" must be a string'),
-    ('{"topic": "Cloning", "sentence": "Fine text.", "stance": "pro", "metadata": [1]}', '"metadata" must be an object'),
-    ('["not", "an", "object"]', "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line3, reason",
+    [
+        ('{"topic": "Cloning", "sentence": "Broken', "invalid JSON"),
+        ('{"topic": "Cloning", "stance": "pro"}', 'missing key "sentence"'),
+        ('{"topic": "Cloning", "sentence": "Fine text.", "stance": "maybe"}', 'unknown stance "maybe"'),
+        ('{"topic": "Cloning", "sentence": 42, "stance": "pro"}', '"sentence" must be a string'),
+        (
+            '{"topic": "Cloning", "sentence": "Fine text.", "stance": "pro", "metadata": [1]}',
+            '"metadata" must be an object',
+        ),
+        ('["not", "an", "object"]', "expected a JSON object"),
+    ],
+)
 def test_jsonl_malformed_line_is_refused_with_its_line(tmp_path, line3, reason):
     good = '{"topic": "Cloning", "sentence": "Cloning is fine.", "stance": "pro"}'
     path = write(tmp_path, "bad.jsonl", f"{good}\n\n{line3}\n")
@@ -181,8 +228,10 @@ def test_jsonl_malformed_line_is_refused_with_its_line(tmp_path, line3, reason):
 
 
 def test_jsonl_line_separator_inside_a_string_is_not_a_line_break(tmp_path):
-    rows = [{"topic": "Cloning", "sentence": "Cloning is fine.\u2028Really.", "stance": "pro"},
-            {"topic": "Cloning", "sentence": "Cloning is risky.", "stance": "con"}]
+    rows = [
+        {"topic": "Cloning", "sentence": "Cloning is fine.\u2028Really.", "stance": "pro"},
+        {"topic": "Cloning", "sentence": "Cloning is risky.", "stance": "con"},
+    ]
     path = write(tmp_path, "separators.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     assert import_file(path, "jsonl").created["sentences"] == 2
 
@@ -196,16 +245,24 @@ def test_jsonl_topic_option_fills_rows_without_topic(tmp_path):
 
 # --- Kialo -----------------------------------------------------------------------------------------
 
+
 def test_kialo_tree_rows_parents_paths_and_references():
     summary = import_file(DATA / "kialo_abortion.txt", "kialo", topic="abortion")
-    assert summary.created == {"topics": 1, "sentences": 0, "debate_trees": 1, "debate_nodes": 7,
-                               "facts": 0, "documents": 0}
+    assert summary.created == {
+        "topics": 1,
+        "sentences": 0,
+        "debate_trees": 1,
+        "debate_nodes": 7,
+        "facts": 0,
+        "documents": 0,
+    }
     tree = DebateTree.objects.get()
     assert tree.title == "Should abortion be legal?"
     assert tree.topic.name == "abortion"
     nodes = {n.path: n for n in tree.nodes.all()}
-    assert {p: (n.parent.path if n.parent else None, n.depth, n.stance, n.text, n.reference_path)
-            for p, n in nodes.items()} == {
+    assert {
+        p: (n.parent.path if n.parent else None, n.depth, n.stance, n.text, n.reference_path) for p, n in nodes.items()
+    } == {
         "1": (None, 0, "none", "Abortion should be legal.", ""),
         "1.1": ("1", 1, "pro", "Women have the right to decide what happens\nto their bodies.", ""),
         "1.1.1": ("1.1", 2, "con", "The fetus has a body too.", ""),
@@ -230,13 +287,16 @@ def test_kialo_without_title_uses_the_thesis_and_title_only_makes_the_root(tmp_p
     assert root.children.get().text == "Less caffeine."
 
 
-@pytest.mark.parametrize("body, line, reason", [
-    ("1. Thesis.\n1.1. Pro: A.\n1.3.1. Con: orphan.\n", 3, "1.3. is not defined"),
-    ("1. Thesis.\n1.1. Pro: A.\n1.1. Con: again.\n", 3, "defined twice"),
-    ("1. Thesis.\n2. Con: Another thesis.\n", 2, "second thesis"),
-    ("1. Thesis.\n1.1. Pro: -> See 1.9.\n", 2, "1.9., which does not exist"),
-    ("Some text first.\n1. Thesis.\n", 1, "text before the first node"),
-])
+@pytest.mark.parametrize(
+    "body, line, reason",
+    [
+        ("1. Thesis.\n1.1. Pro: A.\n1.3.1. Con: orphan.\n", 3, "1.3. is not defined"),
+        ("1. Thesis.\n1.1. Pro: A.\n1.1. Con: again.\n", 3, "defined twice"),
+        ("1. Thesis.\n2. Con: Another thesis.\n", 2, "second thesis"),
+        ("1. Thesis.\n1.1. Pro: -> See 1.9.\n", 2, "1.9., which does not exist"),
+        ("Some text first.\n1. Thesis.\n", 1, "text before the first node"),
+    ],
+)
 def test_kialo_broken_files_are_refused_with_the_line(tmp_path, body, line, reason):
     err = refused(write(tmp_path, "debate.txt", body), "kialo")
     assert err.line == line
@@ -244,6 +304,7 @@ def test_kialo_broken_files_are_refused_with_the_line(tmp_path, body, line, reas
 
 
 # --- facts -----------------------------------------------------------------------------------------
+
 
 def test_facts_csv_and_jsonl_share_hashes():
     summary = import_file(DATA / "facts.csv", "facts-csv")
@@ -262,37 +323,45 @@ def test_facts_csv_and_jsonl_share_hashes():
 def test_facts_csv_missing_text_column_and_bad_origin(tmp_path):
     err = refused(write(tmp_path, "f.csv", "topic,fact\nNuclear energy,x\n"), "facts-csv")
     assert err.line == 1 and '"text"' in err.reason
-    err = refused(write(tmp_path, "g.csv", "topic,text,origin\nNuclear energy,x,seed\nNuclear energy,y,rumour\n"),
-                  "facts-csv")
+    err = refused(
+        write(tmp_path, "g.csv", "topic,text,origin\nNuclear energy,x,seed\nNuclear energy,y,rumour\n"), "facts-csv"
+    )
     assert err.line == 3 and "rumour" in err.reason
 
 
 # --- all or nothing, progress ------------------------------------------------------------------------
 
+
 def test_failure_late_in_a_large_file_writes_nothing(tmp_path):
-    rows = [json.dumps({"topic": "Gun control", "sentence": f"Argument number {i}.", "stance": "pro"})
-            for i in range(1200)]
+    rows = [
+        json.dumps({"topic": "Gun control", "sentence": f"Argument number {i}.", "stance": "pro"}) for i in range(1200)
+    ]
     rows.append('{"topic": "Gun control", "sentence": "Last one.", "stance": "perhaps"}')
     err = refused(write(tmp_path, "big.jsonl", "\n".join(rows)), "jsonl")
     assert err.line == 1201
 
 
 def test_progress_is_reported_per_batch_while_parsing_and_writing(tmp_path):
-    rows = [json.dumps({"topic": "Gun control", "sentence": f"Argument number {i}.", "stance": "con"})
-            for i in range(1500)]
+    rows = [
+        json.dumps({"topic": "Gun control", "sentence": f"Argument number {i}.", "stance": "con"}) for i in range(1500)
+    ]
     calls = []
-    summary = import_file(write(tmp_path, "big.jsonl", "\n".join(rows)), "jsonl",
-                          progress=lambda done, total, desc="": calls.append((done, total, desc)))
+    summary = import_file(
+        write(tmp_path, "big.jsonl", "\n".join(rows)),
+        "jsonl",
+        progress=lambda done, total, desc="": calls.append((done, total, desc)),
+    )
     assert summary.created["sentences"] == 1500
     parsing = [c for c in calls if c[2] == "parsing"]
     writing = [c for c in calls if c[2] == "writing"]
     assert len(parsing) >= 3 and len(writing) >= 3
     assert writing[-1][0] == writing[-1][1] == 1500
-    assert all(a[0] <= b[0] for a, b in zip(writing, writing[1:]))
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(writing))
     assert all(done > 0 for done, _, _ in calls)  # a PROGRESS state never reads "0 done"
 
 
 # --- documents -------------------------------------------------------------------------------------
+
 
 def test_documents_split_dedup_and_filter_by_table9_synonyms():
     summary = import_documents(DATA / "docs_cloning", "Cloning")
@@ -328,17 +397,26 @@ def test_documents_without_filter_keep_off_topic_sentences(tmp_path):
 
 def test_documents_use_stored_topic_synonyms_and_skip_known_sentences(tmp_path):
     Topic.objects.create(name="Space travel", synonyms=["mars", "rocket launch"])
-    import_file(write(tmp_path, "s.jsonl", '{"topic": "space travel", "sentence": "Mars is far away indeed.", '
-                                           '"stance": "none"}\n'), "jsonl")
+    import_file(
+        write(
+            tmp_path, "s.jsonl", '{"topic": "space travel", "sentence": "Mars is far away indeed.", "stance": "none"}\n'
+        ),
+        "jsonl",
+    )
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "x.txt").write_text("Mars is far away indeed. A rocket\nlaunch costs millions. Rockets are loud things. "
-                                "Space travel is expensive. Travelling by train is relaxing. Dogs bark a lot.")
+    (docs / "x.txt").write_text(
+        "Mars is far away indeed. A rocket\nlaunch costs millions. Rockets are loud things. "
+        "Space travel is expensive. Travelling by train is relaxing. Dogs bark a lot."
+    )
     summary = import_documents(docs, "Space travel")
     assert summary.skipped == 1  # the sentence imported before
     assert summary.dropped["not_relevant"] == 2  # "Rockets are loud" (not a phrase match), "Dogs bark"
     assert set(Sentence.objects.filter(document__isnull=False).values_list("text", flat=True)) == {
-        "A rocket launch costs millions.", "Space travel is expensive.", "Travelling by train is relaxing."}
+        "A rocket launch costs millions.",
+        "Space travel is expensive.",
+        "Travelling by train is relaxing.",
+    }
 
 
 def test_documents_invalid_utf8_and_empty_folder_are_refused(tmp_path):
@@ -358,24 +436,28 @@ def test_documents_invalid_utf8_and_empty_folder_are_refused(tmp_path):
 
 # --- sentence tools ---------------------------------------------------------------------------------
 
+
 def test_relevance_filter_prefix_and_phrase_matching():
     cloning = RelevanceFilter("Cloning", default_synonyms("cloning"))
-    assert cloning("Human reproduction is complex.")          # "reproduct" is a prefix
-    assert cloning("The anti-cloning bill passed.")          # token boundary after a hyphen
-    assert not cloning("Microcloning is not a word here.")   # must start on a token boundary
-    assert not cloning("Copper wires conduct.")               # "copy" is not a prefix of "copper"
+    assert cloning("Human reproduction is complex.")  # "reproduct" is a prefix
+    assert cloning("The anti-cloning bill passed.")  # token boundary after a hyphen
+    assert not cloning("Microcloning is not a word here.")  # must start on a token boundary
+    assert not cloning("Copper wires conduct.")  # "copy" is not a prefix of "copper"
     death = RelevanceFilter("Death penalty", default_synonyms("Death Penalty"))
     assert death("CAPITAL   PUNISHMENT deters nobody.")
     assert death("The electric chair was retired.")
-    assert not death("The chair is electric blue.")          # phrase words out of order
-    assert death("Penalty kicks decide the match.")          # a token of the topic name itself
+    assert not death("The chair is electric blue.")  # phrase words out of order
+    assert death("Penalty kicks decide the match.")  # a token of the topic name itself
     gun = RelevanceFilter("Gun control", default_synonyms("gun control"))
     assert gun("The Second Amendment protects it.") and not gun("The second change of plans.")
 
 
 def test_split_sentences_and_token_count():
     assert split_sentences("Dr. Smith arrived. He sat\n down.\n\nNew paragraph here") == [
-        "Dr. Smith arrived.", "He sat down.", "New paragraph here"]
+        "Dr. Smith arrived.",
+        "He sat down.",
+        "New paragraph here",
+    ]
     assert token_count("Ok then.") == 2 and token_count("It's a well-known fact.") == 4
 
 

@@ -1,6 +1,7 @@
 """Kialo exports in the shapes the public crawl of 1,011 English discussions has (issue: 71 of them were refused):
 multi-thesis discussions, unlabelled nodes deeper down, numbered lists inside claims at every depth, references to
 later nodes; and the broken files that must still be refused with their line."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -73,31 +74,42 @@ def test_numbered_lists_inside_claims_are_text_at_every_depth(tmp_path):
     import_file(write(tmp_path, "n.txt", NUMBERED_LISTS), "kialo")
     nodes = nodes_of(DebateTree.objects.get())
     assert sorted(nodes) == ["1", "1.1", "1.1.1", "1.1.1.1", "1.2", "1.2.1", "1.2.1.1", "1.2.1.1.1"]
-    assert nodes["1"][1] == ("The state should fund space exploration.\nThe case rests on two claims:\n"
-                             "1. Exploration pays back in technology.\n"
-                             "2. Private firms will not carry the basic research.")
-    assert nodes["1.1"] == ("pro", "The argument requires:\n1. The existence of spin-off technologies,\n"
-                                   "2. That these reach the public.\n3. That no cheaper route exists.", "")
+    assert nodes["1"][1] == (
+        "The state should fund space exploration.\nThe case rests on two claims:\n"
+        "1. Exploration pays back in technology.\n"
+        "2. Private firms will not carry the basic research."
+    )
+    assert nodes["1.1"] == (
+        "pro",
+        "The argument requires:\n1. The existence of spin-off technologies,\n"
+        "2. That these reach the public.\n3. That no cheaper route exists.",
+        "",
+    )
     # "1.1." is already a node, so inside 1.1.1's text it is text too
-    assert nodes["1.1.1"][1] == "Spin-offs are often overstated:\n1. Velcro was not invented by NASA.\n1.1. Teflon neither."
+    assert (
+        nodes["1.1.1"][1]
+        == "Spin-offs are often overstated:\n1. Velcro was not invented by NASA.\n1.1. Teflon neither."
+    )
     assert nodes["1.1.1.1"] == ("pro", "Money is better spent on earth.", "1.2")  # a reference to a later node
     assert nodes["1.2.1.1"][0] == "none" and nodes["1.2.1.1.1"][0] == "pro"
 
 
 def test_a_second_top_level_number_is_text_of_the_node_above(tmp_path):
-    import_file(write(tmp_path, "t.txt", "1. Thesis with a list:\n1. first\n2. second\n1.1. Pro: A reason.\n"),
-                "kialo")
+    import_file(write(tmp_path, "t.txt", "1. Thesis with a list:\n1. first\n2. second\n1.1. Pro: A reason.\n"), "kialo")
     nodes = nodes_of(DebateTree.objects.get())
     assert nodes == {"1": ("none", "Thesis with a list:\n1. first\n2. second", ""), "1.1": ("pro", "A reason.", "")}
 
 
-@pytest.mark.parametrize("body, line, reason", [
-    ("1. Thesis.\n1.1. Pro: A.\n1.1.1. Con: -> See 1.7.\n", 3, "1.7., which does not exist"),   # dangling -> See
-    ("1. Thesis.\n1.1. Pro: A.\n1.3.1. Con: orphan.\n", 3, "1.3. is not defined"),
-    ("1. Thesis.\n1.2. Pro: A.\n1.1. Con: back in time.\n", 3, "out of order"),
-    ("1. Thesis.\n2. Pro: a labelled second root.\n", 2, "second thesis"),
-    ("3. Thesis.\n", 1, "must be numbered 1."),
-])
+@pytest.mark.parametrize(
+    "body, line, reason",
+    [
+        ("1. Thesis.\n1.1. Pro: A.\n1.1.1. Con: -> See 1.7.\n", 3, "1.7., which does not exist"),  # dangling -> See
+        ("1. Thesis.\n1.1. Pro: A.\n1.3.1. Con: orphan.\n", 3, "1.3. is not defined"),
+        ("1. Thesis.\n1.2. Pro: A.\n1.1. Con: back in time.\n", 3, "out of order"),
+        ("1. Thesis.\n2. Pro: a labelled second root.\n", 2, "second thesis"),
+        ("3. Thesis.\n", 1, "must be numbered 1."),
+    ],
+)
 def test_broken_numbering_with_a_label_is_still_refused_with_its_line(tmp_path, body, line, reason):
     with pytest.raises(ImportFailed) as info:
         import_file(write(tmp_path, "b.txt", body), "kialo")
@@ -128,8 +140,11 @@ def test_a_thesis_deeper_down_starts_paths_of_its_own(tmp_path):
 
 
 def test_single_thesis_trees_keep_their_paths():
-    nodes = [corpora.Node("1", None, "none", "T"), corpora.Node("1.1", "1", "pro", "P"),
-             corpora.Node("1.1.1", "1.1", "con", "C")]
+    nodes = [
+        corpora.Node("1", None, "none", "T"),
+        corpora.Node("1.1", "1", "pro", "P"),
+        corpora.Node("1.1.1", "1.1", "con", "C"),
+    ]
     assert [n.path for n in corpora.thesis_nodes(nodes)] == ["1"]
     assert {p.key for p in corpora.debate_pairs(nodes, "contradicting")} == {(("1", "1.1"), ("1.1.1",))}
 

@@ -1,6 +1,7 @@
 """The field's public corpora import as they are published (issue 18, item 3): IBM ArgQ-Rank-30k, IBM ArgKP (both
 shapes the releases ship), args.me JSON; and a large JSONL file streams with bounded memory (item 4). Every file here
 is written by the test in the corpus's real shape; no real corpus is committed."""
+
 from __future__ import annotations
 
 import csv
@@ -20,12 +21,33 @@ pytestmark = pytest.mark.django_db
 
 ARGQ_HEADER = ["argument", "topic", "set", "WA", "MACE-P", "stance_WA", "stance_WA_conf"]
 ARGQ_ROWS = [
-    ["Cloning could save endangered species from extinction.", "We should ban human cloning", "train", "0.846",
-     "0.891", "-1", "1.0"],
-    ['Cloning is "playing god", and we must not do that.', "We should ban human cloning", "dev", "0.5", "0.4",
-     "1", "0.8"],
-    ["Marriage is an outdated institution, with commas, and quotes.", "We should abandon marriage", "test", "0.71",
-     "0.66", "1", "1.0"],
+    [
+        "Cloning could save endangered species from extinction.",
+        "We should ban human cloning",
+        "train",
+        "0.846",
+        "0.891",
+        "-1",
+        "1.0",
+    ],
+    [
+        'Cloning is "playing god", and we must not do that.',
+        "We should ban human cloning",
+        "dev",
+        "0.5",
+        "0.4",
+        "1",
+        "0.8",
+    ],
+    [
+        "Marriage is an outdated institution, with commas, and quotes.",
+        "We should abandon marriage",
+        "test",
+        "0.71",
+        "0.66",
+        "1",
+        "1.0",
+    ],
 ]
 
 
@@ -57,6 +79,7 @@ def read_jsonl(path):
 
 # --- IBM ArgQ-Rank-30k ------------------------------------------------------------------------------------
 
+
 def test_argq_arguments_import_with_stance_and_quality_and_export_with_them(tmp_path, tmp_artifacts):
     path = write_csv(tmp_path / "arg_quality_rank_30k.csv", ARGQ_HEADER, ARGQ_ROWS)
     out, _ = run(path, "--format", "ibm-argq")
@@ -64,8 +87,9 @@ def test_argq_arguments_import_with_stance_and_quality_and_export_with_them(tmp_
     rows = {s.text: s for s in Sentence.objects.select_related("topic")}
     first = rows["Cloning could save endangered species from extinction."]
     assert (first.topic.name, first.stance, first.source) == ("We should ban human cloning", "con", "ibm-argq-rank-30k")
-    assert first.metadata == {"argq": {"set": "train", "WA": 0.846, "MACE-P": 0.891, "stance_WA": -1,
-                                       "stance_WA_conf": 1.0}}
+    assert first.metadata == {
+        "argq": {"set": "train", "WA": 0.846, "MACE-P": 0.891, "stance_WA": -1, "stance_WA_conf": 1.0}
+    }
     assert rows['Cloning is "playing god", and we must not do that.'].stance == "pro"
 
     out, _ = run(path, "--format", "ibm-argq")  # idempotent
@@ -77,13 +101,16 @@ def test_argq_arguments_import_with_stance_and_quality_and_export_with_them(tmp_
     assert exported[first.text]["stance"] == "con" and exported[first.text]["topic"] == "We should ban human cloning"
 
 
-@pytest.mark.parametrize("row, line_reason", [
-    (["Fine argument.", "Topic", "train", "0.5", "0.5", "2", "1"], '"stance_WA" must be 1 (pro) or -1 (con)'),
-    (["Fine argument.", "Topic", "train", "1.3", "0.5", "1", "1"], '"WA" 1.3 is outside [0, 1]'),
-    (["Fine argument.", "Topic", "train", "high", "0.5", "1", "1"], "\"WA\" must be a number, got 'high'"),
-    (["Fine argument.", "Topic", "holdout", "0.5", "0.5", "1", "1"], '"set" must be one of train, dev, test'),
-    (["", "Topic", "train", "0.5", "0.5", "1", "1"], '"argument" is empty'),
-])
+@pytest.mark.parametrize(
+    "row, line_reason",
+    [
+        (["Fine argument.", "Topic", "train", "0.5", "0.5", "2", "1"], '"stance_WA" must be 1 (pro) or -1 (con)'),
+        (["Fine argument.", "Topic", "train", "1.3", "0.5", "1", "1"], '"WA" 1.3 is outside [0, 1]'),
+        (["Fine argument.", "Topic", "train", "high", "0.5", "1", "1"], "\"WA\" must be a number, got 'high'"),
+        (["Fine argument.", "Topic", "holdout", "0.5", "0.5", "1", "1"], '"set" must be one of train, dev, test'),
+        (["", "Topic", "train", "0.5", "0.5", "1", "1"], '"argument" is empty'),
+    ],
+)
 def test_a_bad_argq_row_is_exit_2_with_its_line_and_nothing_written(tmp_path, row, line_reason):
     path = write_csv(tmp_path / "argq.csv", ARGQ_HEADER, ARGQ_ROWS + [row])
     message = refused(path, "--format", "ibm-argq")
@@ -108,14 +135,21 @@ ARGKP_2021 = [  # ArgKP-2021_dataset.csv: one row per (argument, key point) pair
 
 
 def test_argkp_pairs_file_is_one_sentence_per_argument_with_its_key_points(tmp_path):
-    path = write_csv(tmp_path / "ArgKP-2021_dataset.csv", ["topic", "argument", "key_point", "stance", "label"],
-                     ARGKP_2021)
+    path = write_csv(
+        tmp_path / "ArgKP-2021_dataset.csv", ["topic", "argument", "key_point", "stance", "label"], ARGKP_2021
+    )
     out, _ = run(path, "--format", "ibm-argkp")
     assert "created 1 topics, 2 sentences" in out
     pro = Sentence.objects.get(text="Vaccines protect children from deadly diseases.")
     assert (pro.stance, pro.source, pro.topic.name) == ("pro", "ibm-argkp", KP_TOPIC)
-    assert pro.metadata == {"argkp": {"key_points": [{"key_point": "Vaccines save lives", "label": 1},
-                                                     {"key_point": "Parents should decide", "label": 0}]}}
+    assert pro.metadata == {
+        "argkp": {
+            "key_points": [
+                {"key_point": "Vaccines save lives", "label": 1},
+                {"key_point": "Parents should decide", "label": 0},
+            ]
+        }
+    }
     assert Sentence.objects.get(text__startswith="Parents, not").stance == "con"
 
 
@@ -136,17 +170,23 @@ def argkp_folder(tmp_path, *, broken_dev: bool = False):
     folder = tmp_path / "kpm_data"
     folder.mkdir()
     topic = "We should abandon marriage"
-    argkp_split(folder, "train",
-                [["arg_0_0", "Marriage is an outdated institution, with commas, and quotes.", topic, "1"],
-                 ["arg_0_1", "Marriage gives children a stable home.", topic, "-1"]],
-                [["kp_0_0", "Marriage is outdated", topic, "1"], ["kp_0_1", "Marriage is good for children", topic,
-                                                                   "-1"]],
-                [["arg_0_0", "kp_0_0", "1"], ["arg_0_1", "kp_0_1", "1"]])
-    argkp_split(folder, "dev",
-                [["arg_1_0", "Homeschooling lets children learn at their own pace.", "We should ban homeschooling",
-                  "-1"]],
-                [["kp_1_0", "Homeschooling can be tailored", "We should ban homeschooling", "-1"]],
-                [["arg_1_0", "kp_1_9" if broken_dev else "kp_1_0", "1"]])
+    argkp_split(
+        folder,
+        "train",
+        [
+            ["arg_0_0", "Marriage is an outdated institution, with commas, and quotes.", topic, "1"],
+            ["arg_0_1", "Marriage gives children a stable home.", topic, "-1"],
+        ],
+        [["kp_0_0", "Marriage is outdated", topic, "1"], ["kp_0_1", "Marriage is good for children", topic, "-1"]],
+        [["arg_0_0", "kp_0_0", "1"], ["arg_0_1", "kp_0_1", "1"]],
+    )
+    argkp_split(
+        folder,
+        "dev",
+        [["arg_1_0", "Homeschooling lets children learn at their own pace.", "We should ban homeschooling", "-1"]],
+        [["kp_1_0", "Homeschooling can be tailored", "We should ban homeschooling", "-1"]],
+        [["arg_1_0", "kp_1_9" if broken_dev else "kp_1_0", "1"]],
+    )
     return folder
 
 
@@ -157,8 +197,13 @@ def test_argkp_folder_reads_each_arguments_file_with_its_key_points_and_labels(t
     assert "2: 2 imported, 0 already imported (nothing new), 0 refused" in out
     s = Sentence.objects.get(external_id="arg_0_1")
     assert s.stance == "con" and s.topic.name == "We should abandon marriage"
-    assert s.metadata == {"argkp": {"arg_ids": ["arg_0_1"], "set": "train", "key_points": [
-        {"key_point_id": "kp_0_1", "key_point": "Marriage is good for children", "label": 1}]}}
+    assert s.metadata == {
+        "argkp": {
+            "arg_ids": ["arg_0_1"],
+            "set": "train",
+            "key_points": [{"key_point_id": "kp_0_1", "key_point": "Marriage is good for children", "label": 1}],
+        }
+    }
     assert Sentence.objects.get(external_id="arg_1_0").metadata["argkp"]["set"] == "dev"
     out, _ = run(folder, "--format", "ibm-argkp")
     assert "nothing new: every file was imported before" in out
@@ -191,8 +236,11 @@ def test_argq_and_argkp_add_their_metadata_to_the_same_sentences(tmp_path, argq_
     stored_source = "ibm-argq-rank-30k" if argq_first else "ibm-argkp"
     run(first[0], "--format", first[1])
     out, _ = run(second[0], "--format", second[1])
-    assert ("of them given this corpus's metadata  1" in out) if argq_first else \
-        ("skipped 1 already present (1 of them got this corpus's metadata)" in out)
+    assert (
+        ("of them given this corpus's metadata  1" in out)
+        if argq_first
+        else ("skipped 1 already present (1 of them got this corpus's metadata)" in out)
+    )
     s = Sentence.objects.get(text="Marriage is an outdated institution, with commas, and quotes.")
     assert set(s.metadata) == {"argq", "argkp"} and s.metadata["argq"]["WA"] == 0.71
     assert s.metadata["argkp"]["key_points"][0]["key_point"] == "Marriage is outdated"
@@ -207,18 +255,36 @@ LONG = "Resolved: " + "the government should fund public transport in every city
 
 
 def argsme_doc(premise_stance="CON"):
-    return {"arguments": [
-        {"premises": [{"text": "Contraception lowers teen pregnancy rates.", "stance": "PRO", "annotations": []}],
-         "context": {"sourceId": "c674", "sourceTitle": "Debate Argument: Contraceptives", "discussionTitle":
-                     "Contraceptive Forms for High School Students", "sourceUrl": "https://www.debate.org/x"},
-         "id": "c67482ba-2019-04-18T13:32:05Z-00000-000",
-         "conclusion": "Contraceptive Forms for High School Students", "aspects": []},
-        {"premises": [{"text": "Schools are not clinics.", "stance": premise_stance}],
-         "context": {"sourceId": "c674"}, "id": "c67482ba-2019-04-18T13:32:05Z-00001-000",
-         "conclusion": "Contraceptive Forms for High School Students"},
-        {"premises": [{"text": "Buses cut congestion.", "stance": "PRO"}], "context": {}, "id": "long-1",
-         "conclusion": LONG},
-    ]}
+    return {
+        "arguments": [
+            {
+                "premises": [
+                    {"text": "Contraception lowers teen pregnancy rates.", "stance": "PRO", "annotations": []}
+                ],
+                "context": {
+                    "sourceId": "c674",
+                    "sourceTitle": "Debate Argument: Contraceptives",
+                    "discussionTitle": "Contraceptive Forms for High School Students",
+                    "sourceUrl": "https://www.debate.org/x",
+                },
+                "id": "c67482ba-2019-04-18T13:32:05Z-00000-000",
+                "conclusion": "Contraceptive Forms for High School Students",
+                "aspects": [],
+            },
+            {
+                "premises": [{"text": "Schools are not clinics.", "stance": premise_stance}],
+                "context": {"sourceId": "c674"},
+                "id": "c67482ba-2019-04-18T13:32:05Z-00001-000",
+                "conclusion": "Contraceptive Forms for High School Students",
+            },
+            {
+                "premises": [{"text": "Buses cut congestion.", "stance": "PRO"}],
+                "context": {},
+                "id": "long-1",
+                "conclusion": LONG,
+            },
+        ]
+    }
 
 
 def test_argsme_premises_become_sentences_on_their_conclusion(tmp_path, tmp_artifacts):
@@ -228,7 +294,11 @@ def test_argsme_premises_become_sentences_on_their_conclusion(tmp_path, tmp_arti
     assert "created 2 topics, 3 sentences" in out
     s = Sentence.objects.get(text="Contraception lowers teen pregnancy rates.")
     assert (s.topic.name, s.stance, s.source, s.external_id) == (
-        "Contraceptive Forms for High School Students", "pro", "args.me", "c67482ba-2019-04-18T13:32:05Z-00000-000")
+        "Contraceptive Forms for High School Students",
+        "pro",
+        "args.me",
+        "c67482ba-2019-04-18T13:32:05Z-00000-000",
+    )
     assert s.metadata["argsme"]["context"]["sourceUrl"] == "https://www.debate.org/x"
     assert Sentence.objects.get(text="Schools are not clinics.").stance == "con"
     bus = Sentence.objects.get(text="Buses cut congestion.")
@@ -247,10 +317,13 @@ def test_argsme_errors_name_the_line_of_the_argument(tmp_path):
     text = path.read_text().splitlines()
     second = [n for n, t in enumerate(text, start=1) if t == "    {"][1]  # the line the 2nd argument opens on
     message = refused(path, "--format", "argsme-json")
-    assert f"{path}:{second}: premises[0].stance must be \"PRO\" or \"CON\", got 'MAYBE'" in message
+    assert f'{path}:{second}: premises[0].stance must be "PRO" or "CON", got \'MAYBE\'' in message
     assert not Sentence.objects.exists()
-    path.write_text('{"arguments": [\n{"id": "a", "conclusion": "c", "premises": [{"text": "t", "stance": "PRO"}]},'
-                    '\n{"id": "b", "conclusion": \n}]}', encoding="utf-8")
+    path.write_text(
+        '{"arguments": [\n{"id": "a", "conclusion": "c", "premises": [{"text": "t", "stance": "PRO"}]},'
+        '\n{"id": "b", "conclusion": \n}]}',
+        encoding="utf-8",
+    )
     assert f"{path}:4: invalid JSON" in refused(path, "--format", "argsme-json")
     path.write_text('{"version": 2}', encoding="utf-8")
     assert f'{path}:1: no "arguments" list' in refused(path, "--format", "argsme-json")
@@ -258,11 +331,21 @@ def test_argsme_errors_name_the_line_of_the_argument(tmp_path):
 
 # --- large JSONL: streamed in batches, bounded memory, still all or nothing -----------------------------------
 
+
 def jsonl_file(path, n, *, bad_last: bool = False, start: int = 0):
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(start, start + n):
-            fh.write(json.dumps({"topic": f"topic {i % 3}", "sentence": f"Argument number {i} about it.",
-                                 "stance": "pro", "id": f"a{i}"}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "topic": f"topic {i % 3}",
+                        "sentence": f"Argument number {i} about it.",
+                        "stance": "pro",
+                        "id": f"a{i}",
+                    }
+                )
+                + "\n"
+            )
         if bad_last:
             fh.write('{"topic": "topic 0", "sentence": "Last one.", "stance": "perhaps"}\n')
     return path

@@ -1,6 +1,7 @@
 """The dataset card's own fields (licence, citation, description): checked before anything is written, stored on the
 release (immutable with it), written near the top of README.md; the CLI passes them as --license / --citation /
 --description and the Celery task as ``card``."""
+
 from __future__ import annotations
 
 import io
@@ -26,10 +27,16 @@ def sentences(db):
 
 
 def test_the_card_is_stored_and_written_near_the_top(tmp_artifacts, sentences):
-    release = build_release("nuc", "1.0", card={"license": " CC-BY-4.0 ", "citation": BIB,
-                                                "description": "Stance of nuclear sentences.\r\nTwo rows."})
-    assert release.card == {"license": "CC-BY-4.0", "citation": BIB,
-                            "description": "Stance of nuclear sentences.\nTwo rows."}
+    release = build_release(
+        "nuc",
+        "1.0",
+        card={"license": " CC-BY-4.0 ", "citation": BIB, "description": "Stance of nuclear sentences.\r\nTwo rows."},
+    )
+    assert release.card == {
+        "license": "CC-BY-4.0",
+        "citation": BIB,
+        "description": "Stance of nuclear sentences.\nTwo rows.",
+    }
     card = (release_path(release) / "README.md").read_text()
     top = card.index("## Configuration")
     assert card.index("Stance of nuclear sentences.\nTwo rows.") < top
@@ -44,14 +51,17 @@ def test_the_card_is_stored_and_written_near_the_top(tmp_artifacts, sentences):
     assert plain.card == {} and "## License" not in (release_path(plain) / "README.md").read_text()
 
 
-@pytest.mark.parametrize(("card", "message"), [
-    ({"license": "a\nb"}, "card.license: one line"),
-    ({"license": "x" * (CARD_LIMITS["license"] + 1)}, "card.license: at most 200 characters"),
-    ({"citation": 12}, "card.citation: expected text"),
-    ({"description": "x" * (CARD_LIMITS["description"] + 1)}, "card.description: at most"),
-    ({"doi": "10.1/x"}, "card: unknown field(s) doi"),
-    ("MIT", "card: expected an object"),
-])
+@pytest.mark.parametrize(
+    ("card", "message"),
+    [
+        ({"license": "a\nb"}, "card.license: one line"),
+        ({"license": "x" * (CARD_LIMITS["license"] + 1)}, "card.license: at most 200 characters"),
+        ({"citation": 12}, "card.citation: expected text"),
+        ({"description": "x" * (CARD_LIMITS["description"] + 1)}, "card.description: at most"),
+        ({"doi": "10.1/x"}, "card: unknown field(s) doi"),
+        ("MIT", "card: expected an object"),
+    ],
+)
 def test_a_bad_card_names_its_field_and_writes_nothing(tmp_artifacts, sentences, card, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build_release("nuc", "1.0", card=card)
@@ -62,8 +72,20 @@ def test_a_bad_card_names_its_field_and_writes_nothing(tmp_artifacts, sentences,
 
 def test_the_command_and_the_task_take_the_card(tmp_artifacts, sentences, settings):
     out = io.StringIO()
-    call_command("export_release", "--name", "nuc", "--version", "1.0", "--license", "CC0-1.0",
-                 "--citation", BIB, "--description", "From the CLI.", stdout=out)
+    call_command(
+        "export_release",
+        "--name",
+        "nuc",
+        "--version",
+        "1.0",
+        "--license",
+        "CC0-1.0",
+        "--citation",
+        BIB,
+        "--description",
+        "From the CLI.",
+        stdout=out,
+    )
     release = Release.objects.get(version="1.0")
     assert release.card == {"license": "CC0-1.0", "citation": BIB, "description": "From the CLI."}
     assert "From the CLI." in (release_path(release) / "README.md").read_text()
@@ -71,8 +93,14 @@ def test_the_command_and_the_task_take_the_card(tmp_artifacts, sentences, settin
         call_command("export_release", "--name", "nuc", "--version", "2.0", "--license", "a\nb", stdout=out)
     assert exc.value.returncode == 2 and not Release.objects.filter(version="2.0").exists()
     with eager_celery(settings):
-        result = build_release_task.apply(kwargs={"name": "nuc", "version": "3.0", "card": {"license": "MIT"},
-                                                  "result_url": "/studio/projects/p/release/"}).get()
+        result = build_release_task.apply(
+            kwargs={
+                "name": "nuc",
+                "version": "3.0",
+                "card": {"license": "MIT"},
+                "result_url": "/studio/projects/p/release/",
+            }
+        ).get()
     assert Release.objects.get(version="3.0").card == {"license": "MIT"}
     assert result["url"] == f"/studio/projects/p/release/#release-{result['release_id']}"
     result = build_release_task.apply(kwargs={"name": "nuc", "version": "4.0"}).get()

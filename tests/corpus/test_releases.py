@@ -1,4 +1,5 @@
 """Versioned, immutable dataset releases: corpus.releases, the task, the CLI, the admin action, the download."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,13 +20,22 @@ from tests.worker_utils import eager_celery
 
 pytestmark = pytest.mark.django_db
 
-UKP_TOPICS = ["abortion", "cloning", "death penalty", "gun control", "marijuana legalization",
-              "minimum wage", "nuclear energy", "school uniforms"]
+UKP_TOPICS = [
+    "abortion",
+    "cloning",
+    "death penalty",
+    "gun control",
+    "marijuana legalization",
+    "minimum wage",
+    "nuclear energy",
+    "school uniforms",
+]
 
 
 def make_sentence(topic: Topic, text: str, stance: str, **extra) -> Sentence:
-    return Sentence.objects.create(topic=topic, text=text, stance=stance,
-                                   content_hash=sentence_hash(topic.name, text), **extra)
+    return Sentence.objects.create(
+        topic=topic, text=text, stance=stance, content_hash=sentence_hash(topic.name, text), **extra
+    )
 
 
 @pytest.fixture
@@ -34,10 +44,16 @@ def corpus_data(db):
     topics = {}
     for name in UKP_TOPICS:
         topic = topics[name] = Topic.objects.create(name=name)
-        make_sentence(topic, f"{name} is good for society.", "pro", external_id=f"{name[:3]}-1", source="ukp",
-                      metadata={"url": f"http://example.org/{name[:3]}"})
+        make_sentence(
+            topic,
+            f"{name} is good for society.",
+            "pro",
+            external_id=f"{name[:3]}-1",
+            source="ukp",
+            metadata={"url": f"http://example.org/{name[:3]}"},
+        )
         make_sentence(topic, f"{name} saves money.", "pro", source="ukp")
-        make_sentence(topic, f"{name} | is harmful, \"really\".", "con", source="ukp")
+        make_sentence(topic, f'{name} | is harmful, "really".', "con", source="ukp")
         make_sentence(topic, f"I read about {name} yesterday.", "none", source="ukp")
     return topics
 
@@ -50,9 +66,8 @@ def sha256_of(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-
-
 # --- export content ------------------------------------------------------------------------------
+
 
 def test_sentences_release_without_split(tmp_artifacts, corpus_data):
     release = build_release("ukp", "1.0", config={"topics": ["Abortion", "cloning"]})
@@ -67,9 +82,16 @@ def test_sentences_release_without_split(tmp_artifacts, corpus_data):
     assert {r["stance"] for r in rows} == {"pro", "con"}
     first = rows[0]
     db_first = Sentence.objects.filter(topic__name="abortion").order_by("id").first()
-    assert first == {"hash": db_first.content_hash, "id": "abo-1", "topic": "abortion",
-                     "sentence": "abortion is good for society.", "stance": "pro", "source": "ukp",
-                     "metadata": {"url": "http://example.org/abo"}, "split": None}
+    assert first == {
+        "hash": db_first.content_hash,
+        "id": "abo-1",
+        "topic": "abortion",
+        "sentence": "abortion is good for society.",
+        "stance": "pro",
+        "source": "ukp",
+        "metadata": {"url": "http://example.org/abo"},
+        "split": None,
+    }
     ids = [Sentence.objects.get(content_hash=r["hash"]).pk for r in rows]
     assert ids == sorted(ids)  # ordered by id
     assert release.config["topics"] == ["abortion", "cloning"] and release.config["stances"] == ["pro", "con"]
@@ -101,15 +123,23 @@ def test_cross_topic_default_split_follows_app_f(tmp_artifacts, corpus_data):
 
 
 def test_cross_topic_explicit_split_and_errors(tmp_artifacts, corpus_data):
-    release = build_release("x", "1", config={"split": {"mode": "cross-topic", "train": ["abortion"],
-                                                         "dev": ["cloning"], "test": ["Nuclear Energy"]}})
+    release = build_release(
+        "x",
+        "1",
+        config={
+            "split": {"mode": "cross-topic", "train": ["abortion"], "dev": ["cloning"], "test": ["Nuclear Energy"]}
+        },
+    )
     folder = release_path(release)
     assert {r["topic"] for r in read_jsonl(folder / "test.jsonl")} == {"nuclear energy"}
     assert {r["topic"] for r in read_jsonl(folder / "train.jsonl")} == {"abortion"}
 
     with pytest.raises(ValueError, match=r"config.split.test: topic 'abortion' is also in train"):
-        build_release("x", "2", config={"split": {"mode": "cross-topic", "train": ["abortion"],
-                                                   "dev": ["cloning"], "test": ["abortion"]}})
+        build_release(
+            "x",
+            "2",
+            config={"split": {"mode": "cross-topic", "train": ["abortion"], "dev": ["cloning"], "test": ["abortion"]}},
+        )
     with pytest.raises(ValueError, match=r"config.split.test: .*'gun control'.*not among the exported topics"):
         build_release("x", "3", config={"topics": ["abortion", "cloning"], "split": {"mode": "cross-topic"}})
     with pytest.raises(ValueError, match=r"config.topics: unknown topic\(s\) 'atlantis'"):
@@ -131,20 +161,25 @@ def test_in_topic_split_sizes_and_seed_determinism(tmp_artifacts, corpus_data):
         parts[part] = {r["hash"] for r in rows}
         # same DB + same config -> byte-identical files
         assert (release_path(a) / f"{part}.jsonl").read_bytes() == (release_path(b) / f"{part}.jsonl").read_bytes()
-    assert not (parts["train"] & parts["dev"]) and not (parts["train"] & parts["test"]) \
+    assert (
+        not (parts["train"] & parts["dev"])
+        and not (parts["train"] & parts["test"])
         and not (parts["dev"] & parts["test"])
+    )
     assert len(set().union(*parts.values())) == 20
     other = {r["hash"] for r in read_jsonl(release_path(c) / "train.jsonl")}
     assert other != parts["train"]  # the seed matters
 
     with pytest.raises(ValueError, match=r"train\+dev\+test = 25 but only 24 sentences match"):
-        build_release("in", "d", config={"split": {"mode": "in-topic", "seed": 1,
-                                                    "sizes": {"train": 20, "dev": 4, "test": 1}}})
+        build_release(
+            "in", "d", config={"split": {"mode": "in-topic", "seed": 1, "sizes": {"train": 20, "dev": 4, "test": 1}}}
+        )
     with pytest.raises(ValueError, match=r"config.split.sizes: give the number of rows"):
         build_release("in", "e", config={"split": {"mode": "in-topic", "seed": 1}})
 
 
 # --- checksums, card, verification ---------------------------------------------------------------
+
 
 def test_checksums_match_files_and_verify_detects_tampering(tmp_artifacts, corpus_data):
     release = build_release("sums", "1.0", config={"split": {"mode": "cross-topic"}})
@@ -172,8 +207,10 @@ def test_checksums_match_files_and_verify_detects_tampering(tmp_artifacts, corpu
 def test_release_lines_keep_their_bytes(tmp_path):
     """A release file's bytes (and so its checksum) are sorted keys, real UTF-8, ``", "`` / ``": "`` separators, one
     row a line: the same bytes as before argora.jsonl.dumps wrote them."""
-    rows = [{"text": "Zürich – “quoted” \u2028 ok", "b": [None, True, 1.5, -0], "a": {"z": 1, "y": "é"}},
-            {"stance": "pro", "id": 3}]
+    rows = [
+        {"text": "Zürich – “quoted” \u2028 ok", "b": [None, True, 1.5, -0], "a": {"z": 1, "y": "é"}},
+        {"stance": "pro", "id": 3},
+    ]
     path = tmp_path / "rows.jsonl"
     info = releases._write_rows(path, iter(rows), lambda row: None)
     expected = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
@@ -199,6 +236,7 @@ def test_card_lists_config_files_counts_and_agreement(tmp_artifacts, corpus_data
 
 
 # --- immutability ---------------------------------------------------------------------------------
+
 
 def test_second_publish_is_refused_and_first_release_unchanged(tmp_artifacts, corpus_data):
     first = build_release("dup", "1.0", config={"topics": ["abortion"]})
@@ -246,6 +284,7 @@ def test_invalid_names_are_refused(tmp_artifacts, corpus_data):
 
 
 # --- failure leaves nothing -----------------------------------------------------------------------
+
 
 @pytest.fixture
 def scratch_registry(monkeypatch):
@@ -303,42 +342,47 @@ def test_unknown_kind_is_refused(tmp_artifacts):
 
 # --- round trip with the JSONL importer -----------------------------------------------------------
 
+
 def test_round_trip_through_the_jsonl_importer(tmp_artifacts, corpus_data):
     importers = pytest.importorskip("corpus.importers", reason="corpus.importers has not landed yet")
     if not hasattr(importers, "import_file"):
         pytest.skip("corpus.importers.import_file has not landed yet")
     release = build_release("rt", "1.0", config={"include_non_arguments": True})
-    before = sorted(Sentence.objects.values_list("text", "topic__name", "stance", "content_hash",
-                                                 "external_id", "source"))
+    before = sorted(
+        Sentence.objects.values_list("text", "topic__name", "stance", "content_hash", "external_id", "source")
+    )
     Sentence.objects.all().delete()
 
     importers.import_file(release_path(release) / "sentences.jsonl", "jsonl")
 
-    after = sorted(Sentence.objects.values_list("text", "topic__name", "stance", "content_hash",
-                                                "external_id", "source"))
+    after = sorted(
+        Sentence.objects.values_list("text", "topic__name", "stance", "content_hash", "external_id", "source")
+    )
     assert len(after) == 32
     assert after == before
 
 
 # --- task, CLI, admin, download -------------------------------------------------------------------
 
+
 def test_task_returns_release_and_checksums(tmp_artifacts, corpus_data, settings, admin_user_obj):
     from corpus.tasks import build_release_task
 
     with eager_celery(settings):
-        result = build_release_task.delay("task", "1.0", config={"topics": ["cloning"]},
-                                          creator_id=admin_user_obj.pk).get()
+        result = build_release_task.delay(
+            "task", "1.0", config={"topics": ["cloning"]}, creator_id=admin_user_obj.pk
+        ).get()
     release = Release.objects.get(pk=result["release_id"])
     assert release.status == Release.Status.PUBLISHED and release.creator == admin_user_obj
     assert result["files"] == {f.name: f.sha256 for f in release.files.all()}
 
 
-def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_data, tmp_path, capsys,
-                                                         admin_user_obj):
+def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_data, tmp_path, capsys, admin_user_obj):
     config_file = tmp_path / "release.json"
     config_file.write_text(json.dumps({"topics": ["abortion", "cloning"], "include_non_arguments": True}))
-    call_command("export_release", "--name", "cli", "--version", "1.0", "--config", str(config_file),
-                 "--creator", "root")
+    call_command(
+        "export_release", "--name", "cli", "--version", "1.0", "--config", str(config_file), "--creator", "root"
+    )
     out = capsys.readouterr().out
     release = Release.objects.get(name="cli", version="1.0")
     assert release.creator == admin_user_obj
@@ -353,8 +397,9 @@ def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_d
     assert "release cli 1.0 already exists" in str(refused.value)
     assert Release.objects.filter(name="cli").count() == 1
 
-    call_command("export_release", "--name", "cli", "--version", "1.1", "--split", "in-topic",
-                 "--seed", "3", "--sizes", "5,2,3")
+    call_command(
+        "export_release", "--name", "cli", "--version", "1.1", "--split", "in-topic", "--seed", "3", "--sizes", "5,2,3"
+    )
     assert Release.objects.get(version="1.1").files.get(name="dev.jsonl").rows == 2
 
     with pytest.raises(CommandError) as bad:
@@ -370,8 +415,9 @@ def test_cli_publishes_and_refuses_republish_with_exit_2(tmp_artifacts, corpus_d
     assert bad.value.returncode == 2
 
 
-def test_download_is_staff_only_and_serves_listed_files(tmp_artifacts, corpus_data, client, staff_user,
-                                                        django_user_model):
+def test_download_is_staff_only_and_serves_listed_files(
+    tmp_artifacts, corpus_data, client, staff_user, django_user_model
+):
     release = build_release("dl", "1.0", config={"topics": ["abortion"]})
     url = reverse("release-file", args=[release.pk, "sentences.jsonl"])
     assert url == f"/releases/{release.pk}/files/sentences.jsonl"
@@ -412,8 +458,9 @@ def test_a_changed_release_file_is_not_served(tmp_artifacts, corpus_data, client
     assert client.get(url).status_code == 200
 
 
-def test_admin_action_publishes_a_release_through_celery(tmp_artifacts, corpus_data, client, admin_user_obj,
-                                                         settings, django_capture_on_commit_callbacks):
+def test_admin_action_publishes_a_release_through_celery(
+    tmp_artifacts, corpus_data, client, admin_user_obj, settings, django_capture_on_commit_callbacks
+):
     client.force_login(admin_user_obj)
     changelist = reverse("admin:corpus_topic_changelist")
     selected = [str(corpus_data[name].pk) for name in ("abortion", "cloning", "nuclear energy")]
@@ -424,24 +471,40 @@ def test_admin_action_publishes_a_release_through_celery(tmp_artifacts, corpus_d
     assert b"Publish a sentence release" in form_page.content and b"nuclear energy" in form_page.content
 
     with eager_celery(settings), django_capture_on_commit_callbacks(execute=True) as callbacks:
-        response = client.post(changelist, {**base, "apply": "1", "release_name": "admin-rel",
-                                            "release_version": "1.0", "split_mode": "cross-topic",
-                                            "dev_topics": "cloning", "test_topics": "nuclear energy",
-                                            "seed": "13"}, follow=True)
+        response = client.post(
+            changelist,
+            {
+                **base,
+                "apply": "1",
+                "release_name": "admin-rel",
+                "release_version": "1.0",
+                "split_mode": "cross-topic",
+                "dev_topics": "cloning",
+                "test_topics": "nuclear energy",
+                "seed": "13",
+            },
+            follow=True,
+        )
     assert response.status_code == 200
     assert len(callbacks) == 1
     release = Release.objects.get(name="admin-rel", version="1.0")
     assert release.status == Release.Status.PUBLISHED and release.creator == admin_user_obj
-    assert release.config["split"] == {"mode": "cross-topic", "train": ["abortion"], "dev": ["cloning"],
-                                       "test": ["nuclear energy"]}
+    assert release.config["split"] == {
+        "mode": "cross-topic",
+        "train": ["abortion"],
+        "dev": ["cloning"],
+        "test": ["nuclear energy"],
+    }
     assert verify_release(release) == []
     text = response.content.decode()
     assert "/jobs/" in text and "follow the job" in text
 
     # the same name+version again: the form says why, nothing is enqueued
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        again = client.post(changelist, {**base, "apply": "1", "release_name": "admin-rel",
-                                          "release_version": "1.0", "split_mode": "none"})
+        again = client.post(
+            changelist,
+            {**base, "apply": "1", "release_name": "admin-rel", "release_version": "1.0", "split_mode": "none"},
+        )
     assert again.status_code == 200 and callbacks == []
     assert "already exists" in again.content.decode()
 
@@ -453,8 +516,9 @@ def test_admin_action_publishes_a_release_through_celery(tmp_artifacts, corpus_d
     assert reverse("release-file", args=[release.pk, "train.jsonl"]).encode() in detail.content
     assert b"intact" in detail.content
     assert client.get(reverse("admin:corpus_release_delete", args=[release.pk])).status_code == 403
-    assert client.post(reverse("admin:corpus_release_change", args=[release.pk]),
-                       {"name": "renamed"}).status_code == 403
+    assert (
+        client.post(reverse("admin:corpus_release_change", args=[release.pk]), {"name": "renamed"}).status_code == 403
+    )
     release.refresh_from_db()
     assert release.name == "admin-rel"
 
@@ -464,8 +528,9 @@ def test_unique_constraint_is_the_final_guard_against_a_concurrent_twin(tmp_arti
     real_create = Release.objects.create
 
     def racing_create(**kwargs):
-        Release.objects.bulk_create([Release(name=kwargs["name"], version=kwargs["version"],
-                                             status=Release.Status.BUILDING)])  # the other worker wins
+        Release.objects.bulk_create(
+            [Release(name=kwargs["name"], version=kwargs["version"], status=Release.Status.BUILDING)]
+        )  # the other worker wins
         return real_create(**kwargs)
 
     monkeypatch.setattr(Release.objects, "create", racing_create)

@@ -6,6 +6,7 @@ types' item builders, the KB import), so it can fill a database made by an OLDER
 ``tests/data/populated.sqlite3`` (made by commit 98caeef, before task types became packages), which
 ``tests/test_migrate_populated.py`` migrates with the current code and reads back.
 """
+
 import json
 import random
 import tempfile
@@ -52,8 +53,12 @@ def answer_all(project, n_workers=3):
             for item in services.assignment_items(a):
                 if project.task_type == "pairwise_preference":
                     left = item.payload.get("left") or "a"
-                    responses[item.pk] = {"left": left, "choice": rng.choice(["left", "right", "equal"]),
-                                          "fluent_left": "yes", "fluent_right": "no"}
+                    responses[item.pk] = {
+                        "left": left,
+                        "choice": rng.choice(["left", "right", "equal"]),
+                        "fluent_left": "yes",
+                        "fluent_right": "no",
+                    }
                 else:
                     responses[item.pk] = answer(project, item)
             try:
@@ -71,8 +76,14 @@ def answer_all(project, n_workers=3):
 topic = Topic.objects.get(name__iexact="school uniforms")
 sentences = list(Sentence.objects.filter(topic=topic).order_by("pk")[:6])
 
-aspect = services.create_project(name="Populated aspects", slug="pop-aspect", task_type="aspect", status="active",
-                                 assignments_per_item=2, items_per_hit=3)
+aspect = services.create_project(
+    name="Populated aspects",
+    slug="pop-aspect",
+    task_type="aspect",
+    status="active",
+    assignments_per_item=2,
+    items_per_hit=3,
+)
 services.add_items_from_rows(aspect, sentences)
 services.build_hits(aspect)
 answer_all(aspect, 2)
@@ -81,11 +92,18 @@ Adjudication.objects.create(item=first, answer={"aspects": [], "no_aspect": True
 
 from django.db.models import Count  # noqa: E402
 
-kb_topic = (FactVariable.objects.filter(status="active").values("topic").annotate(n=Count("pk")).order_by("-n")
-            .first()["topic"])
-spans = services.create_project(name="Populated spans", slug="pop-spans", task_type="span_grounding",
-                                status="active", assignments_per_item=2, items_per_hit=2,
-                                config={"variables_per_item": [2, 3]})
+kb_topic = (
+    FactVariable.objects.filter(status="active").values("topic").annotate(n=Count("pk")).order_by("-n").first()["topic"]
+)
+spans = services.create_project(
+    name="Populated spans",
+    slug="pop-spans",
+    task_type="span_grounding",
+    status="active",
+    assignments_per_item=2,
+    items_per_hit=2,
+    config={"variables_per_item": [2, 3]},
+)
 services.add_items_from_rows(spans, list(Sentence.objects.filter(topic_id=kb_topic).order_by("pk")[:4]))
 services.build_hits(spans)
 answer_all(spans, 2)
@@ -94,14 +112,21 @@ try:
 except ImportError:  # newer checkouts keep it in the task type's package
     from annotation.task_types.span_grounding.models import SpanNormalisation
 item = Item.objects.filter(project=spans).order_by("position").first()
-SpanNormalisation.objects.create(item=item, begin=0, end=5, text=item.payload["text"][:5],
-                                 variable=FactVariable.objects.filter(topic_id=kb_topic).first(),
-                                 method="direct", score=0.9)
+SpanNormalisation.objects.create(
+    item=item,
+    begin=0,
+    end=5,
+    text=item.payload["text"][:5],
+    variable=FactVariable.objects.filter(topic_id=kb_topic).first(),
+    method="direct",
+    score=0.9,
+)
 
 from annotation.bws import project as bws  # noqa: E402  (the old layout; this script runs on the old checkout)
 
-bws_project = bws.create_project(name="Populated BWS", slug="pop-bws", config={"scorer": "jaccard",
-                                                                                "attention_checks": 0})
+bws_project = bws.create_project(
+    name="Populated BWS", slug="pop-bws", config={"scorer": "jaccard", "attention_checks": 0}
+)
 bws.sample(bws_project, topic.name, 8, seed=1)
 bws.build(bws_project)
 services.set_project_status(bws_project, "active")
@@ -112,7 +137,9 @@ tmp = Path(tempfile.mkdtemp())
 (tmp / "valnov.csv").write_text(
     "topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence\n"
     "uniforms,Uniforms are cheap.,Uniforms save money.,1,confident,-1,confident\n"
-    "uniforms,Uniforms stop bullying.,Bullying is bad.,-1,majority,1,majority\n", encoding="utf-8")
+    "uniforms,Uniforms stop bullying.,Bullying is bad.,-1,majority,1,majority\n",
+    encoding="utf-8",
+)
 from annotation.valnov import results as valnov  # noqa: E402
 
 vn = valnov.get_project("pop-valnov", create=True, items_per_hit=2)
@@ -123,9 +150,21 @@ answer_all(vn, 3)
 
 from annotation.ratings import items as ratings  # noqa: E402
 
-(tmp / "pairs.jsonl").write_text("\n".join(json.dumps(
-    {"topic": "school uniforms", "stance": "pro", "a": {"system": "human", "text": f"Human argument {k}."},
-     "b": {"system": "model", "text": f"Generated argument {k}."}}) for k in range(3)) + "\n", encoding="utf-8")
+(tmp / "pairs.jsonl").write_text(
+    "\n".join(
+        json.dumps(
+            {
+                "topic": "school uniforms",
+                "stance": "pro",
+                "a": {"system": "human", "text": f"Human argument {k}."},
+                "b": {"system": "model", "text": f"Generated argument {k}."},
+            }
+        )
+        for k in range(3)
+    )
+    + "\n",
+    encoding="utf-8",
+)
 pp = ratings.get_project("pop-pairs", "pairwise_preference", create=True)
 ratings.import_pairs(pp, tmp / "pairs.jsonl")
 services.build_hits(pp)

@@ -1,5 +1,6 @@
 """Read back every project of a migrated database through the current code (``manage.py shell < this``): prints one
 JSON line the test checks. See ``tests/test_migrate_populated.py``."""
+
 import json
 import tempfile
 
@@ -25,23 +26,30 @@ out = {"projects": {}}
 for project in Project.objects.order_by("slug"):
     tt = project.get_task_type()
     table = project_table(project)
-    pages = {"agreement": client.get(f"/projects/{project.slug}/agreement/").status_code,
-             "items": client.get(f"/projects/{project.slug}/agreement/items/").status_code,
-             "progress": client.get(f"/projects/{project.slug}/progress/").status_code}
+    pages = {
+        "agreement": client.get(f"/projects/{project.slug}/agreement/").status_code,
+        "items": client.get(f"/projects/{project.slug}/agreement/items/").status_code,
+        "progress": client.get(f"/projects/{project.slug}/progress/").status_code,
+    }
     if tt.results_page:
         from django.urls import reverse
 
         pages["results"] = client.get(reverse(tt.results_page[0], args=[project.slug])).status_code
     out["projects"][project.slug] = {
-        "task_type": tt.name, "items": len(selectors.aggregated_items(project)), "n_responses": table["n_responses"],
-        "level": table["level"], "pages": pages}
+        "task_type": tt.name,
+        "items": len(selectors.aggregated_items(project)),
+        "n_responses": table["n_responses"],
+        "level": table["level"],
+        "pages": pages,
+    }
 out["dashboards"] = client.get("/dashboards/").status_code
 out["adjudications"] = Adjudication.objects.count()
 out["span_normalisations"] = SpanNormalisation.objects.count()
 out["bws_scores"] = len(latest_scores(Project.objects.get(slug="pop-bws")).figures["pairs"])
 release = build_release("populated-spans", "v1", kind="spans", config={"project": "pop-spans"})
 out["spans_release_rows"] = sum(1 for _ in (release_path(release) / "spans.jsonl").open())
-release = build_release("populated-all", "v1", kind="annotations",
-                        config={"projects": list(Project.objects.values_list("slug", flat=True))})
+release = build_release(
+    "populated-all", "v1", kind="annotations", config={"projects": list(Project.objects.values_list("slug", flat=True))}
+)
 out["annotations_release_rows"] = sum(1 for _ in (release_path(release) / "annotations.jsonl").open())
 print("VERIFY " + json.dumps(out, sort_keys=True))

@@ -3,21 +3,94 @@ aspects of 2-6 tokens (the argument-aspect span corpus has long aspects: about h
 than 4 tokens), composed from small vocabularies so held-out sentences hold aspect phrases never seen whole in
 training. The aspects are the noun phrases a cue ("leads to", "because of", ...) points at; other noun phrases
 (subjects, "the debate about X") are not aspects, so tagging every noun does not work."""
+
 from __future__ import annotations
 
 import random
 
-ADJ = ("high", "new", "radioactive", "public", "long-term", "serious", "lower", "local", "rising", "dangerous",
-       "economic", "massive", "unfair", "global", "medical", "violent", "higher", "cheap")
-NOUN = ("costs", "jobs", "waste", "emissions", "safety", "prices", "crime", "taxes", "research", "health", "risks",
-        "pollution", "accidents", "freedom", "profits", "education", "security", "diseases", "wages", "energy")
-NOUN2 = ("workers", "children", "families", "taxpayers", "patients", "students", "communities", "citizens",
-         "farmers", "victims", "companies", "schools")
-SUBJ = ("Many people", "Critics", "The government", "Most experts", "Some politicians", "Our neighbours",
-        "The report", "Supporters", "Opponents", "Several studies", "The committee", "Voters")
+ADJ = (
+    "high",
+    "new",
+    "radioactive",
+    "public",
+    "long-term",
+    "serious",
+    "lower",
+    "local",
+    "rising",
+    "dangerous",
+    "economic",
+    "massive",
+    "unfair",
+    "global",
+    "medical",
+    "violent",
+    "higher",
+    "cheap",
+)
+NOUN = (
+    "costs",
+    "jobs",
+    "waste",
+    "emissions",
+    "safety",
+    "prices",
+    "crime",
+    "taxes",
+    "research",
+    "health",
+    "risks",
+    "pollution",
+    "accidents",
+    "freedom",
+    "profits",
+    "education",
+    "security",
+    "diseases",
+    "wages",
+    "energy",
+)
+NOUN2 = (
+    "workers",
+    "children",
+    "families",
+    "taxpayers",
+    "patients",
+    "students",
+    "communities",
+    "citizens",
+    "farmers",
+    "victims",
+    "companies",
+    "schools",
+)
+SUBJ = (
+    "Many people",
+    "Critics",
+    "The government",
+    "Most experts",
+    "Some politicians",
+    "Our neighbours",
+    "The report",
+    "Supporters",
+    "Opponents",
+    "Several studies",
+    "The committee",
+    "Voters",
+)
 SAYS = ("argue that", "believe that", "claim that", "point out that", "warn that", "say that")
-CUE = ("leads to", "causes", "increases", "reduces", "threatens", "brings", "creates", "protects", "improves",
-       "endangers")
+CUE = (
+    "leads to",
+    "causes",
+    "increases",
+    "reduces",
+    "threatens",
+    "brings",
+    "creates",
+    "protects",
+    "improves",
+    "endangers",
+)
 LINK = (", and it also", "; moreover it", ", which", " and at the same time")
 TOPICS = ("nuclear energy", "minimum wage", "gun control", "school uniforms", "cloning", "death penalty")
 
@@ -28,11 +101,17 @@ def aspect_phrase(rng: random.Random) -> str:
     if n == 2:
         return f"{rng.choice(ADJ)} {rng.choice(NOUN)}"
     if n == 3:
-        return f"{rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(('levels', 'rates', 'problems'))}" \
-            if rng.random() < 0.5 else f"the {rng.choice(ADJ)} {rng.choice(NOUN)}"
+        return (
+            f"{rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(('levels', 'rates', 'problems'))}"
+            if rng.random() < 0.5
+            else f"the {rng.choice(ADJ)} {rng.choice(NOUN)}"
+        )
     if n == 4:
-        return f"{rng.choice(NOUN)} of local {rng.choice(NOUN2)}" if rng.random() < 0.5 else \
-            f"the {rng.choice(NOUN)} of {rng.choice(NOUN2)}"
+        return (
+            f"{rng.choice(NOUN)} of local {rng.choice(NOUN2)}"
+            if rng.random() < 0.5
+            else f"the {rng.choice(NOUN)} of {rng.choice(NOUN2)}"
+        )
     if n == 5:
         return f"the {rng.choice(ADJ)} {rng.choice(NOUN)} of {rng.choice(NOUN2)}"
     return f"the {rng.choice(NOUN)} of many {rng.choice(ADJ)} {rng.choice(NOUN2)}"
@@ -59,8 +138,14 @@ def aspect_rows(n: int, *, seed: int = 1, topics=TOPICS) -> list[dict]:
             if is_aspect:
                 spans.append((len(sentence), len(text)))
             sentence += text
-        rows.append({"hash": f"aspects-{seed}-{i}", "sentence": sentence, "topic": topic,
-                     "stance": "Argument_for" if rng.random() < 0.5 else "Argument_against",
-                     "aspect_pos": [f"({b},{l})" for b, l in spans],
-                     "aspect_pos_string": [sentence[b:b + l] for b, l in spans]})
+        rows.append(
+            {
+                "hash": f"aspects-{seed}-{i}",
+                "sentence": sentence,
+                "topic": topic,
+                "stance": "Argument_for" if rng.random() < 0.5 else "Argument_against",
+                "aspect_pos": [f"({b},{l})" for b, l in spans],
+                "aspect_pos_string": [sentence[b : b + l] for b, l in spans],
+            }
+        )
     return rows

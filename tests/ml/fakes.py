@@ -4,6 +4,7 @@
 ``hyperparameters["fail"]`` raises inside training; ``hyperparameters["block_until"]`` (a path) makes training wait
 until that file exists, writing ``hyperparameters["pid_file"]`` first (worker-kill tests).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,6 +43,7 @@ def fake_evaluate(model, rows_dev):
 
 
 def register_fake(kind: str = "fake", **overrides) -> TrainerSpec:
-    spec = TrainerSpec(kind=kind, train=fake_train, load=fake_load, primary_metric="acc",
-                       description="test double", **overrides)
+    spec = TrainerSpec(
+        kind=kind, train=fake_train, load=fake_load, primary_metric="acc", description="test double", **overrides
+    )
     return register_trainer(spec)

@@ -2,6 +2,7 @@
 hand-computed example, a tiny model learning a planted signal and beating the majority baseline (in-topic and on
 held-out topics), both schemes, rows from UKP TSV / JSONL files with a split column and from a sentence_label
 project, and activation only when better."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,14 @@ from annotation.models import Item, Project
 from ml import errors, loop, registry, versions
 from ml.trainers import argument as A
 
-TINY = {"from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
-        "lr": 3e-3, "head_lr": 3e-3, "batch_size": 16, "max_length": 40, "epochs": 4}
+TINY = {
+    "from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "lr": 3e-3,
+    "head_lr": 3e-3,
+    "batch_size": 16,
+    "max_length": 40,
+    "epochs": 4,
+}
 
 TOPICS = ["nuclear energy", "school uniforms", "minimum wage", "gun control"]
 PRO = ["it helps", "it benefits everyone", "we should support it", "it is good", "it saves lives"]
@@ -40,6 +47,7 @@ def planted(n: int, seed: int, topics=TOPICS) -> list[dict]:
 
 # --- metrics -------------------------------------------------------------------------------------
 
+
 def test_metrics_hand_computed_with_both_steps():
     gold = ["pro", "pro", "con", "none", "none", "con"]
     pred = ["pro", "con", "con", "none", "pro", "none"]
@@ -51,8 +59,11 @@ def test_metrics_hand_computed_with_both_steps():
     assert m["step1_f1_macro"] == pytest.approx((0.75 + 0.5) / 2)
     # step 2 on the 4 gold arguments: gold [p p c c], pred [p c c none]: pro tp1 fn1 -> 2/3; con tp1 fp1 fn1 -> .5
     assert m["step2_f1_macro"] == pytest.approx((2 / 3 + 0.5 + 0.0) / 3) and m["n_arguments"] == 4
-    base = A.majority_metrics([{"label": "none"}] * 3 + [{"label": "pro"}], [{"label": g} for g in gold],
-                              {"pro": "pro", "con": "con", "none": "none"})
+    base = A.majority_metrics(
+        [{"label": "none"}] * 3 + [{"label": "pro"}],
+        [{"label": g} for g in gold],
+        {"pro": "pro", "con": "con", "none": "none"},
+    )
     assert base["majority_f1_macro"] == pytest.approx((2 * 2 / 8) / 3)  # none: tp2 fp4 -> .5; pro, con 0
 
 
@@ -61,29 +72,38 @@ def test_stance_classes_and_project_labels():
 
     assert A.class_order(["none", "con", "pro"]) == ["pro", "con", "none"]
     assert A.stance_map(["Argument_for", "Argument_against", "NoArgument"]) == {
-        "Argument_for": "pro", "Argument_against": "con", "NoArgument": "none"}
+        "Argument_for": "pro",
+        "Argument_against": "con",
+        "NoArgument": "none",
+    }
     assert A.stance_map(["good", "bad"]) is None
     assert project_label("pro", ["Argument_for", "Argument_against", "NoArgument"]) == "Argument_for"
     assert project_label("none", ["pro", "con", "none"]) == "none"
-    assert project_label("maybe", ["pro", "con", "none"]) == "maybe"   # refused later by validation
+    assert project_label("maybe", ["pro", "con", "none"]) == "maybe"  # refused later by validation
 
 
 # --- training ------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_learns_planted_signal_beats_majority_and_reports_cross_topic(tmp_artifacts):
     rows = planted(240, 1)
     test_rows = [dict(r, split="test") for r in planted(40, 9)]
-    version = versions.train_version("argument", rows_train=rows, rows_dev=planted(48, 2) + test_rows, seed=3,
-                                     hyperparameters=dict(TINY, eval="cross-topic"))
+    version = versions.train_version(
+        "argument",
+        rows_train=rows,
+        rows_dev=planted(48, 2) + test_rows,
+        seed=3,
+        hyperparameters=dict(TINY, eval="cross-topic"),
+    )
     assert version.status == "ready", version.error
     dev, info = version.metrics["dev"], version.metrics["info"]
     assert version.metrics["primary_metric"] == "f1_macro"
     assert dev["f1_macro"] > 0.8 and dev["f1_macro"] > dev["majority_f1_macro"] + 0.3
     assert {"f1_pro", "f1_con", "f1_none", "step1_f1_macro", "step2_f1_macro"} <= set(dev)
     assert version.metrics["test"]["f1_macro"] > version.metrics["test"]["majority_f1_macro"]
-    assert version.metrics["test"]["n"] == 40 and dev["n"] == 48          # test rows never scored as dev rows
+    assert version.metrics["test"]["n"] == 40 and dev["n"] == 48  # test rows never scored as dev rows
     # leave-one-topic-out: every topic held out once, a model trained on the others beats the majority there
     per_topic = info["cross_topic"]["per_topic"]
     assert sorted(per_topic) == sorted(TOPICS)
@@ -101,8 +121,13 @@ def test_learns_planted_signal_beats_majority_and_reports_cross_topic(tmp_artifa
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_two_step_scheme_and_other_label_sets(tmp_artifacts):
-    version = versions.train_version("argument", rows_train=planted(200, 4), rows_dev=planted(40, 5), seed=3,
-                                     hyperparameters=dict(TINY, scheme="two-step"))
+    version = versions.train_version(
+        "argument",
+        rows_train=planted(200, 4),
+        rows_dev=planted(40, 5),
+        seed=3,
+        hyperparameters=dict(TINY, scheme="two-step"),
+    )
     assert version.status == "ready", version.error
     assert version.metrics["dev"]["f1_macro"] > version.metrics["dev"]["majority_f1_macro"]
     [pred] = registry.load_model(version).predict([("nuclear energy", "Nuclear energy : it saves lives.")])
@@ -111,10 +136,16 @@ def test_two_step_scheme_and_other_label_sets(tmp_artifacts):
     relabel = {"pro": "good", "con": "bad", "none": "bad"}
     rows = [dict(r, label=relabel[r["label"]]) for r in planted(60, 6)]
     with pytest.raises(errors.TrainerError, match="two-step needs"):
-        versions.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
-                               hyperparameters=dict(TINY, scheme="two-step", epochs=1))
-    version = versions.train_version("argument", rows_train=rows, rows_dev=rows[:10], seed=3,
-                                     hyperparameters=dict(TINY, epochs=1))
+        versions.train_version(
+            "argument",
+            rows_train=rows,
+            rows_dev=rows[:10],
+            seed=3,
+            hyperparameters=dict(TINY, scheme="two-step", epochs=1),
+        )
+    version = versions.train_version(
+        "argument", rows_train=rows, rows_dev=rows[:10], seed=3, hyperparameters=dict(TINY, epochs=1)
+    )
     assert version.status == "ready" and version.metrics["info"]["labels"] == ["bad", "good"]
     assert "step1_f1_macro" not in version.metrics["dev"]
 
@@ -122,11 +153,14 @@ def test_two_step_scheme_and_other_label_sets(tmp_artifacts):
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_activation_only_if_better(tmp_artifacts):
-    good = loop.train_and_activate("argument", rows=(planted(200, 1), planted(40, 2)), seed=3,
-                                   hyperparameters=TINY)
+    good = loop.train_and_activate("argument", rows=(planted(200, 1), planted(40, 2)), seed=3, hyperparameters=TINY)
     assert good["activated"] and good["active"] == good["version"]
-    worse = loop.train_and_activate("argument", rows=(planted(200, 1), planted(40, 2)), seed=3,
-                                    hyperparameters=dict(TINY, epochs=1, max_steps=1, lr=1e-6, head_lr=1e-6))
+    worse = loop.train_and_activate(
+        "argument",
+        rows=(planted(200, 1), planted(40, 2)),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=1, max_steps=1, lr=1e-6, head_lr=1e-6),
+    )
     assert not worse["activated"] and worse["active"] == good["version"]
     assert worse["compared_with"]["how"] == "re-evaluated on the new dev rows"
 
@@ -159,16 +193,28 @@ def test_rows_from_ukp_tsv_keep_every_train_row_and_the_split(tmp_path):
 def test_rows_from_jsonl_with_and_without_a_split(tmp_path):
     rows = planted(30, 4)
     path = tmp_path / "args.jsonl"
-    path.write_text("".join(json.dumps({"topic": r["topic"], "sentence": r["sentence"], "stance": r["label"],
-                                        **({"split": "dev"} if i % 5 == 0 else {})}) + "\n"
-                            for i, r in enumerate(rows)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "topic": r["topic"],
+                    "sentence": r["sentence"],
+                    "stance": r["label"],
+                    **({"split": "dev"} if i % 5 == 0 else {}),
+                }
+            )
+            + "\n"
+            for i, r in enumerate(rows)
+        )
+    )
     train, dev = A.rows_from_file(path)
-    assert len(train) == 24 and len(dev) == 6                         # rows without a split are train rows
+    assert len(train) == 24 and len(dev) == 6  # rows without a split are train rows
     plain = tmp_path / "plain.jsonl"
-    plain.write_text("".join(json.dumps({"topic": r["topic"], "sentence": r["sentence"], "stance": r["label"]}) + "\n"
-                             for r in rows))
+    plain.write_text(
+        "".join(json.dumps({"topic": r["topic"], "sentence": r["sentence"], "stance": r["label"]}) + "\n" for r in rows)
+    )
     train, dev = A.rows_from_file(plain)
-    assert len(train) + len(dev) == 30 and train and dev             # a stable sentence-hash split
+    assert len(train) + len(dev) == 30 and train and dev  # a stable sentence-hash split
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"topic": "t", "sentence": "s", "stance": "pro", "split": "holdout"}) + "\n")
     with pytest.raises(errors.TrainerError, match=r"bad.jsonl:1: unknown split"):
@@ -179,17 +225,30 @@ def test_rows_from_jsonl_with_and_without_a_split(tmp_path):
 
 # --- rows from a project + the retrain loop's kind --------------------------------------------------
 
+
 def labelled_project(django_user_model, rows, config=None):
     """A sentence_label project with UKP label names, one gold item, and two workers who agree on every item but
     the first (a tie)."""
-    project = services.create_project(name="Args", slug="args", task_type="sentence_label",
-                                      status=Project.Status.ACTIVE, assignments_per_item=2, items_per_hit=len(rows) + 1,
-                                      config={"labels": ["Argument_for", "Argument_against", "NoArgument"],
-                                              **(config or {})})
+    project = services.create_project(
+        name="Args",
+        slug="args",
+        task_type="sentence_label",
+        status=Project.Status.ACTIVE,
+        assignments_per_item=2,
+        items_per_hit=len(rows) + 1,
+        config={"labels": ["Argument_for", "Argument_against", "NoArgument"], **(config or {})},
+    )
     names = NAMES
-    services.add_items(project, [{"text": r["sentence"], "topic": r["topic"]} for r in rows],
-                       gold=[{"payload": {"text": "Gold sentence : it helps.", "topic": "gun control"},
-                              "expected": {"label": "Argument_for"}}])
+    services.add_items(
+        project,
+        [{"text": r["sentence"], "topic": r["topic"]} for r in rows],
+        gold=[
+            {
+                "payload": {"text": "Gold sentence : it helps.", "topic": "gun control"},
+                "expected": {"label": "Argument_for"},
+            }
+        ],
+    )
     services.build_hits(project)
     truth = {r["sentence"]: names[r["label"]] for r in rows}
     for name, tie in (("ann", False), ("bea", True)):
@@ -212,11 +271,12 @@ def test_rows_from_a_sentence_label_project(django_user_model):
     project = labelled_project(django_user_model, rows)
     train, dev, n = A.rows_from_project(project)
     got = train + dev
-    assert n == len(got) == 12                     # 11 agreed items + the gold item; the tie is left out
+    assert n == len(got) == 12  # 11 agreed items + the gold item; the tie is left out
     assert {r["label"] for r in got} <= names
     assert rows[0]["sentence"] not in {r["sentence"] for r in got}
     assert {"sentence": "Gold sentence : it helps.", "label": "Argument_for"}.items() <= next(
-        r for r in got if r["sentence"].startswith("Gold")).items()
+        r for r in got if r["sentence"].startswith("Gold")
+    ).items()
     assert loop.retrain_kinds(project) == ["argument"]
     assert loop.rows_from_project("argument", project)[2] == 12
 
@@ -231,7 +291,7 @@ def test_the_retrain_loop_trains_argument_when_a_projects_labels_grow(django_use
     version = registry.active_version("argument", project, exact=True)
     assert version.pk == outcome["version"] and version.snapshot_labels == 40
     assert set(version.metrics["info"]["labels"]) <= set(NAMES.values())
-    [again] = loop.maybe_retrain(project)                                  # no new labels: nothing trained
+    [again] = loop.maybe_retrain(project)  # no new labels: nothing trained
     assert "skipped" in again and again["new"] == 0
 
 
@@ -246,12 +306,23 @@ def test_train_cli_reports_each_held_out_topic(tmp_path, tmp_artifacts):
     with path.open("w") as fh:
         fh.write(UKP_HEADER)
         for i, r in enumerate(planted(160, 5, topics=TOPICS[:3])):
-            fh.write(f"{r['topic']}\thttp://x\thttp://y\th{i}\t{r['sentence']}\t{names[r['label']]}\t"
-                     f"{'train' if i % 5 else 'val'}\n")
+            fh.write(
+                f"{r['topic']}\thttp://x\thttp://y\th{i}\t{r['sentence']}\t{names[r['label']]}\t"
+                f"{'train' if i % 5 else 'val'}\n"
+            )
     out = StringIO()
-    call_command("train", "argument", "--data", str(path), "--eval", "cross-topic",
-                 *[a for k, v in TINY.items() for a in ("--hp", f"{k}={json.dumps(v)}")], stdout=out)
+    call_command(
+        "train",
+        "argument",
+        "--data",
+        str(path),
+        "--eval",
+        "cross-topic",
+        *[a for k, v in TINY.items() for a in ("--hp", f"{k}={json.dumps(v)}")],
+        stdout=out,
+    )
     text = out.getvalue()
     assert "cross-topic macro F1" in text and "in-topic macro F1" in text
     assert [line.split(":")[0].strip() for line in text.splitlines() if "held out" in line] == [
-        f"held out {t}" for t in sorted(TOPICS[:3])]
+        f"held out {t}" for t in sorted(TOPICS[:3])
+    ]

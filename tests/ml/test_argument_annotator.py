@@ -1,6 +1,7 @@
 """An ``argument`` model (issue 21.1) as a model annotator of a sentence_label project: its answers are the
 project's own label names, pass the task type's validation and are kept apart from the crowd's; the active model
 gives the ``uncertainty`` item order its confidences."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,13 +19,20 @@ NAMES = {"pro": "Argument_for", "con": "Argument_against", "none": "NoArgument"}
 
 
 def test_argument_model_annotates_a_sentence_label_project(tmp_artifacts, django_user_model):
-    version = versions.train_version("argument", rows_train=planted(240, 1), rows_dev=planted(48, 2), seed=3,
-                                     hyperparameters=TINY)
+    version = versions.train_version(
+        "argument", rows_train=planted(240, 1), rows_dev=planted(48, 2), seed=3, hyperparameters=TINY
+    )
     assert version.status == "ready", version.error
     rows = planted(24, 11)
-    project = services.create_project(name="Args", slug="args-model", task_type="sentence_label",
-                                      status=Project.Status.ACTIVE, assignments_per_item=2, items_per_hit=24,
-                                      config={"labels": list(NAMES.values())})
+    project = services.create_project(
+        name="Args",
+        slug="args-model",
+        task_type="sentence_label",
+        status=Project.Status.ACTIVE,
+        assignments_per_item=2,
+        items_per_hit=24,
+        config={"labels": list(NAMES.values())},
+    )
     services.add_items(project, [{"text": r["sentence"], "topic": r["topic"]} for r in rows])
     services.build_hits(project)
     truth = {r["sentence"]: NAMES[r["label"]] for r in rows}
@@ -46,7 +54,7 @@ def test_argument_model_annotates_a_sentence_label_project(tmp_artifacts, django
     out = ma.run(annotator.pk)
     assert out["answered"] == 24 and out["failures"] == 0, out
     answers = list(ModelAnswer.objects.filter(annotator=annotator).select_related("response", "item"))
-    assert {a.response.data["label"] for a in answers} <= set(NAMES.values())      # the project's label names
+    assert {a.response.data["label"] for a in answers} <= set(NAMES.values())  # the project's label names
     assert all(0 < a.confidence <= 1 and a.model_id == f"argument#{version.pk}" for a in answers)
     right = sum(a.response.data["label"] == truth[a.item.payload["text"]] for a in answers)
     assert right >= 20

@@ -4,6 +4,7 @@
 The worker trains a tiny BERT (random weights, the MiniLM tokenizer; ``ARGORA_DEFAULT_ENCODER``) for a few steps
 (``ARGORA_TRAINER_HYPERPARAMETERS``): the point is the plumbing, learning is tested in test_rankers.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import time
 import pytest
 
 from annotation import services
-from annotation.task_types.aspect.rankers import rank
 from annotation.models import Item
+from annotation.task_types.aspect.rankers import rank
 from corpus.models import Sentence
 from ml import rankers, registry
 from ml.models import ModelVersion
@@ -35,8 +36,16 @@ def tiny_bert(tmp_path):
     torch.manual_seed(0)
     path = tmp_path / "tiny-bert"
     tokenizer = AutoTokenizer.from_pretrained(default_encoder_path())
-    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(str(path))
+    BertModel(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+        )
+    ).save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))
     return str(path)
 
@@ -70,30 +79,45 @@ def wait_for_active(kind, project, worker_proc):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, settings, monkeypatch,
-                                                       django_user_model):
+def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, settings, monkeypatch, django_user_model):
     import annotation.task_types.aspect.task_type  # noqa: F401
     from corpus.demo import import_demo_files
 
     import_demo_files()
     arguments = list(Sentence.objects.select_related("topic").exclude(stance="none").order_by("id"))
     assert len(arguments) >= N_LABELLED + 5
-    labelled, later = arguments[:N_LABELLED], arguments[N_LABELLED:N_LABELLED + 5]
+    labelled, later = arguments[:N_LABELLED], arguments[N_LABELLED : N_LABELLED + 5]
 
     settings.ARGORA_RETRAIN_DEBOUNCE_SECONDS = 1
     project = services.create_project(
-        name="Demo aspects", slug="demo-aspects-loop", task_type="aspect", status="active", assignments_per_item=1,
-        items_per_hit=5, config={"top_k": 10, "top_k_cross_topic": 10,  # later items' topics may be unseen in training
-                                 "retrain_every": N_LABELLED, "retrain_kinds": ["ranker", "span_ranker"]})
+        name="Demo aspects",
+        slug="demo-aspects-loop",
+        task_type="aspect",
+        status="active",
+        assignments_per_item=1,
+        items_per_hit=5,
+        config={
+            "top_k": 10,
+            "top_k_cross_topic": 10,  # later items' topics may be unseen in training
+            "retrain_every": N_LABELLED,
+            "retrain_kinds": ["ranker", "span_ranker"],
+        },
+    )
     services.add_items_from_rows(project, labelled)
     services.build_hits(project)
     assert {i.payload["ranker"] for i in Item.objects.filter(project=project)} == {"baseline"}
 
     monkeypatch.setenv("ARGORA_DEFAULT_ENCODER", tiny_bert)
     monkeypatch.setenv("ARGORA_ARTIFACT_ROOT", str(tmp_path / "artifacts"))
-    monkeypatch.setenv("ARGORA_TRAINER_HYPERPARAMETERS", json.dumps({
-        "ranker": {"max_steps": 4, "batch_size": 16, "max_length": 64, "lr": 1e-3},
-        "span_ranker": {"max_steps": 4, "batch_size": 4, "max_length": 64, "lr": 1e-3}}))
+    monkeypatch.setenv(
+        "ARGORA_TRAINER_HYPERPARAMETERS",
+        json.dumps(
+            {
+                "ranker": {"max_steps": 4, "batch_size": 16, "max_length": 64, "lr": 1e-3},
+                "span_ranker": {"max_steps": 4, "batch_size": 4, "max_length": 64, "lr": 1e-3},
+            }
+        ),
+    )
     w1 = services.worker_for_user(django_user_model.objects.create_user("w1"))
     w2 = services.worker_for_user(django_user_model.objects.create_user("w2"))
 

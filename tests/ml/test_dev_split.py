@@ -1,5 +1,6 @@
 """``--data TRAIN --dev DEV`` keeps every training row (issue 23: ~20 % of TRAIN was dropped by TRAIN's own hash
 split), and rows marked ``split: "test"`` reach the version's test metrics, never training or selection."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,14 @@ pytestmark = pytest.mark.django_db
 def appf_line(i: int, topic: str = "gun control", split: str | None = None) -> dict:
     sentence = f"Sentence {i} says background checks number {i} save lives ."
     aspect = "background checks"
-    row = {"hash": f"h{i:08d}", "topic": topic, "stance": "Argument_for", "sentence": sentence,
-           "aspect_pos_string": [aspect], "aspect_pos": [f"({sentence.index(aspect)},{len(aspect)})"]}
+    row = {
+        "hash": f"h{i:08d}",
+        "topic": topic,
+        "stance": "Argument_for",
+        "sentence": sentence,
+        "aspect_pos_string": [aspect],
+        "aspect_pos": [f"({sentence.index(aspect)},{len(aspect)})"],
+    }
     if split:
         row["split"] = split
     return row
@@ -38,9 +45,15 @@ def fake_kind(tmp_artifacts):
         seen.update(train=list(req.rows_train), dev=list(req.rows_dev), test=list(req.rows_test))
         return fake_train(req)
 
-    spec = registry.register_trainer(TrainerSpec(
-        kind="fake_split", train=train, load=fake_load, primary_metric="acc",
-        evaluate=lambda model, rows: {"acc": 0.25, "n": len(rows), "majority_acc": 0.5}))
+    spec = registry.register_trainer(
+        TrainerSpec(
+            kind="fake_split",
+            train=train,
+            load=fake_load,
+            primary_metric="acc",
+            evaluate=lambda model, rows: {"acc": 0.25, "n": len(rows), "majority_acc": 0.5},
+        )
+    )
     registry.clear_model_cache()
     yield spec, seen
     registry.unregister_trainer("fake_split")
@@ -66,24 +79,30 @@ def test_a_file_of_split_train_rows_is_not_hash_split_when_dev_is_given(tmp_path
     train, dev = loop.rows_from_file("tagger", train_file, dev_path=dev_file)
     assert len(train) == 30 and len(dev) == 5
     # the ranker kind reads the same files into label rows: every n-gram row of the 30 sentences stays
-    all_rows = sum(len(p) for p in ranker_rows_from_file(write(tmp_path / "nosplit.jsonl",
-                                                                [appf_line(i) for i in range(30)])))
+    all_rows = sum(
+        len(p) for p in ranker_rows_from_file(write(tmp_path / "nosplit.jsonl", [appf_line(i) for i in range(30)]))
+    )
     train, _ = loop.rows_from_file("ranker", train_file, dev_path=dev_file)
     assert len(train) == all_rows
 
 
 def test_default_reader_with_dev_file_keeps_train_rows_and_sets_test_rows_apart(fake_kind, tmp_path):
     rows = [{"text": f"t{i}", "label": 1, "split": "test" if i < 3 else "train"} for i in range(20)]
-    train, dev, test = loop.rows_from_file_parts("fake_split", write(tmp_path / "a.jsonl", rows),
-                                                 dev_path=write(tmp_path / "b.jsonl", [{"text": "d", "label": 0}]))
+    train, dev, test = loop.rows_from_file_parts(
+        "fake_split",
+        write(tmp_path / "a.jsonl", rows),
+        dev_path=write(tmp_path / "b.jsonl", [{"text": "d", "label": 0}]),
+    )
     assert len(train) == 17 and [r["text"] for r in dev] == ["d"] and [r["text"] for r in test] == ["t0", "t1", "t2"]
 
 
 def test_test_rows_give_test_metrics_and_are_never_trained_or_selected_on(fake_kind, tmp_path):
-    spec, seen = fake_kind
-    rows = ([{"text": f"t{i}", "label": 1, "split": "train"} for i in range(10)]
-            + [{"text": f"d{i}", "label": 0, "split": "dev"} for i in range(4)]
-            + [{"text": f"x{i}", "label": 0, "split": "test"} for i in range(5)])
+    _spec, seen = fake_kind
+    rows = (
+        [{"text": f"t{i}", "label": 1, "split": "train"} for i in range(10)]
+        + [{"text": f"d{i}", "label": 0, "split": "dev"} for i in range(4)]
+        + [{"text": f"x{i}", "label": 0, "split": "test"} for i in range(5)]
+    )
     out = loop.train_and_activate("fake_split", data=write(tmp_path / "all.jsonl", rows), activate="always")
     assert {r["text"][0] for r in seen["train"]} == {"t"} and {r["text"][0] for r in seen["dev"]} == {"d"}
     assert [r["text"] for r in seen["test"]] == [f"x{i}" for i in range(5)]

@@ -10,9 +10,11 @@ def test_default_encoder_is_the_packaged_minilm():
 
 @pytest.mark.slow
 def test_encode_gives_normalised_embeddings_that_rank_paraphrases_first():
-    texts = ["Nuclear power plants emit almost no carbon dioxide.",
-             "Nuclear reactors produce very little CO2.",
-             "School uniforms make children look alike."]
+    texts = [
+        "Nuclear power plants emit almost no carbon dioxide.",
+        "Nuclear reactors produce very little CO2.",
+        "School uniforms make children look alike.",
+    ]
     vectors = encode(texts)
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)

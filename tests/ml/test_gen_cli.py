@@ -1,4 +1,5 @@
 """``manage.py train generator|seq2seq``, ``manage.py generate run|evaluate|ratings|list|demo`` (issue 12)."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ HP = ["--hp", "from_config=" + json.dumps(TINY), "--hp", "max_steps=3", "--hp", 
 
 def test_train_generator_and_seq2seq_from_files_print_json(tmp_path, tmp_artifacts):
     data = write(tmp_path / "aspects.jsonl", aspect_rows())
-    out = json.loads(run("train", "generator", "--data", str(data), "--json", *HP, "--hp", "min_args=2",
-                         "--hp", "block_size=32"))
+    out = json.loads(
+        run("train", "generator", "--data", str(data), "--json", *HP, "--hp", "min_args=2", "--hp", "block_size=32")
+    )
     assert out["kind"] == "generator" and out["status"] == "ready" and out["activated"] is True
     assert out["metrics"]["primary_metric"] == "perplexity" and out["metrics"]["dev"]["n_dev"] > 0
     assert out["metrics"]["info"]["steps"] == 3
@@ -41,28 +43,43 @@ def test_train_generator_and_seq2seq_from_files_print_json(tmp_path, tmp_artifac
     rows = registry.load_model(version).generate_arguments(["nuclear energy|pro|cost"], {"max_new_tokens": 4})
     assert rows[0]["prompt"] == "nuclear energy PRO cost ."
 
-    s_data = write(tmp_path / "seq2seq.jsonl", [dict(r, split="dev" if i % 4 == 0 else "train")
-                                                for i, r in enumerate(seq2seq_rows())])
+    s_data = write(
+        tmp_path / "seq2seq.jsonl",
+        [dict(r, split="dev" if i % 4 == 0 else "train") for i, r in enumerate(seq2seq_rows())],
+    )
     out = json.loads(run("train", "seq2seq", "--data", str(s_data), "--json", *HP, "--hp", "argu=mono"))
     assert out["kind"] == "seq2seq" and out["status"] == "ready" and out["metrics"]["dev"]["n_dev"] == 4
     assert out["metrics"]["info"]["tasks"] == ["argu-mono", "debate"]
     # the Mono model was given "<stance> <scheme> <argument> text" targets
     examples = gen.read_meta(ModelVersion.objects.get(pk=out["version"]).artifact_path)["examples"]
-    assert any(e["target"].startswith(("<pro> <from_consequence> <argument> ", "<con> <from_consequence> <argument> "))
-               for e in examples)
+    assert any(
+        e["target"].startswith(("<pro> <from_consequence> <argument> ", "<con> <from_consequence> <argument> "))
+        for e in examples
+    )
     assert registry.active_version("seq2seq").pk == out["version"]
 
 
-@pytest.mark.parametrize("kind, lines, line, reason", [
-    ("generator", ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', "not json"], 2,
-     "invalid JSON"),
-    ("generator", ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', '{"topic": "t"}'], 2,
-     '"sentence"'),
-    ("generator", ['{"control_code": "t PRO a", "arguments": "one string"}'], 1, '"arguments" must be a list'),
-    ("generator", ["[1, 2]"], 1, "expected a JSON object"),
-    ("seq2seq", ['{"prompt": "p", "response": "r"}', '{"prompt": "p"}'], 2, "a seq2seq row needs"),
-    ("seq2seq", ['{"encoder_input": "t <VAR_0> v", "mono_target": ""}'], 1, "mono_target"),
-])
+@pytest.mark.parametrize(
+    "kind, lines, line, reason",
+    [
+        (
+            "generator",
+            ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', "not json"],
+            2,
+            "invalid JSON",
+        ),
+        (
+            "generator",
+            ['{"topic": "t", "stance": "pro", "sentence": "s.", "aspects": ["a"]}', '{"topic": "t"}'],
+            2,
+            '"sentence"',
+        ),
+        ("generator", ['{"control_code": "t PRO a", "arguments": "one string"}'], 1, '"arguments" must be a list'),
+        ("generator", ["[1, 2]"], 1, "expected a JSON object"),
+        ("seq2seq", ['{"prompt": "p", "response": "r"}', '{"prompt": "p"}'], 2, "a seq2seq row needs"),
+        ("seq2seq", ['{"encoder_input": "t <VAR_0> v", "mono_target": ""}'], 1, "mono_target"),
+    ],
+)
 def test_bad_data_exits_2_with_file_line_and_trains_nothing(tmp_path, tmp_artifacts, kind, lines, line, reason):
     bad = write(tmp_path / "bad.jsonl", lines)
     with pytest.raises(CommandError) as err:
@@ -81,22 +98,44 @@ def test_too_little_data_for_a_dev_split_exits_2(tmp_path, tmp_artifacts):
 
 def test_generate_run_evaluate_ratings_and_list(tmp_path, tmp_artifacts):
     data = write(tmp_path / "aspects.jsonl", aspect_rows())
-    version = json.loads(run("train", "generator", "--data", str(data), "--json", *HP, "--hp", "min_args=2",
-                             "--hp", "block_size=32"))["version"]
-    out = json.loads(run("generate", "run", "--mode", "arguments", "--input", "nuclear energy | pro | cost",
-                         "--input", "school uniforms | con | bullying", "--decoding", "max_new_tokens=6",
-                         "--evaluate", "--json"))                              # the active generator
+    version = json.loads(
+        run("train", "generator", "--data", str(data), "--json", *HP, "--hp", "min_args=2", "--hp", "block_size=32")
+    )["version"]
+    out = json.loads(
+        run(
+            "generate",
+            "run",
+            "--mode",
+            "arguments",
+            "--input",
+            "nuclear energy | pro | cost",
+            "--input",
+            "school uniforms | con | bullying",
+            "--decoding",
+            "max_new_tokens=6",
+            "--evaluate",
+            "--json",
+        )
+    )  # the active generator
     assert [o["control_code"] for o in out["outputs"]] == ["nuclear energy PRO cost", "school uniforms CON bullying"]
     assert out["metrics"]["n_outputs"] == 2 and out["url"] == f"/ml/generation/runs/{out['run']}/"
     assert gen.get_run(out["run"])["model_version"] == version
     text = run("generate", "evaluate", out["run"])
     assert "distinct_1:" in text and "n_outputs: 2.0000" in text
 
-    refs = write(tmp_path / "refs.jsonl", [{"topic": r["topic"], "stance": r["stance"], "aspects": r["aspects"],
-                                            "text": r["sentence"]} for r in aspect_rows()])
-    outcome = json.loads(run("generate", "ratings", out["run"], "--references", str(refs), "--project", "gen-pairs",
-                             "--json"))
-    assert outcome["project"] == "gen-pairs" and outcome["task_type"] == "pairwise_preference" and outcome["created"] == 2
+    refs = write(
+        tmp_path / "refs.jsonl",
+        [
+            {"topic": r["topic"], "stance": r["stance"], "aspects": r["aspects"], "text": r["sentence"]}
+            for r in aspect_rows()
+        ],
+    )
+    outcome = json.loads(
+        run("generate", "ratings", out["run"], "--references", str(refs), "--project", "gen-pairs", "--json")
+    )
+    assert (
+        outcome["project"] == "gen-pairs" and outcome["task_type"] == "pairwise_preference" and outcome["created"] == 2
+    )
     listing = json.loads(run("generate", "list", "--json"))
     assert [r["id"] for r in listing] == [out["run"]] and listing[0]["evaluated"] is True
 
@@ -113,7 +152,7 @@ def test_generate_run_evaluate_ratings_and_list(tmp_path, tmp_artifacts):
     with pytest.raises(CommandError) as err:
         run("generate", "evaluate", "20000101-000000-abcdef")
     assert err.value.returncode == 2 and "no run" in str(err.value)
-    assert len(gen.list_runs()) == 1                                         # the failed calls stored nothing
+    assert len(gen.list_runs()) == 1  # the failed calls stored nothing
 
 
 def test_demo_trains_generates_and_shows_an_evaluation_page(tmp_artifacts, client, staff_user):
@@ -124,9 +163,16 @@ def test_demo_trains_generates_and_shows_an_evaluation_page(tmp_artifacts, clien
         assert ModelVersion.objects.get(pk=out["versions"][kind]).status == "ready"
     arguments = gen.get_run(out["runs"]["arguments"])
     assert len(arguments["outputs"]) >= 4 and all(o["text"].strip() for o in arguments["outputs"])
-    assert {o["topic"] for o in arguments["outputs"]} <= {"abortion", "cloning", "death penalty", "gun control",
-                                                          "marijuana legalization", "minimum wage", "nuclear energy",
-                                                          "school uniforms"}
+    assert {o["topic"] for o in arguments["outputs"]} <= {
+        "abortion",
+        "cloning",
+        "death penalty",
+        "gun control",
+        "marijuana legalization",
+        "minimum wage",
+        "nuclear energy",
+        "school uniforms",
+    }
     assert arguments["metrics"]["reference"]["scored"] >= 1 and "retrieval" in arguments["metrics"]
     counter = gen.get_run(out["runs"]["counter"])
     assert counter["outputs"] and all(o["stance"] != o["input_stance"] for o in counter["outputs"] if o.get("text"))

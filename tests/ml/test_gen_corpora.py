@@ -1,4 +1,5 @@
 """Generation corpora (issue 12 items 1-3): aspect-control documents, debate paths, ArgU inputs."""
+
 from __future__ import annotations
 
 import json
@@ -8,18 +9,29 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from ml.generation import corpora
-from ml.generation.corpora import (AspectDocument, Node, RowError, argu_input, argu_inputs, aspect_stem,
-                                   assign_splits, build_aspect_documents, control_code, debate_pairs)
-
+from ml.generation.corpora import (
+    AspectDocument,
+    Node,
+    RowError,
+    argu_input,
+    argu_inputs,
+    aspect_stem,
+    assign_splits,
+    build_aspect_documents,
+    control_code,
+    debate_pairs,
+)
 
 # ---------------------------------------------------------------------------------------------------------
 # 1. Aspect-control training documents (Arg-CTRL §4)
 # ---------------------------------------------------------------------------------------------------------
 
+
 def _rows(topic, stance, aspect, n, prefix=None):
     prefix = prefix or f"{topic} {stance} {aspect}"
-    return [{"topic": topic, "stance": stance, "sentence": f"{prefix} argument {i}.", "aspects": [aspect]}
-            for i in range(n)]
+    return [
+        {"topic": topic, "stance": stance, "sentence": f"{prefix} argument {i}.", "aspects": [aspect]} for i in range(n)
+    ]
 
 
 def test_aspect_stem_merges_inflections():
@@ -33,13 +45,15 @@ def test_aspect_stem_merges_inflections():
 def test_aspect_documents_bounds_and_stem_merging():
     rows = (
         _rows("nuclear energy", "pro", "cost", 4, "a")
-        + _rows("nuclear energy", "pro", "Costs", 2, "b")        # same stem as "cost": merged
+        + _rows("nuclear energy", "pro", "Costs", 2, "b")  # same stem as "cost": merged
         + [{"topic": "nuclear energy", "stance": "pro", "sentence": "c both.", "aspects": ["cost", "costs"]}]
-        + _rows("nuclear energy", "pro", "waste", 2)              # below min_args: dropped
-        + _rows("nuclear energy", "pro", "safety", 8)             # above max_args: sampled down to 5
-        + _rows("nuclear energy", "con", "cost", 3)               # same aspect, other stance: its own document
-        + [{"topic": "nuclear energy", "stance": "pro", "sentence": "no aspect here.", "aspects": []},
-           {"topic": "nuclear energy", "stance": "none", "sentence": "not an argument.", "aspects": ["cost"]}]
+        + _rows("nuclear energy", "pro", "waste", 2)  # below min_args: dropped
+        + _rows("nuclear energy", "pro", "safety", 8)  # above max_args: sampled down to 5
+        + _rows("nuclear energy", "con", "cost", 3)  # same aspect, other stance: its own document
+        + [
+            {"topic": "nuclear energy", "stance": "pro", "sentence": "no aspect here.", "aspects": []},
+            {"topic": "nuclear energy", "stance": "none", "sentence": "not an argument.", "aspects": ["cost"]},
+        ]
     )
     result = build_aspect_documents(rows, min_args=3, max_args=5, max_per_topic_stance=100, seed=7)
     docs = {d.control_code: d for d in result.documents}
@@ -56,8 +70,8 @@ def test_aspect_documents_bounds_and_stem_merging():
     assert len(docs["nuclear energy CON cost"].arguments) == 3
 
     assert result.stats["skipped_no_aspect"] == 1 and result.stats["skipped_stance"] == 1
-    assert result.stats["dropped_small"] == 1          # waste
-    assert result.stats["truncated"] == 2              # cost (7) and safety (8)
+    assert result.stats["dropped_small"] == 1  # waste
+    assert result.stats["truncated"] == 2  # cost (7) and safety (8)
     assert result.stats["groups"] == 4
     row = cost.as_row()
     assert row["control_code"] == "nuclear energy PRO cost" and row["n_arguments"] == 5 and row["source"] == "gold"
@@ -73,8 +87,11 @@ def test_aspect_documents_display_aspect_is_the_most_frequent_form():
 
 
 def test_aspect_documents_default_bounds():
-    rows = (_rows("gun control", "con", "crime", 14) + _rows("gun control", "con", "safety", 15)
-            + _rows("gun control", "con", "rights", 1501))
+    rows = (
+        _rows("gun control", "con", "crime", 14)
+        + _rows("gun control", "con", "safety", 15)
+        + _rows("gun control", "con", "rights", 1501)
+    )
     result = build_aspect_documents(rows, source="silver")
     sizes = {d.aspect: len(d.arguments) for d in result.documents}
     assert sizes == {"safety": 15, "rights": 1500}
@@ -84,8 +101,12 @@ def test_aspect_documents_default_bounds():
 def test_aspect_documents_cap_per_topic_and_stance():
     # Three documents of 4 in one topic/stance with a budget of 10: two fit whole (8), the third would need
     # to be cut to 2 < min_args 3, so it is left out. The other stance has its own budget.
-    rows = (_rows("t", "pro", "jobs", 4) + _rows("t", "pro", "price", 4) + _rows("t", "pro", "radiation", 4)
-            + _rows("t", "con", "jobs", 4))
+    rows = (
+        _rows("t", "pro", "jobs", 4)
+        + _rows("t", "pro", "price", 4)
+        + _rows("t", "pro", "radiation", 4)
+        + _rows("t", "con", "jobs", 4)
+    )
     result = build_aspect_documents(rows, min_args=3, max_args=10, max_per_topic_stance=10, seed=1)
     pro = [d for d in result.documents if d.stance == "pro"]
     assert [len(d.arguments) for d in pro] == [4, 4]
@@ -103,8 +124,14 @@ def test_aspect_documents_cap_per_topic_and_stance():
 
 
 def test_aspect_documents_accept_appf_rows_and_reject_bad_rows():
-    appf = {"hash": "h1", "topic": "nuclear energy", "stance": "Argument_against", "sentence": "Waste is a problem.",
-            "aspect_pos": ["(0,5)"], "aspect_pos_string": ["Waste"]}
+    appf = {
+        "hash": "h1",
+        "topic": "nuclear energy",
+        "stance": "Argument_against",
+        "sentence": "Waste is a problem.",
+        "aspect_pos": ["(0,5)"],
+        "aspect_pos_string": ["Waste"],
+    }
     [doc] = build_aspect_documents([appf], min_args=1).documents
     assert doc.control_code == "nuclear energy CON waste"
     with pytest.raises(RowError, match="aspects"):
@@ -118,8 +145,7 @@ def test_chunk_document_prepends_the_control_code_to_every_block():
         def encode(self, text, add_special_tokens=False):
             return [len(w) for w in text.split()]
 
-    doc = AspectDocument(topic="t", stance="pro", aspect="cost", stem="cost",
-                         arguments=["a bb ccc", "dddd eeeee"])
+    doc = AspectDocument(topic="t", stance="pro", aspect="cost", stem="cost", arguments=["a bb ccc", "dddd eeeee"])
     # control code "t PRO cost" -> [1, 3, 4]; document "a bb ccc\ndddd eeeee" -> [1, 2, 3, 4, 5]
     assert corpora.chunk_document(doc, Tok(), block_size=2) == [[1, 3, 4, 1, 2], [1, 3, 4, 3, 4], [1, 3, 4, 5]]
 
@@ -136,9 +162,16 @@ def test_chunk_document_prepends_the_control_code_to_every_block():
 #   └── 1.2 Con E
 #       └── 1.2.1 Pro F
 #           └── 1.2.1.1 Con G
-TREE = [Node("1", None, "none", "T"), Node("1.1", "1", "pro", "A"), Node("1.1.1", "1.1", "pro", "B"),
-        Node("1.1.1.1", "1.1.1", "con", "D"), Node("1.1.2", "1.1", "con", "C"), Node("1.2", "1", "con", "E"),
-        Node("1.2.1", "1.2", "pro", "F"), Node("1.2.1.1", "1.2.1", "con", "G")]
+TREE = [
+    Node("1", None, "none", "T"),
+    Node("1.1", "1", "pro", "A"),
+    Node("1.1.1", "1.1", "pro", "B"),
+    Node("1.1.1.1", "1.1.1", "con", "D"),
+    Node("1.1.2", "1.1", "con", "C"),
+    Node("1.2", "1", "con", "E"),
+    Node("1.2.1", "1.2", "pro", "F"),
+    Node("1.2.1.1", "1.2.1", "con", "G"),
+]
 KIALO = """Discussion Title: T
 
 1. T
@@ -227,17 +260,23 @@ def test_debate_path_rows_from_imported_trees(tmp_path):
     import_file(path, "kialo", topic="religion")
     for i in range(19):  # more debates for the split
         other = tmp_path / f"d{i}.txt"
-        other.write_text(f"Discussion Title: D{i}\n\n1. D{i}\n1.1. Pro: yes {i}\n1.1.1. Con: no {i}\n",
-                         encoding="utf-8")
+        other.write_text(
+            f"Discussion Title: D{i}\n\n1. D{i}\n1.1. Pro: yes {i}\n1.1.1. Con: no {i}\n", encoding="utf-8"
+        )
         import_file(other, "kialo")
     tree = DebateTree.objects.get(title="T")
-    assert set((n.path, n.parent, n.stance) for n in corpora.tree_nodes(tree)) == \
-        set((n.path, n.parent, n.stance) for n in TREE)
+    assert {(n.path, n.parent, n.stance) for n in corpora.tree_nodes(tree)} == {
+        (n.path, n.parent, n.stance) for n in TREE
+    }
 
     rows = list(corpora.debate_path_rows(seed=5))
     mine = [r for r in rows if r["tree_id"] == tree.pk]
-    for strategy, expected in (("supportive", SUPPORTIVE), ("contradicting", CONTRADICTING), ("complex", COMPLEX),
-                               ("multi-turn", MULTI_TURN)):
+    for strategy, expected in (
+        ("supportive", SUPPORTIVE),
+        ("contradicting", CONTRADICTING),
+        ("complex", COMPLEX),
+        ("multi-turn", MULTI_TURN),
+    ):
         got = {(tuple(r["prompt_paths"]), tuple(r["response_paths"])) for r in mine if r["strategy"] == strategy}
         assert got == expected
     assert all(r["topic"] == "religion" and r["debate"] == "T" for r in mine)
@@ -263,27 +302,45 @@ def _span(phrase, variable):
     return [begin, begin + len(phrase), variable]
 
 
-ROW = {"argument_id": "a1", "item_id": 5, "topic": "death penalty", "stance": "con",
-       "schemes": ["Source Authority"], "scheme_votes": {"Source Authority": 3}, "text": TEXT,
-       "variables": [{"id": 11, "text": "criminologists"}, {"id": 12, "text": "effects of the death penalty on crime"},
-                     {"id": 13, "text": "the death penalty deters crime"}, {"id": 14, "text": "offered, not used"}],
-       "spans": [_span("the DP does not deter crime", 13), _span("Criminologists", 11),
-                 _span("the effects of the DP on crime", 12), _span("assert", None)]}
+ROW = {
+    "argument_id": "a1",
+    "item_id": 5,
+    "topic": "death penalty",
+    "stance": "con",
+    "schemes": ["Source Authority"],
+    "scheme_votes": {"Source Authority": 3},
+    "text": TEXT,
+    "variables": [
+        {"id": 11, "text": "criminologists"},
+        {"id": 12, "text": "effects of the death penalty on crime"},
+        {"id": 13, "text": "the death penalty deters crime"},
+        {"id": 14, "text": "offered, not used"},
+    ],
+    "spans": [
+        _span("the DP does not deter crime", 13),
+        _span("Criminologists", 11),
+        _span("the effects of the DP on crime", 12),
+        _span("assert", None),
+    ],
+}
 
 
 def test_argu_input_formatting():
     out = argu_input(ROW, seed=13)
     # seed 13 and key "a1" shuffle the grounded variables [11, 12, 13] (span order) to [11, 13, 12].
     assert [(v["tag"], v["id"]) for v in out["variables"]] == [("<VAR_0>", 11), ("<VAR_1>", 13), ("<VAR_2>", 12)]
-    assert out["encoder_input"] == ("death penalty <VAR_0> criminologists <VAR_1> the death penalty deters crime "
-                                    "<VAR_2> effects of the death penalty on crime")
+    assert out["encoder_input"] == (
+        "death penalty <VAR_0> criminologists <VAR_1> the death penalty deters crime "
+        "<VAR_2> effects of the death penalty on crime"
+    )
     # Grounded spans become their variable's tag; the "Others" span ("assert") stays text.
     assert out["template"] == "<VAR_0> familiar with <VAR_2> assert that <VAR_1>"
     assert out["stance_code"] == "<con>" and out["scheme_code"] == "<source_authority>"
     assert out["control_codes"] == ["<con>", "<source_authority>"]
     assert out["mono_target"] == f"<con> <source_authority> <argument> {TEXT}"
-    assert out["dual_target"] == ("<con> <source_authority> <pattern> <VAR_0> familiar with <VAR_2> assert that "
-                                  f"<VAR_1> <argument> {TEXT}")
+    assert out["dual_target"] == (
+        f"<con> <source_authority> <pattern> <VAR_0> familiar with <VAR_2> assert that <VAR_1> <argument> {TEXT}"
+    )
     assert out["argument"] == TEXT and out["argument_id"] == "a1" and out["item_id"] == 5
 
 
@@ -294,8 +351,7 @@ def test_argu_input_order_is_seeded_per_argument():
         out = argu_input(row, seed=13)
         assert out == argu_input(row, seed=13)
         ids = [v["id"] for v in out["variables"]]
-        assert sorted(ids) == [11, 12, 13] and [v["tag"] for v in out["variables"]] == ["<VAR_0>", "<VAR_1>",
-                                                                                          "<VAR_2>"]
+        assert sorted(ids) == [11, 12, 13] and [v["tag"] for v in out["variables"]] == ["<VAR_0>", "<VAR_1>", "<VAR_2>"]
         for v in out["variables"]:  # every tag in the template stands where its variable's span was
             assert v["tag"] in out["template"]
         orders.add(tuple(ids))
@@ -307,14 +363,22 @@ def test_argu_input_schemes_limits_and_skips():
     assert merged["scheme"] == "Means for Goal" and merged["scheme_code"] == "<means_for_goal>"
     kept = argu_input(dict(ROW, schemes=[], scheme="Goal from Means"), merge_goal_from_means=False)
     assert kept["scheme_code"] == "<goal_from_means>"
-    voted = argu_input(dict(ROW, schemes=["From Consequence", "Rule or Principle"],
-                            scheme_votes={"From Consequence": 2, "Rule or Principle": 3}))
+    voted = argu_input(
+        dict(
+            ROW,
+            schemes=["From Consequence", "Rule or Principle"],
+            scheme_votes={"From Consequence": 2, "Rule or Principle": 3},
+        )
+    )
     assert voted["scheme"] == "Rule or Principle"
     no_scheme = argu_input(dict(ROW, schemes=[], scheme=None))
     assert no_scheme["scheme_code"] is None and no_scheme["mono_target"] == f"<con> <argument> {TEXT}"
 
-    five = dict(ROW, variables=ROW["variables"] + [{"id": 15, "text": "x"}],
-                spans=ROW["spans"] + [_span("does not", 14), _span("crime assert", 15)])
+    five = dict(
+        ROW,
+        variables=ROW["variables"] + [{"id": 15, "text": "x"}],
+        spans=ROW["spans"] + [_span("does not", 14), _span("crime assert", 15)],
+    )
     with pytest.raises(RowError, match="5 grounded variables"):
         argu_input(five)
     skipped = Counter()
@@ -322,14 +386,27 @@ def test_argu_input_schemes_limits_and_skips():
     out = list(argu_inputs(rows, require_scheme=True, skipped=skipped))
     assert len(out) == 1
     assert sum(skipped.values()) == 4
-    assert corpora.special_tokens() == ["<means_for_goal>", "<from_consequence>", "<source_knowledge>",
-                                        "<source_authority>", "<rule_or_principle>", "<pro>", "<con>", "<VAR_0>",
-                                        "<VAR_1>", "<VAR_2>", "<VAR_3>", "<pattern>", "<argument>"]
+    assert corpora.special_tokens() == [
+        "<means_for_goal>",
+        "<from_consequence>",
+        "<source_knowledge>",
+        "<source_authority>",
+        "<rule_or_principle>",
+        "<pro>",
+        "<con>",
+        "<VAR_0>",
+        "<VAR_1>",
+        "<VAR_2>",
+        "<VAR_3>",
+        "<pattern>",
+        "<argument>",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Release kinds and the CLI
 # ---------------------------------------------------------------------------------------------------------
+
 
 def _write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -342,8 +419,7 @@ def test_release_kinds(tmp_path, tmp_artifacts):
     from corpus.releases import build_release, get_exporter, release_path
 
     silver = _write(tmp_path / "silver.jsonl", _rows("t", "pro", "cost", 20) + _rows("t", "con", "waste", 3))
-    release = build_release("argctrl-docs", "1", kind="aspect-docs",
-                            config={"rows_file": str(silver), "min_args": 15})
+    release = build_release("argctrl-docs", "1", kind="aspect-docs", config={"rows_file": str(silver), "min_args": 15})
     assert release.config["source"] == "silver" and release.config["max_args"] == 1500
     lines = (release_path(release) / "aspect-docs.jsonl").read_text().splitlines()
     assert [json.loads(l)["control_code"] for l in lines] == ["t PRO cost"]
@@ -351,8 +427,9 @@ def test_release_kinds(tmp_path, tmp_artifacts):
     kialo = tmp_path / "debate.txt"
     kialo.write_text(KIALO, encoding="utf-8")
     import_file(kialo, "kialo")
-    release = build_release("debates", "1", kind="debate-paths", config={"strategies": ["supportive"],
-                                                                         "fractions": [1, 0, 0]})
+    release = build_release(
+        "debates", "1", kind="debate-paths", config={"strategies": ["supportive"], "fractions": [1, 0, 0]}
+    )
     names = sorted(f.name for f in release.files.all())
     assert names == ["README.md", "supportive-dev.jsonl", "supportive-test.jsonl", "supportive-train.jsonl"]
     rows = [json.loads(l) for l in (release_path(release) / "supportive-train.jsonl").read_text().splitlines()]
@@ -391,12 +468,14 @@ def test_gencorpus_command(tmp_path, capsys):
     kialo.write_text(KIALO, encoding="utf-8")
     import_file(kialo, "kialo")
     paths = tmp_path / "paths.jsonl"
-    call_command("gencorpus", "debate-paths", "--strategy", "multi-turn", "--fractions", "1,0,0",
-                 "--out", str(paths), "--json")
+    call_command(
+        "gencorpus", "debate-paths", "--strategy", "multi-turn", "--fractions", "1,0,0", "--out", str(paths), "--json"
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"] == {"multi-turn|train": len(MULTI_TURN)}
-    got = {(tuple(r["prompt_paths"]), tuple(r["response_paths"]))
-           for r in map(json.loads, paths.read_text().splitlines())}
+    got = {
+        (tuple(r["prompt_paths"]), tuple(r["response_paths"])) for r in map(json.loads, paths.read_text().splitlines())
+    }
     assert got == MULTI_TURN
 
     spans = _write(tmp_path / "spans.jsonl", [ROW, dict(ROW, spans=[])])
@@ -414,16 +493,32 @@ def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     from corpus.releases import build_release, release_path
 
     lines = []
-    for i, (sentence, aspect) in enumerate([("The cost is too high.", "cost"), ("Its costs keep rising.", "costs"),
-                                            ("Low cost energy for all.", "cost"), ("Waste is stored.", "Waste")]):
+    for i, (sentence, aspect) in enumerate(
+        [
+            ("The cost is too high.", "cost"),
+            ("Its costs keep rising.", "costs"),
+            ("Low cost energy for all.", "cost"),
+            ("Waste is stored.", "Waste"),
+        ]
+    ):
         begin = sentence.index(aspect)
-        lines.append(json.dumps({"hash": f"h{i}", "topic": "nuclear energy", "stance": "Argument_against",
-                                 "sentence": sentence, "aspect_pos": [f"({begin},{len(aspect)})"],
-                                 "aspect_pos_string": [aspect]}))
+        lines.append(
+            json.dumps(
+                {
+                    "hash": f"h{i}",
+                    "topic": "nuclear energy",
+                    "stance": "Argument_against",
+                    "sentence": sentence,
+                    "aspect_pos": [f"({begin},{len(aspect)})"],
+                    "aspect_pos_string": [aspect],
+                }
+            )
+        )
     path = tmp_path / "appf.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    project = services.create_project(name="Aspects", slug="aspects-gold", task_type="aspect", status="active",
-                                      config={"top_k": 3})
+    project = services.create_project(
+        name="Aspects", slug="aspects-gold", task_type="aspect", status="active", config={"top_k": 3}
+    )
     import_appf(path, project, gold=GoldShare("all"))
 
     rows = list(corpora.gold_aspect_rows(["aspects-gold"]))
@@ -431,8 +526,7 @@ def test_gold_aspect_documents_from_an_aspect_project(tmp_path, tmp_artifacts):
     docs = build_aspect_documents(rows, min_args=2).documents
     assert [(d.control_code, len(d.arguments)) for d in docs] == [("nuclear energy CON cost", 3)]
 
-    release = build_release("gold-docs", "1", kind="aspect-docs", config={"projects": ["aspects-gold"],
-                                                                          "min_args": 2})
+    release = build_release("gold-docs", "1", kind="aspect-docs", config={"projects": ["aspects-gold"], "min_args": 2})
     assert release.config["source"] == "gold"
     [row] = [json.loads(l) for l in (release_path(release) / "aspect-docs.jsonl").read_text().splitlines()]
     assert row["aspects"] == ["cost", "costs"] and row["n_arguments"] == 3
@@ -445,18 +539,35 @@ def test_gold_aspect_rows_of_unknown_stance_are_skipped_never_guessed(tmp_path):
     from annotation import services
     from annotation.task_types.aspect.appf import import_appf
 
-    lines = [json.dumps({"hash": f"h{i}", "topic": "nuclear energy", "stance": stance, "sentence": sentence,
-                         "aspect_pos": ["(4,4)"], "aspect_pos_string": ["cost"]})
-             for i, (stance, sentence) in enumerate([("Argument_against", "The cost is too high."),
-                                                     (None, "The cost is what it is."),
-                                                     ("Argument_against", "The cost keeps rising.")])]
+    lines = [
+        json.dumps(
+            {
+                "hash": f"h{i}",
+                "topic": "nuclear energy",
+                "stance": stance,
+                "sentence": sentence,
+                "aspect_pos": ["(4,4)"],
+                "aspect_pos_string": ["cost"],
+            }
+        )
+        for i, (stance, sentence) in enumerate(
+            [
+                ("Argument_against", "The cost is too high."),
+                (None, "The cost is what it is."),
+                ("Argument_against", "The cost keeps rising."),
+            ]
+        )
+    ]
     path = tmp_path / "appf.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     project = services.create_project(name="Aspects", slug="aspects-unknown", task_type="aspect", config={"top_k": 3})
     import_appf(path, project)
     rows = list(corpora.gold_aspect_rows(["aspects-unknown"]))
     assert sorted((r["sentence"], r["stance"]) for r in rows) == [
-        ("The cost is too high.", "con"), ("The cost is what it is.", None), ("The cost keeps rising.", "con")]
+        ("The cost is too high.", "con"),
+        ("The cost is what it is.", None),
+        ("The cost keeps rising.", "con"),
+    ]
     result = build_aspect_documents(rows, min_args=1)
     assert [(d.control_code, len(d.arguments)) for d in result.documents] == [("nuclear energy CON cost", 2)]
     assert result.stats["dropped"]["no_stance"] == 1

@@ -1,6 +1,7 @@
 """Generation on workers (issue 37, point 5): ``POST /api/generate/`` answers with a queued run at once while a real
 ``celery worker`` writes the outputs; only the run's creator (and superusers) read it; the generation page's
 "Train a generator" form queues ``ml.tasks.train`` on a release and activates the model."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,17 @@ from ml.models import ModelVersion
 from tests.ml.test_gen_models import TINY, aspect_rows
 from tests.worker_utils import eager_celery, start_worker
 
-TINY_HP = {"from_config": TINY, "lr": 3e-3, "warmup_ratio": 0.0, "max_evals": 1, "patience": 100, "min_args": 2,
-           "max_steps": 6, "batch_size": 4, "block_size": 32}
+TINY_HP = {
+    "from_config": TINY,
+    "lr": 3e-3,
+    "warmup_ratio": 0.0,
+    "max_evals": 1,
+    "patience": 100,
+    "min_args": 2,
+    "max_steps": 6,
+    "batch_size": 4,
+    "block_size": 32,
+}
 FAST_S = 0.100  # the acceptance figure: the request returns its run id within 100 ms
 
 
@@ -50,11 +60,14 @@ def test_generate_returns_a_run_at_once_and_a_worker_writes_the_outputs(tmp_path
     try:
         rows = aspect_rows()
         train, dev = splits.stable_split(rows, key="sentence", dev_fraction=0.2)
-        version = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13,
-                                         hyperparameters=TINY_HP)
-        user, api = researcher(django_user_model, "writer")
-        body = {"mode": "arguments", "model_version": version.pk, "decoding": {"max_new_tokens": 6},
-                "inputs": ["nuclear energy|pro|cost", "school uniforms|con|bullying", "nuclear energy|con|safety"]}
+        version = versions.train_version("generator", rows_train=train, rows_dev=dev, seed=13, hyperparameters=TINY_HP)
+        _user, api = researcher(django_user_model, "writer")
+        body = {
+            "mode": "arguments",
+            "model_version": version.pk,
+            "decoding": {"max_new_tokens": 6},
+            "inputs": ["nuclear energy|pro|cost", "school uniforms|con|bullying", "nuclear energy|con|safety"],
+        }
         with start_worker() as worker:
             # bad input: 400 naming the field, no run stored (so nothing for the worker)
             bad = api.post("/api/generate/", dict(body, inputs=["nuclear energy|maybe|cost"]), format="json")
@@ -80,7 +93,10 @@ def test_generate_returns_a_run_at_once_and_a_worker_writes_the_outputs(tmp_path
             run = wait_done(api, data["run"])
             assert run["status"] == "done", (run.get("error"), worker.log()[-3000:])
             assert [o["control_code"] for o in run["outputs"]] == [
-                "nuclear energy PRO cost", "school uniforms CON bullying", "nuclear energy CON safety"]
+                "nuclear energy PRO cost",
+                "school uniforms CON bullying",
+                "nuclear energy CON safety",
+            ]
             assert all(o["raw"] for o in run["outputs"]) and run["progress"]["percent"] == 100.0
             assert run["config"]["model"]["kind"] == "generator" and run["task_id"] in run["job"]
             assert wait_done(api, warm.json()["run"])["status"] == "done"
@@ -103,7 +119,8 @@ def test_generate_returns_a_run_at_once_and_a_worker_writes_the_outputs(tmp_path
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_the_train_form_queues_a_training_job_on_a_release_and_activates_the_model(
-        tmp_artifacts, tmp_path, client, staff_user, settings, django_user_model):
+    tmp_artifacts, tmp_path, client, staff_user, settings, django_user_model
+):
     data = tmp_path / "aspects.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in aspect_rows()), encoding="utf-8")
     release = build_release("tiny-aspects", "1.0", kind="aspect-docs", config={"rows_file": str(data), "min_args": 2})
@@ -121,8 +138,9 @@ def test_the_train_form_queues_a_training_job_on_a_release_and_activates_the_mod
     assert not ModelVersion.objects.exists()
 
     with eager_celery(settings):  # the training task runs in this process
-        resp = client.post("/ml/generation/train/", {"release": release.pk, "kind": "generator", "size": "tiny",
-                                                     "max_steps": "3"})
+        resp = client.post(
+            "/ml/generation/train/", {"release": release.pk, "kind": "generator", "size": "tiny", "max_steps": "3"}
+        )
     assert resp.status_code == 302 and resp.url.startswith("/jobs/")
     version = ModelVersion.objects.get(kind="generator")
     assert version.status == "ready" and version.is_active and version.task_id == resp.url.split("/")[2]

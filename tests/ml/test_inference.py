@@ -1,4 +1,5 @@
 """ml.inference: word alignment, BIO <-> spans, length-sorted batching, int8 vs fp32."""
+
 import numpy as np
 import pytest
 
@@ -30,8 +31,17 @@ def test_int8_tagger_keeps_f1_and_batching_does_not_change_predictions(tmp_path,
     from ml.trainers import tagger
     from tests.ml.test_taggers import TINY, planted_tagger_rows
 
-    tagger.train(TrainRequest(kind="tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(40, 2),
-                              base_model=None, seed=3, hyperparameters=dict(TINY, epochs=3), output_dir=tmp_path))
+    tagger.train(
+        TrainRequest(
+            kind="tagger",
+            rows_train=planted_tagger_rows(160, 1),
+            rows_dev=planted_tagger_rows(40, 2),
+            base_model=None,
+            seed=3,
+            hyperparameters=dict(TINY, epochs=3),
+            output_dir=tmp_path,
+        )
+    )
     fp32 = tagger.load(tmp_path, quantize=False)
     int8 = tagger.load(tmp_path, quantize=True)
     assert (fp32.precision, int8.precision) == ("fp32", "int8")
@@ -55,8 +65,17 @@ def test_onnx_engine_matches_torch_and_caches_its_export(tmp_path, monkeypatch):
     from ml.trainers import tagger
     from tests.ml.test_taggers import TINY, planted_tagger_rows
 
-    tagger.train(TrainRequest(kind="tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(40, 2),
-                              base_model=None, seed=3, hyperparameters=dict(TINY, epochs=3), output_dir=tmp_path))
+    tagger.train(
+        TrainRequest(
+            kind="tagger",
+            rows_train=planted_tagger_rows(160, 1),
+            rows_dev=planted_tagger_rows(40, 2),
+            base_model=None,
+            seed=3,
+            hyperparameters=dict(TINY, epochs=3),
+            output_dir=tmp_path,
+        )
+    )
     dev = planted_tagger_rows(400, 5)
     texts = [r["sentence"] for r in dev]
     monkeypatch.setenv("ARGORA_TAGGER_ENGINE", "torch")

@@ -1,5 +1,6 @@
 """The retrain loop: M new aggregated labels since the active version's snapshot -> train -> activate only if
 better on the dev split; the submission receiver enqueues a debounced ml.tasks.maybe_retrain after commit."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from annotation.models import Item
 from annotation.task_types.aspect.aggregation import adjudicate
 from annotation.task_types.aspect.appf import import_appf
 from ml import loop, registry
-from ml.models import ModelVersion
 from ml.data import ranker_rows_from_project
+from ml.models import ModelVersion
 from ml.registry import TrainerSpec, TrainResult
 from ml.trainers.ranker import rows_from_file as ranker_rows_from_file
 from tests.factories import ProjectFactory
@@ -36,9 +37,18 @@ SENTENCES = [
 def write_appf(path, rows):
     lines = []
     for i, (topic, sentence, aspects) in enumerate(rows):
-        lines.append(json.dumps({"hash": f"h{abs(hash(sentence)) % 10**8:08d}{i}", "topic": topic,
-                                 "stance": "Argument_for", "sentence": sentence, "aspect_pos_string": aspects,
-                                 "aspect_pos": [f"({sentence.index(a)},{len(a)})" for a in aspects]}))
+        lines.append(
+            json.dumps(
+                {
+                    "hash": f"h{abs(hash(sentence)) % 10**8:08d}{i}",
+                    "topic": topic,
+                    "stance": "Argument_for",
+                    "sentence": sentence,
+                    "aspect_pos_string": aspects,
+                    "aspect_pos": [f"({sentence.index(a)},{len(a)})" for a in aspects],
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -50,9 +60,15 @@ class Scores:
         self.scores = list(scores)
         self.seen: list[tuple[int, int]] = []
         # the readers are the real ranker kinds' (App. F files and an aspect project's final answers as label rows)
-        self.spec = TrainerSpec(kind="ranker", train=self.train, load=self.load, primary_metric="ndcg",
-                                evaluate=evaluate, rows_from_file=ranker_rows_from_file,
-                                rows_from_project=ranker_rows_from_project)
+        self.spec = TrainerSpec(
+            kind="ranker",
+            train=self.train,
+            load=self.load,
+            primary_metric="ndcg",
+            evaluate=evaluate,
+            rows_from_file=ranker_rows_from_file,
+            rows_from_project=ranker_rows_from_project,
+        )
 
     def train(self, req):
         self.seen.append((len(req.rows_train), len(req.rows_dev)))
@@ -91,8 +107,16 @@ def ranker_kind(tmp_artifacts, monkeypatch):
 
 @pytest.fixture
 def project():
-    return ProjectFactory(name="Aspects", slug="aspects-loop", task_type="aspect", assignments_per_item=2,
-                          items_per_hit=4, config={"retrain_every": 4}, items=0, build=False)
+    return ProjectFactory(
+        name="Aspects",
+        slug="aspects-loop",
+        task_type="aspect",
+        assignments_per_item=2,
+        items_per_hit=4,
+        config={"retrain_every": 4},
+        items=0,
+        build=False,
+    )
 
 
 def add_labels(project, tmp_path, rows, name):
@@ -102,8 +126,12 @@ def add_labels(project, tmp_path, rows, name):
     import_appf(write_appf(tmp_path / name, rows), project)
     for item in Item.objects.filter(project=project).exclude(pk__in=before):
         reference = item.payload.get("reference") or {}
-        adjudicate(item, [[a["begin"], a["length"]] for a in reference.get("aspects") or []],
-                   no_aspect=not reference.get("aspects"), by="expert")
+        adjudicate(
+            item,
+            [[a["begin"], a["length"]] for a in reference.get("aspects") or []],
+            no_aspect=not reference.get("aspects"),
+            by="expert",
+        )
 
 
 def test_retrain_every_setting_and_project_config(project, settings):
@@ -192,7 +220,9 @@ def test_maybe_retrain_task_runs_the_loop(project, ranker_kind, tmp_path):
     assert maybe_retrain.apply(args=[10**9]).get() == []
 
 
-def test_submission_receiver_enqueues_a_debounced_retrain_on_commit(project, monkeypatch, django_capture_on_commit_callbacks):
+def test_submission_receiver_enqueues_a_debounced_retrain_on_commit(
+    project, monkeypatch, django_capture_on_commit_callbacks
+):
     from django.core.cache import cache
 
     from annotation.models import Assignment

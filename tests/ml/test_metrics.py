@@ -1,15 +1,23 @@
 """recall@k (Arg-CTRL Table 2) on a hand-computed example, rows grouped per sentence, splits, in-/cross-topic."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ml.data import (group_sentences, leave_one_topic_out, ranker_rows, ranker_rows_from_file, read_ranker_rows,
-                     split_by_sentence, synthetic_appf, synthetic_ranker_rows)
-from ml.metrics import (RandomScorer, cross_topic, evaluate_scorer, in_topic, ranking_metrics, ranking_order,
-                        recall_at_k)
+from ml.data import (
+    group_sentences,
+    leave_one_topic_out,
+    ranker_rows,
+    ranker_rows_from_file,
+    read_ranker_rows,
+    split_by_sentence,
+    synthetic_appf,
+    synthetic_ranker_rows,
+)
 from ml.errors import TrainerError
+from ml.metrics import RandomScorer, cross_topic, evaluate_scorer, in_topic, ranking_metrics, ranking_order, recall_at_k
 
 S1 = "We need background checks for buyers."
 S2 = "Cheap clean safe green solar power works."
@@ -42,14 +50,18 @@ def test_recall_at_k_single_sentence():
 
 
 def test_recall_at_k_hand_computed_example():
-    rows = (ranker_rows(S1, [span(S1, "background checks"), span(S1, "buyers")], topic="gun control")
-            + ranker_rows(S2, [span(S2, "Cheap clean safe green solar")], topic="nuclear energy")  # 5 tokens
-            + ranker_rows(S3, [], topic="nuclear energy"))
-    table = {(S1, *span(S1, "need background checks")): 0.9,
-             (S1, *span(S1, "background checks")): 0.8,
-             (S1, *span(S1, "checks")): 0.8,        # tie with "background checks": the longer n-gram goes first
-             (S1, *span(S1, "for buyers")): 0.5,
-             (S1, *span(S1, "buyers")): 0.4}
+    rows = (
+        ranker_rows(S1, [span(S1, "background checks"), span(S1, "buyers")], topic="gun control")
+        + ranker_rows(S2, [span(S2, "Cheap clean safe green solar")], topic="nuclear energy")  # 5 tokens
+        + ranker_rows(S3, [], topic="nuclear energy")
+    )
+    table = {
+        (S1, *span(S1, "need background checks")): 0.9,
+        (S1, *span(S1, "background checks")): 0.8,
+        (S1, *span(S1, "checks")): 0.8,  # tie with "background checks": the longer n-gram goes first
+        (S1, *span(S1, "for buyers")): 0.5,
+        (S1, *span(S1, "buyers")): 0.4,
+    }
     # S1 ranking: need background checks, background checks, checks, for buyers, buyers, (zeros...)
     # S1: recall@1 = 0/2, @2 = 1/2, @4 = 1/2, @5 = 2/2.  S2: its 5-token aspect is no candidate: 0 at every k.
     # S3 has no aspect: skipped.  Means over 2 sentences: @1 = 0, @2 = .25, @4 = .25, @5 = .5
@@ -134,6 +146,7 @@ def test_in_topic_and_cross_topic_helpers():
 
 # --- file readers --------------------------------------------------------------------------------------
 
+
 def test_ranker_rows_from_an_appf_file(tmp_path):
     path = tmp_path / "aspects.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in synthetic_appf(10)), encoding="utf-8")
@@ -155,12 +168,15 @@ def test_ranker_rows_from_a_label_row_file_keep_their_split(tmp_path):
     assert {r["sentence"] for r in train} == set(sentences[2:])
 
 
-@pytest.mark.parametrize("line, reason", [
-    ('{"sentence": "a b", "candidate": "a"}', "2: missing key"),
-    ('{"sentence": "a b", "candidate": "a", "score": 0.5, "begin": 2, "length": 9}', "2: candidate span"),
-    ('{"sentence": "a b", "candidate": "a", "score": 3, "begin": 0, "length": 1}', "2: score 3.0 is outside"),
-    ("[1]", "2: expected a JSON object, got list"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('{"sentence": "a b", "candidate": "a"}', "2: missing key"),
+        ('{"sentence": "a b", "candidate": "a", "score": 0.5, "begin": 2, "length": 9}', "2: candidate span"),
+        ('{"sentence": "a b", "candidate": "a", "score": 3, "begin": 0, "length": 1}', "2: score 3.0 is outside"),
+        ("[1]", "2: expected a JSON object, got list"),
+    ],
+)
 def test_bad_label_rows_name_file_and_line(tmp_path, line, reason):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"sentence": "a b", "candidate": "a", "score": 1, "begin": 0, "length": 1}\n' + line + "\n")

@@ -1,6 +1,7 @@
 """The model pages read as a table, not a JSON dump: metrics rounded to 3 decimals with readable names, a chart of the
 primary metric across the versions of a kind, the training loss, and "Roll back" only where there is an earlier
 version to go back to."""
+
 from __future__ import annotations
 
 import csv
@@ -32,10 +33,19 @@ def staff(client, staff_user):
 
 
 def version(tmp_artifacts, acc: float, *, active=False, **metrics) -> ModelVersion:
-    v = ModelVersion.objects.create(kind="fake", status="ready", n_train=1200, n_dev=300, seed=13,
-                                    hyperparameters={"lr": 2e-5, "epochs": 3, "batch_size": 16},
-                                    metrics={"dev": {"acc": acc, "f1_macro": acc / 2, "n_dev": 300, **metrics},
-                                             "primary": acc, "primary_metric": "acc"})
+    v = ModelVersion.objects.create(
+        kind="fake",
+        status="ready",
+        n_train=1200,
+        n_dev=300,
+        seed=13,
+        hyperparameters={"lr": 2e-5, "epochs": 3, "batch_size": 16},
+        metrics={
+            "dev": {"acc": acc, "f1_macro": acc / 2, "n_dev": 300, **metrics},
+            "primary": acc,
+            "primary_metric": "acc",
+        },
+    )
     folder = tmp_artifacts / "models" / "fake" / str(v.pk)
     folder.mkdir(parents=True)
     v.artifact_path = str(folder)
@@ -93,9 +103,11 @@ def test_roll_back_is_offered_only_with_an_earlier_version(staff, fake_kind, tmp
 def test_a_version_page_has_a_metrics_table_charts_and_no_json(staff, fake_kind, tmp_artifacts):
     first = version(tmp_artifacts, 0.4, active=True)
     v = version(tmp_artifacts, 0.22424242424242424, rouge_l=0.123456)
-    v.metrics = {**v.metrics, "test": {"acc": 0.19999, "f1_macro": 0.1},
-                 "info": {"steps": 40, "history": [{"step": s, "epoch": 1, "loss": 1.0 / s} for s in range(1, 41)],
-                          "seed": 13}}
+    v.metrics = {
+        **v.metrics,
+        "test": {"acc": 0.19999, "f1_macro": 0.1},
+        "info": {"steps": 40, "history": [{"step": s, "epoch": 1, "loss": 1.0 / s} for s in range(1, 41)], "seed": 13},
+    }
     v.save()
     page = staff.get(f"/ml/models/{v.pk}/").content.decode()
     table = re.search(r'<table class="grid metrics" id="metrics">(.*?)</table>', page, re.S).group(1)
@@ -132,8 +144,9 @@ def test_the_csv_download_writes_formula_cells_as_text(staff, fake_kind, tmp_art
     """A base model or data snapshot named like a formula shows as text in a spreadsheet; numbers stay numbers."""
     services.create_project(name="P", slug="p", task_type="sentence_label")  # the staff user is on its team
     v = version(tmp_artifacts, 0.5)
-    ModelVersion.objects.filter(pk=v.pk).update(base_model='=HYPERLINK("http://evil.example","x")',
-                                                data_snapshot="@SUM(A1:A9)")
+    ModelVersion.objects.filter(pk=v.pk).update(
+        base_model='=HYPERLINK("http://evil.example","x")', data_snapshot="@SUM(A1:A9)"
+    )
     r = staff.get("/ml/models/?format=csv")
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     [row] = list(csv.DictReader(io.StringIO(r.content.decode())))

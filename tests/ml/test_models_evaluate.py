@@ -1,5 +1,6 @@
 """``manage.py models evaluate VERSION --data FILE [--json]`` scores any registered version on any file of its kind,
 beside the kind's baseline; ``models list --json`` and ``/ml/models/`` show the test metrics with their baselines."""
+
 from __future__ import annotations
 
 import json
@@ -31,14 +32,21 @@ def write(path, rows):
 @pytest.fixture
 def scored_kind(tmp_artifacts):
     """A kind whose evaluate reports a metric and its majority baseline (and nothing on its own test rows)."""
+
     def train(req):
         result = fake_train(req)
         result.metrics.update(f1_macro=0.7, majority_f1_macro=0.4)
         return result
 
-    registry.register_trainer(registry.TrainerSpec(
-        kind="scored", train=train, load=fake_load, primary_metric="f1_macro",
-        evaluate=lambda model, rows: {"f1_macro": 0.8, "majority_f1_macro": 0.3, "n": len(rows)}))
+    registry.register_trainer(
+        registry.TrainerSpec(
+            kind="scored",
+            train=train,
+            load=fake_load,
+            primary_metric="f1_macro",
+            evaluate=lambda model, rows: {"f1_macro": 0.8, "majority_f1_macro": 0.3, "n": len(rows)},
+        )
+    )
     registry.clear_model_cache()
     yield
     registry.unregister_trainer("scored")
@@ -54,8 +62,13 @@ def tagger_file(tmp_path_factory):
 
 
 def test_evaluate_a_tiny_tagger_on_a_file_with_every_split(tmp_artifacts, tagger_file):
-    version = versions.train_version("tagger", rows_train=planted_tagger_rows(40, 1), rows_dev=planted_tagger_rows(10, 2),
-                                     seed=3, hyperparameters=dict(TINY, epochs=1))
+    version = versions.train_version(
+        "tagger",
+        rows_train=planted_tagger_rows(40, 1),
+        rows_dev=planted_tagger_rows(10, 2),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=1),
+    )
     assert version.status == "ready", version.error
     out = json.loads(run("models", "evaluate", str(version.pk), "--data", str(tagger_file), "--json"))
     assert out["version"] == version.pk and out["kind"] == "tagger" and out["rows"] == 30
@@ -63,8 +76,13 @@ def test_evaluate_a_tiny_tagger_on_a_file_with_every_split(tmp_artifacts, tagger
     metrics = out["metrics"]
     assert {"f1_B", "precision_B", "recall_B", "majority_f1_macro"} <= set(metrics)
     primary = out["beside_baselines"][0]
-    assert primary == {"metric": "f1_macro", "value": metrics["f1_macro"], "scale": "0-1",
-                       "baseline": metrics["majority_f1_macro"], "baseline_metric": "majority_f1_macro"}
+    assert primary == {
+        "metric": "f1_macro",
+        "value": metrics["f1_macro"],
+        "scale": "0-1",
+        "baseline": metrics["majority_f1_macro"],
+        "baseline_metric": "majority_f1_macro",
+    }
     assert not any(r["metric"].startswith("majority_") for r in out["beside_baselines"])  # baselines sit beside
     # the same figures as the kind's own evaluate on all rows of the file
     train, dev, test = loop.rows_from_file_parts("tagger", tagger_file)
@@ -110,8 +128,11 @@ def test_evaluate_refuses_unknown_versions_kinds_without_evaluate_and_bad_files(
 
 
 def test_list_json_and_the_page_show_test_metrics_beside_the_baseline(scored_kind, tmp_path, client, staff_user):
-    rows = ([{"text": f"t{i}", "label": 1} for i in range(8)] + [{"text": "d", "label": 1, "split": "dev"}]
-            + [{"text": f"x{i}", "label": 0, "split": "test"} for i in range(3)])
+    rows = (
+        [{"text": f"t{i}", "label": 1} for i in range(8)]
+        + [{"text": "d", "label": 1, "split": "dev"}]
+        + [{"text": f"x{i}", "label": 0, "split": "test"} for i in range(3)]
+    )
     for r in rows[:8]:
         r["split"] = "train"
     text = run("train", "scored", "--data", str(write(tmp_path / "all.jsonl", rows)))
@@ -120,8 +141,13 @@ def test_list_json_and_the_page_show_test_metrics_beside_the_baseline(scored_kin
     [row] = json.loads(run("models", "list", "--json", "--kind", "scored"))
     assert row["id"] == out["version"] and row["status"] == "ready" and row["n_test"] == 3
     assert row["primary_metric"] == "f1_macro" and row["test_primary"] == 0.8 and row["test_primary_baseline"] == 0.3
-    assert row["test"][0] == {"metric": "f1_macro", "value": 0.8, "scale": "0-1", "baseline": 0.3,
-                              "baseline_metric": "majority_f1_macro"}
+    assert row["test"][0] == {
+        "metric": "f1_macro",
+        "value": 0.8,
+        "scale": "0-1",
+        "baseline": 0.3,
+        "baseline_metric": "majority_f1_macro",
+    }
     assert "test=0.8" in run("models", "list", "--kind", "scored")
 
     client.force_login(staff_user)

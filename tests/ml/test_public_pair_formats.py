@@ -1,6 +1,7 @@
 """``manage.py train crossencoder|biencoder|augsbert|tagger --data FILE`` on the public corpora as published (issue 18,
 item 3): the BWS Argument Similarity Corpus CSV and the UKP ASPECT TSV (files and split folders), the argument-aspect
 span corpus in CoNLL. Files are written by the tests in each real shape; training runs a couple of steps."""
+
 from __future__ import annotations
 
 import csv
@@ -48,6 +49,7 @@ def aspect_tsv(path, n=24, *, header=True, seed=5, topics=("Wind power", "Gmo"))
 
 # --- readers ------------------------------------------------------------------------------------------------
 
+
 def test_bws_csv_rows_keep_ids_and_scores_and_a_split_column(tmp_path):
     rows = D.read_pairs(bws_csv(tmp_path / "BWS_Argument_Similarity_Corpus.csv"))
     assert len(rows) == 24 and rows[0]["pair_id"] == "bws-0" and rows[0]["topic"] == "Cloning"
@@ -61,7 +63,10 @@ def test_bws_csv_rows_keep_ids_and_scores_and_a_split_column(tmp_path):
 
 
 def test_split_folders_of_csv_and_tsv_files(tmp_path):
-    for folder, make in (("bws", lambda p, n: bws_csv(p, n)), ("splits/0", lambda p, n: aspect_tsv(p, n, header=False))):
+    for folder, make in (
+        ("bws", lambda p, n: bws_csv(p, n)),
+        ("splits/0", lambda p, n: aspect_tsv(p, n, header=False)),
+    ):
         root = tmp_path / folder
         root.mkdir(parents=True)
         for part, n in (("train", 12), ("dev", 4), ("test", 4)):
@@ -81,19 +86,35 @@ def test_aspect_tsv_labels_become_the_papers_binary_scores(tmp_path):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name, content, where, reason", [
-    ("bad.csv", "id,topic,argument1,argument2,score\nb1,T,a a,b b,0.5\nb2,T,a a,b b,1.5\n", 3,
-     "score 1.5 is outside [0, 1]"),
-    ("bad.csv", "id,topic,argument1,argument2,score,split\nb1,T,a a,b b,0.5,train\nb2,T,a a,b b,0.5,holdout\n", 3,
-     "split 'holdout' is not one of train, dev, test"),
-    ("bad.csv", "id,topic,argument_a,argument2,score\n", 1, 'missing column "argument1"'),
-    ("bad.tsv", ASPECT_HEADER + "T\ta a\tb b\tHS\nT\ta a\tb b\tMAYBE\n", 3,
-     "label 'MAYBE' is not one of HS, SS, NS, DTORCD"),
-    ("bad.tsv", "T\ta a\tb b\tHS\nT\ta a\tHS\n", 2, "expected 4 tab-separated columns"),
-    ("bad.tsv", "T\ta a\tb b\tHS\n".encode() + b"T\tcaf\xe9\tb\tNS\n", 2, "invalid UTF-8"),
-])
-def test_a_bad_pair_file_exits_2_with_file_line_and_trains_nothing(tmp_path, tmp_artifacts, name, content, where,
-                                                                   reason):
+@pytest.mark.parametrize(
+    "name, content, where, reason",
+    [
+        (
+            "bad.csv",
+            "id,topic,argument1,argument2,score\nb1,T,a a,b b,0.5\nb2,T,a a,b b,1.5\n",
+            3,
+            "score 1.5 is outside [0, 1]",
+        ),
+        (
+            "bad.csv",
+            "id,topic,argument1,argument2,score,split\nb1,T,a a,b b,0.5,train\nb2,T,a a,b b,0.5,holdout\n",
+            3,
+            "split 'holdout' is not one of train, dev, test",
+        ),
+        ("bad.csv", "id,topic,argument_a,argument2,score\n", 1, 'missing column "argument1"'),
+        (
+            "bad.tsv",
+            ASPECT_HEADER + "T\ta a\tb b\tHS\nT\ta a\tb b\tMAYBE\n",
+            3,
+            "label 'MAYBE' is not one of HS, SS, NS, DTORCD",
+        ),
+        ("bad.tsv", "T\ta a\tb b\tHS\nT\ta a\tHS\n", 2, "expected 4 tab-separated columns"),
+        ("bad.tsv", b"T\ta a\tb b\tHS\n" + b"T\tcaf\xe9\tb\tNS\n", 2, "invalid UTF-8"),
+    ],
+)
+def test_a_bad_pair_file_exits_2_with_file_line_and_trains_nothing(
+    tmp_path, tmp_artifacts, name, content, where, reason
+):
     path = tmp_path / name
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(CommandError) as info:
@@ -105,10 +126,12 @@ def test_a_bad_pair_file_exits_2_with_file_line_and_trains_nothing(tmp_path, tmp
 
 # --- training from the published files (tiny) -----------------------------------------------------------------
 
+
 def train(kind, data, *extra):
     out = StringIO()
-    call_command("train", kind, "--data", str(data), "--json", "--hp", "max_steps=2", "--hp", "max_length=24",
-                 *extra, stdout=out)
+    call_command(
+        "train", kind, "--data", str(data), "--json", "--hp", "max_steps=2", "--hp", "max_length=24", *extra, stdout=out
+    )
     outcome = json.loads(out.getvalue())
     assert outcome["status"] == "ready", outcome
     return outcome
@@ -145,9 +168,17 @@ def conll_file(path, n, seed):
     for i in range(n):
         left = rng.sample(["we", "should", "really", "oppose", "it", "now"], 3) + [f"case{i}"]
         aspect = rng.choice(ASPECT_WORDS)
-        tokens = [(w, "O") for w in left] + [("because", "O"), ("of", "O"), (aspect, "B-ASP"), ("and", "O"),
-                                              ("more", "B-ASP"), ("money", "I-ASP"), (",", "O"), ("sadly", "O"),
-                                              (".", "O")]
+        tokens = [(w, "O") for w in left] + [
+            ("because", "O"),
+            ("of", "O"),
+            (aspect, "B-ASP"),
+            ("and", "O"),
+            ("more", "B-ASP"),
+            ("money", "I-ASP"),
+            (",", "O"),
+            ("sadly", "O"),
+            (".", "O"),
+        ]
         blocks.append("".join(f"{t}\t{label}\n" for t, label in tokens))
     path.write_text("\n".join(blocks), encoding="utf-8")
     return path
@@ -159,7 +190,7 @@ def test_conll_rows_are_app_f_rows_with_spans_on_the_rebuilt_sentence(tmp_path):
     assert row["topic"] == "nuclear energy" and row["sentence"].endswith(" and more money, sadly.")
     for pos, text in zip(row["aspect_pos"], row["aspect_pos_string"]):
         begin, length = map(int, pos.strip("()").split(","))
-        assert row["sentence"][begin:begin + length] == text
+        assert row["sentence"][begin : begin + length] == text
     assert row["aspect_pos_string"][1] == "more money"
     text, spans = tagger.row_text_spans(row)
     assert [text[b:e] for b, e in spans] == row["aspect_pos_string"]
@@ -176,7 +207,9 @@ def test_an_experiment_folder_of_the_published_corpus_is_its_split(tmp_path):
     train, dev = tagger.rows_from_file(folder)
     assert [r["sentence"] for r in train] == ["wages rise."]  # the same sentence twice with the same spans: once
     assert [(r["sentence"], r.get("split"), r["topic"]) for r in dev] == [
-        ("prices climb.", None, "minimum wage"), ("jobs go.", "test", "minimum wage")]
+        ("prices climb.", None, "minimum wage"),
+        ("jobs go.", "test", "minimum wage"),
+    ]
     assert train[0]["aspect_pos_string"] == ["wages"]
 
 
@@ -188,9 +221,22 @@ def test_train_tagger_from_a_folder_of_conll_files(tmp_path, tmp_artifacts):
     conll_file(folder / "nuclear_energy.conll", 24, 1)
     conll_file(folder / "gun_control.conll", 24, 2)
     out = StringIO()
-    call_command("train", "tagger", "--data", str(folder), "--json", "--epochs", "1",
-                 "--hp", "from_config=" + json.dumps(TINY["from_config"]), "--hp", "batch_size=8",
-                 "--hp", "max_length=32", stdout=out)
+    call_command(
+        "train",
+        "tagger",
+        "--data",
+        str(folder),
+        "--json",
+        "--epochs",
+        "1",
+        "--hp",
+        "from_config=" + json.dumps(TINY["from_config"]),
+        "--hp",
+        "batch_size=8",
+        "--hp",
+        "max_length=32",
+        stdout=out,
+    )
     outcome = json.loads(out.getvalue())
     version = ModelVersion.objects.get(pk=outcome["version"])
     assert outcome["status"] == version.status == "ready", version.error

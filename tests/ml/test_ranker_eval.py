@@ -2,6 +2,7 @@
 baseline and the oracle recall of the 1-4-gram candidates (a gold aspect longer than 4 tokens is no candidate, so
 no ranking finds it); test rows scored into the version's test metrics, never selected on; ``TrainerSpec.evaluate``
 for ``models evaluate``; cross-topic with the baseline and the oracle per held-out topic."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,11 @@ def rows_of(appf_rows):
 
 
 def test_oracle_recall_is_the_share_of_gold_aspects_that_are_candidates():
-    groups = [SentenceRows("s1", "t", spans=[(0, 3), (4, 5), (4, 12)], gold=[(0, 3), (4, 20)]),  # 1 of 2
-              SentenceRows("s2", "t", spans=[(0, 3)], gold=[(0, 3)]),                               # 1 of 1
-              SentenceRows("s3", "t", spans=[(0, 3)], gold=[])]                                     # skipped
+    groups = [
+        SentenceRows("s1", "t", spans=[(0, 3), (4, 5), (4, 12)], gold=[(0, 3), (4, 20)]),  # 1 of 2
+        SentenceRows("s2", "t", spans=[(0, 3)], gold=[(0, 3)]),  # 1 of 1
+        SentenceRows("s3", "t", spans=[(0, 3)], gold=[]),
+    ]  # skipped
     assert oracle_recall(groups) == pytest.approx((0.5 + 1.0) / 2)
 
 
@@ -53,8 +56,11 @@ def test_long_aspects_bound_recall_at_k_by_the_oracle():
 
 
 def test_rows_from_file_keeps_test_rows_of_app_f_files_and_folders(tmp_path):
-    appf = ([dict(r, split="train") for r in aspect_rows(8, seed=1)] + [dict(r, split="dev") for r in aspect_rows(
-        3, seed=2)] + [dict(r, split="test") for r in aspect_rows(2, seed=3)])
+    appf = (
+        [dict(r, split="train") for r in aspect_rows(8, seed=1)]
+        + [dict(r, split="dev") for r in aspect_rows(3, seed=2)]
+        + [dict(r, split="test") for r in aspect_rows(2, seed=3)]
+    )
     data = tmp_path / "appf.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in appf))
     train, dev = rows_from_file(data)
@@ -76,14 +82,30 @@ def test_rows_from_file_keeps_test_rows_of_app_f_files_and_folders(tmp_path):
 @pytest.mark.parametrize("kind", ["span_ranker", "ranker"])
 def test_test_rows_are_scored_by_evaluate_and_never_change_the_dev_figures(kind, tiny_bert, tmp_path):  # noqa: F811
     spec = registry.get_trainer(kind)
-    train, dev, test = rows_of(aspect_rows(16, seed=1)), rows_of(aspect_rows(4, seed=2)), rows_of(aspect_rows(4, seed=3))
+    train, dev, test = (
+        rows_of(aspect_rows(16, seed=1)),
+        rows_of(aspect_rows(4, seed=2)),
+        rows_of(aspect_rows(4, seed=3)),
+    )
     hp = dict(TINY_HP, max_steps=6)
     results = {}
     for name, rows_dev in (("plain", dev), ("tagged", dev + [dict(r, split="test") for r in test])):
         out = tmp_path / name
         out.mkdir()
-        results[name] = (spec.train(TrainRequest(kind=kind, rows_train=train, rows_dev=rows_dev, base_model=tiny_bert,
-                                                 seed=3, hyperparameters=hp, output_dir=out)), out)
+        results[name] = (
+            spec.train(
+                TrainRequest(
+                    kind=kind,
+                    rows_train=train,
+                    rows_dev=rows_dev,
+                    base_model=tiny_bert,
+                    seed=3,
+                    hyperparameters=hp,
+                    output_dir=out,
+                )
+            ),
+            out,
+        )
     plain, (tagged, out) = results["plain"][0], results["tagged"]
     assert plain.test_metrics is None
     for key in ("recall@10", "baseline_recall@10", "oracle_recall", "sentences"):
@@ -100,9 +122,17 @@ def test_cross_topic_reports_the_baseline_and_the_oracle_per_held_out_topic(tiny
     spec = registry.get_trainer("span_ranker")
     rows = rows_of(aspect_rows(18, seed=4, topics=("cloning", "minimum wage", "nuclear energy")))
     train, dev = split_by_sentence(rows, dev_fraction=0.25, seed=1)
-    result = spec.train(TrainRequest(kind="span_ranker", rows_train=train, rows_dev=dev, base_model=tiny_bert, seed=1,
-                                     hyperparameters=dict(TINY_HP, max_steps=2, eval="cross-topic"),
-                                     output_dir=tmp_path))
+    result = spec.train(
+        TrainRequest(
+            kind="span_ranker",
+            rows_train=train,
+            rows_dev=dev,
+            base_model=tiny_bert,
+            seed=1,
+            hyperparameters=dict(TINY_HP, max_steps=2, eval="cross-topic"),
+            output_dir=tmp_path,
+        )
+    )
     per_topic = result.info["cross_topic"]["per_topic"]
     assert set(per_topic) == {"cloning", "minimum wage", "nuclear energy"}
     for key in ("recall@10", "baseline_recall@10", "oracle_recall"):

@@ -1,5 +1,6 @@
 """Model registry: atomic artifacts, failed runs, idempotent redelivery, activation rules, rollback, loading,
 seed optimisation. A fake trainer kind (tests/ml/fakes.py) stands in for a real model."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def _train(score=None, **kw):
 
 
 def _tmp_dirs(root: Path):
-    return [p for p in (root / "models").glob(".tmp-*")]
+    return list((root / "models").glob(".tmp-*"))
 
 
 @pytest.mark.django_db
@@ -76,13 +77,21 @@ def test_failed_training_leaves_no_artifact_and_records_the_error(fake_kind, tmp
 def test_missing_primary_metric_fails_the_version(tmp_artifacts):
     from ml.registry import TrainerSpec, TrainResult
 
-    registry.register_trainer(TrainerSpec(kind="nometric", train=lambda req: TrainResult(metrics={"loss": 1.0}),
-                                          load=lambda p: None, primary_metric="acc"))
+    registry.register_trainer(
+        TrainerSpec(
+            kind="nometric",
+            train=lambda req: TrainResult(metrics={"loss": 1.0}),
+            load=lambda p: None,
+            primary_metric="acc",
+        )
+    )
     try:
         with pytest.raises(errors.TrainerError, match="primary metric 'acc'"):
             versions.train_version("nometric", rows_train=ROWS, rows_dev=DEV)
         assert ModelVersion.objects.get().status == "failed"
-        assert not (tmp_artifacts / "models" / "nometric").exists() or not any((tmp_artifacts / "models" / "nometric").iterdir())
+        assert not (tmp_artifacts / "models" / "nometric").exists() or not any(
+            (tmp_artifacts / "models" / "nometric").iterdir()
+        )
     finally:
         registry.unregister_trainer("nometric")
 
@@ -110,8 +119,9 @@ def test_same_task_id_reuses_the_row_and_a_ready_one_is_returned(fake_kind, tmp_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_duplicate_delivery_waits_for_the_live_run_and_never_harms_its_model(fake_kind, tmp_artifacts, tmp_path,
-                                                                                monkeypatch):
+def test_a_duplicate_delivery_waits_for_the_live_run_and_never_harms_its_model(
+    fake_kind, tmp_artifacts, tmp_path, monkeypatch
+):
     """The same task delivered twice at once (a broker's redelivery while the first run is alive): the second
     waits for the first and returns its model; the first's temporary folder, row and activation are untouched."""
     import threading
@@ -122,8 +132,9 @@ def test_a_duplicate_delivery_waits_for_the_live_run_and_never_harms_its_model(f
 
     def deliver(name, score):
         try:
-            results[name] = _train(score, task_id="t-dup",
-                                   hyperparameters={"block_until": str(gate), "pid_file": str(pid)})
+            results[name] = _train(
+                score, task_id="t-dup", hyperparameters={"block_until": str(gate), "pid_file": str(pid)}
+            )
         finally:
             from django.db import connection
 
@@ -254,6 +265,7 @@ def test_seed_optimise_probes_every_seed_and_continues_only_the_best():
         def run(steps):
             log.append((seed, steps))
             return final[seed] * steps / 100
+
         return run
 
     best, run, scores = seeds.seed_optimise_runs(factory, [1, 2, 3], total_steps=100)
@@ -271,8 +283,9 @@ def test_recover_interrupted_marks_stale_training_failed(fake_kind):
 
     from django.utils import timezone
 
-    stale = ModelVersion.objects.create(kind="fake", task_id="t-x", status="training",
-                                        heartbeat_at=timezone.now() - timedelta(hours=1))
+    stale = ModelVersion.objects.create(
+        kind="fake", task_id="t-x", status="training", heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
     fresh = ModelVersion.objects.create(kind="fake", task_id="t-y", status="training", heartbeat_at=timezone.now())
     found = versions.recover_interrupted(older_than=60)
     assert [f["version"] for f in found] == [stale.pk]
@@ -281,6 +294,7 @@ def test_recover_interrupted_marks_stale_training_failed(fake_kind):
 
 
 # --- a worker killed mid-training ------------------------------------------------------------------
+
 
 def _wait_for(predicate, timeout=90.0, what="condition"):
     import time
@@ -316,10 +330,17 @@ def _is_redis() -> bool:
 
 def _train_kwargs(tmp_path: Path, gate: Path, pid_file: Path) -> dict:
     data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps({"text": f"t{i}", "label": i % 2, "split": "dev" if i < 2 else "train"}) + "\n"
-                            for i in range(8)))
-    return dict(kind="fake_worker", data=str(data), hyperparameters={"block_until": str(gate), "pid_file": str(pid_file)},
-                activate="if_better")
+    data.write_text(
+        "".join(
+            json.dumps({"text": f"t{i}", "label": i % 2, "split": "dev" if i < 2 else "train"}) + "\n" for i in range(8)
+        )
+    )
+    return {
+        "kind": "fake_worker",
+        "data": str(data),
+        "hyperparameters": {"block_until": str(gate), "pid_file": str(pid_file)},
+        "activate": "if_better",
+    }
 
 
 @pytest.mark.worker
@@ -384,8 +405,15 @@ def test_killed_worker_leaves_no_ready_artifact_and_a_new_worker_completes_the_t
     monkeypatch.setenv("ARGORA_MODEL_HEARTBEAT_SECONDS", "1")  # read by the workers at start-up
     gate, pid_file = tmp_path / "gate", tmp_path / "pid"
     include = ("--include", "tests.ml.worker_fake")
-    fast_restore = ("--", 'broker.transport_options=(json){"visibility_timeout": 3, "unacked_restore_interval": 1, '
-                          '"unacked_restore_throttle": 1}') if _is_redis() else ()
+    fast_restore = (
+        (
+            "--",
+            'broker.transport_options=(json){"visibility_timeout": 3, "unacked_restore_interval": 1, '
+            '"unacked_restore_throttle": 1}',
+        )
+        if _is_redis()
+        else ()
+    )
     try:
         with start_worker(extra_args=include) as worker:
             result = train.apply_async(kwargs=_train_kwargs(tmp_path, gate, pid_file))
@@ -470,7 +498,9 @@ def test_a_duplicate_delivery_to_a_second_worker_leaves_the_model_ready_and_acti
             train.apply_async(kwargs=kwargs, task_id="dup-train-1")  # the duplicate
 
             def logged(what: str) -> int:
-                return sum(w.log_path.read_text(errors="replace").count(f"[dup-train-1] {what}") for w in (first, second))
+                return sum(
+                    w.log_path.read_text(errors="replace").count(f"[dup-train-1] {what}") for w in (first, second)
+                )
 
             _wait_for(lambda: logged("received") >= 2, what="the duplicate delivery")
             assert running == _read_pid(pid_file)  # the duplicate did not start a run of its own

@@ -1,6 +1,7 @@
 """Retraining in proportion (issue 37, point 4): the retrain loop counts and trains on the project's human labels
 only (never the imported references of a corpus), within a budget (rows refused, steps / seconds capped), and every
 attempt is recorded and shown in the studio (the project page and its retraining page)."""
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,13 @@ class Recording:
 
     def __init__(self):
         self.seen: list[tuple[list, list]] = []
-        self.spec = TrainerSpec(kind="ranker", train=self.train, load=lambda path: {}, primary_metric="ndcg",
-                                rows_from_project=ranker_rows_from_project)
+        self.spec = TrainerSpec(
+            kind="ranker",
+            train=self.train,
+            load=lambda path: {},
+            primary_metric="ndcg",
+            rows_from_project=ranker_rows_from_project,
+        )
 
     def train(self, req):
         self.seen.append((req.rows_train, req.rows_dev))
@@ -73,8 +79,13 @@ class TinyLoop:
 
     def __init__(self):
         self.loops = []
-        self.spec = TrainerSpec(kind="ranker", train=self.train, load=lambda path: {}, primary_metric="ndcg",
-                                rows_from_project=ranker_rows_from_project)
+        self.spec = TrainerSpec(
+            kind="ranker",
+            train=self.train,
+            load=lambda path: {},
+            primary_metric="ndcg",
+            rows_from_project=ranker_rows_from_project,
+        )
 
     def train(self, req):
         loop_ = self.run_loop()
@@ -86,9 +97,18 @@ class TinyLoop:
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
         x, y = torch.ones(4, 2), torch.zeros(4, 1)
-        loop_ = training.TrainLoop(model, opt, sched, lambda batch: ((model(x) - y) ** 2).mean(),
-                                   lambda epoch: iter(range(100)), device="cpu", total=500, epochs=5,
-                                   evaluate=lambda: {"ndcg": 0.5}, better=training.higher("ndcg"))
+        loop_ = training.TrainLoop(
+            model,
+            opt,
+            sched,
+            lambda batch: ((model(x) - y) ** 2).mean(),
+            lambda epoch: iter(range(100)),
+            device="cpu",
+            total=500,
+            epochs=5,
+            evaluate=lambda: {"ndcg": 0.5},
+            better=training.higher("ndcg"),
+        )
         loop_.run()
         self.loops.append(loop_)
         return loop_
@@ -112,9 +132,15 @@ def kind(tmp_artifacts, monkeypatch):
 
 def import_project(tmp_path, n: int):
     """An aspect project of ``n`` App. F rows imported with their reference answers, 3 items per HIT."""
-    project = services.create_project(name="Imported aspects", slug="imported-aspects", task_type="aspect",
-                                      assignments_per_item=1, items_per_hit=3, status="active",
-                                      config={"retrain_every": 6})
+    project = services.create_project(
+        name="Imported aspects",
+        slug="imported-aspects",
+        task_type="aspect",
+        assignments_per_item=1,
+        items_per_hit=3,
+        status="active",
+        config={"retrain_every": 6},
+    )
     import_appf(write_rows(tmp_path / "appf.jsonl", synthetic_appf(n, seed=7)), project)
     services.build_hits(project)
     return project
@@ -191,8 +217,9 @@ def test_over_max_rows_is_refused_with_its_reason_until_the_budget_is_raised(imp
 
     # the researcher raises the budget on the retraining page (audit-logged); the next check trains
     url = reverse("annotation:studio-retraining", args=[imported.slug])
-    resp = rclient.post(url, {"retrain_every": "6", "retrain_max_rows": "100000", "retrain_max_steps": "",
-                              "retrain_max_seconds": ""})
+    resp = rclient.post(
+        url, {"retrain_every": "6", "retrain_max_rows": "100000", "retrain_max_steps": "", "retrain_max_seconds": ""}
+    )
     assert resp.status_code == 302
     imported.refresh_from_db()
     assert imported.config["retrain_max_rows"] == 100000 and "retrain_max_steps" not in imported.config
@@ -260,8 +287,9 @@ def test_the_wall_clock_cap_is_checked_between_steps(monkeypatch):
     assert spent.capped == "max_seconds" and trained.capped == "max_seconds" and 0 < trained.step < 500
 
 
-def test_a_queued_check_is_shown_then_becomes_the_attempt(imported, worker, kind, rclient, monkeypatch,
-                                                           django_capture_on_commit_callbacks):
+def test_a_queued_check_is_shown_then_becomes_the_attempt(
+    imported, worker, kind, rclient, monkeypatch, django_capture_on_commit_callbacks
+):
     kind(Recording())
     cache.delete(loop.DEBOUNCE_KEY.format(imported.pk))
     sent = []
@@ -295,8 +323,7 @@ def test_valnov_rows_come_from_crowd_answers_never_from_the_imported_labels(tmp_
         worker = Worker.objects.create(external_id=f"w{k}", source="prolific")
         assignment = services.reserve_next_assignment(project, worker)
         items = services.assignment_items(assignment)
-        services.submit_assignment(assignment, worker,
-                                   {str(i.pk): {"validity": "no", "novelty": "yes"} for i in items})
+        services.submit_assignment(assignment, worker, {str(i.pk): {"validity": "no", "novelty": "yes"} for i in items})
     train, dev, n = spec.rows_from_project(project)
     assert n == len(items) == 3 and len(train) + len(dev) == 3
     assert {r["conclusion"] for r in train + dev} == {i.payload["conclusion"] for i in items}

@@ -1,4 +1,5 @@
 """Silver annotation runs (ml.silver): batches, checkpoint + resume without duplicates, cancel, filters, release."""
+
 import json
 
 import pytest
@@ -37,8 +38,13 @@ def corpus():
     nuclear = Topic.objects.create(name="nuclear energy")
     other = Topic.objects.create(name="school uniforms")
     for i in range(23):
-        Sentence.objects.create(topic=nuclear, text=f"Sentence {i} about {'costs' if i % 2 else 'safety'}.",
-                                stance="pro", source="cc" if i < 20 else "reddit", content_hash=f"n{i}")
+        Sentence.objects.create(
+            topic=nuclear,
+            text=f"Sentence {i} about {'costs' if i % 2 else 'safety'}.",
+            stance="pro",
+            source="cc" if i < 20 else "reddit",
+            content_hash=f"n{i}",
+        )
     for i in range(5):
         Sentence.objects.create(topic=other, text=f"Uniform sentence {i}.", stance="con", content_hash=f"u{i}")
     return nuclear
@@ -121,14 +127,16 @@ def test_start_refuses_without_a_model_or_a_selection(corpus):
 def test_scheme_filter_keeps_schemes_above_a_fifth_of_their_mean_and_drops_others():
     means = {"From Consequence": 0.5, "Source Authority": 0.2, "Others": 0.3}
     opts = {"scheme_ratio": 0.2, "discard_others": True}
-    spans, kept, keep = silver.filter_label(None, [], {"From Consequence": 0.6, "Source Authority": 0.03,
-                                                       "Others": 0.1}, means, opts)
+    spans, kept, keep = silver.filter_label(
+        None, [], {"From Consequence": 0.6, "Source Authority": 0.03, "Others": 0.1}, means, opts
+    )
     # .6 >= .1 kept; .03 < .04 dropped; Others .1 >= .06 kept as a label but not the top scheme
     assert kept == ["From Consequence", "Others"] and keep
     _, _, keep = silver.filter_label(None, [], {"From Consequence": 0.2, "Others": 0.7}, means, opts)
     assert not keep  # top scheme Others: discarded
-    _, _, keep = silver.filter_label(None, [], {"From Consequence": 0.2, "Others": 0.7}, means,
-                                     dict(opts, discard_others=False))
+    _, _, keep = silver.filter_label(
+        None, [], {"From Consequence": 0.2, "Others": 0.7}, means, dict(opts, discard_others=False)
+    )
     assert keep
     spans, _, _ = silver.filter_label(None, [{"confidence": 0.3}, {"confidence": 0.8}], {}, {}, {"min_confidence": 0.5})
     assert spans == [{"confidence": 0.8}]
@@ -147,7 +155,7 @@ def test_silver_release_is_its_own_kind(corpus, version, tmp_artifacts):
     with_aspect = [r for r in rows if r["spans"]]
     assert with_aspect[0]["aspect_pos_string"] == ["costs"]  # App. F shape for tagger runs
     b, n = map(int, with_aspect[0]["aspect_pos"][0].strip("()").split(","))
-    assert with_aspect[0]["sentence"][b:b + n] == "costs"
+    assert with_aspect[0]["sentence"][b : b + n] == "costs"
     assert "Silver labels" in (release_path(release) / "README.md").read_text()
 
 
@@ -157,13 +165,20 @@ def test_end_to_end_with_a_trained_tagger_and_the_cli(corpus, tmp_artifacts, cap
     from ml.versions import train_version
     from tests.ml.test_taggers import TINY, planted_tagger_rows
 
-    version = train_version("tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(50, 2),
-                            seed=3, hyperparameters=dict(TINY, epochs=3))
+    version = train_version(
+        "tagger",
+        rows_train=planted_tagger_rows(160, 1),
+        rows_dev=planted_tagger_rows(50, 2),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=3),
+    )
     assert activate(version)
-    Sentence.objects.create(topic=corpus, text="We oppose it because of safety really.", stance="con",
-                            content_hash="planted", source="cc")
-    call_command("silver", "start", "--kind", "tagger", "--topic", "nuclear energy", "--source", "cc",
-                 "--batch-size", "7")
+    Sentence.objects.create(
+        topic=corpus, text="We oppose it because of safety really.", stance="con", content_hash="planted", source="cc"
+    )
+    call_command(
+        "silver", "start", "--kind", "tagger", "--topic", "nuclear energy", "--source", "cc", "--batch-size", "7"
+    )
     run = SilverRun.objects.get()
     assert run.status == "done" and run.processed == 21 and run.model_version == version
     label = SilverLabel.objects.get(run=run, sentence__content_hash="planted")
@@ -173,6 +188,7 @@ def test_end_to_end_with_a_trained_tagger_and_the_cli(corpus, tmp_artifacts, cap
 
 
 # --- --json and recovery of runs left "running" ------------------------------------------------------------------
+
 
 def _cmd_json(*args):
     from io import StringIO
@@ -188,8 +204,9 @@ def test_silver_cli_json_start_resume_status(corpus, version, monkeypatch, djang
 
     fake = FakeTagger()
     monkeypatch.setattr("ml.registry.load_model", lambda v, **kw: fake)
-    out, _ = _cmd_json("start", "--kind", "tagger", "--topic", "nuclear-energy", "--source", "cc",
-                       "--batch-size", 8, "--json")
+    out, _ = _cmd_json(
+        "start", "--kind", "tagger", "--topic", "nuclear-energy", "--source", "cc", "--batch-size", 8, "--json"
+    )
     run = SilverRun.objects.get()
     assert out["run"] == run.pk and out["status"] == "done" and out["processed"] == 20 and out["batches"] == 3
     assert out["model_version"] == version.pk
@@ -220,12 +237,14 @@ def _stale(run, seconds):
 
     from django.utils import timezone
 
-    SilverRun.objects.filter(pk=run.pk).update(status="running",
-                                               heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+    SilverRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(seconds=seconds)
+    )
 
 
 def test_recover_interrupted_marks_stale_running_runs_and_requeues_from_the_checkpoint(
-        corpus, version, django_capture_on_commit_callbacks):
+    corpus, version, django_capture_on_commit_callbacks
+):
     from unittest import mock
 
     from ml import tasks
@@ -238,15 +257,19 @@ def test_recover_interrupted_marks_stale_running_runs_and_requeues_from_the_chec
     _stale(alive, 5)  # a heartbeat 5 s ago: left alone
     checkpoint = SilverRun.objects.get(pk=dead.pk).last_sentence_id
     assert silver.recover_interrupted(older_than=60) == [
-        {"run": dead.pk, "kind": "tagger", "processed": 10, "last_sentence_id": checkpoint, "requeued": False}]
+        {"run": dead.pk, "kind": "tagger", "processed": 10, "last_sentence_id": checkpoint, "requeued": False}
+    ]
     dead.refresh_from_db()
     assert dead.status == "failed" and dead.error.startswith("interrupted: no sign of life")
     assert SilverRun.objects.get(pk=alive.pk).status == "running"
     assert silver.recover_interrupted(older_than=60) == []  # taken once
     # the beat task: requeue -> pending + ml.tasks.silver sent again; the run continues after its checkpoint
     _stale(dead, 600)
-    with mock.patch("ml.versions.recover_interrupted", return_value=[]), \
-            mock.patch("ml.tasks.silver.apply_async") as send, django_capture_on_commit_callbacks(execute=True):
+    with (
+        mock.patch("ml.versions.recover_interrupted", return_value=[]),
+        mock.patch("ml.tasks.silver.apply_async") as send,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         found = tasks.recover_interrupted()
     assert [f["run"] for f in found] == [dead.pk] and found[0]["requeued"] is True
     send.assert_called_once_with(args=[dead.pk])

@@ -1,6 +1,7 @@
 """Silver kind ``argument`` (issue 21.2): the argument / stance classifier over corpus sentences writes predicted
 stances (+ probability) as silver labels, never touching Sentence.stance; ``arguments_from_run`` chains a tagger run
 onto the sentences an argument run predicted pro or con; :func:`ml.silver.predicted_stances` reads them back."""
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ class FakeArgumentModel:
         self.pairs.extend(pairs)
         out = []
         for _topic, text in pairs:
-            label = ("Argument_for" if "helps" in text else "Argument_against" if "harms" in text else "NoArgument")
+            label = "Argument_for" if "helps" in text else "Argument_against" if "harms" in text else "NoArgument"
             probs = {k: (0.8 if k == label else 0.1) for k in self.labels}
             out.append({"label": label, "probs": probs})
         return out
@@ -44,8 +45,13 @@ def corpus():
     uniforms = Topic.objects.create(name="school uniforms")
     for i in range(12):
         what = ("it helps", "it harms", "the costs were mild")[i % 3]
-        Sentence.objects.create(topic=nuclear if i < 9 else uniforms, text=f"Sentence {i}: {what}.", stance="none",
-                                source="crawl", content_hash=f"s{i}")
+        Sentence.objects.create(
+            topic=nuclear if i < 9 else uniforms,
+            text=f"Sentence {i}: {what}.",
+            stance="none",
+            source="crawl",
+            content_hash=f"s{i}",
+        )
     return nuclear
 
 
@@ -75,7 +81,7 @@ def test_argument_run_writes_predicted_stances_apart_from_gold(corpus, versions)
     assert len(stances) == 12 and [s[0] for s in stances] == sorted(s[0] for s in stances)
     args = list(silver.predicted_stances(run.pk, stances=("pro", "con"), min_probability=0.5))
     assert {s[1] for s in args} == {"pro", "con"} and len(args) == 8
-    by_id = dict((sid, st) for sid, st, _ in args)
+    by_id = {sid: st for sid, st, _ in args}
     assert by_id[Sentence.objects.get(content_hash="s1").pk] == "con"
 
 
@@ -112,8 +118,7 @@ def test_cli_argument_kind_and_arguments_from_run(corpus, versions, monkeypatch)
     first = json.loads(out.getvalue())
     assert first["status"] == "done" and first["shard_count"] == 3 and first["labelled"] == 8
     out = StringIO()
-    call_command("silver", "start", "--kind", "tagger", "--arguments-from-run", str(first["run"]), "--json",
-                 stdout=out)
+    call_command("silver", "start", "--kind", "tagger", "--arguments-from-run", str(first["run"]), "--json", stdout=out)
     second = json.loads(out.getvalue())
     assert second["processed"] == 8 and second["status"] == "done"
     with pytest.raises(CommandError) as err:
@@ -127,13 +132,15 @@ def test_a_tiny_trained_argument_model_through_the_silver_path(tmp_artifacts):
     from ml.versions import train_version
     from tests.ml.test_argument import TINY, planted
 
-    version = train_version("argument", rows_train=planted(240, 1), rows_dev=planted(60, 2), seed=3,
-                            hyperparameters=TINY)
+    version = train_version(
+        "argument", rows_train=planted(240, 1), rows_dev=planted(60, 2), seed=3, hyperparameters=TINY
+    )
     topics = {}
     for i, row in enumerate(planted(30, 7)):
         topic = topics.get(row["topic"]) or topics.setdefault(row["topic"], Topic.objects.create(name=row["topic"]))
-        Sentence.objects.create(topic=topic, text=row["sentence"], stance="none", content_hash=f"p{i}",
-                                metadata={"gold": row["label"]})
+        Sentence.objects.create(
+            topic=topic, text=row["sentence"], stance="none", content_hash=f"p{i}", metadata={"gold": row["label"]}
+        )
     run = silver.start("argument", all_sentences=True, version=version, batch_size=8, shards=2)
     result = silver.process(run.pk)
     assert result["status"] == "done" and result["processed"] == 30

@@ -1,8 +1,10 @@
 """Sharded silver runs (issue 21.3) in one process: contiguous id ranges, per-shard checkpoints, an idempotent
 finaliser that sums the shard counters and scheme sums, per-shard recovery, the chord on an eager Celery, and the
 CLI's per-shard status."""
+
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from datetime import timedelta
@@ -37,16 +39,22 @@ class FakeSchemes(FakeTagger):
 def corpus():
     topic = Topic.objects.create(name="nuclear energy")
     for i in range(30):
-        Sentence.objects.create(topic=topic, text=f"Sentence {i} about {'costs' if i % 2 else 'safety'}.",
-                                stance="pro", source="cc", content_hash=f"h{i}")
+        Sentence.objects.create(
+            topic=topic,
+            text=f"Sentence {i} about {'costs' if i % 2 else 'safety'}.",
+            stance="pro",
+            source="cc",
+            content_hash=f"h{i}",
+        )
     Sentence.objects.create(topic=Topic.objects.create(name="other"), text="Elsewhere 0.", content_hash="x")
     return topic
 
 
 @pytest.fixture
 def version(tmp_path):
-    return ModelVersion.objects.create(kind="argspanscheme", status="ready", artifact_path=str(tmp_path),
-                                       is_active=True)
+    return ModelVersion.objects.create(
+        kind="argspanscheme", status="ready", artifact_path=str(tmp_path), is_active=True
+    )
 
 
 def _ids(topic):
@@ -61,7 +69,7 @@ def test_shards_are_contiguous_ranges_covering_the_selection(corpus, version):
     assert shards[0].first_id == ids[0] and shards[-1].last_id == ids[-1]
     totals = [s.total for s in shards]
     assert sum(totals) == 30 and max(totals) - min(totals) <= 1
-    for a, b in zip(shards, shards[1:]):
+    for a, b in itertools.pairwise(shards):
         assert a.last_id < b.first_id
     assert all(s.last_sentence_id == s.first_id - 1 and s.status == "pending" for s in shards)
     by_size = silver.start("argspanscheme", topic=corpus, shard_size=10)
@@ -97,7 +105,7 @@ def test_shards_in_any_order_then_the_finaliser_sums_them(corpus, version):
 
 def test_a_crash_mid_shard_resumes_after_the_shard_checkpoint(corpus, version):
     run = silver.start("argspanscheme", topic=corpus, shards=2, batch_size=4)
-    first, second = run.shards.order_by("index")
+    _first, second = run.shards.order_by("index")
     with pytest.raises(RuntimeError, match="worker lost"):
         silver.process_shard(run.pk, 1, model=FakeSchemes(crash_on=3))  # 2 batches of shard 1 committed
     second.refresh_from_db()
@@ -145,22 +153,30 @@ def test_cancel_stops_every_shard(corpus, version):
 
 
 def _age(shard, seconds):
-    SilverShard.objects.filter(pk=shard.pk).update(status="running",
-                                                   heartbeat_at=timezone.now() - timedelta(seconds=seconds))
+    SilverShard.objects.filter(pk=shard.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(seconds=seconds)
+    )
 
 
-def test_recovery_requeues_a_stale_shard_alone_while_the_run_lives(corpus, version,
-                                                                   django_capture_on_commit_callbacks):
+def test_recovery_requeues_a_stale_shard_alone_while_the_run_lives(corpus, version, django_capture_on_commit_callbacks):
     run = silver.start("argspanscheme", topic=corpus, shards=3, batch_size=5)
-    dead, alive, done = run.shards.order_by("index")
+    dead, alive, _done = run.shards.order_by("index")
     silver.process_shard(run.pk, 2, model=FakeSchemes())
     SilverRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now() - timedelta(hours=1))
     _age(dead, 600)
     _age(alive, 2)
     with mock.patch("ml.tasks.silver_shard.apply_async") as send, django_capture_on_commit_callbacks(execute=True):
         found = silver.recover_interrupted(older_than=60, requeue=True)
-    assert found == [{"run": run.pk, "shard": 0, "kind": "argspanscheme", "processed": 0,
-                      "last_sentence_id": dead.last_sentence_id, "requeued": True}]
+    assert found == [
+        {
+            "run": run.pk,
+            "shard": 0,
+            "kind": "argspanscheme",
+            "processed": 0,
+            "last_sentence_id": dead.last_sentence_id,
+            "requeued": True,
+        }
+    ]
     send.assert_called_once_with(args=[run.pk, 0])
     assert SilverShard.objects.get(pk=dead.pk).status == "pending"
     assert SilverRun.objects.get(pk=run.pk).status == "running"  # the run itself is not interrupted
@@ -176,9 +192,16 @@ def test_recovery_requeues_a_stale_shard_alone_while_the_run_lives(corpus, versi
 
 def test_a_run_from_before_sharding_gets_one_shard_with_its_checkpoint(corpus, version):
     ids = _ids(corpus)
-    run = SilverRun.objects.create(kind="argspanscheme", model_version=version, topic=corpus, status="failed",
-                                   last_sentence_id=ids[9], processed=10, labelled=10,
-                                   options={"batch_size": 7})
+    run = SilverRun.objects.create(
+        kind="argspanscheme",
+        model_version=version,
+        topic=corpus,
+        status="failed",
+        last_sentence_id=ids[9],
+        processed=10,
+        labelled=10,
+        options={"batch_size": 7},
+    )
     for pk in ids[:10]:
         SilverLabel.objects.create(run=run, sentence_id=pk)
     silver.resume(run)
@@ -187,8 +210,9 @@ def test_a_run_from_before_sharding_gets_one_shard_with_its_checkpoint(corpus, v
     assert sorted(SilverLabel.objects.filter(run=run).values_list("sentence_id", flat=True)) == ids
 
 
-def test_enqueue_sends_a_chord_that_finishes_the_run(corpus, version, settings, monkeypatch,
-                                                     django_capture_on_commit_callbacks):
+def test_enqueue_sends_a_chord_that_finishes_the_run(
+    corpus, version, settings, monkeypatch, django_capture_on_commit_callbacks
+):
     from tests.worker_utils import eager_celery
 
     monkeypatch.setattr("ml.registry.load_model", lambda v, **kw: FakeSchemes())
@@ -214,8 +238,20 @@ def test_enqueue_sends_a_chord_that_finishes_the_run(corpus, version, settings, 
 def test_cli_shards_and_per_shard_status(corpus, version, monkeypatch):
     monkeypatch.setattr("ml.registry.load_model", lambda v, **kw: FakeSchemes())
     out = StringIO()
-    call_command("silver", "start", "--kind", "argspanscheme", "--topic", corpus.slug, "--shards", "3",
-                 "--batch-size", "4", "--json", stdout=out)
+    call_command(
+        "silver",
+        "start",
+        "--kind",
+        "argspanscheme",
+        "--topic",
+        corpus.slug,
+        "--shards",
+        "3",
+        "--batch-size",
+        "4",
+        "--json",
+        stdout=out,
+    )
     result = json.loads(out.getvalue())
     assert result["status"] == "done" and result["shard_count"] == 3 and result["shards_done"] == 3
     out = StringIO()
@@ -236,8 +272,9 @@ def test_two_workers_write_their_shards_side_by_side(corpus, version):
     cursor open over its sentences while writing pinned a read snapshot on SQLite, and its next ``BEGIN
     IMMEDIATE`` failed at once with "database is locked" once the other had committed (both shards were left
     running, the run never finished)."""
-    Sentence.objects.bulk_create([Sentence(topic=corpus, text=f"Sentence {i} about costs.", content_hash=f"m{i}")
-                                  for i in range(30, 250)])  # > 100 a shard: more than one read of 100 rows
+    Sentence.objects.bulk_create(
+        [Sentence(topic=corpus, text=f"Sentence {i} about costs.", content_hash=f"m{i}") for i in range(30, 250)]
+    )  # > 100 a shard: more than one read of 100 rows
     run = silver.start("argspanscheme", topic=corpus, shards=2, batch_size=4)
     both_wrote = threading.Barrier(2, timeout=60)
 

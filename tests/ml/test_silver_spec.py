@@ -1,6 +1,7 @@
 """Silver runs ask the trainer spec (``TrainerSpec.silver``, :class:`ml.registry.SilverSpec`), never a kind name: a
 kind registered only here annotates sentences, chains a stance run, and shapes its release rows; a kind without a
 silver spec is refused."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,16 @@ class Model:
     """A loaded model that tags the word "wind" and calls a sentence pro when it mentions "good"."""
 
     def predict(self, texts, variables):
-        return [{"spans": [{"begin": t.index("wind"), "end": t.index("wind") + 4, "confidence": 0.7}]
-                 if "wind" in t else [], "confidence": 0.5, "n_variables": len(v)} for t, v in zip(texts, variables)]
+        return [
+            {
+                "spans": [{"begin": t.index("wind"), "end": t.index("wind") + 4, "confidence": 0.7}]
+                if "wind" in t
+                else [],
+                "confidence": 0.5,
+                "n_variables": len(v),
+            }
+            for t, v in zip(texts, variables)
+        ]
 
 
 def predict_spans(model, batch):
@@ -32,9 +41,15 @@ def predict_spans(model, batch):
 
 
 def predict_stances(model, batch):
-    return [{"stance": "pro" if "good" in text else "none", "stance_probability": 0.9,
-             "stance_probs": {"pro": 0.9, "none": 0.1}, "topic_name": name}
-            for name, text in zip(batch.topic_names(), batch.texts)]
+    return [
+        {
+            "stance": "pro" if "good" in text else "none",
+            "stance_probability": 0.9,
+            "stance_probs": {"pro": 0.9, "none": 0.1},
+            "topic_name": name,
+        }
+        for name, text in zip(batch.topic_names(), batch.texts)
+    ]
 
 
 def release_row(row, label, sentence):

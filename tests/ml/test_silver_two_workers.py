@@ -2,6 +2,7 @@
 one run, one is SIGKILLed mid-shard, Redis redelivers its unacknowledged shard message (visibility timeout from
 ``ARGORA_BROKER_VISIBILITY_TIMEOUT``, a few seconds here), the shard resumes after its checkpoint on the other
 worker, and the run finishes with exactly one silver label per selected sentence."""
+
 from __future__ import annotations
 
 import os
@@ -17,9 +18,9 @@ from ml.models import SilverLabel, SilverRun, SilverShard
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 WORKER_ENV = {
-    "ARGORA_BROKER_VISIBILITY_TIMEOUT": "3",   # a killed worker's shard comes back after 3 s ...
-    "ARGORA_BROKER_RESTORE_INTERVAL": "1",     # ... looked for every second by the live worker
-    "ARGORA_SILVER_BATCH_DELAY": "0.4",        # a slow model: a shard takes a few seconds, so it can be hit mid-way
+    "ARGORA_BROKER_VISIBILITY_TIMEOUT": "3",  # a killed worker's shard comes back after 3 s ...
+    "ARGORA_BROKER_RESTORE_INTERVAL": "1",  # ... looked for every second by the live worker
+    "ARGORA_SILVER_BATCH_DELAY": "0.4",  # a slow model: a shard takes a few seconds, so it can be hit mid-way
     "OMP_NUM_THREADS": "1",
 }
 
@@ -42,22 +43,26 @@ def argument_version(tmp_path, settings):
     from ml.versions import train_version
     from tests.ml.test_argument import TINY, planted
 
-    version = train_version("argument", rows_train=planted(48, 1), rows_dev=planted(16, 2), seed=3,
-                            hyperparameters=dict(TINY, epochs=1))
+    version = train_version(
+        "argument", rows_train=planted(48, 1), rows_dev=planted(16, 2), seed=3, hyperparameters=dict(TINY, epochs=1)
+    )
     activate(version)
     return version
 
 
-def test_two_workers_share_a_run_and_a_killed_one_loses_nothing(tmp_path, settings, tmp_artifacts,
-                                                                 argument_version):
+def test_two_workers_share_a_run_and_a_killed_one_loses_nothing(tmp_path, settings, tmp_artifacts, argument_version):
     from tests.worker_utils import start_worker
 
     if not settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         pytest.skip("needs Redis (redelivery after the visibility timeout)")
     topics = [Topic.objects.create(name=n) for n in ("nuclear energy", "school uniforms")]
     for i in range(64):
-        Sentence.objects.create(topic=topics[i % 2], text=f"Sentence {i}: {'it helps' if i % 3 else 'it harms'}.",
-                                stance="none", content_hash=f"w{i}")
+        Sentence.objects.create(
+            topic=topics[i % 2],
+            text=f"Sentence {i}: {'it helps' if i % 3 else 'it harms'}.",
+            stance="none",
+            content_hash=f"w{i}",
+        )
     selected = set(Sentence.objects.values_list("pk", flat=True))
     saved = {k: os.environ.get(k) for k in [*WORKER_ENV, "ARGORA_ARTIFACT_ROOT"]}
     os.environ.update(WORKER_ENV, ARGORA_ARTIFACT_ROOT=str(tmp_artifacts))  # the workers' environment
@@ -69,12 +74,13 @@ def test_two_workers_share_a_run_and_a_killed_one_loses_nothing(tmp_path, settin
             assert run.shards.count() == 4
 
             def a_mid_shard():
-                return SilverShard.objects.filter(run=run, worker=a.hostname, status="running",
-                                                  processed__gt=0).first()
+                return SilverShard.objects.filter(run=run, worker=a.hostname, status="running", processed__gt=0).first()
 
             def both_busy():
                 return {s.worker for s in SilverShard.objects.filter(run=run).exclude(worker="")} >= {
-                    a.hostname, b.hostname}
+                    a.hostname,
+                    b.hostname,
+                }
 
             _wait_for(both_busy, timeout=120, what="both workers on a shard", workers=workers)
             taken = {s.index: (s.worker, s.task_id) for s in SilverShard.objects.filter(run=run).exclude(worker="")}
@@ -86,8 +92,12 @@ def test_two_workers_share_a_run_and_a_killed_one_loses_nothing(tmp_path, settin
             assert victim.status == "running" and victim.first_id <= victim.last_sentence_id < victim.last_id
             assert 0 < victim.processed < victim.total
             checkpoint = victim.last_sentence_id
-            _wait_for(lambda: SilverRun.objects.get(pk=run.pk).status == "done", timeout=180,
-                      what="the run to finish on worker B", workers=workers)
+            _wait_for(
+                lambda: SilverRun.objects.get(pk=run.pk).status == "done",
+                timeout=180,
+                what="the run to finish on worker B",
+                workers=workers,
+            )
         run.refresh_from_db()
         shards = list(run.shards.order_by("index"))
         labels = list(SilverLabel.objects.filter(run=run).values_list("sentence_id", flat=True))

@@ -10,6 +10,7 @@ CC BY-NC, read in place, never copied), cut cross-topic by topic.
 The data file is looked up at ``$ARGORA_UKP_ASPECT`` or ``../shared/data/ukp_aspect/UKP_ASPECT.tsv`` (relative to
 the repository); without it these tests are skipped, saying so.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ from ml.similarity.gated import GatedCrossEncoder
 
 REPO = Path(__file__).resolve().parents[2]
 UKP = Path(os.environ.get("ARGORA_UKP_ASPECT") or REPO.parent / "shared" / "data" / "ukp_aspect" / "UKP_ASPECT.tsv")
-needs_ukp = pytest.mark.skipif(not UKP.is_file(), reason=f"UKP ASPECT not found at {UKP} (set ARGORA_UKP_ASPECT to "
-                                                         f"the UKP_ASPECT.tsv of Reimers et al. 2019)")
+needs_ukp = pytest.mark.skipif(
+    not UKP.is_file(),
+    reason=f"UKP ASPECT not found at {UKP} (set ARGORA_UKP_ASPECT to the UKP_ASPECT.tsv of Reimers et al. 2019)",
+)
 # the subset: the default cross-topic cut of the 28 topics (split seed 0), pairs drawn with a fixed seed
 N_TRAIN, N_DEV, N_TEST, MAX_LENGTH = 480, 160, 300, 64
 
@@ -43,9 +46,18 @@ def subset(n_train=N_TRAIN, n_dev=N_DEV, n_test=N_TEST, seed=0):
 def train(kind, rows_train, dev, test, out: Path, hp: dict, seed: int = 1):
     spec = registry.get_trainer(kind)
     out.mkdir(parents=True, exist_ok=True)
-    return spec.train(registry.TrainRequest(kind=kind, rows_train=rows_train, rows_dev=dev, rows_test=test,
-                                            base_model=spec.base_model_for(None), seed=seed,
-                                            hyperparameters=dict(hp), output_dir=out))
+    return spec.train(
+        registry.TrainRequest(
+            kind=kind,
+            rows_train=rows_train,
+            rows_dev=dev,
+            rows_test=test,
+            base_model=spec.base_model_for(None),
+            seed=seed,
+            hyperparameters=dict(hp),
+            output_dir=out,
+        )
+    )
 
 
 def test_teacher_check_warns_or_refuses():
@@ -60,9 +72,8 @@ def test_gold_labels_is_teacher_by_default_and_refuses_an_unknown_value(tmp_path
     assert A.AUG_DEFAULTS["gold_labels"] == "teacher" and A.GOLD_LABELS == ("teacher", "gold")
     rows = [{"topic": "t", "argument1": "a b", "argument2": "a c", "score": 0.5}]
     with pytest.raises(errors.TrainerError, match="gold_labels must be one of teacher, gold, got 'silver'"):
-        A.run(rows, [], base_model="unused", hp=dict(A.AUG_DEFAULTS, gold_labels="silver"), seed=1,
-              output_dir=tmp_path)
-    assert not any(tmp_path.iterdir())                 # refused before anything was written
+        A.run(rows, [], base_model="unused", hp=dict(A.AUG_DEFAULTS, gold_labels="silver"), seed=1, output_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before anything was written
 
 
 @needs_ukp
@@ -72,24 +83,25 @@ def test_test_rows_are_scored_apart_and_evaluate_splits_in_topic_from_cross_topi
     metrics (cross-topic, beside Jaccard), dev into its metrics; the loaded model's ``evaluate`` tells rows of a
     training topic from rows of another topic."""
     rows_train, dev, test = subset(n_train=64, n_dev=40, n_test=60)
-    assert not {r["topic"] for r in rows_train} & {r["topic"] for r in test}      # cross-topic
-    cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", {"max_length": MAX_LENGTH,
-                                                                              "max_steps": 4})
+    assert not {r["topic"] for r in rows_train} & {r["topic"] for r in test}  # cross-topic
+    cross = train("crossencoder", rows_train, dev, test, tmp_path / "cross", {"max_length": MAX_LENGTH, "max_steps": 4})
     assert cross.test_metrics["n"] == len(test) and cross.test_metrics["setting"] == "cross-topic"
     assert "jaccard_spearman" in cross.test_metrics and cross.metrics["n"] == len(dev)
     model = registry.get_trainer("crossencoder").load(tmp_path / "cross")
     unsplit = [{k: v for k, v in r.items() if k != "split"} for r in rows_train[:40] + test[:60]]
     metrics = registry.get_trainer("crossencoder").evaluate(model, unsplit)
     assert metrics["in_topic"]["n"] == 40 and metrics["cross_topic"]["n"] == 60 and metrics["n"] == 100
-    both = registry.get_trainer("crossencoder").evaluate(model, dev + test)      # test rows carry split: test
+    both = registry.get_trainer("crossencoder").evaluate(model, dev + test)  # test rows carry split: test
     assert both["n"] == len(dev) and both["test"]["n"] == len(test) and both["test"]["cross_topic"]["n"] == len(test)
 
 
 # --- the gated cross-encoder (ml.similarity.gated) ------------------------------------------------------------
 
-PAIRS = [("Nuclear power plants produce very little carbon dioxide.", "Nuclear energy is a low-carbon source."),
-         ("School uniforms make children look alike.", "Wind turbines kill birds."),
-         ("Cloning could save endangered species.", "Cloning animals is cruel to them.")]
+PAIRS = [
+    ("Nuclear power plants produce very little carbon dioxide.", "Nuclear energy is a low-carbon source."),
+    ("School uniforms make children look alike.", "Wind turbines kill birds."),
+    ("Cloning could save endangered species.", "Cloning animals is cruel to them."),
+]
 
 
 @pytest.mark.slow
@@ -144,7 +156,9 @@ def test_gated_cross_encoder_beats_sbert_cross_topic(ukp_subset_models):
     _, models, _ = ukp_subset_models
     sbert, cross = models["sbert"], models["cross"]
     s, c, j = sbert.test_metrics["spearman"], cross.test_metrics["spearman"], cross.test_metrics["jaccard_spearman"]
-    print(f"\nUKP ASPECT subset, cross-topic test Spearman x 100: cross-encoder {c:.1f}, SBERT {s:.1f}, Jaccard {j:.1f}")
+    print(
+        f"\nUKP ASPECT subset, cross-topic test Spearman x 100: cross-encoder {c:.1f}, SBERT {s:.1f}, Jaccard {j:.1f}"
+    )
     assert c > s > j, (c, s, j)
 
 
@@ -156,13 +170,16 @@ def test_augsbert_default_recipe_beats_sbert_cross_topic(ukp_subset_models, tmp_
     every pair the bi-encoder trains on scored by the cross-encoder: ``gold_labels=teacher``) with the default
     cross-encoder above as its teacher, against SBERT on the gold pairs alone. The bi-encoder recipe is SBERT's."""
     (rows_train, dev, test), models, teacher = ukp_subset_models
-    aug = train("augsbert", rows_train, dev, test, tmp_path / "aug", {"max_length": MAX_LENGTH,
-                                                                      "cross_encoder": str(teacher)})
+    aug = train(
+        "augsbert", rows_train, dev, test, tmp_path / "aug", {"max_length": MAX_LENGTH, "cross_encoder": str(teacher)}
+    )
     s, a = models["sbert"].test_metrics["spearman"], aug.test_metrics["spearman"]
     info = aug.info
-    print(f"\nUKP ASPECT subset, cross-topic test Spearman x 100: AugSBERT-BM25 {a:.1f} (teacher "
-          f"{info['cross_encoder_test']:.1f}), SBERT {s:.1f}; {info['n_silver']} pairs scored by the teacher")
+    print(
+        f"\nUKP ASPECT subset, cross-topic test Spearman x 100: AugSBERT-BM25 {a:.1f} (teacher "
+        f"{info['cross_encoder_test']:.1f}), SBERT {s:.1f}; {info['n_silver']} pairs scored by the teacher"
+    )
     assert info["gold_labels"] == "teacher" and info["teacher_ok"] is True
     assert info["by_source"]["gold"] == len(rows_train) and info["by_source"]["bm25"] > len(rows_train)
-    assert info["n_train"] == info["n_silver"]            # the gold pairs are in it, with the teacher's scores
+    assert info["n_train"] == info["n_silver"]  # the gold pairs are in it, with the teacher's scores
     assert a > s, (a, s)

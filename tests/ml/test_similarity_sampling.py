@@ -1,6 +1,7 @@
 """AugSBERT §3.1 sampling strategies on a small hand-built corpus (ml.similarity.sampling): BM25 neighbours,
 semantic search neighbours, random pairs, KDE acceptance probabilities (hand-computed) and the classification
 variant, and the strategy dispatch."""
+
 from __future__ import annotations
 
 import math
@@ -14,9 +15,9 @@ from ml.similarity.data import pair_key
 TEXTS = [
     "nuclear power plants produce radioactive waste",  # 0
     "radioactive nuclear waste storage is dangerous",  # 1
-    "solar panels are cheap",                           # 2
-    "cheap solar energy for everyone",                  # 3
-    "wind turbines kill birds",                         # 4
+    "solar panels are cheap",  # 2
+    "cheap solar energy for everyone",  # 3
+    "wind turbines kill birds",  # 4
 ]
 
 
@@ -34,11 +35,11 @@ def k_(a, b):
 
 def test_bm25_neighbours_are_the_lexical_ones():
     neighbours = sampling.bm25_neighbours(TEXTS, k=3)
-    assert [j for j, _ in neighbours[0]] == [1]          # shares "nuclear", "radioactive", "waste"
+    assert [j for j, _ in neighbours[0]] == [1]  # shares "nuclear", "radioactive", "waste"
     assert [j for j, _ in neighbours[1]] == [0]
-    assert [j for j, _ in neighbours[2]] == [3]          # "solar", "cheap" ("are" is a stop word)
+    assert [j for j, _ in neighbours[2]] == [3]  # "solar", "cheap" ("are" is a stop word)
     assert [j for j, _ in neighbours[3]] == [2]
-    assert neighbours[4] == []                           # no term in common with anything: no neighbour
+    assert neighbours[4] == []  # no term in common with anything: no neighbour
     assert all(s > 0 for ns in neighbours for _, s in ns)
 
 
@@ -48,7 +49,7 @@ def test_bm25_pairs_top_k_dedup_and_gold_excluded():
     assert keys(pairs) == set()  # 0, 2, 4 are the gold sentences; 0-2 and x-4 share no word
     gold = rows_of([(0, 2, 0.1), (1, 3, 0.0), (3, 4, 0.2)])
     pairs = sampling.bm25_pairs(gold, k=1)
-    assert keys(pairs) == {k_(0, 1), k_(2, 3)}             # each found from both sides, kept once
+    assert keys(pairs) == {k_(0, 1), k_(2, 3)}  # each found from both sides, kept once
     assert {p["source"] for p in pairs} == {"bm25"} and all(p["topic"] == "energy" for p in pairs)
     # a gold pair is never proposed again
     gold = rows_of([(0, 1, 0.9), (2, 3, 0.8), (3, 4, 0.2)])
@@ -57,7 +58,7 @@ def test_bm25_pairs_top_k_dedup_and_gold_excluded():
 
 def test_bm25_pairs_stay_within_a_topic_unless_told():
     rows = rows_of([(0, 2, 0.1)], topic="a") + rows_of([(1, 4, 0.1)], topic="b")
-    assert keys(sampling.bm25_pairs(rows, k=3)) == set()                       # 0 and 1 are in different topics
+    assert keys(sampling.bm25_pairs(rows, k=3)) == set()  # 0 and 1 are in different topics
     assert keys(sampling.bm25_pairs(rows, k=3, within_topic=False)) == {k_(0, 1)}
 
 
@@ -67,7 +68,7 @@ def test_semantic_neighbours_by_cosine():
     assert [j for j, _ in got[0]] == [1, 3]
     assert [j for j, _ in got[2]] == [3, 1]
     assert math.isclose(got[0][0][1], float(emb[1] @ emb[0] / np.linalg.norm(emb[1])), rel_tol=1e-5)
-    lookup = {t: v for t, v in zip(TEXTS, emb)}
+    lookup = dict(zip(TEXTS, emb))
     gold = rows_of([(0, 2, 0.1), (1, 3, 0.0), (4, 2, 0.0)])
     pairs = sampling.semantic_pairs(gold, lambda texts: np.stack([lookup[t] for t in texts]), k=1)
     assert keys(pairs) == {k_(0, 1), k_(2, 3)}  # 4's nearest (2, cos 0) is a gold pair: not proposed again
@@ -122,8 +123,8 @@ def test_kde_select_keeps_pairs_with_probability_q():
 
 
 def test_classification_keeps_positives_and_samples_negatives_to_the_gold_ratio():
-    gold = [1, 1, 0, 0, 0, 0, 0, 0]          # 2 positives : 6 negatives = 1 : 3
-    silver = [1, 0, 0, 1, 0, 1] + [0] * 20   # 3 positives, 23 negatives
+    gold = [1, 1, 0, 0, 0, 0, 0, 0]  # 2 positives : 6 negatives = 1 : 3
+    silver = [1, 0, 0, 1, 0, 1] + [0] * 20  # 3 positives, 23 negatives
     keep = sampling.classification_select(gold, silver, seed=0)
     assert {0, 3, 5} <= set(keep)
     assert sum(1 for i in keep if not silver[i]) == 9
@@ -132,7 +133,7 @@ def test_classification_keeps_positives_and_samples_negatives_to_the_gold_ratio(
 
 def test_candidates_dispatch_and_union():
     gold = rows_of([(0, 2, 0.1), (1, 3, 0.0), (4, 2, 0.0)])
-    emb = {t: v for t, v in zip(TEXTS, np.eye(5, dtype=np.float32) + np.float32(0.01))}
+    emb = dict(zip(TEXTS, np.eye(5, dtype=np.float32) + np.float32(0.01)))
     emb[TEXTS[4]] = emb[TEXTS[0]] + np.float32(0.1)  # semantically, 4 is next to 0
 
     def encode(texts):
@@ -144,7 +145,7 @@ def test_candidates_dispatch_and_union():
     assert keys(bm25) == {k_(0, 1), k_(2, 3)}
     assert k_(0, 4) in keys(sem)
     assert keys(both) == keys(bm25) | keys(sem) and len(both) == len(keys(both))
-    assert len(sampling.candidates("random", gold, k=1)) == 5   # default k x #sentences, capped by what exists (7)
+    assert len(sampling.candidates("random", gold, k=1)) == 5  # default k x #sentences, capped by what exists (7)
     with pytest.raises(sampling.SamplingError):
         sampling.candidates("semantic", gold)
     with pytest.raises(sampling.SamplingError):
@@ -154,9 +155,9 @@ def test_candidates_dispatch_and_union():
 
 def test_candidates_never_propose_an_evaluation_pair():
     gold = rows_of([(0, 2, 0.1), (1, 3, 0.0), (4, 2, 0.0)])
-    held_out = {k_(0, 1)}                                    # a dev / test pair
+    held_out = {k_(0, 1)}  # a dev / test pair
     bm25 = sampling.candidates("bm25", gold, k=1, exclude=held_out)
-    assert keys(bm25) == {k_(2, 3)}                           # 0-1 would be BM25's first choice
+    assert keys(bm25) == {k_(2, 3)}  # 0-1 would be BM25's first choice
     rand = sampling.candidates("random", gold, n_random=100, exclude=held_out)
-    assert len(rand) == 10 - 3 - 1 and k_(0, 1) not in keys(rand)   # every other pair of the 5 sentences
+    assert len(rand) == 10 - 3 - 1 and k_(0, 1) not in keys(rand)  # every other pair of the 5 sentences
     assert k_(0, 1) not in keys(sampling.candidates("kde", gold, exclude=held_out))

@@ -10,6 +10,7 @@ are labelled (gold positives and decoy negatives); the other half ("pool" groups
 random negative pairs, and the test rows are pairs of the pool sentences: their sibling pairs and decoy pairs. BM25
 finds exactly the code and decoy neighbours of every sentence; the cross-encoder, trained on gold, labels them.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,7 +62,7 @@ def planted(seed=0, n_groups=40, per=4, words=4):
 
     def siblings(g):
         ids = members({g})
-        prs = [(a, b) for x, a in enumerate(ids) for b in ids[x + 1:]]
+        prs = [(a, b) for x, a in enumerate(ids) for b in ids[x + 1 :]]
         rng.shuffle(prs)
         return prs
 
@@ -106,8 +107,17 @@ def planted(seed=0, n_groups=40, per=4, words=4):
                     break
 
     def rows(prs, split):
-        return [{"pair_id": f"{split}{n}", "topic": "planted", "argument1": sents[i][2], "argument2": sents[j][2],
-                 "score": 1.0 if sents[i][0] == sents[j][0] else 0.0, "split": split} for n, (i, j) in enumerate(prs)]
+        return [
+            {
+                "pair_id": f"{split}{n}",
+                "topic": "planted",
+                "argument1": sents[i][2],
+                "argument2": sents[j][2],
+                "score": 1.0 if sents[i][0] == sents[j][0] else 0.0,
+                "split": split,
+            }
+            for n, (i, j) in enumerate(prs)
+        ]
 
     return rows(train, "train"), rows(dev, "dev"), rows(test, "test")
 
@@ -140,20 +150,33 @@ def test_augsbert_bm25_beats_the_gold_only_bi_encoder_on_the_planted_task(tmp_pa
     gold = evaluate_model(gold_only, test)["spearman"]
 
     # the paper's mix (gold_labels=gold): the gold pairs keep their annotated scores, the silver pairs get the teacher's
-    hp = dict(A.AUG_DEFAULTS, **bi_hp, strategy="bm25", k=3, cross_epochs=10, cross_lr=1e-4, cross_head_lr=1e-3,
-              cross_max_length=64, cross_seeds=[1], gold_labels="gold")
+    hp = dict(
+        A.AUG_DEFAULTS,
+        **bi_hp,
+        strategy="bm25",
+        k=3,
+        cross_epochs=10,
+        cross_lr=1e-4,
+        cross_head_lr=1e-3,
+        cross_max_length=64,
+        cross_seeds=[1],
+        gold_labels="gold",
+    )
     out = A.run(train, dev + test, base_model=base, hp=hp, seed=1, output_dir=tmp_path)
     aug = out["test"]["spearman"]
     info = out["info"]
-    print(f"\nplanted task, {len(test)} test pairs, Spearman x 100: SBERT (gold only) {gold:.1f}, "
-          f"AugSBERT-BM25 {aug:.1f} (cross-encoder {info['cross_encoder_test']:.1f}, Jaccard "
-          f"{out['test']['jaccard_spearman']:.1f}; {info['n_silver']} silver pairs)")
+    print(
+        f"\nplanted task, {len(test)} test pairs, Spearman x 100: SBERT (gold only) {gold:.1f}, "
+        f"AugSBERT-BM25 {aug:.1f} (cross-encoder {info['cross_encoder_test']:.1f}, Jaccard "
+        f"{out['test']['jaccard_spearman']:.1f}; {info['n_silver']} silver pairs)"
+    )
     assert out["test"]["n"] == len(test) == 120
     silver = [json.loads(line) for line in (tmp_path / "silver.jsonl").read_text().splitlines()]
     assert len(silver) == info["n_silver"] > 100 and {s["source"] for s in silver} == {"bm25"}
     evaluation = {pair_key(r["argument1"], r["argument2"]) for r in dev + test}
     gold_keys = {pair_key(r["argument1"], r["argument2"]) for r in train}
     assert not {pair_key(s["argument1"], s["argument2"]) for s in silver} & (evaluation | gold_keys)
+
     # the cross-encoder learnt the rule in part: its silver labels rank the planted siblings above the rest
     def code(text):
         words = text.split()
@@ -173,8 +196,16 @@ def tiny_bws_file(path, n=24):
     for i in range(n):
         a = " ".join(rng.sample(words, 4))
         b = " ".join(rng.sample(words, 4))
-        lines.append(json.dumps({"topic": f"t{i % 2}", "argument1": a, "argument2": b,
-                                 "score": round(len(set(a.split()) & set(b.split())) / 4, 3)}))
+        lines.append(
+            json.dumps(
+                {
+                    "topic": f"t{i % 2}",
+                    "argument1": a,
+                    "argument2": b,
+                    "score": round(len(set(a.split()) & set(b.split())) / 4, 3),
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -186,8 +217,19 @@ def test_train_cli_json_for_crossencoder_biencoder_and_augsbert(tmp_path, tmp_ar
     outcomes = {}
     for kind, extra in [("crossencoder", []), ("biencoder", []), ("augsbert", ["--strategy", "bm25", "--k", "2"])]:
         out = StringIO()
-        call_command("train", kind, "--data", str(data), "--json", "--hp", "max_steps=2", "--hp", "max_length=24",
-                     *extra, stdout=out)
+        call_command(
+            "train",
+            kind,
+            "--data",
+            str(data),
+            "--json",
+            "--hp",
+            "max_steps=2",
+            "--hp",
+            "max_length=24",
+            *extra,
+            stdout=out,
+        )
         outcomes[kind] = json.loads(out.getvalue())
     for kind, outcome in outcomes.items():
         assert outcome["kind"] == kind and outcome["status"] == "ready"

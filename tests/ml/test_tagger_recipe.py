@@ -6,6 +6,7 @@ rare label (~9 % of the words, ``I`` ~27 %). The old defaults (3 epochs, lr 5e-5
 weighting) learn ``O`` and ``I`` and never predict ``B`` on such data (measured on this data: F1(B) 0.00, macro F1
 0.48 vs majority 0.26; on the public argument-aspect span corpus: F1(B) 0.00).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,18 @@ from ml.registry import TrainRequest, get_trainer
 from ml.trainers.tagger import DEFAULTS, bio_metrics, class_weights, plan_steps, rows_from_file
 from tests.ml.aspect_data import aspect_rows
 
-TINY = {"from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
-        "lr": 3e-3, "head_lr": 3e-3, "batch_size": 16, "max_length": 48, "epochs": 2}
+TINY = {
+    "from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "lr": 3e-3,
+    "head_lr": 3e-3,
+    "batch_size": 16,
+    "max_length": 48,
+    "epochs": 2,
+}
 
 
 # --- metrics ---------------------------------------------------------------------------------------
+
 
 def test_span_level_metrics_and_majority_per_label_are_hand_computed():
     gold = [["B", "I", "I", "O", "B", "I"], ["O", "B", "O"]]
@@ -40,7 +48,7 @@ def test_span_level_metrics_and_majority_per_label_are_hand_computed():
 def test_balanced_class_weights_and_min_steps():
     tags = [["O"] * 6 + ["B", "I", "I"], ["O", "O", "B"]]  # O 8, B 2, I 2 of 12
     assert class_weights(tags, BIO, "balanced") == pytest.approx([12 / 24, 12 / 6, 12 / 6])
-    assert class_weights(tags, BIO, "sqrt") == pytest.approx([0.5 ** 0.5, 2 ** 0.5, 2 ** 0.5])
+    assert class_weights(tags, BIO, "sqrt") == pytest.approx([0.5**0.5, 2**0.5, 2**0.5])
     assert class_weights(tags, BIO, None) is None and class_weights(tags, BIO, {"B": 3}) == [1.0, 3.0, 1.0]
     assert plan_steps(64, {"batch_size": 32, "epochs": 3, "min_steps": 0}) == (6, 3)
     assert plan_steps(64, {"batch_size": 32, "epochs": 3, "min_steps": 20}) == (20, 10)
@@ -48,6 +56,7 @@ def test_balanced_class_weights_and_min_steps():
 
 
 # --- the default recipe learns B on real-shaped data ---------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.minutes
@@ -59,9 +68,17 @@ def test_default_recipe_learns_B_on_long_multi_word_aspects_with_the_packaged_mi
     spec = get_trainer("tagger")
     out = tmp_path / "tagger"
     out.mkdir()
-    result = spec.train(TrainRequest(kind="tagger", rows_train=aspect_rows(200, seed=1), rows_dev=aspect_rows(80, seed=2),
-                                     base_model=None, seed=13, hyperparameters={"epochs": 3},
-                                     output_dir=out))
+    result = spec.train(
+        TrainRequest(
+            kind="tagger",
+            rows_train=aspect_rows(200, seed=1),
+            rows_dev=aspect_rows(80, seed=2),
+            base_model=None,
+            seed=13,
+            hyperparameters={"epochs": 3},
+            output_dir=out,
+        )
+    )
     dev = result.metrics
     assert dev["f1_B"] > 0.3, dev  # the old defaults: 0.00
     assert dev["f1_macro"] > dev["majority_f1_macro"] + 0.3, dev
@@ -74,6 +91,7 @@ def test_default_recipe_learns_B_on_long_multi_word_aspects_with_the_packaged_mi
 
 # --- test rows: evaluated, never selected on ------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_test_rows_give_test_metrics_and_never_change_the_selection(tmp_artifacts):
@@ -82,16 +100,34 @@ def test_test_rows_give_test_metrics_and_never_change_the_selection(tmp_artifact
 
     train, dev, test = aspect_rows(48, seed=1), aspect_rows(16, seed=2), aspect_rows(16, seed=3)
     plain = train_version("tagger", rows_train=train, rows_dev=dev, seed=5, hyperparameters=dict(TINY))
-    tagged = train_version("tagger", rows_train=train, rows_dev=dev + [dict(r, split="test") for r in test], seed=5,
-                           hyperparameters=dict(TINY))
+    tagged = train_version(
+        "tagger",
+        rows_train=train,
+        rows_dev=dev + [dict(r, split="test") for r in test],
+        seed=5,
+        hyperparameters=dict(TINY),
+    )
     assert plain.status == tagged.status == "ready", (plain.error, tagged.error)
     # the same dev figures and the same kept epoch with or without test rows: they are never a choice
     assert tagged.metrics["dev"] == plain.metrics["dev"]
     assert tagged.metrics["info"]["history"] == plain.metrics["info"]["history"]
     assert "test" not in plain.metrics
     test_metrics = tagged.metrics["test"]
-    for key in ("f1_macro", "f1_B", "f1_I", "f1_O", "precision_B", "recall_B", "span_f1", "span_precision",
-                "span_recall", "majority_f1_macro", "majority_f1_B", "majority_span_f1", "n"):
+    for key in (
+        "f1_macro",
+        "f1_B",
+        "f1_I",
+        "f1_O",
+        "precision_B",
+        "recall_B",
+        "span_f1",
+        "span_precision",
+        "span_recall",
+        "majority_f1_macro",
+        "majority_f1_B",
+        "majority_span_f1",
+        "n",
+    ):
         assert key in test_metrics, key
     assert test_metrics["n"] == 16
     # TrainerSpec.evaluate on the loaded version (what `models evaluate` calls) gives the same figures
@@ -101,8 +137,11 @@ def test_test_rows_give_test_metrics_and_never_change_the_selection(tmp_artifact
 
 
 def test_rows_from_file_keeps_test_rows_tagged_and_never_trains_on_them(tmp_path):
-    rows = ([dict(r, split="train") for r in aspect_rows(10, seed=1)] + [dict(r, split="val") for r in aspect_rows(
-        4, seed=2)] + [dict(r, split="test") for r in aspect_rows(3, seed=3)])
+    rows = (
+        [dict(r, split="train") for r in aspect_rows(10, seed=1)]
+        + [dict(r, split="val") for r in aspect_rows(4, seed=2)]
+        + [dict(r, split="test") for r in aspect_rows(3, seed=3)]
+    )
     data = tmp_path / "appf.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     train, dev = rows_from_file(data)
@@ -124,6 +163,7 @@ def test_rows_from_file_keeps_test_rows_tagged_and_never_trains_on_them(tmp_path
 
 
 # --- cross-topic -----------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.django_db
@@ -156,8 +196,17 @@ def test_cross_topic_needs_two_topics_and_a_known_setting(tmp_path):
     rows = aspect_rows(8, seed=1, topics=("cloning",))
     for hp, match in (({"eval": "cross-topic"}, "at least 2 topics"), ({"eval": "sideways"}, "eval must be one of")):
         with pytest.raises(TrainerError, match=match):
-            spec.train(TrainRequest(kind="tagger", rows_train=rows, rows_dev=rows[:2], base_model=None, seed=1,
-                                    hyperparameters=dict(TINY, **hp), output_dir=tmp_path))
+            spec.train(
+                TrainRequest(
+                    kind="tagger",
+                    rows_train=rows,
+                    rows_dev=rows[:2],
+                    base_model=None,
+                    seed=1,
+                    hyperparameters=dict(TINY, **hp),
+                    output_dir=tmp_path,
+                )
+            )
 
 
 def test_defaults_name_the_recipe():

@@ -1,4 +1,5 @@
 """Aspect tagger (Arg-CTRL §3.2, Table 3) and ArgSpan / ArgSpanScheme (ArgU §3.1.2, §3.2.1, Table 1)."""
+
 import json
 import random
 
@@ -7,12 +8,19 @@ import pytest
 from ml.trainers.argspan import scheme_metrics, span_f1
 from ml.trainers.tagger import bio_metrics
 
-TINY = {"from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
-        "lr": 3e-3, "head_lr": 3e-3, "batch_size": 16, "max_length": 48}
+TINY = {
+    "from_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "lr": 3e-3,
+    "head_lr": 3e-3,
+    "batch_size": 16,
+    "max_length": 48,
+}
 
 ASPECTS = ["costs", "safety", "radioactive waste", "jobs", "crime rates", "freedom", "health risks", "pollution"]
-FILLER = ("the a it is we they people should would many some this that policy country government law support "
-          "oppose really very").split()
+FILLER = (
+    "the a it is we they people should would many some this that policy country government law support "
+    "oppose really very"
+).split()
 
 
 def planted_tagger_rows(n, seed):
@@ -25,16 +33,33 @@ def planted_tagger_rows(n, seed):
         right = " ".join(rng.choice(FILLER) for _ in range(rng.randint(1, 6)))
         text = f"{left.capitalize()} because of {aspect} {right}."
         begin = text.index(" because of ") + len(" because of ")
-        rows.append({"sentence": text, "aspect_pos": [f"({begin},{len(aspect)})"], "aspect_pos_string": [aspect],
-                     "topic": "nuclear energy", "stance": "Argument_for", "hash": f"h{seed}-{len(rows)}"})
+        rows.append(
+            {
+                "sentence": text,
+                "aspect_pos": [f"({begin},{len(aspect)})"],
+                "aspect_pos_string": [aspect],
+                "topic": "nuclear energy",
+                "stance": "Argument_for",
+                "hash": f"h{seed}-{len(rows)}",
+            }
+        )
     return rows
 
 
-VARS = {1: "nuclear waste", 2: "energy costs", 3: "carbon emissions", 4: "reactor accidents", 5: "job creation",
-        6: "national security"}
+VARS = {
+    1: "nuclear waste",
+    2: "energy costs",
+    3: "carbon emissions",
+    4: "reactor accidents",
+    5: "job creation",
+    6: "national security",
+}
 OTHER_PHRASES = ["my neighbour", "the weather", "old movies"]
-SCHEME_MARKERS = {"From Consequence": "because it leads to", "Source Authority": "experts say that",
-                  "Rule or Principle": "it is a principle that"}
+SCHEME_MARKERS = {
+    "From Consequence": "because it leads to",
+    "Source Authority": "experts say that",
+    "Rule or Principle": "it is a principle that",
+}
 
 
 def planted_span_rows(n, seed):
@@ -53,12 +78,19 @@ def planted_span_rows(n, seed):
             var, phrase = None, rng.choice(OTHER_PHRASES)
         text = f"{left.capitalize()} {SCHEME_MARKERS[scheme]} {phrase} {rng.choice(FILLER)}."
         begin = text.index(phrase)
-        rows.append({"text": text, "variables": [{"id": k, "text": VARS[k]} for k in offered],
-                     "spans": [{"begin": begin, "end": begin + len(phrase), "variable": var}], "schemes": [scheme]})
+        rows.append(
+            {
+                "text": text,
+                "variables": [{"id": k, "text": VARS[k]} for k in offered],
+                "spans": [{"begin": begin, "end": begin + len(phrase), "variable": var}],
+                "schemes": [scheme],
+            }
+        )
     return rows
 
 
 # --- metrics, hand-computed ------------------------------------------------------------------------
+
 
 def test_bio_metrics_match_a_hand_computed_example():
     gold = [["B", "I", "O", "O"], ["O", "B", "O"]]
@@ -107,6 +139,7 @@ def test_scheme_metrics_hand_computed():
 
 # --- data files ------------------------------------------------------------------------------------
 
+
 def test_tagger_rows_from_appf_file_and_file_line_errors(tmp_path):
     from ml.errors import TrainerError
     from ml.registry import get_trainer
@@ -127,8 +160,12 @@ def test_argspan_rows_from_span_export_file(tmp_path):
     from ml.registry import get_trainer
 
     path = tmp_path / "spans.jsonl"
-    path.write_text("".join(json.dumps(dict(r, split="dev" if i % 4 == 0 else "train")) + "\n"
-                            for i, r in enumerate(planted_span_rows(20, 3))))
+    path.write_text(
+        "".join(
+            json.dumps(dict(r, split="dev" if i % 4 == 0 else "train")) + "\n"
+            for i, r in enumerate(planted_span_rows(20, 3))
+        )
+    )
     train, dev = get_trainer("argspan").rows_from_file(path)
     assert (len(train), len(dev)) == (15, 5)
     path.write_text(json.dumps({"text": "abc", "spans": [{"begin": 2, "end": 9}]}) + "\n")
@@ -138,14 +175,20 @@ def test_argspan_rows_from_span_export_file(tmp_path):
 
 # --- training: planted signals, through the registry -----------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_tagger_learns_planted_aspects_and_beats_majority(tmp_artifacts):
     from ml.registry import load_model
     from ml.versions import train_version
 
-    version = train_version("tagger", rows_train=planted_tagger_rows(160, 1), rows_dev=planted_tagger_rows(50, 2),
-                            seed=3, hyperparameters=dict(TINY, epochs=3))
+    version = train_version(
+        "tagger",
+        rows_train=planted_tagger_rows(160, 1),
+        rows_dev=planted_tagger_rows(50, 2),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=3),
+    )
     assert version.status == "ready", version.error
     dev = version.metrics["dev"]
     assert dev["f1_macro"] > dev["majority_f1_macro"] + 0.4
@@ -162,16 +205,23 @@ def test_argspan_learns_spans_and_grounding(tmp_artifacts):
     from ml.registry import load_model
     from ml.versions import train_version
 
-    version = train_version("argspan", rows_train=planted_span_rows(120, 1), rows_dev=planted_span_rows(50, 2),
-                            seed=3, hyperparameters=dict(TINY, epochs=3, proj_dim=32))
+    version = train_version(
+        "argspan",
+        rows_train=planted_span_rows(120, 1),
+        rows_dev=planted_span_rows(50, 2),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=3, proj_dim=32),
+    )
     assert version.status == "ready", version.error
     dev = version.metrics["dev"]
     assert dev["span_partial_f1"] > 0.8 and dev["majority_span_partial_f1"] == 0.0
     assert dev["span_full_f1"] > 0.7 and dev["span_overall_f1"] > dev["majority_span_overall_f1"]
     assert dev["label_accuracy"] > dev["majority_label_accuracy"] + 0.2
     model = load_model(version)
-    [pred] = model.predict(["People say that experts say that energy costs really."],
-                           [[{"id": 1, "text": "nuclear waste"}, {"id": 2, "text": "energy costs"}]])
+    [pred] = model.predict(
+        ["People say that experts say that energy costs really."],
+        [[{"id": 1, "text": "nuclear waste"}, {"id": 2, "text": "energy costs"}]],
+    )
     assert " ".join(s["text"] for s in pred["spans"]) == "energy costs"  # one span, or B B at worst
     assert {s["variable"] for s in pred["spans"]} == {2}
 
@@ -181,16 +231,22 @@ def test_argspan_learns_spans_and_grounding(tmp_artifacts):
 def test_argspanscheme_learns_schemes_and_spans(tmp_artifacts):
     from ml.versions import train_version
 
-    version = train_version("argspanscheme", rows_train=planted_span_rows(120, 1),
-                            rows_dev=planted_span_rows(50, 2), seed=3, hyperparameters=dict(TINY, epochs=3))
+    version = train_version(
+        "argspanscheme",
+        rows_train=planted_span_rows(120, 1),
+        rows_dev=planted_span_rows(50, 2),
+        seed=3,
+        hyperparameters=dict(TINY, epochs=3),
+    )
     assert version.status == "ready", version.error
     dev = version.metrics["dev"]
     assert dev["span_partial_f1"] > 0.8
     assert dev["scheme_f1_micro"] > dev["majority_scheme_f1_micro"] + 0.1
-    assert set(k for k in dev if k.startswith("scheme_f1_")) >= {"scheme_f1_From Consequence", "scheme_f1_micro"}
+    assert {k for k in dev if k.startswith("scheme_f1_")} >= {"scheme_f1_From Consequence", "scheme_f1_micro"}
 
 
 # --- a real span_grounding export as ArgSpan data ----------------------------------------------------
+
 
 def _exported_span_project(tmp_path, django_user_model, n=10):
     """A span_grounding project answered through the services, exported with ``manage.py spans export``."""
@@ -207,9 +263,17 @@ def _exported_span_project(tmp_path, django_user_model, n=10):
         fact = facts[i % 3]
         text = f"Experts say that {fact.text} matters in case {i} , not my neighbour {i} ."
         texts.append(text)
-        payloads.append({"argument_id": None, "text": text, "topic": TOPIC, "stance": "con",
-                         "tokens": token_offsets(text), "suggestions": [],
-                         "variables": [{"id": v.pk, "text": v.text} for v in facts]})
+        payloads.append(
+            {
+                "argument_id": None,
+                "text": text,
+                "topic": TOPIC,
+                "stance": "con",
+                "tokens": token_offsets(text),
+                "suggestions": [],
+                "variables": [{"id": v.pk, "text": v.text} for v in facts],
+            }
+        )
     services.add_items(project, payloads)
     services.build_hits(project)
     worker = services.worker_for_user(django_user_model.objects.create_user("annot", password="pw-123456789"))
@@ -241,8 +305,10 @@ def test_argspan_reads_a_real_span_grounding_export(tmp_path, django_user_model)
         parsed = parse_row(row)
         i = texts.index(row["text"])
         # two word spans: the fact (grounded to its variable's position) and "my neighbour i" (Others)
-        assert [" ".join(w[0] for w in parsed["words"][a:b]) for a, b in parsed["word_spans"]] == \
-            [facts[i % 3].text, f"my neighbour {i}"]
+        assert [" ".join(w[0] for w in parsed["words"][a:b]) for a, b in parsed["word_spans"]] == [
+            facts[i % 3].text,
+            f"my neighbour {i}",
+        ]
         assert parsed["targets"] == [ids.index(facts[i % 3].pk), len(parsed["variables"])]
     p_train, p_dev, n = get_trainer("argspan").rows_from_project(project)
     assert n == 10 and len(p_train) + len(p_dev) == 10
@@ -270,9 +336,24 @@ def test_train_argspan_cli_on_a_real_export(tmp_path, tmp_artifacts, django_user
 
     _, _, _, out = _exported_span_project(tmp_path, django_user_model)
     buf = StringIO()
-    call_command("train", "argspan", "--data", str(out), "--json", "--epochs", "1",
-                 "--hp", "from_config=" + json.dumps(TINY["from_config"]), "--hp", "batch_size=8",
-                 "--hp", "max_length=32", "--hp", "proj_dim=16", stdout=buf)
+    call_command(
+        "train",
+        "argspan",
+        "--data",
+        str(out),
+        "--json",
+        "--epochs",
+        "1",
+        "--hp",
+        "from_config=" + json.dumps(TINY["from_config"]),
+        "--hp",
+        "batch_size=8",
+        "--hp",
+        "max_length=32",
+        "--hp",
+        "proj_dim=16",
+        stdout=buf,
+    )
     outcome = json.loads(buf.getvalue())  # JSON only on stdout
     version = ModelVersion.objects.get(pk=outcome["version"])
     assert outcome["status"] == version.status == "ready", version.error
@@ -282,17 +363,27 @@ def test_train_argspan_cli_on_a_real_export(tmp_path, tmp_artifacts, django_user
 
 # --- seed optimisation (AugSBERT §3.1) for the tagger and ArgSpan (the runs: tests/ml/test_training.py) -----
 
+
 @pytest.mark.slow
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", ["tagger", "argspan"])
 def test_tagger_and_argspan_accept_seeds(kind, tmp_artifacts):
     from ml.versions import train_version
 
-    rows = (planted_tagger_rows(24, 1), planted_tagger_rows(8, 2)) if kind == "tagger" else \
-        (planted_span_rows(24, 1), planted_span_rows(8, 2))
-    version = train_version(kind, rows_train=rows[0], rows_dev=rows[1], seed=3,
-                            hyperparameters=dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7], proj_dim=16)
-                            if kind == "argspan" else dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7]))
+    rows = (
+        (planted_tagger_rows(24, 1), planted_tagger_rows(8, 2))
+        if kind == "tagger"
+        else (planted_span_rows(24, 1), planted_span_rows(8, 2))
+    )
+    version = train_version(
+        kind,
+        rows_train=rows[0],
+        rows_dev=rows[1],
+        seed=3,
+        hyperparameters=dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7], proj_dim=16)
+        if kind == "argspan"
+        else dict(TINY, epochs=1, batch_size=4, seeds=[5, 6, 7]),
+    )
     assert version.status == "ready", version.error
     info = version.metrics["info"]
     probes = {int(k): v for k, v in info["seed_probes"].items()}

@@ -1,6 +1,7 @@
 """CPU threads of a training run (``train --threads N``, ``$ARGORA_TORCH_THREADS``, one by default on CPU), plain
 progress lines when stderr is not a terminal, and killed runs marked ``interrupted`` at once (SIGTERM / Ctrl-C in
 the run's own process) or by the next ``train`` / ``models list`` / ``/ml/models/`` (a run killed outright)."""
+
 from __future__ import annotations
 
 import json
@@ -55,12 +56,13 @@ def run(*args):
 
 # --- threads ---------------------------------------------------------------------------------------
 
+
 def test_thread_count_default_env_and_option(monkeypatch):
     monkeypatch.delenv(training.ENV_THREADS, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert training.thread_count() == 1                       # CPU: one per worker process
+    assert training.thread_count() == 1  # CPU: one per worker process
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert training.thread_count() is None                    # CUDA: torch's own choice
+    assert training.thread_count() is None  # CUDA: torch's own choice
     monkeypatch.setenv(training.ENV_THREADS, "3")
     assert training.thread_count() == 3 and training.thread_count(2) == 2
     monkeypatch.setenv(training.ENV_THREADS, "auto")
@@ -91,14 +93,17 @@ def test_train_threads_option(fake_kind, torch_threads, tmp_path, monkeypatch):
     monkeypatch.delenv(training.ENV_THREADS, raising=False)
     out = json.loads(run("train", "fake", "--data", str(data_file(tmp_path)), "--threads", "2", "--json"))
     assert out["metrics"]["info"]["torch_threads"] == 2 and torch.get_num_threads() == 2
-    for args, message in ((("--threads", "0"), "--threads: must be >= 1"),
-                          (("--threads", "2", "--queue"), "--threads: sets this process's threads")):
+    for args, message in (
+        (("--threads", "0"), "--threads: must be >= 1"),
+        (("--threads", "2", "--queue"), "--threads: sets this process's threads"),
+    ):
         with pytest.raises(CommandError) as err:
             run("train", "fake", "--data", str(data_file(tmp_path)), *args)
         assert err.value.returncode == 2 and message in str(err.value)
 
 
 # --- progress lines --------------------------------------------------------------------------------
+
 
 class Clock:
     def __init__(self):
@@ -116,10 +121,12 @@ def test_line_progress_writes_a_line_every_interval_and_a_last_one():
         lines(step, 100, f"epoch 1/1 loss {1 / step:.4f}")
     lines.close()
     text = out.getvalue().splitlines()
-    assert text == ["[0:00:30] train tagger: 30/100 (30%) epoch 1/1 loss 0.0333",
-                    "[0:01:00] train tagger: 60/100 (60%) epoch 1/1 loss 0.0167",
-                    "[0:01:30] train tagger: 90/100 (90%) epoch 1/1 loss 0.0111",
-                    "[0:01:40] train tagger: 100/100 (100%) epoch 1/1 loss 0.0100"]
+    assert text == [
+        "[0:00:30] train tagger: 30/100 (30%) epoch 1/1 loss 0.0333",
+        "[0:01:00] train tagger: 60/100 (60%) epoch 1/1 loss 0.0167",
+        "[0:01:30] train tagger: 90/100 (90%) epoch 1/1 loss 0.0111",
+        "[0:01:40] train tagger: 100/100 (100%) epoch 1/1 loss 0.0100",
+    ]
     quiet, out = LineProgress("import", StringIO(), every=30, clock=Clock()), None
     quiet(5, 10, "rows")
     quiet.close()
@@ -145,6 +152,7 @@ def test_train_prints_progress_lines_to_a_log(fake_kind, tmp_path, monkeypatch, 
 
 # --- interrupted runs ------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_a_stale_training_version_is_swept_to_interrupted_by_list_and_page(fake_kind, client, staff_user):
     dead = ModelVersion.objects.create(kind="fake", status="training", heartbeat_at=timezone.now() - timedelta(hours=1))
@@ -153,10 +161,15 @@ def test_a_stale_training_version_is_swept_to_interrupted_by_list_and_page(fake_
     assert (first["id"], first["status"]) == (dead.pk, "interrupted") and second["status"] == "training"
     dead.refresh_from_db()
     assert dead.status == "failed" and dead.error.startswith("interrupted: no sign of life")
-    other = ModelVersion.objects.create(kind="fake", status="training", heartbeat_at=timezone.now() - timedelta(hours=1))
+    other = ModelVersion.objects.create(
+        kind="fake", status="training", heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
     client.force_login(staff_user)
     page = client.get("/ml/models/").content.decode()
-    assert page.count('<span class="status-interrupted"') == 2 and ModelVersion.objects.get(pk=alive.pk).status == "training"
+    assert (
+        page.count('<span class="status-interrupted"') == 2
+        and ModelVersion.objects.get(pk=alive.pk).status == "training"
+    )
     assert ModelVersion.objects.get(pk=other.pk).status == "failed"
 
 
@@ -174,7 +187,9 @@ def test_ctrl_c_marks_the_version_interrupted_at_once(tmp_artifacts, tmp_path):
         registry.unregister_trainer("stopped")
     assert stop.value.code == 130
     v = ModelVersion.objects.get()
-    assert v.status == "failed" and v.error.startswith("interrupted: stopped by SIGINT") and v.task_id.startswith("cli-")
+    assert (
+        v.status == "failed" and v.error.startswith("interrupted: stopped by SIGINT") and v.task_id.startswith("cli-")
+    )
     assert versions.status_of(v) == "interrupted" and not v.artifact_path
     assert list((tmp_artifacts / "models").glob(".tmp-*")) == []
 
@@ -185,12 +200,19 @@ def test_sigterm_marks_the_version_interrupted_at_once(tmp_path, settings):
 
     artifacts, gate, pid_file = tmp_path / "artifacts", tmp_path / "gate", tmp_path / "pid"
     artifacts.mkdir()
-    script = ("import os, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'argora.settings'); django.setup(); "
-              "import tests.ml.worker_fake; from django.core.management import call_command; "
-              f"call_command('train', 'fake_worker', '--data', {str(data_file(tmp_path))!r}, "
-              f"'--hp', 'block_until={gate}', '--hp', 'pid_file={pid_file}')")
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=subprocess_env(ARGORA_ARTIFACT_ROOT=str(artifacts)))
+    script = (
+        "import os, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'argora.settings'); django.setup(); "
+        "import tests.ml.worker_fake; from django.core.management import call_command; "
+        f"call_command('train', 'fake_worker', '--data', {str(data_file(tmp_path))!r}, "
+        f"'--hp', 'block_until={gate}', '--hp', 'pid_file={pid_file}')"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=subprocess_env(ARGORA_ARTIFACT_ROOT=str(artifacts)),
+    )
     try:
         deadline = time.monotonic() + 90
         while not pid_file.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 """manage.py train / manage.py models, the default data readers, and the staff page of metrics over versions."""
+
 from __future__ import annotations
 
 import json
@@ -62,7 +63,7 @@ def test_train_from_a_folder_with_train_and_dev(kinds, tmp_path):
     folder.mkdir()
     write_appf(folder / "train.jsonl", SENTENCES[:7])
     write_appf(folder / "dev.jsonl", SENTENCES[7:])
-    train, dev = loop.rows_from_file("ranker", folder)
+    _train, dev = loop.rows_from_file("ranker", folder)
     assert {r["sentence"] for r in dev} == {s for _, s, _ in SENTENCES[7:]}
     out = json.loads(run("train", "ranker", "--data", str(folder), "--json"))
     assert out["status"] == "ready"
@@ -96,7 +97,7 @@ def test_bad_data_exits_2_with_file_and_line(kinds, tmp_path):
 
 def test_models_list_activate_rollback(kinds, tmp_path):
     data = write_appf(tmp_path / "appf.jsonl", SENTENCES)
-    first = json.loads(run("train", "ranker", "--data", str(data), "--json"))["version"]   # 0.4, activated
+    first = json.loads(run("train", "ranker", "--data", str(data), "--json"))["version"]  # 0.4, activated
     second = json.loads(run("train", "ranker", "--data", str(data), "--json"))["version"]  # 0.6, better
     listing = json.loads(run("models", "list", "--json"))
     assert [(r["id"], r["active"]) for r in listing] == [(first, False), (second, True)]

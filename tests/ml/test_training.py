@@ -1,5 +1,6 @@
 """The ML training toolkit (:mod:`ml.training`): seeds, devices, hyperparameters, steps, optimiser and schedule, the
 step loop with dev evaluation / best weights / early stopping, continuable runs and seed optimisation."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,8 @@ import torch
 from ml import training
 from ml.errors import TrainerError
 
-
 # --- seeds, devices, hyperparameters ---------------------------------------------------------------
+
 
 def test_set_seed_seeds_random_numpy_and_torch():
     def draw():
@@ -25,7 +26,7 @@ def test_set_seed_seeds_random_numpy_and_torch():
     assert draw() == first
     training.set_seed(6)
     assert draw() != first
-    training.set_seed(2 ** 32 + 5)  # numpy takes the seed modulo 2**32
+    training.set_seed(2**32 + 5)  # numpy takes the seed modulo 2**32
     assert float(np.random.rand()) == first[1]
 
 
@@ -50,17 +51,18 @@ def test_resolve_hyperparameters_layers_refuses_unknown_names_and_checks_choices
 
 
 def test_plan_steps_replaces_or_caps_the_total_with_max_steps():
-    assert training.plan_steps(10, 4, 3) == (9, 3)                 # 3 steps an epoch
-    assert training.plan_steps(10, 4, 3, 20) == (20, 7)            # max_steps replaces the total
-    assert training.plan_steps(10, 4, 3, 5, cap=True) == (5, 2)    # ... or caps it
+    assert training.plan_steps(10, 4, 3) == (9, 3)  # 3 steps an epoch
+    assert training.plan_steps(10, 4, 3, 20) == (20, 7)  # max_steps replaces the total
+    assert training.plan_steps(10, 4, 3, 5, cap=True) == (5, 2)  # ... or caps it
     assert training.plan_steps(10, 4, 3, 20, cap=True) == (9, 3)
-    assert training.plan_steps(10, 4, 0, 5, cap=True) == (5, 2)    # no epochs: max_steps it is
-    assert training.plan_steps(0, 4, 2) == (2, 2)                  # at least one step an epoch
+    assert training.plan_steps(10, 4, 0, 5, cap=True) == (5, 2)  # no epochs: max_steps it is
+    assert training.plan_steps(0, 4, 2) == (2, 2)  # at least one step an epoch
     assert training.total_steps({"batch_size": 4, "epochs": 0, "max_steps": 0}, 10) == 1
     assert training.total_steps({"batch_size": 4, "epochs": 2, "max_steps": 3}, 10) == 3
 
 
 # --- optimiser and schedule ------------------------------------------------------------------------
+
 
 def _rates(scheduler, optimizer, steps):
     out = []
@@ -84,23 +86,28 @@ def test_linear_warmup_decay_matches_transformers_and_the_ramp_style():
         assert _rates(ours, a, total) == _rates(theirs, b, total)
     a = opt()  # ramp: round(10 * .25) = 2 warm-up steps, the first already at 1/2
     assert _rates(training.linear_warmup_decay(a, 10, 0.25, ramp=True), a, 10) == pytest.approx(
-        [0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8])
+        [0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8]
+    )
 
 
 def test_decay_groups_spare_biases_and_norms_and_put_heads_at_their_rate():
-    model = torch.nn.ModuleDict({"body": torch.nn.Linear(3, 3), "LayerNorm": torch.nn.LayerNorm(3),
-                                 "head": torch.nn.Linear(3, 1)})
+    model = torch.nn.ModuleDict(
+        {"body": torch.nn.Linear(3, 3), "LayerNorm": torch.nn.LayerNorm(3), "head": torch.nn.Linear(3, 1)}
+    )
     model["body"].bias.requires_grad_(False)
     groups = training.decay_groups(model, lr=0.1, weight_decay=0.01, head_lr=1.0, head_names=("head",))
     named = {id(p): n for n, p in model.named_parameters()}
     assert [([named[id(p)] for p in g["params"]], g["lr"], g["weight_decay"]) for g in groups] == [
-        (["body.weight"], 0.1, 0.01), (["LayerNorm.weight", "LayerNorm.bias"], 0.1, 0.0),
-        (["head.weight", "head.bias"], 1.0, 0.0)]
+        (["body.weight"], 0.1, 0.01),
+        (["LayerNorm.weight", "LayerNorm.bias"], 0.1, 0.0),
+        (["head.weight", "head.bias"], 1.0, 0.0),
+    ]
     optimizer, _ = training.adamw(groups, total_steps=4, warmup_ratio=0.0)
     assert isinstance(optimizer, torch.optim.AdamW) and len(optimizer.param_groups) == 3
 
 
 # --- the step loop ---------------------------------------------------------------------------------
+
 
 class Scripted:
     """A one-weight model, trained by the loop; ``evaluate`` returns the next scripted dev loss and remembers the
@@ -121,12 +128,23 @@ class Scripted:
         return {"loss": loss}
 
     def loop(self, *, total=8, epochs=4, batches_per_epoch=2, **kw):
-        opt, sched = training.adamw([{"params": list(self.model.parameters()), "lr": 0.1}], total_steps=total,
-                                    warmup_ratio=0.0)
+        opt, sched = training.adamw(
+            [{"params": list(self.model.parameters()), "lr": 0.1}], total_steps=total, warmup_ratio=0.0
+        )
         x = torch.ones(1, 1)
-        return training.TrainLoop(self.model, opt, sched, lambda b: ((self.model(x) - 5.0) ** 2).mean(),
-                                  lambda epoch: iter(range(batches_per_epoch)), device="cpu", total=total,
-                                  epochs=epochs, evaluate=self.evaluate, better=training.lower("loss"), **kw)
+        return training.TrainLoop(
+            self.model,
+            opt,
+            sched,
+            lambda b: ((self.model(x) - 5.0) ** 2).mean(),
+            lambda epoch: iter(range(batches_per_epoch)),
+            device="cpu",
+            total=total,
+            epochs=epochs,
+            evaluate=self.evaluate,
+            better=training.lower("loss"),
+            **kw,
+        )
 
 
 def test_loop_keeps_the_best_epoch_and_stops_early():
@@ -210,8 +228,8 @@ def test_denormal_guard_runs_on_one_thread_and_restores_the_thread_count(monkeyp
     tiny = torch.tensor([1e-39], dtype=torch.float32)  # a denormal float32
     with training.without_denormals("cpu"):
         assert torch.get_num_threads() == 1
-        with training.without_denormals("cpu"):                 # nested: still guarded
-            assert float(tiny * 1.0) == 0.0            # flushed to zero
+        with training.without_denormals("cpu"):  # nested: still guarded
+            assert float(tiny * 1.0) == 0.0  # flushed to zero
         assert float(tiny * 1.0) == 0.0
     assert torch.get_num_threads() == before and float(tiny * 1.0) != 0.0
     monkeypatch.setenv("ARGORA_FLUSH_DENORMALS", "0")

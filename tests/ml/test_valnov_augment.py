@@ -1,5 +1,6 @@
 """clone&mutate (ValNov paper §3.2, Table 1): worked examples of the mutations, the Table 1 operation choice, class
 balancing, the WordNet source, and ``manage.py augment valnov --json``."""
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,10 @@ from ml.valnov import augment as A
 from ml.valnov.score import CLASSES, NOT_VALID_NOT_NOVEL, NOT_VALID_NOVEL, VALID_NOT_NOVEL, VALID_NOVEL
 from ml.valnov.wordnet import FALLBACK, WordNet, load_wordnet
 
-PREMISE = ("Twin Towers reconstruction: Pentagon, hardly a symbol of peace, has been rebuilt. Twin towers weren't. "
-           "The message that this sends to the public is hardly positive.")
+PREMISE = (
+    "Twin Towers reconstruction: Pentagon, hardly a symbol of peace, has been rebuilt. Twin towers weren't. "
+    "The message that this sends to the public is hardly positive."
+)
 CONCLUSION = "Pentagon rebuild sends wrong message of peace"
 HEADER = "topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence\n"
 
@@ -33,16 +36,19 @@ def mutator(wordnet):
 
 
 # --- negation ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("Year-round schools are cost-effective.", "Year-round schools are not cost-effective."),
-    ("Year-round schools are not cost-effective.", "Year-round schools are cost-effective."),
-    ("Twin towers weren't rebuilt.", "Twin towers were rebuilt."),
-    ("We should ban telemarketing", "We should not ban telemarketing"),
-    ("We can't afford it.", "We can afford it."),
-    ("Pentagon has been rebuilt", "Pentagon has not been rebuilt"),
-    ("Pentagon has a budget", "Pentagon does not have a budget"),
-    ("It is not the case that offshore drilling is valuable.", "Offshore drilling is valuable."),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Year-round schools are cost-effective.", "Year-round schools are not cost-effective."),
+        ("Year-round schools are not cost-effective.", "Year-round schools are cost-effective."),
+        ("Twin towers weren't rebuilt.", "Twin towers were rebuilt."),
+        ("We should ban telemarketing", "We should not ban telemarketing"),
+        ("We can't afford it.", "We can afford it."),
+        ("Pentagon has been rebuilt", "Pentagon has not been rebuilt"),
+        ("Pentagon has a budget", "Pentagon does not have a budget"),
+        ("It is not the case that offshore drilling is valuable.", "Offshore drilling is valuable."),
+    ],
+)
 def test_negation_worked_examples(text, expected, mutator):
     assert mutator.negate(text) == expected
 
@@ -68,10 +74,12 @@ def test_negation_twice_gives_the_text_back(mutator):
 # --- move-premise / copy-conclusion ------------------------------------------------------------------
 def test_move_premise_worked_example():
     m = A.move_premise(PREMISE, CONCLUSION)
-    assert m.premise == ("Twin Towers reconstruction: Pentagon, hardly a symbol of peace, has been rebuilt. "
-                         "Twin towers weren't.")
-    assert m.conclusion == ("The message that this sends to the public is hardly positive. "
-                            "Pentagon rebuild sends wrong message of peace")
+    assert m.premise == (
+        "Twin Towers reconstruction: Pentagon, hardly a symbol of peace, has been rebuilt. Twin towers weren't."
+    )
+    assert m.conclusion == (
+        "The message that this sends to the public is hardly positive. Pentagon rebuild sends wrong message of peace"
+    )
     assert m.operation == A.MOVE_PREMISE
 
 
@@ -119,8 +127,9 @@ def test_substitution_uses_synonyms_or_hypernyms_and_always_changes_the_text(wor
 
 def test_substitution_with_a_small_table():
     table = WordNet(source="fallback-table")
-    out, details = A.substitute("The government should ban cars!", random.Random(1), table, phrase_probability=1,
-                                cue_probability=1)
+    out, details = A.substitute(
+        "The government should ban cars!", random.Random(1), table, phrase_probability=1, cue_probability=1
+    )
     assert details["phrase"] in [p.strip(" ,") for p in A.NON_CONTENT_PHRASES]
     assert "!" not in out and out.endswith(".")
     assert details["replaced"]
@@ -146,8 +155,10 @@ def test_table1_operation_choice():
     rng = random.Random(0)
     drawn = Counter(A.choose_operation(NOT_VALID_NOVEL, VALID_NOT_NOVEL, rng) for _ in range(200))
     assert set(drawn) == {A.CONCLUSION_FROM_PREMISE, A.COPY_CONCLUSION}  # a random one of the cell
-    assert A.choose_operation(NOT_VALID_NOVEL, VALID_NOT_NOVEL, rng,
-                              available=lambda op: op != A.COPY_CONCLUSION) == A.CONCLUSION_FROM_PREMISE
+    assert (
+        A.choose_operation(NOT_VALID_NOVEL, VALID_NOT_NOVEL, rng, available=lambda op: op != A.COPY_CONCLUSION)
+        == A.CONCLUSION_FROM_PREMISE
+    )
 
 
 def test_paraphrase_and_summary_are_skipped_and_reported_without_a_model(mutator):
@@ -181,14 +192,41 @@ def _write(path, rows):
 def _imbalanced_rows():
     rows = []
     for i in range(12):  # valid & not novel (the majority class)
-        rows.append([f"topic {i % 3}", f"Cities grow fast in region {i}. Housing gets expensive there.",
-                     f"Housing in region {i} gets expensive", 1, "very confident", -1, "very confident"])
+        rows.append(
+            [
+                f"topic {i % 3}",
+                f"Cities grow fast in region {i}. Housing gets expensive there.",
+                f"Housing in region {i} gets expensive",
+                1,
+                "very confident",
+                -1,
+                "very confident",
+            ]
+        )
     for i in range(4):  # not valid & not novel
-        rows.append([f"topic {i % 3}", f"Parks are green in town {i}. Children play outside.",
-                     f"Parks are grey in town {i}", -1, "majority", -1, "confident"])
+        rows.append(
+            [
+                f"topic {i % 3}",
+                f"Parks are green in town {i}. Children play outside.",
+                f"Parks are grey in town {i}",
+                -1,
+                "majority",
+                -1,
+                "confident",
+            ]
+        )
     for i in range(2):  # valid & novel
-        rows.append([f"topic {i}", f"Buses are cheap in city {i}. Many people ride buses.",
-                     f"City {i} should expand its bus lines", 1, "confident", 1, "majority"])
+        rows.append(
+            [
+                f"topic {i}",
+                f"Buses are cheap in city {i}. Many people ride buses.",
+                f"City {i} should expand its bus lines",
+                1,
+                "confident",
+                1,
+                "majority",
+            ]
+        )
     rows.append(["topic 9", "A tie premise. Nobody knows.", "Unclear conclusion", 0, "defeasible", 1, "majority"])
     return rows
 
@@ -199,10 +237,20 @@ def test_balance_to_target_size(tmp_path):
     summary = A.augment_file(src, 40, out=tmp_path / "out.csv", seed=5)
     assert summary["output_rows"] == 40
     # 1 unknown row kept (<= 20 % of 40), the other 39 shared 10/10/10/9 in the order of CLASSES
-    assert summary["per_class_after"] == {VALID_NOVEL: 10, VALID_NOT_NOVEL: 10, NOT_VALID_NOVEL: 10,
-                                          NOT_VALID_NOT_NOVEL: 9, "unknown": 1}
-    assert summary["per_class_before"] == {VALID_NOVEL: 2, VALID_NOT_NOVEL: 12, NOT_VALID_NOVEL: 0,
-                                           NOT_VALID_NOT_NOVEL: 4, "unknown": 1}
+    assert summary["per_class_after"] == {
+        VALID_NOVEL: 10,
+        VALID_NOT_NOVEL: 10,
+        NOT_VALID_NOVEL: 10,
+        NOT_VALID_NOT_NOVEL: 9,
+        "unknown": 1,
+    }
+    assert summary["per_class_before"] == {
+        VALID_NOVEL: 2,
+        VALID_NOT_NOVEL: 12,
+        NOT_VALID_NOVEL: 0,
+        NOT_VALID_NOT_NOVEL: 4,
+        "unknown": 1,
+    }
     assert summary["unknown_kept"] == 1 and summary["shortfall"] == {}
     assert summary["undersampled"] == {VALID_NOT_NOVEL: 2}
     assert summary["synthetic"] == 8 + 10 + 5 and summary["originals_kept"] == 2 + 10 + 4 + 1
@@ -214,8 +262,12 @@ def test_balance_to_target_size(tmp_path):
     for r in synthetic:
         op = r["Mutation"].split(" ")[0]
         src_class = r["Mutation"].rsplit(" from ", 1)[1]
-        target = {(1, 1): VALID_NOVEL, (1, -1): VALID_NOT_NOVEL, (-1, 1): NOT_VALID_NOVEL,
-                  (-1, -1): NOT_VALID_NOT_NOVEL}[(int(r["Validity"]), int(r["Novelty"]))]
+        target = {
+            (1, 1): VALID_NOVEL,
+            (1, -1): VALID_NOT_NOVEL,
+            (-1, 1): NOT_VALID_NOVEL,
+            (-1, -1): NOT_VALID_NOT_NOVEL,
+        }[(int(r["Validity"]), int(r["Novelty"]))]
         assert op in A.operations_for(src_class, target)
         source_row = _imbalanced_rows()[int(r["Source-Line"]) - 2]
         from annotation.task_types.validity_novelty.weights import instance_weight
@@ -223,7 +275,9 @@ def test_balance_to_target_size(tmp_path):
         assert float(r["Instance-Weight"]) == pytest.approx(0.5 * instance_weight(source_row[4], source_row[6]))
     # not-valid & novel can only come from negating a v/n conclusion or moving a ¬v/¬n premise sentence
     assert {r["Mutation"].split(" ")[0] for r in synthetic if (r["Validity"], r["Novelty"]) == ("-1", "1")} <= {
-        A.NEGATE_CONCLUSION, A.MOVE_PREMISE}
+        A.NEGATE_CONCLUSION,
+        A.MOVE_PREMISE,
+    }
     assert sum(summary["operations"].values()) == summary["synthetic"]
     # the result reads back as training rows, synthetic rows marked
     from ml.valnov.data import read_rows

@@ -1,5 +1,6 @@
 """The ExternalQuestion page with Django's test client: preview, accept (binding), submit, hand-off to MTurk,
 framing headers, CSRF-free cross-site POST, and refusals of forged ids (403, nothing written)."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,14 @@ TURK = "https://workersandbox.mturk.com"
 @pytest.fixture
 def project():
     project = make_project(hits=1, r=2)
-    MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, reward_cents=26,
-                            max_assignments=2, created_at=timezone.now())
+    MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id=HIT_ID,
+        reward_cents=26,
+        max_assignments=2,
+        created_at=timezone.now(),
+    )
     return project
 
 
@@ -41,14 +48,14 @@ def accept(c, project, aid="3ASSIGNAXXXXXXXXXXXXXXXXXXXXXX", wid="AWORKERA"):
 def submit_url(response) -> str:
     html = response.content.decode()
     start = html.index('data-submit-url="') + len('data-submit-url="')
-    return html[start:html.index('"', start)].replace("&amp;", "&")
+    return html[start : html.index('"', start)].replace("&amp;", "&")
 
 
 def test_preview_shows_the_items_read_only_and_reserves_nothing(project):
     r = Client().get(url(project, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", hitId=HIT_ID))
     assert r.status_code == 200
     html = r.content.decode()
-    assert 'id="mturk-preview"' in html and html.count('data-item-id=') == 4
+    assert 'id="mturk-preview"' in html and html.count("data-item-id=") == 4
     assert "X-Frame-Options" not in r.headers  # MTurk frames this page
     assert Assignment.objects.count() == 0 and Worker.objects.count() == 0
 
@@ -115,8 +122,10 @@ def test_forged_worker_on_someone_elses_assignment_is_refused(project):
     assert accept(c, project).status_code == 200
     r = accept(c, project, wid="AFORGER")  # same assignmentId, another workerId
     assert r.status_code == 403
-    assert Assignment.objects.count() == 1 and not Worker.objects.filter(external_id="AFORGER",
-                                                                         assignments__isnull=False).exists()
+    assert (
+        Assignment.objects.count() == 1
+        and not Worker.objects.filter(external_id="AFORGER", assignments__isnull=False).exists()
+    )
 
 
 def test_unknown_hit_bad_submit_to_and_blocked_worker(project):
@@ -152,7 +161,7 @@ def test_panel_for_staff(project, staff_user, stub):
 def data_url(response, name: str) -> str:
     html = response.content.decode()
     start = html.index(f'data-{name}="') + len(f'data-{name}="')
-    return html[start:html.index('"', start)].replace("&amp;", "&")
+    return html[start : html.index('"', start)].replace("&amp;", "&")
 
 
 def test_answers_are_saved_as_a_draft_and_back_after_mturk_reloads_the_frame(project):
@@ -167,8 +176,11 @@ def test_answers_are_saved_as_a_draft_and_back_after_mturk_reloads_the_frame(pro
     html = accept(c, project).content.decode()
     assert f'name="item-{first.pk}-label" value="none" checked' in html and "half done</textarea>" in html
     # the binding is the key: without it, or for another HIT's item, nothing is saved
-    bare = draft.split("?")[0] + "?" + "&".join(p for p in urlsplit(draft).query.split("&")
-                                                if not p.startswith("binding="))
+    bare = (
+        draft.split("?")[0]
+        + "?"
+        + "&".join(p for p in urlsplit(draft).query.split("&") if not p.startswith("binding="))
+    )
     assert c.put(bare, json.dumps(body), content_type="application/json").status_code == 403
     other = {"fields": {"99999": {"label": "pro"}}}
     r = c.put(draft, json.dumps(other), content_type="application/json")

@@ -7,6 +7,7 @@ lists the assignment, so:
 2. made-up accepts cannot take every slot of a study: open unconfirmed reservations are capped per claimed workerId
    and per client address.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -29,24 +30,38 @@ TURK = "https://workersandbox.mturk.com"
 def gold_project():
     """One HIT of 4 items with 2 gold items per assignment; 2 gold answers below 50 % block a worker."""
     project = make_project(hits=1, r=3)
-    services.add_items(project, [], gold=[{"payload": {"text": f"Gold sentence {i}.", "topic": "nuclear energy"},
-                                           "expected": {"label": "pro"}} for i in range(2)])
+    services.add_items(
+        project,
+        [],
+        gold=[
+            {"payload": {"text": f"Gold sentence {i}.", "topic": "nuclear energy"}, "expected": {"label": "pro"}}
+            for i in range(2)
+        ],
+    )
     project.gold_rate, project.gold_min_items, project.gold_min_accuracy = 0.5, 2, 0.5
     project.save(update_fields=["gold_rate", "gold_min_items", "gold_min_accuracy"])
-    MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, reward_cents=26,
-                            max_assignments=3, created_at=timezone.now())
+    MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id=HIT_ID,
+        reward_cents=26,
+        max_assignments=3,
+        created_at=timezone.now(),
+    )
     return project
 
 
 def answer(project, assignment_id, worker_id, *, gold_label, client="10.0.0.1"):
     mhit = MTurkHIT.objects.get(mturk_hit_id=HIT_ID)
-    b = binding.bind(project, mhit, assignment_id=assignment_id, worker_id=worker_id, turk_submit_to=TURK,
-                     client=client)
+    b = binding.bind(
+        project, mhit, assignment_id=assignment_id, worker_id=worker_id, turk_submit_to=TURK, client=client
+    )
     assignment, worker = binding.assignment_for(b, project)
     items = services.assignment_items(assignment)
     assert sum(i.is_gold for i in items) == 2
-    return services.submit_assignment(assignment, worker, {
-        i.pk: {"label": gold_label if i.is_gold else "con"} for i in items})
+    return services.submit_assignment(
+        assignment, worker, {i.pk: {"label": gold_label if i.is_gold else "con"} for i in items}
+    )
 
 
 def test_a_forged_accept_never_touches_the_real_worker(gold_project, stub):
@@ -59,10 +74,21 @@ def test_a_forged_accept_never_touches_the_real_worker(gold_project, stub):
     assert real.status == "submitted" and real.pk != forged.pk
     # MTurk lists the real assignment only: it is confirmed for AREALWORKER and its gold scored; the forged stays out
     stub.add_response("get_hit", hit_response(HIT_ID), {"HITId": HIT_ID})
-    stub.add_response("list_assignments_for_hit", {"NumResults": 1, "Assignments": [{
-        "AssignmentId": "3REALASSIGNMENTXXXXXXXXXXXXXXX", "WorkerId": "AREALWORKER", "HITId": HIT_ID,
-        "AssignmentStatus": "Approved"}]},
-        {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    stub.add_response(
+        "list_assignments_for_hit",
+        {
+            "NumResults": 1,
+            "Assignments": [
+                {
+                    "AssignmentId": "3REALASSIGNMENTXXXXXXXXXXXXXXX",
+                    "WorkerId": "AREALWORKER",
+                    "HITId": HIT_ID,
+                    "AssignmentStatus": "Approved",
+                }
+            ],
+        },
+        {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
     sync.sync_project(gold_project, blocks=False)
     worker = Worker.objects.get(source="mturk", external_id="AREALWORKER")
     assert not worker.blocked
@@ -91,21 +117,33 @@ def test_forged_accepts_cannot_take_every_slot(settings):
     settings.ARGORA_UNCONFIRMED_PER_ADDRESS = 4
     project = make_project(hits=5, r=3)
     for n, hit in enumerate(project.hits.order_by("position")):
-        MTurkHIT.objects.create(project=project, hit=hit, mturk_hit_id=f"3HIT{n}", reward_cents=26, max_assignments=3,
-                                created_at=timezone.now())
+        MTurkHIT.objects.create(
+            project=project,
+            hit=hit,
+            mturk_hit_id=f"3HIT{n}",
+            reward_cents=26,
+            max_assignments=3,
+            created_at=timezone.now(),
+        )
     c = Client(REMOTE_ADDR="203.0.113.7")
     codes = []
     for n in range(15):
-        r = c.get(f"/mturk/external/{project.slug}/", {"assignmentId": f"MADEUP{n}", "hitId": f"3HIT{n % 5}",
-                                                        "workerId": f"AFAKE{n}", "turkSubmitTo": TURK})
+        r = c.get(
+            f"/mturk/external/{project.slug}/",
+            {"assignmentId": f"MADEUP{n}", "hitId": f"3HIT{n % 5}", "workerId": f"AFAKE{n}", "turkSubmitTo": TURK},
+        )
         codes.append(r.status_code)
     assert codes.count(200) == 4 and set(codes[4:]) == {429}
     assert sum(HIT.objects.filter(project=project).values_list("taken", flat=True)) == 4
     # another address still gets in; one claimed workerId holds at most 2 open HITs
     other = Client(REMOTE_ADDR="198.51.100.9")
-    got = [other.get(f"/mturk/external/{project.slug}/", {"assignmentId": f"SAME{n}", "hitId": f"3HIT{n}",
-                                                          "workerId": "ASAMEWORKER", "turkSubmitTo": TURK}).status_code
-           for n in range(3)]
+    got = [
+        other.get(
+            f"/mturk/external/{project.slug}/",
+            {"assignmentId": f"SAME{n}", "hitId": f"3HIT{n}", "workerId": "ASAMEWORKER", "turkSubmitTo": TURK},
+        ).status_code
+        for n in range(3)
+    ]
     assert got == [200, 200, 429]
 
 

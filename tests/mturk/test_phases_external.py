@@ -2,6 +2,7 @@
 not passed them gets consent, instructions and training on accept -- nothing reserved -- then the HIT; the survey
 comes after the first submitted HIT, before the hand-off to MTurk; a screened-out worker hands the HIT back with the
 screened-out code and gets no HIT again; only the signed token is trusted; a sync's confirmation moves the record."""
+
 from __future__ import annotations
 
 import json
@@ -20,29 +21,59 @@ from .conftest import make_project
 pytestmark = pytest.mark.django_db
 HIT_ID = "3PHASEHITXXXXXXXXXXXXXXXXXXXXX"
 TURK = "https://workersandbox.mturk.com"
-TRAINING = [("Solar panels lower bills.", "pro", "A reason for solar power."),
-            ("Solar panels need rare metals.", "con", "A reason against solar power."),
-            ("The roof faces south.", "none", "A fact: no reason either way.")]
+TRAINING = [
+    ("Solar panels lower bills.", "pro", "A reason for solar power."),
+    ("Solar panels need rare metals.", "con", "A reason against solar power."),
+    ("The roof faces south.", "none", "A fact: no reason either way."),
+]
 
 
 @pytest.fixture
 def project():
     project = make_project(hits=1, r=2)
-    services.add_items(project, [], gold=[{"payload": {"text": t, "topic": "solar"}, "expected": {"label": label},
-                                           "explanation": why, "training": True} for t, label, why in TRAINING])
-    phases.configure(project, {
-        "consent_required": True, "consent_text": "You agree that we record your answers.",
-        "instructions_required": True, "training_enabled": True, "pass_threshold": 0.6, "max_attempts": 2,
-        "survey_enabled": True, "survey_questions": [
-            {"name": "clarity", "label": "Clear?", "kind": "likert", "scale": ["No", "Yes"], "required": True}]})
-    MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, reward_cents=26,
-                            max_assignments=2, created_at=timezone.now())
+    services.add_items(
+        project,
+        [],
+        gold=[
+            {
+                "payload": {"text": t, "topic": "solar"},
+                "expected": {"label": label},
+                "explanation": why,
+                "training": True,
+            }
+            for t, label, why in TRAINING
+        ],
+    )
+    phases.configure(
+        project,
+        {
+            "consent_required": True,
+            "consent_text": "You agree that we record your answers.",
+            "instructions_required": True,
+            "training_enabled": True,
+            "pass_threshold": 0.6,
+            "max_attempts": 2,
+            "survey_enabled": True,
+            "survey_questions": [
+                {"name": "clarity", "label": "Clear?", "kind": "likert", "scale": ["No", "Yes"], "required": True}
+            ],
+        },
+    )
+    MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id=HIT_ID,
+        reward_cents=26,
+        max_assignments=2,
+        created_at=timezone.now(),
+    )
     return project
 
 
 def accept_url(project, aid, wid="AWORKERA") -> str:
     return f"/mturk/external/{project.slug}/?" + urlencode(
-        {"assignmentId": aid, "hitId": HIT_ID, "workerId": wid, "turkSubmitTo": TURK})
+        {"assignmentId": aid, "hitId": HIT_ID, "workerId": wid, "turkSubmitTo": TURK}
+    )
 
 
 def follow(c, response, *, limit=5):
@@ -79,8 +110,10 @@ def go_through(c, project, aid, wid, labels):
 
 def test_phases_come_first_inside_the_frame_then_the_hit_then_the_survey_then_mturk(project):
     preview = Client().get(f"/mturk/external/{project.slug}/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={HIT_ID}")
-    assert "Before your first HIT of this study: your consent, the instructions, a short training" in \
-        preview.content.decode()
+    assert (
+        "Before your first HIT of this study: your consent, the instructions, a short training"
+        in preview.content.decode()
+    )
     c = Client(enforce_csrf_checks=True)  # cross-site frame: the signed token authenticates, not a CSRF cookie
     feedback = go_through(c, project, "3ASSIGN1", "AWORKERA", ["pro", "con", "pro"])  # 2 of 3 right: 67% >= 60%
     assert Assignment.objects.count() == 0  # nothing reserved during the phases
@@ -89,18 +122,18 @@ def test_phases_come_first_inside_the_frame_then_the_hit_then_the_survey_then_mt
     assert record.qualified_at is not None and record.platform_assignment == "3ASSIGN1"
     html = feedback.content.decode()
     start = html.index('id="training-continue" href="') + len('id="training-continue" href="')
-    result = c.get(html[start:html.index('"', start)].replace("&amp;", "&"))
+    result = c.get(html[start : html.index('"', start)].replace("&amp;", "&"))
     assert "You qualified" in result.content.decode()
     # "Start the task" goes back to the ExternalQuestion URL, which now binds and shows the HIT
     html = result.content.decode()
     start = html.index('id="start-task" href="') + len('id="start-task" href="')
-    hit_page = c.get(html[start:html.index('"', start)].replace("&amp;", "&"))
+    hit_page = c.get(html[start : html.index('"', start)].replace("&amp;", "&"))
     assert hit_page.status_code == 200 and 'id="hit-form"' in hit_page.content.decode()
     assignment = Assignment.objects.get()
     assert assignment.external_id == "3ASSIGN1" and assignment.worker.claimed_external_id == "AWORKERA"
     html = hit_page.content.decode()
     start = html.index('data-submit-url="') + len('data-submit-url="')
-    target = html[start:html.index('"', start)].replace("&amp;", "&")
+    target = html[start : html.index('"', start)].replace("&amp;", "&")
     answers = {str(i.pk): {"label": "pro"} for i in services.assignment_items(assignment)}
     assert c.post(target, json.dumps({"responses": answers}), content_type="application/json").status_code == 200
     # the hand-off waits for the survey (once per worker)

@@ -1,5 +1,6 @@
 """Behind the TLS proxy every accept arrives from the proxy's address: the per-address cap on unconfirmed MTurk
 accepts counts the forwarded client (argora.clientaddr), so a crowd is not locked out by one shared address."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,15 +22,23 @@ def crowd_project(settings):
     settings.ARGORA_TRUSTED_PROXIES = [PROXY]
     project = make_project(hits=7, r=3)
     for n, hit in enumerate(project.hits.order_by("position")):
-        MTurkHIT.objects.create(project=project, hit=hit, mturk_hit_id=f"3HIT{n}", reward_cents=26, max_assignments=3,
-                                created_at=timezone.now())
+        MTurkHIT.objects.create(
+            project=project,
+            hit=hit,
+            mturk_hit_id=f"3HIT{n}",
+            reward_cents=26,
+            max_assignments=3,
+            created_at=timezone.now(),
+        )
     return project
 
 
 def accept(project, n: int, forwarded: str) -> int:
     c = Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=forwarded)
-    return c.get(f"/mturk/external/{project.slug}/", {"assignmentId": f"ASSIGN{n}", "hitId": f"3HIT{n}",
-                                                       "workerId": f"AWORKER{n}", "turkSubmitTo": TURK}).status_code
+    return c.get(
+        f"/mturk/external/{project.slug}/",
+        {"assignmentId": f"ASSIGN{n}", "hitId": f"3HIT{n}", "workerId": f"AWORKER{n}", "turkSubmitTo": TURK},
+    ).status_code
 
 
 def test_seven_clients_through_one_proxy_are_not_locked_out(crowd_project):

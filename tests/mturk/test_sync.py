@@ -1,9 +1,10 @@
 """Sync with botocore's Stubber: list, reconcile, approve / reject with a reason, bonuses, and a re-sync after a
 simulated crash in the middle of SendBonus pays nothing twice."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 import pytest
 from botocore.exceptions import ClientError
@@ -19,34 +20,56 @@ from .conftest import hit_response, make_project
 
 pytestmark = pytest.mark.django_db
 HIT_ID = "3SYNCHITXXXXXXXXXXXXXXXXXXXXXX"
-T = datetime(2025, 5, 1, 12, 0, tzinfo=dt_timezone.utc)
+T = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def setup_project():
     project = make_project(hits=1, r=3)
-    mhit = MTurkHIT.objects.create(project=project, hit=project.hits.get(), mturk_hit_id=HIT_ID, sandbox=True,
-                                   max_assignments=3, reward_cents=26, created_at=timezone.now())
+    mhit = MTurkHIT.objects.create(
+        project=project,
+        hit=project.hits.get(),
+        mturk_hit_id=HIT_ID,
+        sandbox=True,
+        max_assignments=3,
+        reward_cents=26,
+        created_at=timezone.now(),
+    )
     return project, mhit
 
 
 def do_hit(project, mhit, assignment_id, worker_id):
-    b = binding.bind(project, mhit, assignment_id=assignment_id, worker_id=worker_id,
-                     turk_submit_to="https://workersandbox.mturk.com")
+    b = binding.bind(
+        project,
+        mhit,
+        assignment_id=assignment_id,
+        worker_id=worker_id,
+        turk_submit_to="https://workersandbox.mturk.com",
+    )
     assignment, worker = binding.assignment_for(b, project)
     responses = {item.pk: {"label": "pro"} for item in services.assignment_items(assignment)}
     return services.submit_assignment(assignment, worker, responses)
 
 
 def mturk_assignment(aid, wid, status="Submitted"):
-    return {"AssignmentId": aid, "WorkerId": wid, "HITId": HIT_ID, "AssignmentStatus": status,
-            "AcceptTime": T, "SubmitTime": T, "Answer": "<QuestionFormAnswers/>"}
+    return {
+        "AssignmentId": aid,
+        "WorkerId": wid,
+        "HITId": HIT_ID,
+        "AssignmentStatus": status,
+        "AcceptTime": T,
+        "SubmitTime": T,
+        "Answer": "<QuestionFormAnswers/>",
+    }
 
 
 def listing(stub, *assignments, hit_status="Assignable", hit_id=HIT_ID):
     """What a sync asks per MTurk HIT: GetHIT (status, expiry), then ListAssignmentsForHIT."""
     stub.add_response("get_hit", hit_response(hit_id, status=hit_status), {"HITId": hit_id})
-    stub.add_response("list_assignments_for_hit", {"NumResults": len(assignments), "Assignments": list(assignments)},
-                      {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    stub.add_response(
+        "list_assignments_for_hit",
+        {"NumResults": len(assignments), "Assignments": list(assignments)},
+        {"HITId": hit_id, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
 
 
 def test_sync_approves_rejects_and_reports_unmatched(stub):
@@ -54,18 +77,28 @@ def test_sync_approves_rejects_and_reports_unmatched(stub):
     good = do_hit(project, mhit, "3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER")
     bad = do_hit(project, mhit, "3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER")
     # the real ABADWORKER is blocked (e.g. by another study's gold checks); the sync confirms the assignment for them
-    services.block_worker(services.worker_for_external_id("ABADWORKER", source=Worker.Source.MTURK),
-                          "gold accuracy 0% on 3 gold items")
-    listing(stub, mturk_assignment("3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER"),
-            mturk_assignment("3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER"),
-            mturk_assignment("3ASSIGNFORGEDXXXXXXXXXXXXXXXXX", "ANOANSWERS"))
+    services.block_worker(
+        services.worker_for_external_id("ABADWORKER", source=Worker.Source.MTURK), "gold accuracy 0% on 3 gold items"
+    )
+    listing(
+        stub,
+        mturk_assignment("3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER"),
+        mturk_assignment("3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER"),
+        mturk_assignment("3ASSIGNFORGEDXXXXXXXXXXXXXXXXX", "ANOANSWERS"),
+    )
     stub.add_response("approve_assignment", {}, {"AssignmentId": "3ASSIGNGOODXXXXXXXXXXXXXXXXXXX"})
-    stub.add_response("reject_assignment", {}, {
-        "AssignmentId": "3ASSIGNBADXXXXXXXXXXXXXXXXXXXX",
-        "RequesterFeedback": "Your answers failed our quality checks (control questions with known answers)."})
+    stub.add_response(
+        "reject_assignment",
+        {},
+        {
+            "AssignmentId": "3ASSIGNBADXXXXXXXXXXXXXXXXXXXX",
+            "RequesterFeedback": "Your answers failed our quality checks (control questions with known answers).",
+        },
+    )
     stub.add_response("list_worker_blocks", {"NumResults": 0, "WorkerBlocks": []}, {"MaxResults": 100})
-    stub.add_response("create_worker_block", {}, {"WorkerId": "ABADWORKER",
-                                                  "Reason": "gold accuracy 0% on 3 gold items"})
+    stub.add_response(
+        "create_worker_block", {}, {"WorkerId": "ABADWORKER", "Reason": "gold accuracy 0% on 3 gold items"}
+    )
     report = sync.sync_project(project)
     assert (report.assignments, report.matched, report.approved, report.rejected, report.blocks) == (3, 2, 1, 1, 1)
     assert report.unmatched == ["3ASSIGNFORGEDXXXXXXXXXXXXXXXXX by ANOANSWERS"] and not report.errors
@@ -75,11 +108,15 @@ def test_sync_approves_rejects_and_reports_unmatched(stub):
     assert sync.cost_so_far(project)["total_cents"] == 26 + 5
 
     # a second sync: MTurk now reports them approved/rejected; nothing is called again (the ops are done)
-    listing(stub, mturk_assignment("3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER", "Approved"),
-            mturk_assignment("3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER", "Rejected"),
-            mturk_assignment("3ASSIGNFORGEDXXXXXXXXXXXXXXXXX", "ANOANSWERS"))
-    stub.add_response("list_worker_blocks", {"NumResults": 1, "WorkerBlocks": [{"WorkerId": "ABADWORKER"}]},
-                      {"MaxResults": 100})
+    listing(
+        stub,
+        mturk_assignment("3ASSIGNGOODXXXXXXXXXXXXXXXXXXX", "AGOODWORKER", "Approved"),
+        mturk_assignment("3ASSIGNBADXXXXXXXXXXXXXXXXXXXX", "ABADWORKER", "Rejected"),
+        mturk_assignment("3ASSIGNFORGEDXXXXXXXXXXXXXXXXX", "ANOANSWERS"),
+    )
+    stub.add_response(
+        "list_worker_blocks", {"NumResults": 1, "WorkerBlocks": [{"WorkerId": "ABADWORKER"}]}, {"MaxResults": 100}
+    )
     report = sync.sync_project(project)
     assert (report.approved, report.rejected, report.blocks) == (0, 0, 0)
 
@@ -103,9 +140,13 @@ def _approved_with_bonus(stub):
     listing(stub, mturk_assignment("3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "ABONUSWORKER", "Approved"))
     sync.sync_project(project)
     bonus = sync.grant_bonus(project, "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", 50, "Great explanations")
-    params = {"WorkerId": "ABONUSWORKER", "BonusAmount": "0.50", "AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX",
-              "Reason": f"Great explanations [ref bonus:{bonus.pk}]",
-              "UniqueRequestToken": request_token(f"bonus:{bonus.pk}")}
+    params = {
+        "WorkerId": "ABONUSWORKER",
+        "BonusAmount": "0.50",
+        "AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX",
+        "Reason": f"Great explanations [ref bonus:{bonus.pk}]",
+        "UniqueRequestToken": request_token(f"bonus:{bonus.pk}"),
+    }
     return project, bonus, params
 
 
@@ -126,7 +167,7 @@ def test_resync_after_a_crash_mid_bonus_finds_the_payment_and_pays_no_second_bon
     project, bonus, params = _approved_with_bonus(stub)
     listing(stub, mturk_assignment("3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "ABONUSWORKER", "Approved"))
     stub.add_response("send_bonus", {}, params)  # MTurk pays ...
-    crash_after_the_call(monkeypatch)            # ... and Argora dies before marking it done
+    crash_after_the_call(monkeypatch)  # ... and Argora dies before marking it done
     with pytest.raises(RuntimeError):
         sync.sync_project(project)
     op = MTurkOperation.objects.get(key=f"bonus:{bonus.pk}")
@@ -135,10 +176,22 @@ def test_resync_after_a_crash_mid_bonus_finds_the_payment_and_pays_no_second_bon
 
     # re-sync: the pending bonus is looked up first and found, so SendBonus is not called again
     listing(stub, mturk_assignment("3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "ABONUSWORKER", "Approved"))
-    stub.add_response("list_bonus_payments", {"NumResults": 1, "BonusPayments": [
-        {"WorkerId": "ABONUSWORKER", "BonusAmount": "0.50", "AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX",
-         "Reason": params["Reason"], "GrantTime": T}]},
-        {"AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "MaxResults": 100})
+    stub.add_response(
+        "list_bonus_payments",
+        {
+            "NumResults": 1,
+            "BonusPayments": [
+                {
+                    "WorkerId": "ABONUSWORKER",
+                    "BonusAmount": "0.50",
+                    "AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX",
+                    "Reason": params["Reason"],
+                    "GrantTime": T,
+                }
+            ],
+        },
+        {"AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "MaxResults": 100},
+    )
     assert sync.sync_project(project).bonuses_paid == 1
     op.refresh_from_db()
     assert op.status == "done" and op.attempts == 1 and "found on MTurk" in op.error
@@ -160,11 +213,18 @@ def test_retried_bonus_reuses_the_request_token(stub, monkeypatch):
         sync.sync_project(project)
     # the payment is not listed yet: the retry sends the same UniqueRequestToken, MTurk refuses the duplicate
     listing(stub, mturk_assignment("3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "ABONUSWORKER", "Approved"))
-    stub.add_response("list_bonus_payments", {"NumResults": 0, "BonusPayments": []},
-                      {"AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "MaxResults": 100})
-    stub.add_client_error("send_bonus", service_error_code="RequestError", http_status_code=400,
-                          service_message="The request with this UniqueRequestToken was already processed "
-                                          "(request id 1234).", expected_params=params)
+    stub.add_response(
+        "list_bonus_payments",
+        {"NumResults": 0, "BonusPayments": []},
+        {"AssignmentId": "3ASSIGNBONUSXXXXXXXXXXXXXXXXXX", "MaxResults": 100},
+    )
+    stub.add_client_error(
+        "send_bonus",
+        service_error_code="RequestError",
+        http_status_code=400,
+        service_message="The request with this UniqueRequestToken was already processed (request id 1234).",
+        expected_params=params,
+    )
     report = sync.sync_project(project)
     assert report.bonuses_paid == 1 and not report.errors
     assert MTurkOperation.objects.get(key=f"bonus:{bonus.pk}").status == "done"
@@ -182,8 +242,11 @@ def test_wage_topups_and_notify(stub):
     (topup,) = sync.plan_wage_topups(project)
     assert topup.amount_cents == 38  # 760 c/h x 300 s = 63.3 -> 64 c owed, 26 paid
     assert sync.plan_wage_topups(project) == []  # one top-up per assignment
-    stub.add_response("notify_workers", {"NotifyWorkersFailureStatuses": []},
-                      {"Subject": "New HITs", "MessageText": "We published more HITs.", "WorkerIds": ["ASLOWWORKER"]})
+    stub.add_response(
+        "notify_workers",
+        {"NotifyWorkersFailureStatuses": []},
+        {"Subject": "New HITs", "MessageText": "We published more HITs.", "WorkerIds": ["ASLOWWORKER"]},
+    )
     assert sync.notify_workers(project, "New HITs", "We published more HITs.", ["ASLOWWORKER"]) == 1
     assert sync.notify_workers(project, "New HITs", "We published more HITs.", ["ASLOWWORKER"]) == 1  # logged: no call
 
@@ -192,8 +255,12 @@ def test_failed_call_is_logged_with_mturks_reason(stub):
     project, mhit = setup_project()
     do_hit(project, mhit, "3ASSIGNFAILXXXXXXXXXXXXXXXXXXX", "AFAILWORKER")
     listing(stub, mturk_assignment("3ASSIGNFAILXXXXXXXXXXXXXXXXXXX", "AFAILWORKER"))
-    stub.add_client_error("approve_assignment", service_error_code="RequestError", http_status_code=400,
-                          service_message="This operation can be called with a status of: Submitted")
+    stub.add_client_error(
+        "approve_assignment",
+        service_error_code="RequestError",
+        http_status_code=400,
+        service_message="This operation can be called with a status of: Submitted",
+    )
     report = sync.sync_project(project)
     assert report.approved == 0 and "This operation can be called" in report.errors[0]
     op = MTurkOperation.objects.get(key="approve:3ASSIGNFAILXXXXXXXXXXXXXXXXXXX")
@@ -203,20 +270,32 @@ def test_failed_call_is_logged_with_mturks_reason(stub):
 
 def test_sync_refreshes_hit_status_and_expiry(stub):
     project, mhit = setup_project()
-    later = datetime(2026, 2, 1, 9, 30, tzinfo=dt_timezone.utc)
-    stub.add_response("get_hit", hit_response(HIT_ID, status="Reviewable", expiration=later, max_assignments=3),
-                      {"HITId": HIT_ID})
-    stub.add_response("list_assignments_for_hit", {"NumResults": 0, "Assignments": []},
-                      {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    later = datetime(2026, 2, 1, 9, 30, tzinfo=UTC)
+    stub.add_response(
+        "get_hit", hit_response(HIT_ID, status="Reviewable", expiration=later, max_assignments=3), {"HITId": HIT_ID}
+    )
+    stub.add_response(
+        "list_assignments_for_hit",
+        {"NumResults": 0, "Assignments": []},
+        {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
     report = sync.sync_project(project, blocks=False)
     assert report.hit_status == {"Reviewable": 1} and not report.errors
     row = MTurkHIT.objects.get(pk=mhit.pk)
     assert (row.status, row.expires_at, row.max_assignments) == ("Reviewable", later, 3) and row.synced_at
     # GetHIT failing is reported; the listing still runs and the stored status stays
-    stub.add_client_error("get_hit", service_error_code="ServiceFault", http_status_code=500,
-                          service_message="try again", expected_params={"HITId": HIT_ID})
-    stub.add_response("list_assignments_for_hit", {"NumResults": 0, "Assignments": []},
-                      {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
+    stub.add_client_error(
+        "get_hit",
+        service_error_code="ServiceFault",
+        http_status_code=500,
+        service_message="try again",
+        expected_params={"HITId": HIT_ID},
+    )
+    stub.add_response(
+        "list_assignments_for_hit",
+        {"NumResults": 0, "Assignments": []},
+        {"HITId": HIT_ID, "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]},
+    )
     report = sync.sync_project(project, blocks=False)
     assert len(report.errors) == 1 and "get_hit" in report.errors[0] and "try again" in report.errors[0]
     assert MTurkHIT.objects.get(pk=mhit.pk).status == "Reviewable"
@@ -232,8 +311,13 @@ def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, 
 
     project, mhit = setup_project()
     real = do_hit(project, mhit, "3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER")
-    fake_b = binding.bind(project, mhit, assignment_id="MADEUPASSIGNMENT", worker_id="AMADEUPWORKER",
-                          turk_submit_to="https://workersandbox.mturk.com")
+    fake_b = binding.bind(
+        project,
+        mhit,
+        assignment_id="MADEUPASSIGNMENT",
+        worker_id="AMADEUPWORKER",
+        turk_submit_to="https://workersandbox.mturk.com",
+    )
     fake, fake_worker = binding.assignment_for(fake_b, project)
     services.submit_assignment(fake, fake_worker, {i.pk: {"label": "con"} for i in services.assignment_items(fake)})
     assert HIT.objects.get(pk=mhit.hit_id).taken == 2
@@ -256,8 +340,9 @@ def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, 
     Assignment.objects.filter(pk=fake.pk).update(submitted_at=timezone.now() - timezone.timedelta(seconds=3601))
     listing(stub, mturk_assignment("3ASSIGNREALXXXXXXXXXXXXXXXXXXX", "AREALWORKER", "Approved"))
     report = sync.sync_project(project, blocks=False)
-    assert report.excluded == [f"Argora assignment {fake.pk} (assignmentId MADEUPASSIGNMENT by workerId "
-                               "AMADEUPWORKER, unconfirmed)"]
+    assert report.excluded == [
+        f"Argora assignment {fake.pk} (assignmentId MADEUPASSIGNMENT by workerId AMADEUPWORKER, unconfirmed)"
+    ]
     assert Assignment.objects.get(pk=fake.pk).status == "rejected"
     assert Assignment.objects.get(pk=real.pk).status == "approved"  # never touched
     assert HIT.objects.get(pk=mhit.hit_id).taken == 1
@@ -276,8 +361,13 @@ def test_fabricated_assignment_counts_for_nothing_and_sync_frees_its_slot(stub, 
 
 def test_no_rejection_when_a_listing_failed(stub):
     project, mhit = setup_project()
-    fake_b = binding.bind(project, mhit, assignment_id="MADEUPASSIGNMENT2", worker_id="AMADEUPWORKER2",
-                          turk_submit_to="https://workersandbox.mturk.com")
+    fake_b = binding.bind(
+        project,
+        mhit,
+        assignment_id="MADEUPASSIGNMENT2",
+        worker_id="AMADEUPWORKER2",
+        turk_submit_to="https://workersandbox.mturk.com",
+    )
     fake, worker = binding.assignment_for(fake_b, project)
     services.submit_assignment(fake, worker, {i.pk: {"label": "con"} for i in services.assignment_items(fake)})
     Assignment.objects.filter(pk=fake.pk).update(submitted_at=timezone.now() - timezone.timedelta(hours=2))
@@ -293,13 +383,26 @@ def test_interrupted_approval_is_looked_up_with_get_assignment(stub, mturk_statu
     project, mhit = setup_project()
     a = do_hit(project, mhit, "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "ALOOKWORKER")
     # a crash after ApproveAssignment was sent, before Argora marked it done: the log row is pending
-    MTurkOperation.objects.create(key="approve:3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", operation="approve_assignment",
-                                  project=project, request={"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"},
-                                  attempts=1)
+    MTurkOperation.objects.create(
+        key="approve:3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX",
+        operation="approve_assignment",
+        project=project,
+        request={"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"},
+        attempts=1,
+    )
     listing(stub, mturk_assignment("3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "ALOOKWORKER"))
-    stub.add_response("get_assignment", {"Assignment": {
-        "AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX", "WorkerId": "ALOOKWORKER", "HITId": HIT_ID,
-        "AssignmentStatus": mturk_status}}, {"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"})
+    stub.add_response(
+        "get_assignment",
+        {
+            "Assignment": {
+                "AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX",
+                "WorkerId": "ALOOKWORKER",
+                "HITId": HIT_ID,
+                "AssignmentStatus": mturk_status,
+            }
+        },
+        {"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"},
+    )
     if calls_again:  # not approved on MTurk yet: the call is made again (same parameters)
         stub.add_response("approve_assignment", {}, {"AssignmentId": "3ASSIGNLOOKXXXXXXXXXXXXXXXXXXX"})
     report = sync.sync_project(project, blocks=False)

@@ -8,6 +8,7 @@ message >= 100 characters and a rejection category), bonuses (set up from ``csv_
 and can fail a call on purpose (``fake.fail``): 401, 429 with ``Retry-After``, 5xx before or after doing the work.
 No test touches the network.
 """
+
 from __future__ import annotations
 
 import base64
@@ -30,8 +31,20 @@ from tests.factories import ProjectFactory
 TOKEN = "test-token-prolific"
 SECRET = "hook-secret-for-tests"
 STUDY_ID = "60f6acb180a7b59ac0621f9e"
-REJECT_CATEGORIES = {"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
-                     "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER"}
+REJECT_CATEGORIES = {
+    "TOO_QUICKLY",
+    "TOO_SLOWLY",
+    "FAILED_INSTRUCTIONS",
+    "INCOMP_LONGITUDINAL",
+    "FAILED_CHECK",
+    "LOW_EFFORT",
+    "MALINGERING",
+    "NO_CODE",
+    "BAD_CODE",
+    "NO_DATA",
+    "UNSUPP_DEVICE",
+    "OTHER",
+}
 CHANGING = ("POST", "PATCH", "PUT", "DELETE")
 TEXTS = [
     "Nuclear power plants emit almost no carbon dioxide while they run.",
@@ -70,39 +83,65 @@ class FakeProlific:
         self.calls: list[dict] = []
         self.failures: list[Failure] = []
         self.paid: list[str] = []
-        self.ids = (f"{n:024x}" for n in itertools.count(0x64a000000000000000000001))
+        self.ids = (f"{n:024x}" for n in itertools.count(0x64A000000000000000000001))
         self.next_study_id = STUDY_ID
 
     # --- set-up helpers for tests ------------------------------------------------------------
-    def fail(self, method: str, path: str, status: int, *, times: int = 1, retry_after: str | None = None,
-             after: bool = False):
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: str | None = None,
+        after: bool = False,
+    ):
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         self.failures.append(Failure(method, re.compile(path), status, times, headers, after))
 
-    def add_submission(self, pid: str, session_id: str | None = None, *, status: str = "ACTIVE",
-                       study_id: str = STUDY_ID) -> dict:
+    def add_submission(
+        self, pid: str, session_id: str | None = None, *, status: str = "ACTIVE", study_id: str = STUDY_ID
+    ) -> dict:
         sid = session_id or next(self.ids)
-        self.submissions[sid] = {"id": sid, "participant_id": pid, "study_id": study_id, "status": status,
-                                 "started_at": "2026-05-01T12:00:00.000000Z", "completed_at": None,
-                                 "entered_code": None, "bonus_payments": []}
+        self.submissions[sid] = {
+            "id": sid,
+            "participant_id": pid,
+            "study_id": study_id,
+            "status": status,
+            "started_at": "2026-05-01T12:00:00.000000Z",
+            "completed_at": None,
+            "entered_code": None,
+            "bonus_payments": [],
+        }
         return self.submissions[sid]
 
     def set_status(self, sid: str, status: str):
         self.submissions[sid]["status"] = status
 
     def changing_calls(self) -> list[str]:
-        return [f"{c['method']} {c['path']}" for c in self.calls
-                if c["method"] in CHANGING and not c["path"].endswith("study-cost-calculator/")]
+        return [
+            f"{c['method']} {c['path']}"
+            for c in self.calls
+            if c["method"] in CHANGING and not c["path"].endswith("study-cost-calculator/")
+        ]
 
     def paths(self, method: str | None = None) -> list[str]:
         return [c["path"] for c in self.calls if method is None or c["method"] == method]
 
     # --- the API -------------------------------------------------------------------------------
     def __call__(self, request):
-        path = request.path[len("/api/v1/"):]
+        path = request.path[len("/api/v1/") :]
         body = request.get_json(silent=True) if request.data else None
-        self.calls.append({"method": request.method, "path": path, "query": dict(request.args), "body": body,
-                           "auth": request.headers.get("Authorization", "")})
+        self.calls.append(
+            {
+                "method": request.method,
+                "path": path,
+                "query": dict(request.args),
+                "body": body,
+                "auth": request.headers.get("Authorization", ""),
+            }
+        )
         if request.headers.get("Authorization") != f"Token {TOKEN}":
             return _error(401, "Invalid token.", "Unauthorized")
         for failure in self.failures:
@@ -110,8 +149,11 @@ class FakeProlific:
                 failure.times -= 1
                 if failure.after:
                     self.route(request.method, path, body, request)
-                return _json({"error": {"status": failure.status, "title": "Error", "detail": "injected"}},
-                             failure.status, failure.headers)
+                return _json(
+                    {"error": {"status": failure.status, "title": "Error", "detail": "injected"}},
+                    failure.status,
+                    failure.headers,
+                )
         return self.route(request.method, path, body, request)
 
     def route(self, method, path, body, request):
@@ -168,11 +210,18 @@ class FakeProlific:
             self.secrets.append(secret)
             return _json(secret, 201)
         if path == "hooks/subscriptions/" and method == "POST":
-            sub = {"id": next(self.ids), "event_type": body["event_type"], "target_url": body["target_url"],
-                   "workspace_id": body["workspace_id"], "is_enabled": False, "_hook_secret": next(self.ids)}
+            sub = {
+                "id": next(self.ids),
+                "event_type": body["event_type"],
+                "target_url": body["target_url"],
+                "workspace_id": body["workspace_id"],
+                "is_enabled": False,
+                "_hook_secret": next(self.ids),
+            }
             self.subscriptions[sub["id"]] = sub
-            return _json({k: v for k, v in sub.items() if not k.startswith("_")}, 201,
-                         {"X-Hook-Secret": sub["_hook_secret"]})
+            return _json(
+                {k: v for k, v in sub.items() if not k.startswith("_")}, 201, {"X-Hook-Secret": sub["_hook_secret"]}
+            )
         m = re.fullmatch(r"hooks/subscriptions/(\w+)/", path)
         if m and method == "POST":
             sub = self.subscriptions.get(m.group(1))
@@ -183,8 +232,19 @@ class FakeProlific:
         return _error(404, f"no route {method} {path}", "Not Found")
 
     def create_study(self, body):
-        missing = [f for f in ("name", "description", "external_study_url", "completion_codes",
-                               "total_available_places", "estimated_completion_time", "reward") if f not in body]
+        missing = [
+            f
+            for f in (
+                "name",
+                "description",
+                "external_study_url",
+                "completion_codes",
+                "total_available_places",
+                "estimated_completion_time",
+                "reward",
+            )
+            if f not in body
+        ]
         if missing:
             return _error(400, {f: ["This field is required."] for f in missing})
         for code in body["completion_codes"]:
@@ -196,8 +256,13 @@ class FakeProlific:
         return _json(study, 201)
 
     def transition_study(self, study, action):
-        moves = {("PUBLISH", "UNPUBLISHED"): "ACTIVE", ("PAUSE", "ACTIVE"): "PAUSED", ("START", "PAUSED"): "ACTIVE",
-                 ("STOP", "ACTIVE"): "COMPLETED", ("STOP", "PAUSED"): "COMPLETED"}
+        moves = {
+            ("PUBLISH", "UNPUBLISHED"): "ACTIVE",
+            ("PAUSE", "ACTIVE"): "PAUSED",
+            ("START", "PAUSED"): "ACTIVE",
+            ("STOP", "ACTIVE"): "COMPLETED",
+            ("STOP", "PAUSED"): "COMPLETED",
+        }
         new = moves.get((action, study["status"]))
         if new is None:
             return _error(400, f"Cannot {action} a study that is {study['status']}.")
@@ -208,12 +273,20 @@ class FakeProlific:
         study = request.args.get("study")
         page, size = int(request.args.get("page", 1)), int(request.args.get("page_size", 20))
         rows = [s for s in self.submissions.values() if s["study_id"] == study]
-        chunk = rows[(page - 1) * size: page * size]
-        nxt = (self.server.url_for("/api/v1/submissions/") + f"?study={study}&page={page + 1}&page_size={size}"
-               if page * size < len(rows) else None)
+        chunk = rows[(page - 1) * size : page * size]
+        nxt = (
+            self.server.url_for("/api/v1/submissions/") + f"?study={study}&page={page + 1}&page_size={size}"
+            if page * size < len(rows)
+            else None
+        )
         fields = ("id", "participant_id", "study_id", "status", "started_at", "completed_at", "entered_code")
-        return _json({"results": [{k: s[k] for k in fields} for s in chunk],
-                      "_links": {"next": {"href": nxt, "title": "Next"}}, "meta": {"count": len(rows)}})
+        return _json(
+            {
+                "results": [{k: s[k] for k in fields} for s in chunk],
+                "_links": {"next": {"href": nxt, "title": "Next"}},
+                "meta": {"count": len(rows)},
+            }
+        )
 
     def transition_submission(self, sub, body):
         action = body.get("action")
@@ -235,8 +308,14 @@ class FakeProlific:
             if self.submissions.get(sid, {}).get("study_id") != body.get("study_id"):
                 return _error(400, f"{sid} did not take part in this study")
             rows.append((sid, round(float(amount) * 100)))
-        bulk = {"id": next(self.ids), "study": body["study_id"], "amount": sum(c for _s, c in rows),
-                "fees": round(sum(c for _s, c in rows) * 0.333, 2), "vat": 0, "rows": rows}
+        bulk = {
+            "id": next(self.ids),
+            "study": body["study_id"],
+            "amount": sum(c for _s, c in rows),
+            "fees": round(sum(c for _s, c in rows) * 0.333, 2),
+            "vat": 0,
+            "rows": rows,
+        }
         bulk["total_amount"] = bulk["amount"] + bulk["fees"]
         self.bulk_bonuses[bulk["id"]] = bulk
         return _json({k: v for k, v in bulk.items() if k != "rows"}, 201)
@@ -262,16 +341,28 @@ def fake(httpserver, settings):
         prolific_client.set_sleep(None)
 
 
-def make_project(*, hits: int = 2, r: int = 2, items_per_hit: int = 2, slug: str = "nuclear-prolific",
-                 **study) -> Project:
+def make_project(
+    *, hits: int = 2, r: int = 2, items_per_hit: int = 2, slug: str = "nuclear-prolific", **study
+) -> Project:
     project = ProjectFactory(
-        name="Nuclear energy: stance", slug=slug, config={"labels": ["pro", "con", "none"]}, assignments_per_item=r,
-        items_per_hit=items_per_hit, time_estimate_seconds=120,
-        items=[{"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"}
-               for i in range(hits * items_per_hit)])
-    values = dict(name="Label the stance of sentences on nuclear energy",
-                  description="Read short sentences and say whether each is for or against nuclear energy.",
-                  places=10, estimated_minutes=10, completed_code="DONE2026", screened_out_code="SCREEN26")
+        name="Nuclear energy: stance",
+        slug=slug,
+        config={"labels": ["pro", "con", "none"]},
+        assignments_per_item=r,
+        items_per_hit=items_per_hit,
+        time_estimate_seconds=120,
+        items=[
+            {"text": TEXTS[i % len(TEXTS)] + f" ({i})", "topic": "nuclear energy"} for i in range(hits * items_per_hit)
+        ],
+    )
+    values = {
+        "name": "Label the stance of sentences on nuclear energy",
+        "description": "Read short sentences and say whether each is for or against nuclear energy.",
+        "places": 10,
+        "estimated_minutes": 10,
+        "completed_code": "DONE2026",
+        "screened_out_code": "SCREEN26",
+    }
     values.update(study)
     ProlificStudy.objects.create(project=project, **values)
     return project

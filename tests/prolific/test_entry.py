@@ -2,6 +2,7 @@
 refusal and nothing is made; a good link logs the browser in as a provisional worker for the claimed PID (never the
 worker who really has it), records the session and goes to the work; the same browser comes back as the same worker
 (session or cookie), another browser with the same ids does not; the finished worker goes back to Prolific."""
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -22,8 +23,9 @@ SESSION = "64b1c2d3e4f5a6b7c8d9e0f1"
 
 
 def link(project, *, pid=PID, study=STUDY_ID, session=SESSION):
-    return f"/prolific/{project.slug}/start/?" + urlencode({"PROLIFIC_PID": pid, "STUDY_ID": study,
-                                                            "SESSION_ID": session})
+    return f"/prolific/{project.slug}/start/?" + urlencode(
+        {"PROLIFIC_PID": pid, "STUDY_ID": study, "SESSION_ID": session}
+    )
 
 
 @pytest.fixture
@@ -68,11 +70,16 @@ def test_a_good_link_makes_a_provisional_worker_and_goes_to_the_work(project):
     assert int(c.session["_auth_user_id"]) == worker.user_id
     session = ProlificSession.objects.get()
     assert (session.participant_id, session.session_id, session.study_id, session.worker_id) == (
-        PID, SESSION, STUDY_ID, worker.pk)
+        PID,
+        SESSION,
+        STUDY_ID,
+        worker.pk,
+    )
     # its answers count nowhere until a sync confirms the PID
     assignment = services.reserve_next_assignment(project, worker)
-    services.submit_assignment(assignment, worker, {i.pk: {"label": "pro"}
-                                                    for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, worker, {i.pk: {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     assert Assignment.objects.get(pk=assignment.pk).status == "submitted"
     assert not selectors.counted_responses(project).exists()
     assert not real.assignments.exists()
@@ -112,9 +119,13 @@ def test_completion_redirects_to_prolific_with_the_code(project, settings):
     c.get(link(project))
     worker = Worker.objects.get(claimed_external_id=PID)
     assert providers.completion_return.get(project, worker, "completed") == {
-        "url": "https://app.prolific.com/submissions/complete?cc=DONE2026", "code": "DONE2026"}
+        "url": "https://app.prolific.com/submissions/complete?cc=DONE2026",
+        "code": "DONE2026",
+    }
     assert providers.completion_return.get(project, worker, "screened_out") == {
-        "url": "https://app.prolific.com/submissions/complete?cc=SCREEN26", "code": "SCREEN26"}
+        "url": "https://app.prolific.com/submissions/complete?cc=SCREEN26",
+        "code": "SCREEN26",
+    }
     assert providers.completion_return.get(project, worker, "something else") is None
     invited = identity.new_invite_worker()[1]  # came through an invite link, not Prolific: stays on Argora
     assert providers.completion_return.get(project, invited, "completed") is None
@@ -122,4 +133,5 @@ def test_completion_redirects_to_prolific_with_the_code(project, settings):
     assert providers.completion_return.get(other, worker, "completed") is None
     settings.ARGORA_PROLIFIC_APP_URL = "https://app.prolific.example"
     assert providers.completion_return.get(project, worker, "completed")["url"].startswith(
-        "https://app.prolific.example/")
+        "https://app.prolific.example/"
+    )

@@ -2,6 +2,7 @@
 Retry-After (bounded, the waits recorded, never slept); a 5xx leaves the call pending and local state untouched, and
 the next sync resumes it; a call that is not safe to repeat (paying bonuses) is looked up or left for a person, never
 sent twice blindly; an interrupted draft creation is found again, not duplicated."""
+
 from __future__ import annotations
 
 import io
@@ -143,13 +144,22 @@ def test_an_unknown_payment_outcome_waits_for_a_person(fake):
     cfg2 = ProlificStudy.objects.get(project=project2)
     cfg2.study_id = "64ffffffffffffffffffffff"
     cfg2.save()
-    sub = ProlificSubmission.objects.create(project=project2, submission_id="64fffffffffffffffffffff1",
-                                            participant_id=pid(5), status="APPROVED")
-    bonus = ProlificBonus.objects.create(project=project2, submission=sub, amount_cents=10, reason="r",
-                                         status="set-up", bulk_id="b1")
-    stuck = ProlificOperation.objects.create(key="bonus-pay:b1", operation="bonus_pay", method="POST",
-                                             path="bulk-bonus-payments/b1/pay/", status="uncertain",
-                                             repeatable=False, project=project2, context={"bonuses": [bonus.pk]})
+    sub = ProlificSubmission.objects.create(
+        project=project2, submission_id="64fffffffffffffffffffff1", participant_id=pid(5), status="APPROVED"
+    )
+    bonus = ProlificBonus.objects.create(
+        project=project2, submission=sub, amount_cents=10, reason="r", status="set-up", bulk_id="b1"
+    )
+    stuck = ProlificOperation.objects.create(
+        key="bonus-pay:b1",
+        operation="bonus_pay",
+        method="POST",
+        path="bulk-bonus-payments/b1/pay/",
+        status="uncertain",
+        repeatable=False,
+        project=project2,
+        context={"bonuses": [bonus.pk]},
+    )
     sync.resolve_operation(stuck.key, happened=True)
     assert ProlificBonus.objects.get(pk=bonus.pk).status == "paid"
 

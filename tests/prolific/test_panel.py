@@ -1,6 +1,7 @@
 """The staff panel: staff only; the settings form saves through the service and shows refusals next to their field;
 create / publish (after ticking the cost) / pause / add places / bonuses call the services; a sync runs as a job after
 commit; the page renders the submissions, bonuses and call log; the admin pages render."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,12 +34,22 @@ def post(c, project, **data):
     return out
 
 
-SETTINGS = {"action": "settings", "name": "Stance of sentences", "description": "Say for or against.", "places": 20,
-            "estimated_minutes": 8, "device_compatibility": "desktop", "completed_code": "OKCODE01",
-            "screened_out_code": "OUTCODE1", "approval_policy": "gold", "rejection_category": "FAILED_CHECK",
-            "rejection_message": "x" * 120, "screened_out_code_type": "SCREENED_OUT",
-            "completed_actions": '[{"action": "MANUALLY_REVIEW"}]',
-            "screened_out_actions": '[{"action": "MANUALLY_REVIEW"}]'}
+SETTINGS = {
+    "action": "settings",
+    "name": "Stance of sentences",
+    "description": "Say for or against.",
+    "places": 20,
+    "estimated_minutes": 8,
+    "device_compatibility": "desktop",
+    "completed_code": "OKCODE01",
+    "screened_out_code": "OUTCODE1",
+    "approval_policy": "gold",
+    "rejection_category": "FAILED_CHECK",
+    "rejection_message": "x" * 120,
+    "screened_out_code_type": "SCREENED_OUT",
+    "completed_actions": '[{"action": "MANUALLY_REVIEW"}]',
+    "screened_out_actions": '[{"action": "MANUALLY_REVIEW"}]',
+}
 
 
 def test_staff_only(fake, client):
@@ -48,8 +59,13 @@ def test_staff_only(fake, client):
 
 
 def test_settings_form_saves_and_refuses_by_field(fake, staff):
-    project = services.create_project(name="Fresh", slug="fresh", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]}, status=Project.Status.DRAFT)
+    project = services.create_project(
+        name="Fresh",
+        slug="fresh",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        status=Project.Status.DRAFT,
+    )
     r = staff.get(f"/prolific/projects/{project.slug}/")
     assert r.status_code == 200 and b"Save settings" in r.content and b"Create draft" not in r.content
     r = staff.post(f"/prolific/projects/{project.slug}/", dict(SETTINGS, reward_cents=50))  # 50 p for 8 min
@@ -63,11 +79,13 @@ def test_settings_form_saves_and_refuses_by_field(fake, staff):
 def test_actions_and_the_sync_job(fake, staff, monkeypatch, django_capture_on_commit_callbacks):
     project = make_project()
     assert post(staff, project, action="publish") == [
-        ("error", "confirm: tick the box to accept the cost before publishing")]
+        ("error", "confirm: tick the box to accept the cost before publishing")
+    ]
     assert not fake.changing_calls()
     assert post(staff, project, action="create") == [("success", f"draft study {STUDY_ID} created on Prolific")]
     assert post(staff, project, action="publish", confirm="yes") == [
-        ("success", f"study {STUDY_ID} published (ACTIVE)")]
+        ("success", f"study {STUDY_ID} published (ACTIVE)")
+    ]
     assert post(staff, project, action="pause") == [("success", "study paused (PAUSED)")]
     assert post(staff, project, action="start") == [("success", "study started again (ACTIVE)")]
     assert post(staff, project, action="add_places", places="x") == [("error", "places: 'x' is not a whole number")]
@@ -77,17 +95,21 @@ def test_actions_and_the_sync_job(fake, staff, monkeypatch, django_capture_on_co
     participant(project, 1)
     fake.add_submission(pid(1), sid(1), status="AWAITING REVIEW")
     ran = []
-    monkeypatch.setattr(tasks.sync_project_task, "delay",
-                        lambda pk: ran.append(tasks.sync_project_task.apply(args=(pk,)).get()))
+    monkeypatch.setattr(
+        tasks.sync_project_task, "delay", lambda pk: ran.append(tasks.sync_project_task.apply(args=(pk,)).get())
+    )
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert post(staff, project, action="sync") == [("success", "sync queued (see Jobs)")]
     assert len(callbacks) == 1 and ran[0]["approved"] == 1
     assert post(staff, project, action="bonus", submission=sid(1), amount_cents="25", reason="thanks") == [
-        ("success", "bonus of £0.25 planned; the next sync pays it")]
+        ("success", "bonus of £0.25 planned; the next sync pays it")
+    ]
     assert post(staff, project, action="bonus", submission=sid(1), amount_cents="0", reason="x") == [
-        ("error", "amount_cents: a bonus must be at least 1 cent")]
+        ("error", "amount_cents: a bonus must be at least 1 cent")
+    ]
     assert post(staff, project, action="wage_topups") == [
-        ("success", "planned 0 wage top-up bonus(es); the next sync pays them")]
+        ("success", "planned 0 wage top-up bonus(es); the next sync pays them")
+    ]
     r = staff.get(f"/prolific/projects/{project.slug}/")
     assert r.status_code == 200
     for text in (STUDY_ID, sid(1), "APPROVED", "thanks", "POST approve", "approve:", "£0.25", "£1.50 per place"):
@@ -103,8 +125,14 @@ def test_admin_pages(fake, admin_user_obj):
     sync.sync_project(project)
     c = Client()
     c.force_login(admin_user_obj)
-    for model in ("prolificstudy", "prolificsession", "prolificsubmission", "prolificbonus", "prolificoperation",
-                  "prolificwebhookevent"):
+    for model in (
+        "prolificstudy",
+        "prolificsession",
+        "prolificsubmission",
+        "prolificbonus",
+        "prolificoperation",
+        "prolificwebhookevent",
+    ):
         r = c.get(f"/admin/prolific/{model}/")
         assert r.status_code == 200, model
     cfg = ProlificStudy.objects.get()

@@ -1,6 +1,7 @@
 """Publishing against the fake Prolific API: the draft (study URL with the placeholders, completion codes and their
 actions, reward from the wage floor), the cost preview from Prolific's calculator, publish / pause / start / add
 places, each call logged once; the wage floor refuses before anything is sent; the CLI exits 2 naming the field."""
+
 from __future__ import annotations
 
 import io
@@ -26,16 +27,27 @@ def test_create_publish_pause_start_and_add_places(fake):
     [call] = [c for c in fake.calls if c["method"] == "POST" and c["path"] == "studies/"]
     body = call["body"]
     assert call["auth"] == "Token test-token-prolific"
-    assert body["external_study_url"] == ("https://argora.example.org/prolific/nuclear-prolific/start/?PROLIFIC_PID="
-                                          "{%PROLIFIC_PID%}&STUDY_ID={%STUDY_ID%}&SESSION_ID={%SESSION_ID%}")
+    assert body["external_study_url"] == (
+        "https://argora.example.org/prolific/nuclear-prolific/start/?PROLIFIC_PID="
+        "{%PROLIFIC_PID%}&STUDY_ID={%STUDY_ID%}&SESSION_ID={%SESSION_ID%}"
+    )
     assert body["prolific_id_option"] == "url_parameters"
     # 10 minutes at the floor of GBP 9.00/h = 150 pence per place
     assert (body["reward"], body["estimated_completion_time"], body["total_available_places"]) == (150, 10, 10)
     assert body["completion_codes"] == [
-        {"code": "DONE2026", "code_type": "COMPLETED", "actor": "participant",
-         "actions": [{"action": "MANUALLY_REVIEW"}]},
-        {"code": "SCREEN26", "code_type": "SCREENED_OUT", "actor": "participant",
-         "actions": [{"action": "MANUALLY_REVIEW"}]}]
+        {
+            "code": "DONE2026",
+            "code_type": "COMPLETED",
+            "actor": "participant",
+            "actions": [{"action": "MANUALLY_REVIEW"}],
+        },
+        {
+            "code": "SCREEN26",
+            "code_type": "SCREENED_OUT",
+            "actor": "participant",
+            "actions": [{"action": "MANUALLY_REVIEW"}],
+        },
+    ]
     assert body["internal_name"] == f"argora:nuclear-prolific:{cfg.pk}"
     # creating again makes no second draft
     assert publishing.create_study(project).study_id == STUDY_ID
@@ -75,9 +87,11 @@ def test_wage_floor_refusal_names_the_field_and_sends_nothing(fake):
     with pytest.raises(publishing.PublishError) as err:
         publishing.publish(project)
     assert err.value.field == "reward_cents"
-    assert str(err.value) == ("reward_cents: £1.00 for 10 min pays £6.00/h, below the wage floor of £9.00/h "
-                              "(ARGORA_PROLIFIC_MIN_HOURLY_CENTS): raise the reward to at least £1.50 or lower the "
-                              "estimated time")
+    assert str(err.value) == (
+        "reward_cents: £1.00 for 10 min pays £6.00/h, below the wage floor of £9.00/h "
+        "(ARGORA_PROLIFIC_MIN_HOURLY_CENTS): raise the reward to at least £1.50 or lower the "
+        "estimated time"
+    )
     assert not fake.calls and not ProlificOperation.objects.exists()
     with pytest.raises(publishing.PublishError) as err:
         publishing.save_study_settings(project, {"hourly_wage_cents": 700, "reward_cents": None})
@@ -128,8 +142,19 @@ def test_cli_exit_codes_and_output(fake):
     call_command("prolific", "add-places", "--project", project.slug, "--places", "3", stdout=out)
     assert "13 places" in out.getvalue()
     with pytest.raises(CommandError) as cmd:
-        call_command("prolific", "bonus", "--project", project.slug, "--submission", "x", "--amount-cents", "5",
-                     "--reason", "r", stdout=io.StringIO())
+        call_command(
+            "prolific",
+            "bonus",
+            "--project",
+            project.slug,
+            "--submission",
+            "x",
+            "--amount-cents",
+            "5",
+            "--reason",
+            "r",
+            stdout=io.StringIO(),
+        )
     assert cmd.value.returncode == 2 and str(cmd.value).startswith("prolific: submission: unknown Prolific submission")
     with pytest.raises(CommandError) as cmd:
         call_command("prolific", "resolve", "--key", "nothing", "--happened", stdout=io.StringIO())

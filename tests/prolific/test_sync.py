@@ -2,6 +2,7 @@
 answers confirmed (left out of the aggregates before, counted after), approve in bulk / reject with Prolific's reason
 and category by the approval policy, bonuses set up and paid, returned and timed-out participants' places freed in
 one sync, made-up study links given back; a second sync calls nothing that changes Prolific and changes nothing."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -39,35 +40,44 @@ def project(fake):
 def participant(project, n: int, *, submit: bool = True, hit: bool = True):
     """A browser opens participant n's study link, takes a HIT and (``submit``) answers it."""
     c = Client()
-    r = c.get(f"/prolific/{project.slug}/start/?" + urlencode(
-        {"PROLIFIC_PID": pid(n), "STUDY_ID": STUDY_ID, "SESSION_ID": sid(n)}))
+    r = c.get(
+        f"/prolific/{project.slug}/start/?"
+        + urlencode({"PROLIFIC_PID": pid(n), "STUDY_ID": STUDY_ID, "SESSION_ID": sid(n)})
+    )
     assert r.status_code == 302, r.content
     worker = Worker.objects.get(user_id=c.session["_auth_user_id"])
     assignment = services.reserve_next_assignment(project, worker) if hit else None
     if assignment is not None and submit:
-        assignment = services.submit_assignment(assignment, worker, {i.pk: {"label": "pro"}
-                                                                     for i in services.assignment_items(assignment)})
+        assignment = services.submit_assignment(
+            assignment, worker, {i.pk: {"label": "pro"} for i in services.assignment_items(assignment)}
+        )
     return c, worker, assignment
 
 
 def state(project):
-    return (sorted(ProlificSubmission.objects.filter(project=project).values_list(
-                "submission_id", "status", "review_sent", "worker_id", "released_at")),
-            sorted(Assignment.objects.filter(project=project).values_list("pk", "status", "worker_id")),
-            sorted(ProlificBonus.objects.values_list("pk", "status", "bulk_id")),
-            sorted(HIT.objects.filter(project=project).values_list("pk", "taken")))
+    return (
+        sorted(
+            ProlificSubmission.objects.filter(project=project).values_list(
+                "submission_id", "status", "review_sent", "worker_id", "released_at"
+            )
+        ),
+        sorted(Assignment.objects.filter(project=project).values_list("pk", "status", "worker_id")),
+        sorted(ProlificBonus.objects.values_list("pk", "status", "bulk_id")),
+        sorted(HIT.objects.filter(project=project).values_list("pk", "taken")),
+    )
 
 
 def test_sync_confirms_approves_rejects_pays_and_a_second_sync_changes_nothing(project, fake):
     good_browser, good, good_a = participant(project, 1)
-    _b, bad, bad_a = participant(project, 2)
+    _b, _bad, bad_a = participant(project, 2)
     participant(project, 3, hit=False)  # opened the link, got no HIT
     for n in (1, 2, 3):
         fake.add_submission(pid(n), sid(n), status="AWAITING REVIEW")
     fake.add_submission(pid(4), sid(4), status="AWAITING REVIEW")  # never opened Argora's link
     # the real participant 2 is blocked (failed gold elsewhere): the gold policy rejects their submission
-    services.block_worker(services.worker_for_external_id(pid(2), source=Worker.Source.PROLIFIC),
-                          "gold accuracy 0% on 3 gold items")
+    services.block_worker(
+        services.worker_for_external_id(pid(2), source=Worker.Source.PROLIFIC), "gold accuracy 0% on 3 gold items"
+    )
     assert not selectors.counted_responses(project).exists()  # provisional answers count nowhere
 
     report = sync.sync_project(project)
@@ -91,8 +101,10 @@ def test_sync_confirms_approves_rejects_pays_and_a_second_sync_changes_nothing(p
     assert (waiting.decision, waiting.review_sent) == ("wait", "")
 
     # the same browser is still the same worker: now the confirmed one
-    r = good_browser.get(f"/prolific/{project.slug}/start/?" + urlencode(
-        {"PROLIFIC_PID": pid(1), "STUDY_ID": STUDY_ID, "SESSION_ID": sid(1)}))
+    r = good_browser.get(
+        f"/prolific/{project.slug}/start/?"
+        + urlencode({"PROLIFIC_PID": pid(1), "STUDY_ID": STUDY_ID, "SESSION_ID": sid(1)})
+    )
     assert r.status_code == 302
     assert Worker.objects.get(user_id=good_browser.session["_auth_user_id"]).external_id == pid(1)
 
@@ -133,9 +145,9 @@ def test_manual_and_auto_policies(project, fake):
 
 
 def test_returned_and_timed_out_participants_free_their_places_in_one_sync(project, fake):
-    _c, w1, reserved1 = participant(project, 1, submit=False)
-    _c, w2, reserved2 = participant(project, 2, submit=False)
-    _c, w3, answered3 = participant(project, 3)  # answered, then returned the study on Prolific
+    _c, _w1, reserved1 = participant(project, 1, submit=False)
+    _c, _w2, reserved2 = participant(project, 2, submit=False)
+    _c, _w3, answered3 = participant(project, 3)  # answered, then returned the study on Prolific
     assert sum(HIT.objects.filter(project=project).values_list("taken", flat=True)) == 3
     fake.add_submission(pid(1), sid(1), status="RETURNED")
     fake.add_submission(pid(2), sid(2), status="TIMED-OUT")
@@ -159,7 +171,7 @@ def test_all_pages_are_listed_and_made_up_links_are_given_back(project, fake, mo
     monkeypatch.setattr(sync, "PAGE_SIZE", 2)
     for n in range(1, 6):
         fake.add_submission(pid(n), sid(n), status="ACTIVE")
-    _c, forger, forged = participant(project, 77)  # a PID / SESSION_ID pair Prolific never issued
+    _c, _forger, forged = participant(project, 77)  # a PID / SESSION_ID pair Prolific never issued
     _c, _w, recent = participant(project, 78)
     ProlificSession.objects.filter(participant_id=pid(77)).update(started_at=timezone.now() - timedelta(hours=25))
     report = sync.sync_project(project)

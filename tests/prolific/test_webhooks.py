@@ -3,6 +3,7 @@ RETURNED or TIMED-OUT event frees the participant's reservation at once; other e
 retried delivery (same X-Event-ID) counts once, and so does a replay of a signed delivery under a fresh X-Event-ID;
 a field longer than the column that keeps it is a 400 naming it; ``prolific hooks`` subscribes the endpoint (secret,
 subscription, confirmation) once."""
+
 from __future__ import annotations
 
 import io
@@ -27,8 +28,9 @@ URL = "/prolific/webhook/"
 
 
 def event(n: int, status: str) -> bytes:
-    return json.dumps({"resource_id": sid(n), "event_type": "submission.status.change", "participant_id": pid(n),
-                       "status": status}).encode()
+    return json.dumps(
+        {"resource_id": sid(n), "event_type": "submission.status.change", "participant_id": pid(n), "status": status}
+    ).encode()
 
 
 def post(body: bytes, **headers):
@@ -49,10 +51,12 @@ def taken(project):
 def test_a_bad_signature_is_refused_and_changes_nothing(project):
     _c, _w, a = participant(project, 1, submit=False)
     body = event(1, "RETURNED")
-    for headers in (signed(body, secret="not-the-secret"),                     # forged
-                    signed(b'{"status": "APPROVED"}'),                         # signed for another body
-                    signed(body, stamp=time.time() - 3600),                    # replayed an hour later
-                    {}):                                                       # unsigned
+    for headers in (
+        signed(body, secret="not-the-secret"),  # forged
+        signed(b'{"status": "APPROVED"}'),  # signed for another body
+        signed(body, stamp=time.time() - 3600),  # replayed an hour later
+        {},
+    ):  # unsigned
         r = post(body, **headers)
         assert r.status_code == 403, headers
     assert Assignment.objects.get(pk=a.pk).status == "reserved" and taken(project) == 1
@@ -92,8 +96,9 @@ def test_other_events_update_the_row_only(project):
     body = event(55, "RETURNED")  # no Argora session has it
     r = post(body, **signed(body))
     assert r.status_code == 200 and "no Argora session" in r.json()["detail"]
-    body = json.dumps({"resource_id": "60f6acb180a7b59ac0621f9e", "event_type": "study.status.change",
-                       "status": "PAUSED"}).encode()
+    body = json.dumps(
+        {"resource_id": "60f6acb180a7b59ac0621f9e", "event_type": "study.status.change", "status": "PAUSED"}
+    ).encode()
     assert post(body, **signed(body)).status_code == 200
     assert publishing.settings_for(project).status == "PAUSED"
     body = b'{"event_type": "submission.status.change", "status": "RETURNED"}'
@@ -106,8 +111,12 @@ def test_other_events_update_the_row_only(project):
 def test_python_json_dumps_form_of_the_body_is_accepted(project):
     """Prolific's own example signs ``json.dumps(body)``; a compact raw body signed that way verifies too."""
     _c, _w, a = participant(project, 1, submit=False)
-    payload = {"resource_id": sid(1), "event_type": "submission.status.change", "participant_id": pid(1),
-               "status": "RETURNED"}
+    payload = {
+        "resource_id": sid(1),
+        "event_type": "submission.status.change",
+        "participant_id": pid(1),
+        "status": "RETURNED",
+    }
     raw = json.dumps(payload, separators=(",", ":")).encode()
     assert post(raw, **signed(json.dumps(payload).encode())).status_code == 200
     assert Assignment.objects.get(pk=a.pk).status == "expired"
@@ -160,14 +169,17 @@ def test_a_replay_under_a_fresh_event_id_does_nothing(project):
     assert r.status_code == 200 and r.json()["detail"] == f"submission {sid(1)}: RETURNED"
 
 
-@pytest.mark.parametrize("field, value, reason", [
-    ("status", "S" * 300, "at most 30 characters"),                 # ProlificSubmission.status
-    ("status", 7, "expected a string"),
-    ("resource_id", "r" * 65, "at most 64 characters"),
-    ("participant_id", "p" * 65, "at most 64 characters"),
-    ("event_type", "e" * 61, "at most 60 characters"),
-    ("resource_id", ["not", "text"], "expected a string"),
-])
+@pytest.mark.parametrize(
+    "field, value, reason",
+    [
+        ("status", "S" * 300, "at most 30 characters"),  # ProlificSubmission.status
+        ("status", 7, "expected a string"),
+        ("resource_id", "r" * 65, "at most 64 characters"),
+        ("participant_id", "p" * 65, "at most 64 characters"),
+        ("event_type", "e" * 61, "at most 60 characters"),
+        ("resource_id", ["not", "text"], "expected a string"),
+    ],
+)
 def test_a_field_longer_than_its_column_is_400_naming_it_and_nothing_is_written(project, field, value, reason):
     _c, _w, a = participant(project, 1, submit=False)
     payload = {**json.loads(event(1, "RETURNED")), field: value}
@@ -179,8 +191,9 @@ def test_a_field_longer_than_its_column_is_400_naming_it_and_nothing_is_written(
 
 
 def test_a_long_study_status_or_event_id_is_400(project):
-    body = json.dumps({"resource_id": "60f6acb180a7b59ac0621f9e", "event_type": "study.status.change",
-                       "status": "P" * 41}).encode()
+    body = json.dumps(
+        {"resource_id": "60f6acb180a7b59ac0621f9e", "event_type": "study.status.change", "status": "P" * 41}
+    ).encode()
     r = post(body, **signed(body))
     assert r.status_code == 400 and r.json() == {"errors": {"status": "at most 40 characters"}}  # ProlificStudy.status
     body = event(1, "RETURNED")
@@ -200,7 +213,10 @@ def test_the_same_delivery_twice_at_once_is_handled_once(fake, monkeypatch):
     handled, real = [], webhooks.handle
     monkeypatch.setattr(webhooks, "handle", lambda e: (handled.append(e), time.sleep(0.2), real(e))[-1])
     answers = []
-    run_threads(lambda n: answers.append(post(body, HTTP_X_EVENT_ID=f"evt-{n}", **headers).json()["detail"]),
-                [(0,), (1,)], bound=60)
+    run_threads(
+        lambda n: answers.append(post(body, HTTP_X_EVENT_ID=f"evt-{n}", **headers).json()["detail"]),
+        [(0,), (1,)],
+        bound=60,
+    )
     assert len(handled) == 1 and sorted("handled already" in d for d in answers) == [False, True], answers
     assert Assignment.objects.get(pk=a.pk).status == "expired" and taken(project) == 0

@@ -17,6 +17,7 @@ alt-test (:mod:`annotation.agreement.alttest`): H.json is ``{annotator: {instanc
 reference repository nitaytech/AltTest. ``--json`` prints ``{"models": {name: {"winning_rate",
 "advantage_probability", "passed", "per_annotator", "problems", ...}}, "scoring", "epsilon", "alpha"}``.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.agreement import LEVELS, AgreementError, alpha_report, kappa_report
 from annotation.agreement.alttest import (
-                                          DEFAULT_ALPHA,
-                                          DEFAULT_EPSILON,
-                                          MIN_INSTANCES,
-                                          SCORINGS,
-                                          alt_test,
+    DEFAULT_ALPHA,
+    DEFAULT_EPSILON,
+    MIN_INSTANCES,
+    SCORINGS,
+    alt_test,
 )
 from annotation.agreement.errors import AgreementInputError
 from annotation.agreement.io import read_matrix_csv, unitized_alpha_from_csv
@@ -63,29 +64,38 @@ def _read_json(path: str):
     except UnicodeDecodeError:
         raise _input_error(path, "not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise CommandError(str(AgreementInputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno)),
-                           returncode=2) from None
+        raise CommandError(
+            str(AgreementInputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno)), returncode=2
+        ) from None
 
 
 class Command(BaseCommand):
-    help = ("Agreement coefficients (Krippendorff's alpha, alpha_u, Cohen's/Fleiss' kappa) from CSV files or a "
-            "project; the alt-test of model annotators from JSON files.")
+    help = (
+        "Agreement coefficients (Krippendorff's alpha, alpha_u, Cohen's/Fleiss' kappa) from CSV files or a "
+        "project; the alt-test of model annotators from JSON files."
+    )
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="{alpha,alpha-u,kappa,project,alt-test}")
         a = sub.add_parser("alpha", help="Krippendorff's alpha of a coders x units matrix")
         a.add_argument("--file", required=True, help="CSV: coder,<unit ids...>; empty cell = missing")
         a.add_argument("--level", default="nominal", choices=LEVELS)
-        a.add_argument("--bootstrap", type=int, default=0, metavar="N",
-                       help="percentile CI from N bootstrap resamples of the units (0 = none)")
+        a.add_argument(
+            "--bootstrap",
+            type=int,
+            default=0,
+            metavar="N",
+            help="percentile CI from N bootstrap resamples of the units (0 = none)",
+        )
         a.add_argument("--confidence", type=float, default=0.95)
         a.add_argument("--seed", type=int, default=0)
         a.add_argument("--json", action="store_true")
         u = sub.add_parser("alpha-u", help="Krippendorff's unitized alpha of span annotations")
         u.add_argument("--spans", required=True, help="CSV: coder,item,begin,length,category")
         u.add_argument("--lengths", required=True, help="CSV: item,length (continuum order)")
-        u.add_argument("--coders", default=None,
-                       help="comma-separated list of all coders (include coders who marked nothing)")
+        u.add_argument(
+            "--coders", default=None, help="comma-separated list of all coders (include coders who marked nothing)"
+        )
         u.add_argument("--json", action="store_true")
         k = sub.add_parser("kappa", help="Cohen's kappa (pairwise mean for >2 coders), percent agreement")
         k.add_argument("--file", required=True, help="CSV: coder,<unit ids...>; empty cell = missing")
@@ -95,14 +105,20 @@ class Command(BaseCommand):
         p.add_argument("--json", action="store_true")
         t = sub.add_parser("alt-test", help="alternative annotator test: may a model replace a human annotator?")
         t.add_argument("--humans", required=True, help="JSON: {annotator: {instance: label}}")
-        t.add_argument("--models", required=True,
-                       help="JSON: {model: {instance: label}}, or one model's {instance: label}")
+        t.add_argument(
+            "--models", required=True, help="JSON: {model: {instance: label}}, or one model's {instance: label}"
+        )
         t.add_argument("--scoring", default="accuracy", choices=sorted(SCORINGS))
-        t.add_argument("--epsilon", type=float, default=DEFAULT_EPSILON,
-                       help="cost-benefit margin (0.2 experts, 0.15 skilled annotators, 0.1 crowd workers)")
+        t.add_argument(
+            "--epsilon",
+            type=float,
+            default=DEFAULT_EPSILON,
+            help="cost-benefit margin (0.2 experts, 0.15 skilled annotators, 0.1 crowd workers)",
+        )
         t.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="FDR level (Benjamini-Yekutieli)")
-        t.add_argument("--min-instances", type=int, default=MIN_INSTANCES,
-                       help="shared instances a human needs to be tested")
+        t.add_argument(
+            "--min-instances", type=int, default=MIN_INSTANCES, help="shared instances a human needs to be tested"
+        )
         t.add_argument("--json", action="store_true")
 
     def handle(self, *args, **o):
@@ -120,8 +136,9 @@ class Command(BaseCommand):
     def _alpha(self, o):
         table = read_matrix_csv(o["file"], o["level"])
         try:
-            res = alpha_report(table.matrix, o["level"], bootstrap=o["bootstrap"], seed=o["seed"],
-                               confidence=o["confidence"])
+            res = alpha_report(
+                table.matrix, o["level"], bootstrap=o["bootstrap"], seed=o["seed"], confidence=o["confidence"]
+            )
         except AgreementError as exc:
             raise CommandError(f"{o['file']}: {exc}", returncode=2) from None
         return res.as_dict(), f"Krippendorff's alpha ({o['level']})"
@@ -172,8 +189,14 @@ class Command(BaseCommand):
         out = {}
         try:
             for name, labels in models.items():
-                out[name] = alt_test(humans, labels, scoring=o["scoring"], epsilon=o["epsilon"], alpha=o["alpha"],
-                                     min_instances=o["min_instances"]).as_dict()
+                out[name] = alt_test(
+                    humans,
+                    labels,
+                    scoring=o["scoring"],
+                    epsilon=o["epsilon"],
+                    alpha=o["alpha"],
+                    min_instances=o["min_instances"],
+                ).as_dict()
         except ValueError as exc:  # AltTestInputError: field: reason
             raise CommandError(str(exc), returncode=2) from None
         result = {"models": out, "scoring": o["scoring"], "epsilon": o["epsilon"], "alpha": o["alpha"]}
@@ -181,14 +204,15 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result, default=str, allow_nan=False))
             return
         w = self.stdout.write
-        w(f"Alt-test ({o['scoring']}, epsilon={o['epsilon']}, alpha={o['alpha']}): "
-          f"{len(humans)} human annotators")
+        w(f"Alt-test ({o['scoring']}, epsilon={o['epsilon']}, alpha={o['alpha']}): {len(humans)} human annotators")
         width = max(10, *(len(str(n)) for n in out))
         w(f"  {'model':<{width}}  {'verdict':<8} {'winning rate':>12} {'advantage p':>12} {'humans tested':>14}")
         for name, r in out.items():
             verdict = "n/a" if r["passed"] is None else ("PASSED" if r["passed"] else "FAILED")
-            w(f"  {name:<{width}}  {verdict:<8} {_fmt2(r['winning_rate']):>12} "
-              f"{_fmt2(r['advantage_probability']):>12} {r['n_tested']:>8} of {r['n_humans']:<3}")
+            w(
+                f"  {name:<{width}}  {verdict:<8} {_fmt2(r['winning_rate']):>12} "
+                f"{_fmt2(r['advantage_probability']):>12} {r['n_tested']:>8} of {r['n_humans']:<3}"
+            )
         for name, r in out.items():
             for p in r["problems"]:
                 w(f"  {name}: no verdict: {p}")
@@ -204,16 +228,20 @@ class Command(BaseCommand):
             w(f"  {k:<{width}}  {_fmt(v)}")
         ci = result.get("ci")
         if isinstance(ci, dict):
-            w(f"  {'ci':<{width}}  [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['confidence']:.0%}, "
-              f"{ci['n_boot']} resamples)")
+            w(
+                f"  {'ci':<{width}}  [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['confidence']:.0%}, "
+                f"{ci['n_boot']} resamples)"
+            )
         per = result.get("per_category")
         if isinstance(per, dict) and per:
             w("")
             w(f"  {'category':<20} {'alpha_u':>8} {'D_o':>10} {'D_e':>10} {'spans':>7}")
             for cat, row in per.items():
                 if isinstance(row, dict):
-                    w(f"  {cat:<20} {_fmt(row.get('alpha_u')):>8} {_fmt(row.get('observed_disagreement')):>10} "
-                      f"{_fmt(row.get('expected_disagreement')):>10} {row.get('n_spans', ''):>7}")
+                    w(
+                        f"  {cat:<20} {_fmt(row.get('alpha_u')):>8} {_fmt(row.get('observed_disagreement')):>10} "
+                        f"{_fmt(row.get('expected_disagreement')):>10} {row.get('n_spans', ''):>7}"
+                    )
                 else:
                     w(f"  {cat:<20} {_fmt(row):>8}")
         pairs = result.get("pairs")
@@ -221,8 +249,10 @@ class Command(BaseCommand):
             w("")
             w(f"  {'coder a':<15} {'coder b':<15} {'kappa':>8} {'agree':>8} {'units':>6}")
             for p in pairs:
-                w(f"  {str(p['a']):<15} {str(p['b']):<15} {_fmt(p.get('kappa')):>8} "
-                  f"{_fmt(p.get('percent_agreement')):>8} {p.get('n_units', ''):>6}")
+                w(
+                    f"  {p['a']!s:<15} {p['b']!s:<15} {_fmt(p.get('kappa')):>8} "
+                    f"{_fmt(p.get('percent_agreement')):>8} {p.get('n_units', ''):>6}"
+                )
         for k, v in result.items():
             if isinstance(v, (dict, list)) and k not in ("ci", "per_category", "pairs"):
                 w(f"  {k}: {json.dumps(v, default=str)}")

@@ -7,6 +7,7 @@
 Task types whose items come from elsewhere (tuples of sampled pairs, imported CSV rows, generated arguments) are
 refused with exit status 2 and the command that builds their items (the task type's ``items_howto``).
 """
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -29,19 +30,30 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--slug", default=None)
-        parser.add_argument("--task-type", default=None,
-                            help="a registered task type (default: the registry's default, sentence labels)")
+        parser.add_argument(
+            "--task-type",
+            default=None,
+            help="a registered task type (default: the registry's default, sentence labels)",
+        )
         parser.add_argument("--config", default=None, help="the project's config as a JSON object")
-        parser.add_argument("--labels", default=None, help="comma-separated labels (config.labels; default pro,con,none"
-                                                           " for the default task type)")
+        parser.add_argument(
+            "--labels",
+            default=None,
+            help="comma-separated labels (config.labels; default pro,con,none for the default task type)",
+        )
         parser.add_argument("--topic", action="append", default=[], help="topic name or id (repeatable)")
         parser.add_argument("--limit", type=int, default=None, help="at most this many sentences")
         parser.add_argument("--assignments-per-item", type=int, default=None)
         parser.add_argument("--items-per-hit", type=int, default=None)
         parser.add_argument("--gold-rate", type=float, default=None)
-        parser.add_argument("--gold-from-stance", type=int, default=0, metavar="N",
-                            help="use N sentences with their corpus stance as gold items (the task type says what "
-                                 "the stance means as an answer)")
+        parser.add_argument(
+            "--gold-from-stance",
+            type=int,
+            default=0,
+            metavar="N",
+            help="use N sentences with their corpus stance as gold items (the task type says what "
+            "the stance means as an answer)",
+        )
         parser.add_argument("--guidelines-file", default=None, help="HTML file with the guidelines")
         parser.add_argument("--activate", action="store_true")
 
@@ -52,8 +64,11 @@ class Command(BaseCommand):
         except KeyError as exc:
             raise CommandError(f"--task-type: {exc.args[0]}", returncode=2) from None
         if not tt.builds_from_sentences:
-            raise CommandError(f"--task-type: {tt.name!r} does not build its items from corpus sentences; "
-                               f"{tt.items_howto or 'see its own command'}", returncode=2)
+            raise CommandError(
+                f"--task-type: {tt.name!r} does not build its items from corpus sentences; "
+                f"{tt.items_howto or 'see its own command'}",
+                returncode=2,
+            )
         config = self._config(o, tt)
         qs = Sentence.objects.select_related("topic").order_by("id")
         if o["topic"]:
@@ -64,10 +79,10 @@ class Command(BaseCommand):
                     raise CommandError(f"--topic: no topic {ref!r}", returncode=2)
                 topics.append(topic)
             qs = qs.filter(topic__in=topics)
-        rows = list(qs[: (o["limit"] or 10 ** 9) + o["gold_from_stance"]])
+        rows = list(qs[: (o["limit"] or 10**9) + o["gold_from_stance"]])
         if not rows:
             raise CommandError("no corpus sentences match; import some first", returncode=2)
-        gold_rows, rows = rows[: o["gold_from_stance"]], rows[o["gold_from_stance"]:]
+        gold_rows, rows = rows[: o["gold_from_stance"]], rows[o["gold_from_stance"] :]
         guidelines = ""
         if o["guidelines_file"]:
             with open(o["guidelines_file"], encoding="utf-8") as fh:
@@ -77,8 +92,10 @@ class Command(BaseCommand):
         except services.ProjectInvalid as exc:
             raise command_error(exc) from None
         hits = services.build_hits(project)
-        self.stdout.write(f"project {project.slug}: {len(rows)} items, {len(gold_rows)} gold, {hits} HITs, "
-                          f"status {project.status}; invite /invite/{project.invite_token}/")
+        self.stdout.write(
+            f"project {project.slug}: {len(rows)} items, {len(gold_rows)} gold, {hits} HITs, "
+            f"status {project.status}; invite /invite/{project.invite_token}/"
+        )
 
     @staticmethod
     def _config(o, tt) -> dict:
@@ -101,8 +118,14 @@ class Command(BaseCommand):
         # unset: the task type's project_defaults, else the model's (3 per item, 5 per HIT, no gold)
         settings = {key: o[key] for key in ("assignments_per_item", "items_per_hit", "gold_rate")}
         project = services.create_project(
-            name=o["name"], slug=o["slug"], task_type=tt.name, config=config, guidelines=guidelines,
-            status="active" if o["activate"] else "draft", **settings)
+            name=o["name"],
+            slug=o["slug"],
+            task_type=tt.name,
+            config=config,
+            guidelines=guidelines,
+            status="active" if o["activate"] else "draft",
+            **settings,
+        )
         gold = services.gold_from_sentences(project, gold_rows, field="gold_from_stance")
         services.add_items_from_rows(project, rows, gold=gold)
         return project

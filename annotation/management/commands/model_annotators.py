@@ -10,6 +10,7 @@
 human and with the human majority, and the alt-test (``{"models": {name: {..., "alt_test": {"winning_rate",
 "advantage_probability", "passed", ...}}}}`` with ``--json``). Bad input exits with status 2 and ``field: reason``.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,10 @@ class Command(BaseCommand):
     def do_list(self, project, o):
         for a in ModelAnnotator.objects.filter(project=project).order_by("id"):
             s = ma.summary(a)
-            self.stdout.write(f"{a.name}\t{a.kind}\t{s['model_id']}\t{a.status}\t{s['answered']} answered\t"
-                              f"{s['failures']} failed attempts")
+            self.stdout.write(
+                f"{a.name}\t{a.kind}\t{s['model_id']}\t{a.status}\t{s['answered']} answered\t"
+                f"{s['failures']} failed attempts"
+            )
 
     def do_add_llm(self, project, o):
         template = None
@@ -108,8 +111,9 @@ class Command(BaseCommand):
             raise _fail("min_instances: at least 1")
         reports = ma.report(project, epsilon=eps, min_instances=o["min_instances"])
         if o["json"]:
-            self.stdout.write(json.dumps({"project": project.slug, "models": {r["name"]: r for r in reports}},
-                                         indent=2, default=str))
+            self.stdout.write(
+                json.dumps({"project": project.slug, "models": {r["name"]: r for r in reports}}, indent=2, default=str)
+            )
             return
         if not reports:
             self.stdout.write(f"{project.slug}: no model annotators")
@@ -118,17 +122,22 @@ class Command(BaseCommand):
             for p in r["problems"]:
                 self.stdout.write(f"  {p}")
             if "without" in r:
-                self.stdout.write(f"  alpha without / with: {_num(r['without']['alpha'])} "
-                                  f"(n = {r['without']['n_units']} units) / {_num(r['with']['alpha'])} "
-                                  f"(n = {r['with']['n_units']} units)")
-                self.stdout.write(f"  agreement with the human majority: {_num(r['majority']['accuracy'])} "
-                                  f"(n = {r['majority']['n']})")
+                self.stdout.write(
+                    f"  alpha without / with: {_num(r['without']['alpha'])} "
+                    f"(n = {r['without']['n_units']} units) / {_num(r['with']['alpha'])} "
+                    f"(n = {r['with']['n_units']} units)"
+                )
+                self.stdout.write(
+                    f"  agreement with the human majority: {_num(r['majority']['accuracy'])} (n = {r['majority']['n']})"
+                )
             alt = r.get("alt_test")
             if alt:
                 verdict = {True: "passed", False: "not passed", None: "no verdict"}[alt["passed"]]
-                self.stdout.write(f"  alt-test: winning rate {_num(alt['winning_rate'])}, advantage probability "
-                                  f"{_num(alt['advantage_probability'])}, epsilon {alt['epsilon']}: {verdict} "
-                                  f"({alt['n_tested']} of {alt['n_humans']} humans tested, "
-                                  f"{alt['n_instances']} instances)")
+                self.stdout.write(
+                    f"  alt-test: winning rate {_num(alt['winning_rate'])}, advantage probability "
+                    f"{_num(alt['advantage_probability'])}, epsilon {alt['epsilon']}: {verdict} "
+                    f"({alt['n_tested']} of {alt['n_humans']} humans tested, "
+                    f"{alt['n_instances']} instances)"
+                )
                 for p in alt["problems"]:
                     self.stdout.write(f"    {p}")

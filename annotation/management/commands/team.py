@@ -1,6 +1,7 @@
 """``manage.py team <slug>``: a project's team (members and roles) and its audit log; ``--add USER --role ROLE``,
 ``--remove USER``. The operator's way to give a project made by a command (no maker recorded) or before teams
 existed its owners; the studio's team page does the same in the browser (``annotation.teams``)."""
+
 from django.core.management.base import BaseCommand
 
 from annotation import access, teams
@@ -32,8 +33,9 @@ class Command(BaseCommand):
         except teams.TeamRefused as exc:
             raise command_error(exc) from None
         members = list(access.members(project))
-        self.stdout.write(f"team of {slug}: " + (", ".join(f"{m.user.get_username()} ({m.role})" for m in members)
-                                                 or "nobody yet (superusers only)"))
+        self.stdout.write(
+            f"team of {slug}: "
+            + (", ".join(f"{m.user.get_username()} ({m.role})" for m in members) or "nobody yet (superusers only)")
+        )
         for entry in teams.audit_log(project, limit=10):
             self.stdout.write(f"  {entry.at:%Y-%m-%d %H:%M} {entry.user or 'system'}: {entry.action} {entry.detail}")
-

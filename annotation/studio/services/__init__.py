@@ -29,6 +29,7 @@ One package, one concern per module: :mod:`.setup` (limits, config keys, errors,
 2 and 3: the upload, the preview, the import and the addition on a worker), :mod:`.running` (settings, status,
 unblocking); every name is read from here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -107,8 +108,11 @@ def store_upload(uploaded, source: Source) -> dict:
     if not name.lower().endswith(source.extensions):
         raise SetupRefused("file", f"{name}: a {source.label} file ends with {' or '.join(source.extensions)}")
     if uploaded.size > MAX_UPLOAD_BYTES:
-        raise SetupRefused("file", f"{name} is {uploaded.size / 1024 / 1024:.1f} MB; the studio takes files up to "
-                                   f"{MAX_UPLOAD_BYTES // 1024 // 1024} MB (import larger ones with the command line)")
+        raise SetupRefused(
+            "file",
+            f"{name} is {uploaded.size / 1024 / 1024:.1f} MB; the studio takes files up to "
+            f"{MAX_UPLOAD_BYTES // 1024 // 1024} MB (import larger ones with the command line)",
+        )
     if uploaded.size == 0:
         raise SetupRefused("file", f"{name} is empty")
     root = Path(settings.MEDIA_ROOT) / UPLOAD_DIR
@@ -135,8 +139,9 @@ def upload_path(stored: dict | None) -> Path | None:
 
 def has_worker_items(project: Project | None) -> bool:
     """Whether a saved project has items for the workers (what a gold-only addition needs)."""
-    return project is not None and project.pk is not None and \
-        Item.objects.filter(project=project, is_gold=False).exists()
+    return (
+        project is not None and project.pk is not None and Item.objects.filter(project=project, is_gold=False).exists()
+    )
 
 
 def gold_share(source: Source, gold: GoldShare | dict | None, *, adding_to: Project | None = None) -> GoldShare:
@@ -168,14 +173,24 @@ def gold_share(source: Source, gold: GoldShare | dict | None, *, adding_to: Proj
     if gold.mode == "percent" and gold.n < 1:
         raise SetupRefused("gold_n", "what share of the rows becomes gold items, in percent (1 to 100)")
     if gold.mode == "all" and not has_worker_items(adding_to):
-        raise SetupRefused("gold_mode", "every row a gold item: only when adding to a project that has items for "
-                                        "the workers; leave some rows for the workers")
+        raise SetupRefused(
+            "gold_mode",
+            "every row a gold item: only when adding to a project that has items for "
+            "the workers; leave some rows for the workers",
+        )
     return gold
 
 
-def source_input(source: Source, *, upload: dict | None = None, topics=(), limit: int | None = None,
-                 options: dict | None = None, gold: GoldShare | dict | None = None,
-                 adding_to: Project | None = None) -> SourceInput:
+def source_input(
+    source: Source,
+    *,
+    upload: dict | None = None,
+    topics=(),
+    limit: int | None = None,
+    options: dict | None = None,
+    gold: GoldShare | dict | None = None,
+    adding_to: Project | None = None,
+) -> SourceInput:
     """What the source reads, with its options and gold share (:func:`gold_share`) checked and their defaults
     filled in (:class:`SetupRefused` naming the option, ``gold_mode`` / ``gold_n`` / ``gold_seed``, or ``file``,
     ``topics``, ``limit``). ``adding_to``: the saved project the items are added to (none: a new project)."""
@@ -211,15 +226,19 @@ def source_input(source: Source, *, upload: dict | None = None, topics=(), limit
     topic_rows = list(Topic.objects.filter(pk__in=[int(t) for t in topics]).order_by("name")) if topics else []
     if len(topic_rows) != len(set(topics or ())):
         raise SetupRefused("topics", "a chosen topic no longer exists")
-    return SourceInput(source=source, path=path, file_name=name, topics=topic_rows, limit=limit, options=clean,
-                       gold=share)
+    return SourceInput(
+        source=source, path=path, file_name=name, topics=topic_rows, limit=limit, options=clean, gold=share
+    )
 
 
 def problem_text(exc: Exception, data: SourceInput | None) -> str:
     """What a person reads of a refused import: ``file:line: reason`` with the name they uploaded."""
     if isinstance(exc, FileLineError):
-        shown = data.file_name if data is not None and data.path is not None and Path(exc.file) == data.path \
+        shown = (
+            data.file_name
+            if data is not None and data.path is not None and Path(exc.file) == data.path
             else Path(exc.file).name
+        )
         return f"{shown}:{exc.line}: {exc.reason}"
     return str(exc)
 
@@ -271,8 +290,9 @@ def _every_problem(module, project, data: SourceInput, first: FileLineError) -> 
                 module.preview(project, replace(data, path=row_file))
             except FileLineError as exc:
                 if exc.line > header:
-                    found[line + exc.line - header - 1] = f"{data.file_name}:{line + exc.line - header - 1}: " \
-                                                          f"{exc.reason}"
+                    found[line + exc.line - header - 1] = (
+                        f"{data.file_name}:{line + exc.line - header - 1}: {exc.reason}"
+                    )
             except (FieldError, ValueError):
                 pass  # not a problem of this row alone
     finally:
@@ -294,28 +314,48 @@ def preview_import(project: Project, data: SourceInput) -> tuple[Preview | None,
     except (FieldError, ValueError) as exc:
         return None, [problem_text(exc, data)]
     if project.pk is None and data.gold.active and preview.items == 0:
-        return None, [f"gold_n: leave some rows for the workers ({data.gold.describe()}: {preview.gold} gold "
-                      f"item(s), no item for the workers)"]
+        return None, [
+            f"gold_n: leave some rows for the workers ({data.gold.describe()}: {preview.gold} gold "
+            f"item(s), no item for the workers)"
+        ]
     return preview, []
 
 
 # --- step 3: the import on a worker ---------------------------------------------------------------------------
 def import_spec(project: Project, data: SourceInput, *, user=None) -> dict:
     """Everything the worker needs, as JSON: the checked set-up and the source."""
-    return {"name": project.name, "task_type": project.task_type, "config": project.config,
-            "settings": {key: getattr(project, key) for key in SETUP_FIELDS},
-            "source": data.source.name, "path": str(data.path) if data.path else None, "file_name": data.file_name,
-            "topics": [t.pk for t in data.topics], "limit": data.limit, "options": data.options,
-            "gold": data.gold.as_dict(), "user": getattr(user, "pk", None)}
+    return {
+        "name": project.name,
+        "task_type": project.task_type,
+        "config": project.config,
+        "settings": {key: getattr(project, key) for key in SETUP_FIELDS},
+        "source": data.source.name,
+        "path": str(data.path) if data.path else None,
+        "file_name": data.file_name,
+        "topics": [t.pk for t in data.topics],
+        "limit": data.limit,
+        "options": data.options,
+        "gold": data.gold.as_dict(),
+        "user": getattr(user, "pk", None),
+    }
 
 
 def addition_spec(project: Project, data: SourceInput, *, user=None) -> dict:
     """What the worker needs to add items to the saved ``project``: the project and the source (as
     :func:`import_spec`)."""
-    return {"add_to": project.pk, "project": project.slug, "task_type": project.task_type,
-            "source": data.source.name, "path": str(data.path) if data.path else None, "file_name": data.file_name,
-            "topics": [t.pk for t in data.topics], "limit": data.limit, "options": data.options,
-            "gold": data.gold.as_dict(), "user": getattr(user, "pk", None)}
+    return {
+        "add_to": project.pk,
+        "project": project.slug,
+        "task_type": project.task_type,
+        "source": data.source.name,
+        "path": str(data.path) if data.path else None,
+        "file_name": data.file_name,
+        "topics": [t.pk for t in data.topics],
+        "limit": data.limit,
+        "options": data.options,
+        "gold": data.gold.as_dict(),
+        "user": getattr(user, "pk", None),
+    }
 
 
 def addition_job_id(project: Project) -> str:
@@ -350,10 +390,15 @@ def _spec_input(tt: TaskType, spec: dict) -> SourceInput:
     path = Path(spec["path"]) if spec.get("path") else None
     if source.is_upload and (path is None or not path.is_file()):
         raise SetupRefused("file", "the uploaded file is gone; upload it again")
-    return SourceInput(source=source, path=path, file_name=spec.get("file_name") or "",
-                       topics=list(Topic.objects.filter(pk__in=spec.get("topics") or []).order_by("name")),
-                       limit=spec.get("limit"), options=spec.get("options") or {},
-                       gold=GoldShare.from_dict(spec.get("gold")))
+    return SourceInput(
+        source=source,
+        path=path,
+        file_name=spec.get("file_name") or "",
+        topics=list(Topic.objects.filter(pk__in=spec.get("topics") or []).order_by("name")),
+        limit=spec.get("limit"),
+        options=spec.get("options") or {},
+        gold=GoldShare.from_dict(spec.get("gold")),
+    )
 
 
 def _spec_user(spec: dict):
@@ -379,15 +424,25 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
         source, path = data.source, data.path
         user = _spec_user(spec)
         if data.gold.mode == "all":
-            raise SetupRefused("gold_mode", "every row a gold item: only when adding to a project that has items "
-                                            "for the workers")
-        origin = {"job": job or "", "source": source.name, "source_label": source.label, "file": data.file_name,
-                  "topics": [t.name for t in data.topics]}
+            raise SetupRefused(
+                "gold_mode", "every row a gold item: only when adding to a project that has items for the workers"
+            )
+        origin = {
+            "job": job or "",
+            "source": source.name,
+            "source_label": source.label,
+            "file": data.file_name,
+            "topics": [t.name for t in data.topics],
+        }
         progress(0, None, "creating the project")
         with transaction.atomic():
-            project = services.create_project(name=spec["name"], task_type=tt.name,
-                                              config={**(spec.get("config") or {}), IMPORT_KEY: origin},
-                                              created_by=user, **(spec.get("settings") or {}))
+            project = services.create_project(
+                name=spec["name"],
+                task_type=tt.name,
+                config={**(spec.get("config") or {}), IMPORT_KEY: origin},
+                created_by=user,
+                **(spec.get("settings") or {}),
+            )
             summary = module.write(project, data, progress)
             project.refresh_from_db()
             summary = {"items": int(summary.get("items", 0)), "gold": int(summary.get("gold", 0))}
@@ -408,8 +463,11 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
 
 
 def _import_result(project: Project, summary: dict) -> dict:
-    return {"project": project.slug, **summary,
-            **result_link(reverse("annotation:studio-project", args=[project.slug]), f"Open {project.name}")}
+    return {
+        "project": project.slug,
+        **summary,
+        **result_link(reverse("annotation:studio-project", args=[project.slug]), f"Open {project.name}"),
+    }
 
 
 def addition_refused(project: Project) -> str:
@@ -449,39 +507,67 @@ def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) 
             if refused:
                 raise SetupRefused("project", refused)
             if data.gold.mode == "all" and not has_worker_items(locked):
-                raise SetupRefused("gold_mode", "every row a gold item: only when the project has items for the "
-                                                "workers already")
+                raise SetupRefused(
+                    "gold_mode", "every row a gold item: only when the project has items for the workers already"
+                )
             items = Item.objects.filter(project=locked)
             last = items.aggregate(last=Max("pk"))["last"] or 0
             had_sentences = set(items.filter(sentence__isnull=False).values_list("sentence_id", flat=True))
             had_keys = set(items.exclude(external_key="").values_list("external_key", flat=True))
             hits_before = HIT.objects.filter(project=locked).count()
             module.write(locked, data, progress)
-            new = list(Item.objects.filter(project=locked, pk__gt=last)
-                       .values_list("pk", "sentence_id", "external_key", "is_gold"))
+            new = list(
+                Item.objects.filter(project=locked, pk__gt=last).values_list(
+                    "pk", "sentence_id", "external_key", "is_gold"
+                )
+            )
             again = {pk for pk, sentence, key, _ in new if sentence in had_sentences or (key and key in had_keys)}
             if again:  # made by this write, in this transaction
                 Item.objects.filter(pk__in=again).delete()
             kept = [row for row in new if row[0] not in again]
             if not kept:
-                raise SetupRefused("items", "nothing to add: every row is in the project already" if again else
-                                            "nothing to add: no rows")
+                raise SetupRefused(
+                    "items",
+                    "nothing to add: every row is in the project already" if again else "nothing to add: no rows",
+                )
             locked.refresh_from_db()
             progress(0, None, "building HITs")
             services.build_hits(locked)
-            summary = {"items": sum(1 for row in kept if not row[3]), "gold": sum(1 for row in kept if row[3]),
-                       "skipped": len(again), "hits": HIT.objects.filter(project=locked).count() - hits_before}
-            addition = {"job": job or "", "source": data.source.name, "source_label": data.source.label,
-                        "file": data.file_name, "topics": [t.name for t in data.topics],
-                        "gold": data.gold.describe(), "summary": summary, "at": timezone.now().isoformat()}
+            summary = {
+                "items": sum(1 for row in kept if not row[3]),
+                "gold": sum(1 for row in kept if row[3]),
+                "skipped": len(again),
+                "hits": HIT.objects.filter(project=locked).count() - hits_before,
+            }
+            addition = {
+                "job": job or "",
+                "source": data.source.name,
+                "source_label": data.source.label,
+                "file": data.file_name,
+                "topics": [t.name for t in data.topics],
+                "gold": data.gold.describe(),
+                "summary": summary,
+                "at": timezone.now().isoformat(),
+            }
             locked.refresh_from_db(fields=["config"])
             config = dict(locked.config or {})
             config[ADDITIONS_KEY] = ([*(config.get(ADDITIONS_KEY) or []), addition])[-ADDITIONS_KEPT:]
             Project.objects.filter(pk=locked.pk).update(config=config)
-            teams.record(locked, user, "items.add", {  # (no key "items": the audit template reads .items)
-                "source": data.source.name, "file": data.file_name, "gold_share": data.gold.describe(),
-                "new_items": summary["items"], "new_gold": summary["gold"], "skipped": summary["skipped"],
-                "new_hits": summary["hits"], "job": job or ""})
+            teams.record(
+                locked,
+                user,
+                "items.add",
+                {  # (no key "items": the audit template reads .items)
+                    "source": data.source.name,
+                    "file": data.file_name,
+                    "gold_share": data.gold.describe(),
+                    "new_items": summary["items"],
+                    "new_gold": summary["gold"],
+                    "skipped": summary["skipped"],
+                    "new_hits": summary["hits"],
+                    "job": job or "",
+                },
+            )
     except (FileLineError, FieldError, ValueError) as exc:
         raise StudioImportFailed(problem_text(exc, data)) from None
     if data.path is not None:

@@ -1,6 +1,7 @@
 """Studio services, running a project: its settings, its status (draft -> active <-> paused -> closed) and
 unblocking a worker (re-exported by :mod:`annotation.studio.services`).
 """
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
@@ -25,13 +26,18 @@ def update_settings(project: Project, values: dict, *, guidelines_markdown: str 
         locked = Project.objects.select_for_update().get(pk=project.pk)
         hits = HIT.objects.filter(project=locked)
         if "items_per_hit" in values and values["items_per_hit"] != locked.items_per_hit and hits.exists():
-            raise SetupRefused("items_per_hit", f"{hits.count()} HIT(s) are built with {locked.items_per_hit} item(s) "
-                                                f"each; the number cannot change now (make a new project instead)")
+            raise SetupRefused(
+                "items_per_hit",
+                f"{hits.count()} HIT(s) are built with {locked.items_per_hit} item(s) "
+                f"each; the number cannot change now (make a new project instead)",
+            )
         if "assignments_per_item" in values:
             taken = hits.aggregate(most=Max("taken"))["most"] or 0
             if values["assignments_per_item"] is not None and values["assignments_per_item"] < taken:
-                raise SetupRefused("assignments_per_item", f"a HIT already has {taken} worker(s) (answering or done); "
-                                                           f"R cannot go below {taken}")
+                raise SetupRefused(
+                    "assignments_per_item",
+                    f"a HIT already has {taken} worker(s) (answering or done); R cannot go below {taken}",
+                )
         for key, value in values.items():
             setattr(locked, key, value)
         config = dict(locked.config or {})
@@ -46,8 +52,9 @@ def update_settings(project: Project, values: dict, *, guidelines_markdown: str 
         except ValidationError as exc:
             field, messages = next(iter(exc.message_dict.items()))
             raise SetupRefused(field if field != "__all__" else "settings", " ".join(messages)) from None
-        Project.objects.filter(pk=locked.pk).update(config=config, guidelines=locked.guidelines,
-                                                    **{key: getattr(locked, key) for key in values})
+        Project.objects.filter(pk=locked.pk).update(
+            config=config, guidelines=locked.guidelines, **{key: getattr(locked, key) for key in values}
+        )
     project.refresh_from_db()
     return project
 

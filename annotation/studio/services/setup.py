@@ -1,6 +1,7 @@
 """Studio services, step 1: the studio's limits and config keys, its errors, a task type's sources and the
 project's set-up checked without writing anything (re-exported by :mod:`annotation.studio.services`).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,11 +19,20 @@ from .. import sentences
 
 UPLOAD_DIR = "studio-uploads"
 UPLOAD_KEEP_SECONDS = 2 * 24 * 3600  # uploads never confirmed are removed after this long
-MAX_PROBLEMS = 20     # problems listed for a bad file
-SCAN_ROWS = 500       # rows of a bad file checked one by one for more problems
+MAX_PROBLEMS = 20  # problems listed for a bad file
+SCAN_ROWS = 500  # rows of a bad file checked one by one for more problems
 SETUP_FIELDS = ("assignments_per_item", "items_per_hit", "gold_rate")
-SETTINGS_FIELDS = ("assignments_per_item", "items_per_hit", "gold_rate", "reward_cents", "time_estimate_seconds",
-                   "reservation_timeout_seconds", "gold_min_items", "gold_min_accuracy", "max_hits_per_worker")
+SETTINGS_FIELDS = (
+    "assignments_per_item",
+    "items_per_hit",
+    "gold_rate",
+    "reward_cents",
+    "time_estimate_seconds",
+    "reservation_timeout_seconds",
+    "gold_min_items",
+    "gold_min_accuracy",
+    "max_hits_per_worker",
+)
 # the status a project may move to from each status (the studio's buttons)
 TRANSITIONS = {
     Project.Status.DRAFT: (Project.Status.ACTIVE,),
@@ -30,10 +40,10 @@ TRANSITIONS = {
     Project.Status.PAUSED: (Project.Status.ACTIVE, Project.Status.CLOSED),
     Project.Status.CLOSED: (),
 }
-GUIDELINES_KEY = "guidelines_markdown"   # project.config key of the guidelines' Markdown source
-IMPORT_KEY = "studio_import"             # project.config key: where the items came from (job, source, file)
-ADDITIONS_KEY = "studio_additions"       # project.config key: the items added since (job, source, file, summary)
-ADDITIONS_KEPT = 100                     # additions listed in the config (the audit log keeps every one)
+GUIDELINES_KEY = "guidelines_markdown"  # project.config key of the guidelines' Markdown source
+IMPORT_KEY = "studio_import"  # project.config key: where the items came from (job, source, file)
+ADDITIONS_KEY = "studio_additions"  # project.config key: the items added since (job, source, file, summary)
+ADDITIONS_KEPT = 100  # additions listed in the config (the audit log keeps every one)
 
 
 class SetupRefused(FieldError):

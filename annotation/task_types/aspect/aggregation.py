@@ -17,10 +17,12 @@ Overrides (:func:`final_answer`), strongest first: an expert's adjudicated answe
 ``Item.payload["adjudicated"]``, the GoldItem's expected answer, the crowd vote (when the item has
 responses), the reference imported with the item (``payload["reference"]``).
 """
+
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
@@ -66,7 +68,7 @@ def aggregate_responses(responses: Iterable[dict], *, threshold: int, text: str 
                 continue
             seen.add((begin, length))
             votes[(begin, length)] += 1
-            texts.setdefault((begin, length), text[begin:begin + length] if text is not None else span_text)
+            texts.setdefault((begin, length), text[begin : begin + length] if text is not None else span_text)
         no_aspect += bool((data or {}).get("no_aspect"))
         not_in_lists += bool((data or {}).get("not_in_lists"))
     accepted = [span for span, n in votes.items() if n >= threshold]
@@ -96,8 +98,12 @@ def aggregate_responses(responses: Iterable[dict], *, threshold: int, text: str 
 
 def _answer(aspects, no_aspect: bool, source: str, text: str) -> dict:
     spans = sorted((int(a["begin"]), int(a["length"])) for a in aspects or [])
-    return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l]} for b, l in spans],
-            "no_aspect": bool(no_aspect) and not spans, "resolved": True, "source": source}
+    return {
+        "aspects": [{"begin": b, "length": l, "text": text[b : b + l]} for b, l in spans],
+        "no_aspect": bool(no_aspect) and not spans,
+        "resolved": True,
+        "source": source,
+    }
 
 
 def final_answer(project, item, responses: list[dict] | None = None) -> dict:
@@ -131,8 +137,12 @@ def final_answer(project, item, responses: list[dict] | None = None) -> dict:
 
 def item_responses(item) -> list[dict]:
     """Cleaned response data of submitted / approved assignments of ``item``."""
-    return list(Response.objects.filter(item=item, assignment__status__in=Assignment.DONE)
-                .exclude(unverified_q("assignment__")).order_by("id").values_list("data", flat=True))
+    return list(
+        Response.objects.filter(item=item, assignment__status__in=Assignment.DONE)
+        .exclude(unverified_q("assignment__"))
+        .order_by("id")
+        .values_list("data", flat=True)
+    )
 
 
 def adjudicate(item, aspects: list, *, no_aspect: bool = False, by: str = "") -> dict:
@@ -152,13 +162,16 @@ def adjudicate(item, aspects: list, *, no_aspect: bool = False, by: str = "") ->
             raise ResponseInvalid(f"aspects[{i}]", f"{span_id(begin, length)} is outside the sentence")
         spans.append((begin, length))
     spans.sort()
-    for (b1, l1), (b2, l2) in zip(spans, spans[1:]):
+    for (b1, l1), (b2, l2) in itertools.pairwise(spans):
         if b2 < b1 + l1:
             raise ResponseInvalid("aspects", f"{span_id(b1, l1)} and {span_id(b2, l2)} overlap")
     if no_aspect and spans:
         raise ResponseInvalid("no_aspect", "an answer with aspects cannot also be 'no aspect'")
-    decided = {"aspects": [{"begin": b, "length": l, "text": text[b:b + l]} for b, l in spans],
-               "no_aspect": bool(no_aspect), "by": str(by)}
+    decided = {
+        "aspects": [{"begin": b, "length": l, "text": text[b : b + l]} for b, l in spans],
+        "no_aspect": bool(no_aspect),
+        "by": str(by),
+    }
     with transaction.atomic():
         locked = Item.objects.select_for_update().get(pk=item.pk)
         payload = dict(locked.payload or {})

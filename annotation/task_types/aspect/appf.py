@@ -40,13 +40,14 @@ Splits (:func:`split_rows`): ``cross-topic`` (test: gun control, school uniforms
 the rest, App. F; or any topics named with ``test`` / ``dev``, each of which must be among the rows) and ``in-topic`` (a seeded random split whose sizes keep App. F's 3532 / 500 / 1000
 proportions for the number of rows at hand, :func:`in_topic_sizes`).
 """
+
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from django.db import transaction
 
@@ -90,19 +91,24 @@ class AppFRow:
     hash: str
     sentence: str
     topic: str
-    stance: str                      # pro / con / unknown
-    aspect_pos: list[str]            # as written in the file
+    stance: str  # pro / con / unknown
+    aspect_pos: list[str]  # as written in the file
     aspect_pos_string: list[str]
     spans: list[tuple[int, int]]
-    raw_stance: str | None = ""      # App. F's: Argument_for / Argument_against / None (unknown)
+    raw_stance: str | None = ""  # App. F's: Argument_for / Argument_against / None (unknown)
     extra: dict = field(default_factory=dict)  # unknown keys, written back on export
 
     def reference(self) -> dict:
-        return {"hash": self.hash, "aspects": [{"begin": b, "length": l, "text": self.sentence[b:b + l]}
-                                               for b, l in sorted(self.spans)],
-                "no_aspect": not self.spans, "aspect_pos": list(self.aspect_pos),
-                "aspect_pos_string": list(self.aspect_pos_string), "stance": self.raw_stance,
-                "topic": self.topic, "extra": dict(self.extra)}
+        return {
+            "hash": self.hash,
+            "aspects": [{"begin": b, "length": l, "text": self.sentence[b : b + l]} for b, l in sorted(self.spans)],
+            "no_aspect": not self.spans,
+            "aspect_pos": list(self.aspect_pos),
+            "aspect_pos_string": list(self.aspect_pos_string),
+            "stance": self.raw_stance,
+            "topic": self.topic,
+            "extra": dict(self.extra),
+        }
 
 
 # --- parsing -------------------------------------------------------------------------------------------
@@ -115,8 +121,9 @@ def parse_row(path, number: int, obj: dict) -> AppFRow:
         if not isinstance(obj[key], str) or not obj[key].strip():
             raise ImportFailed(path, number, f'"{key}" must be a non-empty string')
     if obj["stance"] not in STANCE_FROM_APPF and obj["stance"] not in (None, UNKNOWN):
-        raise ImportFailed(path, number, f'"stance" must be Argument_for, Argument_against or null (unknown), got '
-                                         f'{obj["stance"]!r}')
+        raise ImportFailed(
+            path, number, f'"stance" must be Argument_for, Argument_against or null (unknown), got {obj["stance"]!r}'
+        )
     if len(obj["hash"]) > 180:
         raise ImportFailed(path, number, '"hash" is longer than 180 characters')
     if len(obj["topic"]) > 200:
@@ -127,8 +134,9 @@ def parse_row(path, number: int, obj: dict) -> AppFRow:
     if not isinstance(strings, list) or not all(isinstance(s, str) for s in strings):
         raise ImportFailed(path, number, '"aspect_pos_string" must be a list of strings')
     if len(pos) != len(strings):
-        raise ImportFailed(path, number, f'"aspect_pos" has {len(pos)} entries but "aspect_pos_string" has '
-                                         f'{len(strings)}')
+        raise ImportFailed(
+            path, number, f'"aspect_pos" has {len(pos)} entries but "aspect_pos_string" has {len(strings)}'
+        )
     sentence = obj["sentence"]
     spans = []
     for i, (p, s) in enumerate(zip(pos, strings)):
@@ -137,16 +145,31 @@ def parse_row(path, number: int, obj: dict) -> AppFRow:
             raise ImportFailed(path, number, f'aspect_pos[{i}] {p!r} is not "(begin,length)"')
         begin, length = int(m.group(1)), int(m.group(2))
         if length == 0 or begin + length > len(sentence):
-            raise ImportFailed(path, number, f"aspect_pos[{i}] {p} is outside the sentence ({len(sentence)} "
-                                             f"characters)")
-        if sentence[begin:begin + length] != s:
-            raise ImportFailed(path, number, f"aspect_pos[{i}] {p} is {sentence[begin:begin + length]!r} in the "
-                                             f"sentence, but aspect_pos_string[{i}] is {s!r}")
+            raise ImportFailed(
+                path, number, f"aspect_pos[{i}] {p} is outside the sentence ({len(sentence)} characters)"
+            )
+        if sentence[begin : begin + length] != s:
+            raise ImportFailed(
+                path,
+                number,
+                f"aspect_pos[{i}] {p} is {sentence[begin : begin + length]!r} in the "
+                f"sentence, but aspect_pos_string[{i}] is {s!r}",
+            )
         spans.append((begin, length))
     extra = {k: v for k, v in obj.items() if k not in REQUIRED}
     stance = STANCE_FROM_APPF.get(obj["stance"], UNKNOWN)
-    return AppFRow(number, obj["hash"], sentence, obj["topic"], stance, list(pos), list(strings), spans,
-                   raw_stance=APPF_STANCE.get(stance), extra=extra)
+    return AppFRow(
+        number,
+        obj["hash"],
+        sentence,
+        obj["topic"],
+        stance,
+        list(pos),
+        list(strings),
+        spans,
+        raw_stance=APPF_STANCE.get(stance),
+        extra=extra,
+    )
 
 
 def parse_appf(path, text: str | None = None) -> list[AppFRow]:
@@ -167,8 +190,15 @@ def parse_appf(path, text: str | None = None) -> list[AppFRow]:
 def corpus_record(row: AppFRow) -> SentenceRecord:
     """The corpus sentence of a row: its stance, or ``none`` with :data:`UNKNOWN_METADATA` when it is unknown."""
     known = row.stance in APPF_STANCE
-    return SentenceRecord(line=row.line, topic=row.topic, text=row.sentence, stance=row.stance if known else "none",
-                          source=SOURCE, external_id=row.hash, metadata={} if known else dict(UNKNOWN_METADATA))
+    return SentenceRecord(
+        line=row.line,
+        topic=row.topic,
+        text=row.sentence,
+        stance=row.stance if known else "none",
+        source=SOURCE,
+        external_id=row.hash,
+        metadata={} if known else dict(UNKNOWN_METADATA),
+    )
 
 
 def present_hashes(project, rows: list[AppFRow]) -> set[str]:
@@ -179,8 +209,9 @@ def present_hashes(project, rows: list[AppFRow]) -> set[str]:
     return {key.removeprefix("appf:") for key in keys.values_list("external_key", flat=True)}
 
 
-def import_appf(path, project, *, gold: GoldShare | None = None, progress=null_progress,
-                rows: list[AppFRow] | None = None) -> dict:
+def import_appf(
+    path, project, *, gold: GoldShare | None = None, progress=null_progress, rows: list[AppFRow] | None = None
+) -> dict:
     """Import an App. F file into ``project`` (an ``aspect`` project). All or nothing; idempotent. ``gold``: which
     rows (in file order) become gold items (default none; ``GoldShare("all")``: every row, ``--as-gold``).
 
@@ -196,10 +227,16 @@ def import_appf(path, project, *, gold: GoldShare | None = None, progress=null_p
     with transaction.atomic():
         parsed = ParsedFile(sentences=[corpus_record(r) for r in rows])
         summary = save(parsed, progress=null_progress)
-        by_hash = dict(Sentence.objects.filter(
-            content_hash__in=[sentence_hash(r.topic, r.sentence) for r in rows]).values_list("content_hash", "id"))
-        present = set(Item.objects.filter(project=project, external_key__in=[f"appf:{r.hash}" for r in rows])
-                      .values_list("external_key", flat=True))
+        by_hash = dict(
+            Sentence.objects.filter(content_hash__in=[sentence_hash(r.topic, r.sentence) for r in rows]).values_list(
+                "content_hash", "id"
+            )
+        )
+        present = set(
+            Item.objects.filter(project=project, external_key__in=[f"appf:{r.hash}" for r in rows]).values_list(
+                "external_key", flat=True
+            )
+        )
         ranker = get_active_ranker(project)
         instruct = gold_instructions_on(project)
         plain, gold_items, skipped = [], [], 0
@@ -207,9 +244,15 @@ def import_appf(path, project, *, gold: GoldShare | None = None, progress=null_p
             if f"appf:{r.hash}" in present:
                 skipped += 1
                 continue
-            payload = build_payload(r.sentence, r.topic, stance=r.stance,
-                                    sentence_id=by_hash.get(sentence_hash(r.topic, r.sentence)),
-                                    ranker=ranker, top_k=top_k_for(project.config, ranker, r.topic), extra=r.spans)
+            payload = build_payload(
+                r.sentence,
+                r.topic,
+                stance=r.stance,
+                sentence_id=by_hash.get(sentence_hash(r.topic, r.sentence)),
+                ranker=ranker,
+                top_k=top_k_for(project.config, ranker, r.topic),
+                extra=r.spans,
+            )
             payload["reference"] = r.reference()
             if id(r) in gold_rows:
                 expected = {"aspects": payload["reference"]["aspects"], "no_aspect": not r.spans}
@@ -228,17 +271,26 @@ def import_appf(path, project, *, gold: GoldShare | None = None, progress=null_p
             position = 0 if last is None else last + 1
             items = []
             for n, (payload, _) in enumerate(gold_items):
-                items.append(Item(project=project, payload=payload, is_gold=True, position=position + n,
-                                  **tt.item_links(payload)))
+                items.append(
+                    Item(
+                        project=project, payload=payload, is_gold=True, position=position + n, **tt.item_links(payload)
+                    )
+                )
             Item.objects.bulk_create(items)
             if any(item.pk is None for item in items):
                 for item in items:
                     item.pk = Item.objects.get(project=project, position=item.position).pk
-            GoldItem.objects.bulk_create([GoldItem(item=item, expected=expected)
-                                          for item, (_, expected) in zip(items, gold_items)])
+            GoldItem.objects.bulk_create(
+                [GoldItem(item=item, expected=expected) for item, (_, expected) in zip(items, gold_items)]
+            )
     progress(total, total, "done")
-    return {"rows": total, "sentences_created": summary.created["sentences"], "items_created": len(plain),
-            "gold_created": len(gold_items), "skipped": skipped}
+    return {
+        "rows": total,
+        "sentences_created": summary.created["sentences"],
+        "items_created": len(plain),
+        "gold_created": len(gold_items),
+        "skipped": skipped,
+    }
 
 
 # --- export --------------------------------------------------------------------------------------------
@@ -274,18 +326,26 @@ def appf_row(item, answer: dict) -> dict | None:
     spans = sorted((int(a["begin"]), int(a["length"])) for a in answer.get("aspects") or [])
     ref_spans = sorted((int(a["begin"]), int(a["length"])) for a in reference.get("aspects") or [])
     if reference and spans == ref_spans and "aspect_pos" in reference:
-        pairs = sorted(zip(reference["aspect_pos"], reference["aspect_pos_string"]),
-                       key=lambda ps: parse_pos(ps[0]))
+        pairs = sorted(zip(reference["aspect_pos"], reference["aspect_pos_string"]), key=lambda ps: parse_pos(ps[0]))
         pos, strings = [p for p, _ in pairs], [s for _, s in pairs]
     else:
         pos = [format_pos(b, l) for b, l in spans]
-        strings = [text[b:b + l] for b, l in spans]
+        strings = [text[b : b + l] for b, l in spans]
     topic = reference.get("topic") or payload.get("topic", "")
-    stance = reference["stance"] if reference.get("stance") in STANCE_FROM_APPF \
-        else APPF_STANCE.get(payload.get("stance"))  # None: unknown (never invented)
+    stance = (
+        reference["stance"] if reference.get("stance") in STANCE_FROM_APPF else APPF_STANCE.get(payload.get("stance"))
+    )  # None: unknown (never invented)
     row = dict(reference.get("extra") or {})
-    row.update({"hash": reference.get("hash") or sentence_hash(topic, text), "aspect_pos": pos,
-                "aspect_pos_string": strings, "stance": stance, "topic": topic, "sentence": text})
+    row.update(
+        {
+            "hash": reference.get("hash") or sentence_hash(topic, text),
+            "aspect_pos": pos,
+            "aspect_pos_string": strings,
+            "stance": stance,
+            "topic": topic,
+            "sentence": text,
+        }
+    )
     return row
 
 
@@ -296,8 +356,12 @@ def project_rows(project, *, include_gold: bool = True, stats: dict | None = Non
     if not include_gold:
         items = [i for i in items if not i.is_gold]
     by_item: dict[int, list[dict]] = {}
-    for item_id, data in (Response.objects.filter(item__project=project, assignment__status__in=Assignment.DONE)
-                          .exclude(unverified_q("assignment__")).order_by("id").values_list("item_id", "data")):
+    for item_id, data in (
+        Response.objects.filter(item__project=project, assignment__status__in=Assignment.DONE)
+        .exclude(unverified_q("assignment__"))
+        .order_by("id")
+        .values_list("item_id", "data")
+    ):
         by_item.setdefault(item_id, []).append(data)
     rows = []
     counts = {"rows": 0, "unresolved": 0, "non_arguments": 0}
@@ -328,8 +392,15 @@ def in_topic_sizes(n: int, proportions: dict | None = None) -> dict[str, int]:
     return {"train": n - dev - test, "dev": dev, "test": test}
 
 
-def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[str] | None = None,
-               dev: list[str] | None = None, seed: int = 13, sizes: dict | None = None) -> dict[str, list[dict]]:
+def split_rows(
+    rows: Iterable[dict],
+    mode: str = "cross-topic",
+    *,
+    test: list[str] | None = None,
+    dev: list[str] | None = None,
+    seed: int = 13,
+    sizes: dict | None = None,
+) -> dict[str, list[dict]]:
     """``{"train": [...], "dev": [...], "test": [...]}``, each sorted by hash.
 
     ``cross-topic``: rows whose topic (case-insensitive) is in ``test`` / ``dev`` (default App. F's: test gun
@@ -349,16 +420,20 @@ def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[st
         if test_topics & dev_topics:
             raise ValueError(f"split: topic(s) {sorted(test_topics & dev_topics)} are in both test and dev")
         present = sorted({row["topic"].lower() for row in rows})
-        hint = (f"the rows' topics are {', '.join(repr(t) for t in present) or 'none'}; name the held-out topics "
-                f"with --test T1,T2 --dev T3")
+        hint = (
+            f"the rows' topics are {', '.join(repr(t) for t in present) or 'none'}; name the held-out topics "
+            f"with --test T1,T2 --dev T3"
+        )
         for part, named in (("test", test_topics), ("dev", dev_topics)):
             if not named:
                 raise ValueError(f"split: cross-topic needs at least one {part} topic ({hint})")
             missing = sorted(named - set(present))
             if missing:
                 what = "App. F's default " if default else ""
-                raise ValueError(f"split: {what}{part} topic(s) {', '.join(repr(t) for t in missing)} are not among "
-                                 f"the rows ({hint})")
+                raise ValueError(
+                    f"split: {what}{part} topic(s) {', '.join(repr(t) for t in missing)} are not among "
+                    f"the rows ({hint})"
+                )
         if not set(present) - test_topics - dev_topics:
             raise ValueError(f"split: no topic is left for train ({hint})")
         for row in rows:
@@ -373,15 +448,24 @@ def split_rows(rows: Iterable[dict], mode: str = "cross-topic", *, test: list[st
         random.Random(seed).shuffle(order)
         start = 0
         for part in SPLITS:
-            chosen = sorted(order[start:start + sizes[part]])
+            chosen = sorted(order[start : start + sizes[part]])
             out[part] = [rows[i] for i in chosen]
             start += sizes[part]
         return out
     raise ValueError(f"split: {mode!r} is not one of none, cross-topic, in-topic")
 
 
-def export_appf(project, out=None, *, split: str | None = None, out_dir=None, seed: int = 13, test=None, dev=None,
-                stats: dict | None = None) -> dict[str, int]:
+def export_appf(
+    project,
+    out=None,
+    *,
+    split: str | None = None,
+    out_dir=None,
+    seed: int = 13,
+    test=None,
+    dev=None,
+    stats: dict | None = None,
+) -> dict[str, int]:
     """Write the project's App. F rows: the unsplit file ``out`` (any name, e.g. ``aspects.jsonl``) and/or, with
     ``split`` (``cross-topic`` / ``in-topic``), ``train.jsonl`` / ``dev.jsonl`` / ``test.jsonl`` in ``out_dir``.
     Returns rows per written path; ``stats`` receives :func:`project_rows`' counts. Raises ``ValueError``
@@ -400,5 +484,3 @@ def export_appf(project, out=None, *, split: str | None = None, out_dir=None, se
         for part in SPLITS:
             written[str(directory / f"{part}.jsonl")] = write_jsonl(parts[part], directory / f"{part}.jsonl")
     return written
-
-

@@ -13,6 +13,7 @@ every other non-space character is a token of its own); stopwords are :data:`cor
 A candidate's ``begin``/``length`` are character offsets into the sentence exactly as given, and its
 ``text`` is ``sentence[begin:begin + length]`` (inner whitespace kept as written).
 """
+
 from __future__ import annotations
 
 import re
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from corpus.tokens import STOPWORDS, Token, is_stopword, tokenize  # noqa: F401  (STOPWORDS: this module's API)
 
 MAX_N = 4
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -58,8 +60,11 @@ def parse_span(raw) -> tuple[int, int] | None:
         return (int(m.group(1)), int(m.group(2))) if m else None
     if isinstance(raw, dict):
         raw = (raw.get("begin"), raw.get("length"))
-    if isinstance(raw, (list, tuple)) and len(raw) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in raw):
+    if (
+        isinstance(raw, (list, tuple))
+        and len(raw) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in raw)
+    ):
         return int(raw[0]), int(raw[1])
     return None
 
@@ -95,7 +100,7 @@ def candidates(sentence: str, max_n: int = MAX_N) -> list[Candidate]:
         for n in range(1, max_n + 1):
             if i + n > len(tokens):
                 break
-            window = tokens[i:i + n]
+            window = tokens[i : i + n]
             if keep(window):
                 begin, end = window[0].begin, window[-1].end
                 out.append(Candidate(begin, end - begin, sentence[begin:end], n))

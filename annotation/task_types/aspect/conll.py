@@ -48,6 +48,7 @@ One token and its label per line, a blank line between sentences, one file per t
 import (through :func:`annotation.task_types.aspect.appf.import_appf`, so gold, items and round trips are App. F's),
 and what ``aspects convert`` writes; :func:`tagger_rows` what ``manage.py train tagger --data FILE.conll`` reads.
 """
+
 from __future__ import annotations
 
 import re
@@ -125,20 +126,20 @@ def topic_of_file(path) -> str:
 
 @dataclass
 class ConllSentence:
-    line: int                                   # the line of its first token
+    line: int  # the line of its first token
     topic: str
     tokens: list[str]
-    labels: list[str]                           # B / I / O
+    labels: list[str]  # B / I / O
     text: str = ""
     offsets: list[tuple[int, int]] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)  # (begin, length), App. F's form
     file: str = ""
     categories: list[str | None] = field(default_factory=list)  # per token: its label's category, if any
     span_categories: list[str | None] = field(default_factory=list)  # per span
-    stance: str | None = None                   # the file's own (a ``# stance = ...`` line), if any
-    stance_line: int = 0                        # the line that said it
+    stance: str | None = None  # the file's own (a ``# stance = ...`` line), if any
+    stance_line: int = 0  # the line that said it
 
-    def build(self) -> "ConllSentence":
+    def build(self) -> ConllSentence:
         self.text, self.offsets = detokenize(self.tokens)
         categories = self.categories or [None] * len(self.labels)
         spans, kinds, start, open_category = [], [], None, None
@@ -204,8 +205,12 @@ def _sentence_lines(path: Path, text: str) -> list[tuple[list[tuple[int, list[st
             if said:
                 stance, stance_line = parse_stance(said.group(1)), number
                 if stance is None:
-                    raise ImportFailed(path, number, f"stance {said.group(1)!r} is not pro, con or unknown "
-                                                     "(Argument_for / Argument_against also do)")
+                    raise ImportFailed(
+                        path,
+                        number,
+                        f"stance {said.group(1)!r} is not pro, con or unknown "
+                        "(Argument_for / Argument_against also do)",
+                    )
             continue
         if len(fields) < 2:
             raise ImportFailed(path, number, f"expected a token and its label (token<TAB>label), found {line!r}")
@@ -227,19 +232,28 @@ def parse_conll(path, text: str | None = None, *, topic: str | None = None) -> l
     sentences: list[ConllSentence] = []
     for lines, stance, stance_line in _sentence_lines(path, text):
         numbered = _numbered(lines)
-        sentence = ConllSentence(line=lines[0][0], topic=name, tokens=[], labels=[], file=path.name, stance=stance,
-                                 stance_line=stance_line)
+        sentence = ConllSentence(
+            line=lines[0][0], topic=name, tokens=[], labels=[], file=path.name, stance=stance, stance_line=stance_line
+        )
         for position, (number, fields) in enumerate(lines, start=1):
             if numbered and (len(fields) < 3 or fields[0] != str(position)):
                 found = "\t".join(fields)
-                raise ImportFailed(path, number, f"expected token number {position} then its token and label "
-                                                 f"(this sentence numbers its tokens), found {found!r}")
+                raise ImportFailed(
+                    path,
+                    number,
+                    f"expected token number {position} then its token and label "
+                    f"(this sentence numbers its tokens), found {found!r}",
+                )
             token, cell = (fields[1], fields[2]) if numbered else (fields[0], fields[-1])
             label = parse_label(cell)
             if label is None:
-                raise ImportFailed(path, number, f"label {cell!r} is not a label: O, B or I (with an optional "
-                                                 "category: B-ASP, I-GOVERNMENT) or a category name; the label is "
-                                                 "the last column, or the third after a token number")
+                raise ImportFailed(
+                    path,
+                    number,
+                    f"label {cell!r} is not a label: O, B or I (with an optional "
+                    "category: B-ASP, I-GOVERNMENT) or a category name; the label is "
+                    "the last column, or the third after a token number",
+                )
             if not token:
                 raise ImportFailed(path, number, "the token is empty")
             sentence.tokens.append(token)
@@ -253,8 +267,12 @@ def parse_conll(path, text: str | None = None, *, topic: str | None = None) -> l
 
 def is_corpus_file(path: Path) -> bool:
     """A ``.conll`` / ``.txt`` file that is not hidden and not a README, LICENSE or NOTICE."""
-    return (path.is_file() and not path.name.startswith(".") and path.suffix.lower() in EXTENSIONS
-            and not path.stem.lower().startswith(_NOT_CORPUS_FILES))
+    return (
+        path.is_file()
+        and not path.name.startswith(".")
+        and path.suffix.lower() in EXTENSIONS
+        and not path.stem.lower().startswith(_NOT_CORPUS_FILES)
+    )
 
 
 def conll_files(path) -> list[Path]:
@@ -286,8 +304,11 @@ def read_sentences(path, *, topic: str | None = None) -> tuple[list[ConllSentenc
             elif sorted(first.spans) == sorted(s.spans):
                 duplicates += 1
             else:
-                raise ImportFailed(Path(path) / s.file if Path(path).is_dir() else path, s.line,
-                                   f"this sentence is also on line {first.line} of {first.file} with other aspects")
+                raise ImportFailed(
+                    Path(path) / s.file if Path(path).is_dir() else path,
+                    s.line,
+                    f"this sentence is also on line {first.line} of {first.file} with other aspects",
+                )
     return out, duplicates
 
 
@@ -295,13 +316,13 @@ def _stances(hashes: list[str]) -> dict[str, str]:
     """``{content hash: stance}`` of the corpus sentences among ``hashes``."""
     out: dict[str, str] = {}
     for start in range(0, len(hashes), 500):
-        out.update(Sentence.objects.filter(content_hash__in=hashes[start:start + 500])
-                   .values_list("content_hash", "stance"))
+        out.update(
+            Sentence.objects.filter(content_hash__in=hashes[start : start + 500]).values_list("content_hash", "stance")
+        )
     return out
 
 
-def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stats: dict | None = None
-              ) -> list[AppFRow]:
+def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stats: dict | None = None) -> list[AppFRow]:
     """App. F rows of a CoNLL file or folder (see the module docstring; ``stance``: the whole file's, for sentences
     that have none of their own and are not in the corpus; none given: unknown); ``stats`` (optional) receives
     ``{"sentences", "duplicates", "stance_from_file", "stance_from_corpus", "stance_unknown"}``."""
@@ -316,8 +337,11 @@ def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stat
         corpus_stance = known.get(key) if known.get(key) in STANCES else None
         if s.stance in STANCES and corpus_stance not in (None, s.stance):
             where = Path(path) / s.file if Path(path).is_dir() else Path(path)
-            raise ImportFailed(where, s.stance_line, f"stance {s.stance} here, but the corpus has this sentence on "
-                                                     f"{s.topic!r} as {corpus_stance}")
+            raise ImportFailed(
+                where,
+                s.stance_line,
+                f"stance {s.stance} here, but the corpus has this sentence on {s.topic!r} as {corpus_stance}",
+            )
         if s.stance in STANCES:
             row_stance = s.stance
             counts["stance_from_file"] += 1
@@ -329,9 +353,19 @@ def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stat
         if row_stance == UNKNOWN:
             counts["stance_unknown"] += 1
         positions = [format_pos(b, n) for b, n in s.spans]
-        rows.append(AppFRow(line=s.line, hash=key, sentence=s.text, topic=s.topic, stance=row_stance,
-                            aspect_pos=positions, aspect_pos_string=[s.text[b:b + n] for b, n in s.spans],
-                            spans=list(s.spans), raw_stance=APPF_STANCE.get(row_stance)))
+        rows.append(
+            AppFRow(
+                line=s.line,
+                hash=key,
+                sentence=s.text,
+                topic=s.topic,
+                stance=row_stance,
+                aspect_pos=positions,
+                aspect_pos_string=[s.text[b : b + n] for b, n in s.spans],
+                spans=list(s.spans),
+                raw_stance=APPF_STANCE.get(row_stance),
+            )
+        )
     if stats is not None:
         stats.update(sentences=len(rows), duplicates=duplicates, **counts)
     return rows
@@ -339,14 +373,27 @@ def appf_rows(path, *, topic: str | None = None, stance: str | None = None, stat
 
 def appf_dict(row: AppFRow) -> dict:
     """An App. F row as the JSONL line ``aspects export`` writes (``"stance": null`` when it is unknown)."""
-    return {"hash": row.hash, "aspect_pos": list(row.aspect_pos), "aspect_pos_string": list(row.aspect_pos_string),
-            "stance": row.raw_stance, "topic": row.topic, "sentence": row.sentence}
+    return {
+        "hash": row.hash,
+        "aspect_pos": list(row.aspect_pos),
+        "aspect_pos_string": list(row.aspect_pos_string),
+        "stance": row.raw_stance,
+        "topic": row.topic,
+        "sentence": row.sentence,
+    }
 
 
 def tagger_rows(path, *, topic: str | None = None) -> list[dict]:
     """Tagger rows (App. F's ``sentence`` + ``aspect_pos``, with ``topic`` and ``hash``) of a CoNLL file or folder;
     no stance is needed."""
     sentences, _ = read_sentences(path, topic=topic)
-    return [{"hash": sentence_hash(s.topic, s.text), "topic": s.topic, "sentence": s.text,
-             "aspect_pos": [format_pos(b, n) for b, n in s.spans],
-             "aspect_pos_string": [s.text[b:b + n] for b, n in s.spans]} for s in sentences]
+    return [
+        {
+            "hash": sentence_hash(s.topic, s.text),
+            "topic": s.topic,
+            "sentence": s.text,
+            "aspect_pos": [format_pos(b, n) for b, n in s.spans],
+            "aspect_pos_string": [s.text[b : b + n] for b, n in s.spans],
+        }
+        for s in sentences
+    ]

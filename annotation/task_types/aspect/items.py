@@ -1,6 +1,7 @@
 """The payload of an aspect item (Arg-CTRL §3.1 Step 2b-3, App. A): the ranked first list, the second list, the
 tokens free spans snap to, the arithmetic check, and the gold instruction. Used by the task type, the App. F import
 (:mod:`.appf`) and the ranker loop."""
+
 from __future__ import annotations
 
 import hashlib
@@ -49,8 +50,17 @@ def top_k_for(config: dict | None, ranker, topic: str) -> int:
     return cross_topic if config.get("study") == "cross-topic" else in_topic
 
 
-def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: int | None = None, ranker=None,
-                  top_k: int | None = None, extra: list[tuple[int, int]] = (), project=None) -> dict:
+def build_payload(
+    text: str,
+    topic: str,
+    *,
+    stance: str = "none",
+    sentence_id: int | None = None,
+    ranker=None,
+    top_k: int | None = None,
+    extra: list[tuple[int, int]] = (),
+    project=None,
+) -> dict:
     """The payload of one sentence: ranked first list (top-k), second list (the rest, sentence order).
 
     ``top_k``: the first list's size; ``None`` = :func:`top_k_for` (the project's config and the ranker).
@@ -68,14 +78,22 @@ def build_payload(text: str, topic: str, *, stance: str = "none", sentence_id: i
     offered = first_ids | {c["id"] for c in more}
     for begin, length in extra:
         if span_id(begin, length) not in offered and 0 <= begin and length > 0 and begin + length <= len(text):
-            more.append({"id": span_id(begin, length), "begin": begin, "length": length,
-                         "text": text[begin:begin + length]})
+            more.append(
+                {"id": span_id(begin, length), "begin": begin, "length": length, "text": text[begin : begin + length]}
+            )
             offered.add(span_id(begin, length))
     more.sort(key=lambda c: (c["begin"], c["length"]))
-    return {"sentence_id": sentence_id, "text": text, "topic": topic, "stance": stance,
-            "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
-            "more": more, "tokens": token_offsets(text), "check": arithmetic_check(text),
-            "ranker": getattr(ranker, "name", type(ranker).__name__)}
+    return {
+        "sentence_id": sentence_id,
+        "text": text,
+        "topic": topic,
+        "stance": stance,
+        "candidates": [dict(c.as_dict(), score=round(s, 6)) for c, s in first],
+        "more": more,
+        "tokens": token_offsets(text),
+        "check": arithmetic_check(text),
+        "ranker": getattr(ranker, "name", type(ranker).__name__),
+    }
 
 
 def gold_instruction(expected: dict | None, text: str = "") -> str:
@@ -89,7 +107,7 @@ def gold_instruction(expected: dict | None, text: str = "") -> str:
             continue
         phrase = a.get("text")
         if not phrase and text and isinstance(a.get("begin"), int) and isinstance(a.get("length"), int):
-            phrase = text[a["begin"]:a["begin"] + a["length"]]
+            phrase = text[a["begin"] : a["begin"] + a["length"]]
         if phrase:
             spans.append((int(a.get("begin", 0)), str(phrase)))
     if not spans:

@@ -9,9 +9,10 @@ checks for buyers", the 2-gram "background checks" and the 1-gram "checks" score
 :func:`label_rows` gives the JSONL rows the trainer reads: ``{"sentence", "candidate", "score"}`` plus
 ``"begin"``, ``"length"`` and ``"topic"``.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .appf import _POS, parse_appf, project_rows
 from .candidates import MAX_N, Candidate, tokenize
@@ -29,15 +30,23 @@ def ngram_scores(sentence: str, spans: Iterable[tuple[int, int]], max_n: int = M
                 break
             begin, end = tokens[i].begin, tokens[i + n - 1].end
             cand = Candidate(begin, end - begin, sentence[begin:end], n)
-            out.append((cand, sum(aspect[i:i + n]) / n))
+            out.append((cand, sum(aspect[i : i + n]) / n))
     out.sort(key=lambda cs: (cs[0].begin, cs[0].length))
     return out
 
 
 def label_rows(sentence: str, spans: Iterable[tuple[int, int]], *, topic: str = "", max_n: int = MAX_N) -> list[dict]:
-    return [{"sentence": sentence, "candidate": cand.text, "score": score, "begin": cand.begin,
-             "length": cand.length, "topic": topic}
-            for cand, score in ngram_scores(sentence, spans, max_n)]
+    return [
+        {
+            "sentence": sentence,
+            "candidate": cand.text,
+            "score": score,
+            "begin": cand.begin,
+            "length": cand.length,
+            "topic": topic,
+        }
+        for cand, score in ngram_scores(sentence, spans, max_n)
+    ]
 
 
 def appf_label_rows(path) -> Iterator[dict]:

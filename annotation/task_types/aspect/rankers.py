@@ -23,12 +23,14 @@ Which ranker a project uses: :func:`get_active_ranker` asks the ``ranker`` slot 
 
 Ties (equal scores, rounded to 9 decimals) go to the longer n-gram, then to the earlier position.
 """
+
 from __future__ import annotations
 
 import math
 import re
 from collections import Counter
-from typing import Callable, Iterable, Protocol, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 from annotation import providers
 from corpus.models import Sentence
@@ -42,20 +44,25 @@ class Ranker(Protocol):
     def score(self, sentence_text: str, topic: str, candidates: Sequence[Candidate]) -> list[float]: ...
 
 
-def rank(ranker: Ranker, sentence_text: str, topic: str, candidates: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
+def rank(
+    ranker: Ranker, sentence_text: str, topic: str, candidates: Sequence[Candidate]
+) -> list[tuple[Candidate, float]]:
     """Candidates with their scores, best first (ties: longer n-gram, then earlier begin)."""
     scores = ranker.score(sentence_text, topic, candidates)
     if len(scores) != len(candidates):
-        raise ValueError(f"ranker {getattr(ranker, 'name', ranker)!r} returned {len(scores)} scores "
-                         f"for {len(candidates)} candidates")
+        raise ValueError(
+            f"ranker {getattr(ranker, 'name', ranker)!r} returned {len(scores)} scores for {len(candidates)} candidates"
+        )
     pairs = list(zip(candidates, (float(s) for s in scores)))
     pairs.sort(key=lambda cs: (-round(cs[1], 9), -cs[0].n, cs[0].begin, cs[0].length))
     return pairs
 
 
 _WORD = re.compile(r"\w+(?:['’\-]\w+)*")
-_NOT_NOUNISH = frozenset("""would could should might must may shall will can also even still just really
-very quite rather much many often always never ever however therefore thus hence""".split())
+_NOT_NOUNISH = frozenset(
+    """would could should might must may shall will can also even still just really
+very quite rather much many often always never ever however therefore thus hence""".split()
+)
 
 
 def _words(text: str) -> list[str]:
@@ -86,7 +93,7 @@ class BaselineRanker:
             for i in range(len(words)):
                 for k in range(1, 5):
                     if i + k <= len(words):
-                        seen.add(" ".join(words[i:i + k]))
+                        seen.add(" ".join(words[i : i + k]))
             df.update(seen)
         return df, n
 
@@ -109,8 +116,14 @@ class BaselineRanker:
             freq = df.get(" ".join(words), 0)
             topic_df = math.log1p(freq) / math.log1p(n_docs) if n_docs > 0 and freq else 0.0
             content = sum(1 for w in words if not is_stopword(w)) / k
-            nounish = sum(1 for w in words if len(w) >= 3 and not w.endswith("ly") and w not in _NOT_NOUNISH
-                          and not is_stopword(w)) / k
+            nounish = (
+                sum(
+                    1
+                    for w in words
+                    if len(w) >= 3 and not w.endswith("ly") and w not in _NOT_NOUNISH and not is_stopword(w)
+                )
+                / k
+            )
             on_topic = sum(1 for w in words if w in topic_words) / k
             length = (min(cand.n, 4) - 1) / 3
             out.append(0.45 * min(topic_df, 1.0) + 0.25 * content + 0.20 * nounish - 0.5 * on_topic + 0.10 * length)

@@ -8,6 +8,7 @@ file per split. Config::
 
 Rows are the items' final answers (adjudicated > gold > crowd vote > imported reference), sorted by hash.
 """
+
 from __future__ import annotations
 
 from annotation.models import Project
@@ -21,8 +22,12 @@ from .task_type import Aspect
 def prepare_aspects(config: dict) -> dict:
     check_keys(config, ("project", "projects", "split"))
     slugs = config_projects(config, task_type=Aspect.name)
-    split = clean_split(config.get("split"), default_mode="cross-topic", cross_topic=_cross_topic,
-                        in_topic=lambda s: {"seed": split_seed(s, 13)})
+    split = clean_split(
+        config.get("split"),
+        default_mode="cross-topic",
+        cross_topic=_cross_topic,
+        in_topic=lambda s: {"seed": split_seed(s, 13)},
+    )
     return {"projects": sorted(slugs), "split": split}
 
 
@@ -54,28 +59,38 @@ def aspects_card(ctx: CardContext) -> list[tuple[str, str]]:
     if split["mode"] == "cross-topic":
         text = f"Cross-topic (App. F): test {', '.join(split['test'])}; dev {', '.join(split['dev'])}; train the rest."
     elif split["mode"] == "in-topic":
-        text = (f"In-topic: rows shuffled with seed {split['seed']} and cut in App. F's proportions "
-                f"(3532 / 500 / 1000 of 5032), scaled to the number of rows.")
+        text = (
+            f"In-topic: rows shuffled with seed {split['seed']} and cut in App. F's proportions "
+            f"(3532 / 500 / 1000 of 5032), scaled to the number of rows."
+        )
     else:
         text = "No split: one file, aspects.jsonl."
-    fmt = ("Arg-CTRL App. F JSONL: hash, aspect_pos (\"(begin,length)\" strings ordered by begin), "
-           "aspect_pos_string, stance (Argument_for / Argument_against; null where the source gave none, e.g. a "
-           "CoNLL sentence of unknown stance: never guessed), topic, sentence. Keys sorted; rows by hash. "
-           "Aspects are the adjudicated answer, the gold answer, the crowd's accepted spans (votes >= the "
-           "threshold, a strict majority of R unless configured) or the imported reference, in that order.")
+    fmt = (
+        'Arg-CTRL App. F JSONL: hash, aspect_pos ("(begin,length)" strings ordered by begin), '
+        "aspect_pos_string, stance (Argument_for / Argument_against; null where the source gave none, e.g. a "
+        "CoNLL sentence of unknown stance: never guessed), topic, sentence. Keys sorted; rows by hash. "
+        "Aspects are the adjudicated answer, the gold answer, the crowd's accepted spans (votes >= the "
+        "threshold, a strict majority of R unless configured) or the imported reference, in that order."
+    )
     return [("Format", fmt), ("Splits", text)]
 
 
-@register_exporter("aspects", prepare=prepare_aspects, count=count_aspects, card=aspects_card,
-                   count_by=("topic", "stance"),
-                   description="Argument aspect detection dataset (Arg-CTRL App. F) from aspect projects.")
+@register_exporter(
+    "aspects",
+    prepare=prepare_aspects,
+    count=count_aspects,
+    card=aspects_card,
+    count_by=("topic", "stance"),
+    description="Argument aspect detection dataset (Arg-CTRL App. F) from aspect projects.",
+)
 def export_aspects(config: dict):
     rows = _rows(config)
     split = config["split"]
     if split["mode"] == "none":
         yield "aspects.jsonl", iter(rows)
         return
-    parts = appf.split_rows(rows, split["mode"], test=split.get("test"), dev=split.get("dev"),
-                            seed=split.get("seed", 13))
+    parts = appf.split_rows(
+        rows, split["mode"], test=split.get("test"), dev=split.get("dev"), seed=split.get("seed", 13)
+    )
     for part in appf.SPLITS:
         yield f"{part}.jsonl", iter(parts[part])

@@ -9,6 +9,7 @@ when adding to a project with items) picks the rows that become gold items, whos
 aspects; the other rows become items for the workers (their aspects kept as the reference). Preview and write split
 the rows the same way (``data.gold.split(rows)``, file order). A CoNLL sentence's stance is never invented: its own
 (a ``# stance = ...`` line), else the corpus's, else the stance given for the file, else unknown."""
+
 from __future__ import annotations
 
 from annotation.studio import sentences
@@ -23,32 +24,46 @@ GOLD_LABEL = "its aspects"
 
 PREVIEW_ROWS = 10
 APPF = Source(
-    "appf-jsonl", "Arg-CTRL App. F aspects (JSONL)",
+    "appf-jsonl",
+    "Arg-CTRL App. F aspects (JSONL)",
     "One JSON object a line: hash, topic, sentence, stance (Argument_for, Argument_against, or null when unknown) "
-    "and the aspects as aspect_pos \"(begin,length)\" with their aspect_pos_string. The sentences go into the "
+    'and the aspects as aspect_pos "(begin,length)" with their aspect_pos_string. The sentences go into the '
     "corpus; the aspects are kept as the reference, or, for the rows the gold share makes gold items, as the "
     "expected answer.",
-    extensions=(".jsonl", ".ndjson"), rows="jsonl", gold_label=GOLD_LABEL,
+    extensions=(".jsonl", ".ndjson"),
+    rows="jsonl",
+    gold_label=GOLD_LABEL,
     example='{"hash": "a1", "topic": "nuclear energy", "sentence": "Nuclear power is clean but expensive.", '
-            '"stance": "Argument_for", "aspect_pos": ["(17,5)", "(27,9)"], "aspect_pos_string": ["clean", '
-            '"expensive"]}')
+    '"stance": "Argument_for", "aspect_pos": ["(17,5)", "(27,9)"], "aspect_pos_string": ["clean", '
+    '"expensive"]}',
+)
 CONLL = Source(
-    "conll", "Argument-aspect spans (CoNLL)",
+    "conll",
+    "Argument-aspect spans (CoNLL)",
     "One token and its label a line (token, a tab, then O, B-ASP or I-ASP; B and I also do), a blank line between "
     "sentences; the corpus's own files (numbered tokens, each labelled with its aspect category, e.g. "
     "mw_conll_gold_chunk.txt) read as they are. One file a topic (the topic is the file's name unless you give one). "
     "The sentences are rebuilt from "
     "their tokens and go into the corpus; the aspects are kept as the reference, or, for the rows the gold share "
-    "makes gold items, as the expected answer. A sentence's stance is its own when a \"# stance = pro\" (con, "
+    'makes gold items, as the expected answer. A sentence\'s stance is its own when a "# stance = pro" (con, '
     "unknown) line comes before it, else the corpus's for the same sentence, else the stance you give, else "
     "unknown (never pro or con by default).",
-    extensions=conll.EXTENSIONS, rows="", gold_label=GOLD_LABEL,
-    options=(SourceOption("topic", "Topic", kind="text", help="default: the file's name (nuclear_energy.conll: "
-                                                              "nuclear energy)"),
-             SourceOption("stance", "Stance of sentences with none of their own (pro, con or unknown)", kind="text",
-                          help="for sentences without a \"# stance\" line that the corpus does not have; empty: "
-                               "unknown")),
-    example="Nuclear\tO\npower\tB-ASP\nis\tO\ncheap\tB-ASP\n.\tO\n")
+    extensions=conll.EXTENSIONS,
+    rows="",
+    gold_label=GOLD_LABEL,
+    options=(
+        SourceOption(
+            "topic", "Topic", kind="text", help="default: the file's name (nuclear_energy.conll: nuclear energy)"
+        ),
+        SourceOption(
+            "stance",
+            "Stance of sentences with none of their own (pro, con or unknown)",
+            kind="text",
+            help='for sentences without a "# stance" line that the corpus does not have; empty: unknown',
+        ),
+    ),
+    example="Nuclear\tO\npower\tB-ASP\nis\tO\ncheap\tB-ASP\n.\tO\n",
+)
 SOURCES = (APPF, CONLL, *sentences.SOURCES)
 
 
@@ -74,19 +89,24 @@ def preview(project, data: SourceInput) -> Preview:
     if unknown:
         notes.append(f"{unknown} sentence(s) of unknown stance (kept unknown: App. F stance null)")
     if data.gold.active:
-        notes.append(f"gold: {data.gold.describe()} ({len(gold_rows)} of {len(rows)}; expected answer: "
-                     f"{GOLD_LABEL})")
+        notes.append(f"gold: {data.gold.describe()} ({len(gold_rows)} of {len(rows)}; expected answer: {GOLD_LABEL})")
     present_rows = appf.present_hashes(project, rows)
     if present_rows:
         notes.append(f"{len(present_rows)} row(s) already in this project (skipped)")
     new_gold = sum(r.hash not in present_rows for r in gold_rows)
     new_rows = sum(r.hash not in present_rows for r in rows)
-    shown = [[str(n), r.topic, r.stance, r.sentence, ", ".join(r.aspect_pos_string) or "(no aspect)"]
-             + (["gold" if id(r) in chosen else ""] if data.gold.active else [])
-             for n, r in enumerate(rows[:PREVIEW_ROWS], start=1)]
-    return Preview(items=new_rows - new_gold, gold=new_gold,
-                   columns=["#", "topic", "stance", "sentence", "aspects"] + (["gold"] if data.gold.active else []),
-                   rows=shown, notes=notes)
+    shown = [
+        [str(n), r.topic, r.stance, r.sentence, ", ".join(r.aspect_pos_string) or "(no aspect)"]
+        + (["gold" if id(r) in chosen else ""] if data.gold.active else [])
+        for n, r in enumerate(rows[:PREVIEW_ROWS], start=1)
+    ]
+    return Preview(
+        items=new_rows - new_gold,
+        gold=new_gold,
+        columns=["#", "topic", "stance", "sentence", "aspects"] + (["gold"] if data.gold.active else []),
+        rows=shown,
+        notes=notes,
+    )
 
 
 def write(project, data: SourceInput, progress) -> dict:

@@ -64,8 +64,10 @@ default a strict majority of R), ``ranker`` (a name from annotation.task_types.a
 false: see above; the page then lets the annotator select words in the sentence with the mouse or the keyboard;
 the no-JS form stays candidate-only), ``gold_instructions`` (default true: see Gold).
 """
+
 from __future__ import annotations
 
+import itertools
 import json
 
 from annotation.task_types.aspect import unitized
@@ -179,8 +181,16 @@ class Aspect(TaskType):
             stance = sentence.stance
             if stance == "none" and (sentence.metadata or {}).get("stance") == UNKNOWN:
                 stance = UNKNOWN  # stored as "none" by the corpus, which has no unknown stance (appf.UNKNOWN_METADATA)
-            items.append(build_payload(sentence.text, topic, stance=stance, sentence_id=sentence.pk,
-                                       ranker=ranker, top_k=top_k_for(project.config, ranker, topic)))
+            items.append(
+                build_payload(
+                    sentence.text,
+                    topic,
+                    stance=stance,
+                    sentence_id=sentence.pk,
+                    ranker=ranker,
+                    top_k=top_k_for(project.config, ranker, topic),
+                )
+            )
         return items
 
     def item_links(self, payload):
@@ -199,15 +209,22 @@ class Aspect(TaskType):
         payload = item.payload or {}
         text = payload.get("text", "")
         free = free_spans(project)
-        return {"item": item, "payload": payload, "text": text, "topic": payload.get("topic", ""),
-                "candidates": payload.get("candidates", []), "more": payload.get("more", []),
-                "check_question": (payload.get("check") or {}).get("question", ""),
-                "instruction": item_instruction(project, item),
-                # free mode: the page snaps selections to these (the server's own tokens, also for items
-                # built before the payload carried "tokens")
-                "free_spans": free, "tokens_json": json.dumps(token_offsets(text)) if free else "",
-                # the offered ids: an answer's other aspects are free spans (hidden inputs, restored by its hit.js)
-                "candidate_ids": [c["id"] for c in payload.get("candidates", []) + payload.get("more", [])]}
+        return {
+            "item": item,
+            "payload": payload,
+            "text": text,
+            "topic": payload.get("topic", ""),
+            "candidates": payload.get("candidates", []),
+            "more": payload.get("more", []),
+            "check_question": (payload.get("check") or {}).get("question", ""),
+            "instruction": item_instruction(project, item),
+            # free mode: the page snaps selections to these (the server's own tokens, also for items
+            # built before the payload carried "tokens")
+            "free_spans": free,
+            "tokens_json": json.dumps(token_offsets(text)) if free else "",
+            # the offered ids: an answer's other aspects are free spans (hidden inputs, restored by its hit.js)
+            "candidate_ids": [c["id"] for c in payload.get("candidates", []) + payload.get("more", [])],
+        }
 
     def worker_payload(self, project, item, assignment=None):
         payload = super().worker_payload(project, item, assignment=assignment)
@@ -246,25 +263,32 @@ class Aspect(TaskType):
                 raise ResponseInvalid("aspects", f"{value!r} is not a candidate id (begin:length)")
             begin, length = span
             if begin < 0 or length <= 0 or begin + length > len(text):
-                raise ResponseInvalid("aspects", f"{span_id(begin, length)} is outside the sentence "
-                                                 f"({len(text)} characters)")
+                raise ResponseInvalid(
+                    "aspects", f"{span_id(begin, length)} is outside the sentence ({len(text)} characters)"
+                )
             if span_id(begin, length) in offered:
                 lists[span] = offered[span_id(begin, length)]
             elif free:
                 why = token_span_error(text, begin, length)
                 if why:
-                    raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
-                                                     f"{why}: a free span must cover whole words")
+                    raise ResponseInvalid(
+                        "aspects",
+                        f"{text[begin : begin + length]!r} ({span_id(begin, length)}) "
+                        f"{why}: a free span must cover whole words",
+                    )
                 lists[span] = "free"
             else:
-                raise ResponseInvalid("aspects", f"{text[begin:begin + length]!r} ({span_id(begin, length)}) "
-                                                 f"was not offered as a candidate")
+                raise ResponseInvalid(
+                    "aspects",
+                    f"{text[begin : begin + length]!r} ({span_id(begin, length)}) was not offered as a candidate",
+                )
             spans.append(span)
         spans.sort()
-        for (b1, l1), (b2, l2) in zip(spans, spans[1:]):
+        for (b1, l1), (b2, l2) in itertools.pairwise(spans):
             if b2 < b1 + l1:
-                raise ResponseInvalid("aspects", f"aspects must not overlap: {text[b1:b1 + l1]!r} and "
-                                                 f"{text[b2:b2 + l2]!r}")
+                raise ResponseInvalid(
+                    "aspects", f"aspects must not overlap: {text[b1 : b1 + l1]!r} and {text[b2 : b2 + l2]!r}"
+                )
         no_aspect = _flag(data, "no_aspect")
         not_in_lists = _flag(data, "not_in_lists")
         if no_aspect and spans:
@@ -286,9 +310,11 @@ class Aspect(TaskType):
                 raise ResponseInvalid("check", "digits only")
             if "a" in check and "b" in check and int(answer.strip()) != int(check["a"]) + int(check["b"]):
                 raise ResponseInvalid("check", "the sum is not right")
-        return {"aspects": [{"begin": b, "length": l, "text": text[b:b + l], "list": lists[(b, l)]}
-                            for b, l in spans],
-                "no_aspect": no_aspect, "not_in_lists": not_in_lists}
+        return {
+            "aspects": [{"begin": b, "length": l, "text": text[b : b + l], "list": lists[(b, l)]} for b, l in spans],
+            "no_aspect": no_aspect,
+            "not_in_lists": not_in_lists,
+        }
 
     def score_gold(self, project, gold, data):
         """F1 of the chosen spans against the expected spans (exact match; with ``tolerance > 0`` any overlap
@@ -320,9 +346,15 @@ class Aspect(TaskType):
         row = appf_row(item, answer)
         if row is None:
             payload = item.payload or {}
-            row = {"item_id": item.pk, "sentence": payload.get("text", ""), "topic": payload.get("topic", ""),
-                   "stance": payload.get("stance", ""), "aspects": answer["aspects"],
-                   "no_aspect": answer["no_aspect"], "resolved": answer["resolved"]}
+            row = {
+                "item_id": item.pk,
+                "sentence": payload.get("text", ""),
+                "topic": payload.get("topic", ""),
+                "stance": payload.get("stance", ""),
+                "aspects": answer["aspects"],
+                "no_aspect": answer["no_aspect"],
+                "resolved": answer["resolved"],
+            }
         return row
 
     def answer_text(self, answer):
@@ -330,25 +362,31 @@ class Aspect(TaskType):
             return super().answer_text(answer)
         if answer.get("no_aspect"):
             return "no aspect"
-        return ", ".join(str(a.get("text") or f'{a.get("begin")}:{a.get("length")}') if isinstance(a, dict)
-                         else str(a) for a in answer["aspects"] or []) or "—"
+        return (
+            ", ".join(
+                str(a.get("text") or f"{a.get('begin')}:{a.get('length')}") if isinstance(a, dict) else str(a)
+                for a in answer["aspects"] or []
+            )
+            or "—"
+        )
 
     def aggregate_text(self, aggregate):
         """``aspects: kill birds, noise (threshold 2 of 3 votes)``, ``no aspect``, ``unresolved: ...`` (crowd vote);
         an adjudicated / gold / imported answer says where it came from."""
         if not isinstance(aggregate, dict):
             return ""
-        aspects = ", ".join(str(a.get("text", a)) if isinstance(a, dict) else str(a)
-                            for a in aggregate.get("aspects") or [])
+        aspects = ", ".join(
+            str(a.get("text", a)) if isinstance(a, dict) else str(a) for a in aggregate.get("aspects") or []
+        )
         source = aggregate.get("source", "crowd")
         if source == "crowd" and aggregate.get("threshold") is not None:
-            votes = f'(threshold {aggregate["threshold"]} of {aggregate.get("n", 0)} votes)'
+            votes = f"(threshold {aggregate['threshold']} of {aggregate.get('n', 0)} votes)"
             if not aggregate.get("resolved"):
                 return f"unresolved: no span reached the threshold {votes}"
             return f"no aspect {votes}" if aggregate.get("no_aspect") else f"aspects: {aspects} {votes}"
         if source == "none":
             return ""
-        return f'{source}: {"no aspect" if aggregate.get("no_aspect") else aspects}'
+        return f"{source}: {'no aspect' if aggregate.get('no_aspect') else aspects}"
 
     # --- agreement and adjudication -----------------------------------------------------------
     def reliability_data(self, project, records):
@@ -360,7 +398,7 @@ class Aspect(TaskType):
         for r in item_row["responses"]:
             for a in r["data"].get("aspects") or []:
                 if isinstance(a, dict):
-                    spans[f'{a["begin"]}:{a["length"]}'] = a.get("text") or f'{a["begin"]}:{a["length"]}'
+                    spans[f"{a['begin']}:{a['length']}"] = a.get("text") or f"{a['begin']}:{a['length']}"
         return {"spans": sorted(spans.items(), key=lambda kv: tuple(map(int, kv[0].split(":"))))}
 
     def parse_adjudication(self, project, post):
@@ -369,8 +407,12 @@ class Aspect(TaskType):
     def adjudicate(self, project, item, answer, *, expert):
         """``{"aspects": ["b:l", ...], "no_aspect": bool}``, also stored in ``item.payload["adjudicated"]``
         (:func:`annotation.task_types.aspect.aggregation.adjudicate`) so that exports use it."""
-        decided = adjudicate(item, answer.get("aspects") or [], no_aspect=bool(answer.get("no_aspect")),
-                             by=expert.get_username() if expert else "")
+        decided = adjudicate(
+            item,
+            answer.get("aspects") or [],
+            no_aspect=bool(answer.get("no_aspect")),
+            by=expert.get_username() if expert else "",
+        )
         if not decided["aspects"] and not decided["no_aspect"]:
             raise ResponseInvalid("aspects", "choose aspects or tick 'no aspect'")
         return {"aspects": decided["aspects"], "no_aspect": decided["no_aspect"]}

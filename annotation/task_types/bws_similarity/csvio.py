@@ -1,6 +1,7 @@
 """Reading BWS judgements from CSV: ``tuple,annotator,topic,best,worst,items`` (``items`` = the tuple's pair ids
 joined by ``|``; ``best``/``worst`` are pair ids). A bad file raises :class:`BWSInputError` with ``file:line:
 reason`` (the CLI prints it and exits 2)."""
+
 from __future__ import annotations
 
 import csv
@@ -39,7 +40,7 @@ def read_csv(path: str) -> list[Judgement]:
             for row in reader:
                 line = reader.line_num
                 row = {(k or "").strip(): (v or "").strip() if isinstance(v, str) else v for k, v in row.items()}
-                if None in row or "" in row and row[""]:
+                if None in row or row.get(""):
                     raise BWSInputError(path, line, "more fields than columns")
                 for col in COLUMNS:
                     if not row.get(col):

@@ -11,10 +11,11 @@ swap creates no duplicate; swaps keep the frequencies. Seeded and reproducible.
 (``bwsample`` 0.7.0 on PyPI samples overlapping BWS sets but does not promise equal item frequencies, so this
 small design is written here.)
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -26,8 +27,9 @@ def default_n_tuples(n_items: int) -> int:
     return 2 * n_items
 
 
-def make_tuples(items: Sequence[Hashable], n_tuples: int | None = None, *, size: int = TUPLE_SIZE,
-                seed: int = 0) -> list[tuple]:
+def make_tuples(
+    items: Sequence[Hashable], n_tuples: int | None = None, *, size: int = TUPLE_SIZE, seed: int = 0
+) -> list[tuple]:
     """``n_tuples`` (default 2N) tuples of ``size`` distinct items; see the module doc."""
     items = list(items)
     n = len(items)
@@ -86,7 +88,11 @@ def design_stats(tuples: Sequence[Sequence[Hashable]]) -> dict:
         for a in range(len(s)):
             for b in range(a + 1, len(s)):
                 cooc[(s[a], s[b])] += 1
-    return {"tuples": len(tuples), "items": len(freq), "min_freq": min(freq.values(), default=0),
-            "max_freq": max(freq.values(), default=0),
-            "tuples_with_repeats": sum(1 for tup in tuples if _has_dup(list(tup))),
-            "repeated_cooccurrences": sum(1 for v in cooc.values() if v > 1)}
+    return {
+        "tuples": len(tuples),
+        "items": len(freq),
+        "min_freq": min(freq.values(), default=0),
+        "max_freq": max(freq.values(), default=0),
+        "tuples_with_repeats": sum(1 for tup in tuples if _has_dup(list(tup))),
+        "repeated_cooccurrences": sum(1 for v in cooc.values() if v > 1),
+    }

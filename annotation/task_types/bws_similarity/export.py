@@ -11,11 +11,12 @@ Row: ``{"pair_id", "topic", "argument1", "argument2", "score", "best", "worst", 
 :func:`write_files` writes the unsplit file and/or the three split files (``manage.py bws export``; the release
 kind ``bws`` in :mod:`annotation.exporters` uses the same :func:`cross_topic` / :func:`in_topic`).
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from argora.jsonl import write_jsonl
 from corpus.releases import check_export_args
@@ -30,10 +31,18 @@ def rows(scores: dict, pairs: dict) -> list[dict]:
     out = []
     for pid, s in scores.items():
         pair = pairs.get(pid) or {}
-        out.append({"pair_id": str(pid), "topic": pair.get("topic", s.get("topic", "")),
-                    "argument1": pair.get("a", ""), "argument2": pair.get("b", ""),
-                    "score": round(float(s["score"]), 6), "best": int(s["best"]), "worst": int(s["worst"]),
-                    "appearances": int(s["appearances"])})
+        out.append(
+            {
+                "pair_id": str(pid),
+                "topic": pair.get("topic", s.get("topic", "")),
+                "argument1": pair.get("a", ""),
+                "argument2": pair.get("b", ""),
+                "score": round(float(s["score"]), 6),
+                "best": int(s["best"]),
+                "worst": int(s["worst"]),
+                "appearances": int(s["appearances"]),
+            }
+        )
     return sorted(out, key=lambda r: (r["topic"], r["pair_id"]))
 
 
@@ -41,7 +50,7 @@ def check_cross_topic(splits: dict, *, strict_sizes: bool = False) -> dict:
     """Validate ``{"train": [...], "dev": [...], "test": [...]}`` (disjoint, non-empty lists of topic names);
     ``strict_sizes`` also asks for the paper's 5 / 1 / 2 topics. Raises ``ValueError`` naming the key."""
     if not isinstance(splits, dict):
-        raise ValueError("splits: expected {\"train\": [...], \"dev\": [...], \"test\": [...]}")
+        raise ValueError('splits: expected {"train": [...], "dev": [...], "test": [...]}')
     unknown = set(splits) - set(SPLITS)
     if unknown:
         raise ValueError(f"splits.{sorted(unknown)[0]}: unknown part (expected train, dev, test)")
@@ -87,15 +96,16 @@ def in_topic(rows_: Iterable[dict], *, seed: int = 0, sizes: tuple[int, int, int
         n_test = round(n * sizes[2] / total)
         n_train = n - n_dev - n_test
         out["train"] += group[:n_train]
-        out["dev"] += group[n_train:n_train + n_dev]
-        out["test"] += group[n_train + n_dev:]
+        out["dev"] += group[n_train : n_train + n_dev]
+        out["test"] += group[n_train + n_dev :]
     for part in SPLITS:
         out[part].sort(key=lambda r: (r["topic"], r["pair_id"]))
     return out
 
 
-def write_files(rows_: list[dict], out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None,
-                seed: int = 0) -> dict[str, int]:
+def write_files(
+    rows_: list[dict], out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None, seed: int = 0
+) -> dict[str, int]:
     """Write ``rows_`` to ``out`` (unsplit) and/or, with ``split``, to ``out_dir``/train|dev|test.jsonl
     (``splits``: the cross-topic topics). Every check runs before anything is written (``ValueError``). Returns
     rows per written path."""
@@ -106,8 +116,9 @@ def write_files(rows_: list[dict], out=None, *, split: str | None = None, out_di
     parts = None
     if split == "cross-topic":
         if not splits:
-            raise ValueError("splits: name the train / dev / test topics (--train/--dev/--test, or the project's "
-                             "config.splits)")
+            raise ValueError(
+                "splits: name the train / dev / test topics (--train/--dev/--test, or the project's config.splits)"
+            )
         parts = cross_topic(rows_, splits)
     elif split == "in-topic":
         parts = in_topic(rows_, seed=seed)

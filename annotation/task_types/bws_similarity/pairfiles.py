@@ -20,10 +20,11 @@ Row (both readers)::
 
 A bad row raises :class:`corpus.importers.ImportFailed` (``file:line: reason``); nothing is half-read.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from corpus.importers.base import ImportFailed
 from corpus.importers.fields import csv_rows
@@ -65,8 +66,13 @@ def check_pair(obj: dict) -> dict:
         raise PairInvalid(f"score must be a number, got {obj['score']!r}") from None
     if not 0.0 <= score <= 1.0:
         raise PairInvalid(f"score {score} is outside [0, 1]")
-    row = {"pair_id": str(obj.get("pair_id", obj.get("id", ""))), "topic": str(obj.get("topic") or ""),
-           "argument1": a.strip(), "argument2": b.strip(), "score": score}
+    row = {
+        "pair_id": str(obj.get("pair_id", obj.get("id", ""))),
+        "topic": str(obj.get("topic") or ""),
+        "argument1": a.strip(),
+        "argument2": b.strip(),
+        "score": score,
+    }
     split = obj.get("split")
     if split is not None:
         if split not in SPLITS:
@@ -113,16 +119,20 @@ def read_aspect_tsv(path) -> list[dict]:
         if line == 1 and tuple(c.lower() for c in cells) == ASPECT_COLUMNS:
             continue  # the header of UKP_ASPECT.tsv
         if len(cells) != 4:
-            raise ImportFailed(path, line, f"expected 4 tab-separated columns (topic, sentence_1, sentence_2, "
-                                           f"label), found {len(cells)}")
+            raise ImportFailed(
+                path,
+                line,
+                f"expected 4 tab-separated columns (topic, sentence_1, sentence_2, label), found {len(cells)}",
+            )
         topic, a, b, label = cells
         if label not in ASPECT_SCORES:
             raise ImportFailed(path, line, f"label {label!r} is not one of {', '.join(ASPECT_SCORES)}")
         if not topic:
             raise ImportFailed(path, line, "topic is empty")
         try:
-            row = check_pair({"topic": topic, "argument1": a, "argument2": b, "score": ASPECT_SCORES[label],
-                              "pair_id": f"L{line}"})
+            row = check_pair(
+                {"topic": topic, "argument1": a, "argument2": b, "score": ASPECT_SCORES[label], "pair_id": f"L{line}"}
+            )
         except PairInvalid as exc:
             raise ImportFailed(path, line, str(exc)) from None
         row["label"] = label

@@ -13,6 +13,7 @@ figures after submissions (:func:`refresh_scores`, called from
 :func:`annotation.agreement.snapshots.recompute`, through ``TaskType.on_recompute``), stored on the report page's first view when there is none, and
 the report page shows them with their time of computation. Exports (:func:`export_rows`) always compute afresh.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,11 +85,25 @@ def sample(project, topic: str, n_pairs: int, *, seed: int | None = None, scorer
     pairs = {pid: p for pid, p in (config.get("pairs") or {}).items() if p.get("topic") != row.name}
     for p in drawn:
         a, b = sentences[p.i], sentences[p.j]
-        pairs[f"{a.pk}-{b.pk}"] = {"topic": row.name, "a": a.text, "b": b.text, "a_id": a.pk, "b_id": b.pk,
-                                   "ds": round(p.score, 6), "bin": p.bin}
-    report = {"topic": row.name, "arguments": len(sentences), "candidates": len(sentences) * (len(sentences) - 1) // 2,
-              "pairs": len(drawn), "requested": n_pairs, "bins": sampling.bin_counts(drawn), "seed": seed,
-              "scorer": scorer_label}
+        pairs[f"{a.pk}-{b.pk}"] = {
+            "topic": row.name,
+            "a": a.text,
+            "b": b.text,
+            "a_id": a.pk,
+            "b_id": b.pk,
+            "ds": round(p.score, 6),
+            "bin": p.bin,
+        }
+    report = {
+        "topic": row.name,
+        "arguments": len(sentences),
+        "candidates": len(sentences) * (len(sentences) - 1) // 2,
+        "pairs": len(drawn),
+        "requested": n_pairs,
+        "bins": sampling.bin_counts(drawn),
+        "seed": seed,
+        "scorer": scorer_label,
+    }
     config["pairs"] = pairs
     config.setdefault("sampling", {})[row.name] = report
     with transaction.atomic():
@@ -109,8 +124,11 @@ def add_pairs(project, topic: str, pairs: list[dict], *, source: str) -> dict:
         raise BWSProjectError("topic", f"no topic named {topic!r}")
     if row.name in _built_topics(project):
         raise BWSProjectError("topic", f"topic {row.name!r} already has tasks; add its pairs to a new project")
-    texts = dict(Sentence.objects.filter(topic=row, pk__in={p["a_id"] for p in pairs} | {p["b_id"] for p in pairs})
-                 .values_list("pk", "text"))
+    texts = dict(
+        Sentence.objects.filter(topic=row, pk__in={p["a_id"] for p in pairs} | {p["b_id"] for p in pairs}).values_list(
+            "pk", "text"
+        )
+    )
     config = dict(project.config or {})
     kept = {pid: p for pid, p in (config.get("pairs") or {}).items() if p.get("topic") != row.name}
     seen: set[frozenset] = set()
@@ -120,21 +138,38 @@ def add_pairs(project, topic: str, pairs: list[dict], *, source: str) -> dict:
         if len(key) < 2 or key in seen:
             continue
         if p["a_id"] not in texts or p["b_id"] not in texts:
-            raise BWSProjectError("pairs", f"pair {p.get('file_id')!r}: its arguments are not corpus sentences of "
-                                           f"{row.name!r}")
+            raise BWSProjectError(
+                "pairs", f"pair {p.get('file_id')!r}: its arguments are not corpus sentences of {row.name!r}"
+            )
         seen.add(key)
-        pair = {"topic": row.name, "a": texts[p["a_id"]], "b": texts[p["b_id"]], "a_id": p["a_id"],
-                "b_id": p["b_id"], "file_id": str(p.get("file_id", "")), "file_score": p.get("score")}
+        pair = {
+            "topic": row.name,
+            "a": texts[p["a_id"]],
+            "b": texts[p["b_id"]],
+            "a_id": p["a_id"],
+            "b_id": p["b_id"],
+            "file_id": str(p.get("file_id", "")),
+            "file_score": p.get("score"),
+        }
         if p.get("label"):
             pair["file_label"] = p["label"]
         kept[f"{p['a_id']}-{p['b_id']}"] = pair
         n += 1
     if n < design.TUPLE_SIZE:
-        raise BWSProjectError("pairs", f"topic {row.name!r} has {n} distinct pair(s); a BWS task needs "
-                                       f"{design.TUPLE_SIZE}")
+        raise BWSProjectError(
+            "pairs", f"topic {row.name!r} has {n} distinct pair(s); a BWS task needs {design.TUPLE_SIZE}"
+        )
     arguments = len({i for key in seen for i in key})
-    report = {"topic": row.name, "arguments": arguments, "candidates": n, "pairs": n, "requested": n, "bins": {},
-              "seed": "", "scorer": f"pairs of {source}"}
+    report = {
+        "topic": row.name,
+        "arguments": arguments,
+        "candidates": n,
+        "pairs": n,
+        "requested": n,
+        "bins": {},
+        "seed": "",
+        "scorer": f"pairs of {source}",
+    }
     config["pairs"] = kept
     config.setdefault("sampling", {})[row.name] = report
     with transaction.atomic():
@@ -157,9 +192,13 @@ def _attention_checks(project, topic: str, pair_ids: list[str], n: int, rng: ran
         shown = [{"id": pid, "a": pairs[pid]["a"], "b": pairs[pid]["b"]} for pid in others]
         same = f"same:{sid}"
         shown.insert(rng.randrange(4), {"id": same, "a": texts[sid], "b": texts[sid]})
-        out.append({"payload": {"topic": topic, "tuple": f"{topic}:check{k}", "pairs": shown, "check": True},
-                    "expected": {"best": same},
-                    "explanation": "Two identical arguments are the most similar pair."})
+        out.append(
+            {
+                "payload": {"topic": topic, "tuple": f"{topic}:check{k}", "pairs": shown, "check": True},
+                "expected": {"best": same},
+                "explanation": "Two identical arguments are the most similar pair.",
+            }
+        )
     return out
 
 
@@ -191,12 +230,18 @@ def build(project, *, seed: int | None = None) -> dict:
         for n, item in enumerate(items):
             item["tuple"] = f"{topic}:{n}"
         payloads += items
-        checks = _attention_checks(project, topic, ids, int(config.get("attention_checks", 2)),
-                                   random.Random(f"{seed}:{topic}"))
+        checks = _attention_checks(
+            project, topic, ids, int(config.get("attention_checks", 2)), random.Random(f"{seed}:{topic}")
+        )
         gold += checks
         stats = design.design_stats(tuples)
-        summary["topics"][topic] = {"pairs": len(ids), "tuples": len(tuples), "attention_checks": len(checks),
-                                    "min_freq": stats["min_freq"], "max_freq": stats["max_freq"]}
+        summary["topics"][topic] = {
+            "pairs": len(ids),
+            "tuples": len(tuples),
+            "attention_checks": len(checks),
+            "min_freq": stats["min_freq"],
+            "max_freq": stats["max_freq"],
+        }
     if not payloads:
         return summary
     with transaction.atomic():
@@ -207,11 +252,14 @@ def build(project, *, seed: int | None = None) -> dict:
 
 def judgements(project) -> list[Judgement]:
     """Submitted / approved responses of the project's (non-gold) tasks as judgements."""
-    rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE,
-                                    item__is_gold=False)
-            .exclude(unverified_q("assignment__"))
-            .order_by("item_id", "assignment__worker_id")
-            .values_list("item_id", "item__payload", "assignment__worker_id", "data"))
+    rows = (
+        Response.objects.filter(
+            assignment__project=project, assignment__status__in=Assignment.DONE, item__is_gold=False
+        )
+        .exclude(unverified_q("assignment__"))
+        .order_by("item_id", "assignment__worker_id")
+        .values_list("item_id", "item__payload", "assignment__worker_id", "data")
+    )
     out = []
     for item_id, payload, worker_id, data in rows:
         ids = tuple(str(p["id"]) for p in payload.get("pairs") or [])
@@ -227,8 +275,15 @@ def report(project, *, n_splits: int | None = None, seed: int | None = None, js:
     seed = int(config.get("seed", 0) if seed is None else seed)
     js = judgements(project) if js is None else js
     pairs = config.get("pairs") or {}
-    out: dict[str, Any] = {"n_splits": n_splits, "seed": seed, "judgements": len(js), "scores": {}, "rows": [],
-                           "split_half": None, "table": []}
+    out: dict[str, Any] = {
+        "n_splits": n_splits,
+        "seed": seed,
+        "judgements": len(js),
+        "scores": {},
+        "rows": [],
+        "split_half": None,
+        "table": [],
+    }
     if not js:
         return out
     data = encode(js)
@@ -262,15 +317,31 @@ def store_scores(project):
     based_on = submitted_assignments(project)
     js = judgements(project)
     r = report(project, js=js)
-    figures = _jsonable({"pairs": [{k: row[k] for k in SCORE_KEYS} for row in r["rows"]],
-                         "split_half": r["split_half"], "table": r["table"], "judgements": r["judgements"],
-                         "n_splits": r["n_splits"], "seed": r["seed"]})
+    figures = _jsonable(
+        {
+            "pairs": [{k: row[k] for k in SCORE_KEYS} for row in r["rows"]],
+            "split_half": r["split_half"],
+            "table": r["table"],
+            "judgements": r["judgements"],
+            "n_splits": r["n_splits"],
+            "seed": r["seed"],
+        }
+    )
     workers = len({j.annotator for j in js})
     with transaction.atomic():
-        snap = AgreementSnapshot.objects.create(project=project, scope=SCORES_SCOPE, figures=figures,
-                                                n_units=len(figures["pairs"]), n_coders=workers, based_on=based_on)
-        old = list(AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
-                   .order_by("-computed_at", "-id").values_list("pk", flat=True)[SNAPSHOT_SCOPES_KEPT:])
+        snap = AgreementSnapshot.objects.create(
+            project=project,
+            scope=SCORES_SCOPE,
+            figures=figures,
+            n_units=len(figures["pairs"]),
+            n_coders=workers,
+            based_on=based_on,
+        )
+        old = list(
+            AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
+            .order_by("-computed_at", "-id")
+            .values_list("pk", flat=True)[SNAPSHOT_SCOPES_KEPT:]
+        )
         if old:
             AgreementSnapshot.objects.filter(pk__in=old).delete()
     return snap
@@ -278,8 +349,7 @@ def store_scores(project):
 
 def latest_scores(project):
     """The newest stored scores of the project (an AgreementSnapshot of scope ``"bws"``), or ``None``."""
-    return (AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE)
-            .order_by("-computed_at", "-id").first())
+    return AgreementSnapshot.objects.filter(project=project, scope=SCORES_SCOPE).order_by("-computed_at", "-id").first()
 
 
 def refresh_scores(project, *, force: bool = False):
@@ -297,9 +367,14 @@ def refresh_scores(project, *, force: bool = False):
 def stored_rows(snapshot, project) -> list[dict]:
     """The stored pairs of a snapshot with their argument texts (from the project's sampled pairs)."""
     pairs = (project.config or {}).get("pairs") or {}
-    return [dict(row, argument1=(pairs.get(row["pair_id"]) or {}).get("a", ""),
-                 argument2=(pairs.get(row["pair_id"]) or {}).get("b", ""))
-            for row in (snapshot.figures or {}).get("pairs") or []]
+    return [
+        dict(
+            row,
+            argument1=(pairs.get(row["pair_id"]) or {}).get("a", ""),
+            argument2=(pairs.get(row["pair_id"]) or {}).get("b", ""),
+        )
+        for row in (snapshot.figures or {}).get("pairs") or []
+    ]
 
 
 def export_rows(project) -> list[dict]:
@@ -309,12 +384,14 @@ def export_rows(project) -> list[dict]:
     return export.rows(counting_scores(encode(js)), (project.config or {}).get("pairs") or {}) if js else []
 
 
-def export_files(project, out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None,
-                 seed: int | None = None) -> dict[str, int]:
+def export_files(
+    project, out=None, *, split: str | None = None, out_dir=None, splits: dict | None = None, seed: int | None = None
+) -> dict[str, int]:
     """:func:`export_rows` written by :func:`annotation.task_types.bws_similarity.export.write_files`; the cross-topic topics default to
     the project's ``config["splits"]``, the in-topic seed to its ``config["seed"]``. Raises ``ValueError``."""
     _check(project)
     config = project.config or {}
     seed = int(config.get("seed", 0) if seed is None else seed)
-    return export.write_files(export_rows(project), out, split=split, out_dir=out_dir,
-                              splits=splits or config.get("splits"), seed=seed)
+    return export.write_files(
+        export_rows(project), out, split=split, out_dir=out_dir, splits=splits or config.get("splits"), seed=seed
+    )

@@ -1,4 +1,5 @@
 """Release kind ``bws``: BWS argument similarity pairs with counting scores (AugSBERT sec. 4.1)."""
+
 from __future__ import annotations
 
 from annotation.models import Project
@@ -31,8 +32,12 @@ def prepare_bws(config: dict) -> dict:
         except ValueError as exc:
             raise ValueError(f"config.split.{exc}") from None
 
-    split = clean_split(config.get("split"), default_mode="cross-topic", cross_topic=cross_topic,
-                        in_topic=lambda s: {"seed": split_seed(s, 0)})
+    split = clean_split(
+        config.get("split"),
+        default_mode="cross-topic",
+        cross_topic=cross_topic,
+        in_topic=lambda s: {"seed": split_seed(s, 0)},
+    )
     return {"project": slug, "split": split}
 
 
@@ -43,21 +48,32 @@ def _bws_rows(config: dict) -> list[dict]:
 def bws_card(ctx: CardContext) -> list[tuple[str, str]]:
     split = ctx.config["split"]
     if split["mode"] == "cross-topic":
-        text = (f"Cross-topic: train {', '.join(split['train'])}; dev {', '.join(split['dev'])}; "
-                f"test {', '.join(split['test'])}.")
+        text = (
+            f"Cross-topic: train {', '.join(split['train'])}; dev {', '.join(split['dev'])}; "
+            f"test {', '.join(split['test'])}."
+        )
     elif split["mode"] == "in-topic":
-        text = (f"In-topic: each topic's pairs shuffled with seed {split['seed']} and cut 2471 / 478 / 451 "
-                f"(of 3400) into train / dev / test.")
+        text = (
+            f"In-topic: each topic's pairs shuffled with seed {split['seed']} and cut 2471 / 478 / 451 "
+            f"(of 3400) into train / dev / test."
+        )
     else:
         text = "No split: one file, bws.jsonl."
-    fmt = ("JSONL: pair_id, topic, argument1, argument2, score (counting score (#best - #worst) / #appearances "
-           "mapped to [0, 1]), best, worst, appearances. Rows by topic, then pair id.")
+    fmt = (
+        "JSONL: pair_id, topic, argument1, argument2, score (counting score (#best - #worst) / #appearances "
+        "mapped to [0, 1]), best, worst, appearances. Rows by topic, then pair id."
+    )
     return [("Format", fmt), ("Splits", text)]
 
 
-@register_exporter("bws", prepare=prepare_bws, count=lambda config: len(_bws_rows(config)), card=bws_card,
-                   count_by=("topic",),
-                   description="BWS argument similarity pairs with counting scores (AugSBERT sec. 4.1).")
+@register_exporter(
+    "bws",
+    prepare=prepare_bws,
+    count=lambda config: len(_bws_rows(config)),
+    card=bws_card,
+    count_by=("topic",),
+    description="BWS argument similarity pairs with counting scores (AugSBERT sec. 4.1).",
+)
 def export_bws(config: dict):
     rows = _bws_rows(config)
     split = config["split"]

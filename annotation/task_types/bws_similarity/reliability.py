@@ -10,6 +10,7 @@ halves are counted with one ``bincount`` over ``S x P`` bins and the correlation
 ``rankdata(axis=1)`` ranks. :func:`split_half_loop` computes the same numbers from the same random draws with
 plain Python loops and :func:`scipy.stats.spearmanr` (the reference the tests and ``bench/bws.py`` compare with).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,12 +37,12 @@ def halves(data: BWSData, keys: np.ndarray, coins: np.ndarray) -> tuple[np.ndarr
     s, a = keys.shape
     m = np.bincount(data.tup, minlength=len(data.tuples))  # annotators per tuple
     start = np.concatenate(([0], np.cumsum(m)[:-1]))
-    k = m // 2 + ((m % 2 == 1) & coins)                      # (S, T): size of half a
-    splittable = (m >= 2)[data.tup]                          # (A,)
+    k = m // 2 + ((m % 2 == 1) & coins)  # (S, T): size of half a
+    splittable = (m >= 2)[data.tup]  # (A,)
     rows = np.arange(s)[:, None]
     order = np.argsort(data.tup[None, :] + keys, axis=1)  # (S, A): by tuple, then key (keys lie in [0, 1))
     pos = np.empty_like(order)
-    pos[rows, order] = np.arange(a)[None, :] - start[data.tup[order]]          # rank inside the tuple
+    pos[rows, order] = np.arange(a)[None, :] - start[data.tup[order]]  # rank inside the tuple
     in_a = (pos < k[rows, data.tup[None, :]]) & splittable
     in_b = ~in_a & splittable
     return in_a, in_b
@@ -54,8 +55,9 @@ def _half_scores(data: BWSData, mask: np.ndarray) -> tuple[np.ndarray, np.ndarra
     kk = data.items.shape[1]
     off = (np.arange(s) * p)[:, None]
     w = mask.astype(np.float64)
-    app = np.bincount((data.items.ravel()[None, :] + off).ravel(), weights=np.repeat(w, kk, axis=1).ravel(),
-                      minlength=s * p).reshape(s, p)
+    app = np.bincount(
+        (data.items.ravel()[None, :] + off).ravel(), weights=np.repeat(w, kk, axis=1).ravel(), minlength=s * p
+    ).reshape(s, p)
     b = np.bincount((data.best[None, :] + off).ravel(), weights=w.ravel(), minlength=s * p).reshape(s, p)
     wo = np.bincount((data.worst[None, :] + off).ravel(), weights=w.ravel(), minlength=s * p).reshape(s, p)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -82,9 +84,13 @@ def _rowwise_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _summary(rhos: np.ndarray, n_pairs: int, min_pairs: int) -> dict[str, Any]:
     rhos = np.asarray(rhos, dtype=np.float64)
     ok = rhos[~np.isnan(rhos)] if n_pairs >= min_pairs else np.zeros(0)
-    return {"rho": float(ok.mean()) if ok.size else None, "rho_std": float(ok.std()) if ok.size else None,
-            "n_pairs": int(n_pairs), "n_splits_defined": int(ok.size),
-            "per_split": [None if math.isnan(v) else float(v) for v in rhos.tolist()]}
+    return {
+        "rho": float(ok.mean()) if ok.size else None,
+        "rho_std": float(ok.std()) if ok.size else None,
+        "n_pairs": int(n_pairs),
+        "n_splits_defined": int(ok.size),
+        "per_split": [None if math.isnan(v) else float(v) for v in rhos.tolist()],
+    }
 
 
 def split_half(data: BWSData, *, n_splits: int = 25, seed: int = 0, min_pairs: int = 3) -> dict[str, Any]:
@@ -107,9 +113,14 @@ def split_half(data: BWSData, *, n_splits: int = 25, seed: int = 0, min_pairs: i
     out[ALL] = _summary(_rowwise_spearman(sa[:, cols], sb[:, cols]), len(cols), min_pairs)
     defined = [t["rho"] for t in out["topics"].values() if t["rho"] is not None]
     out["mean_of_topics"] = float(np.mean(defined)) if defined else None
-    out.update(n_splits=n_splits, seed=seed, n_judgements=int(len(data.tup)), n_tuples=len(data.tuples),
-               n_tuples_unsplittable=int((np.bincount(data.tup, minlength=len(data.tuples)) < 2).sum()),
-               method="mean Spearman rho between the counting scores of random halves of each tuple's annotators")
+    out.update(
+        n_splits=n_splits,
+        seed=seed,
+        n_judgements=int(len(data.tup)),
+        n_tuples=len(data.tuples),
+        n_tuples_unsplittable=int((np.bincount(data.tup, minlength=len(data.tuples)) < 2).sum()),
+        method="mean Spearman rho between the counting scores of random halves of each tuple's annotators",
+    )
     return out
 
 

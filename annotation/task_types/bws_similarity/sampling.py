@@ -16,14 +16,15 @@ Binning is by rank (ties broken by a seeded shuffle, so a constant scorer still 
 When a bin runs out, its probability goes to the bins that still have pairs (renormalised), so asking for more
 pairs than the top bin holds still returns the target number (and the report says how many came from each bin).
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -73,8 +74,9 @@ def _unique(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list[str], 
 
 
 @register_scorer("cosine")
-def cosine_scorer(texts_a: Sequence[str], texts_b: Sequence[str], *, encoder: str | None = None, model=None,
-                  project=None) -> np.ndarray:
+def cosine_scorer(
+    texts_a: Sequence[str], texts_b: Sequence[str], *, encoder: str | None = None, model=None, project=None
+) -> np.ndarray:
     """Cosine similarity of (normalised) embeddings; each distinct text encoded once. The encoder: ``model`` (a
     loaded one with ``encode``), else ``encoder`` (a name or path), else the active bi-encoder of ``project``
     (``providers.pair_encoder``), else the default encoder (``providers.encode``)."""
@@ -85,8 +87,9 @@ def cosine_scorer(texts_a: Sequence[str], texts_b: Sequence[str], *, encoder: st
         active = providers.pair_encoder.get(project)
         model = active[0] if active is not None else None
     if model is not None:
-        emb = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                           show_progress_bar=False)
+        emb = model.encode(
+            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
     else:
         emb = providers.encode(texts, encoder)
     emb = np.asarray(emb, dtype=np.float32)
@@ -103,8 +106,7 @@ def resolve_scorer(scorer: str | Scorer | None = None, project=None) -> tuple[Sc
     if fn is cosine_scorer:
         active = providers.pair_encoder.get(project)
         if active is None:
-            return (partial(cosine_scorer, encoder=providers.default_encoder()),
-                    f"{name} ({DEFAULT_ENCODER_NAME})")
+            return (partial(cosine_scorer, encoder=providers.default_encoder()), f"{name} ({DEFAULT_ENCODER_NAME})")
         model, label = active
         return partial(cosine_scorer, model=model), f"{name} ({label})"
     return fn, name
@@ -125,11 +127,11 @@ def jaccard_scorer(texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray
 
 @dataclass(frozen=True)
 class SampledPair:
-    i: int          # index of argument 1 in the topic's list (i < j)
-    j: int          # index of argument 2
-    score: float    # the distant-supervision score
-    bin: str        # one of BIN_NAMES
-    rank: int       # 0 = the highest-scored pair of the topic
+    i: int  # index of argument 1 in the topic's list (i < j)
+    j: int  # index of argument 2
+    score: float  # the distant-supervision score
+    bin: str  # one of BIN_NAMES
+    rank: int  # 0 = the highest-scored pair of the topic
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -140,8 +142,9 @@ def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n, k=1)
 
 
-def bin_labels(scores: np.ndarray, *, cuts: tuple[float, float] = DEFAULT_CUTS,
-               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bin_labels(
+    scores: np.ndarray, *, cuts: tuple[float, float] = DEFAULT_CUTS, rng: np.random.Generator | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(bins, ranks)``: bin 0/1/2 and rank (0 = best) of every score; ties broken by ``rng`` (or by index)."""
     scores = np.asarray(scores, dtype=np.float64)
     p = len(scores)
@@ -155,8 +158,7 @@ def bin_labels(scores: np.ndarray, *, cuts: tuple[float, float] = DEFAULT_CUTS,
     return bins, ranks
 
 
-def draw(bins: np.ndarray, n: int, *, probs: Sequence[float] = DEFAULT_PROBS,
-         rng: np.random.Generator) -> np.ndarray:
+def draw(bins: np.ndarray, n: int, *, probs: Sequence[float] = DEFAULT_PROBS, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``n`` distinct pairs: each draw picks a bin with ``probs`` (renormalised over the bins that still
     have pairs), then a pair of that bin uniformly. Returns them in draw order."""
     probs = np.asarray(probs, dtype=np.float64)
@@ -177,9 +179,16 @@ def draw(bins: np.ndarray, n: int, *, probs: Sequence[float] = DEFAULT_PROBS,
     return out
 
 
-def sample_pairs(texts: Sequence[str], n_pairs: int, *, scorer: str | Scorer | None = "cosine", seed: int = 0,
-                 probs: Sequence[float] = DEFAULT_PROBS, cuts: tuple[float, float] = DEFAULT_CUTS,
-                 scores: np.ndarray | None = None) -> list[SampledPair]:
+def sample_pairs(
+    texts: Sequence[str],
+    n_pairs: int,
+    *,
+    scorer: str | Scorer | None = "cosine",
+    seed: int = 0,
+    probs: Sequence[float] = DEFAULT_PROBS,
+    cuts: tuple[float, float] = DEFAULT_CUTS,
+    scores: np.ndarray | None = None,
+) -> list[SampledPair]:
     """Sample ``n_pairs`` argument pairs of one topic (see the module doc); reproducible for a seed.
 
     ``scores`` (one per pair of :func:`all_pairs`) skips the scorer. Duplicate texts are allowed (they make a pair
@@ -202,12 +211,14 @@ def sample_pairs(texts: Sequence[str], n_pairs: int, *, scorer: str | Scorer | N
     rng = np.random.default_rng(seed)
     bins, ranks = bin_labels(scores, cuts=cuts, rng=rng)
     chosen = draw(bins, n_pairs, probs=probs, rng=rng)
-    return [SampledPair(i=int(ii[k]), j=int(jj[k]), score=float(scores[k]), bin=BIN_NAMES[int(bins[k])],
-                        rank=int(ranks[k])) for k in chosen]
+    return [
+        SampledPair(i=int(ii[k]), j=int(jj[k]), score=float(scores[k]), bin=BIN_NAMES[int(bins[k])], rank=int(ranks[k]))
+        for k in chosen
+    ]
 
 
 def bin_counts(pairs: Sequence[SampledPair]) -> dict[str, int]:
-    counts = {name: 0 for name in BIN_NAMES}
+    counts = dict.fromkeys(BIN_NAMES, 0)
     for p in pairs:
         counts[p.bin] += 1
     return counts

@@ -8,10 +8,12 @@ Judgements are records ``(tuple id, annotator, topic, best, worst, items)`` (the
 :func:`encode` turns them into integer arrays (:class:`BWSData`) that the vectorised scorer and the split-half
 code in :mod:`.reliability` share.
 """
+
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,10 +35,10 @@ class BWSData:
     pairs: list
     pair_topic: list
     tuples: list
-    tup: np.ndarray     # (A,) tuple index of each judgement
-    items: np.ndarray   # (A, k) pair indices shown
-    best: np.ndarray    # (A,)
-    worst: np.ndarray   # (A,)
+    tup: np.ndarray  # (A,) tuple index of each judgement
+    items: np.ndarray  # (A, k) pair indices shown
+    best: np.ndarray  # (A,)
+    worst: np.ndarray  # (A,)
 
     @property
     def n_pairs(self) -> int:
@@ -114,9 +116,15 @@ def encode(judgements: Iterable[Judgement | Sequence]) -> BWSData:
         best.append(pair_index[j.best])
         worst.append(pair_index[j.worst])
     k = size or 4
-    return BWSData(pairs=list(pair_index), pair_topic=pair_topic, tuples=list(tuple_index),
-                   tup=np.asarray(tup, dtype=np.int64), items=np.asarray(items, dtype=np.int64).reshape(-1, k),
-                   best=np.asarray(best, dtype=np.int64), worst=np.asarray(worst, dtype=np.int64))
+    return BWSData(
+        pairs=list(pair_index),
+        pair_topic=pair_topic,
+        tuples=list(tuple_index),
+        tup=np.asarray(tup, dtype=np.int64),
+        items=np.asarray(items, dtype=np.int64).reshape(-1, k),
+        best=np.asarray(best, dtype=np.int64),
+        worst=np.asarray(worst, dtype=np.int64),
+    )
 
 
 def count_arrays(data: BWSData, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -145,8 +153,14 @@ def counting_scores(judgements: Iterable[Judgement | Sequence] | BWSData) -> dic
     for p, pid in enumerate(data.pairs):
         if app[p] <= 0:
             continue
-        out[pid] = {"score": float(score[p]), "raw": float(2 * score[p] - 1), "best": int(b[p]),
-                    "worst": int(w[p]), "appearances": int(app[p]), "topic": data.pair_topic[p]}
+        out[pid] = {
+            "score": float(score[p]),
+            "raw": float(2 * score[p] - 1),
+            "best": int(b[p]),
+            "worst": int(w[p]),
+            "appearances": int(app[p]),
+            "topic": data.pair_topic[p],
+        }
     return out
 
 

@@ -16,6 +16,7 @@
   pair of one argument with itself (``file:line``), a topic with fewer than 4 distinct pairs, a topic that already
   has tasks in the project. The rows carry no answers a worker could be scored on: no gold share (the attention
   checks are BWS's gold)."""
+
 from __future__ import annotations
 
 from annotation.studio import sentences
@@ -31,40 +32,71 @@ from . import design, pairfiles
 from . import project as bws
 
 PREVIEW_ROWS = 10
-PAIRS = SourceOption("pairs", "Argument pairs per topic", kind="int", default=20, minimum=design.TUPLE_SIZE,
-                     help="pairs drawn from each topic's arguments (at most all pairs); a topic's N pairs make "
-                          "tuples_per_pair x N tasks of 4 pairs (2N by default: every pair in 8 tasks)")
+PAIRS = SourceOption(
+    "pairs",
+    "Argument pairs per topic",
+    kind="int",
+    default=20,
+    minimum=design.TUPLE_SIZE,
+    help="pairs drawn from each topic's arguments (at most all pairs); a topic's N pairs make "
+    "tuples_per_pair x N tasks of 4 pairs (2N by default: every pair in 8 tasks)",
+)
 BWS_CSV = Source(
-    "bws-csv", "BWS Argument Similarity Corpus (CSV)",
+    "bws-csv",
+    "BWS Argument Similarity Corpus (CSV)",
     "The corpus as published (BWS_Argument_Similarity_Corpus.csv, AugSBERT sec. 4.1): a header, then one argument "
     "pair a row with the columns topic, argument1, argument2 and score (id, split / set optional). Every pair becomes "
     "a pair of the project; a topic's N pairs (at least 4) make tuples_per_pair x N tasks of 4 pairs (2N by default: "
     "every pair in 8 tasks). The file's score is kept with the pair, never shown. The arguments go into the corpus "
     "first (stance unknown).",
-    extensions=(".csv",), rows="csv",
+    extensions=(".csv",),
+    rows="csv",
     example="id,topic,argument1,argument2,score\n"
-            "c1,Cloning,Cloning treats children as objects.,It encourages parents to regard their children as "
-            "property.,0.89")
+    "c1,Cloning,Cloning treats children as objects.,It encourages parents to regard their children as "
+    "property.,0.89",
+)
 ASPECT_TSV = Source(
-    "ukp-aspect-tsv", "UKP ASPECT argument pairs (TSV)",
+    "ukp-aspect-tsv",
+    "UKP ASPECT argument pairs (TSV)",
     "The UKP ASPECT corpus as published (UKP_ASPECT.tsv, Reimers et al. 2019) or one of its split files: tab-"
     "separated topic, sentence_1, sentence_2 and label (HS, SS, NS or DTORCD), with or without that header. Every "
     "pair becomes a pair of the project; a topic's N pairs (at least 4) make tuples_per_pair x N tasks of 4 pairs "
     "(2N by default: every pair in 8 tasks). The file's label is kept with the pair, never shown. The arguments go "
     "into the corpus first (stance unknown).",
-    extensions=(".tsv",), rows="",  # cells split on tabs without CSV quoting: no row-by-row rescan
+    extensions=(".tsv",),
+    rows="",  # cells split on tabs without CSV quoting: no row-by-row rescan
     example="topic\tsentence_1\tsentence_2\tlabel\n"
-            "Wind power\tWind turbines kill birds.\tBirds die in the rotor blades.\tHS")
+    "Wind power\tWind turbines kill birds.\tBirds die in the rotor blades.\tHS",
+)
 PAIR_FILES = {BWS_CSV.name: pairfiles.read_bws_csv, ASPECT_TSV.name: pairfiles.read_aspect_tsv}
 CORPUS_SOURCE = {BWS_CSV.name: "bws-argument-similarity-corpus", ASPECT_TSV.name: "ukp-aspect"}
-SOURCES = tuple(
-    Source(s.name, s.label, s.description.replace("Imported into the corpus first.",
-                                                  "Imported into the corpus first; pairs are drawn from all the "
-                                                  "corpus's arguments of the file's topics."),
-           extensions=s.extensions, example=s.example, rows=s.rows, options=(PAIRS,))
-    for s in sentences.SOURCES if s.is_upload) + (BWS_CSV, ASPECT_TSV) + (
-    Source("corpus", "Arguments already in the corpus",
-           "The arguments of the topics you choose (at least one topic); the limit is not used.", options=(PAIRS,)),)
+SOURCES = (
+    tuple(
+        Source(
+            s.name,
+            s.label,
+            s.description.replace(
+                "Imported into the corpus first.",
+                "Imported into the corpus first; pairs are drawn from all the corpus's arguments of the file's topics.",
+            ),
+            extensions=s.extensions,
+            example=s.example,
+            rows=s.rows,
+            options=(PAIRS,),
+        )
+        for s in sentences.SOURCES
+        if s.is_upload
+    )
+    + (BWS_CSV, ASPECT_TSV)
+    + (
+        Source(
+            "corpus",
+            "Arguments already in the corpus",
+            "The arguments of the topics you choose (at least one topic); the limit is not used.",
+            options=(PAIRS,),
+        ),
+    )
+)
 
 
 # --- pair files ---------------------------------------------------------------------------------------------
@@ -80,8 +112,7 @@ def _file_pairs(project, data: SourceInput) -> tuple[dict[str, list[dict]], int]
         topic = normalise(r["topic"])
         key = topic.lower()
         if sentence_hash(topic, r["argument1"]) == sentence_hash(topic, r["argument2"]):
-            raise ImportFailed(data.path, r["line"], "argument1 and argument2 are the same argument (a pair needs "
-                                                     "two)")
+            raise ImportFailed(data.path, r["line"], "argument1 and argument2 are the same argument (a pair needs two)")
         if key not in names:
             row = Topic.objects.filter(name__iexact=topic).order_by("id").first()
             names[key] = row.name if row else topic
@@ -94,9 +125,12 @@ def _file_pairs(project, data: SourceInput) -> tuple[dict[str, list[dict]], int]
     built = bws._built_topics(project) if project.pk else set()
     for topic, pairs in sorted(by_topic.items(), key=lambda kv: kv[0].lower()):
         if len(pairs) < design.TUPLE_SIZE:
-            raise FieldError("file", f"topic {topic!r} has {len(pairs)} distinct pair(s) in the file; a BWS task "
-                                     f"shows {design.TUPLE_SIZE} pairs of one topic, so a topic needs at least "
-                                     f"{design.TUPLE_SIZE}")
+            raise FieldError(
+                "file",
+                f"topic {topic!r} has {len(pairs)} distinct pair(s) in the file; a BWS task "
+                f"shows {design.TUPLE_SIZE} pairs of one topic, so a topic needs at least "
+                f"{design.TUPLE_SIZE}",
+            )
         if topic in built:
             raise FieldError("file", f"topic {topic!r} already has tasks in this project")
     return by_topic, repeated
@@ -112,24 +146,34 @@ def _pair_preview(project, data: SourceInput) -> Preview:
     per_pair = int(config.get("tuples_per_pair", 2))
     n_checks = int(config.get("attention_checks", 2))
     tuples = checks = 0
-    notes = ["the file's arguments go into the corpus first (stance unknown: the file has none); every pair of "
-             "the file is a pair of the project"]
+    notes = [
+        "the file's arguments go into the corpus first (stance unknown: the file has none); every pair of "
+        "the file is a pair of the project"
+    ]
     for topic in sorted(by_topic, key=str.lower):
         pairs, arguments = len(by_topic[topic]), len(_arguments(by_topic[topic]))
         topic_checks = min(n_checks, arguments)
         tuples, checks = tuples + per_pair * pairs, checks + topic_checks
-        notes.append(f"{topic}: {pairs} pairs of {arguments} arguments, {per_pair * pairs} tasks of 4 pairs, "
-                     f"{topic_checks} attention check(s)")
+        notes.append(
+            f"{topic}: {pairs} pairs of {arguments} arguments, {per_pair * pairs} tasks of 4 pairs, "
+            f"{topic_checks} attention check(s)"
+        )
     if repeated:
         notes.append(f"{repeated} pair(s) repeated in the file, kept once")
     label = "label" if data.source.name == ASPECT_TSV.name else "score"
     shown = [r for topic in by_topic for r in by_topic[topic]]
     shown.sort(key=lambda r: r["line"])
-    rows = [[str(r["line"]), normalise(r["topic"]), r["argument1"], r["argument2"],
-             str(r.get("label") or r["score"])] for r in shown[:PREVIEW_ROWS]]
-    return Preview(items=tuples, gold=checks, columns=["line", "topic", "argument 1", "argument 2",
-                                                       f"{label} (the file's, not shown to workers)"],
-                   rows=rows, notes=notes)
+    rows = [
+        [str(r["line"]), normalise(r["topic"]), r["argument1"], r["argument2"], str(r.get("label") or r["score"])]
+        for r in shown[:PREVIEW_ROWS]
+    ]
+    return Preview(
+        items=tuples,
+        gold=checks,
+        columns=["line", "topic", "argument 1", "argument 2", f"{label} (the file's, not shown to workers)"],
+        rows=rows,
+        notes=notes,
+    )
 
 
 def _pair_write(project, data: SourceInput, progress) -> dict:
@@ -141,24 +185,44 @@ def _pair_write(project, data: SourceInput, progress) -> dict:
                 digest = sentence_hash(topic, r[key])
                 if digest not in hashes:
                     hashes.add(digest)
-                    records.append(SentenceRecord(line=r["line"], topic=topic, text=r[key], stance="none",
-                                                  source=CORPUS_SOURCE[data.source.name],
-                                                  metadata={"stance": "unknown"}))
+                    records.append(
+                        SentenceRecord(
+                            line=r["line"],
+                            topic=topic,
+                            text=r[key],
+                            stance="none",
+                            source=CORPUS_SOURCE[data.source.name],
+                            metadata={"stance": "unknown"},
+                        )
+                    )
     progress(0, len(by_topic), "arguments into the corpus")
     corpus = save(ParsedFile(sentences=records), progress=null_progress)
     ids = dict(Sentence.objects.filter(content_hash__in=hashes).values_list("content_hash", "id"))
     name = data.file_name or data.path.name
     for n, topic in enumerate(sorted(by_topic, key=str.lower)):
         progress(n, len(by_topic), f"pairs of {topic}")
-        bws.add_pairs(project, topic, [{"a_id": ids[sentence_hash(topic, r["argument1"])],
-                                        "b_id": ids[sentence_hash(topic, r["argument2"])],
-                                        "file_id": r["pair_id"], "score": r["score"], "label": r.get("label")}
-                                       for r in by_topic[topic]], source=name)
+        bws.add_pairs(
+            project,
+            topic,
+            [
+                {
+                    "a_id": ids[sentence_hash(topic, r["argument1"])],
+                    "b_id": ids[sentence_hash(topic, r["argument2"])],
+                    "file_id": r["pair_id"],
+                    "score": r["score"],
+                    "label": r.get("label"),
+                }
+                for r in by_topic[topic]
+            ],
+            source=name,
+        )
     progress(len(by_topic), len(by_topic), "building tasks")
     built = bws.build(project)
-    return {"items": sum(t["tuples"] for t in built["topics"].values()),
-            "gold": sum(t["attention_checks"] for t in built["topics"].values()),
-            "sentences_created": corpus.created["sentences"]}
+    return {
+        "items": sum(t["tuples"] for t in built["topics"].values()),
+        "gold": sum(t["attention_checks"] for t in built["topics"].values()),
+        "sentences_created": corpus.created["sentences"],
+    }
 
 
 # --- argument files and the corpus: pairs sampled per topic ---------------------------------------------------
@@ -168,8 +232,11 @@ def _topics(data: SourceInput) -> dict[str, int]:
         records = sentences.parse_file(data)
         counts: dict[str, int] = {}
         names: dict[str, str] = {}
-        present = set(Sentence.objects.filter(content_hash__in=[sentence_hash(r.topic, r.text) for r in records])
-                      .values_list("content_hash", flat=True))
+        present = set(
+            Sentence.objects.filter(content_hash__in=[sentence_hash(r.topic, r.text) for r in records]).values_list(
+                "content_hash", flat=True
+            )
+        )
         for r in records:
             key = normalise(r.topic).lower()
             if key not in names:
@@ -195,8 +262,11 @@ def preview(project, data: SourceInput) -> Preview:
         candidates = n_args * (n_args - 1) // 2
         pairs = min(n_pairs, candidates)
         if pairs < design.TUPLE_SIZE:
-            raise FieldError("pairs", f"topic {topic!r} has {n_args} argument(s), {candidates} possible pair(s); a BWS "
-                                      f"task needs {design.TUPLE_SIZE} pairs")
+            raise FieldError(
+                "pairs",
+                f"topic {topic!r} has {n_args} argument(s), {candidates} possible pair(s); a BWS "
+                f"task needs {design.TUPLE_SIZE} pairs",
+            )
         n_tuples = int(config.get("tuples_per_pair", 2)) * pairs
         n_checks = min(int(config.get("attention_checks", 2)), n_args)
         tuples, checks = tuples + n_tuples, checks + n_checks
@@ -204,8 +274,13 @@ def preview(project, data: SourceInput) -> Preview:
     notes = [f"pairs are drawn with the {config.get('scorer', 'cosine')} scorer, seed {config.get('seed', 0)}"]
     if data.source.is_upload:
         notes.insert(0, "the file's arguments go into the corpus first")
-    return Preview(items=tuples, gold=checks, columns=["topic", "arguments", "pairs", "tasks of 4 pairs",
-                                                       "attention checks"], rows=rows[:PREVIEW_ROWS], notes=notes)
+    return Preview(
+        items=tuples,
+        gold=checks,
+        columns=["topic", "arguments", "pairs", "tasks of 4 pairs", "attention checks"],
+        rows=rows[:PREVIEW_ROWS],
+        notes=notes,
+    )
 
 
 def write(project, data: SourceInput, progress) -> dict:

@@ -27,6 +27,7 @@ Config (``project.config``): ``scorer`` (distant supervision for pair sampling: 
 pair-file sources: ``"file_id", "file_score"[, "file_label"]`` instead of ``ds`` / ``bin``) and ``sampling``
 (per-topic reports).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -62,7 +63,10 @@ class BWSSimilarity(TaskType):
     results_page = ("annotation:bws", "BWS scores and split-half reliability")
     keys_help = (
         ("<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the MOST similar"),
-        ("<kbd>Shift</kbd>+<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the LEAST similar (it must differ from the most similar)"),
+        (
+            "<kbd>Shift</kbd>+<kbd>1</kbd>…<kbd>4</kbd>",
+            "mark that pair as the LEAST similar (it must differ from the most similar)",
+        ),
     )
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -93,8 +97,13 @@ class BWSSimilarity(TaskType):
         for n, tup in enumerate(rows):
             shown = [pairs[pid] for pid in tup]
             topic = shown[0]["topic"]
-            items.append({"topic": topic, "tuple": f"{topic}:{n}",
-                          "pairs": [{"id": pid, "a": p["a"], "b": p["b"]} for pid, p in zip(tup, shown)]})
+            items.append(
+                {
+                    "topic": topic,
+                    "tuple": f"{topic}:{n}",
+                    "pairs": [{"id": pid, "a": p["a"], "b": p["b"]} for pid, p in zip(tup, shown)],
+                }
+            )
         return items
 
     def item_links(self, payload):
@@ -103,8 +112,12 @@ class BWSSimilarity(TaskType):
 
     def item_context(self, project, item):
         payload = item.payload or {}
-        return {"item": item, "payload": payload, "topic": payload.get("topic", ""),
-                "pairs": [dict(p, number=n) for n, p in enumerate(payload.get("pairs") or [], start=1)]}
+        return {
+            "item": item,
+            "payload": payload,
+            "topic": payload.get("topic", ""),
+            "pairs": [dict(p, number=n) for n, p in enumerate(payload.get("pairs") or [], start=1)],
+        }
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
@@ -152,7 +165,11 @@ class BWSSimilarity(TaskType):
 
     def export_row(self, project, item, responses):
         payload = item.payload or {}
-        return {"item_id": item.pk, "topic": payload.get("topic"), "tuple": payload.get("tuple"),
-                "items": [p.get("id") for p in payload.get("pairs") or []],
-                "judgements": [{"best": r.get("best"), "worst": r.get("worst")} for r in responses],
-                "aggregate": self.aggregate(project, item, responses)}
+        return {
+            "item_id": item.pk,
+            "topic": payload.get("topic"),
+            "tuple": payload.get("tuple"),
+            "items": [p.get("id") for p in payload.get("pairs") or []],
+            "judgements": [{"best": r.get("best"), "worst": r.get("worst")} for r in responses],
+            "aggregate": self.aggregate(project, item, responses),
+        }

@@ -1,4 +1,5 @@
 """BWS staff pages (included at the end of annotation/urls.py, namespace "annotation")."""
+
 from django.urls import path
 
 from . import views as bws_views

@@ -16,6 +16,7 @@ debates, for all generated debates, and per model when there are several -- the 
 deviation is the sample one (n - 1), as for a sample of raters. Krippendorff's alpha (ordinal) per criterion over a
 workers x debates matrix comes from :func:`annotation.agreement.krippendorff_alpha`.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,10 @@ class Invalid(ResponseInvalid):
 
 def public_payload(payload: dict) -> dict:
     payload = payload or {}
-    return {"topic": payload.get("topic", ""),
-            "turns": [{"speaker": t.get("speaker", ""), "text": t.get("text", "")} for t in payload.get("turns") or []]}
+    return {
+        "topic": payload.get("topic", ""),
+        "turns": [{"speaker": t.get("speaker", ""), "text": t.get("text", "")} for t in payload.get("turns") or []],
+    }
 
 
 def reviewer_warning(project) -> str | None:
@@ -63,10 +66,12 @@ def reviewer_warning(project) -> str | None:
     low, high = REVIEWERS
     if r is None or low <= r <= high:
         return None
-    return (f"project {project.slug!r}: R = {r} reviewer{'s' if r != 1 else ''} per debate is outside the "
-            f"{low}-{high} of the debate-trees evaluation (§3); "
-            f"{'means and alpha rest on few ratings' if r < low else 'more reviewers than the protocol asks for'}"
-            f" (set assignments_per_item, e.g. --r {low})")
+    return (
+        f"project {project.slug!r}: R = {r} reviewer{'s' if r != 1 else ''} per debate is outside the "
+        f"{low}-{high} of the debate-trees evaluation (§3); "
+        f"{'means and alpha rest on few ratings' if r < low else 'more reviewers than the protocol asks for'}"
+        f" (set assignments_per_item, e.g. --r {low})"
+    )
 
 
 def is_human(system: str) -> bool:
@@ -114,8 +119,10 @@ def mean_sd(values: list[float]) -> dict:
 
 def aggregate(responses: list[dict]) -> dict:
     """One debate: mean and SD per criterion over its ratings."""
-    return {"n": len(responses),
-            **{c: mean_sd([r[c] for r in responses if isinstance(r.get(c), int)]) for c in CRITERIA}}
+    return {
+        "n": len(responses),
+        **{c: mean_sd([r[c] for r in responses if isinstance(r.get(c), int)]) for c in CRITERIA},
+    }
 
 
 def groups_of(systems: set[str]) -> list[tuple[str, str]]:
@@ -142,12 +149,23 @@ def criteria_table(pairs: list[tuple[dict, dict]]) -> dict:
             for c in CRITERIA:
                 if isinstance(data.get(c), int):
                     values[key][c].append(data[c])
-    columns = [{"key": key, "title": title, "debates": len(debates.get(key, ())),
-                "ratings": len(values[key]["overall"]) if key in values else 0}
-               for key, title in groups_of(systems)]
-    rows = [{"criterion": c, "title": TITLES[c],
-             "cells": [mean_sd(values[col["key"]][c]) if col["key"] in values else mean_sd([]) for col in columns]}
-            for c in CRITERIA]
+    columns = [
+        {
+            "key": key,
+            "title": title,
+            "debates": len(debates.get(key, ())),
+            "ratings": len(values[key]["overall"]) if key in values else 0,
+        }
+        for key, title in groups_of(systems)
+    ]
+    rows = [
+        {
+            "criterion": c,
+            "title": TITLES[c],
+            "cells": [mean_sd(values[col["key"]][c]) if col["key"] in values else mean_sd([]) for col in columns],
+        }
+        for c in CRITERIA
+    ]
     return {"columns": columns, "rows": rows}
 
 
@@ -184,5 +202,20 @@ def alpha_ordinal(records: list[dict]) -> dict:
     return out
 
 
-__all__ = ["CRITERIA", "GENERATED", "HUMAN", "Invalid", "SCALE", "TITLES", "aggregate", "alpha_ordinal",
-           "clean_response", "criteria_table", "groups_of", "is_human", "mean_sd", "public_payload", "rating_matrix"]
+__all__ = [
+    "CRITERIA",
+    "GENERATED",
+    "HUMAN",
+    "SCALE",
+    "TITLES",
+    "Invalid",
+    "aggregate",
+    "alpha_ordinal",
+    "clean_response",
+    "criteria_table",
+    "groups_of",
+    "is_human",
+    "mean_sd",
+    "public_payload",
+    "rating_matrix",
+]

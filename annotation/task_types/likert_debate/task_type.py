@@ -6,6 +6,7 @@ workers never see the system. Response: ``{"style": 1-4, "content": 1-4, "strate
 (the no-JS form posts the radios ``item-<id>-<criterion>``). Refusals (HTTP 400 naming the field): an unknown field,
 a missing criterion, a rating that is not 1, 2, 3 or 4. See :mod:`annotation.task_types.likert_debate.likert` for the results.
 """
+
 from __future__ import annotations
 
 from annotation.agreement.records import build_matrix
@@ -27,10 +28,14 @@ class LikertDebate(TaskType):
     results_page = ("annotation:ratings-results", "Rating results")
     guidelines_template = "task_types/likert_debate/guidelines.html"
     keys_help = (
-        ("<kbd>1</kbd>…<kbd>4</kbd>", "rate the highlighted criterion (style, content, strategy, overall in turn), "
-                                      "then on to the next"),
-        ("<kbd>S</kbd> <kbd>C</kbd> <kbd>T</kbd> <kbd>O</kbd> or <kbd>←</kbd> <kbd>→</kbd>",
-         "pick style / content / strategy / overall"),
+        (
+            "<kbd>1</kbd>…<kbd>4</kbd>",
+            "rate the highlighted criterion (style, content, strategy, overall in turn), then on to the next",
+        ),
+        (
+            "<kbd>S</kbd> <kbd>C</kbd> <kbd>T</kbd> <kbd>O</kbd> or <kbd>←</kbd> <kbd>→</kbd>",
+            "pick style / content / strategy / overall",
+        ),
         ("<kbd>PgDn</kbd> <kbd>PgUp</kbd>", "scroll the transcript"),
         ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between debates"),
     )
@@ -47,8 +52,13 @@ class LikertDebate(TaskType):
         for i, row in enumerate(rows):
             try:
                 turns = [{"speaker": str(t["speaker"]), "text": str(t["text"])} for t in row["turns"]]
-                payload = {"debate_id": str(row["id"]), "system": str(row["system"]),
-                           "topic": str(row.get("topic") or ""), "turns": turns, "key": f"debate:{row['id']}"}
+                payload = {
+                    "debate_id": str(row["id"]),
+                    "system": str(row["system"]),
+                    "topic": str(row.get("topic") or ""),
+                    "turns": turns,
+                    "key": f"debate:{row['id']}",
+                }
             except (KeyError, TypeError):
                 raise ResponseInvalid(f"rows[{i}]", "give id, system and turns: [{speaker, text}...]") from None
             if len(turns) < 2:
@@ -70,13 +80,25 @@ class LikertDebate(TaskType):
         for t in payload.get("turns") or []:
             if t.get("speaker") not in speakers:
                 speakers.append(t.get("speaker"))
-        turns = [{"speaker": t.get("speaker", ""), "text": t.get("text", ""), "number": n,
-                  "side": speakers.index(t.get("speaker")) % 2 if t.get("speaker") in speakers else 0}
-                 for n, t in enumerate(payload.get("turns") or [], start=1)]
-        return {"item": item, "topic": payload.get("topic", ""), "turns": turns,
-                "criteria": [{"field": c, "title": likert.TITLES[c], "key": likert.KEYS[c],
-                              "text": likert.QUESTIONS[c]} for c in likert.CRITERIA],
-                "scale": [{"value": v, "word": likert.SCALE_WORDS[v]} for v in likert.SCALE]}
+        turns = [
+            {
+                "speaker": t.get("speaker", ""),
+                "text": t.get("text", ""),
+                "number": n,
+                "side": speakers.index(t.get("speaker")) % 2 if t.get("speaker") in speakers else 0,
+            }
+            for n, t in enumerate(payload.get("turns") or [], start=1)
+        ]
+        return {
+            "item": item,
+            "topic": payload.get("topic", ""),
+            "turns": turns,
+            "criteria": [
+                {"field": c, "title": likert.TITLES[c], "key": likert.KEYS[c], "text": likert.QUESTIONS[c]}
+                for c in likert.CRITERIA
+            ],
+            "scale": [{"value": v, "word": likert.SCALE_WORDS[v]} for v in likert.SCALE],
+        }
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
@@ -94,10 +116,15 @@ class LikertDebate(TaskType):
 
     def export_row(self, project, item, responses):
         payload = item.payload or {}
-        return {"item_id": item.pk, "debate_id": payload.get("debate_id"), "system": payload.get("system"),
-                "topic": payload.get("topic"), "turns": payload.get("turns"),
-                "ratings": [{c: r.get(c) for c in likert.CRITERIA} for r in responses],
-                "aggregate": self.aggregate(project, item, responses)}
+        return {
+            "item_id": item.pk,
+            "debate_id": payload.get("debate_id"),
+            "system": payload.get("system"),
+            "topic": payload.get("topic"),
+            "turns": payload.get("turns"),
+            "ratings": [{c: r.get(c) for c in likert.CRITERIA} for r in responses],
+            "aggregate": self.aggregate(project, item, responses),
+        }
 
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):

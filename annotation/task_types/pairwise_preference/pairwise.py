@@ -32,6 +32,7 @@ Response (positions, as the worker saw them)::
 :func:`judgement` maps a response back to systems (winner, tie, fluency per system); everything downstream
 (aggregation, results, agreement) works on judgements, so a swapped placement is counted for the right system.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -120,9 +121,12 @@ def public_payload(payload: dict, left: str | None = None) -> dict:
     (the placement for the worker's assignment) also ``"left"`` / ``"right"``: show ``payload[left]`` as
     "Argument 1" (left) and ``payload[right]`` as "Argument 2" (right)."""
     payload = payload or {}
-    out = {"topic": payload.get("topic", ""), "stance": payload.get("stance", ""),
-           "a": {"text": (payload.get("a") or {}).get("text", "")},
-           "b": {"text": (payload.get("b") or {}).get("text", "")}}
+    out = {
+        "topic": payload.get("topic", ""),
+        "stance": payload.get("stance", ""),
+        "a": {"text": (payload.get("a") or {}).get("text", "")},
+        "b": {"text": (payload.get("b") or {}).get("text", "")},
+    }
     if left in SIDES:
         out.update({"left": left, "right": other(left)})
     return out
@@ -169,8 +173,11 @@ def clean_response(payload: dict, data, *, placement: str | None = None) -> dict
             raise Invalid("left", f"{left!r} is neither a nor b")
         left = named[0]
     if placement in SIDES and left != placement:
-        raise Invalid("left", f"argument {placement} was shown on the left for this assignment, not {left}; "
-                              f"show the pair in the order the server gives (the payload's \"left\")")
+        raise Invalid(
+            "left",
+            f"argument {placement} was shown on the left for this assignment, not {left}; "
+            f'show the pair in the order the server gives (the payload\'s "left")',
+        )
     left_system = data.get("left_system")
     if left_system not in (None, "") and left_system != systems[left]:
         raise Invalid("left_system", f"{left_system!r} is not the system of argument {left}")
@@ -181,9 +188,13 @@ def clean_response(payload: dict, data, *, placement: str | None = None) -> dict
         raise Invalid("choice", "choose the more persuasive argument (left, right) or equal")
     if choice not in CHOICES:
         raise Invalid("choice", f"{choice!r} is not a choice (expected one of: {', '.join(CHOICES)})")
-    return {"left": left, "left_system": systems[left], "choice": choice,
-            "fluent_left": _flag("fluent_left", data.get("fluent_left")),
-            "fluent_right": _flag("fluent_right", data.get("fluent_right"))}
+    return {
+        "left": left,
+        "left_system": systems[left],
+        "choice": choice,
+        "fluent_left": _flag("fluent_left", data.get("fluent_left")),
+        "fluent_right": _flag("fluent_right", data.get("fluent_right")),
+    }
 
 
 def judgement(payload: dict, data: dict) -> dict:
@@ -193,9 +204,13 @@ def judgement(payload: dict, data: dict) -> dict:
     left_system, right_system = system_of(payload, left), system_of(payload, other(left))
     choice = data.get("choice")
     winner = left_system if choice == "left" else right_system if choice == "right" else TIE
-    return {"left_system": left_system, "right_system": right_system, "winner": winner,
-            "winner_position": choice if choice in ("left", "right") else None,
-            "fluent": {left_system: bool(data.get("fluent_left")), right_system: bool(data.get("fluent_right"))}}
+    return {
+        "left_system": left_system,
+        "right_system": right_system,
+        "winner": winner,
+        "winner_position": choice if choice in ("left", "right") else None,
+        "fluent": {left_system: bool(data.get("fluent_left")), right_system: bool(data.get("fluent_right"))},
+    }
 
 
 def aggregate(payload: dict, responses: list[dict]) -> dict:
@@ -220,16 +235,22 @@ def aggregate(payload: dict, responses: list[dict]) -> dict:
         winner = ranked[0][1]
     else:
         winner = TIE
-    return {"n": n, "wins": {s: wins.get(s, 0) for s in systems}, "ties": ties, "winner": winner,
-            "fluent": {s: fluent.get(s, 0) for s in systems}}
+    return {
+        "n": n,
+        "wins": {s: wins.get(s, 0) for s in systems},
+        "ties": ties,
+        "winner": winner,
+        "fluent": {s: fluent.get(s, 0) for s in systems},
+    }
 
 
 # --- results --------------------------------------------------------------------------------------
 def system_table(pairs: list[tuple[dict, dict]]) -> list[dict]:
     """Per system over ``(payload, response)`` pairs: comparisons, wins, ties, losses and their shares (each judgement
     counts once for both of its systems), fluency rate. Sorted by win share, then name."""
-    rows: dict[str, dict] = defaultdict(lambda: {"n": 0, "wins": 0, "ties": 0, "losses": 0, "fluent": 0,
-                                                 "left": 0, "opponents": Counter()})
+    rows: dict[str, dict] = defaultdict(
+        lambda: {"n": 0, "wins": 0, "ties": 0, "losses": 0, "fluent": 0, "left": 0, "opponents": Counter()}
+    )
     for payload, data in pairs:
         j = judgement(payload, data)
         for system, opponent in ((j["left_system"], j["right_system"]), (j["right_system"], j["left_system"])):
@@ -247,11 +268,23 @@ def system_table(pairs: list[tuple[dict, dict]]) -> list[dict]:
     out = []
     for system, row in rows.items():
         n = row["n"]
-        out.append({"system": system, "n": n, "wins": row["wins"], "ties": row["ties"], "losses": row["losses"],
-                    "win_share": row["wins"] / n, "tie_share": row["ties"] / n, "loss_share": row["losses"] / n,
-                    "win_or_tie_share": (row["wins"] + row["ties"]) / n, "fluent": row["fluent"],
-                    "fluency_rate": row["fluent"] / n, "shown_left": row["left"],
-                    "opponents": ", ".join(sorted(row["opponents"]))})
+        out.append(
+            {
+                "system": system,
+                "n": n,
+                "wins": row["wins"],
+                "ties": row["ties"],
+                "losses": row["losses"],
+                "win_share": row["wins"] / n,
+                "tie_share": row["ties"] / n,
+                "loss_share": row["losses"] / n,
+                "win_or_tie_share": (row["wins"] + row["ties"]) / n,
+                "fluent": row["fluent"],
+                "fluency_rate": row["fluent"] / n,
+                "shown_left": row["left"],
+                "opponents": ", ".join(sorted(row["opponents"])),
+            }
+        )
     out.sort(key=lambda r: (-r["win_share"], r["system"]))
     return out
 
@@ -260,8 +293,11 @@ def position_table(pairs: list[tuple[dict, dict]]) -> dict:
     """How often the left / right argument was chosen (a position bias check)."""
     counts = Counter(data.get("choice") for _, data in pairs)
     n = sum(counts.values())
-    return {"n": n, **{c: counts.get(c, 0) for c in CHOICES},
-            **{f"{c}_share": (counts.get(c, 0) / n if n else None) for c in CHOICES}}
+    return {
+        "n": n,
+        **{c: counts.get(c, 0) for c in CHOICES},
+        **{f"{c}_share": (counts.get(c, 0) / n if n else None) for c in CHOICES},
+    }
 
 
 def agreement_cells(records: list[dict], payloads: dict[int, dict]) -> tuple[dict, dict, dict, dict]:
@@ -281,6 +317,23 @@ def agreement_cells(records: list[dict], payloads: dict[int, dict]) -> tuple[dic
     return persuasion, p_units, fluency, f_units
 
 
-__all__ = ["CHOICES", "FIELDS", "Invalid", "SIDES", "SwapRule", "TIE", "aggregate", "agreement_cells",
-           "assignment_slot", "clean_response", "item_coin", "judgement", "left_side", "position_table",
-           "public_payload", "swapped", "swapped_at", "system_table"]
+__all__ = [
+    "CHOICES",
+    "FIELDS",
+    "SIDES",
+    "TIE",
+    "Invalid",
+    "SwapRule",
+    "aggregate",
+    "agreement_cells",
+    "assignment_slot",
+    "clean_response",
+    "item_coin",
+    "judgement",
+    "left_side",
+    "position_table",
+    "public_payload",
+    "swapped",
+    "swapped_at",
+    "system_table",
+]

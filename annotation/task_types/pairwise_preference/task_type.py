@@ -11,6 +11,7 @@ arguments; aggregation and results map it back to systems. Refusals (HTTP 400 na
 a missing choice / fluency, a ``left`` other than the server's placement for the assignment (or, without an
 assignment, a missing one), a value that is not a choice.
 """
+
 from __future__ import annotations
 
 from annotation.agreement.records import build_matrix
@@ -33,9 +34,14 @@ class PairwisePreference(TaskType):
     results_page = ("annotation:ratings-results", "Rating results")
     guidelines_template = "task_types/pairwise_preference/guidelines.html"
     keys_help = (
-        ("<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>", "argument 1 / argument 2 / equally persuasive; then the fluency "
-                                                   "questions come up in turn"),
-        ("<kbd>Y</kbd> <kbd>N</kbd> (or <kbd>1</kbd> <kbd>2</kbd>)", "fluent / not fluent for the highlighted argument"),
+        (
+            "<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>",
+            "argument 1 / argument 2 / equally persuasive; then the fluency questions come up in turn",
+        ),
+        (
+            "<kbd>Y</kbd> <kbd>N</kbd> (or <kbd>1</kbd> <kbd>2</kbd>)",
+            "fluent / not fluent for the highlighted argument",
+        ),
         ("<kbd>←</kbd> <kbd>→</kbd>", "move between the three questions of the item"),
         ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items"),
     )
@@ -48,12 +54,16 @@ class PairwisePreference(TaskType):
         items = []
         for i, row in enumerate(rows):
             try:
-                payload = {"topic": str(row["topic"]), "stance": str(row["stance"]),
-                           "a": {"system": str(row["a"]["system"]), "text": str(row["a"]["text"])},
-                           "b": {"system": str(row["b"]["system"]), "text": str(row["b"]["text"])}}
+                payload = {
+                    "topic": str(row["topic"]),
+                    "stance": str(row["stance"]),
+                    "a": {"system": str(row["a"]["system"]), "text": str(row["a"]["text"])},
+                    "b": {"system": str(row["b"]["system"]), "text": str(row["b"]["text"])},
+                }
             except (KeyError, TypeError):
-                raise ResponseInvalid(f"rows[{i}]", "give topic, stance, a: {system, text}, b: {system, text}") \
-                    from None
+                raise ResponseInvalid(
+                    f"rows[{i}]", "give topic, stance, a: {system, text}, b: {system, text}"
+                ) from None
             if payload["a"]["system"] == payload["b"]["system"]:
                 raise ResponseInvalid(f"rows[{i}]", "a and b must come from different systems")
             if row.get("key"):
@@ -73,15 +83,22 @@ class PairwisePreference(TaskType):
     # --- rendering ------------------------------------------------------------------------------
     def item_context(self, project, item):
         payload = item.payload or {}
-        return {"item": item, "topic": payload.get("topic", ""), "stance": payload.get("stance", ""),
-                "a": (payload.get("a") or {}).get("text", ""), "b": (payload.get("b") or {}).get("text", ""),
-                "swap": pairwise.SwapRule(item.pk)}
+        return {
+            "item": item,
+            "topic": payload.get("topic", ""),
+            "stance": payload.get("stance", ""),
+            "a": (payload.get("a") or {}).get("text", ""),
+            "b": (payload.get("b") or {}).get("text", ""),
+            "swap": pairwise.SwapRule(item.pk),
+        }
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
         """With the ``assignment`` the server's placement is authoritative (``left`` filled in or checked)."""
         placement = pairwise.left_side(assignment, item) if assignment is not None else None
-        return pairwise.clean_response(item.payload or {}, data, placement=placement)  # pairwise.Invalid is a ResponseInvalid
+        return pairwise.clean_response(
+            item.payload or {}, data, placement=placement
+        )  # pairwise.Invalid is a ResponseInvalid
 
     def score_gold(self, project, gold, data):
         """1 when the winner (in system terms) matches the expected one, else 0."""
@@ -94,10 +111,16 @@ class PairwisePreference(TaskType):
 
     def export_row(self, project, item, responses):
         payload = item.payload or {}
-        return {"item_id": item.pk, "key": payload.get("key"), "topic": payload.get("topic"),
-                "stance": payload.get("stance"), "a": payload.get("a"), "b": payload.get("b"),
-                "judgements": [pairwise.judgement(payload, r) for r in responses],
-                "aggregate": self.aggregate(project, item, responses)}
+        return {
+            "item_id": item.pk,
+            "key": payload.get("key"),
+            "topic": payload.get("topic"),
+            "stance": payload.get("stance"),
+            "a": payload.get("a"),
+            "b": payload.get("b"),
+            "judgements": [pairwise.judgement(payload, r) for r in responses],
+            "aggregate": self.aggregate(project, item, responses),
+        }
 
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):

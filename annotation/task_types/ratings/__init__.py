@@ -9,6 +9,7 @@
   :class:`corpus.models.DebateTree` rows; all-or-nothing imports (``file:line: reason``).
 * :mod:`.results` -- the figures of the staff results page and the CSV downloads.
 """
+
 PAIRWISE = "pairwise_preference"
 LIKERT = "likert_debate"
 TASK_TYPES = (PAIRWISE, LIKERT)

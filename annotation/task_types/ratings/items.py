@@ -26,13 +26,15 @@ share the same first ``length`` turns give one debate. :func:`record_debates` re
 export before it is imported (the studio's preview), and :func:`tree_pairs` makes pairwise items from one: the
 supportive against the contradicting reply to the same prompt (debate trees §2.2, Table 2).
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from django.db import transaction
 
@@ -87,22 +89,27 @@ def read_pairs(path) -> list[dict]:
             arg = obj.get(side)
             if not isinstance(arg, dict):
                 raise ImportFailed(path, line, f'"{side}" must be an object {{"system", "text"}}')
-            sides[side] = {"system": _text(path, line, arg, "system", where=side),
-                           "text": _text(path, line, arg, "text", where=side)}
+            sides[side] = {
+                "system": _text(path, line, arg, "system", where=side),
+                "text": _text(path, line, arg, "text", where=side),
+            }
         if sides["a"]["system"] == sides["b"]["system"]:
-            raise ImportFailed(path, line, f'"a" and "b" come from the same system '
-                                           f'"{sides["a"]["system"]}"; a pair compares two systems')
+            raise ImportFailed(
+                path,
+                line,
+                f'"a" and "b" come from the same system "{sides["a"]["system"]}"; a pair compares two systems',
+            )
         if sides["a"]["text"] == sides["b"]["text"]:
             raise ImportFailed(path, line, '"a" and "b" have the same text')
         if obj.get("id") not in (None, ""):
             key = f"pair:{str(obj['id'])[:150]}"
         else:
-            base = _digest(topic, stance, sides["a"]["system"], sides["a"]["text"], sides["b"]["system"],
-                           sides["b"]["text"])
+            base = _digest(
+                topic, stance, sides["a"]["system"], sides["a"]["text"], sides["b"]["system"], sides["b"]["text"]
+            )
             occurrences[base] += 1
             key = f"pair:{base}#{occurrences[base]}"
-        payloads.append({"topic": topic, "stance": stance, "a": sides["a"], "b": sides["b"], "key": key,
-                         "_line": line})
+        payloads.append({"topic": topic, "stance": stance, "a": sides["a"], "b": sides["b"], "key": key, "_line": line})
     _unique_keys(path, payloads)
     return payloads
 
@@ -110,8 +117,14 @@ def read_pairs(path) -> list[dict]:
 REFERENCE_SYSTEM = "reference"
 
 
-def read_corpus_pairs(path, *, system: str | None = None, seed: int = 13, source: str | None = None,
-                      reference_system: str = REFERENCE_SYSTEM) -> list[dict]:
+def read_corpus_pairs(
+    path,
+    *,
+    system: str | None = None,
+    seed: int = 13,
+    source: str | None = None,
+    reference_system: str = REFERENCE_SYSTEM,
+) -> list[dict]:
     """Item payloads pairing each candidate argument of ``path`` with a corpus reference (module docstring).
 
     ``system`` names the candidates' system when a row has none (default ``"candidate"``); ``source`` keeps only
@@ -128,19 +141,26 @@ def read_corpus_pairs(path, *, system: str | None = None, seed: int = 13, source
             raise ImportFailed(path, line, '"system" must be a non-empty string')
         cand_system = cand_system.strip()
         if cand_system == reference_system:
-            raise ImportFailed(path, line, f'"system" is "{cand_system}", the name of the corpus references; '
-                                           f'a pair compares two systems')
+            raise ImportFailed(
+                path,
+                line,
+                f'"system" is "{cand_system}", the name of the corpus references; a pair compares two systems',
+            )
         rows.append((line, obj, topic_name, stance, text, cand_system))
-    topics = {name: Topic.objects.filter(name__iexact=name).order_by("id").first()
-              for name in {r[2].lower() for r in rows}}
+    topics = {
+        name: Topic.objects.filter(name__iexact=name).order_by("id").first() for name in {r[2].lower() for r in rows}
+    }
     pools: dict[tuple[int, str], list[tuple[int, str]]] = {}
     used: Counter = Counter()
     payloads, occurrences = [], Counter()
     for line, obj, topic_name, stance, text, cand_system in rows:
         topic = topics.get(topic_name.lower())
         if topic is None:
-            raise ImportFailed(path, line, f'topic "{topic_name}" is not in the corpus (import its arguments first '
-                                           f'or check the spelling)')
+            raise ImportFailed(
+                path,
+                line,
+                f'topic "{topic_name}" is not in the corpus (import its arguments first or check the spelling)',
+            )
         key = (topic.pk, stance)
         if key not in pools:
             qs = Sentence.objects.filter(topic=topic, stance=stance)
@@ -152,20 +172,35 @@ def read_corpus_pairs(path, *, system: str | None = None, seed: int = 13, source
         pool = [(sid, t) for sid, t in pools[key] if t.strip() != text]
         if not pool:
             where = f" with source {source!r}" if source else ""
-            raise ImportFailed(path, line, f'no reference argument in the corpus for topic "{topic.name}" and stance '
-                                           f'{stance}{where} (other than this text)')
+            raise ImportFailed(
+                path,
+                line,
+                f'no reference argument in the corpus for topic "{topic.name}" and stance '
+                f"{stance}{where} (other than this text)",
+            )
         sentence_id, ref_text = pool[used[key] % len(pool)]
         used[key] += 1
-        sides = {"a": {"system": cand_system, "text": text},
-                 "b": {"system": reference_system, "text": ref_text.strip()[:MAX_TEXT]}}
+        sides = {
+            "a": {"system": cand_system, "text": text},
+            "b": {"system": reference_system, "text": ref_text.strip()[:MAX_TEXT]},
+        }
         if obj.get("id") not in (None, ""):
             pair_key = f"pair:{str(obj['id'])[:150]}"
         else:
             base = _digest(topic.name, stance, cand_system, text, reference_system, sides["b"]["text"])
             occurrences[base] += 1
             pair_key = f"pair:{base}#{occurrences[base]}"
-        payloads.append({"topic": topic.name, "stance": stance, "a": sides["a"], "b": sides["b"], "key": pair_key,
-                         "source": {"sentence": sentence_id}, "_line": line})
+        payloads.append(
+            {
+                "topic": topic.name,
+                "stance": stance,
+                "a": sides["a"],
+                "b": sides["b"],
+                "key": pair_key,
+                "source": {"sentence": sentence_id},
+                "_line": line,
+            }
+        )
     _unique_keys(path, payloads)
     return payloads
 
@@ -184,15 +219,27 @@ def read_debates(path) -> list[dict]:
         if not isinstance(turns, list):
             raise ImportFailed(path, line, '"turns" must be a list of {"speaker", "text"} objects')
         if len(turns) < 2:
-            raise ImportFailed(path, line, f'a debate needs at least 2 turns, got {len(turns)}')
+            raise ImportFailed(path, line, f"a debate needs at least 2 turns, got {len(turns)}")
         cleaned = []
         for n, turn in enumerate(turns, start=1):
             if not isinstance(turn, dict):
                 raise ImportFailed(path, line, f'turn {n} must be an object {{"speaker", "text"}}')
-            cleaned.append({"speaker": _text(path, line, turn, "speaker", where=f"turns[{n}]"),
-                            "text": _text(path, line, turn, "text", where=f"turns[{n}]")})
-        payloads.append({"debate_id": debate_id, "system": system, "topic": topic, "turns": cleaned,
-                         "key": f"debate:{debate_id}", "_line": line})
+            cleaned.append(
+                {
+                    "speaker": _text(path, line, turn, "speaker", where=f"turns[{n}]"),
+                    "text": _text(path, line, turn, "text", where=f"turns[{n}]"),
+                }
+            )
+        payloads.append(
+            {
+                "debate_id": debate_id,
+                "system": system,
+                "topic": topic,
+                "turns": cleaned,
+                "key": f"debate:{debate_id}",
+                "_line": line,
+            }
+        )
     _unique_keys(path, payloads)
     return payloads
 
@@ -201,8 +248,9 @@ def _unique_keys(path, payloads: list[dict]) -> None:
     first: dict[str, int] = {}
     for p in payloads:
         if p["key"] in first:
-            raise ImportFailed(path, p["_line"], f'duplicate id: "{p["key"].split(":", 1)[1]}" is also on line '
-                                                 f'{first[p["key"]]}')
+            raise ImportFailed(
+                path, p["_line"], f'duplicate id: "{p["key"].split(":", 1)[1]}" is also on line {first[p["key"]]}'
+            )
         first[p["key"]] = p["_line"]
 
 
@@ -214,8 +262,11 @@ def tree_debates(trees=None, *, length: int = 10, limit: int | None = None) -> l
     qs = DebateTree.objects.all().order_by("id") if trees is None else trees
     out: list[dict] = []
     for tree in qs:
-        nodes = list(DebateNode.objects.filter(tree=tree).order_by("id")
-                     .values("id", "parent_id", "path", "depth", "stance", "text"))
+        nodes = list(
+            DebateNode.objects.filter(tree=tree)
+            .order_by("id")
+            .values("id", "parent_id", "path", "depth", "stance", "text")
+        )
         for root, turns in _debate_paths(nodes, length):
             out.append(_tree_payload(tree.pk, tree.title, root, turns))
             if limit is not None and len(out) >= limit:
@@ -228,8 +279,10 @@ def record_debates(tree, *, length: int = 10, limit: int | None = None, tree_pk:
     the same paths in the same order; ``tree_pk`` stands in the debate ids for the tree's id once imported."""
     if length < 2:
         raise RatingsError("--length: a debate needs at least 2 turns")
-    nodes = [{"id": n.path, "parent_id": n.parent_path, "path": n.path, "depth": n.depth, "stance": n.stance,
-              "text": n.text} for n in sorted(tree.nodes, key=lambda n: n.depth)]  # the writer's id order
+    nodes = [
+        {"id": n.path, "parent_id": n.parent_path, "path": n.path, "depth": n.depth, "stance": n.stance, "text": n.text}
+        for n in sorted(tree.nodes, key=lambda n: n.depth)
+    ]  # the writer's id order
     out: list[dict] = []
     for root, turns in _debate_paths(nodes, length):
         out.append(_tree_payload(tree_pk, tree.title, root, turns))
@@ -264,10 +317,16 @@ def _debate_paths(nodes: list[dict], length: int) -> Iterator[tuple[dict, list[d
 def _tree_payload(tree_pk, title: str, root: dict, turns: list[dict]) -> dict:
     last = turns[-1]["path"]
     debate_id = f"tree{tree_pk}:{last}:{len(turns)}"
-    return {"debate_id": debate_id, "system": "human", "topic": root["text"],
-            "turns": [{"speaker": SPEAKERS[n % 2], "text": node["text"], "stance": node["stance"]}
-                      for n, node in enumerate(turns)],
-            "key": f"debate:{debate_id}", "source": {"tree": tree_pk, "title": title, "path": last}}
+    return {
+        "debate_id": debate_id,
+        "system": "human",
+        "topic": root["text"],
+        "turns": [
+            {"speaker": SPEAKERS[n % 2], "text": node["text"], "stance": node["stance"]} for n, node in enumerate(turns)
+        ],
+        "key": f"debate:{debate_id}",
+        "source": {"tree": tree_pk, "title": title, "path": last},
+    }
 
 
 def read_kialo(path, *, topic: str | None = None, source: str | None = None) -> TreeRecord:
@@ -281,8 +340,13 @@ def import_kialo(path, *, topic: str | None = None, source: str | None = None, p
     """Import a Kialo text export into the corpus (:func:`corpus.importers.import_file`, all or nothing; a tree
     imported before is reused as it is) and return its :class:`~corpus.models.DebateTree`."""
     tree = read_kialo(path, topic=topic, source=source)
-    import_file(path, "kialo", topic=topic or None, source=source or Path(str(path)).name,
-                **({"progress": progress} if progress is not None else {}))
+    import_file(
+        path,
+        "kialo",
+        topic=topic or None,
+        source=source or Path(str(path)).name,
+        **({"progress": progress} if progress is not None else {}),
+    )
     return DebateTree.objects.get(content_hash=tree.content_hash)
 
 
@@ -309,8 +373,10 @@ def tree_pairs(tree, *, limit: int | None = None) -> list[dict]:
         if node.stance in (Stance.PRO, Stance.CON):
             return False
         # the question of a multi-thesis discussion (unlabelled children) is not an argument
-        return not (node.parent_path is None and any(k.stance not in (Stance.PRO, Stance.CON)
-                                                     for k in children.get(node.path, [])))
+        return not (
+            node.parent_path is None
+            and any(k.stance not in (Stance.PRO, Stance.CON) for k in children.get(node.path, []))
+        )
 
     prompts: dict[str, tuple[str, ...] | None] = {}
 
@@ -338,28 +404,43 @@ def tree_pairs(tree, *, limit: int | None = None) -> list[dict]:
             if pro.text.strip() == con.text.strip():
                 continue
             key = f"pair:kialo:{tree.content_hash[:16]}:{pro.path}|{con.path}"
-            out.append({"topic": node.text[:MAX_TEXT], "stance": PAIR_STANCE,
-                        "a": {"system": SUPPORTIVE, "text": pro.text[:MAX_TEXT]},
-                        "b": {"system": CONTRADICTING, "text": con.text[:MAX_TEXT]}, "key": key,
-                        "source": {"tree": tree.content_hash, "title": tree.title, "prompt": list(prompt),
-                                   "a": pro.path, "b": con.path}})
+            out.append(
+                {
+                    "topic": node.text[:MAX_TEXT],
+                    "stance": PAIR_STANCE,
+                    "a": {"system": SUPPORTIVE, "text": pro.text[:MAX_TEXT]},
+                    "b": {"system": CONTRADICTING, "text": con.text[:MAX_TEXT]},
+                    "key": key,
+                    "source": {
+                        "tree": tree.content_hash,
+                        "title": tree.title,
+                        "prompt": list(prompt),
+                        "a": pro.path,
+                        "b": con.path,
+                    },
+                }
+            )
             if limit is not None and len(out) >= limit:
                 return out
     return out
 
 
 # --- projects and import --------------------------------------------------------------------------
-DEFAULTS = {PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
-            LIKERT: {"assignments_per_item": 5, "items_per_hit": 1}}
+DEFAULTS = {
+    PAIRWISE: {"assignments_per_item": 2, "items_per_hit": 5},
+    LIKERT: {"assignments_per_item": 5, "items_per_hit": 1},
+}
 
 
 def get_project(slug: str, task_type: str, *, create: bool = False, **settings):
     """The project ``slug`` (of ``task_type``), created as a draft when missing and ``create``."""
+
     def make():
-        values = {**{k: v for k, v in DEFAULTS[task_type].items() if settings.get(k) is None},
-                  **{k: v for k, v in settings.items() if v is not None}}
-        return services.create_project(name=values.pop("name", None) or slug, slug=slug, task_type=task_type,
-                                       **values)
+        values = {
+            **{k: v for k, v in DEFAULTS[task_type].items() if settings.get(k) is None},
+            **{k: v for k, v in settings.items() if v is not None},
+        }
+        return services.create_project(name=values.pop("name", None) or slug, slug=slug, task_type=task_type, **values)
 
     return project_of_type(slug, task_type, error=RatingsError, create=make if create else None)
 
@@ -370,8 +451,11 @@ def import_payloads(project, payloads: list[dict]) -> dict:
     payloads = [{k: v for k, v in p.items() if k != "_line"} for p in payloads]
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
-        have = set(Item.objects.filter(project=locked, external_key__in=[p["key"] for p in payloads])
-                   .values_list("external_key", flat=True))
+        have = set(
+            Item.objects.filter(project=locked, external_key__in=[p["key"] for p in payloads]).values_list(
+                "external_key", flat=True
+            )
+        )
         new = [p for p in payloads if p["key"] not in have]
         if new:
             services.add_items(locked, new)
@@ -407,6 +491,19 @@ def import_trees(project, *, length: int = 10, limit: int | None = None, trees=N
     return import_payloads(project, payloads)
 
 
-__all__ = ["DEFAULTS", "ImportFailed", "get_project", "import_corpus_pairs", "import_debates", "import_pairs",
-           "import_payloads", "import_trees", "read_corpus_pairs", "read_debates", "read_pairs", "record_debates",
-           "tree_debates", "tree_pairs"]
+__all__ = [
+    "DEFAULTS",
+    "ImportFailed",
+    "get_project",
+    "import_corpus_pairs",
+    "import_debates",
+    "import_pairs",
+    "import_payloads",
+    "import_trees",
+    "read_corpus_pairs",
+    "read_debates",
+    "read_pairs",
+    "record_debates",
+    "tree_debates",
+    "tree_pairs",
+]

@@ -1,5 +1,6 @@
 """Pairwise preference and Likert debate results (included at the end of annotation/urls.py, namespace
 "annotation"): the staff results page and its CSV downloads."""
+
 from django.urls import path
 
 from . import views as rating_views

@@ -5,6 +5,7 @@ response ``{"label": "<one of labels>"}``; aggregate = majority label with count
 deterministic ``label`` (the first tied label in the config's order), lists every tied label under ``tied`` (only
 present on a tie), and the dashboards say "tie: pro / con", never "majority".
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -30,7 +31,10 @@ class SentenceLabel(TaskType):
     retrain_kinds = ("argument",)  # the retrain loop trains the argument / stance classifier from the final labels
     keys_help = (
         ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
-        ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items; <kbd>←</kbd> <kbd>→</kbd> change the choice"),
+        (
+            "<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>",
+            "move between items; <kbd>←</kbd> <kbd>→</kbd> change the choice",
+        ),
     )
 
     def labels(self, project) -> list[str]:
@@ -73,12 +77,16 @@ class SentenceLabel(TaskType):
         return {"labels": self.labels(project)}  # one label set for every item of the page
 
     def item_context(self, project, item):
-        return {"item": item, "payload": item.payload, "text": item.payload.get("text", ""),
-                "topic": item.payload.get("topic", "")}
+        return {
+            "item": item,
+            "payload": item.payload,
+            "text": item.payload.get("text", ""),
+            "topic": item.payload.get("topic", ""),
+        }
 
     def validate_response(self, project, item, data, *, assignment=None):
         if not isinstance(data, dict):
-            raise ResponseInvalid("label", "expected an object {\"label\": ...}")
+            raise ResponseInvalid("label", 'expected an object {"label": ...}')
         extra = set(data) - {"label"}
         if extra:
             raise ResponseInvalid(sorted(extra)[0], "unknown field")
@@ -109,13 +117,22 @@ class SentenceLabel(TaskType):
 
     def export_row(self, project, item, responses):
         agg = self.aggregate(project, item, responses)
-        return {"item_id": item.pk, "sentence_id": item.payload.get("sentence_id"), "text": item.payload.get("text"),
-                "topic": item.payload.get("topic"), "labels": [r.get("label") for r in responses],
-                "label": agg["label"], "share": agg["share"], "n": agg["n"],
-                **({"tied": agg["tied"]} if "tied" in agg else {})}
+        return {
+            "item_id": item.pk,
+            "sentence_id": item.payload.get("sentence_id"),
+            "text": item.payload.get("text"),
+            "topic": item.payload.get("topic"),
+            "labels": [r.get("label") for r in responses],
+            "label": agg["label"],
+            "share": agg["share"],
+            "n": agg["n"],
+            **({"tied": agg["tied"]} if "tied" in agg else {}),
+        }
 
     def answer_text(self, answer):
-        return str(answer.get("label")) if isinstance(answer, dict) and "label" in answer else super().answer_text(answer)
+        return (
+            str(answer.get("label")) if isinstance(answer, dict) and "label" in answer else super().answer_text(answer)
+        )
 
     def aggregate_text(self, aggregate):
         """``majority: pro (2 of 3)``, ``tie: pro / con (1 each of 2)``, ``pro (1 response)``."""
@@ -125,7 +142,7 @@ class SentenceLabel(TaskType):
         counts = aggregate.get("counts") or {}
         tied = aggregate.get("tied") or []
         if len(tied) > 1:
-            return f'tie: {" / ".join(map(str, tied))} ({counts.get(tied[0], 0)} each of {n})'
+            return f"tie: {' / '.join(map(str, tied))} ({counts.get(tied[0], 0)} each of {n})"
         label = str(aggregate["label"])
         if n < 2:
             return f"{label} (1 response)"

@@ -5,10 +5,11 @@ majority, ``n // 2 + 1``) cover it; its variable is the one most of those respon
 which the item offered its variables, Others last). Consecutive kept tokens with the same variable form one span,
 unless more responses start a new span at the second token than continue one across the two.
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from .metrics import covered_tokens
 
@@ -19,8 +20,14 @@ def _key(variable):
     return OTHER if variable in (None, "", OTHER) else variable
 
 
-def aggregate_spans(text: str, tokens: Sequence[Sequence[int]], answers: list[list[dict]], *,
-                    variable_order: Sequence[int] = (), threshold: int | None = None) -> dict:
+def aggregate_spans(
+    text: str,
+    tokens: Sequence[Sequence[int]],
+    answers: list[list[dict]],
+    *,
+    variable_order: Sequence[int] = (),
+    threshold: int | None = None,
+) -> dict:
     """``{"spans": [{"begin", "end", "variable", "text", "votes"}], "n": n, "threshold": t}``."""
     tokens = [tuple(t) for t in tokens]
     n = len(answers)
@@ -56,6 +63,13 @@ def aggregate_spans(text: str, tokens: Sequence[Sequence[int]], answers: list[li
         spans.append(current)
     out = []
     for s in spans:
-        out.append({"begin": s["begin"], "end": s["end"], "variable": None if s["variable"] == OTHER else s["variable"],
-                    "text": text[s["begin"]:s["end"]], "votes": s["votes"]})
+        out.append(
+            {
+                "begin": s["begin"],
+                "end": s["end"],
+                "variable": None if s["variable"] == OTHER else s["variable"],
+                "text": text[s["begin"] : s["end"]],
+                "votes": s["votes"],
+            }
+        )
     return {"spans": out, "n": n, "threshold": need}

@@ -6,6 +6,7 @@ span, ``"v<id>"`` grounded to variable ``id``, ``"other"`` grounded to Others. K
 measure detection and grounding together. ``"unitized"`` carries the spans themselves (category = the label) for
 alpha_u.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -41,11 +42,22 @@ def reliability_data(project, records: list[dict]) -> dict:
             unit_item[unit] = r["item_id"]
             cells[(r["coder"], unit)] = token_label(cov[i][1]) if i in cov else "O"
         for s in spans:
-            spans_u.append((r["coder"], r["item_id"], int(s["begin"]), int(s["end"]) - int(s["begin"]),
-                            token_label(s.get("variable"))))
+            spans_u.append(
+                (
+                    r["coder"],
+                    r["item_id"],
+                    int(s["begin"]),
+                    int(s["end"]) - int(s["begin"]),
+                    token_label(s.get("variable")),
+                )
+            )
     out = build_matrix(cells, unit_item, "nominal")
     coders = sorted({r["coder"] for r in records}, key=coder_key)
     out["answered"] = {pk: sorted(c, key=coder_key) for pk, c in answered.items()}
-    out["unitized"] = {"items": [(pk, len((payloads.get(pk) or {}).get("text", ""))) for pk in item_ids],
-                       "spans": spans_u, "coders": coders, "item_coders": dict(out["answered"])}
+    out["unitized"] = {
+        "items": [(pk, len((payloads.get(pk) or {}).get("text", ""))) for pk in item_ids],
+        "spans": spans_u,
+        "coders": coders,
+        "item_coders": dict(out["answered"]),
+    }
     return out

@@ -1,5 +1,6 @@
 """``span_grounding`` as a Django app (label ``span_grounding``): it owns the table of its KB normalisation
 (:class:`.models.SpanNormalisation`) and its migrations, and ``manage.py spans`` (``management/commands/``)."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

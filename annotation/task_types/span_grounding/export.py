@@ -43,9 +43,10 @@ examples (Figure 7's example grounds each variable once and would fail ``mention
 "keep examples containing at least one claim" by the Dialo-AP argument parser, needs that external parser and is
 not applied.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from annotation.models import Item, Project
 from annotation.releases import check_keys, config_projects
@@ -62,11 +63,17 @@ UNNORMALISED_METHODS = (None, "new")
 def normalisation_by_item(item_ids) -> dict[int, dict[tuple[int, int], dict]]:
     """``{item id: {(begin, end): {"variable", "variable_text", "method", "score", "text"}}}`` of the mapped spans."""
     out: dict[int, dict] = {}
-    rows = (SpanNormalisation.objects.filter(item_id__in=list(item_ids), variable__isnull=False)
-            .values_list("item_id", "begin", "end", "text", "variable_id", "variable__text", "method", "score"))
+    rows = SpanNormalisation.objects.filter(item_id__in=list(item_ids), variable__isnull=False).values_list(
+        "item_id", "begin", "end", "text", "variable_id", "variable__text", "method", "score"
+    )
     for item_id, b, e, text, variable, variable_text, method, score in rows:
-        out.setdefault(item_id, {})[(b, e)] = {"variable": variable, "variable_text": variable_text,
-                                               "method": method, "score": score, "text": text}
+        out.setdefault(item_id, {})[(b, e)] = {
+            "variable": variable,
+            "variable_text": variable_text,
+            "method": method,
+            "score": score,
+            "text": text,
+        }
     return out
 
 
@@ -79,9 +86,13 @@ def normalised_spans(text: str, spans: list[dict], mapping: dict | None) -> list
         sp["annotated_variable"] = sp["variable"]
         sp["normalised"] = sp["normalisation_score"] = None
         m = (mapping or {}).get((sp["begin"], sp["end"])) if sp["variable"] is None else None
-        if m and m["text"] == text[sp["begin"]:sp["end"]]:
-            sp.update(variable=m["variable"], variable_text=m["variable_text"], normalised=m["method"],
-                      normalisation_score=m["score"])
+        if m and m["text"] == text[sp["begin"] : sp["end"]]:
+            sp.update(
+                variable=m["variable"],
+                variable_text=m["variable_text"],
+                normalised=m["method"],
+                normalisation_score=m["score"],
+            )
         out.append(sp)
     return out
 
@@ -104,17 +115,32 @@ def export_row(project, item, responses: list[dict], aggregate: dict, *, mapping
     for sp in spans:
         if sp["variable"] is not None and names.get(sp["variable"]) not in facts:
             facts.append(names.get(sp["variable"]))
-    row = {"item_id": item.pk, "argument_id": payload.get("argument_id"), "topic": payload.get("topic", ""),
-           "stance": payload.get("stance", ""), "scheme": payload.get("scheme"), "text": text,
-           "argument": text, "variables": variables, "offered_variables": [v["id"] for v in offered],
-           "spans": [[sp["begin"], sp["end"], sp["variable"]] for sp in spans],
-           "span_details": spans, "facts": facts,
-           "n_unnormalised": sum(1 for sp in spans if _unnormalised(sp)),
-           "n_annotations": len(responses), "source": "annotations",
-           "annotations": [{"spans": r.get("spans") or [],
-                            **({"rejected": r["rejected"]} if "rejected" in r else {}),
-                            **({"schemes": r["schemes"]} if "schemes" in r else {})} for r in responses],
-           "suggestions": suggestion_rows(payload, responses)}
+    row = {
+        "item_id": item.pk,
+        "argument_id": payload.get("argument_id"),
+        "topic": payload.get("topic", ""),
+        "stance": payload.get("stance", ""),
+        "scheme": payload.get("scheme"),
+        "text": text,
+        "argument": text,
+        "variables": variables,
+        "offered_variables": [v["id"] for v in offered],
+        "spans": [[sp["begin"], sp["end"], sp["variable"]] for sp in spans],
+        "span_details": spans,
+        "facts": facts,
+        "n_unnormalised": sum(1 for sp in spans if _unnormalised(sp)),
+        "n_annotations": len(responses),
+        "source": "annotations",
+        "annotations": [
+            {
+                "spans": r.get("spans") or [],
+                **({"rejected": r["rejected"]} if "rejected" in r else {}),
+                **({"schemes": r["schemes"]} if "schemes" in r else {}),
+            }
+            for r in responses
+        ],
+        "suggestions": suggestion_rows(payload, responses),
+    }
     if "schemes" in aggregate:
         row["schemes"] = aggregate["schemes"]["schemes"]
         row["scheme_votes"] = aggregate["schemes"]["counts"]
@@ -127,8 +153,12 @@ DEFAULT_FILTERS = {"max_unnormalised": 0.30, "variables": [1, 4], "mentions_per_
 def _range(value, name: str):
     if value is None:
         return None
-    if not (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and 0 <= value[0] <= value[1]):
+    if not (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] <= value[1]
+    ):
         raise ValueError(f"config.filters.{name}: [min, max] whole numbers, 0 <= min <= max (or null: off)")
     return [int(value[0]), int(value[1])]
 
@@ -143,8 +173,9 @@ def clean_filters(filters) -> dict | None:
         raise ValueError("config.filters: true, false or an object")
     unknown = set(filters) - set(DEFAULT_FILTERS)
     if unknown:
-        raise ValueError(f"config.filters: unknown key(s) {', '.join(sorted(unknown))} "
-                         f"(known: {', '.join(DEFAULT_FILTERS)})")
+        raise ValueError(
+            f"config.filters: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(DEFAULT_FILTERS)})"
+        )
     out = {**DEFAULT_FILTERS, **filters}
     share, words = out["max_unnormalised"], out["max_words"]
     if share is not None and (not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 <= share <= 1):
@@ -206,10 +237,17 @@ def _project_rows(project, *, include_unannotated: bool) -> Iterator[dict]:
         elif include_unannotated:
             payload = item.payload or {}
             names = {v["id"]: v["text"] for v in payload.get("variables") or []}
-            spans = [{"begin": s["begin"], "end": s["end"], "text": payload.get("text", "")[s["begin"]:s["end"]],
-                      "variable": s.get("variable"),
-                      "variable_text": names.get(s.get("variable")) if s.get("variable") is not None else "Others",
-                      "votes": 0} for s in payload.get("suggestions") or []]
+            spans = [
+                {
+                    "begin": s["begin"],
+                    "end": s["end"],
+                    "text": payload.get("text", "")[s["begin"] : s["end"]],
+                    "variable": s.get("variable"),
+                    "variable_text": names.get(s.get("variable")) if s.get("variable") is not None else "Others",
+                    "votes": 0,
+                }
+                for s in payload.get("suggestions") or []
+            ]
             row = export_row(project, item, [], {"spans": spans}, mapping=mapping.get(item.pk, {}))
             row["source"] = "suggestions"
             yield row
@@ -223,14 +261,20 @@ def prepare_release(config: dict) -> dict:
     flag = config.get("include_unannotated", False)
     if not isinstance(flag, bool):
         raise ValueError("config.include_unannotated: true or false")
-    return {"projects": sorted(set(slugs)), "include_unannotated": flag,
-            "filters": clean_filters(config.get("filters"))}
+    return {
+        "projects": sorted(set(slugs)),
+        "include_unannotated": flag,
+        "filters": clean_filters(config.get("filters")),
+    }
 
 
 def release_rows(config: dict) -> Iterator[dict]:
     for slug in config["projects"]:
-        for row in project_rows(Project.objects.get(slug=slug), include_unannotated=config["include_unannotated"],
-                                filters=config.get("filters")):
+        for row in project_rows(
+            Project.objects.get(slug=slug),
+            include_unannotated=config["include_unannotated"],
+            filters=config.get("filters"),
+        ):
             yield {"project": slug, **row}
 
 
@@ -239,14 +283,16 @@ def count_release(config: dict) -> int:
 
 
 def release_card(ctx) -> list[tuple[str, str]]:
-    fmt = ("JSONL (spans.jsonl), one row per argument: project, item_id, argument_id, topic, stance, scheme, text, "
-           "variables (the KB variables offered, then those the KB normalisation mapped spans to), offered_variables, "
-           "spans ([begin, end, variable_id or null] triples of the token-majority aggregate after KB normalisation; "
-           "character offsets, end exclusive; null = Others), span_details (the same with texts, votes, the "
-           "annotated variable and the normalisation: direct / indirect / merged / new), facts (grounded variable "
-           "texts), n_unnormalised, schemes (when asked), n_annotations, annotations (every response, with the "
-           "rejected suggestions), suggestions (per suggestion: accepted / rejected / undecided counts). "
-           "ArgU §3.1 (span detection + grounding), §3.2.4 (normalisation).")
+    fmt = (
+        "JSONL (spans.jsonl), one row per argument: project, item_id, argument_id, topic, stance, scheme, text, "
+        "variables (the KB variables offered, then those the KB normalisation mapped spans to), offered_variables, "
+        "spans ([begin, end, variable_id or null] triples of the token-majority aggregate after KB normalisation; "
+        "character offsets, end exclusive; null = Others), span_details (the same with texts, votes, the "
+        "annotated variable and the normalisation: direct / indirect / merged / new), facts (grounded variable "
+        "texts), n_unnormalised, schemes (when asked), n_annotations, annotations (every response, with the "
+        "rejected suggestions), suggestions (per suggestion: accepted / rejected / undecided counts). "
+        "ArgU §3.1 (span detection + grounding), §3.2.4 (normalisation)."
+    )
     return [("Format", fmt)]
 
 

@@ -6,6 +6,7 @@ object; CSV: ``metadata_json``, a JSON string -- the facts-csv importer reads ``
 file imports back unchanged (rows already present are skipped). Imported rows with origin ``proposed`` that are
 new are set to ``pending`` review.
 """
+
 from __future__ import annotations
 
 import csv
@@ -51,9 +52,19 @@ def kb_rows(*, topic: str | None = None, statuses=("active",)) -> list[dict]:
         qs = qs.filter(topic__name__iexact=topic) | qs.filter(topic__slug=topic)
     if statuses:
         qs = qs.filter(status__in=list(statuses))
-    return [{"id": v.pk, "topic": v.topic.name, "text": v.text, "origin": v.origin, "status": v.status,
-             "merged_into": v.merged_into_id, "content_hash": v.content_hash, "metadata": v.metadata or {}}
-            for v in qs]
+    return [
+        {
+            "id": v.pk,
+            "topic": v.topic.name,
+            "text": v.text,
+            "origin": v.origin,
+            "status": v.status,
+            "merged_into": v.merged_into_id,
+            "content_hash": v.content_hash,
+            "metadata": v.metadata or {},
+        }
+        for v in qs
+    ]
 
 
 def write_kb(rows: list[dict], fmt: str, stream) -> int:
@@ -64,9 +75,18 @@ def write_kb(rows: list[dict], fmt: str, stream) -> int:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(COLUMNS)
         for r in rows:
-            writer.writerow([r["id"], r["topic"], r["text"], r["origin"], r["status"],
-                             "" if r["merged_into"] is None else r["merged_into"], r["content_hash"],
-                             json.dumps(r["metadata"], ensure_ascii=False, sort_keys=True)])
+            writer.writerow(
+                [
+                    r["id"],
+                    r["topic"],
+                    r["text"],
+                    r["origin"],
+                    r["status"],
+                    "" if r["merged_into"] is None else r["merged_into"],
+                    r["content_hash"],
+                    json.dumps(r["metadata"], ensure_ascii=False, sort_keys=True),
+                ]
+            )
     return len(rows)
 
 
@@ -121,8 +141,10 @@ def fact_uses(sender, fact=None, **kwargs) -> list[str]:
             offered += 1
     if offered:
         uses.append(f"{offered} {NAME} item{'s' if offered != 1 else ''} offer it")
-    mapped = SpanNormalisation.objects.filter(variable=fact).count() + SpanNormalisation.objects.filter(
-        proposal=fact).count()
+    mapped = (
+        SpanNormalisation.objects.filter(variable=fact).count()
+        + SpanNormalisation.objects.filter(proposal=fact).count()
+    )
     if mapped:
         uses.append(f"{mapped} normalised span{'s' if mapped != 1 else ''} refer to it")
     return uses

@@ -19,9 +19,10 @@ accuracy 2/3 ("Criminologists" grounded to [2] instead of [1]).
 Spans are dicts ``{"begin", "end" (exclusive), "variable"}`` (the span_grounding response shape) or tuples
 ``(begin, end[, variable])``. Tokens come from :func:`corpus.tokens.tokenize` (the HIT page's tokens).
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from corpus.tokens import tokenize
 
@@ -60,10 +61,17 @@ def span_detection(text: str, reference: Iterable, predicted: Iterable, *, token
     precision = tp / (tp + fp) if tp + fp else (1.0 if not fn else 0.0)
     recall = tp / (tp + fn) if tp + fn else (1.0 if not fp else 0.0)
     f1 = 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1,
-            "tp_tokens": [text[tokens[i][0]:tokens[i][1]] for i in sorted(ref & pred)],
-            "fp_tokens": [text[tokens[i][0]:tokens[i][1]] for i in sorted(pred - ref)],
-            "fn_tokens": [text[tokens[i][0]:tokens[i][1]] for i in sorted(ref - pred)]}
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tp_tokens": [text[tokens[i][0] : tokens[i][1]] for i in sorted(ref & pred)],
+        "fp_tokens": [text[tokens[i][0] : tokens[i][1]] for i in sorted(pred - ref)],
+        "fn_tokens": [text[tokens[i][0] : tokens[i][1]] for i in sorted(ref - pred)],
+    }
 
 
 def _same_variable(a, b) -> bool:
@@ -102,6 +110,7 @@ def span_f1(gold: Sequence[Sequence[tuple[int, int]]], pred: Sequence[Sequence[t
     ``mode``: ``partial`` (>= 50 % of the predicted span's tokens inside the gold span), ``full`` (all of them),
     ``exact`` (same boundaries). Nothing predicted and nothing gold anywhere: P = R = F1 = 1.
     """
+
     def ok(p, g):
         if mode == "exact":
             return p == g
@@ -159,13 +168,21 @@ def evaluate(examples: Iterable[dict]) -> dict:
     n = len(rows)
     tp, fp, fn = (sum(r[k] for r in rows) for k in ("tp", "fp", "fn"))
     correct, total = sum(r["label_correct"] for r in rows), sum(r["label_total"] for r in rows)
-    out = {"n": n, "f1": sum(r["f1"] for r in rows) / n if n else None,
-           "micro_f1": (2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else (1.0 if n else None),
-           "tp": tp, "fp": fp, "fn": fn, "label_correct": correct, "label_total": total,
-           "label_accuracy": correct / total if total else None}
+    out = {
+        "n": n,
+        "f1": sum(r["f1"] for r in rows) / n if n else None,
+        "micro_f1": (2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else (1.0 if n else None),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "label_correct": correct,
+        "label_total": total,
+        "label_accuracy": correct / total if total else None,
+    }
     for mode in SPAN_MODES:
         r = span_f1(gold, pred, mode) if n else {"f1": None, "precision": None, "recall": None}
-        out.update({f"span_{mode}_f1": r["f1"], f"span_{mode}_precision": r["precision"],
-                    f"span_{mode}_recall": r["recall"]})
+        out.update(
+            {f"span_{mode}_f1": r["f1"], f"span_{mode}_precision": r["precision"], f"span_{mode}_recall": r["recall"]}
+        )
     out["examples"] = rows
     return out

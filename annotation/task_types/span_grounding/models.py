@@ -6,6 +6,7 @@ took it over from the ``annotation`` app, which made it in its 0003, with its ro
 each run), the review actions (:mod:`annotation.task_types.span_grounding.review`) re-point the rows of a proposal when an expert accepts
 or merges it, and :mod:`annotation.task_types.span_grounding.export` reads them to emit the mapped variable ids.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -32,14 +33,23 @@ class SpanNormalisation(models.Model):
     begin = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     text = models.TextField()
-    variable = models.ForeignKey("corpus.FactVariable", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="normalised_spans")
-    proposal = models.ForeignKey("corpus.FactVariable", null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="proposal_spans",
-                                 help_text="the proposed variable created for this span's unmapped community")
+    variable = models.ForeignKey(
+        "corpus.FactVariable", null=True, blank=True, on_delete=models.PROTECT, related_name="normalised_spans"
+    )
+    proposal = models.ForeignKey(
+        "corpus.FactVariable",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="proposal_spans",
+        help_text="the proposed variable created for this span's unmapped community",
+    )
     method = models.CharField(max_length=10, choices=Method.choices, blank=True, default="")
-    score = models.FloatField(null=True, blank=True, help_text="cosine to the variable (direct) or to the neighbour "
-                                                                 "it was mapped through (indirect)")
+    score = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="cosine to the variable (direct) or to the neighbour it was mapped through (indirect)",
+    )
     community = models.CharField(max_length=300, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -48,8 +58,9 @@ class SpanNormalisation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "begin", "end"], name="span_normalisation_unique_span"),
             models.CheckConstraint(condition=Q(begin__lt=F("end")), name="span_normalisation_begin_before_end"),
-            models.CheckConstraint(condition=Q(method="") | Q(variable__isnull=False),
-                                   name="span_normalisation_method_has_variable"),
+            models.CheckConstraint(
+                condition=Q(method="") | Q(variable__isnull=False), name="span_normalisation_method_has_variable"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,12 +18,13 @@ its spans (``new`` / ``merged``); the export (:mod:`annotation.task_types.span_g
 :func:`normalise_pending` maps already pending proposals onto the active KB and stores the suggestion in
 ``FactVariable.metadata["normalisation"]`` (what the review page preselects). Both are idempotent.
 """
+
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 from django.conf import settings
@@ -61,8 +62,14 @@ def communities(emb: np.ndarray, threshold: float) -> list[list[int]]:
     return found
 
 
-def normalise_spans(spans: Sequence[str], kb: Sequence[tuple[int, str]], *, threshold: float = DIRECT_THRESHOLD,
-                    cluster_threshold: float = CLUSTER_THRESHOLD, encoder: Callable | None = None) -> dict:
+def normalise_spans(
+    spans: Sequence[str],
+    kb: Sequence[tuple[int, str]],
+    *,
+    threshold: float = DIRECT_THRESHOLD,
+    cluster_threshold: float = CLUSTER_THRESHOLD,
+    encoder: Callable | None = None,
+) -> dict:
     """Map span texts onto KB variables ``[(id, text), ...]``.
 
     Returns ``{"spans": [{"text", "variable": id | None, "method": "direct" | "indirect" | None, "score",
@@ -74,7 +81,7 @@ def normalise_spans(spans: Sequence[str], kb: Sequence[tuple[int, str]], *, thre
         return {"spans": [], "communities": [], "new": []}
     kb = list(kb)
     emb = _encode(spans + [t for _, t in kb], encoder)
-    s_emb, k_emb = emb[:len(spans)], emb[len(spans):]
+    s_emb, k_emb = emb[: len(spans)], emb[len(spans) :]
     out = [{"text": t, "variable": None, "method": None, "score": None, "community": None} for t in spans]
     if len(kb):
         sims = s_emb @ k_emb.T
@@ -92,8 +99,9 @@ def normalise_spans(spans: Sequence[str], kb: Sequence[tuple[int, str]], *, thre
             if out[i]["method"] is not None or not mapped:
                 continue
             nearest = max(mapped, key=lambda m: (float(s_emb[i] @ s_emb[m]), -m))
-            out[i].update(variable=out[nearest]["variable"], method="indirect",
-                          score=round(float(s_emb[i] @ s_emb[nearest]), 6))
+            out[i].update(
+                variable=out[nearest]["variable"], method="indirect", score=round(float(s_emb[i] @ s_emb[nearest]), 6)
+            )
         if not mapped:
             new.append({"community": c_index, "text": spans[members[0]], "members": members})
     return {"spans": out, "communities": comms, "new": new}
@@ -112,8 +120,15 @@ def others_spans(project) -> list[dict]:
         text = payload.get("text", "")
         for s in spans:
             if s.get("variable") is None:
-                out.append({"item": item.pk, "topic": payload.get("topic", ""), "begin": s["begin"], "end": s["end"],
-                            "text": text[s["begin"]:s["end"]]})
+                out.append(
+                    {
+                        "item": item.pk,
+                        "topic": payload.get("topic", ""),
+                        "begin": s["begin"],
+                        "end": s["end"],
+                        "text": text[s["begin"] : s["end"]],
+                    }
+                )
     return out
 
 
@@ -121,8 +136,15 @@ def artifact_path(project) -> Path:
     return Path(settings.ARTIFACT_ROOT) / "spans" / project.slug / "normalisation.json"
 
 
-def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_threshold: float = CLUSTER_THRESHOLD,
-                      encoder: Callable | None = None, propose: bool = True, progress=null_progress) -> dict:
+def normalise_project(
+    project,
+    *,
+    threshold: float = DIRECT_THRESHOLD,
+    cluster_threshold: float = CLUSTER_THRESHOLD,
+    encoder: Callable | None = None,
+    propose: bool = True,
+    progress=null_progress,
+) -> dict:
     """Normalise the Others spans of ``project`` per topic; propose new variables; write the JSON artifact.
 
     Returns ``{"spans": n, "direct": n, "indirect": n, "unmapped": n, "proposed": n created, "path"}``.
@@ -137,13 +159,32 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
     for n, topic in enumerate(topics):
         progress(n, len(topics), f"normalising {topic}")
         t = Topic.objects.filter(name__iexact=topic).first()
-        kb = list(FactVariable.objects.filter(topic=t, status=FactVariable.Status.ACTIVE).order_by("id")
-                  .values_list("id", "text")) if t else []
-        res = normalise_spans([s["text"] for s in by_topic[topic]], kb, threshold=threshold,
-                              cluster_threshold=cluster_threshold, encoder=encoder)
+        kb = (
+            list(
+                FactVariable.objects.filter(topic=t, status=FactVariable.Status.ACTIVE)
+                .order_by("id")
+                .values_list("id", "text")
+            )
+            if t
+            else []
+        )
+        res = normalise_spans(
+            [s["text"] for s in by_topic[topic]],
+            kb,
+            threshold=threshold,
+            cluster_threshold=cluster_threshold,
+            encoder=encoder,
+        )
         for s, r in zip(by_topic[topic], res["spans"]):
-            result_spans.append({**s, "variable": r["variable"], "method": r["method"], "score": r["score"],
-                                 "community": f"{topic}:{r['community']}"})
+            result_spans.append(
+                {
+                    **s,
+                    "variable": r["variable"],
+                    "method": r["method"],
+                    "score": r["score"],
+                    "community": f"{topic}:{r['community']}",
+                }
+            )
         for c in res["new"]:
             proposals.append((topic, c, [by_topic[topic][i] for i in c["members"]]))
     progress(len(topics), len(topics), "normalised")
@@ -156,23 +197,40 @@ def normalise_project(project, *, threshold: float = DIRECT_THRESHOLD, cluster_t
                 if t is None:
                     continue
                 digest = fact_hash(t.name, c["text"])
-                meta = {"source": f"normalisation:{project.slug}", "community_size": len(members),
-                        "spans": [{"item": m["item"], "begin": m["begin"], "end": m["end"], "text": m["text"]}
-                                  for m in members[:50]]}
+                meta = {
+                    "source": f"normalisation:{project.slug}",
+                    "community_size": len(members),
+                    "spans": [
+                        {"item": m["item"], "begin": m["begin"], "end": m["end"], "text": m["text"]}
+                        for m in members[:50]
+                    ],
+                }
                 variable, made = FactVariable.objects.get_or_create(
-                    content_hash=digest, defaults={"topic": t, "text": c["text"], "metadata": meta,
-                                                   "origin": FactVariable.Origin.PROPOSED,
-                                                   "status": FactVariable.Status.PENDING})
+                    content_hash=digest,
+                    defaults={
+                        "topic": t,
+                        "text": c["text"],
+                        "metadata": meta,
+                        "origin": FactVariable.Origin.PROPOSED,
+                        "status": FactVariable.Status.PENDING,
+                    },
+                )
                 created += made
                 proposal_of[f"{topic}:{c['community']}"] = variable
         for m in result_spans:
             proposal = proposal_of.get(m["community"]) if m["method"] is None else None
             m["proposal"] = proposal.pk if proposal is not None else None
         store_mapping(project, result_spans, proposal_of)
-    summary = {"project": project.slug, "threshold": threshold, "cluster_threshold": cluster_threshold,
-               "spans": len(result_spans), "direct": sum(r["method"] == "direct" for r in result_spans),
-               "indirect": sum(r["method"] == "indirect" for r in result_spans),
-               "unmapped": sum(r["method"] is None for r in result_spans), "proposed": created}
+    summary = {
+        "project": project.slug,
+        "threshold": threshold,
+        "cluster_threshold": cluster_threshold,
+        "spans": len(result_spans),
+        "direct": sum(r["method"] == "direct" for r in result_spans),
+        "indirect": sum(r["method"] == "indirect" for r in result_spans),
+        "unmapped": sum(r["method"] is None for r in result_spans),
+        "proposed": created,
+    }
     path = artifact_path(project)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.part")
@@ -206,15 +264,31 @@ def store_mapping(project, mapping: list[dict], proposal_of: dict) -> int:
         seen.add(key)
         proposal = proposal_of.get(m["community"]) if m["method"] is None else None
         variable, method = (m["variable"], m["method"]) if m["method"] else proposal_mapping(proposal)
-        rows.append(SpanNormalisation(item_id=m["item"], begin=m["begin"], end=m["end"], text=m["text"],
-                                      variable_id=variable, method=method, proposal=proposal,
-                                      score=m["score"] if m["method"] else None, community=m["community"][:300]))
+        rows.append(
+            SpanNormalisation(
+                item_id=m["item"],
+                begin=m["begin"],
+                end=m["end"],
+                text=m["text"],
+                variable_id=variable,
+                method=method,
+                proposal=proposal,
+                score=m["score"] if m["method"] else None,
+                community=m["community"][:300],
+            )
+        )
     SpanNormalisation.objects.bulk_create(rows, batch_size=500)
     return len(rows)
 
 
-def normalise_pending(topic=None, *, threshold: float = DIRECT_THRESHOLD, cluster_threshold: float = CLUSTER_THRESHOLD,
-                      encoder: Callable | None = None, progress=null_progress) -> dict:
+def normalise_pending(
+    topic=None,
+    *,
+    threshold: float = DIRECT_THRESHOLD,
+    cluster_threshold: float = CLUSTER_THRESHOLD,
+    encoder: Callable | None = None,
+    progress=null_progress,
+) -> dict:
     """Map the pending proposed variables (of ``topic`` or all topics) onto the active KB of their topic and store
     ``metadata["normalisation"] = {"action": "merge" | "accept", "into": id | None, "method", "score",
     "community"}`` -- a suggestion for the expert, nothing is merged here. Returns counts."""
@@ -227,16 +301,27 @@ def normalise_pending(topic=None, *, threshold: float = DIRECT_THRESHOLD, cluste
     counts = {"pending": 0, "merge": 0, "accept": 0}
     for n, (topic_id, rows) in enumerate(sorted(pending.items())):
         progress(n, len(pending), "normalising proposals")
-        kb = list(FactVariable.objects.filter(topic_id=topic_id, status=FactVariable.Status.ACTIVE).order_by("id")
-                  .values_list("id", "text"))
-        res = normalise_spans([v.text for v in rows], kb, threshold=threshold, cluster_threshold=cluster_threshold,
-                              encoder=encoder)
+        kb = list(
+            FactVariable.objects.filter(topic_id=topic_id, status=FactVariable.Status.ACTIVE)
+            .order_by("id")
+            .values_list("id", "text")
+        )
+        res = normalise_spans(
+            [v.text for v in rows], kb, threshold=threshold, cluster_threshold=cluster_threshold, encoder=encoder
+        )
         with transaction.atomic():
             for v, r in zip(rows, res["spans"]):
                 action = "merge" if r["variable"] is not None else "accept"
-                v.metadata = {**(v.metadata or {}), "normalisation": {
-                    "action": action, "into": r["variable"], "method": r["method"], "score": r["score"],
-                    "community": r["community"]}}
+                v.metadata = {
+                    **(v.metadata or {}),
+                    "normalisation": {
+                        "action": action,
+                        "into": r["variable"],
+                        "method": r["method"],
+                        "score": r["score"],
+                        "community": r["community"],
+                    },
+                }
                 v.save(update_fields=["metadata"])
                 counts["pending"] += 1
                 counts[action] += 1

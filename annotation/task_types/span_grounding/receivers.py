@@ -1,4 +1,5 @@
 """What span grounding does when the fact KB changes (imported by ``AnnotationConfig.ready`` through the registry)."""
+
 from corpus.models import FactVariable
 from corpus.signals import fact_changed, fact_uses
 

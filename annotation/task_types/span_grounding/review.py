@@ -6,6 +6,7 @@ Any status change of a proposal (here, in the API or the admin) also re-points t
 (:class:`annotation.task_types.span_grounding.models.SpanNormalisation`, written by :func:`annotation.task_types.span_grounding.normalisation.normalise_project`)
 in the same transaction (:func:`remap_on_fact_change`): accept -> the spans map to the new variable (method ``new``), merge -> to the target
 (``merged``), reject -> they stay unmapped (Others). The export then emits those ids."""
+
 from __future__ import annotations
 
 from argora.errors import FieldError

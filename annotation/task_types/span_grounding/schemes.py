@@ -3,13 +3,20 @@
 The paper's label set is six Walton-based schemes plus "Others"; after annotation it merges the rare
 "Goal From Means" into "Means for Goal" (:data:`MERGED`, applied by :func:`canonical` when a project asks for it).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
-WALTON_SCHEMES = ["Means for Goal", "Goal from Means", "From Consequence", "Source Knowledge", "Source Authority",
-                  "Rule or Principle"]
+WALTON_SCHEMES = [
+    "Means for Goal",
+    "Goal from Means",
+    "From Consequence",
+    "Source Knowledge",
+    "Source Authority",
+    "Rule or Principle",
+]
 OTHERS = "Others"
 DEFAULT_SCHEMES = WALTON_SCHEMES + [OTHERS]
 # ArgU §3.1.2: "we observe very few examples of the 'Goal From Means' scheme ... and combine it with the more
@@ -64,5 +71,9 @@ def aggregate_schemes(answers: Iterable[list[str]], schemes: list[str], *, thres
     top = None
     if counts:
         top = min(counts, key=lambda s: (-counts[s], order.get(s, len(order)), s))
-    return {"schemes": kept, "counts": {s: counts[s] for s in sorted(counts, key=lambda s: order.get(s, len(order)))},
-            "n": n, "top": top}
+    return {
+        "schemes": kept,
+        "counts": {s: counts[s] for s in sorted(counts, key=lambda s: order.get(s, len(order)))},
+        "n": n,
+        "top": top,
+    }

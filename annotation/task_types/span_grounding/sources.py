@@ -7,6 +7,7 @@ sentence sources' preview names each topic that has too few and points to the "F
 browser: a new project from the "Fact KB (CSV / JSONL)" source imports the KB and makes items of the corpus's
 sentences of the KB's topics (none yet: the project starts without items); the topics' arguments are then added
 with "Add items" on the project page (any sentence source, whose preview now finds the KB)."""
+
 from __future__ import annotations
 
 from annotation import services
@@ -24,17 +25,23 @@ from .task_type import config_of
 
 PREVIEW_ROWS = 10
 FACT_KB = Source(
-    "fact-kb", "Fact KB (CSV / JSONL)",
+    "fact-kb",
+    "Fact KB (CSV / JSONL)",
     "The fact variables of one or more topics: a CSV with the columns topic, text and optionally origin (seed, "
     "expert or proposed), or one JSON object a line with the same keys (+ metadata) -- the files manage.py spans "
     "kb-export writes. The KB is imported (all or nothing; variables already there are kept; proposed ones wait for "
     "review), then every sentence the corpus has of the KB's topics becomes an item (at most the number below). "
     "Topics without sentences in the corpus yet: the project starts without their items; add them afterwards with "
-    "\"Add items\" on the project page (UKP TSV, arguments JSONL or a Kialo export of the topic).",
-    extensions=(".csv", ".jsonl"), rows="",
-    options=(SourceOption("limit", "At most (sentences)", kind="int", default=0,
-                          help="0: every corpus sentence of the KB's topics"),),
-    example="topic,text,origin\nminimum wage,the minimum wage,seed\nminimum wage,unemployment,seed")
+    '"Add items" on the project page (UKP TSV, arguments JSONL or a Kialo export of the topic).',
+    extensions=(".csv", ".jsonl"),
+    rows="",
+    options=(
+        SourceOption(
+            "limit", "At most (sentences)", kind="int", default=0, help="0: every corpus sentence of the KB's topics"
+        ),
+    ),
+    example="topic,text,origin\nminimum wage,the minimum wage,seed\nminimum wage,unemployment,seed",
+)
 SOURCES = (*sentences.SOURCES, FACT_KB)
 
 
@@ -53,15 +60,17 @@ def check_kb(project, rows) -> None:
             seen[topic.name.lower()] = topic
     short = []
     for topic in sorted(seen.values(), key=lambda t: t.name.lower()):
-        n = (FactVariable.objects.filter(topic_id=topic.pk, status=FactVariable.Status.ACTIVE).count()
-             if topic.pk else 0)
+        n = FactVariable.objects.filter(topic_id=topic.pk, status=FactVariable.Status.ACTIVE).count() if topic.pk else 0
         if n < needed:
             short.append(f"topic {topic.name!r} has {n} active fact variable(s) in the KB")
     if short:
-        raise FieldError("variables", f"{'; '.join(short)}; an item needs at least {needed}. Upload the topic's KB "
-                                      f"first: choose \"{FACT_KB.label}\" where the items come from (then add these "
-                                      f"sentences with \"Add items\" on the project page), or run manage.py spans "
-                                      f"kb-import")
+        raise FieldError(
+            "variables",
+            f"{'; '.join(short)}; an item needs at least {needed}. Upload the topic's KB "
+            f'first: choose "{FACT_KB.label}" where the items come from (then add these '
+            f'sentences with "Add items" on the project page), or run manage.py spans '
+            f"kb-import",
+        )
 
 
 def _kb(data: SourceInput) -> dict:
@@ -82,9 +91,14 @@ def _kb(data: SourceInput) -> dict:
         key = normalise(fact.topic).lower()
         if key not in topics:
             row = Topic.objects.filter(name__iexact=key).order_by("id").first()
-            topics[key] = {"name": row.name if row else fact.topic, "topic": row, "new": 0,
-                           "active": FactVariable.objects.filter(topic=row, status=FactVariable.Status.ACTIVE)
-                           .count() if row else 0}
+            topics[key] = {
+                "name": row.name if row else fact.topic,
+                "topic": row,
+                "new": 0,
+                "active": FactVariable.objects.filter(topic=row, status=FactVariable.Status.ACTIVE).count()
+                if row
+                else 0,
+            }
         if digest in present or digest in seen:
             continue
         seen.add(digest)
@@ -110,22 +124,37 @@ def _kb_preview(project, data: SourceInput) -> Preview:
     counts: dict[int, int] = {}
     for sentence in rows_of:
         counts[sentence.topic_id] = counts.get(sentence.topic_id, 0) + 1
-    short = [t for t in found["topics"] if t["topic"] is not None and counts.get(t["topic"].pk) and
-             t["active"] < needed]
+    short = [
+        t for t in found["topics"] if t["topic"] is not None and counts.get(t["topic"].pk) and t["active"] < needed
+    ]
     if short:
-        raise FieldError("variables", "; ".join(f"topic {t['name']!r} would have {t['active']} active fact "
-                                                f"variable(s) after the import" for t in short)
-                         + f"; an item needs at least {needed}: add variables to the file")
-    notes = [f"{found['facts']} fact variable(s) of {len(found['topics'])} topic(s) in the file, {found['new']} of "
-             f"them new to the KB"]
+        raise FieldError(
+            "variables",
+            "; ".join(
+                f"topic {t['name']!r} would have {t['active']} active fact variable(s) after the import" for t in short
+            )
+            + f"; an item needs at least {needed}: add variables to the file",
+        )
+    notes = [
+        f"{found['facts']} fact variable(s) of {len(found['topics'])} topic(s) in the file, {found['new']} of "
+        f"them new to the KB"
+    ]
     waiting = [t["name"] for t in found["topics"] if not (t["topic"] is not None and counts.get(t["topic"].pk))]
     if waiting:
-        notes.append(f"no sentence of {', '.join(waiting)} in the corpus yet: once the KB is imported, add the "
-                     f"topic's arguments with \"Add items\" on the project page")
-    rows = [[t["name"], str(t["new"]), str(t["active"]), str(counts.get(t["topic"].pk, 0) if t["topic"] else 0)]
-            for t in found["topics"][:PREVIEW_ROWS]]
-    return Preview(items=len(rows_of), columns=["topic", "new variables", "active after the import",
-                                                "corpus sentences (items)"], rows=rows, notes=notes)
+        notes.append(
+            f"no sentence of {', '.join(waiting)} in the corpus yet: once the KB is imported, add the "
+            f'topic\'s arguments with "Add items" on the project page'
+        )
+    rows = [
+        [t["name"], str(t["new"]), str(t["active"]), str(counts.get(t["topic"].pk, 0) if t["topic"] else 0)]
+        for t in found["topics"][:PREVIEW_ROWS]
+    ]
+    return Preview(
+        items=len(rows_of),
+        columns=["topic", "new variables", "active after the import", "corpus sentences (items)"],
+        rows=rows,
+        notes=notes,
+    )
 
 
 def preview(project, data: SourceInput) -> Preview:

@@ -9,9 +9,10 @@ span and the suggestion rejected.
 :func:`suggestion_rows` -- per suggestion of one item, the counts over its responses (the export's
 ``suggestions``); :func:`project_suggestion_stats` -- a project's totals and acceptance rate (the KB review page).
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from annotation.models import Item, Project
 from annotation.selectors import item_responses
@@ -33,8 +34,12 @@ def decision(suggestion: dict, response: dict) -> str | None:
 
 def _same_grounding(suggestion: dict, response: dict) -> bool:
     b, e = int(suggestion["begin"]), int(suggestion["end"])
-    return any(s.get("from_suggestion") and (int(s["begin"]), int(s["end"])) == (b, e)
-               and s.get("variable") == suggestion.get("variable") for s in response.get("spans") or [])
+    return any(
+        s.get("from_suggestion")
+        and (int(s["begin"]), int(s["end"])) == (b, e)
+        and s.get("variable") == suggestion.get("variable")
+        for s in response.get("spans") or []
+    )
 
 
 def suggestion_rows(payload: dict, responses: Iterable[dict]) -> list[dict]:
@@ -44,8 +49,17 @@ def suggestion_rows(payload: dict, responses: Iterable[dict]) -> list[dict]:
     text = payload.get("text", "")
     out = []
     for g in payload.get("suggestions") or []:
-        row = {"begin": g["begin"], "end": g["end"], "text": text[g["begin"]:g["end"]], "variable": g.get("variable"),
-               "source": g.get("source", ""), ACCEPTED: 0, "accepted_same_variable": 0, REJECTED: 0, "undecided": 0}
+        row = {
+            "begin": g["begin"],
+            "end": g["end"],
+            "text": text[g["begin"] : g["end"]],
+            "variable": g.get("variable"),
+            "source": g.get("source", ""),
+            ACCEPTED: 0,
+            "accepted_same_variable": 0,
+            REJECTED: 0,
+            "undecided": 0,
+        }
         for r in responses:
             d = decision(g, r)
             row[d or "undecided"] += 1
@@ -84,8 +98,12 @@ def project_suggestion_stats(project) -> dict:
     by_source: dict[str, list[dict]] = {}
     for r in rows:
         by_source.setdefault(r["source"] or "unknown", []).append(r)
-    return {"project": project.slug, "items": items, **totals(rows),
-            "by_source": {k: totals(v) for k, v in sorted(by_source.items())}}
+    return {
+        "project": project.slug,
+        "items": items,
+        **totals(rows),
+        "by_source": {k: totals(v) for k, v in sorted(by_source.items())},
+    }
 
 
 def span_projects_suggestion_stats() -> list[dict]:

@@ -45,8 +45,10 @@ stored when the annotator rejected a suggestion -- a suggestion neither taken no
 Gold: ``GoldItem.expected`` in the response shape; the score is the mean of token F1 and grounding accuracy
 (:mod:`annotation.task_types.span_grounding.metrics`); no expected span -> 1.0 only for an empty answer.
 """
+
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -96,7 +98,7 @@ def choose_variables(candidates: list, k_range, *, seed, key: str, required=()) 
     hi = min(hi, len(candidates))
     lo = min(lo, hi)
     k = rng.randint(lo, hi) if hi > 0 else 0
-    req_ids = [pk for pk in required]
+    req_ids = list(required)
     chosen = [c for c in candidates if c.pk in req_ids][:hi]
     k = max(k, len(chosen))
     rest = [c for c in candidates if c.pk not in req_ids]
@@ -135,9 +137,15 @@ def build_payload(sentence, variables: list, *, suggestions=None) -> dict:
     text = sentence.text
     topic = getattr(sentence, "topic", None)
     meta = sentence.metadata or {}
-    payload = {"argument_id": sentence.pk, "text": text, "topic": str(topic) if topic else "",
-               "stance": sentence.stance, "tokens": token_offsets(text),
-               "variables": [{"id": v.pk, "text": v.text} for v in variables], "suggestions": []}
+    payload = {
+        "argument_id": sentence.pk,
+        "text": text,
+        "topic": str(topic) if topic else "",
+        "stance": sentence.stance,
+        "tokens": token_offsets(text),
+        "variables": [{"id": v.pk, "text": v.text} for v in variables],
+        "suggestions": [],
+    }
     if meta.get("scheme"):
         payload["scheme"] = str(meta["scheme"])
     ids = {v.pk for v in variables}
@@ -220,8 +228,9 @@ def parse_spans(raw_spans, raw_suggested) -> list[dict]:
             flag = flag.strip().lower() in {"1", "true", "on", "yes"}
         if not isinstance(flag, bool):
             raise ResponseInvalid("spans", "from_suggestion must be true or false")
-        out.append({"begin": begin, "end": end, "variable": variable,
-                    "from_suggestion": flag or (begin, end) in suggested})
+        out.append(
+            {"begin": begin, "end": end, "variable": variable, "from_suggestion": flag or (begin, end) in suggested}
+        )
     return out
 
 
@@ -261,8 +270,9 @@ def suggestion_decisions(text: str, suggestions, spans: list[dict], raw_rejected
             what = repr(text[b:e]) if 0 <= b < e <= len(text) else "that"
             raise ResponseInvalid("rejected", f"{b}:{e} ({what}) is not one of this item's suggestions")
         if (b, e) in taken:
-            raise ResponseInvalid("rejected", f"the suggestion {text[b:e]!r} ({b}:{e}) is both taken as a span "
-                                              f"and rejected")
+            raise ResponseInvalid(
+                "rejected", f"the suggestion {text[b:e]!r} ({b}:{e}) is both taken as a span and rejected"
+            )
         rejected.add((b, e))
     span_offsets = {(s["begin"], s["end"]) for s in spans}
     for b, e in parse_offsets(raw_suggested, "suggested"):
@@ -283,15 +293,19 @@ def check_spans(text: str, tokens, spans: list[dict], offered: set) -> list[dict
             raise ResponseInvalid("spans", f"{b}:{e} is an empty span")
         if b not in starts or e not in ends:
             where = "start" if b not in starts else "end"
-            raise ResponseInvalid("spans", f"{text[b:e]!r} ({b}:{e}) does not {where} on a token boundary: "
-                                           f"a span covers whole tokens")
+            raise ResponseInvalid(
+                "spans", f"{text[b:e]!r} ({b}:{e}) does not {where} on a token boundary: a span covers whole tokens"
+            )
         if s["variable"] is not None and s["variable"] not in offered:
             raise ResponseInvalid("variable", f"variable {s['variable']} was not offered for this item")
     spans = sorted(spans, key=lambda s: (s["begin"], s["end"]))
-    for a, b in zip(spans, spans[1:]):
+    for a, b in itertools.pairwise(spans):
         if b["begin"] < a["end"]:
-            raise ResponseInvalid("spans", f"spans overlap: {text[a['begin']:a['end']]!r} ({a['begin']}:{a['end']}) "
-                                           f"and {text[b['begin']:b['end']]!r} ({b['begin']}:{b['end']})")
+            raise ResponseInvalid(
+                "spans",
+                f"spans overlap: {text[a['begin'] : a['end']]!r} ({a['begin']}:{a['end']}) "
+                f"and {text[b['begin'] : b['end']]!r} ({b['begin']}:{b['end']})",
+            )
     return spans
 
 
@@ -306,12 +320,16 @@ class SpanGrounding(TaskType):
     builds_from_sentences = True
     guidelines_template = "task_types/span_grounding/guidelines.html"
     keys_help = (
-        ("drag over words, or <kbd>←</kbd><kbd>→</kbd> and <kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>, then <kbd>Enter</kbd>",
-         "mark a factual span (snaps to whole words)"),
+        (
+            "drag over words, or <kbd>←</kbd><kbd>→</kbd> and <kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>, then <kbd>Enter</kbd>",
+            "mark a factual span (snaps to whole words)",
+        ),
         ("<kbd>1</kbd>…<kbd>5</kbd>", "ground the selected span to that variable (the list beside the argument)"),
         ("<kbd>0</kbd> or <kbd>O</kbd>", "ground the selected span to Others"),
-        ("<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd> / <kbd>Alt</kbd>+<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>",
-         "on a selected span: move its end / its start (or drag its handles)"),
+        (
+            "<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd> / <kbd>Alt</kbd>+<kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>",
+            "on a selected span: move its end / its start (or drag its handles)",
+        ),
         ("<kbd>Del</kbd>", "remove the selected span"),
         ("<kbd>A</kbd> / <kbd>R</kbd>", "accept / reject the outlined suggestion"),
     )
@@ -329,8 +347,12 @@ class SpanGrounding(TaskType):
         except ValueError as exc:
             raise ResponseInvalid("schemes", str(exc)) from None
         k = config.get("variables_per_item", list(DEFAULT_VARIABLES_PER_ITEM))
-        if (not isinstance(k, (list, tuple)) or len(k) != 2 or any(_int(v) is None or isinstance(v, str) for v in k)
-                or not 1 <= k[0] <= k[1] <= MAX_VARIABLES):
+        if (
+            not isinstance(k, (list, tuple))
+            or len(k) != 2
+            or any(_int(v) is None or isinstance(v, str) for v in k)
+            or not 1 <= k[0] <= k[1] <= MAX_VARIABLES
+        ):
             raise ResponseInvalid("variables_per_item", f"[min, max] with 1 <= min <= max <= {MAX_VARIABLES}")
         config["variables_per_item"] = [int(k[0]), int(k[1])]
         threshold = config.get("threshold")
@@ -351,21 +373,36 @@ class SpanGrounding(TaskType):
         payloads = []
         for sentence in rows:
             if sentence.topic_id not in by_topic:
-                by_topic[sentence.topic_id] = list(FactVariable.objects.filter(
-                    topic_id=sentence.topic_id, status=FactVariable.Status.ACTIVE).order_by("id"))
+                by_topic[sentence.topic_id] = list(
+                    FactVariable.objects.filter(topic_id=sentence.topic_id, status=FactVariable.Status.ACTIVE).order_by(
+                        "id"
+                    )
+                )
             candidates = by_topic[sentence.topic_id]
             lo = config["variables_per_item"][0]
             if len(candidates) < lo:
-                raise ProjectInvalid("variables", f"topic {str(sentence.topic)!r} has {len(candidates)} active fact "
-                                                   f"variable(s); an item needs at least {lo} (import the KB first)")
+                raise ProjectInvalid(
+                    "variables",
+                    f"topic {str(sentence.topic)!r} has {len(candidates)} active fact "
+                    f"variable(s); an item needs at least {lo} (import the KB first)",
+                )
             required = [v for v in ((sentence.metadata or {}).get("variables") or []) if isinstance(v, int)]
-            chosen = choose_variables(candidates, config["variables_per_item"], seed=seed,
-                                      key=sentence.content_hash or str(sentence.pk), required=required)
+            chosen = choose_variables(
+                candidates,
+                config["variables_per_item"],
+                seed=seed,
+                key=sentence.content_hash or str(sentence.pk),
+                required=required,
+            )
             payloads.append(build_payload(sentence, chosen))
         if providers.span_suggester.filled and payloads:
             # the offered variables go with each text: the model grounds its spans to one of them (or Others)
-            suggested = providers.span_suggester(project, [p["text"] for p in payloads],
-                             [[dict(v) for v in p["variables"]] for p in payloads]) or []
+            suggested = (
+                providers.span_suggester(
+                    project, [p["text"] for p in payloads], [[dict(v) for v in p["variables"]] for p in payloads]
+                )
+                or []
+            )
             for payload, raw in zip(payloads, suggested):
                 if raw:
                     ids = {v["id"] for v in payload["variables"]}
@@ -386,14 +423,25 @@ class SpanGrounding(TaskType):
         text = payload.get("text", "")
         variables = [dict(v, key=i + 1) for i, v in enumerate(payload.get("variables") or [])]
         tokens = payload.get("tokens") or token_offsets(text)
-        return {"item": item, "payload": payload, "config": config, "text": text, "topic": payload.get("topic", ""),
-                "stance": payload.get("stance", ""), "scheme": payload.get("scheme", ""),
-                "show_stance": config["show_stance"], "show_scheme": config["show_scheme"],
-                "ask_schemes": config["ask_schemes"], "schemes": config["schemes"], "variables": variables,
-                "suggestions": payload.get("suggestions") or [],
-                "tokens": [{"begin": b, "end": e, "text": text[b:e]} for b, e in tokens],
-                "tokens_json": json.dumps(tokens), "variables_json": json.dumps(variables),
-                "suggestions_json": json.dumps(payload.get("suggestions") or [])}
+        return {
+            "item": item,
+            "payload": payload,
+            "config": config,
+            "text": text,
+            "topic": payload.get("topic", ""),
+            "stance": payload.get("stance", ""),
+            "scheme": payload.get("scheme", ""),
+            "show_stance": config["show_stance"],
+            "show_scheme": config["show_scheme"],
+            "ask_schemes": config["ask_schemes"],
+            "schemes": config["schemes"],
+            "variables": variables,
+            "suggestions": payload.get("suggestions") or [],
+            "tokens": [{"begin": b, "end": e, "text": text[b:e]} for b, e in tokens],
+            "tokens_json": json.dumps(tokens),
+            "variables_json": json.dumps(variables),
+            "suggestions_json": json.dumps(payload.get("suggestions") or []),
+        }
 
     # --- responses ----------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
@@ -410,12 +458,21 @@ class SpanGrounding(TaskType):
         spans = check_spans(text, tokens, parse_spans(data.get("spans"), data.get("suggested")), offered)
         suggestions = payload.get("suggestions") or []
         suggestion_offsets = {(int(s["begin"]), int(s["end"])) for s in suggestions}
-        cleaned = {"spans": [{"begin": s["begin"], "end": s["end"], "variable": s["variable"],
-                              "from_suggestion": bool(s["from_suggestion"]
-                                                      and (s["begin"], s["end"]) in suggestion_offsets),
-                              "text": text[s["begin"]:s["end"]]} for s in spans]}
-        rejected = suggestion_decisions(text, suggestions, cleaned["spans"], data.get("rejected"),
-                                        data.get("suggested"))
+        cleaned = {
+            "spans": [
+                {
+                    "begin": s["begin"],
+                    "end": s["end"],
+                    "variable": s["variable"],
+                    "from_suggestion": bool(s["from_suggestion"] and (s["begin"], s["end"]) in suggestion_offsets),
+                    "text": text[s["begin"] : s["end"]],
+                }
+                for s in spans
+            ]
+        }
+        rejected = suggestion_decisions(
+            text, suggestions, cleaned["spans"], data.get("rejected"), data.get("suggested")
+        )
         if rejected:
             cleaned["rejected"] = rejected
         raw_schemes = data.get("schemes")
@@ -431,7 +488,9 @@ class SpanGrounding(TaskType):
                     raise ResponseInvalid("schemes", f"{value!r} is not a scheme name")
                 name = match_scheme(value, config["schemes"])
                 if name is None:
-                    raise ResponseInvalid("schemes", f"unknown scheme {value!r} (known: {', '.join(config['schemes'])})")
+                    raise ResponseInvalid(
+                        "schemes", f"unknown scheme {value!r} (known: {', '.join(config['schemes'])})"
+                    )
                 chosen.add(name)
             cleaned["schemes"] = [s for s in config["schemes"] if s in chosen]
         elif any(str(v).strip() for v in raw_schemes):
@@ -454,8 +513,13 @@ class SpanGrounding(TaskType):
         text = payload.get("text", "")
         tokens = payload.get("tokens") or token_offsets(text)
         order = [v["id"] for v in payload.get("variables") or []]
-        agg = aggregate_spans(text, tokens, [r.get("spans") or [] for r in responses], variable_order=order,
-                              threshold=config.get("threshold"))
+        agg = aggregate_spans(
+            text,
+            tokens,
+            [r.get("spans") or [] for r in responses],
+            variable_order=order,
+            threshold=config.get("threshold"),
+        )
         names = {v["id"]: v["text"] for v in payload.get("variables") or []}
         for s in agg["spans"]:
             s["variable_text"] = names.get(s["variable"]) if s["variable"] is not None else "Others"

@@ -1,6 +1,7 @@
 """Staff page: review the proposed KB variables (accept / merge into an existing variable / reject), start the
 normalisation of pending proposals, and see how annotators took the model's span suggestions (acceptance rate per
 span_grounding project). Thin views over :mod:`annotation.task_types.span_grounding.review` and :mod:`.tasks`."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -23,11 +24,20 @@ from .tasks import normalise_pending_task
 def kb_review(request):
     topic = request.GET.get("topic") or None
     groups = review_service.pending_by_topic(topic)
-    return render(request, "task_types/span_grounding/kb_review.html", {
-        "groups": groups, "topic": topic, "n_pending": sum(len(g["pending"]) for g in groups),
-        "suggestion_stats": [{**s, "mark": mark(s["decisions"], MIN_DECISIONS, "accept / reject decisions")}
-                             for s in span_projects_suggestion_stats()],
-        "min_decisions": MIN_DECISIONS})
+    return render(
+        request,
+        "task_types/span_grounding/kb_review.html",
+        {
+            "groups": groups,
+            "topic": topic,
+            "n_pending": sum(len(g["pending"]) for g in groups),
+            "suggestion_stats": [
+                {**s, "mark": mark(s["decisions"], MIN_DECISIONS, "accept / reject decisions")}
+                for s in span_projects_suggestion_stats()
+            ],
+            "min_decisions": MIN_DECISIONS,
+        },
+    )
 
 
 @expert_required
@@ -37,8 +47,13 @@ def kb_review_action(request, variable_id: int):
     try:
         v = review_service.review(variable_id, action, into=request.POST.get("into") or None, user=request.user)
     except FieldError as exc:
-        return notice(request, "Review not applied", [f"{exc.field}: {exc.reason}"], status=400,
-                      link={"url": reverse("annotation:spans-kb-review"), "text": "Back to the review"})
+        return notice(
+            request,
+            "Review not applied",
+            [f"{exc.field}: {exc.reason}"],
+            status=400,
+            link={"url": reverse("annotation:spans-kb-review"), "text": "Back to the review"},
+        )
     verb = {"accept": "accepted", "merge": "merged", "reject": "rejected"}[action]
     messages.success(request, f"Variable {v.pk} {verb}: {v.text[:80]}")
     nxt = request.POST.get("next") or ""

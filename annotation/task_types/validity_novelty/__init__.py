@@ -7,4 +7,5 @@
 
 The task type itself is :mod:`annotation.task_types.validity_novelty.task_type`; the CLI is ``manage.py valnov``.
 """
+
 TASK_TYPE = "validity_novelty"

@@ -34,11 +34,12 @@ words. Incomplete aggregates never replace an imported label in the export
 (:func:`annotation.task_types.validity_novelty.results.export_records`). Without ``expected`` the votes given are
 taken as the whole panel (the plain rule above, for files and tests).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping
 
 from .confidence import CONFIDENT, DEFEASIBLE, MAJORITY, VERY_CONFIDENT
 from .weights import instance_weight
@@ -61,13 +62,13 @@ CHOICE_OF_LABEL = {1: YES, -1: NO}
 class DimensionResult:
     """The aggregate of one dimension of one item."""
 
-    label: int                 # 1, -1 or 0
-    confidence: str            # one of CONFIDENCE_WORDS
-    target: float | None       # the training target (see :func:`target`)
-    counts: dict               # {"yes": n, "no": n, "dont_know": n}
-    n: int                     # votes counted
-    expected: int = 0          # votes a complete panel has (0: the votes given are the panel)
-    complete: bool = True      # n >= expected: the words are final; else the guaranteed lower bound
+    label: int  # 1, -1 or 0
+    confidence: str  # one of CONFIDENCE_WORDS
+    target: float | None  # the training target (see :func:`target`)
+    counts: dict  # {"yes": n, "no": n, "dont_know": n}
+    n: int  # votes counted
+    expected: int = 0  # votes a complete panel has (0: the votes given are the panel)
+    complete: bool = True  # n >= expected: the words are final; else the guaranteed lower bound
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -123,8 +124,7 @@ def _guaranteed(counts: dict[str, int], missing: int) -> tuple[int, str]:
     for a in range(missing + 1):
         for b in range(missing + 1 - a):
             c = missing - a - b
-            outcomes.add(_label_and_word({YES: counts[YES] + a, NO: counts[NO] + b,
-                                          DONT_KNOW: counts[DONT_KNOW] + c}))
+            outcomes.add(_label_and_word({YES: counts[YES] + a, NO: counts[NO] + b, DONT_KNOW: counts[DONT_KNOW] + c}))
     labels = {label for label, _ in outcomes}
     if len(labels) != 1:
         return 0, DEFEASIBLE
@@ -138,11 +138,25 @@ def aggregate_dimension(dimension: str, votes: Iterable[str | None], *, expected
     n = sum(counts.values())
     if expected is not None and n < expected:
         label, confidence = _guaranteed(counts, expected - n)
-        return DimensionResult(label=label, confidence=confidence, target=target(dimension, label), counts=counts,
-                               n=n, expected=expected, complete=False)
+        return DimensionResult(
+            label=label,
+            confidence=confidence,
+            target=target(dimension, label),
+            counts=counts,
+            n=n,
+            expected=expected,
+            complete=False,
+        )
     label, confidence = _label_and_word(counts)
-    return DimensionResult(label=label, confidence=confidence, target=target(dimension, label), counts=counts, n=n,
-                           expected=expected or n, complete=True)
+    return DimensionResult(
+        label=label,
+        confidence=confidence,
+        target=target(dimension, label),
+        counts=counts,
+        n=n,
+        expected=expected or n,
+        complete=True,
+    )
 
 
 def aggregate_responses(responses: Iterable[Mapping], *, expected: int | None = None) -> dict:
@@ -155,8 +169,10 @@ def aggregate_responses(responses: Iterable[Mapping], *, expected: int | None = 
     ``expected`` (a project's :func:`expected_votes`): see "Incomplete items" in the module docstring.
     """
     responses = [r for r in responses if isinstance(r, Mapping)]
-    out: dict = {dim: aggregate_dimension(dim, (r.get(dim) for r in responses), expected=expected).as_dict()
-                 for dim in DIMENSIONS}
+    out: dict = {
+        dim: aggregate_dimension(dim, (r.get(dim) for r in responses), expected=expected).as_dict()
+        for dim in DIMENSIONS
+    }
     out["weight"] = instance_weight(out["validity"]["confidence"], out["novelty"]["confidence"])
     out["n"] = len(responses)
     out["expected"] = expected or len(responses)

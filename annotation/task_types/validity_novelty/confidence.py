@@ -4,6 +4,7 @@
 A leaf module: :mod:`.aggregation` derives the words from an item's votes and :mod:`.weights` turns them into an
 instance weight; both read them here, so neither imports the other's constants.
 """
+
 from __future__ import annotations
 
 VERY_CONFIDENT, CONFIDENT, MAJORITY, DEFEASIBLE = "very confident", "confident", "majority", "defeasible"

@@ -13,14 +13,16 @@ Reading is all-or-nothing: the first problem raises :class:`corpus.importers.Imp
 a row with too many or too few fields). Values are kept exactly as written (no stripping), so that
 ``write_csv(read_csv(f))`` gives the same rows, values and column order.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, TextIO
 
 from argora import jsonl
 from corpus.importers.base import ImportFailed
@@ -50,15 +52,22 @@ class Row:
 
     def as_columns(self) -> dict[str, Any]:
         """Column name -> value (labels as ints), the seven shared-task columns first, then the extra ones."""
-        out = {TOPIC: self.topic, PREMISE: self.premise, CONCLUSION: self.conclusion, VALIDITY: self.validity,
-               VALIDITY_CONF: self.validity_confidence, NOVELTY: self.novelty, NOVELTY_CONF: self.novelty_confidence}
+        out = {
+            TOPIC: self.topic,
+            PREMISE: self.premise,
+            CONCLUSION: self.conclusion,
+            VALIDITY: self.validity,
+            VALIDITY_CONF: self.validity_confidence,
+            NOVELTY: self.novelty,
+            NOVELTY_CONF: self.novelty_confidence,
+        }
         out.update(self.extra)
         return out
 
 
 @dataclass
 class Table:
-    columns: list[str]   # the header, in file order (JSONL: keys in order of first appearance)
+    columns: list[str]  # the header, in file order (JSONL: keys in order of first appearance)
     rows: list[Row]
     fmt: str
 
@@ -82,7 +91,7 @@ def _read_text(path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise ImportFailed(path, line, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
     return text[1:] if text.startswith("\ufeff") else text
 
@@ -100,8 +109,9 @@ def _label(path, line: int, column: str, value: Any) -> int:
 def _confidence(path, line: int, column: str, value: Any) -> str:
     if isinstance(value, str) and value in CONFIDENCE_WORDS:
         return value
-    raise ImportFailed(path, line, f"{column}: bad confidence {value!r} (expected one of: "
-                                   f"{', '.join(CONFIDENCE_WORDS)})")
+    raise ImportFailed(
+        path, line, f"{column}: bad confidence {value!r} (expected one of: {', '.join(CONFIDENCE_WORDS)})"
+    )
 
 
 def _text(path, line: int, column: str, value: Any, *, required: bool) -> str:

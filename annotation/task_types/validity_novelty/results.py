@@ -27,6 +27,7 @@ an opposite vote = majority; no majority = defeasible; an incomplete panel: the 
 so one vote is never "very confident"). ``with_weights`` appends an ``Instance-Weight`` column
 (:mod:`.weights`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,8 +81,9 @@ class ValNovError(ValueError):
 # --- projects -------------------------------------------------------------------------------------
 def get_project(slug: str, *, create: bool = False, **settings):
     def make():
-        return services.create_project(name=slug, slug=slug, task_type=TASK_TYPE,
-                                       **{"assignments_per_item": 3, **settings})
+        return services.create_project(
+            name=slug, slug=slug, task_type=TASK_TYPE, **{"assignments_per_item": 3, **settings}
+        )
 
     return project_of_type(slug, TASK_TYPE, error=ValNovError, create=make if create else None)
 
@@ -93,19 +95,32 @@ def row_key(row: Row, occurrence: int = 1) -> str:
 
 
 def reference_of(row: Row) -> dict:
-    return {"validity": row.validity, "validity_confidence": row.validity_confidence,
-            "novelty": row.novelty, "novelty_confidence": row.novelty_confidence}
+    return {
+        "validity": row.validity,
+        "validity_confidence": row.validity_confidence,
+        "novelty": row.novelty,
+        "novelty_confidence": row.novelty_confidence,
+    }
 
 
 def payload_of(row: Row, key: str) -> dict:
-    return {"topic": row.topic, "premise": row.premise, "conclusion": row.conclusion, "key": key,
-            "reference": reference_of(row), "extra": dict(row.extra)}
+    return {
+        "topic": row.topic,
+        "premise": row.premise,
+        "conclusion": row.conclusion,
+        "key": key,
+        "reference": reference_of(row),
+        "extra": dict(row.extra),
+    }
 
 
 def expected_of(row: Row) -> dict:
     """The gold answer of a row: its decided dimensions (label 0 = tie / unknown is not scored)."""
-    return {dim: CHOICE_OF_LABEL[label] for dim, label in (("validity", row.validity), ("novelty", row.novelty))
-            if label in CHOICE_OF_LABEL}
+    return {
+        dim: CHOICE_OF_LABEL[label]
+        for dim, label in (("validity", row.validity), ("novelty", row.novelty))
+        if label in CHOICE_OF_LABEL
+    }
 
 
 def import_table(project, table: Table, *, gold_rows=()) -> dict:
@@ -121,15 +136,19 @@ def import_table(project, table: Table, *, gold_rows=()) -> dict:
         keyed.append((n, row, f"{base}#{occurrences[base]}"))
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
-        have = set(Item.objects.filter(project=locked, external_key__in=[k for _, _, k in keyed])
-                   .values_list("external_key", flat=True))
+        have = set(
+            Item.objects.filter(project=locked, external_key__in=[k for _, _, k in keyed]).values_list(
+                "external_key", flat=True
+            )
+        )
         new = [(n, row, key) for n, row, key in keyed if key not in have]
         config = dict(locked.config or {})
         config["columns"] = merge_columns(config.get("columns") or [], table.columns)
         Project.objects.filter(pk=locked.pk).update(config=config)
         project.config = config
-        gold = [{"payload": payload_of(row, key), "expected": expected_of(row)}
-                for n, row, key in new if n in gold_rows]
+        gold = [
+            {"payload": payload_of(row, key), "expected": expected_of(row)} for n, row, key in new if n in gold_rows
+        ]
         services.add_items(locked, [payload_of(row, key) for n, row, key in new if n not in gold_rows], gold=gold)
         hits = services.build_hits(locked) if len(gold_rows) < len(keyed) else 0
     return {"created": len(new), "skipped": len(keyed) - len(new), "gold": len(gold), "hits": hits}
@@ -146,9 +165,12 @@ def import_file(project, path, *, fmt: str | None = None, as_gold: bool = False)
 def responses_by_item(project) -> dict[int, list[dict]]:
     """Submitted / approved responses per item id, in submission order."""
     out: dict[int, list[dict]] = defaultdict(list)
-    rows = (Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
-            .exclude(unverified_q("assignment__"))
-            .order_by("assignment__submitted_at", "assignment_id", "id").values_list("item_id", "data"))
+    rows = (
+        Response.objects.filter(assignment__project=project, assignment__status__in=Assignment.DONE)
+        .exclude(unverified_q("assignment__"))
+        .order_by("assignment__submitted_at", "assignment_id", "id")
+        .values_list("item_id", "data")
+    )
     for item_id, data in rows:
         out[item_id].append(data or {})
     return out
@@ -159,19 +181,30 @@ def _reference_labels(payload: dict) -> dict | None:
     if not isinstance(ref, dict):
         return None
     try:
-        labels = {"validity": int(ref["validity"]), "validity_confidence": str(ref["validity_confidence"]),
-                  "novelty": int(ref["novelty"]), "novelty_confidence": str(ref["novelty_confidence"])}
+        labels = {
+            "validity": int(ref["validity"]),
+            "validity_confidence": str(ref["validity_confidence"]),
+            "novelty": int(ref["novelty"]),
+            "novelty_confidence": str(ref["novelty_confidence"]),
+        }
     except (KeyError, TypeError, ValueError):
         return None
-    if labels["validity"] not in LABELS or labels["novelty"] not in LABELS or not {
-            labels["validity_confidence"], labels["novelty_confidence"]} <= set(CONFIDENCE_WORDS):
+    if (
+        labels["validity"] not in LABELS
+        or labels["novelty"] not in LABELS
+        or not {labels["validity_confidence"], labels["novelty_confidence"]} <= set(CONFIDENCE_WORDS)
+    ):
         return None
     return labels
 
 
 def _crowd_labels(agg: dict) -> dict:
-    return {"validity": agg["validity"]["label"], "validity_confidence": agg["validity"]["confidence"],
-            "novelty": agg["novelty"]["label"], "novelty_confidence": agg["novelty"]["confidence"]}
+    return {
+        "validity": agg["validity"]["label"],
+        "validity_confidence": agg["validity"]["confidence"],
+        "novelty": agg["novelty"]["label"],
+        "novelty_confidence": agg["novelty"]["confidence"],
+    }
 
 
 # --- export ----------------------------------------------------------------------------------------
@@ -192,8 +225,11 @@ def export_records(project, *, labels: str = "auto", with_weights: bool = False)
     for item in Item.objects.filter(project=project).order_by("position", "id"):
         payload = item.payload or {}
         chosen, source = None, None
-        agg = (aggregate_responses(votes.get(item.pk, []), expected=expected)
-               if labels != "reference" and not item.is_gold else None)
+        agg = (
+            aggregate_responses(votes.get(item.pk, []), expected=expected)
+            if labels != "reference" and not item.is_gold
+            else None
+        )
         if labels == "crowd" and agg is not None:
             chosen, source = _crowd_labels(agg), "crowd"
         elif labels == "auto" and agg is not None and votes.get(item.pk):
@@ -209,10 +245,15 @@ def export_records(project, *, labels: str = "auto", with_weights: bool = False)
         if chosen is None:
             summary["left_out"] += 1
             continue
-        record: dict[str, Any] = {TOPIC: payload.get("topic", ""), PREMISE: payload.get("premise", ""),
-                                  CONCLUSION: payload.get("conclusion", ""), VALIDITY: chosen["validity"],
-                                  VALIDITY_CONF: chosen["validity_confidence"], NOVELTY: chosen["novelty"],
-                                  NOVELTY_CONF: chosen["novelty_confidence"]}
+        record: dict[str, Any] = {
+            TOPIC: payload.get("topic", ""),
+            PREMISE: payload.get("premise", ""),
+            CONCLUSION: payload.get("conclusion", ""),
+            VALIDITY: chosen["validity"],
+            VALIDITY_CONF: chosen["validity_confidence"],
+            NOVELTY: chosen["novelty"],
+            NOVELTY_CONF: chosen["novelty_confidence"],
+        }
         for name, value in (payload.get("extra") or {}).items():
             record.setdefault(name, value)
         if with_weights:
@@ -244,9 +285,13 @@ def _distribution(rows: list[dict]) -> dict:
         labels = Counter(r[dim] for r in rows)
         conf = Counter(r[f"{dim}_confidence"] for r in rows)
         total = len(rows)
-        out[dim] = {"labels": [{"label": lab, "count": labels.get(lab, 0),
-                                "share": labels.get(lab, 0) / total if total else 0.0} for lab in LABELS],
-                    "confidence": [{"word": w, "count": conf.get(w, 0)} for w in CONFIDENCE_WORDS]}
+        out[dim] = {
+            "labels": [
+                {"label": lab, "count": labels.get(lab, 0), "share": labels.get(lab, 0) / total if total else 0.0}
+                for lab in LABELS
+            ],
+            "confidence": [{"word": w, "count": conf.get(w, 0)} for w in CONFIDENCE_WORDS],
+        }
     pairs = Counter((r["validity"], r["novelty"]) for r in rows)
     out["pairs"] = [{"validity": v, "novelty": n, "count": pairs.get((v, n), 0)} for v in (1, -1) for n in (1, -1)]
     out["n"] = len(rows)
@@ -314,16 +359,38 @@ def project_results(project) -> dict:
         "crowd_mark": mark(len(crowd), MIN_ITEMS, "items with a complete panel"),
         "reference": _distribution(reference) if reference else None,
         "agreement": agreement_figures,
-        "weights": {"crowd": weight_distribution(crowd_weights), "reference": weight_distribution(ref_weights),
-                    "crowd_mean": sum(crowd_weights) / len(crowd_weights) if crowd_weights else None,
-                    "reference_mean": sum(ref_weights) / len(ref_weights) if ref_weights else None,
-                    "crowd_n": len(crowd_weights), "reference_n": len(ref_weights),
-                    "crowd_mark": mark(len(crowd_weights), MIN_ITEMS, "items with a complete panel")},
-        "crowd_vs_reference": {dim: {"agree": a, "n": n, "share": a / n if n else None,
-                                     "mark": mark(n, MIN_ITEMS, "items with crowd and imported labels")}
-                               for dim, (a, n) in matches.items()},
+        "weights": {
+            "crowd": weight_distribution(crowd_weights),
+            "reference": weight_distribution(ref_weights),
+            "crowd_mean": sum(crowd_weights) / len(crowd_weights) if crowd_weights else None,
+            "reference_mean": sum(ref_weights) / len(ref_weights) if ref_weights else None,
+            "crowd_n": len(crowd_weights),
+            "reference_n": len(ref_weights),
+            "crowd_mark": mark(len(crowd_weights), MIN_ITEMS, "items with a complete panel"),
+        },
+        "crowd_vs_reference": {
+            dim: {
+                "agree": a,
+                "n": n,
+                "share": a / n if n else None,
+                "mark": mark(n, MIN_ITEMS, "items with crowd and imported labels"),
+            }
+            for dim, (a, n) in matches.items()
+        },
     }
 
 
-__all__ = ["ImportFailed", "LABEL_MODES", "ValNovError", "agreement", "export", "export_records", "get_project",
-           "import_file", "import_table", "project_results", "responses_by_item", "row_key"]
+__all__ = [
+    "LABEL_MODES",
+    "ImportFailed",
+    "ValNovError",
+    "agreement",
+    "export",
+    "export_records",
+    "get_project",
+    "import_file",
+    "import_table",
+    "project_results",
+    "responses_by_item",
+    "row_key",
+]

@@ -25,6 +25,7 @@ Aggregation (:mod:`annotation.task_types.validity_novelty.aggregation`): majorit
 majority is unknown (0), a tie in novelty is 0 with target 0.5; a confidence word per dimension; the instance weight
 (:mod:`annotation.task_types.validity_novelty.weights`) from 1 (no agreement) to 5 (full agreement on both dimensions).
 """
+
 from __future__ import annotations
 
 from annotation.agreement.records import build_matrix
@@ -54,8 +55,11 @@ class ValidityNovelty(TaskType):
     results_page = ("annotation:valnov", "Validity / novelty results")
     guidelines_template = "task_types/validity_novelty/guidelines.html"
     keys_help = (
-        ("<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>", "yes / no / don't know for the highlighted question: validity "
-                                                   "first, then novelty, then on to the next item"),
+        (
+            "<kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>",
+            "yes / no / don't know for the highlighted question: validity "
+            "first, then novelty, then on to the next item",
+        ),
         ("<kbd>V</kbd> or <kbd>N</kbd> then <kbd>1</kbd>…<kbd>3</kbd>", "answer (or change) validity or novelty"),
         ("<kbd>↑</kbd> <kbd>↓</kbd> or <kbd>Tab</kbd>", "move between items"),
     )
@@ -94,13 +98,24 @@ class ValidityNovelty(TaskType):
     def item_context(self, project, item):
         payload = item.payload or {}
         # only what the worker may see: never the imported reference labels
-        return {"item": item, "topic": payload.get("topic", ""), "premise": payload.get("premise", ""),
-                "conclusion": payload.get("conclusion", ""),
-                "questions": [{"field": dim, "title": QUESTIONS[dim][0], "key": QUESTIONS[dim][1],
-                               "text": QUESTIONS[dim][2],
-                               "choices": [{"value": v, "text": t, "number": n}
-                                           for n, (v, t) in enumerate(CHOICE_LABELS, start=1)]}
-                              for dim in DIMENSIONS]}
+        return {
+            "item": item,
+            "topic": payload.get("topic", ""),
+            "premise": payload.get("premise", ""),
+            "conclusion": payload.get("conclusion", ""),
+            "questions": [
+                {
+                    "field": dim,
+                    "title": QUESTIONS[dim][0],
+                    "key": QUESTIONS[dim][1],
+                    "text": QUESTIONS[dim][2],
+                    "choices": [
+                        {"value": v, "text": t, "number": n} for n, (v, t) in enumerate(CHOICE_LABELS, start=1)
+                    ],
+                }
+                for dim in DIMENSIONS
+            ],
+        }
 
     # --- responses ------------------------------------------------------------------------------
     def validate_response(self, project, item, data, *, assignment=None):
@@ -139,17 +154,22 @@ class ValidityNovelty(TaskType):
         """``validity 1 (very confident) · novelty 0 (defeasible)``, and how many votes of the panel are in."""
         if not isinstance(aggregate, dict) or not all(isinstance(aggregate.get(d), dict) for d in DIMENSIONS):
             return ""
-        text = " · ".join(f'{d} {aggregate[d].get("label")} ({aggregate[d].get("confidence")})' for d in DIMENSIONS)
+        text = " · ".join(f"{d} {aggregate[d].get('label')} ({aggregate[d].get('confidence')})" for d in DIMENSIONS)
         if aggregate.get("complete") is False:
-            text += f' · provisional: {aggregate.get("n")} of {aggregate.get("expected")} votes'
+            text += f" · provisional: {aggregate.get('n')} of {aggregate.get('expected')} votes"
         return text
 
     def export_row(self, project, item, responses):
         payload = item.payload or {}
-        return {"item_id": item.pk, "topic": payload.get("topic"), "premise": payload.get("premise"),
-                "conclusion": payload.get("conclusion"),
-                "votes": [{d: r.get(d) for d in DIMENSIONS} for r in responses],
-                "reference": payload.get("reference"), "aggregate": self.aggregate(project, item, responses)}
+        return {
+            "item_id": item.pk,
+            "topic": payload.get("topic"),
+            "premise": payload.get("premise"),
+            "conclusion": payload.get("conclusion"),
+            "votes": [{d: r.get(d) for d in DIMENSIONS} for r in responses],
+            "reference": payload.get("reference"),
+            "aggregate": self.aggregate(project, item, responses),
+        }
 
     # --- agreement ------------------------------------------------------------------------------
     def reliability_data(self, project, items_responses):

@@ -27,11 +27,12 @@ The words describe a whole panel of annotators (three in the paper); a crowd ite
 panel gets the lowest word any completion could give (see "Incomplete items" in
 :mod:`annotation.task_types.validity_novelty.aggregation`), so one vote of three weighs 1, never 5.
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from itertools import product
-from typing import Iterable
 
 from .confidence import (
     CONFIDENCE_WORDS,
@@ -43,8 +44,9 @@ from .confidence import (
 
 CONFIDENCE_POINTS = {VERY_CONFIDENT: 2.0, CONFIDENT: 1.0, MAJORITY: 0.25, DEFEASIBLE: 0.0}
 MIN_WEIGHT, MAX_WEIGHT = 1.0, 5.0
-POSSIBLE_WEIGHTS = tuple(sorted({1.0 + CONFIDENCE_POINTS[a] + CONFIDENCE_POINTS[b]
-                                 for a, b in product(CONFIDENCE_WORDS, repeat=2)}))
+POSSIBLE_WEIGHTS = tuple(
+    sorted({1.0 + CONFIDENCE_POINTS[a] + CONFIDENCE_POINTS[b] for a, b in product(CONFIDENCE_WORDS, repeat=2)})
+)
 
 
 def instance_weight(validity_confidence: str, novelty_confidence: str) -> float:
@@ -52,8 +54,9 @@ def instance_weight(validity_confidence: str, novelty_confidence: str) -> float:
     try:
         return MIN_WEIGHT + CONFIDENCE_POINTS[validity_confidence] + CONFIDENCE_POINTS[novelty_confidence]
     except KeyError as exc:
-        raise ValueError(f"unknown confidence word {exc.args[0]!r} (expected one of: "
-                         f"{', '.join(CONFIDENCE_WORDS)})") from None
+        raise ValueError(
+            f"unknown confidence word {exc.args[0]!r} (expected one of: {', '.join(CONFIDENCE_WORDS)})"
+        ) from None
 
 
 def weight_distribution(weights: Iterable[float]) -> list[dict]:
@@ -61,5 +64,6 @@ def weight_distribution(weights: Iterable[float]) -> list[dict]:
     counts = Counter(float(w) for w in weights)
     total = sum(counts.values())
     values = sorted(set(POSSIBLE_WEIGHTS) | set(counts))
-    return [{"weight": w, "count": counts.get(w, 0), "share": (counts.get(w, 0) / total) if total else 0.0}
-            for w in values]
+    return [
+        {"weight": w, "count": counts.get(w, 0), "share": (counts.get(w, 0) / total) if total else 0.0} for w in values
+    ]

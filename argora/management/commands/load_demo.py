@@ -20,6 +20,7 @@ worker2     argora-worker    plain user (crowdworker)
 
 Existing accounts keep their password unless ``--reset-passwords`` is given.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -35,6 +36,7 @@ from django.db import transaction
 
 from argora.errors import FileLineError, command_error
 from argora.roles import RESEARCHER_GROUP
+
 
 @dataclass(frozen=True)
 class DemoAccount:
@@ -66,8 +68,11 @@ def ensure_accounts(reset_passwords: bool = False) -> dict[str, bool]:
         for account in DEMO_ACCOUNTS:
             user, was_created = User.objects.get_or_create(
                 username=account.username,
-                defaults={"email": f"{account.username}@demo.argora.invalid",
-                          "is_staff": account.is_staff, "is_superuser": account.is_superuser},
+                defaults={
+                    "email": f"{account.username}@demo.argora.invalid",
+                    "is_staff": account.is_staff,
+                    "is_superuser": account.is_superuser,
+                },
             )
             if was_created or reset_passwords:
                 user.set_password(account.password)
@@ -127,8 +132,9 @@ class Command(BaseCommand):
     help = "Load the demo corpus (argora/demo_data/) and the demo accounts; safe to run again."
 
     def add_arguments(self, parser):
-        parser.add_argument("--reset-passwords", action="store_true",
-                            help="set the demo passwords on existing demo accounts too")
+        parser.add_argument(
+            "--reset-passwords", action="store_true", help="set the demo passwords on existing demo accounts too"
+        )
 
     def handle(self, *args, reset_passwords=False, **options):
         created = ensure_accounts(reset_passwords=reset_passwords)

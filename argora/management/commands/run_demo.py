@@ -9,6 +9,7 @@ demo logins, and then waits. Ctrl-C or SIGTERM stops both children
 ``--smoke`` also fetches ``/``, ``/admin/login/`` and ``/api/schema/`` and every stylesheet those pages link
 (the admin's CSS included), then stops everything: exit 0 when all answered 200, 1 with the reason otherwise.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,15 @@ class Child:
         with open(log_path, "ab") as log:
             log.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=settings.BASE_DIR,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -102,9 +110,15 @@ class Child:
 def banner_lines(base: str) -> list[str]:
     """The end of the start-up output: the pages, every invite link (``<app>.demo.links()``) and the logins, as full
     URLs of the server at ``base`` (``http://host:port``)."""
-    lines = [f"  {base}{path:<12} {what}" for path, what in (
-        ("/", "home"), ("/admin/", "Django admin"), ("/api/docs/", "OpenAPI docs"),
-        ("/jobs/", "background jobs and their progress"))]
+    lines = [
+        f"  {base}{path:<12} {what}"
+        for path, what in (
+            ("/", "home"),
+            ("/admin/", "Django admin"),
+            ("/api/docs/", "OpenAPI docs"),
+            ("/jobs/", "background jobs and their progress"),
+        )
+    ]
     links = app_demo_links()
     if links:
         lines.append("Invite links (a worker opens one to join that study, no login needed):")
@@ -123,13 +137,24 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("ARGORA_DEMO_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("ARGORA_DEMO_PORT", "8000")),
-                            help="web port (default: $ARGORA_DEMO_PORT or 8000)")
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=int(os.environ.get("ARGORA_DEMO_PORT", "8000")),
+            help="web port (default: $ARGORA_DEMO_PORT or 8000)",
+        )
         parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (default 3)")
-        parser.add_argument("--smoke", action="store_true",
-                            help="check /, /admin/login/ (with its CSS) and /api/schema/, then stop; exit 0 or 1")
-        parser.add_argument("--ready-timeout", type=float, default=120.0,
-                            help="seconds to wait for the web server and the worker's ping answer")
+        parser.add_argument(
+            "--smoke",
+            action="store_true",
+            help="check /, /admin/login/ (with its CSS) and /api/schema/, then stop; exit 0 or 1",
+        )
+        parser.add_argument(
+            "--ready-timeout",
+            type=float,
+            default=120.0,
+            help="seconds to wait for the web server and the worker's ping answer",
+        )
 
     def handle(self, *args, host, port, web_workers, smoke, ready_timeout, **options):
         self.children: list[Child] = []
@@ -140,7 +165,9 @@ class Command(BaseCommand):
             base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
             if smoke:
                 self._smoke(base)
-                self.stdout.write(self.style.SUCCESS("Smoke test passed: pages, admin CSS, API schema and worker answer."))
+                self.stdout.write(
+                    self.style.SUCCESS("Smoke test passed: pages, admin CSS, API schema and worker answer.")
+                )
                 return
             self._banner(base)
             self._wait()
@@ -164,23 +191,63 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
 
         env = dict(os.environ)
-        env.update(DATABASE_URL=settings.DATABASE_URL, CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
-                   ARGORA_VAR_DIR=str(settings.VAR_DIR), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
+        env.update(
+            DATABASE_URL=settings.DATABASE_URL,
+            CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+            ARGORA_VAR_DIR=str(settings.VAR_DIR),
+            CELERY_TASK_ALWAYS_EAGER="0",
+            PYTHONUNBUFFERED="1",
+        )
         logs = Path(settings.VAR_DIR) / "logs"
-        self.worker = Child("worker", [
-            str(BIN / "celery"), "-A", "argora", "worker", "-Q", "default,gpu", "--pool", "threads",
-            "--concurrency", "2", "-n", f"argora-demo-{os.getpid()}@%h", "-l", "info",
-            "--without-gossip", "--without-mingle",
-        ], logs / "worker.log", env)
+        self.worker = Child(
+            "worker",
+            [
+                str(BIN / "celery"),
+                "-A",
+                "argora",
+                "worker",
+                "-Q",
+                "default,gpu",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "2",
+                "-n",
+                f"argora-demo-{os.getpid()}@%h",
+                "-l",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            logs / "worker.log",
+            env,
+        )
         self.children.append(self.worker)
-        self.web = Child("web", [
-            str(BIN / "gunicorn"), "argora.wsgi:application", "--bind", f"{host}:{port}",
-            "--workers", str(web_workers), "--timeout", "120", "--graceful-timeout", "10",
-            "--access-logfile", "-", "--error-logfile", "-",
-        ], logs / "web.log", env)
+        self.web = Child(
+            "web",
+            [
+                str(BIN / "gunicorn"),
+                "argora.wsgi:application",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                str(web_workers),
+                "--timeout",
+                "120",
+                "--graceful-timeout",
+                "10",
+                "--access-logfile",
+                "-",
+                "--error-logfile",
+                "-",
+            ],
+            logs / "web.log",
+            env,
+        )
         self.children.append(self.web)
-        self.stdout.write(f"Started worker (pid {self.worker.proc.pid}) and gunicorn (pid {self.web.proc.pid}); "
-                          f"logs in {logs}/")
+        self.stdout.write(
+            f"Started worker (pid {self.worker.proc.pid}) and gunicorn (pid {self.web.proc.pid}); logs in {logs}/"
+        )
 
         deadline = time.monotonic() + ready_timeout
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
@@ -218,7 +285,9 @@ class Command(BaseCommand):
                 return result.get(timeout=1.0, interval=0.2)
             except CeleryTimeout:
                 if time.monotonic() > deadline:
-                    raise DemoFailed("the worker did not answer argora.ping in time (is the broker reachable?)") from None
+                    raise DemoFailed(
+                        "the worker did not answer argora.ping in time (is the broker reachable?)"
+                    ) from None
 
     def _smoke(self, base: str) -> None:
         stylesheets: set[str] = set()

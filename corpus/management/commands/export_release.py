@@ -9,6 +9,7 @@
 Prints the release folder and one ``sha256  file`` line per file. A refused re-publish of an existing
 name+version, or a bad configuration, exits with status 2 and the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,22 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group()
         source.add_argument("--config", help="JSON file with the exporter configuration")
         source.add_argument("--topics", help='comma-separated topic names, e.g. "nuclear energy,abortion"')
-        parser.add_argument("--split", choices=["none", "cross-topic", "in-topic"],
-                            help="split mode (default: the config's, else none)")
+        parser.add_argument(
+            "--split", choices=["none", "cross-topic", "in-topic"], help="split mode (default: the config's, else none)"
+        )
         parser.add_argument("--seed", type=int, default=13, help="random seed of the in-topic split (default 13)")
-        parser.add_argument("--sizes", help="in-topic sizes train,dev,test, e.g. %s" %
-                            ",".join(str(v) for v in APP_F_IN_TOPIC_SIZES.values()))
+        parser.add_argument(
+            "--sizes",
+            help="in-topic sizes train,dev,test, e.g. %s" % ",".join(str(v) for v in APP_F_IN_TOPIC_SIZES.values()),
+        )
         parser.add_argument("--creator", help="username recorded as the release's creator")
-        parser.add_argument("--include-non-arguments", action="store_true",
-                            help="also export sentences with stance none")
+        parser.add_argument(
+            "--include-non-arguments", action="store_true", help="also export sentences with stance none"
+        )
         parser.add_argument("--license", help="the dataset card's licence, e.g. CC-BY-4.0")
-        parser.add_argument("--citation", help="how to cite the dataset (BibTeX or text; README.md shows it as a block)")
+        parser.add_argument(
+            "--citation", help="how to cite the dataset (BibTeX or text; README.md shows it as a block)"
+        )
         parser.add_argument("--description", help="a paragraph describing the dataset, near the top of README.md")
 
     def handle(self, *args, **opts):
@@ -58,8 +65,15 @@ class Command(BaseCommand):
         try:
             with cli_progress(f"release {opts['name']} {opts['release_version']}") as progress:
                 card = {key: opts[key] for key in ("license", "citation", "description") if opts[key] is not None}
-                release = build_release(opts["name"], opts["release_version"], kind=opts["kind"], config=config,
-                                        creator=creator, card=card, progress=progress)
+                release = build_release(
+                    opts["name"],
+                    opts["release_version"],
+                    kind=opts["kind"],
+                    config=config,
+                    creator=creator,
+                    card=card,
+                    progress=progress,
+                )
         except ValueError as exc:  # ReleaseExists, bad names, bad config: the person can act on these
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(f"published {release.name} {release.version}: {release_path(release)}")
@@ -92,13 +106,17 @@ class Command(BaseCommand):
                 try:
                     train, dev, test = (int(v) for v in opts["sizes"].split(","))
                 except ValueError:
-                    raise CommandError(f"--sizes: expected three whole numbers train,dev,test, "
-                                       f"got {opts['sizes']!r}", returncode=2) from None
+                    raise CommandError(
+                        f"--sizes: expected three whole numbers train,dev,test, got {opts['sizes']!r}", returncode=2
+                    ) from None
                 split["sizes"] = {"train": train, "dev": dev, "test": test}
             elif isinstance(config.get("split"), dict) and "sizes" in config["split"]:
                 split["sizes"] = config["split"]["sizes"]
             else:
-                raise CommandError("--split in-topic needs --sizes train,dev,test (e.g. 3532,500,1000, "
-                                   "Arg-CTRL App. F) or sizes in --config", returncode=2)
+                raise CommandError(
+                    "--split in-topic needs --sizes train,dev,test (e.g. 3532,500,1000, "
+                    "Arg-CTRL App. F) or sizes in --config",
+                    returncode=2,
+                )
             config["split"] = split
         return config

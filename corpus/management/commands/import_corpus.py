@@ -9,6 +9,7 @@ to stderr and writes nothing, the other files still import. One file: one line o
 table, rows already present, time, refused files). Exit status 2 when any file was refused (or a PATH names
 nothing), else 0.
 """
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -18,15 +19,24 @@ from corpus.importers import FORMATS, ImportFailed, expand_paths, import_file, i
 
 
 class Command(BaseCommand):
-    help = ("Import corpus files, folders or glob patterns (UKP TSV, JSONL arguments, Kialo exports, fact KB, IBM "
-            "ArgQ-Rank-30k and ArgKP CSV, args.me JSON). Re-importing adds nothing.")
+    help = (
+        "Import corpus files, folders or glob patterns (UKP TSV, JSONL arguments, Kialo exports, fact KB, IBM "
+        "ArgQ-Rank-30k and ArgKP CSV, args.me JSON). Re-importing adds nothing."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("paths", nargs="+", metavar="PATH",
-                            help="a file, a folder (its files with the format's extension) or a quoted glob")
+        parser.add_argument(
+            "paths",
+            nargs="+",
+            metavar="PATH",
+            help="a file, a folder (its files with the format's extension) or a quoted glob",
+        )
         parser.add_argument("--format", "-f", dest="fmt", required=True, choices=FORMATS)
-        parser.add_argument("--topic", default=None,
-                            help="kialo: topic to link the debate trees to; other formats: topic of rows without one")
+        parser.add_argument(
+            "--topic",
+            default=None,
+            help="kialo: topic to link the debate trees to; other formats: topic of rows without one",
+        )
         parser.add_argument("--source", default=None, help="source stored on rows that name none")
 
     def handle(self, *args, paths, fmt, topic=None, source=None, **options):
@@ -41,8 +51,13 @@ class Command(BaseCommand):
             batch = import_paths(files, fmt, topic=topic, source=source, progress=progress)
         total = len(batch.files) + len(batch.refused)
         new = len(batch.files) - batch.unchanged
-        rows = [("files", f"{total}: {new} imported, {batch.unchanged} already imported (nothing new), "
-                          f"{len(batch.refused)} refused")]
+        rows = [
+            (
+                "files",
+                f"{total}: {new} imported, {batch.unchanged} already imported (nothing new), "
+                f"{len(batch.refused)} refused",
+            )
+        ]
         rows += [(key.replace("_", " "), str(n)) for key, n in batch.created.items() if n]
         rows += [("rows already present", str(batch.skipped))]
         if batch.updated:
@@ -56,8 +71,11 @@ class Command(BaseCommand):
         if batch.refused:
             for exc in batch.refused:
                 self.stderr.write(str(exc))
-            raise CommandError(f"{len(batch.refused)} of {total} files refused (each listed above as "
-                               f"file:line: reason); the other files were imported", returncode=2)
+            raise CommandError(
+                f"{len(batch.refused)} of {total} files refused (each listed above as "
+                f"file:line: reason); the other files were imported",
+                returncode=2,
+            )
 
     def _one(self, path, fmt, topic, source):
         try:
@@ -66,4 +84,3 @@ class Command(BaseCommand):
         except ImportFailed as exc:
             raise CommandError(str(exc), returncode=2) from None
         self.stdout.write(f"{path}: {summary}")
-

@@ -4,6 +4,7 @@ Every file becomes a Document; its sentences (split offline, short fragments and
 filtered for topic relevance as in Arg-CTRL §4) become Sentences with stance none. All or nothing: on a problem
 it prints ``file:line: reason`` to stderr, exits with status 2 and writes nothing.
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from argora.progress import cli_progress
@@ -16,8 +17,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("directory", help="folder holding the *.txt files")
         parser.add_argument("--topic", required=True, help="topic of the documents (created if missing)")
-        parser.add_argument("--no-relevance-filter", dest="relevance_filter", action="store_false",
-                            help="keep sentences that mention neither the topic nor its synonyms")
+        parser.add_argument(
+            "--no-relevance-filter",
+            dest="relevance_filter",
+            action="store_false",
+            help="keep sentences that mention neither the topic nor its synonyms",
+        )
 
     def handle(self, *args, directory, topic, relevance_filter=True, **options):
         try:

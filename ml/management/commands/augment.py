@@ -12,6 +12,7 @@ the same layout plus the columns ``Instance-Weight``, ``Synthetic``, ``Mutation`
 (``--paraphrase-model`` / ``--summary-model`` or ``ARGORA_VALNOV_PARAPHRASE_MODEL`` / ``ARGORA_VALNOV_SUMMARY_MODEL``);
 without one they are skipped and listed under ``skipped_operations``. Exit 2 with ``FILE:LINE: reason`` for bad data.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,20 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--paraphrase-model", dest="paraphrase_model", help="local seq2seq paraphrase model")
         parser.add_argument("--summary-model", dest="summary_model", help="local seq2seq summarisation model")
-        parser.add_argument("--synthetic-factor", dest="synthetic_factor", type=float, default=0.5,
-                            help="a synthetic row's weight = its source's weight x this (default 0.5)")
-        parser.add_argument("--max-unknown-share", dest="max_unknown_share", type=float, default=0.2,
-                            help="at most this share of the output has an unknown validity or novelty (default 0.2)")
+        parser.add_argument(
+            "--synthetic-factor",
+            dest="synthetic_factor",
+            type=float,
+            default=0.5,
+            help="a synthetic row's weight = its source's weight x this (default 0.5)",
+        )
+        parser.add_argument(
+            "--max-unknown-share",
+            dest="max_unknown_share",
+            type=float,
+            default=0.2,
+            help="at most this share of the output has an unknown validity or novelty (default 0.2)",
+        )
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     def handle(self, *args, **opts):
@@ -51,10 +62,17 @@ class Command(BaseCommand):
             raise CommandError("--max-unknown-share must be in [0, 1] and --synthetic-factor >= 0", returncode=2)
         try:
             with cli_progress(f"augment {opts['kind']}") as progress:
-                summary = augment_file(opts["data"], opts["target_size"], out=opts["out"], seed=opts["seed"],
-                                       paraphrase_model=opts["paraphrase_model"], summary_model=opts["summary_model"],
-                                       synthetic_factor=opts["synthetic_factor"],
-                                       max_unknown_share=opts["max_unknown_share"], progress=progress)
+                summary = augment_file(
+                    opts["data"],
+                    opts["target_size"],
+                    out=opts["out"],
+                    seed=opts["seed"],
+                    paraphrase_model=opts["paraphrase_model"],
+                    summary_model=opts["summary_model"],
+                    synthetic_factor=opts["synthetic_factor"],
+                    max_unknown_share=opts["max_unknown_share"],
+                    progress=progress,
+                )
         except ImportFailed as exc:
             raise CommandError(str(exc), returncode=2) from None
         except OSError as exc:

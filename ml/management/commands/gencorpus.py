@@ -18,6 +18,7 @@ no_stance_label, no_stance, no_aspect, too_small, max_args, cap). The output is 
 partial FILE. ``--json`` prints ``{"corpus", "out", "rows", ...statistics}``. Exit 2 with ``FILE:LINE: reason``
 (bad input rows) or the option and reason (bad options).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,18 @@ class Command(BaseCommand):
         a = sub.add_parser("aspect-docs", help="Arg-CTRL §4 training documents")
         a.add_argument("--projects", action="append", help="aspect project slug(s) (gold final answers)")
         a.add_argument("--rows", help="JSONL of {topic, stance, sentence, aspects} (silver) or App. F rows")
-        a.add_argument("--silver-aspects", dest="silver_aspects", type=int,
-                       help="a done tagger silver run: its spans are the aspects")
-        a.add_argument("--silver-stance", dest="silver_stance", type=int,
-                       help="a done argument silver run: its predicted stance (a sentence's own pro/con wins)")
+        a.add_argument(
+            "--silver-aspects",
+            dest="silver_aspects",
+            type=int,
+            help="a done tagger silver run: its spans are the aspects",
+        )
+        a.add_argument(
+            "--silver-stance",
+            dest="silver_stance",
+            type=int,
+            help="a done argument silver run: its predicted stance (a sentence's own pro/con wins)",
+        )
         a.add_argument("--source", choices=["gold", "silver"], help="label of the documents (default by input)")
         a.add_argument("--min-args", dest="min_args", type=int, default=15)
         a.add_argument("--max-args", dest="max_args", type=int, default=1500)
@@ -68,11 +77,15 @@ class Command(BaseCommand):
         d = sub.add_parser("debate-paths", help="debate-trees §2.2 prompt/response pairs")
         d.add_argument("--tree", action="append", type=int, help="debate tree id (repeatable; default all)")
         d.add_argument("--topic", action="append", help="only trees of this topic (repeatable)")
-        d.add_argument("--strategy", action="append",
-                       help="supportive, contradicting, complex, multi-turn or all (repeatable; default all)")
+        d.add_argument(
+            "--strategy",
+            action="append",
+            help="supportive, contradicting, complex, multi-turn or all (repeatable; default all)",
+        )
         d.add_argument("--fractions", default="0.9,0.05,0.05", help="train,dev,test shares of the debates")
-        d.add_argument("--anchor", choices=["root", "any"], default="root",
-                       help="paths start at the thesis (root) or at any node")
+        d.add_argument(
+            "--anchor", choices=["root", "any"], default="root", help="paths start at the thesis (root) or at any node"
+        )
         common(d)
 
         g = sub.add_parser("argu-inputs", help="ArgU §4.1 encoder inputs and decoder targets")
@@ -82,8 +95,12 @@ class Command(BaseCommand):
         g.add_argument("--max-variables", dest="max_variables", type=int, default=4)
         g.add_argument("--min-variables", dest="min_variables", type=int, default=1)
         g.add_argument("--require-scheme", dest="require_scheme", action="store_true")
-        g.add_argument("--keep-goal-from-means", dest="keep_goal_from_means", action="store_true",
-                       help="do not merge 'Goal from Means' into 'Means for Goal'")
+        g.add_argument(
+            "--keep-goal-from-means",
+            dest="keep_goal_from_means",
+            action="store_true",
+            help="do not merge 'Goal from Means' into 'Means for Goal'",
+        )
         common(g)
 
     def handle(self, *args, **opts):
@@ -95,25 +112,51 @@ class Command(BaseCommand):
                     if opts["silver_aspects"] is None:
                         raise ValueError("--silver-aspects: the tagger silver run is required with --silver-stance")
                     silver_runs = {"aspects": opts["silver_aspects"], "stance": opts["silver_stance"]}
-                config = exporters.prepare_aspect_docs(_drop_none({
-                    "silver_runs": silver_runs,
-                    "projects": _split_list(opts["projects"]) or None, "rows_file": opts["rows"],
-                    "source": opts["source"], "min_args": opts["min_args"], "max_args": opts["max_args"],
-                    "max_per_topic_stance": opts["max_per_topic_stance"], "seed": opts["seed"]}))
+                config = exporters.prepare_aspect_docs(
+                    _drop_none(
+                        {
+                            "silver_runs": silver_runs,
+                            "projects": _split_list(opts["projects"]) or None,
+                            "rows_file": opts["rows"],
+                            "source": opts["source"],
+                            "min_args": opts["min_args"],
+                            "max_args": opts["max_args"],
+                            "max_per_topic_stance": opts["max_per_topic_stance"],
+                            "seed": opts["seed"],
+                        }
+                    )
+                )
             elif corpus == "debate-paths":
                 strategies = _split_list(opts["strategy"])
                 if not strategies or "all" in strategies:
                     strategies = list(corpora.STRATEGIES)
-                config = exporters.prepare_debate_paths(_drop_none({
-                    "trees": opts["tree"], "topics": opts["topic"], "strategies": strategies, "seed": opts["seed"],
-                    "fractions": corpora.clean_fractions(opts["fractions"]), "anchor": opts["anchor"]}))
+                config = exporters.prepare_debate_paths(
+                    _drop_none(
+                        {
+                            "trees": opts["tree"],
+                            "topics": opts["topic"],
+                            "strategies": strategies,
+                            "seed": opts["seed"],
+                            "fractions": corpora.clean_fractions(opts["fractions"]),
+                            "anchor": opts["anchor"],
+                        }
+                    )
+                )
             else:
-                config = exporters.prepare_argu_inputs(_drop_none({
-                    "projects": _split_list(opts["projects"]) or None, "rows_file": opts["rows"],
-                    "filters": True if opts["filters"] else None, "seed": opts["seed"],
-                    "max_variables": opts["max_variables"], "min_variables": opts["min_variables"],
-                    "require_scheme": opts["require_scheme"],
-                    "merge_goal_from_means": not opts["keep_goal_from_means"]}))
+                config = exporters.prepare_argu_inputs(
+                    _drop_none(
+                        {
+                            "projects": _split_list(opts["projects"]) or None,
+                            "rows_file": opts["rows"],
+                            "filters": True if opts["filters"] else None,
+                            "seed": opts["seed"],
+                            "max_variables": opts["max_variables"],
+                            "min_variables": opts["min_variables"],
+                            "require_scheme": opts["require_scheme"],
+                            "merge_goal_from_means": not opts["keep_goal_from_means"],
+                        }
+                    )
+                )
         except ValueError as exc:
             message = str(exc)
             for key, option in OPTION_OF.items():
@@ -132,9 +175,16 @@ class Command(BaseCommand):
 
                     def rows():
                         for row in corpora.debate_path_rows(
-                                config["trees"], strategies=config["strategies"], topics=config["topics"],
-                                seed=config["seed"], fractions=config["fractions"], anchor=config["anchor"],
-                                node_sep=config["node_sep"], turn_sep=config["turn_sep"], progress=progress):
+                            config["trees"],
+                            strategies=config["strategies"],
+                            topics=config["topics"],
+                            seed=config["seed"],
+                            fractions=config["fractions"],
+                            anchor=config["anchor"],
+                            node_sep=config["node_sep"],
+                            turn_sep=config["turn_sep"],
+                            progress=progress,
+                        ):
                             counts[f"{row['strategy']}|{row['split']}"] += 1
                             yield row
 

@@ -18,6 +18,7 @@
 baseline the kind reports. Exit 2 for an unknown version, one that is not ready, a kind without ``evaluate`` or a
 file the kind cannot read (``FILE:LINE: reason``).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,15 +40,28 @@ def version_row(v: ModelVersion) -> dict:
     dev, test = metrics.get("dev") or {}, metrics.get("test") or {}
     dev_base = baseline_of(primary_metric, dev) if primary_metric else None
     test_base = baseline_of(primary_metric, test) if primary_metric else None
-    return {"id": v.pk, "kind": v.kind, "project": v.project.slug if v.project else None,
-            "status": versions.status_of(v), "active": v.is_active, "primary": v.primary_metric,
-            "primary_metric": primary_metric, "primary_baseline": dev_base[1] if dev_base else None,
-            "primary_baseline_metric": dev_base[0] if dev_base else None,
-            "test_primary": test.get(primary_metric) if primary_metric else None,
-            "test_primary_baseline": test_base[1] if test_base else None,
-            "n_train": v.n_train, "n_dev": v.n_dev, "n_test": metrics.get("n_test", test.get("n")), "seed": v.seed,
-            "data_snapshot": v.data_snapshot, "created_at": v.created_at.isoformat(), "artifact_path": v.artifact_path,
-            "dev": beside_baselines(dev, primary_metric), "test": beside_baselines(test, primary_metric)}
+    return {
+        "id": v.pk,
+        "kind": v.kind,
+        "project": v.project.slug if v.project else None,
+        "status": versions.status_of(v),
+        "active": v.is_active,
+        "primary": v.primary_metric,
+        "primary_metric": primary_metric,
+        "primary_baseline": dev_base[1] if dev_base else None,
+        "primary_baseline_metric": dev_base[0] if dev_base else None,
+        "test_primary": test.get(primary_metric) if primary_metric else None,
+        "test_primary_baseline": test_base[1] if test_base else None,
+        "n_train": v.n_train,
+        "n_dev": v.n_dev,
+        "n_test": metrics.get("n_test", test.get("n")),
+        "seed": v.seed,
+        "data_snapshot": v.data_snapshot,
+        "created_at": v.created_at.isoformat(),
+        "artifact_path": v.artifact_path,
+        "dev": beside_baselines(dev, primary_metric),
+        "test": beside_baselines(test, primary_metric),
+    }
 
 
 class Command(BaseCommand):
@@ -70,8 +84,11 @@ class Command(BaseCommand):
         rec.add_argument("--requeue", action="store_true")
         ev = sub.add_parser("evaluate", help="score a registered version on a file of its kind")
         ev.add_argument("version", help="model version id (models list)")
-        ev.add_argument("--data", required=True, help="a file (or folder) the kind's --data reader accepts; every "
-                                                      "row is scored, whatever its split")
+        ev.add_argument(
+            "--data",
+            required=True,
+            help="a file (or folder) the kind's --data reader accepts; every row is scored, whatever its split",
+        )
         ev.add_argument("--json", action="store_true")
 
     def _project(self, slug):
@@ -103,10 +120,12 @@ class Command(BaseCommand):
                 return
             for r in rows:
                 test = "" if r["test_primary"] is None else f"  test={round(r['test_primary'], 4)}"
-                self.stdout.write(f"{r['id']:>5} {'*' if r['active'] else ' '} {r['kind']:<14} "
-                                  f"{r['project'] or 'global':<20} {r['status']:<11} "
-                                  f"{r['primary_metric'] or '':>10}={'' if r['primary'] is None else round(r['primary'], 4)}"
-                                  f"{test}  {r['data_snapshot']}")
+                self.stdout.write(
+                    f"{r['id']:>5} {'*' if r['active'] else ' '} {r['kind']:<14} "
+                    f"{r['project'] or 'global':<20} {r['status']:<11} "
+                    f"{r['primary_metric'] or '':>10}={'' if r['primary'] is None else round(r['primary'], 4)}"
+                    f"{test}  {r['data_snapshot']}"
+                )
             return
         if action == "evaluate":
             self._evaluate(opts)
@@ -146,12 +165,15 @@ class Command(BaseCommand):
         except errors.TrainerError as exc:
             raise CommandError(f"VERSION: version {pk}: {exc}", returncode=2) from None
         if spec.evaluate is None:
-            raise CommandError(f"VERSION: kind {version.kind!r} cannot score a file (its trainer has no evaluate)",
-                               returncode=2)
+            raise CommandError(
+                f"VERSION: kind {version.kind!r} cannot score a file (its trainer has no evaluate)", returncode=2
+            )
         if version.status not in (ModelVersion.Status.READY, ModelVersion.Status.ARCHIVED) or not (
-                version.artifact_path and Path(version.artifact_path).is_dir()):
-            raise CommandError(f"VERSION: version {pk} is {versions.status_of(version)} and has no artifact to load",
-                               returncode=2)
+            version.artifact_path and Path(version.artifact_path).is_dir()
+        ):
+            raise CommandError(
+                f"VERSION: version {pk} is {versions.status_of(version)} and has no artifact to load", returncode=2
+            )
         path = Path(opts["data"])
         try:
             train, dev, test = loop.rows_from_file_parts(version.kind, path)
@@ -164,14 +186,27 @@ class Command(BaseCommand):
         try:
             metrics = dict(spec.evaluate(model, rows) or {})
         except (KeyError, ValueError, TypeError) as exc:
-            raise CommandError(f"{path}:0: the {version.kind} kind cannot score these rows ({exc})",
-                               returncode=2) from None
+            raise CommandError(
+                f"{path}:0: the {version.kind} kind cannot score these rows ({exc})", returncode=2
+            ) from None
         table = beside_baselines(metrics, spec.primary_metric)
         if opts["json"]:
-            self.stdout.write(json.dumps({
-                "version": version.pk, "kind": version.kind, "data": str(path), "rows": len(rows),
-                "primary_metric": spec.primary_metric, "primary": metrics.get(spec.primary_metric),
-                "metrics": metrics, "beside_baselines": table}, indent=2, default=str))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "version": version.pk,
+                        "kind": version.kind,
+                        "data": str(path),
+                        "rows": len(rows),
+                        "primary_metric": spec.primary_metric,
+                        "primary": metrics.get(spec.primary_metric),
+                        "metrics": metrics,
+                        "beside_baselines": table,
+                    },
+                    indent=2,
+                    default=str,
+                )
+            )
             return
         self.stdout.write(f"version {version.pk} ({version.kind}) on {path}: {len(rows)} rows")
         for row in table:

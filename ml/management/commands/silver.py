@@ -22,6 +22,7 @@ per shard and the total). ``recover``
 marks runs left ``running`` without a heartbeat as interrupted (and with ``--requeue`` resumes them on a worker),
 what the beat task does. Exit 2 with the reason for a bad request.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,25 +41,39 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
         start = sub.add_parser("start", help="start a run")
-        start.add_argument("--kind", required=True,
-                           help="a trainer kind whose model annotates sentences (tagger, argspan, argspanscheme, "
-                                "argument: ml.registry.silver_kinds)")
+        start.add_argument(
+            "--kind",
+            required=True,
+            help="a trainer kind whose model annotates sentences (tagger, argspan, argspanscheme, "
+            "argument: ml.registry.silver_kinds)",
+        )
         start.add_argument("--topic", help="topic slug, name or id")
         start.add_argument("--source", default="", help="Sentence.source to select")
         start.add_argument("--all", action="store_true", help="every sentence (no topic/source filter)")
         start.add_argument("--project", help="project slug: use its active model (else the global one)")
         start.add_argument("--version", type=int, help="a model version id instead of the active one")
-        start.add_argument("--arguments-from-run", dest="arguments_from_run", type=int, default=None,
-                           help="only sentences this argument silver run predicted pro or con")
+        start.add_argument(
+            "--arguments-from-run",
+            dest="arguments_from_run",
+            type=int,
+            default=None,
+            help="only sentences this argument silver run predicted pro or con",
+        )
         start.add_argument("--batch-size", dest="batch_size", type=int, default=64)
         split = start.add_mutually_exclusive_group()
         split.add_argument("--shards", type=int, default=None, help="split the selection into N id ranges (default 1)")
-        split.add_argument("--shard-size", dest="shard_size", type=int, default=None,
-                           help="split the selection into id ranges of about N sentences")
+        split.add_argument(
+            "--shard-size",
+            dest="shard_size",
+            type=int,
+            default=None,
+            help="split the selection into id ranges of about N sentences",
+        )
         start.add_argument("--arguments-only", dest="arguments_only", action="store_true")
         start.add_argument("--scheme-ratio", dest="scheme_ratio", type=float, default=0.2)
-        start.add_argument("--keep-others", dest="keep_others", action="store_true",
-                           help="keep sentences whose top scheme is Others")
+        start.add_argument(
+            "--keep-others", dest="keep_others", action="store_true", help="keep sentences whose top scheme is Others"
+        )
         start.add_argument("--min-confidence", dest="min_confidence", type=float, default=0.0)
         start.add_argument("--queue", action="store_true", help="run it on a gpu worker (ml.tasks.silver)")
         start.add_argument("--json", action="store_true", help="stdout: the run's summary as one JSON object")
@@ -70,11 +85,17 @@ class Command(BaseCommand):
                 p.add_argument("--json", action="store_true", help="stdout: the run's summary as one JSON object")
         status = sub.add_parser("status")
         status.add_argument("run", type=int, nargs="?")
-        status.add_argument("--json", action="store_true",
-                            help="stdout: one JSON summary (with a run id) or a JSON list of them")
+        status.add_argument(
+            "--json", action="store_true", help="stdout: one JSON summary (with a run id) or a JSON list of them"
+        )
         recover = sub.add_parser("recover", help="mark runs left running without a heartbeat as interrupted")
-        recover.add_argument("--older-than", dest="older_than", type=float, default=None,
-                             help="seconds without a heartbeat (default: ml.silver.stale_seconds())")
+        recover.add_argument(
+            "--older-than",
+            dest="older_than",
+            type=float,
+            default=None,
+            help="seconds without a heartbeat (default: ml.silver.stale_seconds())",
+        )
         recover.add_argument("--requeue", action="store_true", help="resume them on a gpu worker")
         recover.add_argument("--json", action="store_true")
 
@@ -95,15 +116,19 @@ class Command(BaseCommand):
 
     def _status_text(self, info: dict) -> None:
         for s in info["shards"]:
-            self.stdout.write(f"shard {s['shard']:>3}  {s['status']:<9} ids {s['first_id']}-{s['last_id']}  "
-                              f"{s['processed']}/{s['total']}  checkpoint {s['last_sentence_id']}  "
-                              f"attempts {s['attempts']}{'  worker ' + s['worker'] if s['worker'] else ''}"
-                              f"{'  error: ' + s['error'] if s['error'] else ''}")
+            self.stdout.write(
+                f"shard {s['shard']:>3}  {s['status']:<9} ids {s['first_id']}-{s['last_id']}  "
+                f"{s['processed']}/{s['total']}  checkpoint {s['last_sentence_id']}  "
+                f"attempts {s['attempts']}{'  worker ' + s['worker'] if s['worker'] else ''}"
+                f"{'  error: ' + s['error'] if s['error'] else ''}"
+            )
         total = info["total"] or 0
         pct = f" ({100.0 * info['processed'] / total:.1f}%)" if total else ""
-        self.stdout.write(f"silver run {info['run']} ({info['kind']}): {info['status']}, {info['processed']}/{total}"
-                          f"{pct}, {info['shards_done']}/{info['shard_count']} shards done, "
-                          f"{info['labelled']} labelled{'; error: ' + info['error'] if info['error'] else ''}")
+        self.stdout.write(
+            f"silver run {info['run']} ({info['kind']}): {info['status']}, {info['processed']}/{total}"
+            f"{pct}, {info['shards_done']}/{info['shard_count']} shards done, "
+            f"{info['labelled']} labelled{'; error: ' + info['error'] if info['error'] else ''}"
+        )
         self.stdout.write(json.dumps({k: v for k, v in info.items() if k != "shards"}))
 
     def handle(self, *args, **opts):
@@ -120,15 +145,25 @@ class Command(BaseCommand):
                     version = ModelVersion.objects.filter(pk=opts["version"]).first()
                     if version is None:
                         raise CommandError(f"--version: no model version {opts['version']}", returncode=2)
-                run = silver.start(opts["kind"], topic=opts["topic"], source=opts["source"], all_sentences=opts["all"],
-                                   project=project, version=version, batch_size=opts["batch_size"],
-                                   shards=opts["shards"], shard_size=opts["shard_size"],
-                                   options={"arguments_only": opts["arguments_only"],
-                                            "arguments_from_run": opts["arguments_from_run"],
-                                            "scheme_ratio": opts["scheme_ratio"],
-                                            "discard_others": not opts["keep_others"],
-                                            "min_confidence": opts["min_confidence"]},
-                                   enqueue=opts["queue"])
+                run = silver.start(
+                    opts["kind"],
+                    topic=opts["topic"],
+                    source=opts["source"],
+                    all_sentences=opts["all"],
+                    project=project,
+                    version=version,
+                    batch_size=opts["batch_size"],
+                    shards=opts["shards"],
+                    shard_size=opts["shard_size"],
+                    options={
+                        "arguments_only": opts["arguments_only"],
+                        "arguments_from_run": opts["arguments_from_run"],
+                        "scheme_ratio": opts["scheme_ratio"],
+                        "discard_others": not opts["keep_others"],
+                        "min_confidence": opts["min_confidence"],
+                    },
+                    enqueue=opts["queue"],
+                )
                 if not opts["json"]:
                     self.stdout.write(f"silver run {run.pk}: {run.kind} with model version {run.model_version_id}")
                 if not opts["queue"]:
@@ -153,8 +188,10 @@ class Command(BaseCommand):
                     self.stdout.write(f"{len(found)} interrupted silver run(s)")
             elif action == "cancel":
                 run = silver.cancel(self._run(opts["run"]))
-                self.stdout.write(f"silver run {run.pk}: {run.status}"
-                                  f"{' (stops after its current batch)' if run.status == 'running' else ''}")
+                self.stdout.write(
+                    f"silver run {run.pk}: {run.status}"
+                    f"{' (stops after its current batch)' if run.status == 'running' else ''}"
+                )
             else:
                 runs = [self._run(opts["run"])] if opts["run"] else list(SilverRun.objects.all()[:50])
                 if opts["json"]:

@@ -22,6 +22,7 @@ CPU-only machine; :func:`ml.training.apply_threads`). Progress: a bar on a termi
 143); a run killed outright (SIGKILL, OOM) is marked so by the next ``train`` / ``models list`` / ``/ml/models/``
 once its heartbeat is stale (60 s).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,9 @@ def sampling_options(kind: str, strategy: str | None, k: int | None) -> dict:
         return out
     flag = "--strategy" if strategy is not None else "--k"
     if kind not in SAMPLING_KINDS:
-        raise CommandError(f"{flag}: only for {', '.join(SAMPLING_KINDS)} (kind {kind!r} samples no silver pairs)",
-                           returncode=2)
+        raise CommandError(
+            f"{flag}: only for {', '.join(SAMPLING_KINDS)} (kind {kind!r} samples no silver pairs)", returncode=2
+        )
     if strategy is not None:
         try:
             out["strategy"] = canonical(strategy)
@@ -84,31 +86,52 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("kind", help="trainer kind (manage.py models kinds lists them)")
-        parser.add_argument("--data", help="the kind's training file or folder (README, \"Models\": each kind's formats), "
-                                           "e.g. App. F aspect JSONL or CoNLL aspect spans (tagger), the BWS similarity "
-                                           "CSV or UKP ASPECT TSV (crossencoder, biencoder, augsbert), a folder with "
-                                           "train/dev files")
+        parser.add_argument(
+            "--data",
+            help="the kind's training file or folder (README, \"Models\": each kind's formats), "
+            "e.g. App. F aspect JSONL or CoNLL aspect spans (tagger), the BWS similarity "
+            "CSV or UKP ASPECT TSV (crossencoder, biencoder, augsbert), a folder with "
+            "train/dev files",
+        )
         parser.add_argument("--dev", help="a separate dev file (else the dev split comes from --data)")
-        parser.add_argument("--project", help="project slug: the version belongs to it (and, without --data, its labels)")
+        parser.add_argument(
+            "--project", help="project slug: the version belongs to it (and, without --data, its labels)"
+        )
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--epochs", type=int, help="hyperparameter epochs")
         parser.add_argument("--base-model", dest="base_model", help="name or local path to start from")
-        parser.add_argument("--hp", action="append", default=[], help="hyperparameter key=value (JSON value), repeatable")
-        parser.add_argument("--strategy", help="augsbert: silver pair sampling strategy (random, kde, bm25, semantic, "
-                                               "bm25+semantic; default bm25); same as --hp strategy=...")
-        parser.add_argument("--k", type=int, help="augsbert: top-k neighbours per sentence for bm25 / semantic "
-                                                  "sampling (default 3); same as --hp k=...")
+        parser.add_argument(
+            "--hp", action="append", default=[], help="hyperparameter key=value (JSON value), repeatable"
+        )
+        parser.add_argument(
+            "--strategy",
+            help="augsbert: silver pair sampling strategy (random, kde, bm25, semantic, "
+            "bm25+semantic; default bm25); same as --hp strategy=...",
+        )
+        parser.add_argument(
+            "--k",
+            type=int,
+            help="augsbert: top-k neighbours per sentence for bm25 / semantic sampling (default 3); same as --hp k=...",
+        )
         parser.add_argument("--activate", choices=["if_better", "always", "never"], default="if_better")
         parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
         parser.add_argument("--queue", action="store_true", help="enqueue ml.tasks.train on the gpu queue instead")
-        parser.add_argument("--threads", type=int, default=None,
-                            help="torch / OpenMP CPU threads for this run (default: $ARGORA_TORCH_THREADS, else 1 on a "
-                                 "machine without CUDA: one training per process; more threads on a busy machine "
-                                 "make training slower, not faster)")
-        parser.add_argument("--eval", choices=["in-topic", "cross-topic"], default=None,
-                            help="ranker / span_ranker: cross-topic also reports leave-one-topic-out recall@5/10/15/20 "
-                                 "(Arg-CTRL Table 2); argument: leave-one-topic-out macro F1 per held-out topic (one "
-                                 "extra training per topic); in-topic (default): the dev split only")
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="torch / OpenMP CPU threads for this run (default: $ARGORA_TORCH_THREADS, else 1 on a "
+            "machine without CUDA: one training per process; more threads on a busy machine "
+            "make training slower, not faster)",
+        )
+        parser.add_argument(
+            "--eval",
+            choices=["in-topic", "cross-topic"],
+            default=None,
+            help="ranker / span_ranker: cross-topic also reports leave-one-topic-out recall@5/10/15/20 "
+            "(Arg-CTRL Table 2); argument: leave-one-topic-out macro F1 per held-out topic (one "
+            "extra training per topic); in-topic (default): the dev split only",
+        )
 
     def handle(self, *args, **opts):
         try:
@@ -128,14 +151,19 @@ class Command(BaseCommand):
         hyperparameters.update(sampling_options(opts["kind"], opts.get("strategy"), opts.get("k")))
         if opts.get("eval"):
             if opts["kind"] not in EVAL_KINDS:
-                raise CommandError(f"--eval: only {', '.join(EVAL_KINDS)} report in- and cross-topic figures, "
-                                   f"not {opts['kind']!r}", returncode=2)
+                raise CommandError(
+                    f"--eval: only {', '.join(EVAL_KINDS)} report in- and cross-topic figures, not {opts['kind']!r}",
+                    returncode=2,
+                )
             hyperparameters["eval"] = opts["eval"]
 
         if opts.get("threads") is not None:
             if opts["queue"]:
-                raise CommandError("--threads: sets this process's threads; a worker takes $ARGORA_TORCH_THREADS "
-                                   "(see the README), not --queue", returncode=2)
+                raise CommandError(
+                    "--threads: sets this process's threads; a worker takes $ARGORA_TORCH_THREADS "
+                    "(see the README), not --queue",
+                    returncode=2,
+                )
             try:
                 training.thread_count(opts["threads"])
             except errors.TrainerError as exc:
@@ -143,10 +171,18 @@ class Command(BaseCommand):
             os.environ[training.ENV_THREADS] = str(opts["threads"])  # read by versions.train_version
 
         if opts["queue"]:
-            result = train.apply_async(kwargs=dict(kind=opts["kind"], project_id=getattr(project, "pk", None),
-                                                   data=opts["data"], dev_data=opts["dev"], seed=opts["seed"],
-                                                   hyperparameters=hyperparameters, activate=opts["activate"],
-                                                   base_model=opts["base_model"]))
+            result = train.apply_async(
+                kwargs={
+                    "kind": opts["kind"],
+                    "project_id": getattr(project, "pk", None),
+                    "data": opts["data"],
+                    "dev_data": opts["dev"],
+                    "seed": opts["seed"],
+                    "hyperparameters": hyperparameters,
+                    "activate": opts["activate"],
+                    "base_model": opts["base_model"],
+                }
+            )
             out = {"task_id": result.id, "queue": "gpu"}
             self.stdout.write(json.dumps(out) if opts["json"] else f"queued ml.tasks.train as {result.id}")
             return
@@ -155,10 +191,18 @@ class Command(BaseCommand):
         task_id = f"cli-{uuid.uuid4().hex}"  # names this run's version so a stop can mark it interrupted
         try:
             with versions.stop_marks_interrupted(task_id), cli_progress(f"train {opts['kind']}") as progress:
-                outcome = train_and_activate(opts["kind"], project=project, data=opts["data"], dev_data=opts["dev"],
-                                             seed=opts["seed"], hyperparameters=hyperparameters,
-                                             base_model=opts["base_model"], activate=opts["activate"],
-                                             progress=progress, task_id=task_id)
+                outcome = train_and_activate(
+                    opts["kind"],
+                    project=project,
+                    data=opts["data"],
+                    dev_data=opts["dev"],
+                    seed=opts["seed"],
+                    hyperparameters=hyperparameters,
+                    base_model=opts["base_model"],
+                    activate=opts["activate"],
+                    progress=progress,
+                    task_id=task_id,
+                )
         except errors.TrainerError as exc:
             raise CommandError(str(exc), returncode=2) from None
         except KeyboardInterrupt:
@@ -168,26 +212,38 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(outcome, sort_keys=True, default=str))
             return
         metric = (outcome["metrics"] or {}).get("primary_metric", "primary")
-        self.stdout.write(f"version {outcome['version']} ({outcome['kind']}): {outcome['status']}, dev {metric} = "
-                          f"{(outcome['metrics'] or {}).get('primary')}")
+        self.stdout.write(
+            f"version {outcome['version']} ({outcome['kind']}): {outcome['status']}, dev {metric} = "
+            f"{(outcome['metrics'] or {}).get('primary')}"
+        )
         test = (outcome["metrics"] or {}).get("test") or {}
         if test:
-            self.stdout.write(f"test ({(outcome['metrics'] or {}).get('n_test', '?')} rows): "
-                              + "; ".join(metric_line(r) for r in beside_baselines(test, metric)[:6]))
+            self.stdout.write(
+                f"test ({(outcome['metrics'] or {}).get('n_test', '?')} rows): "
+                + "; ".join(metric_line(r) for r in beside_baselines(test, metric)[:6])
+            )
         dev = (outcome["metrics"] or {}).get("dev") or {}
         if any(k.startswith("cross_topic_recall@") for k in dev):
             for setting, prefix in (("in-topic", ""), ("cross-topic", "cross_topic_")):
-                figures = ", ".join(f"@{k} {dev[f'{prefix}recall@{k}']:.4f}" for k in (5, 10, 15, 20)
-                                    if dev.get(f"{prefix}recall@{k}") is not None)
+                figures = ", ".join(
+                    f"@{k} {dev[f'{prefix}recall@{k}']:.4f}"
+                    for k in (5, 10, 15, 20)
+                    if dev.get(f"{prefix}recall@{k}") is not None
+                )
                 self.stdout.write(f"{setting} recall {figures}")
         per_topic = (((outcome["metrics"] or {}).get("info") or {}).get("cross_topic") or {}).get("per_topic") or {}
         if per_topic:
-            self.stdout.write(f"in-topic macro F1 {dev.get('f1_macro', float('nan')):.4f} "
-                              f"(majority {dev.get('majority_f1_macro', float('nan')):.4f}); cross-topic macro F1 "
-                              f"{dev.get('cross_topic_f1_macro', float('nan')):.4f} "
-                              f"(majority {dev.get('cross_topic_majority_f1_macro', float('nan')):.4f})")
+            self.stdout.write(
+                f"in-topic macro F1 {dev.get('f1_macro', float('nan')):.4f} "
+                f"(majority {dev.get('majority_f1_macro', float('nan')):.4f}); cross-topic macro F1 "
+                f"{dev.get('cross_topic_f1_macro', float('nan')):.4f} "
+                f"(majority {dev.get('cross_topic_majority_f1_macro', float('nan')):.4f})"
+            )
             for topic, row in sorted(per_topic.items()):
-                self.stdout.write(f"  held out {topic}: macro F1 {row.get('f1_macro', float('nan')):.4f}, "
-                                  f"majority {row.get('majority_f1_macro', float('nan')):.4f}, n {row.get('n')}")
-        self.stdout.write("activated" if outcome["activated"] else
-                          f"not activated (active: {outcome['active'] or 'none'})")
+                self.stdout.write(
+                    f"  held out {topic}: macro F1 {row.get('f1_macro', float('nan')):.4f}, "
+                    f"majority {row.get('majority_f1_macro', float('nan')):.4f}, n {row.get('n')}"
+                )
+        self.stdout.write(
+            "activated" if outcome["activated"] else f"not activated (active: {outcome['active'] or 'none'})"
+        )

@@ -9,6 +9,7 @@
 ``publish`` prints the cost preview and asks before creating HITs (``--yes`` skips the question; without a
 terminal it refuses unless ``--yes``). Errors a person can act on exit 2 with ``mturk: field: reason``.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,17 @@ class Command(BaseCommand):
     help = "Amazon Mechanical Turk: cost preview, publishing, sync, balance, resolving a call by hand."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="subcommand", required=True,
-                                    metavar="{preview-cost,publish,sync,balance,resolve}")
+        sub = parser.add_subparsers(
+            dest="subcommand", required=True, metavar="{preview-cost,publish,sync,balance,resolve}"
+        )
         p = sub.add_parser("preview-cost", help="reward from the wage floor and the total cost with MTurk's fee")
         p.add_argument("--project", required=True, help="project slug")
-        p.add_argument("--pilot", action="store_true",
-                       help="time HITs with the pilot batch (median work_seconds of submitted assignments); "
-                            "default: the project's time estimate")
+        p.add_argument(
+            "--pilot",
+            action="store_true",
+            help="time HITs with the pilot batch (median work_seconds of submitted assignments); "
+            "default: the project's time estimate",
+        )
         p.add_argument("--json", action="store_true")
         u = sub.add_parser("publish", help="create the ExternalQuestion HITs on MTurk")
         u.add_argument("--project", required=True)
@@ -84,8 +89,9 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(preview.lines()))
         if not o["yes"]:
             if not sys.stdin.isatty():
-                raise CommandError("mturk: --yes: not a terminal; add --yes to publish without a question",
-                                   returncode=2)
+                raise CommandError(
+                    "mturk: --yes: not a terminal; add --yes to publish without a question", returncode=2
+                )
             answer = input(f"Publish {preview.hits} HIT(s) for {payments.dollars(preview.total_cents)}? [y/N] ")
             if answer.strip().lower() not in {"y", "yes"}:
                 self.stdout.write("nothing published")
@@ -104,8 +110,10 @@ class Command(BaseCommand):
 
     def do_balance(self, o):
         balance = account_balance(sandbox=not o["production"])
-        self.stdout.write(f"available ${balance['available']}" +
-                          (f", on hold ${balance['on_hold']}" if balance.get("on_hold") else ""))
+        self.stdout.write(
+            f"available ${balance['available']}"
+            + (f", on hold ${balance['on_hold']}" if balance.get("on_hold") else "")
+        )
 
     def do_resolve(self, o):
         op = sync.resolve_operation(o["key"], happened=o["happened"])

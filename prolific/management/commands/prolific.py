@@ -14,6 +14,7 @@
 ``publish`` prints the cost preview and asks first (``--yes`` skips the question; without a terminal it refuses
 unless ``--yes``). Errors a person can act on exit 2 with ``prolific: field: reason``.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,15 +32,21 @@ class Command(BaseCommand):
     help = "Prolific: cost preview, draft, publish / pause / start, places, sync, bonuses, webhooks."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="subcommand", required=True, metavar="{preview-cost,create,publish,pause,"
-                                    "start,add-places,sync,bonus,hooks,resolve}")
+        sub = parser.add_subparsers(
+            dest="subcommand",
+            required=True,
+            metavar="{preview-cost,create,publish,pause,start,add-places,sync,bonus,hooks,resolve}",
+        )
         p = sub.add_parser("preview-cost", help="reward from the wage floor, total with Prolific's fees")
         p.add_argument("--project", required=True, help="project slug")
         p.add_argument("--places", type=int, default=None)
         p.add_argument("--offline", action="store_true", help="do not ask Prolific's cost calculator")
         p.add_argument("--json", action="store_true")
-        for name, text in (("create", "create the draft study on Prolific"),
-                           ("pause", "pause the study"), ("start", "start a paused study again")):
+        for name, text in (
+            ("create", "create the draft study on Prolific"),
+            ("pause", "pause the study"),
+            ("start", "start a paused study again"),
+        ):
             sub.add_parser(name, help=text).add_argument("--project", required=True)
         u = sub.add_parser("publish", help="create the draft if needed and publish it")
         u.add_argument("--project", required=True)
@@ -80,8 +87,9 @@ class Command(BaseCommand):
             raise CommandError(f"prolific: {exc}", returncode=2) from None
 
     def do_preview_cost(self, o):
-        preview = publishing.cost_preview(self._project(o["project"]), places=o["places"],
-                                          ask_prolific=not o["offline"])
+        preview = publishing.cost_preview(
+            self._project(o["project"]), places=o["places"], ask_prolific=not o["offline"]
+        )
         self.stdout.write(json.dumps(preview.as_dict(), indent=2) if o["json"] else "\n".join(preview.lines()))
 
     def do_create(self, o):
@@ -96,11 +104,13 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(preview.lines()))
         if not o["yes"]:
             if not sys.stdin.isatty():
-                raise CommandError("prolific: --yes: not a terminal; add --yes to publish without a question",
-                                   returncode=2)
+                raise CommandError(
+                    "prolific: --yes: not a terminal; add --yes to publish without a question", returncode=2
+                )
             total = preview.total_cost_cents if preview.total_cost_cents is not None else preview.rewards_total_cents
-            if input(f"Publish {preview.places} place(s) for {publishing.money(total)}? [y/N] ").strip().lower() \
-                    not in {"y", "yes"}:
+            if input(
+                f"Publish {preview.places} place(s) for {publishing.money(total)}? [y/N] "
+            ).strip().lower() not in {"y", "yes"}:
                 self.stdout.write("nothing published")
                 return
         cfg = publishing.publish(project)
@@ -123,8 +133,9 @@ class Command(BaseCommand):
     def do_bonus(self, o):
         project = self._project(o["project"])
         if o["wage_topups"]:
-            self.stdout.write(f"planned {len(sync.plan_wage_topups(project))} wage top-up bonus(es); the next sync "
-                              "pays them")
+            self.stdout.write(
+                f"planned {len(sync.plan_wage_topups(project))} wage top-up bonus(es); the next sync pays them"
+            )
             return
         if o["amount_cents"] is None:
             raise FieldError("amount-cents", "give --amount-cents (or --wage-topups)")
@@ -132,12 +143,17 @@ class Command(BaseCommand):
         self.stdout.write(f"bonus {bonus.pk} of {publishing.money(bonus.amount_cents)} planned; the next sync pays it")
 
     def do_hooks(self, o):
-        out = webhooks.register(workspace_id=o["workspace"], target_url=o["target_url"], new_secret=o["new_secret"],
-                                events=tuple(o["event"] or ("submission.status.change",)))
+        out = webhooks.register(
+            workspace_id=o["workspace"],
+            target_url=o["target_url"],
+            new_secret=o["new_secret"],
+            events=tuple(o["event"] or ("submission.status.change",)),
+        )
         self.stdout.write(f"webhook {out['target_url']}: subscriptions {', '.join(out['subscriptions'])}")
         if out["secret"]:
-            self.stdout.write("new hook secret (shown once; put it in ARGORA_PROLIFIC_WEBHOOK_SECRET): "
-                              f"{out['secret']}")
+            self.stdout.write(
+                f"new hook secret (shown once; put it in ARGORA_PROLIFIC_WEBHOOK_SECRET): {out['secret']}"
+            )
 
     def do_resolve(self, o):
         op = sync.resolve_operation(o["key"], happened=o["happened"])

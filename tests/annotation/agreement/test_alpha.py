@@ -1,21 +1,23 @@
 """Krippendorff's alpha: published worked example, the `krippendorff` package, the naive reference, edge cases."""
+
 import math
 
 import krippendorff
 import numpy as np
 import pytest
 
-from annotation.agreement import (AgreementError, AgreementUndefined, alpha_report, bootstrap_alpha,
-                                  krippendorff_alpha)
+from annotation.agreement import AgreementError, AgreementUndefined, alpha_report, bootstrap_alpha, krippendorff_alpha
 from annotation.agreement.alpha import _interval_sums, _pairable
 from annotation.agreement.reference import naive_alpha
 
 nan = np.nan
 # Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability", sec. C: 4 coders x 12 units, missing values.
-K2011 = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+K2011 = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+    [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+]
 PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.797}
 
 
@@ -67,16 +69,19 @@ def test_interval_on_many_distinct_real_values_without_the_cube():
     # brute force over pairs on a slice agrees with the sum-of-squares formula
     Xs = X[:, :300]
     Xp, present, m = _pairable(Xs)
-    d_o, d_e, n = _interval_sums(Xp, present, m)
-    brute_o = sum(2 * sum((v[i] - v[j]) ** 2 for i in range(len(v)) for j in range(i + 1, len(v))) / (len(v) - 1)
-                  for v in ([x for x in col if not math.isnan(x)] for col in Xp.T))
+    d_o, d_e, _n = _interval_sums(Xp, present, m)
+    brute_o = sum(
+        2 * sum((v[i] - v[j]) ** 2 for i in range(len(v)) for j in range(i + 1, len(v))) / (len(v) - 1)
+        for v in ([x for x in col if not math.isnan(x)] for col in Xp.T)
+    )
     vals = Xp[present]
     brute_e = float(np.sum((vals[:, None] - vals[None, :]) ** 2))
     assert d_o == pytest.approx(brute_o, rel=1e-9)
     assert d_e == pytest.approx(brute_e, rel=1e-9)
     small = X[:, :60]  # the package builds units x values x values: keep it small
     assert krippendorff_alpha(small, "interval") == pytest.approx(
-        krippendorff.alpha(small, level_of_measurement="interval"))
+        krippendorff.alpha(small, level_of_measurement="interval")
+    )
 
 
 def test_ratio_and_ordinal_on_many_distinct_values_match_package_on_small_data():

@@ -1,4 +1,5 @@
 """manage.py agreement: JSON and table output, exit 2 with file:line on bad input."""
+
 import io
 import json
 import os
@@ -32,8 +33,9 @@ def matrix(tmp_path):
     return str(p)
 
 
-@pytest.mark.parametrize("level,expected", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849),
-                                            ("ratio", 0.797)])
+@pytest.mark.parametrize(
+    "level,expected", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_alpha_json(matrix, level, expected):
     res = json.loads(run("alpha", "--file", matrix, "--level", level, "--json"))
     assert round(res["alpha"], 3) == expected
@@ -46,8 +48,9 @@ def test_alpha_table_with_ci(matrix):
 
 
 def test_alpha_u_json_and_table(tmp_path):
-    (tmp_path / "S.csv").write_text("coder,item,begin,length,category\n"
-                                    "a,s1,0,3,asp\nb,s1,0,3,asp\na,s2,2,4,asp\nb,s2,2,4,asp\nb,s2,0,1,other\n")
+    (tmp_path / "S.csv").write_text(
+        "coder,item,begin,length,category\na,s1,0,3,asp\nb,s1,0,3,asp\na,s2,2,4,asp\nb,s2,2,4,asp\nb,s2,0,1,other\n"
+    )
     (tmp_path / "L.csv").write_text("item,length\ns1,10\ns2,8\n")
     args = ["alpha-u", "--spans", str(tmp_path / "S.csv"), "--lengths", str(tmp_path / "L.csv")]
     res = json.loads(run(*args, "--json"))
@@ -83,17 +86,20 @@ def test_kappa_two_coders(tmp_path):
     assert (res["n_units"], res["n_coders"]) == (50, 2)
 
 
-@pytest.mark.parametrize("content,level,message", [
-    ("coder,u1,u2\nA,1,x\nB,1,2\n", "interval", ":2: unit u2: 'x' is not a number"),
-    ("coder,u1,u1\nA,1,2\n", "nominal", ":1: unit id 'u1' appears twice"),
-    ("who,u1\nA,1\n", "nominal", ":1: the header must start with 'coder'"),
-    ("coder,u1,u2\nA,1,2\nA,2,2\n", "nominal", ":3: coder 'A' already has a row (line 2)"),
-    ("coder,u1\nA,1,2,3\n", "nominal", ":2: 3 values but the header names 1 units"),
-    ("coder,u1,u2\nA,1,-1\nB,1,2\n", "ratio", ":2: unit u2: ratio data must be non-negative"),
-    ("coder,u1,u2\nA,1,2\n", "nominal", ": alpha needs at least 2 coders"),
-    ("coder,u1,u2\nA,1,\nB,,2\n", "nominal", ": no pairable values"),
-    ("coder,u1,u2\nA,1,1\nB,1,1\n", "nominal", ": alpha is undefined: all pairable values are identical"),
-])
+@pytest.mark.parametrize(
+    "content,level,message",
+    [
+        ("coder,u1,u2\nA,1,x\nB,1,2\n", "interval", ":2: unit u2: 'x' is not a number"),
+        ("coder,u1,u1\nA,1,2\n", "nominal", ":1: unit id 'u1' appears twice"),
+        ("who,u1\nA,1\n", "nominal", ":1: the header must start with 'coder'"),
+        ("coder,u1,u2\nA,1,2\nA,2,2\n", "nominal", ":3: coder 'A' already has a row (line 2)"),
+        ("coder,u1\nA,1,2,3\n", "nominal", ":2: 3 values but the header names 1 units"),
+        ("coder,u1,u2\nA,1,-1\nB,1,2\n", "ratio", ":2: unit u2: ratio data must be non-negative"),
+        ("coder,u1,u2\nA,1,2\n", "nominal", ": alpha needs at least 2 coders"),
+        ("coder,u1,u2\nA,1,\nB,,2\n", "nominal", ": no pairable values"),
+        ("coder,u1,u2\nA,1,1\nB,1,1\n", "nominal", ": alpha is undefined: all pairable values are identical"),
+    ],
+)
 def test_bad_input_exit_2(tmp_path, content, level, message):
     p = tmp_path / "bad.csv"
     p.write_text(content)
@@ -113,7 +119,12 @@ def test_subprocess_exit_code_and_stderr(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("coder,u1,u2\nA,1,x\nB,1,2\n")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "argora.settings"}
-    proc = subprocess.run([sys.executable, str(ROOT / "manage.py"), "agreement", "alpha", "--file", str(p),
-                           "--level", "interval"], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "agreement", "alpha", "--file", str(p), "--level", "interval"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2
     assert f"{p}:2: unit u2: 'x' is not a number" in proc.stderr

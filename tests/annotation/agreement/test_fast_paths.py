@@ -1,12 +1,19 @@
 """The array fast paths the project table uses give the numbers of their references: pairwise Cohen's kappa vs
 scikit-learn, the vectorised bootstrap vs one resample at a time, leave-one-out and Dawid-Skene vs the record-based
 functions and crowd-kit."""
+
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.agreement import (AgreementUndefined, bootstrap_alpha, crowd_competence, loo_majority_agreement,
-                                  pairwise_cohen_kappa, percent_agreement)
+from annotation.agreement import (
+    AgreementUndefined,
+    bootstrap_alpha,
+    crowd_competence,
+    loo_majority_agreement,
+    pairwise_cohen_kappa,
+    percent_agreement,
+)
 from annotation.agreement import alpha as alpha_mod
 from annotation.agreement.kappa import pairwise_kappa_codes, unit_agreement_codes
 from annotation.agreement.quality import dawid_skene_codes, loo_majority_codes

@@ -1,10 +1,19 @@
 """Cohen's kappa, Fleiss' kappa and percentage agreement against textbook examples."""
+
 import numpy as np
 import pytest
 
-from annotation.agreement import (AgreementError, AgreementUndefined, cohen_kappa, fleiss_kappa,
-                                  fleiss_kappa_from_matrix, kappa_report, krippendorff_alpha, pairwise_cohen_kappa,
-                                  percent_agreement)
+from annotation.agreement import (
+    AgreementError,
+    AgreementUndefined,
+    cohen_kappa,
+    fleiss_kappa,
+    fleiss_kappa_from_matrix,
+    kappa_report,
+    krippendorff_alpha,
+    pairwise_cohen_kappa,
+    percent_agreement,
+)
 
 
 def wikipedia_cohen():
@@ -20,8 +29,7 @@ def test_cohen_2x2_textbook_example():
     assert cohen_kappa(a, b) == pytest.approx(0.4)
     assert percent_agreement([a, b]) == pytest.approx(0.7)
     rep = kappa_report([a, b])
-    assert rep == {"kappa": pytest.approx(0.4), "percent_agreement": pytest.approx(0.7), "n_units": 50,
-                   "n_coders": 2}
+    assert rep == {"kappa": pytest.approx(0.4), "percent_agreement": pytest.approx(0.7), "n_units": 50, "n_coders": 2}
 
 
 def test_krippendorff_1995_digitised_example_a():
@@ -50,8 +58,18 @@ def test_weighted_kappa():
 
 
 # Wikipedia "Fleiss' kappa", worked example: 10 subjects, 14 raters, 5 categories -> kappa = 0.210
-FLEISS_WIKI = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-               [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+FLEISS_WIKI = [
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
+]
 
 
 def test_fleiss_wikipedia_example():

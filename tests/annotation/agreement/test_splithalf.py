@@ -1,11 +1,17 @@
 """Split-half reliability: generic over score functions, seeded, Spearman-Brown optional."""
+
 from collections import defaultdict
 
 import numpy as np
 import pytest
 
-from annotation.agreement import (AgreementError, AgreementUndefined, judgements_from_records, spearman_brown,
-                                  split_half_reliability)
+from annotation.agreement import (
+    AgreementError,
+    AgreementUndefined,
+    judgements_from_records,
+    spearman_brown,
+    split_half_reliability,
+)
 
 
 def test_perfectly_consistent_annotators_give_one():
@@ -52,7 +58,7 @@ def test_custom_score_function_bws_style():
     items = list(range(24))
     quality = {i: i for i in items}
     records = []
-    for t in range(120):
+    for _t in range(120):
         tup = tuple(int(x) for x in rng.choice(items, 4, replace=False))
         for worker in range(4):
             noisy = {i: quality[i] + rng.normal(scale=4) for i in tup}

@@ -2,18 +2,33 @@
 segment-sweep reference. Expected values and tolerances are DKPro's (dkpro-statistics-agreement,
 src/test/java/org/dkpro/statistics/agreement/unitizing/{Krippendorff2004Test,Krippendorff1995Test,
 UnitizingAgreementTest}.java)."""
+
 import numpy as np
 import pytest
 
-from annotation.agreement import (AgreementError, AgreementInputError, AgreementUndefined, spans_on_continuum,
-                                  unitized_alpha)
+from annotation.agreement import (
+    AgreementError,
+    AgreementInputError,
+    AgreementUndefined,
+    spans_on_continuum,
+    unitized_alpha,
+)
 from annotation.agreement.reference import naive_unitized_alpha
 
 
 def krippendorff_2004():
     # Krippendorff (2004: p. 254): 2 observers, continuum [150, 450)
-    spans = [(0, 225, 70, "c"), (0, 370, 30, "c"), (1, 220, 80, "c"), (1, 355, 20, "c"), (1, 400, 20, "c"),
-             (0, 180, 60, "k"), (0, 300, 50, "k"), (1, 180, 60, "k"), (1, 300, 50, "k")]
+    spans = [
+        (0, 225, 70, "c"),
+        (0, 370, 30, "c"),
+        (1, 220, 80, "c"),
+        (1, 355, 20, "c"),
+        (1, 400, 20, "c"),
+        (0, 180, 60, "k"),
+        (0, 300, 50, "k"),
+        (1, 180, 60, "k"),
+        (1, 300, 50, "k"),
+    ]
     return unitized_alpha(spans, 300, continuum_begin=150)
 
 
@@ -32,12 +47,23 @@ def test_krippendorff_2004_overall_and_per_category():
 
 def krippendorff_1995(stretch):
     s = lambda x: int(x * stretch)  # noqa: E731
-    rows = {"A": [(0, 2, 8), (0, 14, 6), (1, 4, 4), (1, 15, 2)],
-            "B": [(0, 0, 18), (1, 0, 2), (1, 2, 1), (1, 3, 1), (1, 4, 1), (1, 5, 1), (1, 6, 3), (1, 9, 1)],
-            "C": [(0, 2, 6), (0, 10, 2), (0, 14, 4), (0, 20, 2), (1, 0, 2), (1, 4, 4), (1, 10, 4), (1, 16, 2),
-                  (1, 20, 2)],
-            "D": [(0, 0, 2), (0, 2, 8), (0, 10, 4), (0, 14, 6), (0, 20, 4), (1, 0, 4), (1, 4, 4), (1, 8, 7),
-                  (1, 15, 2), (1, 17, 7)]}
+    rows = {
+        "A": [(0, 2, 8), (0, 14, 6), (1, 4, 4), (1, 15, 2)],
+        "B": [(0, 0, 18), (1, 0, 2), (1, 2, 1), (1, 3, 1), (1, 4, 1), (1, 5, 1), (1, 6, 3), (1, 9, 1)],
+        "C": [(0, 2, 6), (0, 10, 2), (0, 14, 4), (0, 20, 2), (1, 0, 2), (1, 4, 4), (1, 10, 4), (1, 16, 2), (1, 20, 2)],
+        "D": [
+            (0, 0, 2),
+            (0, 2, 8),
+            (0, 10, 4),
+            (0, 14, 6),
+            (0, 20, 4),
+            (1, 0, 4),
+            (1, 4, 4),
+            (1, 8, 7),
+            (1, 15, 2),
+            (1, 17, 7),
+        ],
+    }
     spans = [(c, s(b), s(ln), cat) for cat, units in rows.items() for c, b, ln in units]
     return unitized_alpha(spans, s(24))
 
@@ -56,8 +82,15 @@ def test_krippendorff_1995_expected_disagreement_and_alpha():
         assert per[cat]["alpha_u"] == pytest.approx(a, abs=0.02)
 
 
-@pytest.mark.parametrize("stretch,d_e,alpha", [(120 / 24, 0.08234, 0.663), (1200 / 24, 0.08600, 0.677),
-                                               (12000 / 24, 0.08638, 0.678), (120000 / 24, 0.08642, 0.679)])
+@pytest.mark.parametrize(
+    "stretch,d_e,alpha",
+    [
+        (120 / 24, 0.08234, 0.663),
+        (1200 / 24, 0.08600, 0.677),
+        (12000 / 24, 0.08638, 0.678),
+        (120000 / 24, 0.08642, 0.679),
+    ],
+)
 def test_krippendorff_1995_varying_lengths(stretch, d_e, alpha):
     c = krippendorff_1995(stretch).per_category["C"]
     assert c["observed_disagreement"] == pytest.approx(0.02777, abs=0.00001)

@@ -1,6 +1,7 @@
 """Shared set-up for the tests of the task types' studio sources: a file stored as the studio stores an upload, read
 through ``annotation.studio.services.source_input`` (the options' defaults and the gold share checked as the studio
 checks them), and a Kialo export as Kialo writes it."""
+
 from __future__ import annotations
 
 import secrets
@@ -39,12 +40,22 @@ def stored(name: str, text: str) -> dict:
     return {"path": str(folder / name), "name": name}
 
 
-def source_input(task_type: str, source: str, name: str | None = None, text: str | None = None, *, options=None,
-                 gold=None, topics=(), limit=None):
+def source_input(
+    task_type: str,
+    source: str,
+    name: str | None = None,
+    text: str | None = None,
+    *,
+    options=None,
+    gold=None,
+    topics=(),
+    limit=None,
+):
     tt = get_task_type(task_type)
     upload = stored(name, text) if name is not None else None
-    return studio.source_input(studio.source_named(tt, source), upload=upload, options=options or {}, gold=gold,
-                               topics=topics, limit=limit)
+    return studio.source_input(
+        studio.source_named(tt, source), upload=upload, options=options or {}, gold=gold, topics=topics, limit=limit
+    )
 
 
 def setup(task_type: str, config=None, **values):

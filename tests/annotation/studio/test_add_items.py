@@ -3,6 +3,7 @@ to a saved project (``/studio/projects/<slug>/items/add/``): the form fields of 
 refused shares, the same rows for the same seed, new items and HITs on an active project whose HITs, assignments and
 answers stay as they are, a row already in the project skipped, a bad file that adds nothing (``file:line``), who may
 add (outsider 404, viewer 403), a closed project refused, the audit line."""
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,7 @@ CLONING = [line for line in (DATA / "cloning_arguments.jsonl").read_text().split
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-    yield settings.MEDIA_ROOT
+    return settings.MEDIA_ROOT
 
 
 @pytest.fixture
@@ -83,8 +84,9 @@ def source_of(task_type: str, name: str):
 
 
 def new_spec(name: str, file: str, source: str, *, gold=None, task_type="sentence_label", config=LABELS, **values):
-    project = studio.check_setup(name=name, task_type=task_type, config=config,
-                                 values={"assignments_per_item": 1, "items_per_hit": 2, **values})
+    project = studio.check_setup(
+        name=name, task_type=task_type, config=config, values={"assignments_per_item": 1, "items_per_hit": 2, **values}
+    )
     data = studio.source_input(source_of(task_type, source), upload=stored(file), gold=gold)
     return project, data
 
@@ -95,8 +97,10 @@ def gold_texts(project) -> list[str]:
 
 # --- the gold share --------------------------------------------------------------------------------------------------
 def test_the_items_step_offers_the_gold_share_only_for_sources_with_labels(rclient):
-    resp = rclient.post(reverse("annotation:studio-new"), {"name": "Stance", "task_type": "sentence_label",
-                                                           "config": '{"labels": ["pro", "con", "none"]}'})
+    resp = rclient.post(
+        reverse("annotation:studio-new"),
+        {"name": "Stance", "task_type": "sentence_label", "config": '{"labels": ["pro", "con", "none"]}'},
+    )
     html = rclient.get(resp["Location"]).content.decode()
     tsv = source_of("sentence_label", "ukp-tsv")
     assert tsv.gold_label and 'id="gold-fields"' in html
@@ -111,12 +115,20 @@ def test_the_items_step_offers_the_gold_share_only_for_sources_with_labels(rclie
 
 
 def test_first_n_gold_through_the_forms(rclient, settings, django_capture_on_commit_callbacks):
-    resp = rclient.post(reverse("annotation:studio-new"), {"name": "Uniform stance", "task_type": "sentence_label",
-                                                           "config": '{"labels": ["pro", "con", "none"]}',
-                                                           "items_per_hit": "2"})
+    resp = rclient.post(
+        reverse("annotation:studio-new"),
+        {
+            "name": "Uniform stance",
+            "task_type": "sentence_label",
+            "config": '{"labels": ["pro", "con", "none"]}',
+            "items_per_hit": "2",
+        },
+    )
     items_url = resp["Location"]
-    resp = rclient.post(items_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first",
-                                    "gold_n": "1", "gold_seed": "13"})
+    resp = rclient.post(
+        items_url,
+        {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first", "gold_n": "1", "gold_seed": "13"},
+    )
     assert resp.status_code == 302, resp.content.decode()[:3000]
     html = rclient.get(resp["Location"]).content.decode()
     assert count(html, "items") == 2 and count(html, "gold") == 1 and count(html, "hits") == 1
@@ -145,18 +157,24 @@ def test_percent_gold_draws_the_same_rows_for_the_same_seed():
     # another seed, other rows (for this file and these seeds)
     other = sorted(GoldShare("percent", 40, 9).rows(len(CLONING)))
     assert other != chosen
-    project, data = new_spec("Third", "cloning_arguments.jsonl", "arguments-jsonl",
-                             gold={"mode": "percent", "n": 40, "seed": 9})
+    project, data = new_spec(
+        "Third", "cloning_arguments.jsonl", "arguments-jsonl", gold={"mode": "percent", "n": 40, "seed": 9}
+    )
     third = Project.objects.get(slug=studio.run_import(studio.import_spec(project, data))["project"])
     assert gold_texts(third) == [re.search(r'"sentence": "([^"]+)"', CLONING[i]).group(1) for i in other]
 
 
 def test_refused_gold_shares(rclient):
     tsv = source_of("sentence_label", "ukp-tsv")
-    for gold, field in [({"mode": "first", "n": ""}, "gold_n"), ({"mode": "percent", "n": 0}, "gold_n"),
-                        ({"mode": "percent", "n": 101}, "gold_n"), ({"mode": "first", "n": "x"}, "gold_n"),
-                        ({"mode": "some"}, "gold_mode"), ({"mode": "all"}, "gold_mode"),
-                        ({"mode": "first", "n": 1, "seed": "s"}, "gold_seed")]:
+    for gold, field in [
+        ({"mode": "first", "n": ""}, "gold_n"),
+        ({"mode": "percent", "n": 0}, "gold_n"),
+        ({"mode": "percent", "n": 101}, "gold_n"),
+        ({"mode": "first", "n": "x"}, "gold_n"),
+        ({"mode": "some"}, "gold_mode"),
+        ({"mode": "all"}, "gold_mode"),
+        ({"mode": "first", "n": 1, "seed": "s"}, "gold_seed"),
+    ]:
         with pytest.raises(studio.SetupRefused) as refused:
             studio.source_input(tsv, upload=stored("uniforms.tsv"), gold=gold)
         assert refused.value.field == field, gold
@@ -174,17 +192,20 @@ def test_refused_gold_shares(rclient):
     # through the form: the error on its field, nothing stored
     resp = rclient.post(reverse("annotation:studio-new"), {"name": "S", "task_type": "sentence_label"})
     token_url = resp["Location"]
-    resp = rclient.post(token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "percent",
-                                    "gold_n": "150"})
+    resp = rclient.post(
+        token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "percent", "gold_n": "150"}
+    )
     assert resp.status_code == 400 and "0 to 100" in errors_of(resp, "gold_n")
-    resp = rclient.post(token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first",
-                                    "gold_n": "-1"})
+    resp = rclient.post(
+        token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first", "gold_n": "-1"}
+    )
     assert resp.status_code == 400 and "greater than or equal to 0" in errors_of(resp, "gold_n")
     resp = rclient.post(token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "all"})
     assert resp.status_code == 400 and errors_of(resp, "gold_mode")
     # a share that leaves no worker items: the preview refuses it and the confirm writes nothing
-    resp = rclient.post(token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first",
-                                    "gold_n": "5"})
+    resp = rclient.post(
+        token_url, {"source": "ukp-tsv", "file": upload("uniforms.tsv"), "gold_mode": "first", "gold_n": "5"}
+    )
     assert resp.status_code == 302
     preview = rclient.get(resp["Location"])
     assert preview.status_code == 400 and "gold_n" in preview.content.decode()
@@ -201,21 +222,31 @@ def running(django_user_model):
     services.set_project_status(project, Project.Status.ACTIVE)
     worker = services.worker_for_user(django_user_model.objects.create_user("w1"))
     assignment = services.reserve_next_assignment(project, worker)
-    services.submit_assignment(assignment, worker, {i.pk: {"label": "pro"}
-                                                    for i in services.assignment_items(assignment)})
+    services.submit_assignment(
+        assignment, worker, {i.pk: {"label": "pro"} for i in services.assignment_items(assignment)}
+    )
     project.refresh_from_db()
     return project
 
 
 def snapshot(project) -> dict:
-    return {"hits": list(HIT.objects.filter(project=project).order_by("pk").values_list("pk", "position", "taken")),
-            "hit_items": list(HITItem.objects.filter(hit__project=project).order_by("pk")
-                              .values_list("pk", "hit_id", "item_id", "position")),
-            "assignments": list(Assignment.objects.filter(project=project).order_by("pk")
-                                .values_list("pk", "hit_id", "worker_id", "status", "submitted_at")),
-            "responses": list(Response.objects.filter(assignment__project=project).order_by("pk")
-                              .values_list("pk", "item_id", "data")),
-            "items": list(Item.objects.filter(project=project).order_by("pk").values_list("pk", "payload", "is_gold"))}
+    return {
+        "hits": list(HIT.objects.filter(project=project).order_by("pk").values_list("pk", "position", "taken")),
+        "hit_items": list(
+            HITItem.objects.filter(hit__project=project)
+            .order_by("pk")
+            .values_list("pk", "hit_id", "item_id", "position")
+        ),
+        "assignments": list(
+            Assignment.objects.filter(project=project)
+            .order_by("pk")
+            .values_list("pk", "hit_id", "worker_id", "status", "submitted_at")
+        ),
+        "responses": list(
+            Response.objects.filter(assignment__project=project).order_by("pk").values_list("pk", "item_id", "data")
+        ),
+        "items": list(Item.objects.filter(project=project).order_by("pk").values_list("pk", "payload", "is_gold")),
+    }
 
 
 def add_url(project, name="studio-add-items", *args):
@@ -234,8 +265,10 @@ def test_add_items_to_an_active_project_with_answers(rclient, running, settings,
     html = rclient.get(add_url(running)).content.decode()
     assert "Add items: Uniforms" in html and "3 items, 0 gold, 2 HITs" in html
     assert 'name="gold_mode" value="all"' in html  # the project has items for the workers
-    resp = rclient.post(add_url(running), {"source": "arguments-jsonl", "file": upload("cloning_arguments.jsonl"),
-                                           "gold_mode": "first", "gold_n": "1"})
+    resp = rclient.post(
+        add_url(running),
+        {"source": "arguments-jsonl", "file": upload("cloning_arguments.jsonl"), "gold_mode": "first", "gold_n": "1"},
+    )
     assert resp.status_code == 302, resp.content.decode()[:3000]
     preview_url = resp["Location"]
     preview = rclient.get(preview_url)
@@ -251,20 +284,25 @@ def test_add_items_to_an_active_project_with_answers(rclient, running, settings,
     # the new items and their HITs; everything the project had is as it was
     after = snapshot(running)
     for key in ("hits", "hit_items", "assignments", "responses", "items"):
-        assert after[key][:len(before[key])] == before[key], key
+        assert after[key][: len(before[key])] == before[key], key
     assert len(after["responses"]) == len(before["responses"]) and len(after["assignments"]) == 1
     new_items = Item.objects.filter(project=running, pk__gt=before["items"][-1][0])
     assert new_items.filter(is_gold=False).count() == 4 and new_items.filter(is_gold=True).count() == 1
     assert GoldItem.objects.get(item__in=new_items).expected == {"label": "con"}
     new_hits = HIT.objects.filter(project=running).exclude(pk__in=[h[0] for h in before["hits"]])
     assert new_hits.count() == 2
-    assert set(HITItem.objects.filter(hit__in=new_hits).values_list("item_id", flat=True)) == \
-        set(new_items.filter(is_gold=False).values_list("pk", flat=True))
+    assert set(HITItem.objects.filter(hit__in=new_hits).values_list("item_id", flat=True)) == set(
+        new_items.filter(is_gold=False).values_list("pk", flat=True)
+    )
     running.refresh_from_db()
     assert running.status == Project.Status.ACTIVE
     addition = running.config[studio.ADDITIONS_KEY][-1]
     assert addition["file"] == "cloning_arguments.jsonl" and addition["summary"] == {
-        "items": 4, "gold": 1, "skipped": 0, "hits": 2}
+        "items": 4,
+        "gold": 1,
+        "skipped": 0,
+        "hits": 2,
+    }
     entry = AuditEntry.objects.get(project=running, action="items.add")
     assert entry.user.username == "researcher" and entry.detail["new_items"] == 4 and entry.detail["job"] == task_id
     page = rclient.get(reverse("annotation:studio-project", args=[running.slug])).content.decode()
@@ -286,10 +324,10 @@ def test_add_items_to_an_active_project_with_answers(rclient, running, settings,
 
 def test_a_row_already_in_the_project_is_skipped(running):
     known = Item.objects.filter(project=running).order_by("position").first().sentence
-    rows = ('{"topic": "%s", "sentence": "%s", "stance": "pro"}\n' % (known.topic.name, known.text)
-            + CLONING[0] + "\n")
-    data = studio.source_input(source_of("sentence_label", "arguments-jsonl"), upload=stored("mixed.jsonl", rows),
-                               adding_to=running)
+    rows = '{"topic": "%s", "sentence": "%s", "stance": "pro"}\n' % (known.topic.name, known.text) + CLONING[0] + "\n"
+    data = studio.source_input(
+        source_of("sentence_label", "arguments-jsonl"), upload=stored("mixed.jsonl", rows), adding_to=running
+    )
     items_before = Item.objects.filter(project=running).count()
     hits_before = HIT.objects.filter(project=running).count()
     result = studio.run_addition(studio.addition_spec(running, data), job="add-1")
@@ -302,8 +340,7 @@ def test_a_row_already_in_the_project_is_skipped(running):
     assert studio.run_addition(studio.addition_spec(running, data), job="add-1")["items"] == 1
     assert Item.objects.filter(project=running).count() == items_before + 1
     # the same file again: nothing new, refused, nothing written
-    data = studio.source_input(source_of("sentence_label", "ukp-tsv"), upload=stored("uniforms.tsv"),
-                               adding_to=running)
+    data = studio.source_input(source_of("sentence_label", "ukp-tsv"), upload=stored("uniforms.tsv"), adding_to=running)
     with pytest.raises(studio.StudioImportFailed, match="every row is in the project already"):
         studio.run_addition(studio.addition_spec(running, data), job="add-2")
     assert Item.objects.filter(project=running).count() == items_before + 1
@@ -317,11 +354,12 @@ def test_a_bad_file_adds_nothing(rclient, running):
     preview = rclient.get(resp["Location"])
     html = preview.content.decode()
     assert preview.status_code == 400 and "nothing was written" in html and 'id="confirm-import"' not in html
-    assert 'bad_arguments.jsonl:2: unknown stance &quot;maybe&quot;' in html
+    assert "bad_arguments.jsonl:2: unknown stance &quot;maybe&quot;" in html
     assert rclient.post(resp["Location"]).status_code == 400  # a forced confirm is refused
     # a file made bad after the preview: the job fails naming file:line, nothing is added
-    data = studio.source_input(source_of("sentence_label", "arguments-jsonl"),
-                               upload=stored("cloning_arguments.jsonl"), adding_to=running)
+    data = studio.source_input(
+        source_of("sentence_label", "arguments-jsonl"), upload=stored("cloning_arguments.jsonl"), adding_to=running
+    )
     data.path.write_text(data.path.read_text().replace('"stance": "pro"', '"stance": "maybe"', 1))
     with pytest.raises(studio.StudioImportFailed, match=r'^cloning_arguments\.jsonl:2: unknown stance "maybe"'):
         studio.run_addition(studio.addition_spec(running, data), job="bad")
@@ -352,14 +390,19 @@ def test_who_may_add_items_and_a_closed_project(client, running, django_user_mod
     resp = client.post(add_url(running), {**post, "file": upload("cloning_arguments.jsonl")})
     assert resp.status_code == 302
     preview_url = resp["Location"]
-    data = studio.source_input(source_of("sentence_label", "arguments-jsonl"),
-                               upload=stored("cloning_arguments.jsonl"), adding_to=running)
+    data = studio.source_input(
+        source_of("sentence_label", "arguments-jsonl"), upload=stored("cloning_arguments.jsonl"), adding_to=running
+    )
     # closed: refused on every step, and by a job queued before
     services.set_project_status(running, Project.Status.CLOSED)
     page = client.get(reverse("annotation:studio-project", args=[running.slug])).content.decode()
     assert 'id="add-items-link"' not in page
-    for resp in (client.get(add_url(running)), client.post(add_url(running), post), client.get(preview_url),
-                 client.post(preview_url)):
+    for resp in (
+        client.get(add_url(running)),
+        client.post(add_url(running), post),
+        client.get(preview_url),
+        client.post(preview_url),
+    ):
         assert resp.status_code == 400 and "closed" in resp.content.decode()
     with pytest.raises(studio.StudioImportFailed, match="closed"):
         studio.run_addition(studio.addition_spec(running, data), job="late")
@@ -372,8 +415,9 @@ def test_add_items_to_draft_and_paused_projects_and_gold_only(running):
     assert valnov.status == Project.Status.DRAFT
     n = Item.objects.filter(project=valnov).count()
     # the same rows again as gold only (every row): the importer skips the rows the project has
-    data = studio.source_input(source_of("validity_novelty", "valnov-csv"), upload=stored("valnov.csv"),
-                               gold={"mode": "all"}, adding_to=valnov)
+    data = studio.source_input(
+        source_of("validity_novelty", "valnov-csv"), upload=stored("valnov.csv"), gold={"mode": "all"}, adding_to=valnov
+    )
     preview, problems = studio.preview_import(valnov, data)
     assert problems == [] and preview.items == 0 and preview.gold == n
     with pytest.raises(studio.StudioImportFailed, match="every row is in the project already|nothing to add"):
@@ -381,8 +425,12 @@ def test_add_items_to_draft_and_paused_projects_and_gold_only(running):
     # new rows as gold only, to the paused project of sentences: gold items, no HIT
     services.set_project_status(running, Project.Status.PAUSED)
     hits = HIT.objects.filter(project=running).count()
-    data = studio.source_input(source_of("sentence_label", "arguments-jsonl"), upload=stored("cloning_arguments.jsonl"),
-                               gold={"mode": "all"}, adding_to=running)
+    data = studio.source_input(
+        source_of("sentence_label", "arguments-jsonl"),
+        upload=stored("cloning_arguments.jsonl"),
+        gold={"mode": "all"},
+        adding_to=running,
+    )
     result = studio.run_addition(studio.addition_spec(running, data), job="g1")
     assert (result["items"], result["gold"], result["hits"]) == (0, len(CLONING), 0)
     assert HIT.objects.filter(project=running).count() == hits
@@ -390,5 +438,6 @@ def test_add_items_to_draft_and_paused_projects_and_gold_only(running):
     # every row gold on a project without worker items: refused
     empty = services.create_project(name="Empty", task_type="sentence_label", config=LABELS)
     with pytest.raises(studio.SetupRefused, match="gold_mode"):
-        studio.source_input(source_of("sentence_label", "ukp-tsv"), upload=stored("uniforms.tsv"),
-                            gold={"mode": "all"}, adding_to=empty)
+        studio.source_input(
+            source_of("sentence_label", "ukp-tsv"), upload=stored("uniforms.tsv"), gold={"mode": "all"}, adding_to=empty
+        )

@@ -2,6 +2,7 @@
 card (licence, citation, description) through the same build_release_task the CLI and the admin use; the job page
 links back to the project's releases, whose files the team downloads. Outsiders get 404, viewers cannot publish,
 bad values are a 400 on the field with nothing queued; each task type offers its own release kinds."""
+
 from __future__ import annotations
 
 import json
@@ -34,17 +35,27 @@ def team(django_user_model):
     """A sentence_label project with study phases and two workers' submitted answers; an editor who is NOT a
     Researcher (a colleague added to the team), a viewer and an outsider Researcher."""
     owner = django_user_model.objects.create_user("owner", password="pw-owner-123", is_staff=True)
-    users = {name: django_user_model.objects.create_user(name, password=f"pw-{name}-123", is_staff=True)
-             for name in ("editor", "viewer", "outsider")}
+    users = {
+        name: django_user_model.objects.create_user(name, password=f"pw-{name}-123", is_staff=True)
+        for name in ("editor", "viewer", "outsider")
+    }
     users["outsider"].groups.add(Group.objects.get(name=RESEARCHER_GROUP))
-    project = services.create_project(name="Stance pilot", slug="pilot", task_type="sentence_label",
-                                      config={"labels": ["pro", "con"]}, assignments_per_item=2, items_per_hit=1,
-                                      status="active", created_by=owner)
+    project = services.create_project(
+        name="Stance pilot",
+        slug="pilot",
+        task_type="sentence_label",
+        config={"labels": ["pro", "con"]},
+        assignments_per_item=2,
+        items_per_hit=1,
+        status="active",
+        created_by=owner,
+    )
     teams.add_member(project, "editor", Role.EDITOR, by=owner)
     teams.add_member(project, "viewer", Role.VIEWER, by=owner)
     StudyPhases.objects.create(project=project)
-    items = services.add_items(project, [{"text": "Wind is cheap.", "topic": "energy"},
-                                         {"text": "Coal is dirty.", "topic": "energy"}])
+    items = services.add_items(
+        project, [{"text": "Wind is cheap.", "topic": "energy"}, {"text": "Coal is dirty.", "topic": "energy"}]
+    )
     services.build_hits(project)
     answers = {}
     for name, labels in LABELS.items():
@@ -69,8 +80,15 @@ def url(project) -> str:
 
 
 def form(**values) -> dict:
-    return {"kind": "annotations", "name": "", "version": "1.0", "license": "CC-BY-4.0", "citation": CITATION,
-            "description": "Two workers labelled the stance of two sentences.", **values}
+    return {
+        "kind": "annotations",
+        "name": "",
+        "version": "1.0",
+        "license": "CC-BY-4.0",
+        "citation": CITATION,
+        "description": "Two workers labelled the stance of two sentences.",
+        **values,
+    }
 
 
 @pytest.fixture
@@ -80,24 +98,29 @@ def stored_eager(settings, store_eager):
         yield
 
 
-def test_an_editor_publishes_the_answers_and_the_team_downloads_them(team, tmp_artifacts, stored_eager,
-                                                                    django_capture_on_commit_callbacks):
+def test_an_editor_publishes_the_answers_and_the_team_downloads_them(
+    team, tmp_artifacts, stored_eager, django_capture_on_commit_callbacks
+):
     project, editor = team["project"], team["users"]["editor"]
     client = client_of(editor)
     page = client.get(url(project))
     html = page.content.decode()
-    assert page.status_code == 200 and 'id="release-form"' in html and 'value="pilot"' in html  # the name's default: the slug
+    assert (
+        page.status_code == 200 and 'id="release-form"' in html and 'value="pilot"' in html
+    )  # the name's default: the slug
     assert 'id="id_kind_annotations"' in html and 'id="no-releases"' in html
     with django_capture_on_commit_callbacks(execute=True) as queued:
-        resp = client.post(url(project), form(**{"annotations__include_gold": ""}))
+        resp = client.post(url(project), form(annotations__include_gold=""))
     assert len(queued) == 1
     assert resp.status_code == 302 and re.fullmatch(r"/studio/jobs/[0-9a-f-]+/\?for=release", resp["Location"])
     release = Release.objects.get()
-    assert (release.name, release.version, release.kind, release.status) == ("pilot", "1.0", "annotations",
-                                                                           "published")
+    assert (release.name, release.version, release.kind, release.status) == ("pilot", "1.0", "annotations", "published")
     assert release.config == {"projects": ["pilot"], "include_gold": False} and release.creator == editor
-    assert release.card == {"license": "CC-BY-4.0", "citation": CITATION,
-                            "description": "Two workers labelled the stance of two sentences."}
+    assert release.card == {
+        "license": "CC-BY-4.0",
+        "citation": CITATION,
+        "description": "Two workers labelled the stance of two sentences.",
+    }
     # the rows are the submitted answers
     rows = [json.loads(line) for line in release_file_path(release, "annotations.jsonl").read_text().splitlines()]
     assert [r["item_id"] for r in rows] == [i.pk for i in team["items"]]
@@ -138,16 +161,20 @@ def test_an_outsider_gets_404_and_a_viewer_cannot_publish(team, tmp_artifacts, d
     assert queued == [] and not Release.objects.exists()
 
 
-@pytest.mark.parametrize(("values", "field", "reason"), [
-    ({"version": "1 0"}, "version", "is not a valid release version"),
-    ({"version": ""}, "version", "This field is required"),
-    ({"name": "../up"}, "name", "is not a valid release name"),
-    ({"license": "CC-BY\nand more"}, "license", "one line"),
-    ({"kind": "aspects"}, "kind", "Select a valid choice"),
-    ({"version": "0.9"}, "version", "already exists"),
-])
-def test_a_bad_value_is_a_400_on_its_field_and_nothing_is_queued(team, tmp_artifacts, values, field, reason,
-                                                                 django_capture_on_commit_callbacks):
+@pytest.mark.parametrize(
+    ("values", "field", "reason"),
+    [
+        ({"version": "1 0"}, "version", "is not a valid release version"),
+        ({"version": ""}, "version", "This field is required"),
+        ({"name": "../up"}, "name", "is not a valid release name"),
+        ({"license": "CC-BY\nand more"}, "license", "one line"),
+        ({"kind": "aspects"}, "kind", "Select a valid choice"),
+        ({"version": "0.9"}, "version", "already exists"),
+    ],
+)
+def test_a_bad_value_is_a_400_on_its_field_and_nothing_is_queued(
+    team, tmp_artifacts, values, field, reason, django_capture_on_commit_callbacks
+):
     existing = build_release("pilot", "0.9", kind="annotations", config={"project": "pilot"})
     with django_capture_on_commit_callbacks() as queued:
         resp = client_of(team["users"]["editor"]).post(url(team["project"]), form(**values))
@@ -159,9 +186,9 @@ def test_a_bad_value_is_a_400_on_its_field_and_nothing_is_queued(team, tmp_artif
     assert sorted(p.name for p in (tmp_artifacts / "releases").iterdir()) == ["pilot"]
 
 
-def test_an_aspect_project_offers_aspects_and_its_release_follows_the_team(django_user_model, tmp_artifacts,
-                                                                          stored_eager,
-                                                                          django_capture_on_commit_callbacks):
+def test_an_aspect_project_offers_aspects_and_its_release_follows_the_team(
+    django_user_model, tmp_artifacts, stored_eager, django_capture_on_commit_callbacks
+):
     project = aspect_project("asp-pilot")
     owner = django_user_model.objects.create_user("owner", password="pw-owner-123", is_staff=True)
     viewer = django_user_model.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
@@ -174,10 +201,10 @@ def test_an_aspect_project_offers_aspects_and_its_release_follows_the_team(djang
     assert 'id="id_kind_aspects"' in client.get(url(project)).content.decode()
     # a split the exporter refuses is the error of that kind's field
     with django_capture_on_commit_callbacks() as queued:
-        resp = client.post(url(project), form(kind="aspects", **{"aspects__split": "sideways"}))
+        resp = client.post(url(project), form(kind="aspects", aspects__split="sideways"))
     assert resp.status_code == 400 and queued == [] and 'id="aspects__split-errors"' in resp.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        resp = client.post(url(project), form(kind="aspects", name="asp", **{"aspects__split": "none"}))
+        resp = client.post(url(project), form(kind="aspects", name="asp", aspects__split="none"))
     assert resp.status_code == 302
     release = Release.objects.get(name="asp")
     assert release.kind == "aspects" and release.config == {"projects": ["asp-pilot"], "split": {"mode": "none"}}
@@ -196,14 +223,17 @@ def test_every_release_kind_of_a_task_type_is_a_registered_exporter():
 
 
 def test_the_options_of_bws_and_spans_are_checked_by_their_exporters(db):
-    bws = services.create_project(name="BWS", slug="bws-pilot", task_type="bws_similarity",
-                                  config={"scorer": "jaccard", "seed": 0})
+    bws = services.create_project(
+        name="BWS", slug="bws-pilot", task_type="bws_similarity", config={"scorer": "jaccard", "seed": 0}
+    )
     assert [k.kind for k in studio_releases.release_kinds(bws)] == ["annotations", "bws"]
     with pytest.raises(FieldError) as exc:  # cross-topic needs topics: the project names none
         studio_releases.kind_config(bws, "bws", {"split": "cross-topic"})
     assert exc.value.field == "split" and "train / dev / test topics" in exc.value.reason
     assert studio_releases.kind_config(bws, "bws", {"split": "in-topic", "seed": 4}) == {
-        "project": "bws-pilot", "split": {"mode": "in-topic", "seed": 4}}
+        "project": "bws-pilot",
+        "split": {"mode": "in-topic", "seed": 4},
+    }
     with pytest.raises(FieldError) as exc:
         studio_releases.kind_config(bws, "aspects", {})
     assert exc.value.field == "kind"

@@ -1,4 +1,5 @@
 """The one project-of-a-task-type lookup (annotation.selectors.project_of_type / wrong_task_type)."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,8 +25,10 @@ def test_wrong_task_type_names_the_project_and_the_types():
     assert wrong_task_type(project, "sentence_label") is None
     assert wrong_task_type(project, ("aspect", "sentence_label")) is None
     assert wrong_task_type(project, "aspect") == "'s' is a 'sentence_label' project, not 'aspect'"
-    assert (wrong_task_type(project, ("pairwise_preference", "likert_debate"))
-            == "'s' is a 'sentence_label' project, not 'pairwise_preference' or 'likert_debate'")
+    assert (
+        wrong_task_type(project, ("pairwise_preference", "likert_debate"))
+        == "'s' is a 'sentence_label' project, not 'pairwise_preference' or 'likert_debate'"
+    )
 
 
 def test_project_of_type_finds_refuses_and_creates():
@@ -40,8 +43,9 @@ def test_project_of_type_finds_refuses_and_creates():
     with pytest.raises(Oops) as exc:
         project_of_type("nope", "aspect", error=Oops, hint=" (use --create)")
     assert str(exc.value) == "no project with slug 'nope' (use --create)"
-    made = project_of_type("new", "aspect", create=lambda: services.create_project(name="N", slug="new",
-                                                                                    task_type="aspect"))
+    made = project_of_type(
+        "new", "aspect", create=lambda: services.create_project(name="N", slug="new", task_type="aspect")
+    )
     assert made.slug == "new" and made.task_type == "aspect"
     assert project_of_type("new", "aspect", create=lambda: pytest.fail("not called for an existing project")) == made
 
@@ -60,4 +64,5 @@ def test_the_task_types_lookups_keep_their_error_classes_and_defaults():
     with pytest.raises(BWSProjectError) as exc:
         _check(ld)
     assert isinstance(exc.value, FieldError) and exc.value.as_dict() == {
-        "project": "'ld' is a 'likert_debate' project, not 'bws_similarity'"}
+        "project": "'ld' is a 'likert_debate' project, not 'bws_similarity'"
+    }

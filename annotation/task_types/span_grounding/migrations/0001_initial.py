@@ -7,6 +7,7 @@ becomes ``span_grounding.spannormalisation``, so its permissions (the Researcher
 and admin log entries follow it. 0002 then gives the table this app's name. On a new database 0003 made the table
 just before, and there is no content type yet (``migrate`` makes them afterwards).
 """
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -36,7 +37,6 @@ def content_type_returns(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -53,22 +53,86 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="SpanNormalisation",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("begin", models.PositiveIntegerField()),
                         ("end", models.PositiveIntegerField()),
                         ("text", models.TextField()),
-                        ("method", models.CharField(blank=True, choices=[("direct", "Direct (cosine)"), ("indirect", "Indirect (community neighbour)"), ("new", "New KB variable (accepted proposal)"), ("merged", "Merged proposal"), ("", "Unmapped")], default="", max_length=10)),
-                        ("score", models.FloatField(blank=True, help_text="cosine to the variable (direct) or to the neighbour it was mapped through (indirect)", null=True)),
+                        (
+                            "method",
+                            models.CharField(
+                                blank=True,
+                                choices=[
+                                    ("direct", "Direct (cosine)"),
+                                    ("indirect", "Indirect (community neighbour)"),
+                                    ("new", "New KB variable (accepted proposal)"),
+                                    ("merged", "Merged proposal"),
+                                    ("", "Unmapped"),
+                                ],
+                                default="",
+                                max_length=10,
+                            ),
+                        ),
+                        (
+                            "score",
+                            models.FloatField(
+                                blank=True,
+                                help_text="cosine to the variable (direct) or to the neighbour it was mapped through (indirect)",
+                                null=True,
+                            ),
+                        ),
                         ("community", models.CharField(blank=True, max_length=300)),
                         ("updated_at", models.DateTimeField(auto_now=True)),
-                        ("item", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="span_normalisations", to="annotation.item")),
-                        ("proposal", models.ForeignKey(blank=True, help_text="the proposed variable created for this span's unmapped community", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="proposal_spans", to="corpus.factvariable")),
-                        ("variable", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="normalised_spans", to="corpus.factvariable")),
+                        (
+                            "item",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="span_normalisations",
+                                to="annotation.item",
+                            ),
+                        ),
+                        (
+                            "proposal",
+                            models.ForeignKey(
+                                blank=True,
+                                help_text="the proposed variable created for this span's unmapped community",
+                                null=True,
+                                on_delete=django.db.models.deletion.SET_NULL,
+                                related_name="proposal_spans",
+                                to="corpus.factvariable",
+                            ),
+                        ),
+                        (
+                            "variable",
+                            models.ForeignKey(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="normalised_spans",
+                                to="corpus.factvariable",
+                            ),
+                        ),
                     ],
                     options={
                         "db_table": "annotation_spannormalisation",
                         "ordering": ["item_id", "begin"],
-                        "constraints": [models.UniqueConstraint(fields=("item", "begin", "end"), name="span_normalisation_unique_span"), models.CheckConstraint(condition=models.Q(("begin__lt", models.F("end"))), name="span_normalisation_begin_before_end"), models.CheckConstraint(condition=models.Q(("method", ""), ("variable__isnull", False), _connector="OR"), name="span_normalisation_method_has_variable")],
+                        "constraints": [
+                            models.UniqueConstraint(
+                                fields=("item", "begin", "end"), name="span_normalisation_unique_span"
+                            ),
+                            models.CheckConstraint(
+                                condition=models.Q(("begin__lt", models.F("end"))),
+                                name="span_normalisation_begin_before_end",
+                            ),
+                            models.CheckConstraint(
+                                condition=models.Q(("method", ""), ("variable__isnull", False), _connector="OR"),
+                                name="span_normalisation_method_has_variable",
+                            ),
+                        ],
                     },
                 ),
             ],

@@ -1,4 +1,5 @@
 """Threshold voting (t = strict majority of R unless configured), ties, "no aspect", overrides."""
+
 import pytest
 
 from annotation.models import GoldItem, Item
@@ -13,9 +14,9 @@ from annotation.task_types.aspect.aggregation import (
 from .helpers import aspect_project
 
 TEXT = "We need background checks for buyers"
-BC = {"begin": 8, "length": 17}          # background checks
-CHECKS = {"begin": 19, "length": 6}      # checks (overlaps BC)
-BUYERS = {"begin": 30, "length": 6}      # buyers
+BC = {"begin": 8, "length": 17}  # background checks
+CHECKS = {"begin": 19, "length": 6}  # checks (overlaps BC)
+BUYERS = {"begin": 30, "length": 6}  # buyers
 
 
 def resp(*aspects, no_aspect=False):
@@ -71,8 +72,9 @@ def test_project_threshold_adjudication_and_gold_override():
     with pytest.raises(ResponseInvalid):
         adjudicate(item, ["30:60"])
     # gold overrides the crowd on a gold item
-    gold_item = Item.objects.create(project=project, payload=dict(item.payload, adjudicated=None), is_gold=True,
-                                    position=99)
+    gold_item = Item.objects.create(
+        project=project, payload=dict(item.payload, adjudicated=None), is_gold=True, position=99
+    )
     GoldItem.objects.create(item=gold_item, expected={"aspects": [BC], "no_aspect": False})
     answer = final_answer(project, gold_item, rs)
     assert answer["source"] == "gold" and [a["text"] for a in answer["aspects"]] == ["background checks"]

@@ -1,4 +1,5 @@
 """App. F import (all-or-nothing, gold or plain), round trip, crowd export, splits, release kind, CLI."""
+
 import json
 import os
 import subprocess
@@ -31,7 +32,13 @@ from tests.factories import ProjectFactory
 pytestmark = pytest.mark.django_db
 
 ROWS = [
-    ("h01", "gun control", "Argument_for", "Universal background checks save lives.", ["background checks", "save lives"]),
+    (
+        "h01",
+        "gun control",
+        "Argument_for",
+        "Universal background checks save lives.",
+        ["background checks", "save lives"],
+    ),
     ("h02", "gun control", "Argument_against", "Gun bans punish law-abiding owners.", ["punish law-abiding owners"]),
     ("h03", "school uniforms", "Argument_for", "Uniforms reduce bullying at school.", ["bullying"]),
     ("h04", "death penalty", "Argument_against", "Innocent people have been executed.", ["Innocent people"]),
@@ -47,8 +54,14 @@ def appf_line(h, topic, stance, sentence, aspects, *, reverse=True):
     strings = list(aspects)
     if reverse:  # unsorted on purpose: export orders aspects by begin
         pos, strings = pos[::-1], strings[::-1]
-    row = {"sentence": sentence, "topic": topic, "stance": stance, "aspect_pos_string": strings,
-           "aspect_pos": pos, "hash": h}
+    row = {
+        "sentence": sentence,
+        "topic": topic,
+        "stance": stance,
+        "aspect_pos_string": strings,
+        "aspect_pos": pos,
+        "hash": h,
+    }
     return json.dumps(row, ensure_ascii=False)
 
 
@@ -62,8 +75,16 @@ def appf_file(tmp_path):
 
 @pytest.fixture
 def project():
-    return ProjectFactory(name="Aspects", slug="aspects", task_type="aspect", assignments_per_item=2, items_per_hit=4,
-                          config={"top_k": 3}, items=0, build=False)
+    return ProjectFactory(
+        name="Aspects",
+        slug="aspects",
+        task_type="aspect",
+        assignments_per_item=2,
+        items_per_hit=4,
+        config={"top_k": 3},
+        items=0,
+        build=False,
+    )
 
 
 def canonical(path) -> bytes:
@@ -72,8 +93,9 @@ def canonical(path) -> bytes:
         if not line.strip():
             continue
         row = json.loads(line)
-        pairs = sorted(zip(row["aspect_pos"], row["aspect_pos_string"]),
-                       key=lambda p: int(p[0].strip("()").split(",")[0]))
+        pairs = sorted(
+            zip(row["aspect_pos"], row["aspect_pos_string"]), key=lambda p: int(p[0].strip("()").split(",")[0])
+        )
         row["aspect_pos"], row["aspect_pos_string"] = [p for p, _ in pairs], [s for _, s in pairs]
         rows.append(row)
     rows.sort(key=lambda r: r["hash"])
@@ -106,8 +128,10 @@ def test_import_as_gold(appf_file, project):
     assert summary["gold_created"] == 8 and summary["items_created"] == 0
     gold = GoldItem.objects.get(item__external_key="appf:h06")
     assert gold.item.is_gold
-    assert gold.expected == {"aspects": [{"begin": 18, "length": 5, "text": "clean"},
-                                         {"begin": 28, "length": 9, "text": "expensive"}], "no_aspect": False}
+    assert gold.expected == {
+        "aspects": [{"begin": 18, "length": 5, "text": "clean"}, {"begin": 28, "length": 9, "text": "expensive"}],
+        "no_aspect": False,
+    }
     assert GoldItem.objects.get(item__external_key="appf:h08").expected == {"aspects": [], "no_aspect": True}
 
 
@@ -129,12 +153,45 @@ def test_malformed_line_names_file_and_line_and_writes_nothing(tmp_path, project
     good = [appf_line(*r) for r in ROWS[:3]]
     cases = [
         ("{not json", "invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
-        (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for", "aspect_pos": ["(0,9)"],
-                     "aspect_pos_string": ["abc"]}), "outside the sentence"),
-        (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for", "aspect_pos": ["(0,2)"],
-                     "aspect_pos_string": ["bc"]}), "aspect_pos_string[0]"),
-        (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "pro", "aspect_pos": [],
-                     "aspect_pos_string": []}), "Argument_for, Argument_against or null (unknown)"),
+        (
+            json.dumps(
+                {
+                    "hash": "x",
+                    "topic": "t",
+                    "sentence": "abc",
+                    "stance": "Argument_for",
+                    "aspect_pos": ["(0,9)"],
+                    "aspect_pos_string": ["abc"],
+                }
+            ),
+            "outside the sentence",
+        ),
+        (
+            json.dumps(
+                {
+                    "hash": "x",
+                    "topic": "t",
+                    "sentence": "abc",
+                    "stance": "Argument_for",
+                    "aspect_pos": ["(0,2)"],
+                    "aspect_pos_string": ["bc"],
+                }
+            ),
+            "aspect_pos_string[0]",
+        ),
+        (
+            json.dumps(
+                {
+                    "hash": "x",
+                    "topic": "t",
+                    "sentence": "abc",
+                    "stance": "pro",
+                    "aspect_pos": [],
+                    "aspect_pos_string": [],
+                }
+            ),
+            "Argument_for, Argument_against or null (unknown)",
+        ),
         (json.dumps({"hash": "x", "topic": "t", "sentence": "abc", "stance": "Argument_for"}), "missing key"),
         (appf_line(*ROWS[0]), "duplicate hash"),
     ]
@@ -186,8 +243,11 @@ def test_cross_topic_split_has_exactly_the_named_topics(appf_file, project):
     import_appf(appf_file, project)
     parts = split_rows(project_rows(project), "cross-topic")
     topics = {part: {r["topic"] for r in rows} for part, rows in parts.items()}
-    assert topics == {"test": {"gun control", "school uniforms"}, "dev": {"death penalty"},
-                      "train": {"abortion", "nuclear energy", "cloning", "minimum wage"}}
+    assert topics == {
+        "test": {"gun control", "school uniforms"},
+        "dev": {"death penalty"},
+        "train": {"abortion", "nuclear energy", "cloning", "minimum wage"},
+    }
     custom = split_rows(project_rows(project), "cross-topic", test=["Cloning"], dev=["abortion"])
     assert {r["topic"] for r in custom["test"]} == {"cloning"} and {r["topic"] for r in custom["dev"]} == {"abortion"}
 
@@ -218,26 +278,50 @@ def test_aspects_release_kind(appf_file, project, tmp_artifacts):
 
 def test_cli_import_export_labels(appf_file, tmp_path):
     out = StringIO()
-    call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", "--build-hits", "--activate",
-                 stdout=out)
+    call_command(
+        "aspects", "import", str(appf_file), "--project", "cli", "--create", "--build-hits", "--activate", stdout=out
+    )
     assert "items_created 8" in out.getvalue() and "hits_created" in out.getvalue()
     assert "status active: workers join at /invite/" in out.getvalue()
     out = StringIO()
     call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "all.jsonl"), stdout=out)
     assert f"{tmp_path / 'all.jsonl'}: 8 rows" in out.getvalue()
     assert (tmp_path / "all.jsonl").read_bytes() == canonical(appf_file)
-    call_command("aspects", "export", "--project", "cli", "--split", "cross-topic", "--out-dir", str(tmp_path / "x"),
-                 stdout=StringIO())
+    call_command(
+        "aspects",
+        "export",
+        "--project",
+        "cli",
+        "--split",
+        "cross-topic",
+        "--out-dir",
+        str(tmp_path / "x"),
+        stdout=StringIO(),
+    )
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["dev.jsonl", "test.jsonl", "train.jsonl"]
     test_rows = [json.loads(line) for line in (tmp_path / "x" / "test.jsonl").read_text().splitlines()]
     assert {r["topic"] for r in test_rows} == {"gun control", "school uniforms"}
     # both at once: the unsplit file and the in-topic split files
-    call_command("aspects", "export", "--project", "cli", "--out", str(tmp_path / "both.jsonl"), "--split",
-                 "in-topic", "--out-dir", str(tmp_path / "y"), "--seed", "3", stdout=StringIO())
+    call_command(
+        "aspects",
+        "export",
+        "--project",
+        "cli",
+        "--out",
+        str(tmp_path / "both.jsonl"),
+        "--split",
+        "in-topic",
+        "--out-dir",
+        str(tmp_path / "y"),
+        "--seed",
+        "3",
+        stdout=StringIO(),
+    )
     assert (tmp_path / "both.jsonl").read_bytes() == canonical(appf_file)
     parts = {p: (tmp_path / "y" / f"{p}.jsonl").read_text().splitlines() for p in ("train", "dev", "test")}
     assert sorted(line for lines in parts.values() for line in lines) == sorted(
-        (tmp_path / "both.jsonl").read_text().splitlines())
+        (tmp_path / "both.jsonl").read_text().splitlines()
+    )
     call_command("aspects", "labels", "--project", "cli", "--out", str(tmp_path / "labels.jsonl"), stdout=StringIO())
     rows = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
     row = next(r for r in rows if r["candidate"] == "background checks")
@@ -252,6 +336,7 @@ def test_cli_malformed_line_exits_2_with_file_and_line(tmp_path):
     assert info.value.returncode == 2 and str(info.value).startswith(f"{path}:2: ")
     assert Sentence.objects.count() == 0 and Item.objects.count() == 0
     from annotation.models import Project
+
     assert not Project.objects.filter(slug="cli").exists()
 
 
@@ -259,26 +344,50 @@ def test_cli_exit_status_in_a_subprocess(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n" + "[1, 2]\n", encoding="utf-8")
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="argora.settings")
-    result = subprocess.run([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "aspects", "labels",
-                             "--appf", str(path), "--out", str(tmp_path / "l.jsonl")],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(Path(settings.BASE_DIR) / "manage.py"),
+            "aspects",
+            "labels",
+            "--appf",
+            str(path),
+            "--out",
+            str(tmp_path / "l.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert f"{path}:2: expected a JSON object" in result.stderr
     assert not (tmp_path / "l.jsonl").exists()
 
 
-@pytest.mark.parametrize("args, reason", [
-    (["--split", "cross-topic"], "--split needs --out-dir"),
-    (["--out-dir", "DIR"], "--out-dir needs --split"),
-    (["--out", "OUT", "--out-dir", "DIR"], "--out-dir needs --split"),
-    ([], "give --out FILE.jsonl"),
-    (["--out", "TMP"], "is a folder"),
-    (["--split", "none", "--out-dir", "DIR"], "--out-dir needs --split"),
-])
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["--split", "cross-topic"], "--split needs --out-dir"),
+        (["--out-dir", "DIR"], "--out-dir needs --split"),
+        (["--out", "OUT", "--out-dir", "DIR"], "--out-dir needs --split"),
+        ([], "give --out FILE.jsonl"),
+        (["--out", "TMP"], "is a folder"),
+        (["--split", "none", "--out-dir", "DIR"], "--out-dir needs --split"),
+    ],
+)
 def test_cli_export_wrong_combination_exits_2_and_writes_nothing(appf_file, tmp_path, args, reason):
     call_command("aspects", "import", str(appf_file), "--project", "cli", "--create", stdout=StringIO())
-    args = [str(tmp_path / "d") if a == "DIR" else str(tmp_path / "o.jsonl") if a == "OUT" else
-            str(tmp_path) if a == "TMP" else a for a in args]
+    args = [
+        str(tmp_path / "d")
+        if a == "DIR"
+        else str(tmp_path / "o.jsonl")
+        if a == "OUT"
+        else str(tmp_path)
+        if a == "TMP"
+        else a
+        for a in args
+    ]
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(CommandError) as info:
         call_command("aspects", "export", "--project", "cli", *args, stdout=StringIO())
@@ -298,8 +407,11 @@ def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, proj
     text = "My uncle visited a nuclear power station last summer."
     payload = build_payload(text, "nuclear energy", stance="none", ranker=BaselineRanker(load_from_db=False))
     visited = text.index("visited")
-    services.add_items(project, [], gold=[{"payload": payload, "expected": {
-        "aspects": [{"begin": visited, "length": 7}], "no_aspect": False}}])
+    services.add_items(
+        project,
+        [],
+        gold=[{"payload": payload, "expected": {"aspects": [{"begin": visited, "length": 7}], "no_aspect": False}}],
+    )
     item = Item.objects.get(project=project, payload__text=text)
     assert appf.appf_row(item, {"resolved": True, "aspects": [{"begin": visited, "length": 7}]}) is None
     stats = {}
@@ -318,8 +430,12 @@ def test_non_argument_sentences_are_left_out_of_app_f_and_counted(tmp_path, proj
 # --- the studio's App. F source: the gold share, an unknown stance ---------------------------------------------
 def studio_data(tmp_name: str, path: Path, gold: dict | None):
     """``(unsaved project, SourceInput)`` of the App. F source for ``path`` stored as the studio stores an upload."""
-    project = studio.check_setup(name=f"Aspects {tmp_name}", task_type="aspect", config={"top_k": 3},
-                                 values={"assignments_per_item": 1, "items_per_hit": 2})
+    project = studio.check_setup(
+        name=f"Aspects {tmp_name}",
+        task_type="aspect",
+        config={"top_k": 3},
+        values={"assignments_per_item": 1, "items_per_hit": 2},
+    )
     folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / f"t-{tmp_name}"
     folder.mkdir(parents=True, exist_ok=True)
     stored = folder / "upload.jsonl"
@@ -333,25 +449,33 @@ def file_hashes(path) -> list[str]:
     return [r.hash for r in parse_appf(path)]
 
 
-@pytest.mark.parametrize("gold, expected", [
-    ({"mode": "first", "n": 3}, lambda n: set(range(3))),
-    ({"mode": "percent", "n": 50, "seed": 7}, lambda n: GoldShare("percent", 50, seed=7).rows(n)),
-])
+@pytest.mark.parametrize(
+    "gold, expected",
+    [
+        ({"mode": "first", "n": 3}, lambda n: set(range(3))),
+        ({"mode": "percent", "n": 50, "seed": 7}, lambda n: GoldShare("percent", 50, seed=7).rows(n)),
+    ],
+)
 def test_the_studio_gold_share_makes_the_chosen_rows_gold_in_preview_and_write(appf_file, gold, expected):
     hashes = file_hashes(appf_file)
     want = {hashes[i] for i in expected(len(hashes))}
     project, data = studio_data(gold["mode"], appf_file, gold)
     preview, problems = studio.preview_import(project, data)
     again, _ = studio.preview_import(project, data)  # the same rows for the same file and seed
-    assert problems == [] and (preview.items, preview.gold) == (8 - len(want), len(want)) and len(want) == \
-        (3 if gold["mode"] == "first" else 4)
+    assert (
+        problems == []
+        and (preview.items, preview.gold) == (8 - len(want), len(want))
+        and len(want) == (3 if gold["mode"] == "first" else 4)
+    )
     assert preview.columns[-1] == "gold" and again.rows == preview.rows
     shown = {hashes[n]: row[-1] for n, row in enumerate(preview.rows)}
     assert {h for h, mark in shown.items() if mark == "gold"} == want & set(shown)
     result = studio.run_import(studio.import_spec(project, data), job=f"job-appf-{gold['mode']}")
     assert (result["items"], result["gold"]) == (8 - len(want), len(want))
-    made = {g.item.external_key.removeprefix("appf:"): g.expected
-            for g in GoldItem.objects.filter(item__project__slug=result["project"]).select_related("item")}
+    made = {
+        g.item.external_key.removeprefix("appf:"): g.expected
+        for g in GoldItem.objects.filter(item__project__slug=result["project"]).select_related("item")
+    }
     assert set(made) == want
     row = next(r for r in parse_appf(appf_file) if r.hash in want)
     assert made[row.hash] == {"aspects": row.reference()["aspects"], "no_aspect": not row.spans}
@@ -361,8 +485,20 @@ def test_the_studio_gold_share_makes_the_chosen_rows_gold_in_preview_and_write(a
 
 def test_an_app_f_row_of_unknown_stance_stays_unknown(tmp_path, project):
     path = tmp_path / "unknown.jsonl"
-    path.write_text(json.dumps({"hash": "u1", "topic": "gun control", "stance": None, "sentence": "Guns are tools.",
-                                "aspect_pos": ["(9,5)"], "aspect_pos_string": ["tools"]}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "hash": "u1",
+                "topic": "gun control",
+                "stance": None,
+                "sentence": "Guns are tools.",
+                "aspect_pos": ["(9,5)"],
+                "aspect_pos_string": ["tools"],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     import_appf(path, project)
     item = Item.objects.get(project=project)
     assert item.payload["stance"] == "unknown" and item.payload["reference"]["stance"] is None

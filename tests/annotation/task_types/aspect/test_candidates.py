@@ -1,4 +1,5 @@
 """Candidates and the App. A filters, checked by hand on a few sentences; the ranker interface and registry."""
+
 from annotation.task_types.aspect import rankers
 from annotation.task_types.aspect.candidates import candidates, ngrams, tokenize
 from annotation.task_types.aspect.rankers import BaselineRanker, get_active_ranker, rank
@@ -11,27 +12,48 @@ def texts(sentence):
 def test_hand_checked_simple_sentence():
     # tokens: Nuclear energy is clean .  ("is" is a stopword, "." punctuation)
     assert texts("Nuclear energy is clean.") == [
-        "Nuclear", "Nuclear energy", "Nuclear energy is clean", "energy", "energy is clean", "clean"]
+        "Nuclear",
+        "Nuclear energy",
+        "Nuclear energy is clean",
+        "energy",
+        "energy is clean",
+        "clean",
+    ]
 
 
 def test_hand_checked_digits_and_punctuation():
     # tokens: It costs $ 5 billion , and 2 reactors failed .
     assert texts("It costs $5 billion, and 2 reactors failed.") == [
-        "costs", "billion", "reactors", "reactors failed", "failed"]
+        "costs",
+        "billion",
+        "reactors",
+        "reactors failed",
+        "failed",
+    ]
 
 
 def test_hand_checked_stopwords_at_the_edges_only():
     # "don't" and "at" are stopwords: allowed inside a candidate, never at its first or last token
     assert texts("School uniforms don't stop bullying at school.") == [
-        "School", "School uniforms", "School uniforms don't stop", "uniforms", "uniforms don't stop",
-        "uniforms don't stop bullying", "stop", "stop bullying", "stop bullying at school", "bullying",
-        "bullying at school", "school"]
+        "School",
+        "School uniforms",
+        "School uniforms don't stop",
+        "uniforms",
+        "uniforms don't stop",
+        "uniforms don't stop bullying",
+        "stop",
+        "stop bullying",
+        "stop bullying at school",
+        "bullying",
+        "bullying at school",
+        "school",
+    ]
 
 
 def test_offsets_hyphens_and_curly_apostrophes():
     sentence = "Anti-abortion  laws don’t  protect women."
     for c in candidates(sentence):
-        assert sentence[c.begin:c.begin + c.length] == c.text and c.id == f"{c.begin}:{c.length}"
+        assert sentence[c.begin : c.begin + c.length] == c.text and c.id == f"{c.begin}:{c.length}"
     assert [t.text for t in tokenize(sentence)][:2] == ["Anti-abortion", "laws"]
     assert "Anti-abortion  laws" in texts(sentence)  # inner whitespace kept as written
     assert "laws don’t" not in texts(sentence)  # ’ counts as '
@@ -39,8 +61,13 @@ def test_offsets_hyphens_and_curly_apostrophes():
 
 
 def test_baseline_ranker_scores_every_candidate_and_prefers_topic_recurring_phrases():
-    topic_sentences = {"gun control": ["Background checks save lives.", "Universal background checks work.",
-                                       "Gun owners oppose background checks."]}
+    topic_sentences = {
+        "gun control": [
+            "Background checks save lives.",
+            "Universal background checks work.",
+            "Gun owners oppose background checks.",
+        ]
+    }
     ranker = BaselineRanker(topic_sentences, load_from_db=False)
     sentence = "Gun control needs background checks, not bans."
     cands = candidates(sentence)

@@ -2,6 +2,7 @@
 App. F (issue 18, item 3): detokenisation with consistent offsets, ``aspects import --format conll`` (file and folder),
 stance from the corpus or ``--stance``, ``aspects convert``, the studio's ``conll`` source; bad files exit 2 with
 ``file:line: reason`` and write nothing."""
+
 from __future__ import annotations
 
 import json
@@ -85,15 +86,16 @@ def test_tokens_are_joined_faithfully_and_spans_keep_their_offsets(tmp_path):
     [first, second] = conll.parse_conll(folder_of(tmp_path) / "nuclear_energy.conll")
     assert first.text == 'Nuclear power isn\'t cheap (or safe), says "the waste report".'
     assert first.topic == "nuclear energy" and first.line == 1 and second.line == 19
-    assert [first.text[b:b + n] for b, n in first.spans] == ["power", "cheap", "safe", "waste report"]
+    assert [first.text[b : b + n] for b, n in first.spans] == ["power", "cheap", "safe", "waste report"]
     assert all(first.text[b:e] == tok for (b, e), tok in zip(first.offsets, first.tokens))
-    assert second.text == "Reactors create jobs in rural areas." and \
-        [second.text[b:b + n] for b, n in second.spans] == ["jobs", "rural areas"]
+    assert second.text == "Reactors create jobs in rural areas." and [
+        second.text[b : b + n] for b, n in second.spans
+    ] == ["jobs", "rural areas"]
 
 
 def test_an_inside_label_after_outside_starts_a_span():
     sentence = conll.ConllSentence(line=1, topic="t", tokens=["Costs", "rise", "fast"], labels=["O", "I", "I"]).build()
-    assert [sentence.text[b:b + n] for b, n in sentence.spans] == ["rise fast"]
+    assert [sentence.text[b : b + n] for b, n in sentence.spans] == ["rise fast"]
 
 
 # The corpus as published (Leibniz-HBI/argument-aspect-corpus-v1): numbered tokens, each labelled with its aspect
@@ -132,31 +134,36 @@ def test_the_corpus_files_as_published_read_with_numbers_and_categories(tmp_path
         first, second = conll.parse_conll(file)
         assert first.topic == "minimum wage" and (first.line, second.line) == (1, 12)
         assert first.text == "A higher wage would cost jobs and raise prices."
-        assert [first.text[b:b + n] for b, n in first.spans] == ["cost jobs", "raise prices"]
+        assert [first.text[b : b + n] for b, n in first.spans] == ["cost jobs", "raise prices"]
         assert first.span_categories == ["UN/EMPLOYMENT RATE", "PRICES"]
         # two categories side by side are two spans; the tokens are the second column, not the numbers
         assert second.text == "It lifts workers out of poverty, says # RaiseTheWage"
-        assert [second.text[b:b + n] for b, n in second.spans] == ["lifts workers", "out of poverty", "RaiseTheWage"]
+        assert [second.text[b : b + n] for b, n in second.spans] == ["lifts workers", "out of poverty", "RaiseTheWage"]
         assert second.span_categories == ["SOCIAL JUSTICE/INJUSTICE", "ECONOMIC IMPACT", "GOVERNMENT"]
 
 
 def test_bio_labels_with_categories_and_comment_lines():
-    text = ("# text = Wages rise, prices rise.\n#\tO\nWages\tB-PRICES\nrise\tI-PRICES\nprices\tI-GOVERNMENT\n"
-            "rise\tI-GOVERNMENT\nfast\tB-GOVERNMENT\n")
+    text = (
+        "# text = Wages rise, prices rise.\n#\tO\nWages\tB-PRICES\nrise\tI-PRICES\nprices\tI-GOVERNMENT\n"
+        "rise\tI-GOVERNMENT\nfast\tB-GOVERNMENT\n"
+    )
     [sentence] = conll.parse_conll("nuclear_energy.conll", text)
     assert sentence.line == 2 and sentence.tokens[0] == "#"  # a comment is skipped; a '#' token line is a token
-    assert [sentence.text[b:b + n] for b, n in sentence.spans] == ["Wages rise", "prices rise", "fast"]
+    assert [sentence.text[b : b + n] for b, n in sentence.spans] == ["Wages rise", "prices rise", "fast"]
     assert sentence.span_categories == ["PRICES", "GOVERNMENT", "GOVERNMENT"]
 
 
-@pytest.mark.parametrize("path, topic", [
-    ("datasets/ab_conll_gold_chunk.txt", "abortion"),
-    ("datasets/mj_conll_gold_chunk.txt", "marijuana legalization"),
-    ("experiments/exp1_ne/corpora/conll_gold_token/train.txt", "nuclear energy"),
-    ("experiments/exp2_mw/corpora/conll_gold_chunk/test.txt", "minimum wage"),
-    ("spans/nuclear_energy.conll", "nuclear energy"),
-    ("spans/gun-control.conll", "gun control"),
-])
+@pytest.mark.parametrize(
+    "path, topic",
+    [
+        ("datasets/ab_conll_gold_chunk.txt", "abortion"),
+        ("datasets/mj_conll_gold_chunk.txt", "marijuana legalization"),
+        ("experiments/exp1_ne/corpora/conll_gold_token/train.txt", "nuclear energy"),
+        ("experiments/exp2_mw/corpora/conll_gold_chunk/test.txt", "minimum wage"),
+        ("spans/nuclear_energy.conll", "nuclear energy"),
+        ("spans/gun-control.conll", "gun control"),
+    ],
+)
 def test_the_topic_comes_from_the_corpus_file_and_folder_names(path, topic):
     assert conll.topic_of_file(Path(path)) == topic
 
@@ -165,8 +172,7 @@ def test_convert_a_folder_of_the_corpus_files_as_published(tmp_path):
     folder = tmp_path / "datasets"
     folder.mkdir()
     (folder / "mw_conll_gold_chunk.txt").write_text(PUBLISHED, encoding="utf-8")
-    (folder / "ne_conll_gold_chunk.txt").write_text("1\tReactors\tO\n2\tleak\tSAFETY\n3\t.\tO\n",
-                                                    encoding="utf-8")
+    (folder / "ne_conll_gold_chunk.txt").write_text("1\tReactors\tO\n2\tleak\tSAFETY\n3\t.\tO\n", encoding="utf-8")
     (folder / "README.txt").write_text("The Argument Aspect Corpus V1\n")
     (folder / "LICENSE").write_text("terms\n")
     out = tmp_path / "appf.jsonl"
@@ -175,19 +181,21 @@ def test_convert_a_folder_of_the_corpus_files_as_published(tmp_path):
     assert [(r["topic"], r["aspect_pos_string"]) for r in rows] == [
         ("minimum wage", ["cost jobs", "raise prices"]),
         ("minimum wage", ["lifts workers", "out of poverty", "RaiseTheWage"]),
-        ("nuclear energy", ["leak"])]
+        ("nuclear energy", ["leak"]),
+    ]
 
 
 def test_import_a_folder_as_gold_then_export_round_trips(tmp_path):
     folder = folder_of(tmp_path)
-    out = run("import", folder, "--format", "conll", "--project", "spans", "--create", "--as-gold",
-              "--stance", "pro")
+    out = run("import", folder, "--format", "conll", "--project", "spans", "--create", "--as-gold", "--stance", "pro")
     assert "rows 3" in out and "gold_created 3" in out
     project = Project.objects.get(slug="spans")
     gold = {g.item.payload["text"]: g.expected for g in GoldItem.objects.filter(item__project=project)}
     checks = gold["Background checks save lives."]
-    assert [(a["begin"], a["length"], a["text"]) for a in checks["aspects"]] == [(0, 17, "Background checks"),
-                                                                                 (23, 5, "lives")]
+    assert [(a["begin"], a["length"], a["text"]) for a in checks["aspects"]] == [
+        (0, 17, "Background checks"),
+        (23, 5, "lives"),
+    ]
     assert Topic.objects.filter(name="gun control").exists()
     assert set(Sentence.objects.values_list("stance", flat=True)) == {"pro"}
 
@@ -195,15 +203,23 @@ def test_import_a_folder_as_gold_then_export_round_trips(tmp_path):
     run("export", "--project", "spans", "--out", exported)
     rows = {r.sentence: r for r in parse_appf(exported)}  # a valid App. F file
     assert rows['Nuclear power isn\'t cheap (or safe), says "the waste report".'].aspect_pos_string == [
-        "power", "cheap", "safe", "waste report"]
-    assert "rows 3" in run("import", folder, "--format", "conll", "--project", "spans", "--as-gold",
-                           "--stance", "pro") and GoldItem.objects.count() == 3  # idempotent: skipped 3
+        "power",
+        "cheap",
+        "safe",
+        "waste report",
+    ]
+    assert (
+        "rows 3" in run("import", folder, "--format", "conll", "--project", "spans", "--as-gold", "--stance", "pro")
+        and GoldItem.objects.count() == 3
+    )  # idempotent: skipped 3
 
 
 def test_the_stance_comes_from_the_corpus_when_the_sentence_is_there(tmp_path):
     corpus = tmp_path / "guns.jsonl"
-    corpus.write_text(json.dumps({"topic": "gun control", "sentence": "Background checks save lives.",
-                                  "stance": "con"}) + "\n", encoding="utf-8")
+    corpus.write_text(
+        json.dumps({"topic": "gun control", "sentence": "Background checks save lives.", "stance": "con"}) + "\n",
+        encoding="utf-8",
+    )
     import_file(corpus, "jsonl")
     path = tmp_path / "gun_control.conll"
     path.write_text(GUNS, encoding="utf-8")
@@ -241,32 +257,45 @@ def test_no_stance_anywhere_is_unknown_never_pro_or_con_through_items_corpus_and
 
 def test_a_stance_line_per_sentence_is_honoured_and_beats_the_file_default(tmp_path):
     path = tmp_path / "nuclear_energy.conll"
-    path.write_text("# stance = con\n" + NUCLEAR.replace("\nReactors", "# stance: Argument_for\nReactors")
-                    + "\n# stance = unknown\nWaste\tB-ASP\npiles\tO\nup\tO\n.\tO\n"
-                    + "\nPlants\tO\nare\tO\nold\tB-ASP\n.\tO\n", encoding="utf-8")
+    path.write_text(
+        "# stance = con\n"
+        + NUCLEAR.replace("\nReactors", "# stance: Argument_for\nReactors")
+        + "\n# stance = unknown\nWaste\tB-ASP\npiles\tO\nup\tO\n.\tO\n"
+        + "\nPlants\tO\nare\tO\nold\tB-ASP\n.\tO\n",
+        encoding="utf-8",
+    )
     stats: dict = {}
     rows = conll.appf_rows(path, stance="pro", stats=stats)
     assert [(r.sentence, r.stance, r.raw_stance) for r in rows] == [
         ('Nuclear power isn\'t cheap (or safe), says "the waste report".', "con", "Argument_against"),
         ("Reactors create jobs in rural areas.", "pro", "Argument_for"),
         ("Waste piles up.", "unknown", None),  # its own "unknown": not overridden by the file's default
-        ("Plants are old.", "pro", "Argument_for")]  # no line of its own: the file's default
+        ("Plants are old.", "pro", "Argument_for"),
+    ]  # no line of its own: the file's default
     assert (stats["stance_from_file"], stats["stance_unknown"]) == (2, 1)
     run("import", path, "--format", "conll", "--project", "mixed", "--create")
     assert dict(Item.objects.filter(project__slug="mixed").values_list("payload__text", "payload__stance")) == {
         'Nuclear power isn\'t cheap (or safe), says "the waste report".': "con",
-        "Reactors create jobs in rural areas.": "pro", "Waste piles up.": "unknown", "Plants are old.": "unknown"}
+        "Reactors create jobs in rural areas.": "pro",
+        "Waste piles up.": "unknown",
+        "Plants are old.": "unknown",
+    }
     assert dict(Sentence.objects.values_list("text", "stance"))["Reactors create jobs in rural areas."] == "pro"
 
 
-@pytest.mark.parametrize("head, line, reason", [
-    ("# stance = maybe\n", 1, "stance 'maybe' is not pro, con or unknown"),
-    ("# stance = pro\n", 1, "stance pro here, but the corpus has this sentence on 'gun control' as con"),
-])
+@pytest.mark.parametrize(
+    "head, line, reason",
+    [
+        ("# stance = maybe\n", 1, "stance 'maybe' is not pro, con or unknown"),
+        ("# stance = pro\n", 1, "stance pro here, but the corpus has this sentence on 'gun control' as con"),
+    ],
+)
 def test_a_bad_or_contradicting_stance_line_is_refused_with_its_line(tmp_path, head, line, reason):
     corpus = tmp_path / "guns.jsonl"
-    corpus.write_text(json.dumps({"topic": "gun control", "sentence": "Background checks save lives.",
-                                  "stance": "con"}) + "\n", encoding="utf-8")
+    corpus.write_text(
+        json.dumps({"topic": "gun control", "sentence": "Background checks save lives.", "stance": "con"}) + "\n",
+        encoding="utf-8",
+    )
     import_file(corpus, "jsonl")
     path = tmp_path / "gun_control.conll"
     path.write_text(head + GUNS, encoding="utf-8")
@@ -275,13 +304,16 @@ def test_a_bad_or_contradicting_stance_line_is_refused_with_its_line(tmp_path, h
     assert not Project.objects.exists()
 
 
-@pytest.mark.parametrize("body, line, reason", [
-    ("Nuclear\tO\npower\tTrue\n", 2, "label 'True' is not a label: O, B or I"),
-    ("1\tNuclear\tO\tTrue\n2\tpower\t7\tTrue\n", 2, "label '7' is not a label"),
-    ("1\tNuclear\tO\n2\tpower\tO\n4\tis\tO\n", 3, "expected token number 3 then its token and label"),
-    ("Nuclear\tO\npower\n", 2, "expected a token and its label"),
-    ("\n\n", 0, "no sentences"),
-])
+@pytest.mark.parametrize(
+    "body, line, reason",
+    [
+        ("Nuclear\tO\npower\tTrue\n", 2, "label 'True' is not a label: O, B or I"),
+        ("1\tNuclear\tO\tTrue\n2\tpower\t7\tTrue\n", 2, "label '7' is not a label"),
+        ("1\tNuclear\tO\n2\tpower\tO\n4\tis\tO\n", 3, "expected token number 3 then its token and label"),
+        ("Nuclear\tO\npower\n", 2, "expected a token and its label"),
+        ("\n\n", 0, "no sentences"),
+    ],
+)
 def test_a_bad_conll_file_exits_2_with_file_line(tmp_path, body, line, reason):
     path = tmp_path / "nuclear.conll"
     path.write_text(body, encoding="utf-8")
@@ -293,8 +325,10 @@ def test_a_bad_conll_file_exits_2_with_file_line(tmp_path, body, line, reason):
 def test_the_same_sentence_with_other_spans_is_refused_naming_both_lines(tmp_path):
     path = tmp_path / "guns.conll"
     path.write_text(GUNS + "\nBackground\tO\nchecks\tO\nsave\tO\nlives\tB-ASP\n.\tO\n", encoding="utf-8")
-    assert refused("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro") == \
-        f"{path}:9: this sentence is also on line 3 of guns.conll with other aspects"
+    assert (
+        refused("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro")
+        == f"{path}:9: this sentence is also on line 3 of guns.conll with other aspects"
+    )
     path.write_text(GUNS + "\n" + GUNS.split("\n", 2)[2], encoding="utf-8")  # the same spans again: kept once
     assert "1 repeated sentence(s) kept once" in run("convert", path, "--out", tmp_path / "x.jsonl", "--stance", "pro")
 
@@ -302,8 +336,9 @@ def test_the_same_sentence_with_other_spans_is_refused_naming_both_lines(tmp_pat
 def studio_upload(study: str, body: str, stored_name: str):
     """``(project, the aspect type's conll source, the stored upload)``: a new study and a file as the studio
     stores an upload."""
-    project = studio.check_setup(name=study, task_type="aspect", config={},
-                                 values={"assignments_per_item": 1, "items_per_hit": 2})
+    project = studio.check_setup(
+        name=study, task_type="aspect", config={}, values={"assignments_per_item": 1, "items_per_hit": 2}
+    )
     source = studio.source_named(get_task_type("aspect"), "conll")
     folder = Path(studio.settings.MEDIA_ROOT) / studio.UPLOAD_DIR / f"t-{project.slug}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -314,11 +349,13 @@ def studio_upload(study: str, body: str, stored_name: str):
 
 def test_the_studio_conll_source_previews_and_imports_gold():
     project, source, stored = studio_upload("CoNLL study", NUCLEAR, "upload-1234.conll")
-    bad = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
-                              options={"stance": "maybe"})
+    bad = studio.source_input(
+        source, upload={"path": str(stored), "name": "nuclear_energy.conll"}, options={"stance": "maybe"}
+    )
     assert studio.preview_import(project, bad)[1] == ["stance: pro, con or unknown (or empty: unknown), not 'maybe'"]
-    data = studio.source_input(source, upload={"path": str(stored), "name": "nuclear_energy.conll"},
-                               options={"stance": "con"})
+    data = studio.source_input(
+        source, upload={"path": str(stored), "name": "nuclear_energy.conll"}, options={"stance": "con"}
+    )
     preview, problems = studio.preview_import(project, data)
     assert problems == [] and preview.items == 2 and preview.rows[0][1] == "nuclear energy"  # topic: the file name
     result = studio.run_import(studio.import_spec(project, data), job="job-conll")
@@ -329,8 +366,12 @@ def test_the_studio_conll_source_previews_and_imports_gold():
 
 def test_the_studio_conll_source_takes_a_corpus_file_as_published():
     project, source, stored = studio_upload("Minimum wage aspects", PUBLISHED, "upload-5678.txt")
-    data = studio.source_input(source, upload={"path": str(stored), "name": "mw_conll_gold_chunk.txt"},
-                               options={"stance": "pro"}, gold={"mode": "first", "n": 1})
+    data = studio.source_input(
+        source,
+        upload={"path": str(stored), "name": "mw_conll_gold_chunk.txt"},
+        options={"stance": "pro"},
+        gold={"mode": "first", "n": 1},
+    )
     preview, problems = studio.preview_import(project, data)
     assert problems == [] and (preview.items, preview.gold) == (1, 1)
     assert preview.rows[0][1] == "minimum wage"  # the corpus's topic code

@@ -2,6 +2,7 @@
 length; spans that cut a token, lie outside the sentence or overlap are refused (also through the API: 400 naming
 "aspects", nothing written); normal mode still refuses spans that were not offered. Free spans go through the vote,
 the App. F export and the unitized (alpha_u) data like any other span."""
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.django_db
 def unitized_data_of(project) -> dict:
     """What the agreement engine computes alpha_u from: the aspect task type's reliability data."""
     return reliability_data(project, load_responses(project))["unitized"]
+
 
 GUN = "Gun control needs background checks, not bans."
 
@@ -73,7 +75,9 @@ def test_free_mode_accepts_whole_token_spans_of_any_length():
     single = at("bans.")  # two tokens: a word and its full stop
     data = tt.validate_response(project, item, {"aspects": [single, long_span]})
     assert [(a["text"], a["list"]) for a in data["aspects"]] == [
-        ("control needs background checks, not", "free"), ("bans.", "free")]
+        ("control needs background checks, not", "free"),
+        ("bans.", "free"),
+    ]
     # an offered candidate keeps its list, also in free mode
     data = tt.validate_response(project, item, {"aspects": [offered, at("Gun")]})
     lists = {a["text"]: a["list"] for a in data["aspects"]}
@@ -87,16 +91,20 @@ def test_free_mode_refuses_cut_tokens_outside_and_overlap():
     project = free_project()
     item = gun_item(project)
     b = GUN.index("control")
-    assert "start" in refused(project, item, {"aspects": [f"{b + 1}:6"]})      # "ontrol"
+    assert "start" in refused(project, item, {"aspects": [f"{b + 1}:6"]})  # "ontrol"
     assert "end" in refused(project, item, {"aspects": [f"0:{len('Gun contr')}"]})  # "Gun contr"
-    assert "word" in refused(project, item, {"aspects": ["3:1"]})               # a space only
-    assert "whole words" in refused(project, item, {"aspects": [f"{b}:8"]})   # "control " (a trailing space)
+    assert "word" in refused(project, item, {"aspects": ["3:1"]})  # a space only
+    assert "whole words" in refused(project, item, {"aspects": [f"{b}:8"]})  # "control " (a trailing space)
     assert "outside" in refused(project, item, {"aspects": [f"{len(GUN) - 1}:5"]})
     assert "outside" in refused(project, item, {"aspects": [[-3, 6]]})
     assert "outside" in refused(project, item, {"aspects": ["0:0"]})
     # two free spans that overlap, and a free span overlapping a candidate
-    assert "overlap" in refused(project, item, {"aspects": [at("control needs background"), at("background checks, not")]})
-    assert "overlap" in refused(project, item, {"aspects": [at("needs background checks, not bans"), at("background checks")]})
+    assert "overlap" in refused(
+        project, item, {"aspects": [at("control needs background"), at("background checks, not")]}
+    )
+    assert "overlap" in refused(
+        project, item, {"aspects": [at("needs background checks, not bans"), at("background checks")]}
+    )
     assert "overlap" in refused(project, item, {"aspects": [at("Gun control"), at("Gun control")]})
 
 
@@ -119,8 +127,10 @@ def test_the_api_answers_400_for_a_span_off_token_boundaries(django_user_model):
     gun, other = by_text[GUN], next(i for t, i in by_text.items() if t != GUN)
     assert gun["payload"]["tokens"][0] == [0, 3]
     b = GUN.index("background")
-    responses = {str(gun["id"]): {"aspects": [f"{b}:13"]},  # "background ch": ends inside "checks"
-                 str(other["id"]): {"aspects": [at("expensive", other["payload"]["text"])]}}
+    responses = {
+        str(gun["id"]): {"aspects": [f"{b}:13"]},  # "background ch": ends inside "checks"
+        str(other["id"]): {"aspects": [at("expensive", other["payload"]["text"])]},
+    }
     r = client.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 400, r.content
     assert "whole words" in r.json()["errors"][f"responses.{gun['id']}.aspects"]
@@ -130,21 +140,25 @@ def test_the_api_answers_400_for_a_span_off_token_boundaries(django_user_model):
     r = client.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 200, r.content
     stored = Response.objects.get(item_id=gun["id"]).data
-    assert stored["aspects"] == [{"begin": 4, "length": 36, "text": "control needs background checks, not",
-                                  "list": "free"}]
+    assert stored["aspects"] == [
+        {"begin": 4, "length": 36, "text": "control needs background checks, not", "list": "free"}
+    ]
 
 
 def test_free_spans_go_through_vote_export_and_unitized_data(django_user_model):
     project = free_project()
     long_span = at("control needs background checks, not")
     b, l = map(int, long_span.split(":"))
-    free = {"aspects": [{"begin": b, "length": l, "text": GUN[b:b + l], "list": "free"}],
-            "no_aspect": False, "not_in_lists": False}
+    free = {
+        "aspects": [{"begin": b, "length": l, "text": GUN[b : b + l], "list": "free"}],
+        "no_aspect": False,
+        "not_in_lists": False,
+    }
     result = aggregate_responses([free, free, {"aspects": [], "no_aspect": True}], threshold=2, text=GUN)
-    assert result["aspects"] == [{"begin": b, "length": l, "text": GUN[b:b + l]}] and result["resolved"]
+    assert result["aspects"] == [{"begin": b, "length": l, "text": GUN[b : b + l]}] and result["resolved"]
     item = gun_item(project)
     row = appf_row(item, result)
-    assert row["aspect_pos"] == [f"({b},{l})"] and row["aspect_pos_string"] == [GUN[b:b + l]]
+    assert row["aspect_pos"] == [f"({b},{l})"] and row["aspect_pos_string"] == [GUN[b : b + l]]
 
     # through the API: the stored free span shows up in the per-annotator spans for alpha_u
     user = django_user_model.objects.create_user("finn", password="pw-finn-123")

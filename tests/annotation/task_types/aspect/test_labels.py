@@ -1,4 +1,5 @@
 """§3.1 Step 2a: # aspect tokens in the n-gram / N, on worked examples."""
+
 from fractions import Fraction
 
 from annotation.task_types.aspect.labels import label_rows, ngram_scores
@@ -12,7 +13,7 @@ def scores():
 
 
 def test_worked_example_background_checks():
-    assert SENTENCE[ASPECT[0]:sum(ASPECT)] == "background checks"
+    assert SENTENCE[ASPECT[0] : sum(ASPECT)] == "background checks"
     s = scores()
     assert s["background checks"] == 1.0
     assert s["background"] == 1.0 and s["checks"] == 1.0
@@ -34,5 +35,11 @@ def test_two_aspects_and_no_aspect():
 def test_label_rows_have_sentence_candidate_score():
     rows = label_rows(SENTENCE, [ASPECT], topic="gun control")
     row = next(r for r in rows if r["candidate"] == "background checks")
-    assert row == {"sentence": SENTENCE, "candidate": "background checks", "score": 1.0, "begin": 8,
-                   "length": 17, "topic": "gun control"}
+    assert row == {
+        "sentence": SENTENCE,
+        "candidate": "background checks",
+        "score": 1.0,
+        "begin": 8,
+        "length": 17,
+        "topic": "gun control",
+    }

@@ -1,4 +1,5 @@
 """The aspect task type: refusals through the JSON API (400, nothing written) and a valid submission."""
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -39,7 +40,9 @@ def test_payload_shape():
     project = aspect_project()
     payload = Item.objects.filter(project=project).first().payload
     assert set(payload) >= {"sentence_id", "text", "topic", "stance", "candidates", "more", "check", "ranker"}
-    assert len(payload["candidates"]) == 3 and {"id", "begin", "length", "text", "score"} <= set(payload["candidates"][0])
+    assert len(payload["candidates"]) == 3 and {"id", "begin", "length", "text", "score"} <= set(
+        payload["candidates"][0]
+    )
     ids = [c["id"] for c in payload["candidates"]] + [c["id"] for c in payload["more"]]
     assert len(ids) == len(set(ids))
     assert payload["more"] == sorted(payload["more"], key=lambda c: (c["begin"], c["length"]))
@@ -50,9 +53,13 @@ def cases(item):
     check = item["payload"]["check"]
     total = check["a"] + check["b"]
     first = item["payload"]["candidates"][0]
-    overlapping = next(c for c in item["payload"]["candidates"] + item["payload"]["more"]
-                       if c["id"] != first["id"] and c["begin"] < first["begin"] + first["length"]
-                       and first["begin"] < c["begin"] + c["length"])
+    overlapping = next(
+        c
+        for c in item["payload"]["candidates"] + item["payload"]["more"]
+        if c["id"] != first["id"]
+        and c["begin"] < first["begin"] + first["length"]
+        and first["begin"] < c["begin"] + c["length"]
+    )
     return [
         ({"aspects": [f"{len(text) - 2}:5"]}, "aspects", "outside the sentence"),
         ({"aspects": ["0:2"]}, "aspects", "not offered"),  # "Gu" / "Nu": inside, but not a candidate
@@ -80,8 +87,10 @@ def test_refusals_through_the_api_answer_400_and_write_nothing(alice):
         assert Response.objects.count() == 0
         assert Assignment.objects.get(pk=body["assignment"]).status == "reserved"
     check = first["payload"]["check"]
-    responses = {str(first["id"]): {"no_aspect": True, "check": str(check["a"] + check["b"])},
-                 str(second["id"]): good(second)}
+    responses = {
+        str(first["id"]): {"no_aspect": True, "check": str(check["a"] + check["b"])},
+        str(second["id"]): good(second),
+    }
     r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 200, r.content
     stored = {resp.item_id: resp.data for resp in Response.objects.all()}
@@ -108,9 +117,14 @@ def test_form_style_values_and_span_spellings():
 def test_config_is_checked():
     tt = get_task_type("aspect")
     assert tt.clean_config({}) == {"top_k": 10, "top_k_cross_topic": 15, "ranker": "baseline"}
-    for bad, field in (({"top_k": 0}, "top_k"), ({"threshold": "3"}, "threshold"), ({"ranker": "nope"}, "ranker"),
-                       ({"top_k_cross_topic": 0}, "top_k_cross_topic"), ({"study": "both"}, "study"),
-                       ({"gold_instructions": "yes"}, "gold_instructions")):
+    for bad, field in (
+        ({"top_k": 0}, "top_k"),
+        ({"threshold": "3"}, "threshold"),
+        ({"ranker": "nope"}, "ranker"),
+        ({"top_k_cross_topic": 0}, "top_k_cross_topic"),
+        ({"study": "both"}, "study"),
+        ({"gold_instructions": "yes"}, "gold_instructions"),
+    ):
         with pytest.raises(ResponseInvalid) as info:
             tt.clean_config(bad)
         assert info.value.field == field

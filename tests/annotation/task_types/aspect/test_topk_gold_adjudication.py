@@ -1,6 +1,7 @@
 """First-list size in- vs cross-topic (top_k / top_k_cross_topic), the trainers' recorded training topics, gold
 items' instructions (App. A quality checks) on the HIT page and in the API, and the dashboard adjudication POST of
 an aspect project."""
+
 from __future__ import annotations
 
 import json
@@ -90,12 +91,13 @@ def sentences():
 def test_items_of_unseen_topics_get_the_cross_topic_list(monkeypatch):
     assert len(make_candidates(GUN)) > 15 and len(make_candidates(NUCLEAR)) > 15
     monkeypatch.setattr("ml.rankers.active_ranker", lambda project=None: trained(["gun control"]))
-    project = services.create_project(name="k", slug="k", task_type="aspect", config={"top_k": 3,
-                                                                                       "top_k_cross_topic": 5})
+    project = services.create_project(
+        name="k", slug="k", task_type="aspect", config={"top_k": 3, "top_k_cross_topic": 5}
+    )
     services.add_items_from_rows(project, sentences())
     by_topic = {i.payload["topic"]: i.payload for i in Item.objects.filter(project=project)}
-    assert len(by_topic["gun control"]["candidates"]) == 3       # a training topic: in-topic k
-    assert len(by_topic["nuclear energy"]["candidates"]) == 5    # unseen: cross-topic k
+    assert len(by_topic["gun control"]["candidates"]) == 3  # a training topic: in-topic k
+    assert len(by_topic["nuclear energy"]["candidates"]) == 5  # unseen: cross-topic k
     for p in by_topic.values():
         assert p["ranker"] == "span_ranker#99"
         offered = [c["id"] for c in p["candidates"]] + [c["id"] for c in p["more"]]
@@ -116,8 +118,19 @@ def test_baseline_project_of_a_cross_topic_study(tmp_path):
     assert {len(i.payload["candidates"]) for i in Item.objects.filter(project=cross)} == {15}
     # the App. F import follows the same rule
     path = tmp_path / "a.jsonl"
-    path.write_text(json.dumps({"hash": "n1", "topic": "nuclear energy", "stance": "Argument_for",
-                                "sentence": NUCLEAR, "aspect_pos": [], "aspect_pos_string": []}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "hash": "n1",
+                "topic": "nuclear energy",
+                "stance": "Argument_for",
+                "sentence": NUCLEAR,
+                "aspect_pos": [],
+                "aspect_pos_string": [],
+            }
+        )
+        + "\n"
+    )
     imported = services.create_project(name="x", slug="x", task_type="aspect", config={"study": "cross-topic"})
     appf.import_appf(path, imported)
     assert len(Item.objects.get(project=imported).payload["candidates"]) == 15
@@ -128,15 +141,20 @@ def test_the_registry_version_of_the_active_ranker_decides(monkeypatch, tmp_path
     from ml import registry
     from ml.models import ModelVersion
 
-    spec = registry.TrainerSpec(kind="span_ranker", train=lambda req: None, load=lambda path: FakeModel(),
-                                primary_metric="recall@10")
+    spec = registry.TrainerSpec(
+        kind="span_ranker", train=lambda req: None, load=lambda path: FakeModel(), primary_metric="recall@10"
+    )
     monkeypatch.setitem(registry._TRAINERS, "span_ranker", spec)
     registry.clear_model_cache()
     artifact = tmp_path / "artifact"
     artifact.mkdir()
-    ModelVersion.objects.create(kind="span_ranker", status="ready", is_active=True, artifact_path=str(artifact),
-                                metrics={"primary": 0.9, "primary_metric": "recall@10",
-                                         "info": {"train_topics": ["nuclear energy"]}})
+    ModelVersion.objects.create(
+        kind="span_ranker",
+        status="ready",
+        is_active=True,
+        artifact_path=str(artifact),
+        metrics={"primary": 0.9, "primary_metric": "recall@10", "info": {"train_topics": ["nuclear energy"]}},
+    )
     try:
         project = services.create_project(name="r", slug="r", task_type="aspect")
         services.add_items_from_rows(project, sentences())
@@ -162,8 +180,16 @@ def test_the_ranker_trainers_record_their_training_topics(tmp_path):
     torch.manual_seed(0)
     tiny = tmp_path / "tiny"
     tokenizer = AutoTokenizer.from_pretrained(default_encoder_path())
-    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(str(tiny))
+    BertModel(
+        BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    ).save_pretrained(str(tiny))
     tokenizer.save_pretrained(str(tiny))
     rows = synthetic_ranker_rows(6, seed=1, topics=("gun control", "abortion"))
     train = [r for r in rows if r["topic"] == "gun control"]
@@ -172,42 +198,69 @@ def test_the_ranker_trainers_record_their_training_topics(tmp_path):
     for kind in ("ranker", "span_ranker"):
         out = tmp_path / kind
         out.mkdir()
-        result = registry.get_trainer(kind).train(TrainRequest(
-            kind=kind, rows_train=train, rows_dev=dev, base_model=str(tiny), seed=1, output_dir=out,
-            hyperparameters={"max_steps": 1, "batch_size": 4, "max_length": 32}))
+        result = registry.get_trainer(kind).train(
+            TrainRequest(
+                kind=kind,
+                rows_train=train,
+                rows_dev=dev,
+                base_model=str(tiny),
+                seed=1,
+                output_dir=out,
+                hyperparameters={"max_steps": 1, "batch_size": 4, "max_length": 32},
+            )
+        )
         assert result.info["train_topics"] == ["gun control"], kind
 
 
 # --- gold instructions ---------------------------------------------------------------------------------
 def test_gold_instruction_phrasing():
-    assert gold_instruction({"aspects": [{"begin": 14, "length": 10, "text": "kill birds"}]}) == \
-        "Select 'kill birds' as the aspect of this sentence."
+    assert (
+        gold_instruction({"aspects": [{"begin": 14, "length": 10, "text": "kill birds"}]})
+        == "Select 'kill birds' as the aspect of this sentence."
+    )
     two = {"aspects": [{"begin": 28, "length": 9, "text": "expensive"}, {"begin": 18, "length": 5, "text": "clean"}]}
     assert gold_instruction(two) == "Select 'clean' and 'expensive' as the aspects of this sentence."
-    three = {"aspects": [{"begin": 0, "length": 1, "text": "a"}, {"begin": 2, "length": 1, "text": "b"},
-                         {"begin": 4, "length": 1, "text": "c"}]}
+    three = {
+        "aspects": [
+            {"begin": 0, "length": 1, "text": "a"},
+            {"begin": 2, "length": 1, "text": "b"},
+            {"begin": 4, "length": 1, "text": "c"},
+        ]
+    }
     assert gold_instruction(three) == "Select 'a', 'b' and 'c' as the aspects of this sentence."
     # spans without text are read from the sentence
-    assert gold_instruction({"aspects": [{"begin": 0, "length": 4}]}, "Wind turbines") == \
-        "Select 'Wind' as the aspect of this sentence."
+    assert (
+        gold_instruction({"aspects": [{"begin": 0, "length": 4}]}, "Wind turbines")
+        == "Select 'Wind' as the aspect of this sentence."
+    )
     assert gold_instruction({"aspects": [], "no_aspect": True}) == 'Tick "No aspect in the sentence" for this sentence.'
     assert gold_instruction({}) == ""
 
 
 TOPIC = "nuclear energy"
-PLAIN = [("Nuclear energy is clean but the reactors can easily be targeted by terrorist attacks.", "pro"),
-         ("Building nuclear power plants is extremely expensive for taxpayers.", "con")]
+PLAIN = [
+    ("Nuclear energy is clean but the reactors can easily be targeted by terrorist attacks.", "pro"),
+    ("Building nuclear power plants is extremely expensive for taxpayers.", "con"),
+]
 GOLD_TEXT = "Wind turbines kill birds."
 
 
 def gold_project(config=None, *, slug="gold-asp"):
     """Two plain items in one HIT and gold_rate 1/2, so the worker's assignment carries one gold item."""
     topic = Topic.objects.create(name=TOPIC)
-    sents = [Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=sentence_hash(TOPIC, t))
-             for t, s in PLAIN]
-    project = services.create_project(name="Gold aspects", slug=slug, task_type="aspect", config=config or {},
-                                      assignments_per_item=1, items_per_hit=2, gold_rate=0.5,
-                                      status=Project.Status.ACTIVE)
+    sents = [
+        Sentence.objects.create(topic=topic, text=t, stance=s, content_hash=sentence_hash(TOPIC, t)) for t, s in PLAIN
+    ]
+    project = services.create_project(
+        name="Gold aspects",
+        slug=slug,
+        task_type="aspect",
+        config=config or {},
+        assignments_per_item=1,
+        items_per_hit=2,
+        gold_rate=0.5,
+        status=Project.Status.ACTIVE,
+    )
     services.add_items_from_rows(project, sents)
     services.build_hits(project)
     return project
@@ -217,8 +270,11 @@ def add_gold(project, **payload_extra):
     payload = build_payload(GOLD_TEXT, TOPIC, stance="con", ranker=BaselineRanker(load_from_db=False), top_k=5)
     payload.update(payload_extra)
     begin = GOLD_TEXT.index("kill birds")
-    services.add_items(project, [], gold=[{"payload": payload, "expected": {
-        "aspects": [{"begin": begin, "length": 10}], "no_aspect": False}}])
+    services.add_items(
+        project,
+        [],
+        gold=[{"payload": payload, "expected": {"aspects": [{"begin": begin, "length": 10}], "no_aspect": False}}],
+    )
     return Item.objects.get(project=project, is_gold=True)
 
 
@@ -278,11 +334,30 @@ def test_imported_gold_stores_its_instruction_and_the_page_shows_it(client, tmp_
     project = gold_project(slug="imp-gold")
     begin = GOLD_TEXT.index("kill birds")
     path = tmp_path / "gold.jsonl"
-    path.write_text(json.dumps({"hash": "g1", "topic": TOPIC, "stance": "Argument_against", "sentence": GOLD_TEXT,
-                                "aspect_pos": [f"({begin},10)"], "aspect_pos_string": ["kill birds"]}) + "\n"
-                    + json.dumps({"hash": "g2", "topic": TOPIC, "stance": "Argument_for",
-                                  "sentence": "Solar panels are getting cheaper every year.",
-                                  "aspect_pos": [], "aspect_pos_string": []}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "hash": "g1",
+                "topic": TOPIC,
+                "stance": "Argument_against",
+                "sentence": GOLD_TEXT,
+                "aspect_pos": [f"({begin},10)"],
+                "aspect_pos_string": ["kill birds"],
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "hash": "g2",
+                "topic": TOPIC,
+                "stance": "Argument_for",
+                "sentence": "Solar panels are getting cheaper every year.",
+                "aspect_pos": [],
+                "aspect_pos_string": [],
+            }
+        )
+        + "\n"
+    )
     call_command("aspects", "import", str(path), "--project", project.slug, "--as-gold", stdout=StringIO())
     g1 = Item.objects.get(project=project, external_key="appf:g1")
     g2 = Item.objects.get(project=project, external_key="appf:g2")
@@ -307,11 +382,19 @@ def test_dashboard_adjudication_post_of_an_aspect_project(client, staff_user, dj
     overlapping spans or 'no aspect' with aspects are refused (400 naming the field) and change nothing."""
     from annotation.models import Worker
 
-    project = services.create_project(name="adj", slug="adj", task_type="aspect", assignments_per_item=2,
-                                      items_per_hit=1, status=Project.Status.ACTIVE, config={"top_k": 5})
+    project = services.create_project(
+        name="adj",
+        slug="adj",
+        task_type="aspect",
+        assignments_per_item=2,
+        items_per_hit=1,
+        status=Project.Status.ACTIVE,
+        config={"top_k": 5},
+    )
     text, stance = PLAIN[0]
-    services.add_items(project, [build_payload(text, TOPIC, stance=stance, ranker=BaselineRanker(load_from_db=False),
-                                               top_k=5)])
+    services.add_items(
+        project, [build_payload(text, TOPIC, stance=stance, ranker=BaselineRanker(load_from_db=False), top_k=5)]
+    )
     services.build_hits(project)
     item = Item.objects.get(project=project)
     clean, attacks = f"{text.index('clean')}:5", f"{text.index('terrorist attacks')}:17"

@@ -1,4 +1,5 @@
 """alpha_u input (per-coder spans per item) and gold scoring."""
+
 import pytest
 
 from annotation import services
@@ -22,11 +23,19 @@ def test_the_unitized_data_lists_items_and_each_coders_spans():
     items = {i.position: i for i in Item.objects.filter(project=project)}
     gun, nuclear = items[0], items[1]
     answers = {
-        "w1": {gun.pk: {"aspects": [span(gun.payload["text"], "background checks")]},
-               nuclear.pk: {"aspects": [span(nuclear.payload["text"], "expensive"),
-                                        span(nuclear.payload["text"], "clean")]}},
-        "w2": {gun.pk: {"aspects": [span(gun.payload["text"], "background checks")]},
-               nuclear.pk: {"no_aspect": True, "check": str(nuclear.payload["check"]["a"] + nuclear.payload["check"]["b"])}},
+        "w1": {
+            gun.pk: {"aspects": [span(gun.payload["text"], "background checks")]},
+            nuclear.pk: {
+                "aspects": [span(nuclear.payload["text"], "expensive"), span(nuclear.payload["text"], "clean")]
+            },
+        },
+        "w2": {
+            gun.pk: {"aspects": [span(gun.payload["text"], "background checks")]},
+            nuclear.pk: {
+                "no_aspect": True,
+                "check": str(nuclear.payload["check"]["a"] + nuclear.payload["check"]["b"]),
+            },
+        },
     }
     workers = {}
     for name, responses in answers.items():
@@ -39,8 +48,11 @@ def test_the_unitized_data_lists_items_and_each_coders_spans():
     b = gun.payload["text"].index("background checks")
     n = nuclear.payload["text"]
     assert data["spans"] == [
-        (w1, gun.pk, b, 17, "aspect"), (w2, gun.pk, b, 17, "aspect"),
-        (w1, nuclear.pk, n.index("clean"), 5, "aspect"), (w1, nuclear.pk, n.index("expensive"), 9, "aspect")]
+        (w1, gun.pk, b, 17, "aspect"),
+        (w2, gun.pk, b, 17, "aspect"),
+        (w1, nuclear.pk, n.index("clean"), 5, "aspect"),
+        (w1, nuclear.pk, n.index("expensive"), 9, "aspect"),
+    ]
     assert data["item_coders"][nuclear.pk] == [w1, w2]  # w2 answered "no aspect": a gap, not a missing coder
 
 
@@ -71,9 +83,14 @@ def test_unconfirmed_answers_stay_out_of_alpha_u_aggregation_and_agreement_until
     assignments = {}
     for worker in (local, turker):
         a = assignments[worker.pk] = services.reserve_next_assignment(project, worker)
-        services.submit_assignment(a, worker, {i.pk: answer if i.pk == gun.pk else
-                                               {"aspects": [span(i.payload["text"], "expensive")]}
-                                               for i in services.assignment_items(a)})
+        services.submit_assignment(
+            a,
+            worker,
+            {
+                i.pk: answer if i.pk == gun.pk else {"aspects": [span(i.payload["text"], "expensive")]}
+                for i in services.assignment_items(a)
+            },
+        )
 
     def coders():
         return sorted({c for c, *_ in unitized_data_of(project)["spans"]})

@@ -1,4 +1,5 @@
 """manage.py bws score|sample|build: JSON output, file:line errors with exit 2."""
+
 import json
 import subprocess
 import sys
@@ -38,15 +39,18 @@ def test_score_json(tmp_path, capsys):
     assert out["split_half"]["all"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("body, line, reason", [
-    ("t1,w1,T,a,a,a|b|c|d\n", 2, "must differ"),
-    ("t1,w1,T,a,b,a|b|c|d\nt1,w2,T,z,b,a|b|c|d\n", 3, "best: 'z' is not one of the tuple's pairs"),
-    ("t1,w1,T,a,b,a|b|c|d\nt1,w1,T,a,c,a|b|c|d\n", 3, "judged tuple 't1' twice"),
-    ("t1,w1,T,a,b,a|b|c|d\nt2,w1,T,a,b,a|b|c\n", 3, "every tuple must have 4 pairs"),
-    ("t1,w1,T,a,b,a||c|d\n", 2, "empty pair id"),
-    ("t1,w1,,a,b,a|b|c|d\n", 2, "topic: empty"),
-    ("", 2, "no judgements"),
-])
+@pytest.mark.parametrize(
+    "body, line, reason",
+    [
+        ("t1,w1,T,a,a,a|b|c|d\n", 2, "must differ"),
+        ("t1,w1,T,a,b,a|b|c|d\nt1,w2,T,z,b,a|b|c|d\n", 3, "best: 'z' is not one of the tuple's pairs"),
+        ("t1,w1,T,a,b,a|b|c|d\nt1,w1,T,a,c,a|b|c|d\n", 3, "judged tuple 't1' twice"),
+        ("t1,w1,T,a,b,a|b|c|d\nt2,w1,T,a,b,a|b|c\n", 3, "every tuple must have 4 pairs"),
+        ("t1,w1,T,a,b,a||c|d\n", 2, "empty pair id"),
+        ("t1,w1,,a,b,a|b|c|d\n", 2, "topic: empty"),
+        ("", 2, "no judgements"),
+    ],
+)
 def test_score_bad_input_exits_2_with_file_line_reason(tmp_path, body, line, reason):
     path = write(tmp_path, body)
     r = run_cli("score", "--file", path, "--json")
@@ -71,10 +75,24 @@ def test_sample_and_build(capsys):
     with pytest.raises(CommandError) as exc:
         call_command("bws", "sample", "--project", "sim", "--topic", "cloning", "--pairs", "6")
     assert exc.value.returncode == 2
-    call_command("bws", "sample", "--project", "sim", "--topic", "cloning", "--pairs", "6", "--seed", "3",
-                 "--scorer", "jaccard", "--create")
-    call_command("bws", "sample", "--project", "sim", "--topic", "school uniforms", "--pairs", "5",
-                 "--scorer", "jaccard")
+    call_command(
+        "bws",
+        "sample",
+        "--project",
+        "sim",
+        "--topic",
+        "cloning",
+        "--pairs",
+        "6",
+        "--seed",
+        "3",
+        "--scorer",
+        "jaccard",
+        "--create",
+    )
+    call_command(
+        "bws", "sample", "--project", "sim", "--topic", "school uniforms", "--pairs", "5", "--scorer", "jaccard"
+    )
     out = capsys.readouterr().out
     assert "cloning: 6 pairs of 15" in out and "school uniforms: 5 pairs of 15" in out
     project = Project.objects.get(slug="sim")

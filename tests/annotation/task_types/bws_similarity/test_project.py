@@ -1,5 +1,6 @@
 """The bws_similarity task type in the database: sample, build, validation (API and plain form), gold
 attention checks, scores/split-half page, CSV, release export."""
+
 import csv
 import io
 import json
@@ -8,8 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation import services
+from annotation.models import HIT, Assignment, GoldItem, Item, Response
 from annotation.task_types.bws_similarity import project as bws
-from annotation.models import Assignment, GoldItem, HIT, Item, Response
 
 from .helpers import ARGS, make_project
 
@@ -160,7 +161,8 @@ def test_report_page_csv_and_cli_agree(client, staff_user, django_user_model):
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
     assert len(rows) == 16
     assert {x["pair_id"]: float(x["score"]) for x in rows} == pytest.approx(
-        {x["pair_id"]: x["score"] for x in report["rows"]}, abs=1e-6)
+        {x["pair_id"]: x["score"] for x in report["rows"]}, abs=1e-6
+    )
     assert client.get(f"/projects/{project.slug}/bws/?splits=abc").status_code == 400
 
 
@@ -177,8 +179,10 @@ def test_report_page_of_another_task_type_is_404(client, staff_user):
     client.force_login(staff_user)
     response = client.get("/projects/other/bws/")
     assert response.status_code == 404
-    assert ("Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;bws_similarity&#x27;."
-            in response.content.decode())
+    assert (
+        "Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;bws_similarity&#x27;."
+        in response.content.decode()
+    )
 
 
 def test_report_page_without_judgements(client, staff_user):
@@ -195,9 +199,15 @@ def test_release_export_cross_topic_and_in_topic(django_user_model, tmp_artifact
     submit_everything(project, django_user_model, n_workers=2)
     with pytest.raises(ValueError, match="split"):
         build_release("bws", "0.1", kind="bws", config={"project": "bws"})
-    release = build_release("bws", "1.0", kind="bws", config={
-        "project": "bws", "split": {"mode": "cross-topic", "train": ["cloning"], "dev": ["x"],
-                                    "test": ["school uniforms"]}})
+    release = build_release(
+        "bws",
+        "1.0",
+        kind="bws",
+        config={
+            "project": "bws",
+            "split": {"mode": "cross-topic", "train": ["cloning"], "dev": ["x"], "test": ["school uniforms"]},
+        },
+    )
     folder = release_path(release)
     train = [json.loads(line) for line in open(folder / "train.jsonl")]
     test = [json.loads(line) for line in open(folder / "test.jsonl")]
@@ -205,7 +215,8 @@ def test_release_export_cross_topic_and_in_topic(django_user_model, tmp_artifact
     assert len(train) == len(test) == 8
     assert set(train[0]) == {"pair_id", "topic", "argument1", "argument2", "score", "best", "worst", "appearances"}
     release = build_release("bws", "1.1", kind="bws", config={"project": "bws", "split": {"mode": "in-topic"}})
-    parts = {p: [json.loads(line) for line in open(release_path(release) / f"{p}.jsonl")]
-             for p in ("train", "dev", "test")}
+    parts = {
+        p: [json.loads(line) for line in open(release_path(release) / f"{p}.jsonl")] for p in ("train", "dev", "test")
+    }
     assert sum(len(v) for v in parts.values()) == 16
     assert {r["topic"] for r in parts["train"]} == set(ARGS)

@@ -1,4 +1,5 @@
 """Pair sampling bins (seeded) and split-half reliability (consistent vs. random annotators, loop equivalence)."""
+
 import numpy as np
 import pytest
 
@@ -61,7 +62,8 @@ def test_sampler_takes_a_callable_and_moves_on_when_a_bin_is_empty():
 def test_cosine_scorer_uses_the_packaged_encoder():
     s = sampling.get_scorer("cosine")(
         ["Nuclear power emits little CO2.", "Cats sleep a lot.", "Cats sleep a lot."],
-        ["Nuclear energy has low carbon emissions.", "The stock market fell.", "Cats sleep a lot."])
+        ["Nuclear energy has low carbon emissions.", "The stock market fell.", "Cats sleep a lot."],
+    )
     assert s[0] > s[1] and s[2] == pytest.approx(1.0, abs=1e-5)
 
 

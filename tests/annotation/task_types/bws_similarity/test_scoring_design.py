@@ -1,20 +1,37 @@
 """Counting scores on a hand-computed example; the tuple design's frequencies and repeats."""
+
 import pytest
 
 from annotation.task_types.bws_similarity.design import design_stats, make_tuples
-from annotation.task_types.bws_similarity.scoring import InvalidJudgement, Judgement, counting_scores, counting_scores_loop, encode
+from annotation.task_types.bws_similarity.scoring import (
+    InvalidJudgement,
+    Judgement,
+    counting_scores,
+    counting_scores_loop,
+    encode,
+)
 
 
 def test_counting_scores_hand_computed():
     # two tuples, three annotators on the first, two on the second
     t1, t2 = ("a", "b", "c", "d"), ("a", "c", "e", "f")
-    js = [Judgement(1, "w1", "T", "a", "d", t1), Judgement(1, "w2", "T", "a", "c", t1),
-          Judgement(1, "w3", "T", "b", "d", t1), Judgement(2, "w1", "T", "e", "a", t2),
-          Judgement(2, "w2", "T", "a", "f", t2)]
+    js = [
+        Judgement(1, "w1", "T", "a", "d", t1),
+        Judgement(1, "w2", "T", "a", "c", t1),
+        Judgement(1, "w3", "T", "b", "d", t1),
+        Judgement(2, "w1", "T", "e", "a", t2),
+        Judgement(2, "w2", "T", "a", "f", t2),
+    ]
     s = counting_scores(js)
     # a: shown 5 times, best 3 (w1, w2 on t1; w2 on t2), worst 1 (w1 on t2): (3-1)/5 = 0.4 -> 0.7
-    assert s["a"] == {"score": pytest.approx(0.7), "raw": pytest.approx(0.4), "best": 3, "worst": 1,
-                      "appearances": 5, "topic": "T"}
+    assert s["a"] == {
+        "score": pytest.approx(0.7),
+        "raw": pytest.approx(0.4),
+        "best": 3,
+        "worst": 1,
+        "appearances": 5,
+        "topic": "T",
+    }
     # b: 3 shown, best 1 -> 1/3 -> 2/3; c: 5 shown... c is in t1 (3) and t2 (2): worst 1 -> -1/5 -> 0.4
     assert s["b"]["score"] == pytest.approx(2 / 3)
     assert (s["c"]["appearances"], s["c"]["worst"], s["c"]["score"]) == (5, 1, pytest.approx(0.4))
@@ -26,11 +43,14 @@ def test_counting_scores_hand_computed():
     assert loop == pytest.approx({k: v["score"] for k, v in s.items()})
 
 
-@pytest.mark.parametrize("bad, reason", [
-    (Judgement(1, "w", "T", "a", "a", ("a", "b", "c", "d")), "must differ"),
-    (Judgement(1, "w", "T", "x", "a", ("a", "b", "c", "d")), "best"),
-    (Judgement(1, "w", "T", "a", "b", ("a", "a", "c", "d")), "twice"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        (Judgement(1, "w", "T", "a", "a", ("a", "b", "c", "d")), "must differ"),
+        (Judgement(1, "w", "T", "x", "a", ("a", "b", "c", "d")), "best"),
+        (Judgement(1, "w", "T", "a", "b", ("a", "a", "c", "d")), "twice"),
+    ],
+)
 def test_encode_refuses_bad_judgements(bad, reason):
     with pytest.raises(InvalidJudgement, match=reason):
         encode([Judgement(0, "w", "T", "a", "b", ("a", "b", "c", "d")), bad])
@@ -47,8 +67,9 @@ def test_encode_refuses_inconsistent_rows():
         encode([ok, Judgement(2, "w2", "U", "a", "b", ("a", "b", "c", "e"))])
 
 
-@pytest.mark.parametrize("n, n_tuples", [(4, 8), (5, 10), (7, 14), (10, 20), (13, 26), (50, 100), (101, 202),
-                                         (30, 17), (425, 850)])
+@pytest.mark.parametrize(
+    "n, n_tuples", [(4, 8), (5, 10), (7, 14), (10, 20), (13, 26), (50, 100), (101, 202), (30, 17), (425, 850)]
+)
 def test_design_frequencies_differ_by_at_most_one_and_no_tuple_repeats_a_pair(n, n_tuples):
     pairs = [f"p{i}" for i in range(n)]
     tuples = make_tuples(pairs, n_tuples, seed=3)

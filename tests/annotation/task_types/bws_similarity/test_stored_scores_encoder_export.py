@@ -1,5 +1,6 @@
 """BWS: pair sampling scored by the registry's active bi-encoder, scores stored per pair with their counts (refreshed
 by the debounced recompute, shown on the report page with their time), and ``manage.py bws export``."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ from django.core.management import CommandError, call_command
 
 from annotation import services
 from annotation.agreement import snapshots
+from annotation.models import AgreementSnapshot, Assignment, Response
 from annotation.task_types.bws_similarity import project as bws
 from annotation.task_types.bws_similarity import sampling
-from annotation.models import AgreementSnapshot, Assignment, Response
 
 from .helpers import ARGS, make_project, make_topics
 
@@ -52,8 +53,11 @@ def fake_kinds(monkeypatch, tmp_path):
         return models[str(path)]
 
     for kind in ("biencoder", "augsbert"):
-        monkeypatch.setitem(registry._TRAINERS, kind, registry.TrainerSpec(
-            kind=kind, train=lambda req: None, load=load, primary_metric="spearman"))
+        monkeypatch.setitem(
+            registry._TRAINERS,
+            kind,
+            registry.TrainerSpec(kind=kind, train=lambda req: None, load=load, primary_metric="spearman"),
+        )
     registry.clear_model_cache()
 
     def version(kind, model, project=None, name=None):
@@ -62,8 +66,14 @@ def fake_kinds(monkeypatch, tmp_path):
         folder = tmp_path / (name or f"{kind}-{len(models)}")
         folder.mkdir()
         models[str(folder)] = model
-        return ModelVersion.objects.create(kind=kind, project=project, status="ready", is_active=True,
-                                           artifact_path=str(folder), metrics={"primary": 50.0})
+        return ModelVersion.objects.create(
+            kind=kind,
+            project=project,
+            status="ready",
+            is_active=True,
+            artifact_path=str(folder),
+            metrics={"primary": 50.0},
+        )
 
     yield version
     registry.clear_model_cache()
@@ -81,7 +91,7 @@ def test_cosine_uses_the_active_biencoder_project_first_then_global(fake_kinds, 
     scores = sampling.cosine_scorer([A, A, B], [B, C, C], project=project)
     assert scores == pytest.approx([0.0, 0.6, 0.8], abs=1e-6)
     assert global_bi.calls == [[A, B, C]]
-    fn, label = sampling.resolve_scorer("cosine", project)
+    _fn, label = sampling.resolve_scorer("cosine", project)
     assert label == f"cosine (biencoder#{v_global.pk})"
     # the project's own augsbert comes first; other projects still get the global one
     flipped = FakeEncoder({A: [0.0, 1.0], B: [0.0, 1.0], C: [1.0, 0.0]})
@@ -101,7 +111,7 @@ def test_cosine_uses_the_active_biencoder_project_first_then_global(fake_kinds, 
     from ml.models import ModelVersion
 
     ModelVersion.objects.update(is_active=False)
-    fn, label = sampling.resolve_scorer("cosine", project)
+    _fn, label = sampling.resolve_scorer("cosine", project)
     assert label == "cosine (default encoder)"
     assert sampling.resolve_scorer("jaccard", project) == (sampling.jaccard_scorer, "jaccard")
 
@@ -144,14 +154,16 @@ def submit(project, django_user_model, name, *, hits=None):
 def recount(project) -> dict:
     """Best / worst / appearances of every pair, counted straight from the stored responses."""
     best, worst, shown = Counter(), Counter(), Counter()
-    for payload, data in Response.objects.filter(assignment__project=project, item__is_gold=False,
-                                                 assignment__status__in=Assignment.DONE).values_list("item__payload",
-                                                                                                      "data"):
+    for payload, data in Response.objects.filter(
+        assignment__project=project, item__is_gold=False, assignment__status__in=Assignment.DONE
+    ).values_list("item__payload", "data"):
         best[data["best"]] += 1
         worst[data["worst"]] += 1
         shown.update(p["id"] for p in payload["pairs"])
-    return {pid: {"best": best[pid], "worst": worst[pid], "appearances": n,
-                  "score": ((best[pid] - worst[pid]) / n + 1) / 2} for pid, n in shown.items()}
+    return {
+        pid: {"best": best[pid], "worst": worst[pid], "appearances": n, "score": ((best[pid] - worst[pid]) / n + 1) / 2}
+        for pid, n in shown.items()
+    }
 
 
 def test_scores_are_stored_per_pair_with_counts_and_refreshed_by_the_recompute(django_user_model):
@@ -171,7 +183,10 @@ def test_scores_are_stored_per_pair_with_counts_and_refreshed_by_the_recompute(d
     for pid, row in stored.items():
         assert set(row) == {"pair_id", "topic", "score", "best", "worst", "appearances"}
         assert (row["best"], row["worst"], row["appearances"]) == (
-            expected[pid]["best"], expected[pid]["worst"], expected[pid]["appearances"])
+            expected[pid]["best"],
+            expected[pid]["worst"],
+            expected[pid]["appearances"],
+        )
         assert row["score"] == pytest.approx(expected[pid]["score"], abs=1e-6)
         assert row["topic"] == project.config["pairs"][pid]["topic"]
     assert snap.figures["judgements"] == Response.objects.filter(assignment__project=project).count()
@@ -188,7 +203,8 @@ def test_scores_are_stored_per_pair_with_counts_and_refreshed_by_the_recompute(d
     newer = bws.latest_scores(project)
     assert newer.based_on == done + 1
     assert {r["pair_id"]: r["appearances"] for r in newer.figures["pairs"]} == {
-        pid: c["appearances"] for pid, c in recount(project).items()}
+        pid: c["appearances"] for pid, c in recount(project).items()
+    }
     # the agreement snapshots of the project are not disturbed by the bws ones
     assert snapshots.latest_snapshot(project).scope == "project"
 
@@ -248,57 +264,117 @@ def test_cli_export_unsplit_and_splits_match_the_release_exporter(django_user_mo
     assert set(rows[0]) == {"pair_id", "topic", "argument1", "argument2", "score", "best", "worst", "appearances"}
     counts = recount(project)
     assert {r["pair_id"]: (r["best"], r["worst"], r["appearances"]) for r in rows} == {
-        pid: (c["best"], c["worst"], c["appearances"]) for pid, c in counts.items()}
+        pid: (c["best"], c["worst"], c["appearances"]) for pid, c in counts.items()
+    }
     release = build_release("bws", "1.0", kind="bws", config={"project": "bws", "split": {"mode": "none"}})
     assert (tmp_path / "bws.jsonl").read_bytes() == (release_path(release) / "bws.jsonl").read_bytes()
 
     # cross-topic with topics on the command line, plus the unsplit file at the same time
-    call_command("bws", "export", "--project", "bws", "--out", str(tmp_path / "all.jsonl"), "--split", "cross-topic",
-                 "--out-dir", str(tmp_path / "x"), "--train", "cloning", "--dev", "nothing", "--test",
-                 "school uniforms", stdout=StringIO())
+    call_command(
+        "bws",
+        "export",
+        "--project",
+        "bws",
+        "--out",
+        str(tmp_path / "all.jsonl"),
+        "--split",
+        "cross-topic",
+        "--out-dir",
+        str(tmp_path / "x"),
+        "--train",
+        "cloning",
+        "--dev",
+        "nothing",
+        "--test",
+        "school uniforms",
+        stdout=StringIO(),
+    )
     assert {r["topic"] for r in read(tmp_path / "x" / "train.jsonl")} == {"cloning"}
     assert read(tmp_path / "x" / "dev.jsonl") == []
     assert {r["topic"] for r in read(tmp_path / "x" / "test.jsonl")} == {"school uniforms"}
     assert len(read(tmp_path / "all.jsonl")) == 8
-    release = build_release("bws", "1.1", kind="bws", config={"project": "bws", "split": {
-        "mode": "cross-topic", "train": ["cloning"], "dev": ["nothing"], "test": ["school uniforms"]}})
+    release = build_release(
+        "bws",
+        "1.1",
+        kind="bws",
+        config={
+            "project": "bws",
+            "split": {"mode": "cross-topic", "train": ["cloning"], "dev": ["nothing"], "test": ["school uniforms"]},
+        },
+    )
     for part in ("train", "dev", "test"):
         assert (tmp_path / "x" / f"{part}.jsonl").read_bytes() == (release_path(release) / f"{part}.jsonl").read_bytes()
 
     # cross-topic from the project's config.splits; in-topic seeded like the release
     project.config = dict(project.config, splits={"train": ["school uniforms"], "dev": ["x"], "test": ["cloning"]})
     project.save()
-    call_command("bws", "export", "--project", "bws", "--split", "cross-topic", "--out-dir", str(tmp_path / "c"),
-                 stdout=StringIO())
+    call_command(
+        "bws",
+        "export",
+        "--project",
+        "bws",
+        "--split",
+        "cross-topic",
+        "--out-dir",
+        str(tmp_path / "c"),
+        stdout=StringIO(),
+    )
     assert {r["topic"] for r in read(tmp_path / "c" / "test.jsonl")} == {"cloning"}
-    call_command("bws", "export", "--project", "bws", "--split", "in-topic", "--out-dir", str(tmp_path / "i"),
-                 "--seed", "4", stdout=StringIO())
-    release = build_release("bws", "1.2", kind="bws", config={"project": "bws", "split": {"mode": "in-topic",
-                                                                                          "seed": 4}})
+    call_command(
+        "bws",
+        "export",
+        "--project",
+        "bws",
+        "--split",
+        "in-topic",
+        "--out-dir",
+        str(tmp_path / "i"),
+        "--seed",
+        "4",
+        stdout=StringIO(),
+    )
+    release = build_release(
+        "bws", "1.2", kind="bws", config={"project": "bws", "split": {"mode": "in-topic", "seed": 4}}
+    )
     parts = {p: read(tmp_path / "i" / f"{p}.jsonl") for p in ("train", "dev", "test")}
     assert sum(len(v) for v in parts.values()) == 8
     for part in ("train", "dev", "test"):
         assert (tmp_path / "i" / f"{part}.jsonl").read_bytes() == (release_path(release) / f"{part}.jsonl").read_bytes()
 
 
-@pytest.mark.parametrize("args, reason", [
-    (["--split", "in-topic"], "--split needs --out-dir"),
-    (["--out-dir", "DIR"], "--out-dir needs --split"),
-    ([], "give --out FILE.jsonl"),
-    (["--out", "TMP"], "is a folder"),
-    (["--out", "OUT", "--train", "cloning", "--dev", "x", "--test", "y"], "needs --split cross-topic"),
-    (["--split", "cross-topic", "--out-dir", "DIR", "--train", "cloning"], "go together"),
-    (["--split", "cross-topic", "--out-dir", "DIR"], "splits: name the train / dev / test topics"),
-    (["--split", "cross-topic", "--out-dir", "DIR", "--out", "OUT", "--train", "w", "--dev", "x", "--test", "y"],
-     "is in none of train, dev, test"),
-    (["--split", "cross-topic", "--out-dir", "DIR", "--train", "cloning", "--dev", "cloning", "--test", "y"],
-     "already in train"),
-])
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["--split", "in-topic"], "--split needs --out-dir"),
+        (["--out-dir", "DIR"], "--out-dir needs --split"),
+        ([], "give --out FILE.jsonl"),
+        (["--out", "TMP"], "is a folder"),
+        (["--out", "OUT", "--train", "cloning", "--dev", "x", "--test", "y"], "needs --split cross-topic"),
+        (["--split", "cross-topic", "--out-dir", "DIR", "--train", "cloning"], "go together"),
+        (["--split", "cross-topic", "--out-dir", "DIR"], "splits: name the train / dev / test topics"),
+        (
+            ["--split", "cross-topic", "--out-dir", "DIR", "--out", "OUT", "--train", "w", "--dev", "x", "--test", "y"],
+            "is in none of train, dev, test",
+        ),
+        (
+            ["--split", "cross-topic", "--out-dir", "DIR", "--train", "cloning", "--dev", "cloning", "--test", "y"],
+            "already in train",
+        ),
+    ],
+)
 def test_cli_export_bad_arguments_exit_2_and_write_nothing(django_user_model, tmp_path, args, reason):
     project = make_project(pairs=4, gold_rate=0)
     submit(project, django_user_model, "w0", hits=1)
-    args = [str(tmp_path / "d") if a == "DIR" else str(tmp_path / "o.jsonl") if a == "OUT" else
-            str(tmp_path) if a == "TMP" else a for a in args]
+    args = [
+        str(tmp_path / "d")
+        if a == "DIR"
+        else str(tmp_path / "o.jsonl")
+        if a == "OUT"
+        else str(tmp_path)
+        if a == "TMP"
+        else a
+        for a in args
+    ]
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(CommandError) as info:
         call_command("bws", "export", "--project", "bws", *args, stdout=StringIO())

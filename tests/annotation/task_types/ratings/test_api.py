@@ -1,5 +1,6 @@
 """Both rating task types through the JSON API (/api/assignments/<id>/submit/): bad input -> HTTP 400 naming the
 field and nothing written; the HIT page (placement, no system names) and the no-JS form."""
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -34,21 +35,25 @@ PGOOD = {"choice": "left", "fluent_left": "yes", "fluent_right": "no"}  # "left"
 LGOOD = {"style": 3, "content": 2, "strategy": 4, "overall": 1}
 
 
-@pytest.mark.parametrize("bad, field, reason", [
-    ({"choice": "left", "fluent_left": "yes"}, "fluent_right", "fluent"),           # missing dimension
-    ({"fluent_left": "yes", "fluent_right": "no"}, "choice", "choose"),
-    ({"choice": "A", "fluent_left": "yes", "fluent_right": "no"}, "choice", "not a choice"),
-    ({"choice": "left", "fluent_left": 3, "fluent_right": "no"}, "fluent_left", "not yes or no"),
-    ({"left": "c", "choice": "left", "fluent_left": "yes", "fluent_right": "no"}, "left", "neither a nor b"),
-    ({**PGOOD, "score": 5}, "score", "unknown field"),
-])
+@pytest.mark.parametrize(
+    "bad, field, reason",
+    [
+        ({"choice": "left", "fluent_left": "yes"}, "fluent_right", "fluent"),  # missing dimension
+        ({"fluent_left": "yes", "fluent_right": "no"}, "choice", "choose"),
+        ({"choice": "A", "fluent_left": "yes", "fluent_right": "no"}, "choice", "not a choice"),
+        ({"choice": "left", "fluent_left": 3, "fluent_right": "no"}, "fluent_left", "not yes or no"),
+        ({"left": "c", "choice": "left", "fluent_left": "yes", "fluent_right": "no"}, "left", "neither a nor b"),
+        ({**PGOOD, "score": 5}, "score", "unknown field"),
+    ],
+)
 def test_pairwise_bad_input_400_writes_nothing(tmp_path, alice, bad, field, reason):
     pairwise_project(tmp_path, items_per_hit=2)
     c = client_for(alice)
     body = reserve(c, "pp")
     first, second = (str(i["id"]) for i in body["items"])
-    r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": {first: PGOOD, second: bad}},
-               format="json")
+    r = c.post(
+        f"/api/assignments/{body['assignment']}/submit/", {"responses": {first: PGOOD, second: bad}}, format="json"
+    )
     assert r.status_code == 400, r.content
     key = f"responses.{second}.{field}"
     assert key in r.json()["errors"] and reason in r.json()["errors"][key], r.json()
@@ -56,20 +61,24 @@ def test_pairwise_bad_input_400_writes_nothing(tmp_path, alice, bad, field, reas
     assert Assignment.objects.get(pk=body["assignment"]).status == Assignment.Status.RESERVED
 
 
-@pytest.mark.parametrize("bad, field, reason", [
-    ({**LGOOD, "style": 5}, "style", "out of range"),                      # rating out of range
-    ({**LGOOD, "overall": 0}, "overall", "out of range"),
-    ({**LGOOD, "content": "good"}, "content", "out of range"),
-    ({k: v for k, v in LGOOD.items() if k != "strategy"}, "strategy", "rate strategy"),   # missing dimension
-    ({**LGOOD, "fluency": 2}, "fluency", "unknown field"),
-])
+@pytest.mark.parametrize(
+    "bad, field, reason",
+    [
+        ({**LGOOD, "style": 5}, "style", "out of range"),  # rating out of range
+        ({**LGOOD, "overall": 0}, "overall", "out of range"),
+        ({**LGOOD, "content": "good"}, "content", "out of range"),
+        ({k: v for k, v in LGOOD.items() if k != "strategy"}, "strategy", "rate strategy"),  # missing dimension
+        ({**LGOOD, "fluency": 2}, "fluency", "unknown field"),
+    ],
+)
 def test_likert_bad_input_400_writes_nothing(tmp_path, alice, bad, field, reason):
     likert_project(tmp_path, items_per_hit=2)
     c = client_for(alice)
     body = reserve(c, "ld")
     first, second = (str(i["id"]) for i in body["items"])
-    r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": {first: LGOOD, second: bad}},
-               format="json")
+    r = c.post(
+        f"/api/assignments/{body['assignment']}/submit/", {"responses": {first: LGOOD, second: bad}}, format="json"
+    )
     assert r.status_code == 400, r.content
     key = f"responses.{second}.{field}"
     assert key in r.json()["errors"] and reason in r.json()["errors"][key], r.json()
@@ -83,8 +92,9 @@ def test_unknown_item_400_writes_nothing_then_good_submission(tmp_path, alice, k
     c = client_for(alice)
     body = reserve(c, slug)
     responses = {str(i["id"]): good for i in body["items"]}
-    r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": {**responses, "999999": good}},
-               format="json")
+    r = c.post(
+        f"/api/assignments/{body['assignment']}/submit/", {"responses": {**responses, "999999": good}}, format="json"
+    )
     assert r.status_code == 400 and "unknown item" in r.json()["errors"]["responses.999999"]
     assert Response.objects.count() == 0
     r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
@@ -129,8 +139,10 @@ def test_api_payload_gives_the_placement_and_a_claimed_other_placement_is_refuse
     assert [i["payload"]["left"] for i in again["items"]] == [i["payload"]["left"] for i in body["items"]]
     first, second = body["items"]
     wrong = "b" if second["payload"]["left"] == "a" else "a"
-    responses = {str(first["id"]): {**PGOOD, "left": first["payload"]["left"]},
-                 str(second["id"]): {**PGOOD, "left": wrong}}
+    responses = {
+        str(first["id"]): {**PGOOD, "left": first["payload"]["left"]},
+        str(second["id"]): {**PGOOD, "left": wrong},
+    }
     r = c.post(f"/api/assignments/{a.pk}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 400, r.content
     err = r.json()["errors"][f"responses.{second['id']}.left"]
@@ -138,8 +150,11 @@ def test_api_payload_gives_the_placement_and_a_claimed_other_placement_is_refuse
     assert Response.objects.count() == 0
     # naming the system shown on the left is the same claim
     system = by_id[second["id"]].payload[wrong]["system"]
-    r = c.post(f"/api/assignments/{a.pk}/submit/",
-               {"responses": {**responses, str(second["id"]): {**PGOOD, "left": system}}}, format="json")
+    r = c.post(
+        f"/api/assignments/{a.pk}/submit/",
+        {"responses": {**responses, str(second["id"]): {**PGOOD, "left": system}}},
+        format="json",
+    )
     assert r.status_code == 400 and Response.objects.count() == 0
     responses[str(second["id"])] = PGOOD
     r = c.post(f"/api/assignments/{a.pk}/submit/", {"responses": responses}, format="json")
@@ -166,8 +181,13 @@ def test_pairwise_page_order_and_no_js_form(tmp_path, client, alice):
         assert f'name="item-{item.pk}-left" value="{left_side(a.pk, item.pk)}"' in again
     data = {"assignment": a.pk, "feedback": ""}
     for item in its:
-        data.update({f"item-{item.pk}-left": left_side(a.pk, item.pk), f"item-{item.pk}-choice": "equal",
-                     f"item-{item.pk}-fluent_left": "yes"})
+        data.update(
+            {
+                f"item-{item.pk}-left": left_side(a.pk, item.pk),
+                f"item-{item.pk}-choice": "equal",
+                f"item-{item.pk}-fluent_left": "yes",
+            }
+        )
     r = client.post("/work/pp/", data)
     assert r.status_code == 400 and "fluent_right" in r.content.decode() and Response.objects.count() == 0
     assert 'value="equal" checked' in r.content.decode()
@@ -178,8 +198,13 @@ def test_pairwise_page_order_and_no_js_form(tmp_path, client, alice):
     stored = {x.item_id: x.data for x in Response.objects.all()}
     for item in its:
         left = left_side(a.pk, item.pk)
-        assert stored[item.pk] == {"left": left, "left_system": item.payload[left]["system"], "choice": "equal",
-                                   "fluent_left": True, "fluent_right": False}
+        assert stored[item.pk] == {
+            "left": left,
+            "left_system": item.payload[left]["system"],
+            "choice": "equal",
+            "fluent_left": True,
+            "fluent_right": False,
+        }
     assert project.pk
 
 
@@ -203,6 +228,8 @@ def test_likert_page_and_no_js_form(tmp_path, client, alice):
     data[f"item-{its[1].pk}-overall"] = "1"
     assert client.post("/work/ld/", data).status_code == 302
     stored = {x.item_id: x.data for x in Response.objects.all()}
-    assert stored == {its[0].pk: {"style": 2, "content": 2, "strategy": 2, "overall": 4},
-                      its[1].pk: {"style": 2, "content": 2, "strategy": 2, "overall": 1}}
+    assert stored == {
+        its[0].pk: {"style": 2, "content": 2, "strategy": 2, "overall": 4},
+        its[1].pk: {"style": 2, "content": 2, "strategy": 2, "overall": 1},
+    }
     assert Worker.objects.count() == 1

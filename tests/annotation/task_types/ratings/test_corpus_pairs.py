@@ -1,5 +1,6 @@
 """``manage.py ratings pairwise --from-corpus``: candidates paired with corpus arguments of the same topic and stance
 (seeded, all-or-nothing with ``file:line: reason`` + exit 2), and the Likert 5-10 reviewers warning."""
+
 import pytest
 from django.contrib.admin.sites import AdminSite
 from django.contrib.messages.storage.fallback import FallbackStorage
@@ -16,9 +17,13 @@ from .helpers import DEBATES, write_jsonl
 pytestmark = pytest.mark.django_db
 
 CANDIDATES = [
-    {"id": "g1", "topic": "Nuclear energy", "stance": "pro",
-     "text": "Nuclear power keeps the lights on without CO2."},
-    {"id": "g2", "topic": "nuclear energy", "stance": "PRO", "text": "Reactors run day and night, whatever the weather."},
+    {"id": "g1", "topic": "Nuclear energy", "stance": "pro", "text": "Nuclear power keeps the lights on without CO2."},
+    {
+        "id": "g2",
+        "topic": "nuclear energy",
+        "stance": "PRO",
+        "text": "Reactors run day and night, whatever the weather.",
+    },
     {"id": "g3", "topic": "Nuclear energy", "stance": "con", "text": "Accidents like Chernobyl can happen again."},
 ]
 
@@ -26,14 +31,18 @@ CANDIDATES = [
 def corpus():
     nuclear = Topic.objects.create(name="Nuclear energy")
     other = Topic.objects.create(name="School uniforms")
-    rows = [(nuclear, "pro", "Nuclear energy is low-carbon.", "ukp"),
-            (nuclear, "pro", "Nuclear plants deliver base-load power.", "ukp"),
-            (nuclear, "con", "Nuclear waste must be stored for millennia.", "ukp"),
-            (nuclear, "con", "Uranium mining harms the environment.", "web"),
-            (nuclear, "none", "The plant opened in 1975.", "ukp"),
-            (other, "pro", "Uniforms reduce bullying.", "ukp")]
-    return [Sentence.objects.create(topic=t, stance=s, text=x, source=src, content_hash=f"h{n}")
-            for n, (t, s, x, src) in enumerate(rows)]
+    rows = [
+        (nuclear, "pro", "Nuclear energy is low-carbon.", "ukp"),
+        (nuclear, "pro", "Nuclear plants deliver base-load power.", "ukp"),
+        (nuclear, "con", "Nuclear waste must be stored for millennia.", "ukp"),
+        (nuclear, "con", "Uranium mining harms the environment.", "web"),
+        (nuclear, "none", "The plant opened in 1975.", "ukp"),
+        (other, "pro", "Uniforms reduce bullying.", "ukp"),
+    ]
+    return [
+        Sentence.objects.create(topic=t, stance=s, text=x, source=src, content_hash=f"h{n}")
+        for n, (t, s, x, src) in enumerate(rows)
+    ]
 
 
 def run(*args):
@@ -83,23 +92,29 @@ def test_from_corpus_results_map_back_to_systems(tmp_path):
         from annotation.task_types.pairwise_preference.pairwise import left_side
 
         left = left_side(a, item)
-        return {"choice": "left" if item.payload[left]["system"] == "reference" else "right",
-                "fluent_left": True, "fluent_right": True}
+        return {
+            "choice": "left" if item.payload[left]["system"] == "reference" else "right",
+            "fluent_left": True,
+            "fluent_right": True,
+        }
 
     run_worker(project, Worker.objects.create(source="prolific", external_id="w"), prefer_reference)
     rows = {r["system"]: r for r in results.pairwise_results(project)["systems"]}
     assert rows["reference"]["wins"] == 3 and rows["arg-ctrl"]["losses"] == 3
 
 
-@pytest.mark.parametrize("row, line, reason", [
-    ({"topic": "Climate", "stance": "pro", "text": "x"}, 2, 'topic "Climate" is not in the corpus'),
-    ({"topic": "School uniforms", "stance": "con", "text": "x"}, 2, "no reference argument in the corpus"),
-    ({"topic": "Nuclear energy", "stance": "neutral", "text": "x"}, 2, '"stance" must be "pro" or "con"'),
-    ({"topic": "Nuclear energy", "stance": "pro"}, 2, 'missing "text"'),
-    ({"topic": "Nuclear energy", "stance": "pro", "text": "x", "system": "reference"}, 2, "name of the corpus"),
-    ({**CANDIDATES[1], "id": "g1"}, 2, "duplicate id"),
-    ("{broken", 2, "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "row, line, reason",
+    [
+        ({"topic": "Climate", "stance": "pro", "text": "x"}, 2, 'topic "Climate" is not in the corpus'),
+        ({"topic": "School uniforms", "stance": "con", "text": "x"}, 2, "no reference argument in the corpus"),
+        ({"topic": "Nuclear energy", "stance": "neutral", "text": "x"}, 2, '"stance" must be "pro" or "con"'),
+        ({"topic": "Nuclear energy", "stance": "pro"}, 2, 'missing "text"'),
+        ({"topic": "Nuclear energy", "stance": "pro", "text": "x", "system": "reference"}, 2, "name of the corpus"),
+        ({**CANDIDATES[1], "id": "g1"}, 2, "duplicate id"),
+        ("{broken", 2, "invalid JSON"),
+    ],
+)
 def test_from_corpus_bad_rows_exit_2_and_write_nothing(tmp_path, capsys, row, line, reason):
     corpus()
     path = write_jsonl(tmp_path, [CANDIDATES[0], row, CANDIDATES[2]], "bad.jsonl")
@@ -150,5 +165,9 @@ def test_likert_warning_on_results_page_and_admin(tmp_path, client, django_user_
     ProjectAdmin(Project, AdminSite()).save_model(request, project, None, True)
     texts = [str(m) for m in request._messages]
     assert any("R = 2 reviewers per debate" in t for t in texts), texts
-    assert likert.reviewer_warning(Project.objects.create(name="p", slug="p", task_type="pairwise_preference",
-                                                          assignments_per_item=2)) is None
+    assert (
+        likert.reviewer_warning(
+            Project.objects.create(name="p", slug="p", task_type="pairwise_preference", assignments_per_item=2)
+        )
+        is None
+    )

@@ -1,5 +1,6 @@
 """Item builders and ``manage.py ratings``: JSONL pairs / debates (all-or-nothing, ``file:line: reason`` + exit 2,
 nothing written), re-import adds nothing, debate-tree paths as human debates, the results command."""
+
 import json
 
 import pytest
@@ -43,17 +44,20 @@ def test_debates_command_defaults(tmp_path, capsys):
     assert item.external_key == "debate:d1" and item.payload["system"] == "human" and len(item.payload["turns"]) == 4
 
 
-@pytest.mark.parametrize("rows, line, reason", [
-    ([PAIRS[0], "not json"], 2, "invalid JSON"),
-    ([PAIRS[0], [1, 2]], 2, "expected a JSON object"),
-    ([PAIRS[0], {**PAIRS[1], "topic": ""}], 2, '"topic" is empty'),
-    ([{**PAIRS[0], "stance": 3}], 1, '"stance" must be a string'),
-    ([PAIRS[0], PAIRS[1], {**PAIRS[2], "b": "text"}], 3, '"b" must be an object'),
-    ([{**PAIRS[0], "a": {"system": "x"}}], 1, 'missing "a.text"'),
-    ([{**PAIRS[0], "b": {**PAIRS[0]["a"], "text": "other"}}], 1, "same system"),
-    ([{**PAIRS[0], "id": 7}, {**PAIRS[1], "id": 7}], 2, "duplicate id"),
-    ([], 0, "empty"),
-])
+@pytest.mark.parametrize(
+    "rows, line, reason",
+    [
+        ([PAIRS[0], "not json"], 2, "invalid JSON"),
+        ([PAIRS[0], [1, 2]], 2, "expected a JSON object"),
+        ([PAIRS[0], {**PAIRS[1], "topic": ""}], 2, '"topic" is empty'),
+        ([{**PAIRS[0], "stance": 3}], 1, '"stance" must be a string'),
+        ([PAIRS[0], PAIRS[1], {**PAIRS[2], "b": "text"}], 3, '"b" must be an object'),
+        ([{**PAIRS[0], "a": {"system": "x"}}], 1, 'missing "a.text"'),
+        ([{**PAIRS[0], "b": {**PAIRS[0]["a"], "text": "other"}}], 1, "same system"),
+        ([{**PAIRS[0], "id": 7}, {**PAIRS[1], "id": 7}], 2, "duplicate id"),
+        ([], 0, "empty"),
+    ],
+)
 def test_bad_pairs_exit_2_and_write_nothing(tmp_path, capsys, rows, line, reason):
     path = write_jsonl(tmp_path, rows)
     with pytest.raises(SystemExit) as exc:
@@ -64,14 +68,17 @@ def test_bad_pairs_exit_2_and_write_nothing(tmp_path, capsys, rows, line, reason
     assert not Project.objects.filter(slug="bad").exists() and Item.objects.count() == 0
 
 
-@pytest.mark.parametrize("row, reason", [
-    ({**DEBATES[0], "turns": [{"speaker": "Alice", "text": "only one"}]}, "at least 2 turns"),
-    ({**DEBATES[0], "turns": "text"}, '"turns" must be a list'),
-    ({**DEBATES[0], "turns": [{"speaker": "Alice", "text": "x"}, {"speaker": "Bob"}]}, 'missing "turns[2].text"'),
-    ({k: v for k, v in DEBATES[0].items() if k != "system"}, 'missing "system"'),
-    ({k: v for k, v in DEBATES[0].items() if k != "id"}, 'missing "id"'),
-    (DEBATES[0], "duplicate id"),
-])
+@pytest.mark.parametrize(
+    "row, reason",
+    [
+        ({**DEBATES[0], "turns": [{"speaker": "Alice", "text": "only one"}]}, "at least 2 turns"),
+        ({**DEBATES[0], "turns": "text"}, '"turns" must be a list'),
+        ({**DEBATES[0], "turns": [{"speaker": "Alice", "text": "x"}, {"speaker": "Bob"}]}, 'missing "turns[2].text"'),
+        ({k: v for k, v in DEBATES[0].items() if k != "system"}, 'missing "system"'),
+        ({k: v for k, v in DEBATES[0].items() if k != "id"}, 'missing "id"'),
+        (DEBATES[0], "duplicate id"),
+    ],
+)
 def test_bad_debates_exit_2_and_write_nothing(tmp_path, capsys, row, reason):
     path = write_jsonl(tmp_path, [DEBATES[0], DEBATES[1], row])
     project = items.get_project("ld", "likert_debate", create=True)
@@ -97,21 +104,29 @@ def test_wrong_task_type_and_missing_file(tmp_path, capsys):
 def make_tree():
     tree = DebateTree.objects.create(title="Ban religions", content_hash="t1")
     nodes = {}
-    for path, stance, text in [("1", "none", "All religions should be banned."), ("1.1", "pro", "Religion divides."),
-                               ("1.1.1", "con", "It also unites."), ("1.1.1.1", "pro", "Only its own members."),
-                               ("1.2", "con", "Freedom of belief matters."), ("1.2.1", "pro", "Not above safety."),
-                               ("1.3", "pro", "A leaf too short.")]:
+    for path, stance, text in [
+        ("1", "none", "All religions should be banned."),
+        ("1.1", "pro", "Religion divides."),
+        ("1.1.1", "con", "It also unites."),
+        ("1.1.1.1", "pro", "Only its own members."),
+        ("1.2", "con", "Freedom of belief matters."),
+        ("1.2.1", "pro", "Not above safety."),
+        ("1.3", "pro", "A leaf too short."),
+    ]:
         parent = nodes.get(path.rsplit(".", 1)[0]) if "." in path else None
-        nodes[path] = DebateNode.objects.create(tree=tree, parent=parent, path=path, depth=path.count("."),
-                                                stance=stance, text=text)
+        nodes[path] = DebateNode.objects.create(
+            tree=tree, parent=parent, path=path, depth=path.count("."), stance=stance, text=text
+        )
     return tree
 
 
 def test_tree_paths_as_human_debates(capsys):
     tree = make_tree()
     two = items.tree_debates(length=2)
-    assert [[t["text"] for t in d["turns"]] for d in two] == [["Religion divides.", "It also unites."],
-                                                             ["Freedom of belief matters.", "Not above safety."]]
+    assert [[t["text"] for t in d["turns"]] for d in two] == [
+        ["Religion divides.", "It also unites."],
+        ["Freedom of belief matters.", "Not above safety."],
+    ]
     assert two[0]["topic"] == "All religions should be banned." and two[0]["system"] == "human"
     assert [t["speaker"] for t in two[0]["turns"]] == ["Alice", "Bob"]
     assert two[0]["source"] == {"tree": tree.pk, "title": "Ban religions", "path": "1.1.1"}

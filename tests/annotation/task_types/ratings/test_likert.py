@@ -1,5 +1,6 @@
 """Likert debate ratings: validation, and Table 6 on a small hand-computed set (means, sample SDs, Krippendorff's
 alpha ordinal per criterion, checked against annotation.agreement on the same matrix)."""
+
 import math
 
 import pytest
@@ -8,8 +9,8 @@ from annotation import agreement
 from annotation.agreement.reference import naive_alpha
 from annotation.models import Item, Worker
 from annotation.task_types.likert_debate import likert
-from annotation.task_types.ratings import results
 from annotation.task_types.likert_debate.likert import Invalid, clean_response
+from annotation.task_types.ratings import results
 
 from .helpers import likert_project, run_worker
 
@@ -23,19 +24,26 @@ RATINGS = {
 
 def test_clean_response():
     assert clean_response({"style": "4", "content": 1, "strategy": 2.0, "overall": 3}) == {
-        "style": 4, "content": 1, "strategy": 2, "overall": 3}
+        "style": 4,
+        "content": 1,
+        "strategy": 2,
+        "overall": 3,
+    }
 
 
-@pytest.mark.parametrize("bad, field, reason", [
-    ({"style": 5, "content": 1, "strategy": 2, "overall": 3}, "style", "out of range"),
-    ({"style": 0, "content": 1, "strategy": 2, "overall": 3}, "style", "out of range"),
-    ({"style": 2, "content": "x", "strategy": 2, "overall": 3}, "content", "out of range"),
-    ({"style": 2, "content": 2.5, "strategy": 2, "overall": 3}, "content", "out of range"),
-    ({"style": 2, "content": True, "strategy": 2, "overall": 3}, "content", "not a rating"),
-    ({"style": 2, "content": 2, "overall": 3}, "strategy", "rate strategy"),
-    ({"style": 2, "content": 2, "strategy": 2, "overall": 3, "fluency": 2}, "fluency", "unknown field"),
-    ("4", "style", "expected an object"),
-])
+@pytest.mark.parametrize(
+    "bad, field, reason",
+    [
+        ({"style": 5, "content": 1, "strategy": 2, "overall": 3}, "style", "out of range"),
+        ({"style": 0, "content": 1, "strategy": 2, "overall": 3}, "style", "out of range"),
+        ({"style": 2, "content": "x", "strategy": 2, "overall": 3}, "content", "out of range"),
+        ({"style": 2, "content": 2.5, "strategy": 2, "overall": 3}, "content", "out of range"),
+        ({"style": 2, "content": True, "strategy": 2, "overall": 3}, "content", "not a rating"),
+        ({"style": 2, "content": 2, "overall": 3}, "strategy", "rate strategy"),
+        ({"style": 2, "content": 2, "strategy": 2, "overall": 3, "fluency": 2}, "fluency", "unknown field"),
+        ("4", "style", "expected an object"),
+    ],
+)
 def test_clean_response_refuses(bad, field, reason):
     with pytest.raises(Invalid) as exc:
         clean_response(bad)
@@ -56,6 +64,7 @@ def test_table6_by_hand(tmp_path):
         def answer(item, a):
             s, c, t, o = RATINGS[name][item.payload["debate_id"]]
             return {"style": s, "content": c, "strategy": t, "overall": o}
+
         return answer
 
     for name in RATINGS:
@@ -100,8 +109,12 @@ def test_table6_by_hand(tmp_path):
 def test_per_model_columns_and_undefined_alpha(tmp_path):
     from .helpers import debate
 
-    project = likert_project(tmp_path, rows=[debate(1, "human"), debate(2, "bart"), debate(3, "gpt2")],
-                             assignments_per_item=1, items_per_hit=3)
+    project = likert_project(
+        tmp_path,
+        rows=[debate(1, "human"), debate(2, "bart"), debate(3, "gpt2")],
+        assignments_per_item=1,
+        items_per_hit=3,
+    )
     w = Worker.objects.create(source="prolific", external_id="solo")
     run_worker(project, w, lambda item, a: {"style": 3, "content": 3, "strategy": 3, "overall": 3})
     res = results.likert_results(project)

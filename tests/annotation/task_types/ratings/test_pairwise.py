@@ -1,12 +1,13 @@
 """Pairwise preference: placement (deterministic, both orders used), de-biasing (a swapped placement is counted for
 the right system), aggregation, fluency rates, Cohen's kappa / percentage agreement by hand."""
+
 import pytest
 
 from annotation import agreement
 from annotation.models import Worker
 from annotation.task_types.pairwise_preference import pairwise
-from annotation.task_types.ratings import results
 from annotation.task_types.pairwise_preference.pairwise import Invalid, clean_response, judgement, left_side, swapped
+from annotation.task_types.ratings import results
 
 from .helpers import PAIRS, pairwise_project, run_worker
 
@@ -30,21 +31,29 @@ def test_clean_response_records_placement_and_system():
     got = clean_response(P, {"left": "b", "choice": "left", "fluent_left": "yes", "fluent_right": "no"})
     assert got == {"left": "b", "left_system": "ref", "choice": "left", "fluent_left": True, "fluent_right": False}
     # a client may name the system shown on the left; booleans are accepted for fluency
-    assert clean_response(P, {"left": "gen", "choice": "equal", "fluent_left": True, "fluent_right": True})["left"] == "a"
+    assert (
+        clean_response(P, {"left": "gen", "choice": "equal", "fluent_left": True, "fluent_right": True})["left"] == "a"
+    )
     assert clean_response(P, got) == got  # the stored form validates again (gold answers)
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"left": "a", "choice": "both", "fluent_left": "yes", "fluent_right": "yes"}, "choice"),
-    ({"left": "a", "fluent_left": "yes", "fluent_right": "yes"}, "choice"),
-    ({"left": "a", "choice": "left", "fluent_right": "yes"}, "fluent_left"),
-    ({"left": "a", "choice": "left", "fluent_left": "maybe", "fluent_right": "yes"}, "fluent_left"),
-    ({"choice": "left", "fluent_left": "yes", "fluent_right": "yes"}, "left"),
-    ({"left": "c", "choice": "left", "fluent_left": "yes", "fluent_right": "yes"}, "left"),
-    ({"left": "a", "left_system": "ref", "choice": "left", "fluent_left": "yes", "fluent_right": "yes"}, "left_system"),
-    ({"left": "a", "choice": "left", "fluent_left": "yes", "fluent_right": "yes", "winner": "gen"}, "winner"),
-    ([], "choice"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"left": "a", "choice": "both", "fluent_left": "yes", "fluent_right": "yes"}, "choice"),
+        ({"left": "a", "fluent_left": "yes", "fluent_right": "yes"}, "choice"),
+        ({"left": "a", "choice": "left", "fluent_right": "yes"}, "fluent_left"),
+        ({"left": "a", "choice": "left", "fluent_left": "maybe", "fluent_right": "yes"}, "fluent_left"),
+        ({"choice": "left", "fluent_left": "yes", "fluent_right": "yes"}, "left"),
+        ({"left": "c", "choice": "left", "fluent_left": "yes", "fluent_right": "yes"}, "left"),
+        (
+            {"left": "a", "left_system": "ref", "choice": "left", "fluent_left": "yes", "fluent_right": "yes"},
+            "left_system",
+        ),
+        ({"left": "a", "choice": "left", "fluent_left": "yes", "fluent_right": "yes", "winner": "gen"}, "winner"),
+        ([], "choice"),
+    ],
+)
 def test_clean_response_refuses(bad, field):
     with pytest.raises(Invalid) as exc:
         clean_response(P, bad)
@@ -62,10 +71,12 @@ def test_judgement_maps_positions_back_to_systems():
 
 
 def test_system_table_counts_swapped_positions_for_the_right_system():
-    pairs = [(P, {"left": "a", "choice": "right", "fluent_left": False, "fluent_right": True}),   # ref wins
-             (P, {"left": "b", "choice": "left", "fluent_left": True, "fluent_right": True}),    # ref wins (swapped)
-             (P, {"left": "b", "choice": "right", "fluent_left": True, "fluent_right": True}),   # gen wins (swapped)
-             (P, {"left": "a", "choice": "equal", "fluent_left": True, "fluent_right": True})]   # tie
+    pairs = [
+        (P, {"left": "a", "choice": "right", "fluent_left": False, "fluent_right": True}),  # ref wins
+        (P, {"left": "b", "choice": "left", "fluent_left": True, "fluent_right": True}),  # ref wins (swapped)
+        (P, {"left": "b", "choice": "right", "fluent_left": True, "fluent_right": True}),  # gen wins (swapped)
+        (P, {"left": "a", "choice": "equal", "fluent_left": True, "fluent_right": True}),
+    ]  # tie
     rows = {r["system"]: r for r in pairwise.system_table(pairs)}
     assert (rows["ref"]["wins"], rows["ref"]["ties"], rows["ref"]["losses"]) == (2, 1, 1)
     assert (rows["gen"]["wins"], rows["gen"]["ties"], rows["gen"]["losses"]) == (1, 1, 2)
@@ -100,8 +111,8 @@ def test_end_to_end_debiasing_and_agreement(tmp_path):
             choice = "equal" if want == "tie" else ("left" if want == left_system else "right")
             flu = {"arg-ctrl": fluent_gen[name][n], "reference": True}
             right_system = item.payload["b" if left == "a" else "a"]["system"]
-            return {"left": left, "choice": choice, "fluent_left": flu[left_system],
-                    "fluent_right": flu[right_system]}
+            return {"left": left, "choice": choice, "fluent_left": flu[left_system], "fluent_right": flu[right_system]}
+
         return answer
 
     for name in plans:

@@ -1,4 +1,5 @@
 """The staff results page /projects/<slug>/results/ (both task types): permissions, tables, SVG chart, CSV."""
+
 import csv
 import io
 
@@ -24,8 +25,10 @@ def test_permissions_and_wrong_type(tmp_path, client, django_user_model, staff_u
     services.create_project(name="labels", slug="labels", task_type="sentence_label")
     response = client.get("/projects/labels/results/")
     assert response.status_code == 404
-    assert ("Project &#x27;labels&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;pairwise_preference&#x27; "
-            "or &#x27;likert_debate&#x27;." in response.content.decode())
+    assert (
+        "Project &#x27;labels&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;pairwise_preference&#x27; "
+        "or &#x27;likert_debate&#x27;." in response.content.decode()
+    )
     assert client.get("/projects/none/results/").status_code == 404
 
 
@@ -37,15 +40,20 @@ def test_pairwise_results_page_and_csv(tmp_path, client, staff_user):
         def answer(item, a):  # always the reference, wherever it was shown; arg-ctrl is never fluent
             left = left_side(a.pk, item.pk)
             ref_left = item.payload[left]["system"] == "reference"
-            return {"left": left, "choice": "left" if ref_left else "right",
-                    "fluent_left": ref_left, "fluent_right": not ref_left}
+            return {
+                "left": left,
+                "choice": "left" if ref_left else "right",
+                "fluent_left": ref_left,
+                "fluent_right": not ref_left,
+            }
+
         run_worker(project, w, answer)
     client.force_login(staff_user)
     r = client.get("/projects/pp/results/")
     html = r.content.decode()
     assert r.status_code == 200
-    row = html[html.index('<tr data-system="reference">'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index('<tr data-system="reference">') :]
+    row = row[: row.index("</tr>")]
     assert '<td class="rt-num">8</td>' in row and "too few ratings: 8 comparisons (minimum 10)" in row
     assert '<td class="rt-num wins">8 (100%)</td>' in html and '<td class="rt-num fluency">0 (0%)</td>' in html
     assert '<svg id="ratings-chart"' in html and "<script" not in html.split("<main")[-1].split("</main>")[0]
@@ -64,8 +72,16 @@ def test_likert_results_page(tmp_path, client, staff_user):
     project = likert_project(tmp_path, assignments_per_item=2, items_per_hit=2)
     for name, base in (("w1", 1), ("w2", 2)):
         w = Worker.objects.create(source="prolific", external_id=name)
-        run_worker(project, w, lambda item, a, b=base: {
-            "style": b + (2 if item.payload["system"] == "human" else 0), "content": 3, "strategy": 2, "overall": b})
+        run_worker(
+            project,
+            w,
+            lambda item, a, b=base: {
+                "style": b + (2 if item.payload["system"] == "human" else 0),
+                "content": 3,
+                "strategy": 2,
+                "overall": b,
+            },
+        )
     client.force_login(staff_user)
     html = client.get("/projects/ld/results/").content.decode()
     # human style: 3, 3, 4, 4 -> 3.5 ± 0.577; generated: 1, 1, 2, 2 -> 1.5 ± 0.577

@@ -1,5 +1,6 @@
 """Submitting span answers through /api/assignments/<id>/submit/: bad answers are HTTP 400 naming the field and
 write nothing; a good one is stored cleaned."""
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -30,13 +31,19 @@ def _submit(c, body, responses):
     return c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
 
 
-@pytest.mark.parametrize("bad,field,needle", [
-    ({"spans": [{"begin": 0, "end": 28, "variable": None}, {"begin": 15, "end": 23, "variable": None}]},
-     "spans", "spans overlap"),
-    ({"spans": [{"begin": 0, "end": len(FIG7) + 5, "variable": None}]}, "spans", "outside"),
-    ({"spans": [{"begin": 0, "end": 14, "variable": "FOREIGN"}]}, "variable", "not offered"),
-    ({"spans": [], "schemes": ["Appeal to pity"]}, "schemes", "unknown scheme"),
-])
+@pytest.mark.parametrize(
+    "bad,field,needle",
+    [
+        (
+            {"spans": [{"begin": 0, "end": 28, "variable": None}, {"begin": 15, "end": 23, "variable": None}]},
+            "spans",
+            "spans overlap",
+        ),
+        ({"spans": [{"begin": 0, "end": len(FIG7) + 5, "variable": None}]}, "spans", "outside"),
+        ({"spans": [{"begin": 0, "end": 14, "variable": "FOREIGN"}]}, "variable", "not offered"),
+        ({"spans": [], "schemes": ["Appeal to pity"]}, "schemes", "unknown scheme"),
+    ],
+)
 def test_bad_submission_is_400_and_writes_nothing(setup, bad, field, needle):
     c, body, facts = setup
     first, second = body["items"]
@@ -55,11 +62,20 @@ def test_good_submission_is_stored_cleaned(setup):
     c, body, facts = setup
     first, second = body["items"]
     assert first["payload"]["variables"][0]["id"] == facts[0].pk
-    r = _submit(c, body, {
-        str(first["id"]): {"spans": [{"begin": 33, "end": 59, "variable": facts[1].pk, "from_suggestion": False},
-                                     {"begin": 0, "end": 14, "variable": facts[0].pk, "from_suggestion": False}],
-                           "schemes": ["From Consequence"]},
-        str(second["id"]): {"spans": [], "schemes": []}})
+    r = _submit(
+        c,
+        body,
+        {
+            str(first["id"]): {
+                "spans": [
+                    {"begin": 33, "end": 59, "variable": facts[1].pk, "from_suggestion": False},
+                    {"begin": 0, "end": 14, "variable": facts[0].pk, "from_suggestion": False},
+                ],
+                "schemes": ["From Consequence"],
+            },
+            str(second["id"]): {"spans": [], "schemes": []},
+        },
+    )
     assert r.status_code == 200, r.content
     stored = Response.objects.get(item_id=first["id"]).data
     assert [s["text"] for s in stored["spans"]] == ["Criminologists", "effects of the DP on crime"]

@@ -1,4 +1,5 @@
 """JSONL export (``manage.py spans export``), the ``spans`` release kind and ``manage.py spans metrics``."""
+
 import json
 
 import pytest
@@ -19,13 +20,16 @@ def answered(django_user_model):
     project = make_project(config={"ask_schemes": True}, items_per_hit=1, assignments_per_item=2)
     services.add_items(project, [fig7_payload(facts), fig7_payload(facts[:2])])
     services.build_hits(project)
-    human, model = fig7_spans(*(f.pk for f in facts))
+    human, _model = fig7_spans(*(f.pk for f in facts))
     for name, spans in (("a", human), ("b", human)):
         worker = services.worker_for_user(django_user_model.objects.create_user(name, password="pw-123456789"))
         a = services.reserve_next_assignment(project, worker)
         item = services.assignment_items(a)[0]
-        services.submit_assignment(a, worker, {item.pk: {"spans": spans if item.payload["variables"][2:] else [],
-                                                         "schemes": ["From Consequence"]}})
+        services.submit_assignment(
+            a,
+            worker,
+            {item.pk: {"spans": spans if item.payload["variables"][2:] else [], "schemes": ["From Consequence"]}},
+        )
     return project, facts
 
 
@@ -38,8 +42,11 @@ def test_export_command_jsonl(answered, tmp_path):
     assert len(rows) == 1  # the other item has no answers yet
     row = rows[0]
     assert row["text"] == FIG7 and row["n_annotations"] == 2 and row["schemes"] == ["From Consequence"]
-    assert [s["text"] for s in row["span_details"]] == ["Criminologists", "effects of the DP on crime",
-                                                         "DP does not deter crime"]
+    assert [s["text"] for s in row["span_details"]] == [
+        "Criminologists",
+        "effects of the DP on crime",
+        "DP does not deter crime",
+    ]
     assert [FIG7[b:e] for b, e, _ in row["spans"]] == [s["text"] for s in row["span_details"]]  # [begin, end, id]
     assert [v for _, _, v in row["spans"]] == [s["variable"] for s in row["span_details"]]
     assert row["facts"] == [f.text for f in facts]
@@ -88,9 +95,11 @@ def test_metrics_command(tmp_path, capsys):
         call_command("spans", "metrics", "--file", str(path))
     assert exc.value.returncode == 2
     assert str(exc.value) == f"{path}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)"
-    for text, where, reason in [("\n", 0, "no rows: the file is empty"),
-                                ("[1, 2]\n", 1, "expected a JSON object, got list"),
-                                ('{"reference": []}\n', 1, 'expected an object with "text", "reference", "predicted"')]:
+    for text, where, reason in [
+        ("\n", 0, "no rows: the file is empty"),
+        ("[1, 2]\n", 1, "expected a JSON object, got list"),
+        ('{"reference": []}\n', 1, 'expected an object with "text", "reference", "predicted"'),
+    ]:
         path.write_text(text)
         with pytest.raises(CommandError) as exc:
             call_command("spans", "metrics", "--file", str(path))
@@ -105,9 +114,10 @@ def test_argu_3_2_4_filters():
     assert f == {"max_unnormalised": 0.30, "variables": [1, 4], "mentions_per_variable": [2, 4], "max_words": 150}
 
     def row(words, variables, normalised=None):
-        return {"text": " ".join(["w"] * words),
-                "span_details": [{"variable": v, "normalised": (normalised or {}).get(i)}
-                                 for i, v in enumerate(variables)]}
+        return {
+            "text": " ".join(["w"] * words),
+            "span_details": [{"variable": v, "normalised": (normalised or {}).get(i)} for i, v in enumerate(variables)],
+        }
 
     assert filter_reason(row(150, [1, 1, 2, 2, 3, 3]), f) is None
     assert "151 words" in filter_reason(row(151, [1, 1]), f)
@@ -139,20 +149,32 @@ def test_filters_apply_to_the_cli_and_the_release(answered, tmp_path, tmp_artifa
     out = tmp_path / "kept.jsonl"
     call_command("spans", "export", "--project", project.slug, "--file", str(out), "--filters")
     assert out.read_text() == ""  # Figure 7 grounds each of its 3 variables once: not 2-4 times
-    release = build_release("spans-once", "1.0", kind="spans",
-                            config={"projects": [project.slug], "filters": {"mentions_per_variable": None}})
+    release = build_release(
+        "spans-once",
+        "1.0",
+        kind="spans",
+        config={"projects": [project.slug], "filters": {"mentions_per_variable": None}},
+    )
     from corpus.releases import release_file_path
 
     assert len(release_file_path(release, "spans.jsonl").read_text().splitlines()) == 1  # 3 grounded spans: kept
-    release = build_release("spans-short", "1.0", kind="spans",
-                            config={"projects": [project.slug],
-                                    "filters": {"max_words": 5, "mentions_per_variable": None}})
+    release = build_release(
+        "spans-short",
+        "1.0",
+        kind="spans",
+        config={"projects": [project.slug], "filters": {"max_words": 5, "mentions_per_variable": None}},
+    )
     assert release_file_path(release, "spans.jsonl").read_text() == ""  # FIG7 is longer than 5 words
 
 
 MAPPED_TEXT = "same as one and near one and brand new and KB two"
-TOY = {"KB one": [1, 0, 0], "KB two": [0, 1, 0], "same as one": [1, 0, 0], "near one": [0.8, 0.6, 0],
-       "brand new": [0, 0, 1]}
+TOY = {
+    "KB one": [1, 0, 0],
+    "KB two": [0, 1, 0],
+    "same as one": [1, 0, 0],
+    "near one": [0.8, 0.6, 0],
+    "brand new": [0, 0, 1],
+}
 
 
 @pytest.fixture
@@ -168,9 +190,20 @@ def others_answered(django_user_model):
     project = make_project(items_per_hit=1, assignments_per_item=1)
     from corpus.tokens import token_offsets
 
-    services.add_items(project, [{"argument_id": None, "text": MAPPED_TEXT, "topic": "Toy", "stance": "pro",
-                                  "tokens": token_offsets(MAPPED_TEXT),
-                                  "variables": [{"id": one.pk, "text": one.text}], "suggestions": []}])
+    services.add_items(
+        project,
+        [
+            {
+                "argument_id": None,
+                "text": MAPPED_TEXT,
+                "topic": "Toy",
+                "stance": "pro",
+                "tokens": token_offsets(MAPPED_TEXT),
+                "variables": [{"id": one.pk, "text": one.text}],
+                "suggestions": [],
+            }
+        ],
+    )
     services.build_hits(project)
     worker = services.worker_for_user(django_user_model.objects.create_user("w", password="pw-123456789"))
     a = services.reserve_next_assignment(project, worker)
@@ -192,8 +225,9 @@ def test_export_emits_normalised_ids_and_filters_after_mapping(others_answered, 
     [before] = list(project_rows(project))
     assert [v for _, _, v in before["spans"]] == [None] * 4 and before["n_unnormalised"] == 4
     assert list(project_rows(project, filters=keep_mentions_off)) == []  # 100% unnormalised > 30%
-    monkeypatch.setattr(normalisation, "_encode",
-                        lambda texts, encoder: np.array([TOY[t] for t in texts], dtype=np.float32))
+    monkeypatch.setattr(
+        normalisation, "_encode", lambda texts, encoder: np.array([TOY[t] for t in texts], dtype=np.float32)
+    )
     normalisation.normalise_project(project)
     [row] = list(project_rows(project))
     assert [v for _, _, v in row["spans"]] == [one.pk, one.pk, None, two.pk]

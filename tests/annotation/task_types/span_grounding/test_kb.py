@@ -1,4 +1,5 @@
 """KB export / import (``manage.py spans kb-export|kb-import``) on top of the corpus importers."""
+
 import json
 
 import pytest
@@ -14,8 +15,9 @@ pytestmark = pytest.mark.django_db
 
 def test_export_then_import_round_trip(tmp_path):
     topic, facts = make_kb(3)
-    FactVariable.objects.create(topic=topic, text="rejected fact", content_hash="rej",
-                                status=FactVariable.Status.REJECTED)
+    FactVariable.objects.create(
+        topic=topic, text="rejected fact", content_hash="rej", status=FactVariable.Status.REJECTED
+    )
     for fmt in ("csv", "jsonl"):
         path = tmp_path / f"kb.{fmt}"
         call_command("spans", "kb-export", "--file", str(path))
@@ -35,8 +37,12 @@ def test_export_then_import_round_trip(tmp_path):
 
 def test_import_proposed_rows_become_pending(tmp_path):
     path = tmp_path / "new.jsonl"
-    path.write_text(json.dumps({"topic": "Gun control", "text": "guns kill", "origin": "proposed"}) + "\n"
-                    + json.dumps({"topic": "Gun control", "text": "guns protect"}) + "\n")
+    path.write_text(
+        json.dumps({"topic": "Gun control", "text": "guns kill", "origin": "proposed"})
+        + "\n"
+        + json.dumps({"topic": "Gun control", "text": "guns protect"})
+        + "\n"
+    )
     call_command("spans", "kb-import", "--file", str(path))
     assert FactVariable.objects.get(text="guns kill").status == FactVariable.Status.PENDING
     assert FactVariable.objects.get(text="guns protect").status == FactVariable.Status.ACTIVE

@@ -1,4 +1,5 @@
 """Span detection F1 and grounding accuracy (ArgU Figure 7), pure functions."""
+
 import pytest
 
 from annotation.task_types.span_grounding import metrics
@@ -37,8 +38,9 @@ def test_others_labels_compare_equal():
 
 def test_corpus_figures_average_per_example():
     human, model = fig7_spans()
-    r = metrics.evaluate([{"text": FIG7, "reference": human, "predicted": model},
-                          {"text": FIG7, "reference": human, "predicted": human}])
+    r = metrics.evaluate(
+        [{"text": FIG7, "reference": human, "predicted": model}, {"text": FIG7, "reference": human, "predicted": human}]
+    )
     assert r["n"] == 2 and r["f1"] == pytest.approx((20 / 23 + 1) / 2)
     assert r["micro_f1"] == pytest.approx(2 * 22 / (2 * 22 + 1 + 2))  # 10 + 12 shared tokens
     assert (r["label_correct"], r["label_total"]) == (5, 6)
@@ -64,8 +66,9 @@ def test_span_level_partial_full_exact_f1_by_hand():
     # a prediction with only 1 of its 4 tokens in a reference span ("familiar with the effects") misses in
     # partial mode; pooled with the example above: partial P = 3/4, R = 3/3 -> F1 = 6/7
     wide = [span(FIG7, "familiar with the effects", None)]
-    r = metrics.evaluate([{"text": FIG7, "reference": human, "predicted": model},
-                          {"text": FIG7, "reference": [], "predicted": wide}])
+    r = metrics.evaluate(
+        [{"text": FIG7, "reference": human, "predicted": model}, {"text": FIG7, "reference": [], "predicted": wide}]
+    )
     assert r["span_partial_precision"] == pytest.approx(3 / 4) and r["span_partial_recall"] == 1.0
     assert r["span_partial_f1"] == pytest.approx(6 / 7)
     # nothing predicted, nothing referenced: agreement

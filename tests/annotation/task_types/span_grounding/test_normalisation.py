@@ -1,5 +1,6 @@
 """KB normalisation (ArgU §3.2.4): direct mapping at cosine >= 0.85, indirect through community detection,
 proposals for unmapped communities; the review actions and the staff page."""
+
 import json
 
 import numpy as np
@@ -16,11 +17,12 @@ from .helpers import make_kb, make_project
 pytestmark = pytest.mark.django_db
 
 VECTORS = {  # a fixed toy encoder: exact cosines
-    "KB one": [1, 0, 0], "KB two": [0, 1, 0],
-    "same as one": [1, 0, 0],              # cos 1.0 to KB one -> direct
-    "near one": [0.8, 0.6, 0],             # cos 0.8 to KB one (< 0.85), 0.8 to "same as one" -> indirect
-    "brand new": [0, 0, 1],                # nothing near -> a new community
-    "brand new too": [0, 0.28, 0.96],      # cos 0.96 to "brand new" -> same new community
+    "KB one": [1, 0, 0],
+    "KB two": [0, 1, 0],
+    "same as one": [1, 0, 0],  # cos 1.0 to KB one -> direct
+    "near one": [0.8, 0.6, 0],  # cos 0.8 to KB one (< 0.85), 0.8 to "same as one" -> indirect
+    "brand new": [0, 0, 1],  # nothing near -> a new community
+    "brand new too": [0, 0.28, 0.96],  # cos 0.96 to "brand new" -> same new community
 }
 
 
@@ -29,8 +31,9 @@ def toy_encoder(texts):
 
 
 def test_direct_indirect_and_new():
-    r = normalisation.normalise_spans(["same as one", "near one", "brand new", "brand new too"],
-                                      [(1, "KB one"), (2, "KB two")], encoder=toy_encoder)
+    r = normalisation.normalise_spans(
+        ["same as one", "near one", "brand new", "brand new too"], [(1, "KB one"), (2, "KB two")], encoder=toy_encoder
+    )
     by = {s["text"]: s for s in r["spans"]}
     assert (by["same as one"]["variable"], by["same as one"]["method"]) == (1, "direct")
     assert (by["near one"]["variable"], by["near one"]["method"]) == (1, "indirect")
@@ -39,8 +42,9 @@ def test_direct_indirect_and_new():
     assert by["brand new"]["community"] == by["brand new too"]["community"] != by["near one"]["community"]
     assert len(r["new"]) == 1 and r["new"][0]["text"] in {"brand new", "brand new too"}
     # a stricter community threshold separates "near one" from the mapped span: unmapped, a second new fact
-    r = normalisation.normalise_spans(["same as one", "near one"], [(1, "KB one")], encoder=toy_encoder,
-                                      cluster_threshold=0.9)
+    r = normalisation.normalise_spans(
+        ["same as one", "near one"], [(1, "KB one")], encoder=toy_encoder, cluster_threshold=0.9
+    )
     assert r["spans"][1]["method"] is None and [n["text"] for n in r["new"]] == ["near one"]
 
 
@@ -58,9 +62,17 @@ def project_with_others(tmp_artifacts):
     project = make_project()
     items = []
     for text in ("same as one", "near one", "brand new", "brand new too"):
-        items.append({"argument_id": None, "text": text, "topic": "Toy", "stance": "pro", "tokens": [],
-                      "variables": [{"id": one.pk, "text": one.text}],
-                      "suggestions": [{"begin": 0, "end": len(text), "variable": None, "source": "silver"}]})
+        items.append(
+            {
+                "argument_id": None,
+                "text": text,
+                "topic": "Toy",
+                "stance": "pro",
+                "tokens": [],
+                "variables": [{"id": one.pk, "text": one.text}],
+                "suggestions": [{"begin": 0, "end": len(text), "variable": None, "source": "silver"}],
+            }
+        )
     services.add_items(project, items)
     return project, one
 
@@ -82,10 +94,12 @@ def test_normalise_project_proposes_and_writes_artifact(project_with_others, mon
 def test_normalise_pending_suggests_merges(monkeypatch):
     topic, _ = make_kb(0, "Toy")
     one = FactVariable.objects.create(topic=topic, text="KB one", content_hash="k1")
-    near = FactVariable.objects.create(topic=topic, text="same as one", content_hash="p1", origin="proposed",
-                                       status="pending")
-    new = FactVariable.objects.create(topic=topic, text="brand new", content_hash="p2", origin="proposed",
-                                      status="pending")
+    near = FactVariable.objects.create(
+        topic=topic, text="same as one", content_hash="p1", origin="proposed", status="pending"
+    )
+    new = FactVariable.objects.create(
+        topic=topic, text="brand new", content_hash="p2", origin="proposed", status="pending"
+    )
     monkeypatch.setattr(normalisation, "_encode", lambda texts, encoder: toy_encoder(texts))
     call_command("spans", "normalise", "--pending")
     near.refresh_from_db()
@@ -98,15 +112,23 @@ def test_normalise_pending_suggests_merges(monkeypatch):
 @pytest.fixture
 def proposals():
     topic, facts = make_kb(2)
-    other_topic, other_facts = make_kb(1, "Abortion")
-    p = [FactVariable.objects.create(topic=topic, text=f"proposal {i}", content_hash=f"p{i}", origin="proposed",
-                                     status="pending", metadata={"normalisation": {"into": facts[1].pk}})
-         for i in range(3)]
+    _other_topic, other_facts = make_kb(1, "Abortion")
+    p = [
+        FactVariable.objects.create(
+            topic=topic,
+            text=f"proposal {i}",
+            content_hash=f"p{i}",
+            origin="proposed",
+            status="pending",
+            metadata={"normalisation": {"into": facts[1].pk}},
+        )
+        for i in range(3)
+    ]
     return facts, other_facts, p
 
 
 def test_review_actions(proposals, staff_user):
-    facts, other_facts, (a, b, c) = proposals
+    facts, _other_facts, (a, b, c) = proposals
     review.do_accept_variable(a.pk, user=staff_user)
     review.do_merge_variable(b.pk, facts[1].pk, user=staff_user)
     review.do_reject_variable(c.pk)
@@ -118,9 +140,13 @@ def test_review_actions(proposals, staff_user):
 
 
 def test_merge_refusals(proposals):
-    facts, other_facts, (a, b, c) = proposals
-    for into, needle in [(other_facts[0].pk, "another topic"), (c.pk, "pending; merge into an active"),
-                         (a.pk, "no other"), ("x", "choose")]:
+    _facts, other_facts, (a, _b, c) = proposals
+    for into, needle in [
+        (other_facts[0].pk, "another topic"),
+        (c.pk, "pending; merge into an active"),
+        (a.pk, "no other"),
+        ("x", "choose"),
+    ]:
         with pytest.raises(FieldError, match=needle):
             review.do_merge_variable(a.pk, into)
     a.refresh_from_db()
@@ -136,7 +162,9 @@ def test_review_page_staff_only_and_actions(client, proposals, staff_user, djang
     django_user_model.objects.create_user("crowd", password="pw-crowd-123")
     client.login(username="crowd", password="pw-crowd-123")
     assert client.get(url).status_code == 403
-    assert client.post(reverse("annotation:spans-kb-review-action", args=[a.pk]), {"action": "accept"}).status_code == 403
+    assert (
+        client.post(reverse("annotation:spans-kb-review-action", args=[a.pk]), {"action": "accept"}).status_code == 403
+    )
     a.refresh_from_db()
     assert a.status == "pending"
     client.force_login(staff_user)
@@ -151,17 +179,23 @@ def test_review_page_staff_only_and_actions(client, proposals, staff_user, djang
     assert act(c, action="explode").status_code == 400
     assert act(c, action="reject").status_code == 302
     assert dict(FactVariable.objects.filter(pk__in=[a.pk, b.pk, c.pk]).values_list("pk", "status")) == {
-        a.pk: "active", b.pk: "merged", c.pk: "rejected"}
+        a.pk: "active",
+        b.pk: "merged",
+        c.pk: "rejected",
+    }
     assert "No proposals" in client.get(url).content.decode()
 
 
 # --- the mapping is stored per span, re-pointed by the review, and reaches the export ----------------------------
 
+
 def _mapping(project):
     from annotation.task_types.span_grounding.models import SpanNormalisation
 
-    return {m.text: (m.variable_id, m.method, m.proposal_id)
-            for m in SpanNormalisation.objects.filter(item__project=project)}
+    return {
+        m.text: (m.variable_id, m.method, m.proposal_id)
+        for m in SpanNormalisation.objects.filter(item__project=project)
+    }
 
 
 def test_normalise_project_stores_the_mapping_per_span(project_with_others, monkeypatch):
@@ -171,8 +205,12 @@ def test_normalise_project_stores_the_mapping_per_span(project_with_others, monk
     monkeypatch.setattr(normalisation, "_encode", lambda texts, encoder: toy_encoder(texts))
     normalisation.normalise_project(project)
     proposal = FactVariable.objects.get(status=FactVariable.Status.PENDING)
-    assert _mapping(project) == {"same as one": (one.pk, "direct", None), "near one": (one.pk, "indirect", None),
-                                 "brand new": (None, "", proposal.pk), "brand new too": (None, "", proposal.pk)}
+    assert _mapping(project) == {
+        "same as one": (one.pk, "direct", None),
+        "near one": (one.pk, "indirect", None),
+        "brand new": (None, "", proposal.pk),
+        "brand new too": (None, "", proposal.pk),
+    }
     assert SpanNormalisation.objects.get(text="near one").score == pytest.approx(0.8)
     saved = json.loads(open(normalisation.artifact_path(project)).read())
     assert {m["text"]: m["proposal"] for m in saved["mapping"]}["brand new"] == proposal.pk
@@ -220,18 +258,34 @@ def test_real_minilm_maps_a_paraphrase_directly_and_clusters_the_rest(tmp_artifa
     from .helpers import span
 
     topic, _ = make_kb(0, "Nuclear energy")
-    waste = FactVariable.objects.create(topic=topic, text="Nuclear power plants generate radioactive waste.",
-                                        content_hash="w")
+    waste = FactVariable.objects.create(
+        topic=topic, text="Nuclear power plants generate radioactive waste.", content_hash="w"
+    )
     cost = FactVariable.objects.create(topic=topic, text="Nuclear energy is expensive.", content_hash="c")
-    texts = ["Radioactive waste is produced by nuclear power plants, and uranium mining harms indigenous communities.",
-             "Atomic reactors create nuclear waste; mining uranium damages native communities."]
-    phrases = [["Radioactive waste is produced by nuclear power plants", "uranium mining harms indigenous communities"],
-               ["Atomic reactors create nuclear waste", "mining uranium damages native communities"]]
+    texts = [
+        "Radioactive waste is produced by nuclear power plants, and uranium mining harms indigenous communities.",
+        "Atomic reactors create nuclear waste; mining uranium damages native communities.",
+    ]
+    phrases = [
+        ["Radioactive waste is produced by nuclear power plants", "uranium mining harms indigenous communities"],
+        ["Atomic reactors create nuclear waste", "mining uranium damages native communities"],
+    ]
     project = make_project()
-    services.add_items(project, [
-        {"argument_id": None, "text": t, "topic": "Nuclear energy", "stance": "con", "tokens": [],
-         "variables": [{"id": waste.pk, "text": waste.text}, {"id": cost.pk, "text": cost.text}],
-         "suggestions": [dict(span(t, p, None), source="silver") for p in ps]} for t, ps in zip(texts, phrases)])
+    services.add_items(
+        project,
+        [
+            {
+                "argument_id": None,
+                "text": t,
+                "topic": "Nuclear energy",
+                "stance": "con",
+                "tokens": [],
+                "variables": [{"id": waste.pk, "text": waste.text}, {"id": cost.pk, "text": cost.text}],
+                "suggestions": [dict(span(t, p, None), source="silver") for p in ps],
+            }
+            for t, ps in zip(texts, phrases)
+        ],
+    )
     r = normalisation.normalise_project(project)
     assert (r["spans"], r["direct"], r["indirect"], r["unmapped"], r["proposed"]) == (4, 1, 1, 2, 1)
     got = {m.text: m for m in SpanNormalisation.objects.filter(item__project=project)}

@@ -1,5 +1,6 @@
 """validity_novelty through the JSON API (bad input -> 400, nothing written), the HIT page (no-JS form, no reference
 leak) and the staff results page with its CSV download."""
+
 import csv
 import io
 
@@ -44,22 +45,26 @@ def reserve(c, slug="vn"):
 GOOD = {"validity": "yes", "novelty": "dont_know"}
 
 
-@pytest.mark.parametrize("bad, field, reason", [
-    ({"validity": "maybe", "novelty": "no"}, "validity", "not a choice"),
-    ({"validity": 5, "novelty": "no"}, "validity", "not a choice"),            # a rating out of range
-    ({"validity": "yes", "novelty": -1}, "novelty", "not a choice"),
-    ({"validity": "yes"}, "novelty", "answer novelty"),                       # a missing dimension
-    ({"novelty": "yes"}, "validity", "answer validity"),
-    ({"validity": "yes", "novelty": ""}, "novelty", "answer novelty"),
-    ({"validity": "yes", "novelty": "no", "confidence": "high"}, "confidence", "unknown field"),
-    ("yes", "validity", "expected an object"),
-])
+@pytest.mark.parametrize(
+    "bad, field, reason",
+    [
+        ({"validity": "maybe", "novelty": "no"}, "validity", "not a choice"),
+        ({"validity": 5, "novelty": "no"}, "validity", "not a choice"),  # a rating out of range
+        ({"validity": "yes", "novelty": -1}, "novelty", "not a choice"),
+        ({"validity": "yes"}, "novelty", "answer novelty"),  # a missing dimension
+        ({"novelty": "yes"}, "validity", "answer validity"),
+        ({"validity": "yes", "novelty": ""}, "novelty", "answer novelty"),
+        ({"validity": "yes", "novelty": "no", "confidence": "high"}, "confidence", "unknown field"),
+        ("yes", "validity", "expected an object"),
+    ],
+)
 def test_bad_responses_get_400_and_write_nothing(project, alice, bad, field, reason):
     c = client_for(alice)
     body = reserve(c)
     first, second = (str(i["id"]) for i in body["items"])
-    r = c.post(f"/api/assignments/{body['assignment']}/submit/",
-               {"responses": {first: GOOD, second: bad}}, format="json")
+    r = c.post(
+        f"/api/assignments/{body['assignment']}/submit/", {"responses": {first: GOOD, second: bad}}, format="json"
+    )
     assert r.status_code == 400, r.content
     errors = r.json()["errors"]
     key = f"responses.{second}.{field}"
@@ -88,8 +93,9 @@ def test_good_submission_is_stored(project, alice):
     responses = {str(i["id"]): {"validity": "no", "novelty": "yes"} for i in body["items"]}
     r = c.post(f"/api/assignments/{body['assignment']}/submit/", {"responses": responses}, format="json")
     assert r.status_code == 200, r.content
-    assert sorted(Response.objects.values_list("data", flat=True), key=str) == [
-        {"validity": "no", "novelty": "yes"}] * 2
+    assert (
+        sorted(Response.objects.values_list("data", flat=True), key=str) == [{"validity": "no", "novelty": "yes"}] * 2
+    )
 
 
 def test_hit_page_shows_texts_and_questions_but_no_reference(project, client, alice):
@@ -112,8 +118,13 @@ def test_no_js_form_post(project, client, alice):
     worker = Worker.objects.get(user=alice)
     a = Assignment.objects.get(worker=worker)
     items = services.assignment_items(a)
-    data = {"assignment": a.pk, "feedback": "", f"item-{items[0].pk}-validity": "yes",
-            f"item-{items[0].pk}-novelty": "no", f"item-{items[1].pk}-validity": "dont_know"}
+    data = {
+        "assignment": a.pk,
+        "feedback": "",
+        f"item-{items[0].pk}-validity": "yes",
+        f"item-{items[0].pk}-novelty": "no",
+        f"item-{items[1].pk}-validity": "dont_know",
+    }
     r = client.post("/work/vn/", data)
     assert r.status_code == 400 and "answer novelty" in r.content.decode()
     assert Response.objects.count() == 0
@@ -122,8 +133,10 @@ def test_no_js_form_post(project, client, alice):
     r = client.post("/work/vn/", data)
     assert r.status_code == 302
     stored = {x.item_id: x.data for x in Response.objects.all()}
-    assert stored == {items[0].pk: {"validity": "yes", "novelty": "no"},
-                      items[1].pk: {"validity": "dont_know", "novelty": "yes"}}
+    assert stored == {
+        items[0].pk: {"validity": "yes", "novelty": "no"},
+        items[1].pk: {"validity": "dont_know", "novelty": "yes"},
+    }
 
 
 def test_results_page_permissions_and_figures(project, client, alice, staff_user):
@@ -136,11 +149,14 @@ def test_results_page_permissions_and_figures(project, client, alice, staff_user
     plan = [[(Y, N), (Y, Y), (N, N), (D, D)], [(Y, N), (N, Y), (N, N), (Y, D)], [(Y, N), (D, Y), (N, Y), (D, D)]]
     for k, answers in enumerate(plan):
         w = Worker.objects.create(external_id=f"w{k}", source="prolific")
-        for h in range(2):
+        for _h in range(2):
             a = services.reserve_next_assignment(project, w)
             items = services.assignment_items(a)
-            services.submit_assignment(a, w, {str(i.pk): {"validity": answers[i.position][0],
-                                                           "novelty": answers[i.position][1]} for i in items})
+            services.submit_assignment(
+                a,
+                w,
+                {str(i.pk): {"validity": answers[i.position][0], "novelty": answers[i.position][1]} for i in items},
+            )
     res = results.project_results(project)
     val = {d["label"]: d["count"] for d in res["crowd"]["validity"]["labels"]}
     nov = {d["label"]: d["count"] for d in res["crowd"]["novelty"]["labels"]}
@@ -157,15 +173,20 @@ def test_results_page_permissions_and_figures(project, client, alice, staff_user
     r = client.get("/projects/vn/valnov/")
     html = r.content.decode()
     assert r.status_code == 200
-    for part in ('id="valnov-agreement"', "Krippendorff", "Fleiss", 'id="valnov-weights"', 'id="valnov-dist-novelty"',
-                 "/projects/vn/valnov/export.csv"):
+    for part in (
+        'id="valnov-agreement"',
+        "Krippendorff",
+        "Fleiss",
+        'id="valnov-weights"',
+        'id="valnov-dist-novelty"',
+        "/projects/vn/valnov/export.csv",
+    ):
         assert part in html
     r = client.get("/projects/vn/valnov/export.csv?weights=1")
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
     assert [row["Validity"] for row in rows] == ["1", "0", "-1", "0"]
-    assert [row["Novelty-Confidence"] for row in rows] == ["very confident", "very confident", "majority",
-                                                           "defeasible"]
+    assert [row["Novelty-Confidence"] for row in rows] == ["very confident", "very confident", "majority", "defeasible"]
     assert [row["Instance-Weight"] for row in rows] == ["5.0", "3.0", "3.25", "1.0"]
     assert client.get("/projects/vn/valnov/export.csv?labels=nope").status_code == 400
 
@@ -175,8 +196,10 @@ def test_results_page_of_another_task_type_is_404(client, staff_user):
     client.force_login(staff_user)
     response = client.get("/projects/other/valnov/")
     assert response.status_code == 404
-    assert ("Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;validity_novelty&#x27;."
-            in response.content.decode())
+    assert (
+        "Project &#x27;other&#x27; is a &#x27;sentence_label&#x27; project, not &#x27;validity_novelty&#x27;."
+        in response.content.decode()
+    )
 
 
 def test_the_download_writes_formula_cells_as_text_and_the_cli_export_stays_exact(tmp_path, client, staff_user):
@@ -191,11 +214,16 @@ def test_the_download_writes_formula_cells_as_text_and_the_cli_export_stays_exac
     r = client.get("/projects/formulas/valnov/export.csv")
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     [got] = list(csv.DictReader(io.StringIO(r.content.decode())))
-    assert (got["topic"], got["Premise"], got["Conclusion"], got["note"]) == tuple("'" + e for e in
-                                                                                   (evil[3], evil[0], evil[1], evil[2]))
+    assert (got["topic"], got["Premise"], got["Conclusion"], got["note"]) == tuple(
+        "'" + e for e in (evil[3], evil[0], evil[1], evil[2])
+    )
     assert (got["Validity"], got["Novelty"], got["Validity-Confidence"]) == ("-1", "1", "very confident")
     out = tmp_path / "exact.csv"
     call_command("valnov", "export", "--project", "formulas", "--out", str(out))
     [exact] = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
-    assert (exact["topic"], exact["Premise"], exact["Conclusion"], exact["note"]) == (evil[3], evil[0], evil[1],
-                                                                                      evil[2])
+    assert (exact["topic"], exact["Premise"], exact["Conclusion"], exact["note"]) == (
+        evil[3],
+        evil[0],
+        evil[1],
+        evil[2],
+    )

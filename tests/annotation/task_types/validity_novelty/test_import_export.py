@@ -1,5 +1,6 @@
 """Shared-task CSV / JSONL: exact round trip, all-or-nothing import with file:line errors (and CLI exit 2), gold
 import, crowd export with aggregated labels and confidence words."""
+
 import csv
 import io
 import json
@@ -45,8 +46,12 @@ def test_csv_round_trip_exact(tmp_path):
     assert out.read_text(encoding="utf-8") == src.read_text(encoding="utf-8")  # here even byte for byte
     item = Item.objects.filter(project=project).order_by("position")[1]
     assert item.payload["premise"].startswith("Pentagon, hardly")
-    assert item.payload["reference"] == {"validity": -1, "validity_confidence": "very confident", "novelty": -1,
-                                         "novelty_confidence": "majority"}
+    assert item.payload["reference"] == {
+        "validity": -1,
+        "validity_confidence": "very confident",
+        "novelty": -1,
+        "novelty_confidence": "majority",
+    }
     assert item.payload["extra"] == {"Topic-in-dev-split": "no", "note": 'a "quoted" note'}
 
 
@@ -137,21 +142,34 @@ def test_missing_column_invalid_utf8_and_empty(tmp_path):
     src = write(tmp_path, csv_text(header=HEADER.replace("Novelty-Confidence,", "")))
     with pytest.raises(ImportFailed, match=r":1: missing column\(s\) Novelty-Confidence"):
         read_file(src)
-    bad = csv_text().encode("utf-8").replace("Zürich".encode("utf-8"), "Zürich".encode("latin-1"))
+    bad = csv_text().encode("utf-8").replace("Zürich".encode(), "Zürich".encode("latin-1"))
     src = write(tmp_path, bad, name="latin.csv")
     with pytest.raises(ImportFailed, match=r"latin\.csv:6: not UTF-8"):  # the cafe row: line 6 (row 3 spans 4-5)
         read_file(src)
     with pytest.raises(ImportFailed, match=r":2: no rows"):
         read_file(write(tmp_path, HEADER + "\n", name="empty.csv"))
     with pytest.raises(ImportFailed, match=r":1: missing key\(s\) Novelty"):
-        read_jsonl(write(tmp_path, '{"topic": "t", "Premise": "p", "Conclusion": "c", "Validity": 1, '
-                                   '"Validity-Confidence": "majority", "Novelty-Confidence": "majority"}\n',
-                         name="a.jsonl"))
-    with pytest.raises(ImportFailed, match=r"b\.jsonl:2: invalid JSON: Expecting property name enclosed in double "
-                                           r"quotes \(column 2\)$"):
-        read_file(write(tmp_path, json.dumps(dict(zip(HEADER.split(",")[:7], ["t", "p", "c", 1, "majority", 1,
-                                                                          "majority"]))) + "\n{oops\n",
-                        name="b.jsonl"))
+        read_jsonl(
+            write(
+                tmp_path,
+                '{"topic": "t", "Premise": "p", "Conclusion": "c", "Validity": 1, '
+                '"Validity-Confidence": "majority", "Novelty-Confidence": "majority"}\n',
+                name="a.jsonl",
+            )
+        )
+    with pytest.raises(
+        ImportFailed,
+        match=r"b\.jsonl:2: invalid JSON: Expecting property name enclosed in double "
+        r"quotes \(column 2\)$",
+    ):
+        read_file(
+            write(
+                tmp_path,
+                json.dumps(dict(zip(HEADER.split(",")[:7], ["t", "p", "c", 1, "majority", 1, "majority"])))
+                + "\n{oops\n",
+                name="b.jsonl",
+            )
+        )
     with pytest.raises(ImportFailed, match=r"c\.jsonl:0: no rows: the file is empty$"):
         read_file(write(tmp_path, "\n\n", name="c.jsonl"))
     with pytest.raises(ImportFailed, match=r"d\.jsonl:1: expected a JSON object, got list$"):
@@ -159,15 +177,17 @@ def test_missing_column_invalid_utf8_and_empty(tmp_path):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "manage.py", "valnov", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "manage.py", "valnov", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("make, line, reason", [
-    (lambda: csv_text([ROWS[0], ROWS[1].replace(",-1,very confident,", ",5,very confident,")]), 3, "bad label '5'"),
-    (lambda: csv_text(header=HEADER.replace("Validity,", "")), 1, "missing column(s) Validity"),
-    (lambda: csv_text().encode("utf-8").replace("Zürich".encode("utf-8"), b"Z\xfcrich"), 6, "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "make, line, reason",
+    [
+        (lambda: csv_text([ROWS[0], ROWS[1].replace(",-1,very confident,", ",5,very confident,")]), 3, "bad label '5'"),
+        (lambda: csv_text(header=HEADER.replace("Validity,", "")), 1, "missing column(s) Validity"),
+        (lambda: csv_text().encode("utf-8").replace("Zürich".encode(), b"Z\xfcrich"), 6, "not UTF-8"),
+    ],
+)
 def test_cli_exit_2_with_file_line_reason(tmp_path, make, line, reason):
     src = write(tmp_path, make())
     r = run_cli("import", str(src), "--project", "cli-never-created")
@@ -198,12 +218,21 @@ def test_crowd_export_writes_aggregated_labels_and_confidence(tmp_path):
     results.import_file(project, src)
     Y, N, D = "yes", "no", "dont_know"
     votes = [  # per worker: conclusion -> answer
-        {"Zoos are useful": {"validity": Y, "novelty": N}, "People like cafés": {"validity": Y, "novelty": Y},
-         "Zoos are cruel": {"validity": N, "novelty": D}},
-        {"Zoos are useful": {"validity": Y, "novelty": N}, "People like cafés": {"validity": N, "novelty": Y},
-         "Zoos are cruel": {"validity": N, "novelty": D}},
-        {"Zoos are useful": {"validity": Y, "novelty": D}, "People like cafés": {"validity": D, "novelty": N},
-         "Zoos are cruel": {"validity": Y, "novelty": Y}},
+        {
+            "Zoos are useful": {"validity": Y, "novelty": N},
+            "People like cafés": {"validity": Y, "novelty": Y},
+            "Zoos are cruel": {"validity": N, "novelty": D},
+        },
+        {
+            "Zoos are useful": {"validity": Y, "novelty": N},
+            "People like cafés": {"validity": N, "novelty": Y},
+            "Zoos are cruel": {"validity": N, "novelty": D},
+        },
+        {
+            "Zoos are useful": {"validity": Y, "novelty": D},
+            "People like cafés": {"validity": D, "novelty": N},
+            "Zoos are cruel": {"validity": Y, "novelty": Y},
+        },
     ]
     for k, answers in enumerate(votes):
         submit(project, Worker.objects.create(external_id=f"w{k}", source="prolific"), answers)
@@ -212,15 +241,27 @@ def test_crowd_export_writes_aggregated_labels_and_confidence(tmp_path):
     useful, cafe, cruel = rows["Zoos are useful"], rows["People like cafés"], rows["Zoos are cruel"]
     # yes,yes,yes -> 1 very confident; no,no,dk -> -1 confident; weight 1 + 2 + 1
     assert (useful["Validity"], useful["Validity-Confidence"], useful["Novelty"], useful["Novelty-Confidence"]) == (
-        "1", "very confident", "-1", "confident")
+        "1",
+        "very confident",
+        "-1",
+        "confident",
+    )
     assert useful["Instance-Weight"] == "4.0"
     # yes,no,dk -> 0 defeasible (tie); yes,yes,no -> 1 majority
     assert (cafe["Validity"], cafe["Validity-Confidence"], cafe["Novelty"], cafe["Novelty-Confidence"]) == (
-        "0", "defeasible", "1", "majority")
+        "0",
+        "defeasible",
+        "1",
+        "majority",
+    )
     assert cafe["Instance-Weight"] == "1.25"
     # no,no,yes -> -1 majority; dk,dk,yes -> 0 defeasible ("don't know" majority)
     assert (cruel["Validity"], cruel["Validity-Confidence"], cruel["Novelty"], cruel["Novelty-Confidence"]) == (
-        "-1", "majority", "0", "defeasible")
+        "-1",
+        "majority",
+        "0",
+        "defeasible",
+    )
     assert cafe["Topic-in-dev-split"] == "yes" and cafe["note"] == "tie"  # extra columns kept
     assert list(rows["Zoos are cruel"])[:9] == HEADER.split(",")
     # --labels reference still gives the imported file back

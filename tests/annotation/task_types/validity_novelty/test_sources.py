@@ -1,4 +1,5 @@
 """The studio's ValNov sources with the gold share (none / first N / N% seeded / all) instead of "as gold"."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation.models import GoldItem, HIT, Item, Project
+from annotation.models import HIT, GoldItem, Item, Project
 from annotation.task_types.base import GoldShare, SourceInput
 from annotation.task_types.validity_novelty import sources
 from argora.errors import FieldError
@@ -17,8 +18,13 @@ from .helpers import write as write_file
 
 pytestmark = pytest.mark.django_db
 
-CONCLUSIONS = ["Pentagon rebuild sends wrong message of peace", "Twin towers are hardly a symbol of peace",
-               "Zoos are useful", "People like cafés", "Zoos are cruel"]
+CONCLUSIONS = [
+    "Pentagon rebuild sends wrong message of peace",
+    "Twin towers are hardly a symbol of peace",
+    "Zoos are useful",
+    "People like cafés",
+    "Zoos are cruel",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -38,22 +44,37 @@ def test_first_n_rows_are_gold_with_their_labels():
     assert "expected answer: its validity and novelty labels" in preview.notes[1]
     project, summary = write("validity_novelty", data, items_per_hit=3)
     assert summary == {"items": 3, "gold": 2}
-    assert gold_of(project) == {CONCLUSIONS[0]: {"validity": "yes", "novelty": "yes"},
-                                CONCLUSIONS[1]: {"validity": "no", "novelty": "no"}}
+    assert gold_of(project) == {
+        CONCLUSIONS[0]: {"validity": "yes", "novelty": "yes"},
+        CONCLUSIONS[1]: {"validity": "no", "novelty": "no"},
+    }
     assert HIT.objects.filter(project=project).count() == 1
-    assert sorted(Item.objects.filter(project=project, is_gold=False).values_list("payload__conclusion", flat=True)) \
-        == sorted(CONCLUSIONS[2:])
+    assert sorted(
+        Item.objects.filter(project=project, is_gold=False).values_list("payload__conclusion", flat=True)
+    ) == sorted(CONCLUSIONS[2:])
 
 
 def test_percent_share_is_seeded_the_same_rows_twice():
-    rows = [json.dumps({"topic": "Zoos", "Premise": f"Premise {n}.", "Conclusion": f"Conclusion {n}",
-                        "Validity": 1, "Validity-Confidence": "majority", "Novelty": -1,
-                        "Novelty-Confidence": "confident"}) for n in range(20)]
+    rows = [
+        json.dumps(
+            {
+                "topic": "Zoos",
+                "Premise": f"Premise {n}.",
+                "Conclusion": f"Conclusion {n}",
+                "Validity": 1,
+                "Validity-Confidence": "majority",
+                "Novelty": -1,
+                "Novelty-Confidence": "confident",
+            }
+        )
+        for n in range(20)
+    ]
     text = "\n".join(rows) + "\n"
 
     def run(seed):
-        data = source_input("validity_novelty", "valnov-jsonl", "st.jsonl", text,
-                            gold={"mode": "percent", "n": 25, "seed": seed})
+        data = source_input(
+            "validity_novelty", "valnov-jsonl", "st.jsonl", text, gold={"mode": "percent", "n": 25, "seed": seed}
+        )
         preview = sources.preview(setup("validity_novelty"), data)
         assert (preview.items, preview.gold) == (15, 5)
         project, summary = write("validity_novelty", data)
@@ -81,8 +102,7 @@ def test_a_share_without_worker_rows_is_refused_unless_all(gold):
 
 
 def test_all_rows_gold_added_to_a_project_and_the_cli_as_gold(tmp_path):
-    project, _ = write("validity_novelty", source_input("validity_novelty", "valnov-csv", "st.csv",
-                                                        csv_text(ROWS[:2])))
+    project, _ = write("validity_novelty", source_input("validity_novelty", "valnov-csv", "st.csv", csv_text(ROWS[:2])))
     extra = source_input("validity_novelty", "valnov-csv", "gold.csv", csv_text(ROWS[2:]))
     extra = SourceInput(source=extra.source, path=extra.path, file_name=extra.file_name, gold=GoldShare("all"))
     assert sources.write(project, extra, lambda *a: None) == {"items": 0, "gold": 3}

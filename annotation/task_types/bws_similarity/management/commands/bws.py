@@ -15,6 +15,7 @@ paper's 2471 / 478 / 451 proportions). A wrong combination or an unknown topic e
 ``|``); prints counting scores and the split-half table (``--json``: ``{"scores": {pair: score}, "split_half":
 {topic: rho, "all": rho}, "counts": {pair: {...}}}``). Bad input: ``file:line: reason`` on stderr, exit 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,12 +59,19 @@ class Command(BaseCommand):
         p = sub.add_parser("export", help="write the scored pairs as JSONL, unsplit and/or in fixed splits")
         p.add_argument("--project", required=True)
         p.add_argument("--out", help="the unsplit file, e.g. bws.jsonl")
-        p.add_argument("--split", choices=["cross-topic", "in-topic"], default=None,
-                       help="also write train/dev/test.jsonl into --out-dir")
+        p.add_argument(
+            "--split",
+            choices=["cross-topic", "in-topic"],
+            default=None,
+            help="also write train/dev/test.jsonl into --out-dir",
+        )
         p.add_argument("--out-dir", dest="out_dir", help="folder for the split files (with --split)")
         for part in ("train", "dev", "test"):
-            p.add_argument(f"--{part}", default=None, help=f"cross-topic: comma-separated {part} topics "
-                                                          f"(default: the project's config.splits)")
+            p.add_argument(
+                f"--{part}",
+                default=None,
+                help=f"cross-topic: comma-separated {part} topics (default: the project's config.splits)",
+            )
         p.add_argument("--seed", type=int, default=None, help="in-topic: the seed (default: the project's seed)")
 
     def handle(self, *args, action, **options):
@@ -77,20 +85,25 @@ class Command(BaseCommand):
             if action == "sample":
                 if options["pairs"] < 1:
                     raise CommandError("--pairs: at least 1", returncode=2)
-                r = bws.sample(project, options["topic"], options["pairs"], seed=options["seed"],
-                               scorer=options["scorer"])
-                self.stdout.write(f"{project.slug}: {r['topic']}: {r['pairs']} pairs of {r['candidates']} "
-                                  f"({r['arguments']} arguments; top 1% {r['bins']['top1']}, top 2-50% "
-                                  f"{r['bins']['top2_50']}, rest {r['bins']['rest']}; scorer {r['scorer']}, "
-                                  f"seed {r['seed']}); next: `manage.py bws build --project {project.slug}`")
+                r = bws.sample(
+                    project, options["topic"], options["pairs"], seed=options["seed"], scorer=options["scorer"]
+                )
+                self.stdout.write(
+                    f"{project.slug}: {r['topic']}: {r['pairs']} pairs of {r['candidates']} "
+                    f"({r['arguments']} arguments; top 1% {r['bins']['top1']}, top 2-50% "
+                    f"{r['bins']['top2_50']}, rest {r['bins']['rest']}; scorer {r['scorer']}, "
+                    f"seed {r['seed']}); next: `manage.py bws build --project {project.slug}`"
+                )
             else:
                 s = bws.build(project, seed=options["seed"])
                 if not s["topics"]:
                     self.stdout.write(f"{project.slug}: nothing to build (every sampled topic has tasks)")
                 for topic, t in s["topics"].items():
-                    self.stdout.write(f"{project.slug}: {topic}: {t['tuples']} tasks of 4 over {t['pairs']} pairs "
-                                      f"(each pair in {t['min_freq']}-{t['max_freq']} tasks), "
-                                      f"{t['attention_checks']} attention checks")
+                    self.stdout.write(
+                        f"{project.slug}: {topic}: {t['tuples']} tasks of 4 over {t['pairs']} pairs "
+                        f"(each pair in {t['min_freq']}-{t['max_freq']} tasks), "
+                        f"{t['attention_checks']} attention checks"
+                    )
                 if s["topics"]:
                     self.stdout.write(f"{project.slug}: {s['hits']} HITs created")
                 if options["activate"]:
@@ -102,9 +115,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
 
     def _project(self, slug: str, *, create: bool = False):
-        return project_of_type(slug, bws.TASK_TYPE, error=lambda reason: CommandError(reason, returncode=2),
-                               hint=" (sample --create makes one)",
-                               create=(lambda: bws.create_project(name=slug, slug=slug)) if create else None)
+        return project_of_type(
+            slug,
+            bws.TASK_TYPE,
+            error=lambda reason: CommandError(reason, returncode=2),
+            hint=" (sample --create makes one)",
+            create=(lambda: bws.create_project(name=slug, slug=slug)) if create else None,
+        )
 
     def _export(self, options):
         problem = check_export_args(options["out"], options["split"], options["out_dir"], file_name="bws.jsonl")
@@ -117,8 +134,14 @@ class Command(BaseCommand):
             raise CommandError(problem, returncode=2)
         project = self._project(options["project"])
         splits = {part: [t.strip() for t in options[part].split(",") if t.strip()] for part in given} or None
-        files = bws.export_files(project, options["out"], split=options["split"], out_dir=options["out_dir"],
-                                 splits=splits, seed=options["seed"])
+        files = bws.export_files(
+            project,
+            options["out"],
+            split=options["split"],
+            out_dir=options["out_dir"],
+            splits=splits,
+            seed=options["seed"],
+        )
         self.stdout.write(", ".join(f"{name}: {n} rows" for name, n in files.items()))
 
     def _score(self, options):
@@ -134,19 +157,26 @@ class Command(BaseCommand):
         scores = counting_scores(data)
         sh = split_half(data, n_splits=options["splits"], seed=options["seed"])
         if options["json"]:
-            out = {"scores": {pid: round(s["score"], 6) for pid, s in scores.items()},
-                   "split_half": {**{t: r["rho"] for t, r in sh["topics"].items()}, ALL: sh[ALL]["rho"]},
-                   "counts": {pid: {k: s[k] for k in ("best", "worst", "appearances", "topic")}
-                              for pid, s in scores.items()},
-                   "n_splits": options["splits"], "seed": options["seed"], "judgements": len(js)}
+            out = {
+                "scores": {pid: round(s["score"], 6) for pid, s in scores.items()},
+                "split_half": {**{t: r["rho"] for t, r in sh["topics"].items()}, ALL: sh[ALL]["rho"]},
+                "counts": {
+                    pid: {k: s[k] for k in ("best", "worst", "appearances", "topic")} for pid, s in scores.items()
+                },
+                "n_splits": options["splits"],
+                "seed": options["seed"],
+                "judgements": len(js),
+            }
             self.stdout.write(json.dumps(out, ensure_ascii=False, sort_keys=True))
             return
         self.stdout.write(f"{len(js)} judgements, {len(scores)} pairs, {len(data.tuples)} tuples")
-        self.stdout.write(f"split-half reliability (mean Spearman rho over {options['splits']} splits, "
-                          f"seed {options['seed']}):")
+        self.stdout.write(
+            f"split-half reliability (mean Spearman rho over {options['splits']} splits, seed {options['seed']}):"
+        )
         for topic, rho, n in table(sh):
             self.stdout.write(f"  {topic:<30} {'-' if rho is None else f'{rho:.3f}':>7}  ({n} pairs)")
         self.stdout.write("scores:")
         for pid, s in sorted(scores.items(), key=lambda kv: (-kv[1]["score"], str(kv[0]))):
-            self.stdout.write(f"  {pid}\t{s['score']:.4f}\tbest {s['best']} worst {s['worst']} "
-                              f"of {s['appearances']}\t{s['topic']}")
+            self.stdout.write(
+                f"  {pid}\t{s['score']:.4f}\tbest {s['best']} worst {s['worst']} of {s['appearances']}\t{s['topic']}"
+            )

@@ -17,6 +17,7 @@ changed. Re-importing a file adds nothing (rows are keyed by their id, or a hash
 :func:`annotation.task_types.ratings.items.read_corpus_pairs`); a candidate whose topic or stance has no corpus argument is a
 bad row. A ``likert_debate`` project with R outside 5-10 reviewers per debate gets a warning on stderr (not an error).
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,8 +39,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        for name, text in (("pairwise", "pairs of arguments (JSONL) -> pairwise_preference items"),
-                           ("debates", "debates (JSONL, or debate-tree paths) -> likert_debate items")):
+        for name, text in (
+            ("pairwise", "pairs of arguments (JSONL) -> pairwise_preference items"),
+            ("debates", "debates (JSONL, or debate-tree paths) -> likert_debate items"),
+        ):
             p = sub.add_parser(name, help=text)
             p.add_argument("--project", required=True, help="project slug (created when missing)")
             p.add_argument("--file", help="JSONL file")
@@ -48,9 +51,13 @@ class Command(BaseCommand):
             p.add_argument("--items-per-hit", type=int, default=None)
             p.add_argument("--activate", action="store_true", help="set the project active (open to workers)")
             if name == "pairwise":
-                p.add_argument("--from-corpus", metavar="CANDIDATES", dest="from_corpus",
-                               help="JSONL of candidate arguments {topic, stance, text, id?, system?}: each is paired "
-                                    "with a corpus argument of the same topic and stance")
+                p.add_argument(
+                    "--from-corpus",
+                    metavar="CANDIDATES",
+                    dest="from_corpus",
+                    help="JSONL of candidate arguments {topic, stance, text, id?, system?}: each is paired "
+                    "with a corpus argument of the same topic and stance",
+                )
                 p.add_argument("--system", help="system name of candidates without one (default: candidate)")
                 p.add_argument("--source", help="only corpus sentences with this source as references")
                 p.add_argument("--seed", type=int, default=13, help="seed of the reference choice (default 13)")
@@ -70,8 +77,10 @@ class Command(BaseCommand):
                 project = project_of_type(options["project"], (PAIRWISE, LIKERT), error=RatingsError)
                 res = results.project_results(project)
                 self.stdout.write(results.text_report(res))
-                for key, rows in (("csv", lambda: results.summary_rows(res)),
-                                  ("responses", lambda: results.response_rows(project))):
+                for key, rows in (
+                    ("csv", lambda: results.summary_rows(res)),
+                    ("responses", lambda: results.response_rows(project)),
+                ):
                     if options.get(key):
                         try:
                             with open(options[key], "w", encoding="utf-8", newline="") as fh:
@@ -89,8 +98,12 @@ class Command(BaseCommand):
                 raise RatingsError(f"--file is required (or {other})")
             # read and check everything before creating or changing anything
             if action == "pairwise" and options.get("from_corpus"):
-                payloads = items.read_corpus_pairs(options["from_corpus"], system=options.get("system"),
-                                                   seed=options["seed"], source=options.get("source"))
+                payloads = items.read_corpus_pairs(
+                    options["from_corpus"],
+                    system=options.get("system"),
+                    seed=options["seed"],
+                    source=options.get("source"),
+                )
             elif action == "pairwise":
                 payloads = items.read_pairs(options["file"])
             elif options.get("file"):
@@ -105,18 +118,25 @@ class Command(BaseCommand):
                 payloads = items.tree_debates(trees, length=options["length"], limit=options.get("limit"))
                 if not payloads:
                     raise RatingsError(f"no root-to-leaf path of {options['length']} turns in the debate trees")
-            project = items.get_project(options["project"], task_type, create=True, name=options.get("name"),
-                                        assignments_per_item=options.get("r"),
-                                        items_per_hit=options.get("items_per_hit"))
+            project = items.get_project(
+                options["project"],
+                task_type,
+                create=True,
+                name=options.get("name"),
+                assignments_per_item=options.get("r"),
+                items_per_hit=options.get("items_per_hit"),
+            )
             summary = items.import_payloads(project, payloads)
             warning = likert.reviewer_warning(project)
             if warning:
                 sys.stderr.write(f"warning: {warning}\n")
             if options.get("activate"):
                 services.set_project_status(project, "active")
-            self.stdout.write(f"{project.slug}: {summary['created']} items created, {summary['skipped']} already "
-                              f"present, {summary['hits']} HITs built ({project.status}); results at "
-                              f"/projects/{project.slug}/results/")
+            self.stdout.write(
+                f"{project.slug}: {summary['created']} items created, {summary['skipped']} already "
+                f"present, {summary['hits']} HITs built ({project.status}); results at "
+                f"/projects/{project.slug}/results/"
+            )
         except (ImportFailed, RatingsError, services.ProjectInvalid) as exc:
             sys.stderr.write(f"{exc}\n")
             sys.stderr.flush()

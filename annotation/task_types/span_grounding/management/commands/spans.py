@@ -12,6 +12,7 @@
 span-level F1 at partial / full / exact overlap (§3.2.2, Table 1).
 Bad input: ``file:line: reason`` on stderr, exit 2, nothing written.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,9 +59,12 @@ class Command(BaseCommand):
         p.add_argument("--project", required=True)
         p.add_argument("--file", required=True, help="path, or - for stdout")
         p.add_argument("--include-unannotated", action="store_true")
-        p.add_argument("--filters", action="store_true",
-                       help="apply ArgU §3.2.4's filters (<= 30%% unnormalised spans, 1-4 variables each "
-                            "present 2-4 times, <= 150 words)")
+        p.add_argument(
+            "--filters",
+            action="store_true",
+            help="apply ArgU §3.2.4's filters (<= 30%% unnormalised spans, 1-4 variables each "
+            "present 2-4 times, <= 150 words)",
+        )
         p = sub.add_parser("metrics", help="span detection F1 + grounding accuracy of predictions vs reference")
         p.add_argument("--file", required=True)
         p.add_argument("--json", action="store_true")
@@ -100,19 +104,25 @@ class Command(BaseCommand):
         if o["pending"]:
             topic = None
             if o["topic"]:
-                topic = Topic.objects.filter(name__iexact=o["topic"]).first() or Topic.objects.filter(
-                    slug=o["topic"]).first()
+                topic = (
+                    Topic.objects.filter(name__iexact=o["topic"]).first()
+                    or Topic.objects.filter(slug=o["topic"]).first()
+                )
                 if topic is None:
                     raise _fail(f"--topic: no topic {o['topic']!r}")
-            r = normalisation.normalise_pending(topic, threshold=o["threshold"],
-                                                cluster_threshold=o["cluster_threshold"])
+            r = normalisation.normalise_pending(
+                topic, threshold=o["threshold"], cluster_threshold=o["cluster_threshold"]
+            )
             self.stdout.write(f"{r['pending']} pending: {r['merge']} suggested merges, {r['accept']} new")
             return
         project = self._project(o["project"])
-        r = normalisation.normalise_project(project, threshold=o["threshold"], cluster_threshold=o["cluster_threshold"],
-                                            propose=not o["no_propose"])
-        self.stdout.write(f"{project.slug}: {r['spans']} Others spans: {r['direct']} direct, {r['indirect']} indirect, "
-                          f"{r['unmapped']} unmapped; {r['proposed']} proposed variables; {r['path']}")
+        r = normalisation.normalise_project(
+            project, threshold=o["threshold"], cluster_threshold=o["cluster_threshold"], propose=not o["no_propose"]
+        )
+        self.stdout.write(
+            f"{project.slug}: {r['spans']} Others spans: {r['direct']} direct, {r['indirect']} indirect, "
+            f"{r['unmapped']} unmapped; {r['proposed']} proposed variables; {r['path']}"
+        )
 
     # --- export / metrics -------------------------------------------------------------------------------------
     def _export(self, o):
@@ -137,11 +147,15 @@ class Command(BaseCommand):
                     if not isinstance(spans, list):
                         raise FileLineError(path, n, f'"{key}" must be a list of spans')
                     for s in spans:
-                        ok = isinstance(s, dict) and all(isinstance(s.get(k), int) and not isinstance(s.get(k), bool)
-                                                         for k in ("begin", "end"))
+                        ok = isinstance(s, dict) and all(
+                            isinstance(s.get(k), int) and not isinstance(s.get(k), bool) for k in ("begin", "end")
+                        )
                         if not ok or not 0 <= s["begin"] < s["end"] <= len(obj["text"]):
-                            raise FileLineError(path, n, f'"{key}": {s!r} is not a span inside the text '
-                                                         f'({{"begin", "end", "variable"}})')
+                            raise FileLineError(
+                                path,
+                                n,
+                                f'"{key}": {s!r} is not a span inside the text ({{"begin", "end", "variable"}})',
+                            )
                 examples.append(obj)
         except FileLineError as exc:
             raise command_error(exc) from None
@@ -151,10 +165,12 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(r, sort_keys=True))
             return
         acc = "—" if r["label_accuracy"] is None else f"{r['label_accuracy']:.3f}"
-        self.stdout.write(f"{r['n']} examples: span detection F1 {r['f1']:.3f} (mean per example; micro "
-                          f"{r['micro_f1']:.3f}; TP {r['tp']} FP {r['fp']} FN {r['fn']}); label accuracy {acc} "
-                          f"({r['label_correct']}/{r['label_total']}); span-level F1 partial "
-                          f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}")
+        self.stdout.write(
+            f"{r['n']} examples: span detection F1 {r['f1']:.3f} (mean per example; micro "
+            f"{r['micro_f1']:.3f}; TP {r['tp']} FP {r['fp']} FN {r['fn']}); label accuracy {acc} "
+            f"({r['label_correct']}/{r['label_total']}); span-level F1 partial "
+            f"{r['span_partial_f1']:.3f}, full {r['span_full_f1']:.3f}, exact {r['span_exact_f1']:.3f}"
+        )
 
     def _project(self, slug):
         return project_of_type(slug, "span_grounding", error=lambda reason: _fail(f"--project: {reason}"))

@@ -9,6 +9,7 @@ every row first and writes nothing when one is bad: ``file:line: reason`` on std
 imported columns in the imported order (extra columns included); ``--out -`` writes to stdout. The format defaults
 to the file's extension (``.jsonl`` -> JSONL, else CSV). See :mod:`annotation.task_types.validity_novelty.results` for the label modes.
 """
+
 from __future__ import annotations
 
 import sys
@@ -46,35 +47,42 @@ class Command(BaseCommand):
         try:
             if action == "import":
                 if options["as_gold"] and options["activate"]:
-                    raise results.ValNovError("--activate: gold items alone make no HITs; import the items to "
-                                              "annotate without --as-gold to open the project")
+                    raise results.ValNovError(
+                        "--activate: gold items alone make no HITs; import the items to "
+                        "annotate without --as-gold to open the project"
+                    )
                 table = read_file(options["file"], options["format"])  # every row checked before any write
                 project = results.get_project(options["project"], create=True)
-                s = results.import_table(project, table,
-                                         gold_rows=range(len(table.rows)) if options["as_gold"] else ())
+                s = results.import_table(project, table, gold_rows=range(len(table.rows)) if options["as_gold"] else ())
                 if options["activate"]:
                     services.set_project_status(project, Project.Status.ACTIVE)
                 kind = "gold items" if options["as_gold"] else "items"
-                self.stdout.write(f"{project.slug}: {s['created']} {kind} created, {s['skipped']} already present, "
-                                  f"{s['hits']} HITs built; {status_note(project)}")
+                self.stdout.write(
+                    f"{project.slug}: {s['created']} {kind} created, {s['skipped']} already present, "
+                    f"{s['hits']} HITs built; {status_note(project)}"
+                )
                 return
             project = results.get_project(options["project"])
             out = options["out"]
             fmt = options["format"] or ("csv" if out == "-" else guess_format(out))
             if out == "-":
-                summary = results.export(project, sys.stdout, fmt=fmt, labels=options["labels"],
-                                         with_weights=options["with_weights"])
+                summary = results.export(
+                    project, sys.stdout, fmt=fmt, labels=options["labels"], with_weights=options["with_weights"]
+                )
             else:
                 try:
                     fh = open(out, "w", encoding="utf-8", newline="")
                 except OSError as exc:
                     raise results.ValNovError(f"{out}:0: cannot write: {exc.strerror or exc}") from None
                 with fh:
-                    summary = results.export(project, fh, fmt=fmt, labels=options["labels"],
-                                             with_weights=options["with_weights"])
-            msg = (f"{project.slug}: {summary['rows']} rows ({summary['crowd']} crowd, {summary['reference']} "
-                   f"imported labels)" + (f", {summary['left_out']} items without labels left out"
-                                          if summary["left_out"] else ""))
+                    summary = results.export(
+                        project, fh, fmt=fmt, labels=options["labels"], with_weights=options["with_weights"]
+                    )
+            msg = (
+                f"{project.slug}: {summary['rows']} rows ({summary['crowd']} crowd, {summary['reference']} "
+                f"imported labels)"
+                + (f", {summary['left_out']} items without labels left out" if summary["left_out"] else "")
+            )
             (self.stderr if out == "-" else self.stdout).write(msg)
         except (ImportFailed, results.ValNovError, services.ProjectInvalid) as exc:
             # `file:line: reason` (or the project problem) alone on stderr, exit 2 -- nothing was written
