@@ -190,6 +190,20 @@ def browser():
             connections.close_all()
 
 
+def blank(context) -> None:
+    """Send each open page of ``context`` to about:blank (bounded by a timeout) before the context is closed: a
+    page still navigating, running a script or holding a keep-alive request to the live server could make
+    ``context.close()`` -- which has no timeout -- wait forever (seen once on a phone context, 600 s, in
+    test_touch_hits); about:blank has nothing left to wait for."""
+    for page in context.pages:
+        if page.is_closed():
+            continue
+        try:
+            page.goto("about:blank", timeout=10000)
+        except PlaywrightError:
+            pass
+
+
 @pytest.fixture
 def new_context(browser, request):
     """``new_context(**kwargs)``: a context of the session's browser (``browser.new_context(**kwargs)``) whose every
@@ -209,6 +223,7 @@ def new_context(browser, request):
         watch.settle(contexts)
     finally:
         for context in contexts:
+            blank(context)
             context.close()
         # the database is flushed after this fixture ends: let the live server finish what the page sent last
         IN_FLIGHT.wait_quiet()
