@@ -49,6 +49,13 @@ def cursor():
         raw.cursor_factory = factory
 
 
+def storable_pk(model, value: int) -> bool:
+    """Whether ``value`` fits ``model``'s primary-key column: the ORM matches nothing for an id out of range, a raw
+    statement would raise instead (SQLite: OverflowError), so a raw read by an id from a URL asks this first."""
+    low, high = connection.ops.integer_field_range(model._meta.pk.get_internal_type())
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
 def table(model) -> str:
     """The model's table name, quoted."""
     return memo(("table", model), lambda: connection.ops.quote_name(model._meta.db_table))

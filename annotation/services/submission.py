@@ -74,6 +74,8 @@ def submittable_assignment(pk: int) -> Assignment:
     settings (:func:`submit_and_reserve_next` needs them to hand out the next HIT), ``has_gold`` (whether gold items
     were interleaved) and its HIT's items. A request handler that reads it this way passes ``fresh=True`` and saves
     the second read. Raises ``Assignment.DoesNotExist``."""
+    if not rawsql.storable_pk(Assignment, pk):  # an id from a URL no row can have
+        raise Assignment.DoesNotExist(f"no assignment {pk}")
     gold = Assignment.gold_items.through
     models = (Assignment, Project, StudyPhases)
     sql = (

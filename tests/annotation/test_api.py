@@ -67,6 +67,17 @@ def test_nothing_left_is_204(project, alice, bob):
     assert next_hit(c).status_code == 204
 
 
+def test_an_assignment_id_no_row_can_have_is_404(project, alice):
+    """The submission's one-statement read is raw SQL: an id beyond the column's range (found by the API fuzz) is a
+    404 like any unknown id, never a 500 (SQLite raised OverflowError)."""
+    c = client_for(alice)
+    payload = {"responses": {"1": {"label": "pro"}}}
+    for pk in (2**63, 2899162501284618567680):
+        r = c.post(f"/api/assignments/{pk}/submit/", payload, format="json")
+        assert r.status_code == 404, (pk, r.status_code)
+    assert c.post("/api/assignments/987654/submit/", payload, format="json").status_code == 404
+
+
 def test_invalid_submission_is_400_naming_the_field(project, alice):
     c = client_for(alice)
     body = next_hit(c).json()
