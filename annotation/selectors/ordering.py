@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Q
 
@@ -149,12 +149,11 @@ def model_human_disagreement(project: Project, item_ids=None) -> dict[int, float
 def open_hits(project: Project, cap: int) -> list[dict]:
     """HITs that may still take an assignment (``taken < cap``): ``{"id", "position", "taken", "items": [ids]}``,
     in allocation order."""
-    rows: list[dict] = [
-        dict(r)
-        for r in HIT.objects.filter(project=project, taken__lt=cap)
-        .order_by("position")
-        .values("id", "position", "taken")
-    ]
+    # values() rows are plain dicts already; the cast only tells mypy they may take the "items" key added below
+    rows = cast(
+        list[dict],
+        list(HIT.objects.filter(project=project, taken__lt=cap).order_by("position").values("id", "position", "taken")),
+    )
     items: dict[int, list[int]] = {}
     for hit_id, item_id in (
         HITItem.objects.filter(hit_id__in=[r["id"] for r in rows])
