@@ -11,10 +11,11 @@ Use the fixture from any test module (tests/conftest.py registers this module as
 The worker gets the environment of the test process with ``DATABASE_URL`` pointing at pytest-django's test
 database (the SQLite file ``$ARGORA_VAR_DIR/test_argora.sqlite3``, or ``test_<name>`` on PostgreSQL), so it
 sees the rows the test committed and writes task results where the test reads them. It consumes the
-``default`` and ``gpu`` queues with one solo-pool process (works on the filesystem broker and on Redis),
-is ready once it has answered ``argora.ping``, and serves every test of the module that asks for it (stopped,
-SIGTERM then SIGKILL, after the module's last test; between tests its queues are purged and its running task
-waited for: :class:`ModuleWorker`). The part of its log written during a test is printed at that test's
+``default`` and ``gpu`` queues with a one-thread pool (``--pool threads --concurrency 1``, as ``make demo``'s
+worker but with one thread: one task at a time, an ETA task included; the solo pool runs a countdown task in its
+timer thread beside the task in its main thread), is ready once it has answered ``argora.ping``, and serves every
+test of the module that asks for it (stopped, SIGTERM then SIGKILL, after the module's last test; between tests its
+queues are purged, the countdown tasks it holds revoked and its running task waited for: :class:`ModuleWorker`). The part of its log written during a test is printed at that test's
 teardown, which pytest shows only when the test failed.
 
 For other set-ups (only ``-Q gpu``, another pool) call :func:`start_worker` directly; it is a context manager.
@@ -167,7 +168,7 @@ def wait_until_ready(worker: WorkerProcess, timeout: float = READY_TIMEOUT, brok
 @contextlib.contextmanager
 def start_worker(
     queues: tuple[str, ...] = ("default", "gpu"),
-    pool: str = "solo",
+    pool: str = "threads",
     purge: bool = True,
     ready_timeout: float = READY_TIMEOUT,
     extra_args: tuple[str, ...] = (),
@@ -253,15 +254,23 @@ class ModuleWorker:
         return self.worker
 
     def quiesce(self) -> None:
-        """Between two tests: drop the messages still queued, then wait until the task the worker may be running
-        has finished (a ping queues behind it), so that nothing of this test writes into the next one's rows (the
-        database is flushed after this). A worker that does not answer is stopped; the next test starts another."""
+        """Between two tests: drop the messages still queued, revoke the countdown (ETA) tasks the worker holds (a
+        debounced retrain or agreement recompute of this test would otherwise run in the next one, on its rows: the
+        database is flushed after this and ids are used again), then wait until the task the worker may be running
+        has finished (a ping queues behind it on the one-thread pool). A worker that does not answer is stopped; the
+        next test starts another."""
         from argora.celery import app
 
         if self.worker is None:
             return
         app.control.purge()
         try:
+            held = app.control.inspect(destination=[self.worker.hostname], timeout=5).scheduled()
+            if held is None:  # no reply: the next test gets a fresh worker
+                raise RuntimeError(f"{self.worker.hostname} did not answer inspect().scheduled()")
+            ids = [entry["request"]["id"] for entry in held.get(self.worker.hostname, [])]
+            if ids:
+                app.control.revoke(ids, destination=[self.worker.hostname])
             wait_until_ready(self.worker, timeout=STOP_TIMEOUT * 3)
         except RuntimeError:
             self.close()
