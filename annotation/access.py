@@ -18,11 +18,16 @@ projects whose team they are in; another project is a 404, as if it did not exis
 
 Workers are seen only through the projects a user may see; a passwordless invite worker takes HITs only of the
 projects it was admitted to (:func:`worker_admitted`).
+
+A user's role in a project, and whether they are a team user at all, is looked up once per request
+(:mod:`argora.request_memo`); outside a request every call asks the database.
 """
 
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet
+
+from argora.request_memo import remembered
 
 from .models import Admission, Assignment, Participation, Project, ProjectMember, Worker
 
@@ -34,7 +39,6 @@ Role = ProjectMember.Role
 ROLE_ACTIONS = {Role.OWNER: {VIEW, CHANGE, MANAGE}, Role.EDITOR: {VIEW, CHANGE}, Role.VIEWER: {VIEW}}
 ROLES_FOR = {action: tuple(role for role, actions in ROLE_ACTIONS.items() if action in actions) for action in ACTIONS}
 ACTION_WORDS = {VIEW: "see", CHANGE: "change", MANAGE: "manage the team of"}
-_CACHE = "_argora_roles"  # per user object (one request): {project id: role or None}
 
 
 class NotAllowed(Exception):
@@ -73,13 +77,12 @@ def is_team_user(user) -> bool:
     who is none of these (a crowdworker; an OIDC user not made a member yet) sees no staff page."""
     if not _active(user):
         return False
-    cached = user.__dict__.get("_argora_team_user")
-    if cached is None:  # a member first (one indexed query), the Researcher role's permissions only if not
-        cached = bool(
+    return remembered(  # a member first (one indexed query), the Researcher role's permissions only if not
+        ("team-user", user.pk),
+        lambda: bool(
             user.is_superuser or ProjectMember.objects.filter(user=user).exists() or may_create_projects(user)
-        )
-        user.__dict__["_argora_team_user"] = cached
-    return cached
+        ),
+    )
 
 
 def role_of(user, project: Project) -> str | None:
@@ -88,12 +91,10 @@ def role_of(user, project: Project) -> str | None:
         return None
     if user.is_superuser:
         return Role.OWNER
-    cache = user.__dict__.setdefault(_CACHE, {})
-    if project.pk not in cache:
-        cache[project.pk] = (
-            ProjectMember.objects.filter(project_id=project.pk, user=user).values_list("role", flat=True).first()
-        )
-    return cache[project.pk]
+    return remembered(  # once per request and project (argora.request_memo)
+        ("role", user.pk, project.pk),
+        lambda: ProjectMember.objects.filter(project_id=project.pk, user=user).values_list("role", flat=True).first(),
+    )
 
 
 def can(user, project: Project, action: str = VIEW) -> bool:

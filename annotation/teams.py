@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from argora import request_memo
 from argora.errors import FieldError
 
 from .models import AuditEntry, Project, ProjectMember
@@ -74,6 +75,7 @@ def add_creator(project: Project, user) -> None:
     """The user who made ``project`` is its first owner."""
     if user is not None and getattr(user, "pk", None):
         ProjectMember.objects.get_or_create(project=project, user=user, defaults={"role": Role.OWNER, "added_by": user})
+        request_memo.forget()  # a role this request looked up before is no longer true
         record(project, user, "project.create", {"name": project.name, "task_type": project.task_type})
 
 
@@ -86,6 +88,7 @@ def add_member(project: Project, username: str, role: str, *, by) -> ProjectMemb
     if member is not None:
         return set_role(member, role, by=by)
     member = ProjectMember.objects.create(project=project, user=user, role=role, added_by=by)
+    request_memo.forget()
     record(project, by, "member.add", {"user": user.get_username(), "role": role})
     return member
 
@@ -105,6 +108,7 @@ def set_role(member: ProjectMember, role: str, *, by) -> ProjectMember:
     before = member.role
     member.role = role
     member.save(update_fields=["role"])
+    request_memo.forget()
     record(member.project, by, "member.role", {"user": member.user.get_username(), "role": [before, role]})
     return member
 
@@ -116,3 +120,4 @@ def remove_member(member: ProjectMember, *, by) -> None:
         raise TeamRefused("user", "the project's last owner cannot leave: make another member owner first")
     record(member.project, by, "member.remove", {"user": member.user.get_username(), "role": member.role})
     member.delete()
+    request_memo.forget()

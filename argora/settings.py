@@ -135,6 +135,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "argora.budget.ServiceBudgetMiddleware",  # one time budget per request for Redis calls (cache, broker)
+    "argora.request_memo.RequestMemoMiddleware",  # answers remembered for one request (roles: annotation.access)
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response, static files included (above WhiteNoise, which answers those itself)
     "csp.middleware.CSPMiddleware",
