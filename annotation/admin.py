@@ -35,7 +35,8 @@ class ProjectAdmin(TeamScopedAdmin):
     list_filter = ("status", "task_type")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("invite_token", "created_at", "progress_detail")
+    # engine: the engine's own keys (item order, retraining, studio records), changed through their pages, not here
+    readonly_fields = ("invite_token", "created_at", "progress_detail", "engine")
     actions = ["build_hits", "regenerate_invite_token", "expire_reservations", "activate", "close"]
 
     @admin.display(description="done / needed")

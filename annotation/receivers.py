@@ -2,7 +2,7 @@
 
 * ``assignment_submitted`` -> a debounced ``annotation.recompute_agreement`` for the assignment's project
   (at most one enqueued per ``annotation.agreement.scheduling.DEBOUNCE_SECONDS`` per project), and, when the project
-  orders its items by what the answers so far say (``config["item_order"]`` not random), a debounced
+  orders its items by what the answers so far say (``engine["item_order"]`` not random), a debounced
   ``annotation.reorder_hits`` (at most one per :data:`REORDER_SECONDS` per project).
 * ``corpus.signals.release_published`` -> a ``release.publish`` line in the audit log of each project the release
   exports (``annotation.teams``), by the release's creator.

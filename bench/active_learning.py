@@ -32,7 +32,7 @@ each seed running the three orders back to back (interleaved):
   submissions), and the retrain loop whenever ``--retrain-every`` more sentences are labelled (in a deployment a
   debounced task asks it after submissions; here it is asked once per step of labels, so a version that lost the
   comparison is not retrained after every round);
-- retrain loop: the project retrains ``tagger`` every ``--retrain-every`` labelled sentences (``config
+- retrain loop: the project retrains ``tagger`` every ``--retrain-every`` labelled sentences (``engine
   ["retrain_every"]``; a sentence is labelled once its crowd vote is resolved). The first version is trained by
   :func:`ml.loop.train_and_activate` with the tiny hyperparameters (the loop's first version would use the tagger's
   defaults); every later one by :func:`ml.loop.maybe_retrain` itself (it inherits its parent's hyperparameters and
@@ -224,7 +224,8 @@ def simulate(
         assignments_per_item=r,
         items_per_hit=items_per_hit,
         gold_rate=0.0,
-        config={"free_spans": True, "retrain_kinds": [KIND], "retrain_every": retrain_every},
+        config={"free_spans": True},
+        engine={"retrain_kinds": [KIND], "retrain_every": retrain_every},
     )
     services.add_items_from_rows(
         project, [SimpleNamespace(text=row["text"], topic=row["topic"], stance=row["stance"], pk=None) for row in rows]

@@ -28,10 +28,10 @@ Rows for a kind
 Retrain loop (:func:`maybe_retrain`)
     After every stored submission (receiver in :mod:`ml.receivers`), ``ml.tasks.maybe_retrain(project_id)`` is
     enqueued on commit, at most once per ``ARGORA_RETRAIN_DEBOUNCE_SECONDS`` (default 60) per project (a cache
-    lock). For each kind the project retrains (``project.config["retrain_kinds"]``, else the ``retrain_kinds`` its
+    lock). For each kind the project retrains (``project.engine["retrain_kinds"]``, else the ``retrain_kinds`` its
     task type declares in its own package, :attr:`annotation.task_types.base.TaskType.retrain_kinds`) it counts the
     human labels; when at least M =
-    ``project.config["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
+    ``project.engine["retrain_every"]`` (else settings ``ARGORA_RETRAIN_EVERY``, default 50) were added since the
     data snapshot of the last version trained for it (``snapshot_labels``; the newest ready or archived one, so a
     version that lost the comparison resets the count too) -- or there is no version yet and there are M labels
     -- it trains a new version (parent = the active one) and activates it only if it is better on the dev split:
@@ -44,7 +44,7 @@ Retrain loop (:func:`maybe_retrain`)
     nor a model annotator's answers (e.g. :func:`ml.data.human_aspect_rows`), so a project imported from a corpus
     does not count its whole corpus as new labels.
 
-Budget (project config keys, else settings / environment)
+Budget (``project.engine`` keys, else settings / environment)
     ``retrain_max_rows`` (``ARGORA_RETRAIN_MAX_ROWS``, default 20,000): a retrain whose train + dev + test rows
     exceed it is *refused* with the reason (nothing trained; the studio's retraining page raises the budget);
     ``retrain_max_steps`` (``ARGORA_RETRAIN_MAX_STEPS``, default 2,000) and ``retrain_max_seconds``
@@ -87,7 +87,7 @@ from .models import ModelVersion, RetrainAttempt
 log = logging.getLogger(__name__)
 
 DEFAULT_RETRAIN_EVERY = 50
-# the loop's settings: project.config key -> (setting / environment variable, default); 0 = off / no limit
+# the loop's settings: project.engine key -> (setting / environment variable, default); 0 = off / no limit
 RETRAIN_SETTINGS = {
     "retrain_every": ("ARGORA_RETRAIN_EVERY", DEFAULT_RETRAIN_EVERY),
     "retrain_max_rows": ("ARGORA_RETRAIN_MAX_ROWS", 20_000),
@@ -325,8 +325,8 @@ def default_setting(key: str) -> int:
 
 
 def retrain_setting(project, key: str) -> int:
-    """``project.config[key]`` (an int >= 0), else :func:`default_setting`."""
-    value = (project.config or {}).get(key)
+    """``project.engine[key]`` (an int >= 0), else :func:`default_setting`."""
+    value = (project.engine or {}).get(key)
     if value is None:
         return default_setting(key)
     try:
@@ -336,7 +336,7 @@ def retrain_setting(project, key: str) -> int:
 
 
 def retrain_every(project) -> int:
-    """M: labels between retrains (project.config["retrain_every"], else ARGORA_RETRAIN_EVERY, default 50)."""
+    """M: labels between retrains (project.engine["retrain_every"], else ARGORA_RETRAIN_EVERY, default 50)."""
     return retrain_setting(project, "retrain_every")
 
 
@@ -346,10 +346,10 @@ def retrain_budget(project) -> dict:
 
 
 def retrain_kinds(project) -> list[str]:
-    """The kinds the loop retrains from ``project``: its ``config["retrain_kinds"]``, else the ``retrain_kinds`` its
+    """The kinds the loop retrains from ``project``: its ``engine["retrain_kinds"]``, else the ``retrain_kinds`` its
     task type declares (in its own package); none for a task type that is not installed. A kind the trainer
     registry does not know is skipped with the reason when the loop runs (:func:`maybe_retrain`)."""
-    kinds = (project.config or {}).get("retrain_kinds")
+    kinds = (project.engine or {}).get("retrain_kinds")
     if kinds is None:
         try:
             kinds = project.get_task_type().retrain_kinds
@@ -441,12 +441,12 @@ def attempt_dict(attempt: RetrainAttempt | None) -> dict | None:
 def retrain_settings(project) -> dict:
     """The loop's settings of ``project``: ``{key: {"value", "default", "own": set on the project}}`` for each
     :data:`RETRAIN_SETTINGS` key."""
-    config = project.config or {}
+    engine = project.engine or {}
     return {
         key: {
             "value": retrain_setting(project, key),
             "default": default_setting(key),
-            "own": config.get(key) is not None,
+            "own": engine.get(key) is not None,
         }
         for key in RETRAIN_SETTINGS
     }
@@ -507,16 +507,16 @@ def update_retrain_settings(project, values: dict, *, user=None) -> dict:
         clean[key] = number
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
-        config = dict(locked.config or {})
-        before = {key: config.get(key) for key in clean}
+        engine = dict(locked.engine or {})
+        before = {key: engine.get(key) for key in clean}
         for key, number in clean.items():
             if number is None:
-                config.pop(key, None)
+                engine.pop(key, None)
             else:
-                config[key] = number
-        after = {key: config.get(key) for key in clean}
-        Project.objects.filter(pk=locked.pk).update(config=config)
-        project.config = config
+                engine[key] = number
+        after = {key: engine.get(key) for key in clean}
+        Project.objects.filter(pk=locked.pk).update(engine=engine)
+        project.engine = engine
         changed = teams.changes(before, after)
         if changed:
             teams.record(project, user, "retraining", changed)

@@ -2,7 +2,7 @@
 
 * ``annotation.signals.assignment_submitted`` -> :func:`ml.loop.schedule_maybe_retrain`: a debounced
   ``ml.tasks.maybe_retrain(project_id)`` after commit, only for projects that retrain some kind
-  (``config["retrain_kinds"]``, else the ``retrain_kinds`` its task type declares) with ``retrain_every`` > 0.
+  (``engine["retrain_kinds"]``, else the ``retrain_kinds`` its task type declares) with ``retrain_every`` > 0.
 """
 
 from __future__ import annotations

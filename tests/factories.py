@@ -70,7 +70,8 @@ class ProjectFactory(DjangoModelFactory):
 
     ``items``: a count (sentence_label payloads ``text`` / ``topic``, ``{i}`` numbered) or a list of payloads;
     ``gold``: a count (:func:`gold_rows`, expecting ``gold_expected``) or a list of gold dicts. Every other keyword is
-    a project setting of ``create_project`` (``assignments_per_item``, ``items_per_hit``, ``gold_rate``, ...)."""
+    a project setting of ``create_project`` (``assignments_per_item``, ``items_per_hit``, ``gold_rate``, ...), or its
+    ``engine`` (the engine's keys: ``item_order``, ``retrain_every``, ...; task-type options go in ``config``)."""
 
     class Meta:
         model = Project

@@ -58,6 +58,8 @@ def test_core_reports_the_three_orders_on_the_same_data(bench, tmp_artifacts):
     for run in result["runs"]:
         project = Project.objects.get(slug=run["project"])
         assert project.task_type == "aspect"
+        # the loop's settings are engine keys, beside (not in) the task type's options
+        assert project.engine["retrain_every"] == 6 and "retrain_every" not in project.config
         # the same pool in every study; answers went through the allocation: never more than R per item
         assert Item.objects.filter(project=project).count() == len(pool)
         per_item = [Response.objects.filter(item=item).count() for item in Item.objects.filter(project=project)]

@@ -25,11 +25,22 @@ from .phases import (
     TrainingAnswer,
     clean_survey_questions,
 )
-from .projects import HIT, GoldItem, HITItem, Item, Project, new_completion_code, new_invite_token, validate_task_type
+from .projects import (
+    ENGINE_KEYS,
+    HIT,
+    GoldItem,
+    HITItem,
+    Item,
+    Project,
+    new_completion_code,
+    new_invite_token,
+    validate_task_type,
+)
 from .team import Admission, AuditEntry, ProjectMember
 from .work import Assignment, AssignmentDraft, GoldRecord, Response, Worker, WorkerProjectCode
 
 __all__ = [
+    "ENGINE_KEYS",
     "HIT",
     "SURVEY_KINDS",
     "SURVEY_MAX_QUESTIONS",

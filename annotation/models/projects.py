@@ -20,6 +20,7 @@ from django.db.models import Q
 
 from argora.html import clean_html
 
+from ..task_types import base as task_type_contract
 from ..task_types import get_task_type
 
 
@@ -31,6 +32,12 @@ def new_completion_code() -> str:
     # Upper-case, no look-alike characters: people copy it into Prolific / MTurk by hand.
     alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
     return "".join(secrets.choice(alphabet) for _ in range(10))
+
+
+# The engine's own settings and records of a project, kept in ``Project.engine`` (never in ``config``, which holds
+# only the task type's options): the item order, the retrain loop's settings, the studio's import / addition
+# records and the guidelines' Markdown source. Migration 0012 moved them out of ``config``.
+ENGINE_KEYS = task_type_contract.ENGINE_KEYS  # one list, in the contract both sides read
 
 
 def validate_task_type(value: str) -> None:
@@ -57,6 +64,12 @@ class Project(models.Model):
     )
     guidelines = models.TextField(blank=True, help_text="HTML shown in the instructions panel of every HIT")
     config = models.JSONField(default=dict, blank=True, help_text='task-type options, e.g. {"labels": ["pro", "con"]}')
+    engine = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the engine's settings and records of the project (item order, retraining, studio imports and "
+        "additions, the guidelines' Markdown source); the task type's options stay in config",
+    )
     assignments_per_item = models.PositiveSmallIntegerField(default=3, help_text="R: responses wanted per item")
     items_per_hit = models.PositiveSmallIntegerField(default=5)
     gold_rate = models.FloatField(default=0.0, help_text="gold items added per HIT, as a fraction of its items (0..1)")

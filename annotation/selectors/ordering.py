@@ -1,4 +1,4 @@
-"""Reads of the order in which items enter work (``Project.config["item_order"]``; no writes:
+"""Reads of the order in which items enter work (``Project.engine["item_order"]``; no writes:
 :mod:`annotation.services.ordering` writes it)."""
 
 from __future__ import annotations
@@ -31,34 +31,34 @@ __all__ = [
 ]
 
 
-# --- the order in which items enter work (Project.config["item_order"]; services.reorder_hits) ----------------
+# --- the order in which items enter work (Project.engine["item_order"]; services.reorder_hits) ----------------
 ITEM_ORDERS = ("random", "uncertainty", "disagreement", "model-human")
 DEFAULT_MIN_AGREEMENT = 0.7
 
 
 def clean_item_order(value: Any, *, assignments_per_item: int) -> dict | None:
-    """The one check of ``Project.config["item_order"]``: ``{"mode": one of ITEM_ORDERS, "r_min": int, "r_max":
+    """The one check of ``Project.engine["item_order"]``: ``{"mode": one of ITEM_ORDERS, "r_min": int, "r_max":
     int, "min_agreement": float}`` (``r_*`` and ``min_agreement`` only for ``disagreement``). ``r_max`` defaults to
     and may not exceed the project's R (``assignments_per_item``: the cap every allocation path checks); ``r_min``
     defaults to ``r_max``. A bare string is the mode. ``None``/missing is ``random``. Raises
-    :class:`~argora.errors.FieldError` named ``config.item_order[.key]``."""
+    :class:`~argora.errors.FieldError` named ``engine.item_order[.key]``."""
     if value is None:
         return None
     if isinstance(value, str):
         value = {"mode": value}
     if not isinstance(value, dict):
-        raise FieldError("config.item_order", f'give {{"mode": one of {", ".join(ITEM_ORDERS)}}}')
+        raise FieldError("engine.item_order", f'give {{"mode": one of {", ".join(ITEM_ORDERS)}}}')
     unknown = set(value) - {"mode", "r_min", "r_max", "min_agreement"}
     if unknown:
-        raise FieldError(f"config.item_order.{sorted(unknown)[0]}", "unknown option")
+        raise FieldError(f"engine.item_order.{sorted(unknown)[0]}", "unknown option")
     mode = value.get("mode", "random")
     if mode not in ITEM_ORDERS:
-        raise FieldError("config.item_order.mode", f"must be one of {', '.join(ITEM_ORDERS)}, got {mode!r}")
+        raise FieldError("engine.item_order.mode", f"must be one of {', '.join(ITEM_ORDERS)}, got {mode!r}")
     out: dict[str, Any] = {"mode": mode}
     if mode != "disagreement":
         extra = {"r_min", "r_max", "min_agreement"} & set(value)
         if extra:
-            raise FieldError(f"config.item_order.{sorted(extra)[0]}", "only the disagreement order takes it")
+            raise FieldError(f"engine.item_order.{sorted(extra)[0]}", "only the disagreement order takes it")
         return out
     r = int(assignments_per_item)
     for key in ("r_max", "r_min"):
@@ -66,18 +66,18 @@ def clean_item_order(value: Any, *, assignments_per_item: int) -> dict | None:
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise FieldError(f"config.item_order.{key}", f"must be a whole number of at least 1, got {v!r}")
+            raise FieldError(f"engine.item_order.{key}", f"must be a whole number of at least 1, got {v!r}")
     r_max = value.get("r_max")
     r_max = r if r_max is None else r_max
     if r_max > r:
-        raise FieldError("config.item_order.r_max", f"may not exceed the responses per item (R = {r})")
+        raise FieldError("engine.item_order.r_max", f"may not exceed the responses per item (R = {r})")
     r_min = value.get("r_min")
     r_min = r_max if r_min is None else r_min
     if r_min > r_max:
-        raise FieldError("config.item_order.r_min", f"must not exceed r_max ({r_max})")
+        raise FieldError("engine.item_order.r_min", f"must not exceed r_max ({r_max})")
     agree = value.get("min_agreement", DEFAULT_MIN_AGREEMENT)
     if isinstance(agree, bool) or not isinstance(agree, (int, float)) or not 0 < agree <= 1:
-        raise FieldError("config.item_order.min_agreement", f"must be above 0 and at most 1, got {agree!r}")
+        raise FieldError("engine.item_order.min_agreement", f"must be above 0 and at most 1, got {agree!r}")
     out.update(r_min=r_min, r_max=r_max, min_agreement=float(agree))
     return out
 
@@ -88,7 +88,7 @@ def item_order(project: Project) -> dict:
     the most slots a HIT may hold (``r_max`` there, else R)."""
     try:
         order = clean_item_order(
-            (project.config or {}).get("item_order"), assignments_per_item=project.assignments_per_item
+            (project.engine or {}).get("item_order"), assignments_per_item=project.assignments_per_item
         ) or {"mode": "random"}
     except ValueError:
         order = {"mode": "random"}

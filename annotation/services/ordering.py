@@ -1,4 +1,4 @@
-"""The order in which a project's items enter work (``Project.config["item_order"]``): the open HITs get new
+"""The order in which a project's items enter work (``Project.engine["item_order"]``): the open HITs get new
 positions (:func:`reorder_hits`), which the allocation hands out lowest first."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _hit_keys(project: Project, order: dict, hits: list[dict]) -> tuple[dict[int
 @transaction.atomic
 def reorder_hits(project: Project) -> dict:
     """Put the project's open HITs (``taken`` below the cap) in the order of its item order
-    (``Project.config["item_order"]``; see :func:`annotation.selectors.clean_item_order`) by giving them new
+    (``Project.engine["item_order"]``; see :func:`annotation.selectors.clean_item_order`) by giving them new
     ``position`` values -- the allocation hands out the lowest free position, so nothing else changes there.
 
     - ``random``: nothing (the import order, today's behaviour);

@@ -1,5 +1,5 @@
-"""Projects and their items: creating a project (the task type checks its config), its settings and status, adding
-items and gold items, and putting the items into HITs (:func:`build_hits`)."""
+"""Projects and their items: creating a project (the task type checks its config, :func:`clean_engine` its engine
+keys), its settings and status, adding items and gold items, and putting the items into HITs (:func:`build_hits`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from argora.errors import FieldError
 
 from .. import selectors, teams
-from ..models import HIT, GoldItem, HITItem, Item, Project, new_invite_token
+from ..models import ENGINE_KEYS, HIT, GoldItem, HITItem, Item, Project, new_invite_token
 from ..task_types import ResponseInvalid, TaskType, get_task_type
 from .errors import ProjectInvalid
 from .ordering import ITEM_ORDER_MARK, item_confidence, reorder_hits
@@ -41,9 +41,17 @@ def _unique_slug(base: str) -> str:
 
 
 def create_project(
-    *, name: str, task_type: str, slug: str | None = None, config: dict | None = None, created_by=None, **settings: Any
+    *,
+    name: str,
+    task_type: str,
+    slug: str | None = None,
+    config: dict | None = None,
+    engine: dict | None = None,
+    created_by=None,
+    **settings: Any,
 ) -> Project:
-    """A new project; the task type checks ``config``. Raises :class:`ProjectInvalid` naming the field."""
+    """A new project; the task type checks ``config`` (its options), :func:`clean_engine` ``engine`` (the engine's own
+    keys, :data:`~annotation.models.ENGINE_KEYS`). Raises :class:`ProjectInvalid` naming the field."""
     unknown = set(settings) - set(PROJECT_SETTINGS)
     if unknown:
         raise TypeError(f"unknown project settings: {', '.join(sorted(unknown))}")
@@ -54,9 +62,10 @@ def create_project(
     except KeyError as exc:
         raise ProjectInvalid("task_type", str(exc.args[0])) from None
     try:
-        config = tt.clean_config(config)
+        config = tt.checked_config(config)
     except ResponseInvalid as exc:
         raise ProjectInvalid(f"config.{exc.field}", exc.reason) from None
+    engine = clean_engine(engine)
     for key, value in tt.project_defaults.items():  # the task type's defaults for what the caller left out
         if settings.get(key) is None:
             settings[key] = value
@@ -67,13 +76,46 @@ def create_project(
     else:
         slug = _unique_slug(name)
     project = Project(
-        name=name.strip(), slug=slug, task_type=task_type, config=config, created_by=created_by, **settings
+        name=name.strip(),
+        slug=slug,
+        task_type=task_type,
+        config=config,
+        engine=engine,
+        created_by=created_by,
+        **settings,
     )
     _check_settings(project)
     with transaction.atomic():
         project.save()
         teams.add_creator(project, created_by)  # who made it owns it (annotation.access)
     return project
+
+
+RETRAIN_NUMBERS = ("retrain_every", "retrain_max_rows", "retrain_max_steps", "retrain_max_seconds")
+
+
+def clean_engine(engine: Any) -> dict:
+    """``engine`` checked as a project's engine keys (``Project.engine``): a dict of
+    :data:`~annotation.models.ENGINE_KEYS` only; the retrain loop's numbers whole numbers >= 0 (0 = off / no
+    limit) and ``retrain_kinds`` a list of kind names. The item order is checked against R by
+    :func:`_check_settings`. Raises :class:`ProjectInvalid` naming ``engine[.key]``."""
+    if engine is None:
+        return {}
+    if not isinstance(engine, dict):
+        raise ProjectInvalid("engine", "expected an object {key: value}")
+    unknown = set(engine) - ENGINE_KEYS
+    if unknown:
+        raise ProjectInvalid(
+            f"engine.{sorted(unknown)[0]}", f"not an engine key (known: {', '.join(sorted(ENGINE_KEYS))})"
+        )
+    for key in RETRAIN_NUMBERS:
+        value = engine.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ProjectInvalid(f"engine.{key}", f"must be a whole number >= 0, got {value!r}")
+    kinds = engine.get("retrain_kinds")
+    if kinds is not None and (not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)):
+        raise ProjectInvalid("engine.retrain_kinds", "must be a list of kind names")
+    return dict(engine)
 
 
 def _check_settings(project: Project) -> None:
@@ -89,30 +131,30 @@ def _check_settings(project: Project) -> None:
         raise ProjectInvalid("status", f"must be one of {', '.join(Project.Status.values)}")
     try:
         selectors.clean_item_order(
-            (project.config or {}).get("item_order"), assignments_per_item=project.assignments_per_item
+            (project.engine or {}).get("item_order"), assignments_per_item=project.assignments_per_item
         )
     except FieldError as exc:
         raise ProjectInvalid(exc.field, exc.reason) from None
 
 
 def set_item_order(project: Project, value) -> dict:
-    """Set the order in which the project's items enter work (``Project.config["item_order"]``: a mode of
+    """Set the order in which the project's items enter work (``Project.engine["item_order"]``: a mode of
     :data:`annotation.selectors.ITEM_ORDERS` or ``{"mode", "r_min", "r_max", "min_agreement"}``; ``None`` =
     random), then put the open HITs in that order (:func:`reorder_hits`). Raises :class:`ProjectInvalid` naming
-    ``config.item_order[.key]``; nothing is written then. Returns what :func:`reorder_hits` returns."""
+    ``engine.item_order[.key]``; nothing is written then. Returns what :func:`reorder_hits` returns."""
     with transaction.atomic():
         locked = Project.objects.select_for_update(no_key=True).get(pk=project.pk)
         try:
             cleaned = selectors.clean_item_order(value, assignments_per_item=locked.assignments_per_item)
         except FieldError as exc:
             raise ProjectInvalid(exc.field, exc.reason) from None
-        config = dict(locked.config or {})
+        engine = dict(locked.engine or {})
         if cleaned is None or cleaned == {"mode": "random"}:
-            config.pop("item_order", None)
+            engine.pop("item_order", None)
         else:
-            config["item_order"] = cleaned
-        Project.objects.filter(pk=locked.pk).update(config=config)
-        project.config = locked.config = config
+            engine["item_order"] = cleaned
+        Project.objects.filter(pk=locked.pk).update(engine=engine)
+        project.engine = locked.engine = engine
         return reorder_hits(locked)
 
 

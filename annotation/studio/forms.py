@@ -194,7 +194,7 @@ class SettingsForm(forms.Form):
     max_hits_per_worker = forms.IntegerField(
         label="Most HITs per worker", required=False, min_value=1, help_text="empty = unlimited"
     )
-    # the order in which items enter work (annotation.services.set_item_order; Project.config["item_order"])
+    # the order in which items enter work (annotation.services.set_item_order; Project.engine["item_order"])
     item_order = forms.ChoiceField(
         label="Item order",
         required=False,
@@ -240,7 +240,7 @@ class SettingsForm(forms.Form):
             try:
                 self.item_order_value = selectors.clean_item_order(value, assignments_per_item=r)
             except ValueError as exc:
-                field = getattr(exc, "field", "config.item_order").rpartition(".")[2]
+                field = getattr(exc, "field", "engine.item_order").rpartition(".")[2]
                 self.add_error(
                     field if field in self.fields and field != "mode" else "item_order",
                     getattr(exc, "reason", str(exc)),

@@ -118,8 +118,8 @@ def project_page(request, project: Project):
             "late": _late(project),
             "can_accept": can_change,
             "transitions": [(s, Project.Status(s).label) for s in studio.allowed_statuses(project)],
-            "origin": (project.config or {}).get(studio.IMPORT_KEY),
-            "additions": (project.config or {}).get(studio.ADDITIONS_KEY) or [],
+            "origin": (project.engine or {}).get(studio.IMPORT_KEY),
+            "additions": (project.engine or {}).get(studio.ADDITIONS_KEY) or [],
             "phases": selectors.phase_config(project),
             "phase_counts": selectors.phase_counts(project),
             "can_change": can_change,
@@ -134,7 +134,7 @@ def project_page(request, project: Project):
 @studio_page(access.CHANGE)
 @require_http_methods(["GET", "POST"])
 def project_settings(request, project: Project):
-    markdown_source = (project.config or {}).get(studio.GUIDELINES_KEY)
+    markdown_source = (project.engine or {}).get(studio.GUIDELINES_KEY)
     initial = {key: getattr(project, key) for key in studio.SETTINGS_FIELDS}
     initial["guidelines"] = markdown_source if isinstance(markdown_source, str) else project.guidelines
     initial.update(studio_forms.SettingsForm.item_order_initial(project))

@@ -1,11 +1,13 @@
 """The task-type contract. One task type = one package under ``annotation/task_types/<name>/`` (see the package doc).
 
 The engine (allocation, submission, the HIT page, the agreement dashboards, releases, ``create_project``, the retrain
-loop) never names a task type: it asks the registered :class:`TaskType` what it needs to know. A task type says how
-to build items (from corpus sentences or its own rows), how to render one item in the HIT page (a template + an
-optional script and stylesheet), how to validate a response (always on the server), how to score a gold item,
-aggregate and export an item, what its reliability data for the agreement engine are, how an expert adjudicates an
-item, where its results page is, and what the engine should do on its behalf after a recompute or when labels grow.
+loop) never names a task type: it asks the registered :class:`TaskType` what it needs to know. A task type says which
+keys of a project's config it takes (:attr:`TaskType.config_keys`; the engine's own keys, :data:`ENGINE_KEYS`, are never
+among them and live in ``Project.engine``), how to build items (from corpus sentences or its own rows), how to render
+one item in the HIT page (a template + an optional script and stylesheet), how to validate a response (always on the
+server), how to score a gold item, aggregate and export an item, what its reliability data for the agreement engine are,
+how an expert adjudicates an item, where its results page is, and what the engine should do on its behalf after a
+recompute or when labels grow.
 
 Where a task type's items come from is said by its package's ``sources`` module (found by name, like ``urls``;
 :func:`annotation.task_types.sources_of`), which the studio (``/studio/``) reads to offer uploads and corpus selections
@@ -29,9 +31,10 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -42,6 +45,41 @@ from argora.errors import FieldError
 class ResponseInvalid(FieldError):
     """A response (or a config / gold answer / adjudication) that breaks the task type's schema; the API answers
     HTTP 400 ``{"errors": {field: reason}}``."""
+
+
+# The engine's own keys of a project, kept in ``Project.engine`` and never in ``Project.config`` (the task type's
+# options): no task type may declare one in :attr:`TaskType.config_keys`, and :meth:`TaskType.checked_config` refuses
+# one in a config. Defined here, in the contract both sides read: ``annotation.models`` imports
+# ``annotation.task_types`` (``validate_task_type``), so importing it from there would be an import circle.
+# ``annotation.models.ENGINE_KEYS`` is this one.
+ENGINE_KEYS = frozenset(
+    {
+        "item_order",
+        "retrain_kinds",
+        "retrain_every",
+        "retrain_max_rows",
+        "retrain_max_steps",
+        "retrain_max_seconds",
+        "studio_import",
+        "studio_additions",
+        "guidelines_markdown",
+    }
+)
+# Where a researcher sets each engine key instead, for the refusal of :meth:`TaskType.checked_config`.
+_RETRAINING_PAGE = "set it on the project's Model retraining page in the studio"
+ENGINE_KEY_HOMES: Mapping[str, str] = MappingProxyType(
+    {
+        "item_order": "set it on the project's settings page in the studio, under Item order",
+        "guidelines_markdown": "edit the guidelines on the project's settings page in the studio",
+        "retrain_kinds": "give it with the project's engine settings (create_project's engine), not in its config",
+        "retrain_every": _RETRAINING_PAGE,
+        "retrain_max_rows": _RETRAINING_PAGE,
+        "retrain_max_steps": _RETRAINING_PAGE,
+        "retrain_max_seconds": _RETRAINING_PAGE,
+        "studio_import": "the studio records it itself when it imports the project's items",
+        "studio_additions": "the studio records it itself when items are added to the project",
+    }
+)
 
 
 class TaskType:
@@ -72,9 +110,36 @@ class TaskType:
         return render_to_string(self.guidelines_template) if self.guidelines_template else ""
 
     # --- project set-up -----------------------------------------------------------------------
+    # Every key of ``Project.config`` the task type reads or writes (its code, templates, sources, results, releases,
+    # commands, and what ``ml/`` reads for it) -> one line: what it means and its default. A config with any other
+    # key is refused when a project is made (:meth:`checked_config`); the studio lists these next to the config box.
+    # Never one of :data:`ENGINE_KEYS`.
+    config_keys: Mapping[str, str] = MappingProxyType({})
+
     def clean_config(self, config: dict | None) -> dict:
         """Check and normalise ``project.config``; raise :class:`ResponseInvalid` naming the key."""
         return dict(config or {})
+
+    def checked_config(self, config: dict | None) -> dict:
+        """``config`` as the engine takes it for a new project (``create_project``, the studio's set-up): every key
+        must be one of :attr:`config_keys` -- an engine key (:data:`ENGINE_KEYS`, kept in ``Project.engine``) or an
+        unknown one (a typo such as ``top-k``) is refused with :class:`ResponseInvalid` naming it, instead of being
+        stored and never read -- then :meth:`clean_config` checks the values and fills in the defaults."""
+        if isinstance(config, Mapping):
+            keys = sorted(map(str, config))
+            for key in keys:
+                if key in ENGINE_KEYS:
+                    where = ENGINE_KEY_HOMES.get(key, "set it in the project's engine settings")
+                    raise ResponseInvalid(
+                        key,
+                        f"{key} is an engine setting (Project.engine), not an option of the {self.label} task "
+                        f"type: {where}",
+                    )
+            for key in keys:
+                if key not in self.config_keys:
+                    options = ", ".join(sorted(self.config_keys)) or "none (it takes no config)"
+                    raise ResponseInvalid(key, f"not an option of task type {self.name}; its options: {options}")
+        return self.clean_config(config)
 
     # Whether build_items takes corpus Sentence rows (``manage.py create_project`` and the project set-up use it);
     # a task type whose items come from its own files or designs says how in ``items_howto``.

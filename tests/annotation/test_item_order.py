@@ -1,4 +1,4 @@
-"""The order in which items enter work (Project.config["item_order"], annotation.services.reorder_hits): random,
+"""The order in which items enter work (Project.engine["item_order"], annotation.services.reorder_hits): random,
 uncertainty, disagreement (with adaptive R between r_min and r_max), model-human -- and the allocation guarantees
 (no HIT over its cap, no worker sees an item twice) under concurrent workers, on SQLite and PostgreSQL."""
 
@@ -19,10 +19,16 @@ LABELS = ["pro", "con", "none"]
 
 
 def make_project(n=20, per_hit=5, r=3, order=None, **kw):
-    config = {"labels": LABELS}
-    if order is not None:
-        config["item_order"] = order
-    return ProjectFactory(name="Order", config=config, items=n, assignments_per_item=r, items_per_hit=per_hit, **kw)
+    engine = {} if order is None else {"item_order": order}
+    return ProjectFactory(
+        name="Order",
+        config={"labels": LABELS},
+        engine=engine,
+        items=n,
+        assignments_per_item=r,
+        items_per_hit=per_hit,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -59,14 +65,14 @@ def work(project, worker, label_of):
 @pytest.mark.parametrize(
     "order,field",
     [
-        ("fastest", "config.item_order.mode"),
-        ({"mode": "disagreement", "r_max": 5}, "config.item_order.r_max"),  # above R = 3
-        ({"mode": "disagreement", "r_min": 3, "r_max": 2}, "config.item_order.r_min"),
-        ({"mode": "disagreement", "r_min": 0}, "config.item_order.r_min"),
-        ({"mode": "disagreement", "min_agreement": 1.5}, "config.item_order.min_agreement"),
-        ({"mode": "uncertainty", "r_min": 2}, "config.item_order.r_min"),
-        ({"mode": "random", "speed": 1}, "config.item_order.speed"),
-        ([1], "config.item_order"),
+        ("fastest", "engine.item_order.mode"),
+        ({"mode": "disagreement", "r_max": 5}, "engine.item_order.r_max"),  # above R = 3
+        ({"mode": "disagreement", "r_min": 3, "r_max": 2}, "engine.item_order.r_min"),
+        ({"mode": "disagreement", "r_min": 0}, "engine.item_order.r_min"),
+        ({"mode": "disagreement", "min_agreement": 1.5}, "engine.item_order.min_agreement"),
+        ({"mode": "uncertainty", "r_min": 2}, "engine.item_order.r_min"),
+        ({"mode": "random", "speed": 1}, "engine.item_order.speed"),
+        ([1], "engine.item_order"),
     ],
 )
 def test_a_bad_item_order_is_refused_naming_the_field(order, field):
@@ -81,18 +87,19 @@ def test_set_item_order_validates_stores_and_reorders():
     assert selectors.item_order(project)["mode"] == "random"
     with pytest.raises(services.ProjectInvalid) as exc:
         services.set_item_order(project, {"mode": "disagreement", "r_min": 4})
-    assert exc.value.field == "config.item_order.r_min"
+    assert exc.value.field == "engine.item_order.r_min"
     project.refresh_from_db()
-    assert "item_order" not in project.config  # nothing written
+    assert "item_order" not in project.engine  # nothing written
     result = services.set_item_order(project, {"mode": "disagreement", "r_min": 2})
     project.refresh_from_db()
-    assert project.config["item_order"] == {"mode": "disagreement", "r_min": 2, "r_max": 3, "min_agreement": 0.7}
+    assert project.engine["item_order"] == {"mode": "disagreement", "r_min": 2, "r_max": 3, "min_agreement": 0.7}
+    assert project.config == {"labels": LABELS}  # the task type's options only
     assert result["mode"] == "disagreement"
     order = selectors.item_order(project)
     assert order["adaptive"] and order["cap"] == 3
     services.set_item_order(project, "random")
     project.refresh_from_db()
-    assert "item_order" not in project.config and project.config["labels"] == LABELS
+    assert "item_order" not in project.engine and project.config == {"labels": LABELS}
 
 
 @pytest.mark.django_db

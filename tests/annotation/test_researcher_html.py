@@ -126,7 +126,7 @@ def test_the_studio_stores_guidelines_sanitised(client, admin_user_obj):
     assert resp.status_code == 302
     project.refresh_from_db()
     assert project.guidelines == markdown_html(markdown) and project.guidelines.startswith("<h1>Read</h1>")
-    assert injected(project.guidelines) == [] and project.config[studio.GUIDELINES_KEY] == markdown
+    assert injected(project.guidelines) == [] and project.engine[studio.GUIDELINES_KEY] == markdown
     preview = client.post(reverse("annotation:studio-guidelines-preview"), {"guidelines": markdown}).json()["html"]
     assert preview == project.guidelines
     page = client.get(reverse("annotation:studio-settings", args=[project.slug])).content.decode()

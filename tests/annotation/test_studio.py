@@ -255,7 +255,7 @@ def test_upload_preview_confirm_import(rclient, settings, django_capture_on_comm
     assert gold.expected == {"label": "pro"}
     assert HIT.objects.filter(project=project).count() == 1
     assert Sentence.objects.filter(topic__name="school uniforms").count() == 3
-    assert project.config[studio.IMPORT_KEY]["file"] == "uniforms.tsv"
+    assert project.engine[studio.IMPORT_KEY]["file"] == "uniforms.tsv" and studio.IMPORT_KEY not in project.config
     # the upload is removed once imported; the draft is gone from the session
     assert not list((Path(settings.MEDIA_ROOT) / studio.UPLOAD_DIR).glob("*/uniforms.tsv"))
     assert rclient.get(reverse("annotation:studio-new-preview", args=[token])).status_code == 302
@@ -409,7 +409,8 @@ def test_settings_save_guidelines_markdown_sanitised(rclient, built):
     assert built.assignments_per_item == 3 and built.reward_cents == 40 and built.max_hits_per_worker is None
     assert "<h1>Read this</h1>" in built.guidelines and "<strong>every</strong>" in built.guidelines
     assert "<script" not in built.guidelines and "alert" not in built.guidelines
-    assert built.config[studio.GUIDELINES_KEY] == md and built.config["labels"] == ["pro", "con", "none"]
+    assert built.engine[studio.GUIDELINES_KEY] == md and built.config["labels"] == ["pro", "con", "none"]
+    assert studio.GUIDELINES_KEY not in built.config
     assert md.split("\n")[0] in rclient.get(url).content.decode()  # the Markdown, not the HTML, is edited
     # what workers see: the HIT page's instructions
     assert "<h1>Read this</h1>" in rclient.get(reverse("annotation:instructions", args=[built.slug])).content.decode()
@@ -653,16 +654,16 @@ def test_the_item_order_is_set_from_the_settings_page(rclient, built):
         url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2", r_max="9")
     )
     assert resp.status_code == 400 and "r_max" in resp.content.decode()  # above R: refused, naming the field
-    assert "item_order" not in (Project.objects.get(pk=built.pk).config or {})
+    assert "item_order" not in (Project.objects.get(pk=built.pk).engine or {})
     resp = rclient.post(
         url, settings_data(built, assignments_per_item="4", item_order="disagreement", r_min="2", r_max="4")
     )
     assert resp.status_code == 302
     built.refresh_from_db()
-    assert built.config["item_order"]["mode"] == "disagreement"
-    assert (built.config["item_order"]["r_min"], built.config["item_order"]["r_max"]) == (2, 4)
+    assert built.engine["item_order"]["mode"] == "disagreement" and "item_order" not in built.config
+    assert (built.engine["item_order"]["r_min"], built.engine["item_order"]["r_max"]) == (2, 4)
     page = rclient.get(url).content.decode()
     assert 'value="disagreement" selected' in page and 'name="r_min" value="2"' in page
     assert rclient.post(url, settings_data(built, item_order="random")).status_code == 302
     built.refresh_from_db()
-    assert "item_order" not in built.config
+    assert "item_order" not in built.engine

@@ -28,7 +28,7 @@ def test_a_researcher_sees_a_refused_retrain_and_raises_the_budget(live_server, 
         name="Aspects of nuclear energy",
         slug="nuclear",
         task_type="aspect",
-        config={"retrain_every": 6, "retrain_max_rows": 100},
+        engine={"retrain_every": 6, "retrain_max_rows": 100},
         created_by=owner,
     )
     loop.record_attempt(
@@ -65,4 +65,4 @@ def test_a_researcher_sees_a_refused_retrain_and_raises_the_budget(live_server, 
     page.goto(f"{live_server.url}/studio/projects/{project.slug}/")
     expect(page.locator("#retrain-budget")).to_contain_text("at most 5000 rows")
     project.refresh_from_db()
-    assert project.config["retrain_max_rows"] == 5000
+    assert project.engine["retrain_max_rows"] == 5000 and "retrain_max_rows" not in project.config

@@ -226,7 +226,7 @@ def test_rows_from_jsonl_with_and_without_a_split(tmp_path):
 # --- rows from a project + the retrain loop's kind --------------------------------------------------
 
 
-def labelled_project(django_user_model, rows, config=None):
+def labelled_project(django_user_model, rows, engine=None):
     """A sentence_label project with UKP label names, one gold item, and two workers who agree on every item but
     the first (a tie)."""
     project = services.create_project(
@@ -236,7 +236,8 @@ def labelled_project(django_user_model, rows, config=None):
         status=Project.Status.ACTIVE,
         assignments_per_item=2,
         items_per_hit=len(rows) + 1,
-        config={"labels": ["Argument_for", "Argument_against", "NoArgument"], **(config or {})},
+        config={"labels": ["Argument_for", "Argument_against", "NoArgument"]},
+        engine=engine,
     )
     names = NAMES
     services.add_items(
@@ -285,7 +286,7 @@ def test_rows_from_a_sentence_label_project(django_user_model):
 @pytest.mark.django_db
 def test_the_retrain_loop_trains_argument_when_a_projects_labels_grow(django_user_model, tmp_artifacts, monkeypatch):
     monkeypatch.setenv("ARGORA_TRAINER_HYPERPARAMETERS", json.dumps({"argument": TINY}))  # tiny model, no download
-    project = labelled_project(django_user_model, planted(40, 8), config={"retrain_every": 10})
+    project = labelled_project(django_user_model, planted(40, 8), engine={"retrain_every": 10})
     [outcome] = loop.maybe_retrain(project)
     assert outcome["kind"] == "argument" and outcome["labels"] == 40 and outcome["activated"], outcome
     version = registry.active_version("argument", project, exact=True)

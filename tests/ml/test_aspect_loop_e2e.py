@@ -99,9 +99,8 @@ def test_labels_retrain_activate_and_rank_the_next_hit(tiny_bert, tmp_path, sett
         config={
             "top_k": 10,
             "top_k_cross_topic": 10,  # later items' topics may be unseen in training
-            "retrain_every": N_LABELLED,
-            "retrain_kinds": ["ranker", "span_ranker"],
         },
+        engine={"retrain_every": N_LABELLED, "retrain_kinds": ["ranker", "span_ranker"]},
     )
     services.add_items_from_rows(project, labelled)
     services.build_hits(project)

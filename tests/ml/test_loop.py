@@ -113,7 +113,7 @@ def project():
         task_type="aspect",
         assignments_per_item=2,
         items_per_hit=4,
-        config={"retrain_every": 4},
+        engine={"retrain_every": 4},
         items=0,
         build=False,
     )
@@ -134,9 +134,10 @@ def add_labels(project, tmp_path, rows, name):
         )
 
 
-def test_retrain_every_setting_and_project_config(project, settings):
+def test_retrain_every_setting_and_project_engine(project, settings):
     assert loop.retrain_every(project) == 4
-    project.config = {}
+    project.config = {"retrain_every": 9}  # a task-type option of that name is no engine setting
+    project.engine = {}
     settings.ARGORA_RETRAIN_EVERY = 7
     assert loop.retrain_every(project) == 7
     del settings.ARGORA_RETRAIN_EVERY
@@ -176,7 +177,7 @@ def test_loop_trains_after_m_labels_and_activates_only_better_versions(project, 
     add_labels(project, tmp_path, SENTENCES[9:], "d.jsonl")  # counted from v2 (the last attempt): 10 - 9 < 4
     [out] = loop.maybe_retrain(project)
     assert out["skipped"].startswith("1 new labels") and ModelVersion.objects.count() == 2
-    project.config = {"retrain_every": 1}
+    project.engine = {"retrain_every": 1}
     [out] = loop.maybe_retrain(project)
     v3 = ModelVersion.objects.get(pk=out["version"])
     assert out["activated"] and v3.is_active and v3.parent_id == v1.pk
@@ -198,9 +199,9 @@ def test_loop_compares_on_the_new_dev_rows_when_the_spec_can_evaluate(project, r
 def test_loop_off_and_failed_training(project, ranker_kind, tmp_path):
     ranker_kind([])  # a training run would pop from an empty list -> IndexError
     add_labels(project, tmp_path, SENTENCES, "a.jsonl")
-    project.config = {"retrain_every": 0}
+    project.engine = {"retrain_every": 0}
     assert loop.maybe_retrain(project)[0]["skipped"] == "retrain_every is 0"
-    project.config = {"retrain_every": 2}
+    project.engine = {"retrain_every": 2}
     with pytest.raises(IndexError):
         loop.maybe_retrain(project)
     v = ModelVersion.objects.get()
@@ -239,7 +240,7 @@ def test_submission_receiver_enqueues_a_debounced_retrain_on_commit(
         assignment_submitted.send(sender=Assignment, assignment=assignment)  # debounced
     assert len(sent) == 1 and sent[0][0] == [project.pk] and sent[0][1]["countdown"] == loop.debounce_seconds()
 
-    other = services.create_project(name="Off", slug="off", task_type="aspect", config={"retrain_every": 0})
+    other = services.create_project(name="Off", slug="off", task_type="aspect", engine={"retrain_every": 0})
     with django_capture_on_commit_callbacks(execute=True):
         assignment_submitted.send(sender=Assignment, assignment=Assignment(project=other))
     assert len(sent) == 1

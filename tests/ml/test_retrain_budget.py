@@ -139,7 +139,7 @@ def import_project(tmp_path, n: int):
         assignments_per_item=1,
         items_per_hit=3,
         status="active",
-        config={"retrain_every": 6},
+        engine={"retrain_every": 6},
     )
     import_appf(write_rows(tmp_path / "appf.jsonl", synthetic_appf(n, seed=7)), project)
     services.build_hits(project)
@@ -222,7 +222,8 @@ def test_over_max_rows_is_refused_with_its_reason_until_the_budget_is_raised(imp
     )
     assert resp.status_code == 302
     imported.refresh_from_db()
-    assert imported.config["retrain_max_rows"] == 100000 and "retrain_max_steps" not in imported.config
+    assert imported.engine["retrain_max_rows"] == 100000 and "retrain_max_steps" not in imported.engine
+    assert "retrain_max_rows" not in imported.config
     entries = AuditEntry.objects.filter(project=imported, action="retraining").order_by("id")
     assert [e.detail for e in entries] == [{"retrain_max_rows": [None, 10]}, {"retrain_max_rows": [10, 100000]}]
     [out] = loop.maybe_retrain(imported)
@@ -235,13 +236,13 @@ def test_the_retraining_page_refuses_bad_values_naming_the_field(imported, rclie
     url = reverse("annotation:studio-retraining", args=[imported.slug])
     resp = rclient.get(url)
     assert resp.status_code == 200 and 'name="retrain_max_steps"' in resp.content.decode()
-    before = dict(imported.config)
+    before = (dict(imported.config), dict(imported.engine))
     for field, value in (("retrain_max_rows", "-1"), ("retrain_max_steps", "many"), ("retrain_every", "2.5")):
         resp = rclient.post(url, {field: value})
         assert resp.status_code == 400, field
         assert f'id="{field}-errors"' in resp.content.decode(), field
     imported.refresh_from_db()
-    assert imported.config == before and not AuditEntry.objects.filter(action="retraining").exists()
+    assert (imported.config, imported.engine) == before and not AuditEntry.objects.filter(action="retraining").exists()
     # the service refuses what the form would not send, naming the key, and writes nothing
     with pytest.raises(FieldError) as exc:
         loop.update_retrain_settings(imported, {"retrain_max_seconds": -3})
@@ -267,7 +268,7 @@ def test_training_stops_at_the_step_cap_and_the_version_records_it(imported, wor
     assert attempt.steps == 7 and attempt.capped == "max_steps" and "max steps budget after 7 steps" in attempt.reason
 
     # without a cap the same run goes to its planned 500 steps
-    imported.config = {**imported.config, "retrain_max_steps": 0, "retrain_max_seconds": 0}
+    imported.engine = {**imported.engine, "retrain_max_steps": 0, "retrain_max_seconds": 0}
     [again] = loop.maybe_retrain(imported, force=True)
     assert fake.loops[-1].step == 500 and fake.loops[-1].capped == "" and again["capped"] == ""
 

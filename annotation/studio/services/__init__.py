@@ -413,9 +413,9 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
     if spec.get("add_to"):
         return run_addition(spec, progress=progress, job=job)
     if job:
-        done = Project.objects.filter(**{f"config__{IMPORT_KEY}__job": job}).first()
+        done = Project.objects.filter(**{f"engine__{IMPORT_KEY}__job": job}).first()
         if done is not None:
-            return _import_result(done, done.config[IMPORT_KEY].get("summary") or {})
+            return _import_result(done, done.engine[IMPORT_KEY].get("summary") or {})
     data = None
     try:
         tt = get_task_type(spec["task_type"])
@@ -439,7 +439,8 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
             project = services.create_project(
                 name=spec["name"],
                 task_type=tt.name,
-                config={**(spec.get("config") or {}), IMPORT_KEY: origin},
+                config=spec.get("config") or {},
+                engine={IMPORT_KEY: origin},
                 created_by=user,
                 **(spec.get("settings") or {}),
             )
@@ -451,10 +452,10 @@ def run_import(spec: dict, *, progress=null_progress, job: str | None = None) ->
             progress(0, None, "building HITs")
             services.build_hits(project)
             summary["hits"] = HIT.objects.filter(project=project).count()
-            config = dict(project.config)
-            config[IMPORT_KEY] = {**origin, "summary": summary}
-            Project.objects.filter(pk=project.pk).update(config=config)
-            project.config = config
+            engine = dict(project.engine or {})
+            engine[IMPORT_KEY] = {**origin, "summary": summary}
+            Project.objects.filter(pk=project.pk).update(engine=engine)
+            project.engine = engine
     except (FileLineError, FieldError, ValueError) as exc:
         raise StudioImportFailed(problem_text(exc, data)) from None
     if path is not None:
@@ -481,7 +482,7 @@ def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) 
     """Add the items of an upload (or a corpus selection) to the saved project of an :func:`addition_spec`, in ONE
     transaction: the task type's ``sources.write``, then HITs for the new items only (:func:`annotation.services.
     build_hits` puts only items that are in no HIT into new HITs: the project's HITs, assignments and answers stay
-    as they are), the addition in the project's config and its audit line (``items.add``). A row whose item the
+    as they are), the addition in the project's engine keys and its audit line (``items.add``). A row whose item the
     project has already (the same corpus sentence or the same key) is skipped; nothing new at all, a closed
     project, a bad file: :class:`StudioImportFailed`, nothing written. Running it again for the same ``job``
     returns the first result."""
@@ -489,7 +490,7 @@ def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) 
     if project is None:
         raise StudioImportFailed("project: the project is gone")
     if job:
-        for done in (project.config or {}).get(ADDITIONS_KEY) or []:
+        for done in (project.engine or {}).get(ADDITIONS_KEY) or []:
             if done.get("job") == job:
                 return {**_import_result(project, done.get("summary") or {}), "added": True}
     data = None
@@ -549,10 +550,10 @@ def run_addition(spec: dict, *, progress=null_progress, job: str | None = None) 
                 "summary": summary,
                 "at": timezone.now().isoformat(),
             }
-            locked.refresh_from_db(fields=["config"])
-            config = dict(locked.config or {})
-            config[ADDITIONS_KEY] = ([*(config.get(ADDITIONS_KEY) or []), addition])[-ADDITIONS_KEPT:]
-            Project.objects.filter(pk=locked.pk).update(config=config)
+            locked.refresh_from_db(fields=["engine"])
+            engine = dict(locked.engine or {})
+            engine[ADDITIONS_KEY] = ([*(engine.get(ADDITIONS_KEY) or []), addition])[-ADDITIONS_KEPT:]
+            Project.objects.filter(pk=locked.pk).update(engine=engine)
             teams.record(
                 locked,
                 user,

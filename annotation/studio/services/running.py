@@ -18,7 +18,7 @@ from .setup import GUIDELINES_KEY, SETTINGS_FIELDS, TRANSITIONS, SetupRefused
 # --- running the project ---------------------------------------------------------------------------------------
 def update_settings(project: Project, values: dict, *, guidelines_markdown: str | None = None) -> Project:
     """Change the project's settings (``values``: any of :data:`SETTINGS_FIELDS`) and its guidelines (Markdown,
-    stored as sanitised HTML and as its source in ``config["guidelines_markdown"]``). A change that would break
+    stored as sanitised HTML and as its source in ``engine["guidelines_markdown"]``). A change that would break
     running work is refused naming the field: items per HIT once HITs exist, fewer responses per item (R) than a HIT
     already has. Everything is checked before anything is written."""
     values = {key: value for key, value in values.items() if key in SETTINGS_FIELDS}
@@ -40,20 +40,20 @@ def update_settings(project: Project, values: dict, *, guidelines_markdown: str 
                 )
         for key, value in values.items():
             setattr(locked, key, value)
-        config = dict(locked.config or {})
+        engine = dict(locked.engine or {})
         if guidelines_markdown is not None:
             if len(guidelines_markdown) > 100_000:
                 raise SetupRefused("guidelines", "at most 100,000 characters")
             locked.guidelines = markdown_html(guidelines_markdown)
-            config[GUIDELINES_KEY] = guidelines_markdown
-        locked.config = config
+            engine[GUIDELINES_KEY] = guidelines_markdown
+        locked.engine = engine
         try:
             locked.full_clean(exclude=["slug", "invite_token", "created_by", "task_type"], validate_unique=False)
         except ValidationError as exc:
             field, messages = next(iter(exc.message_dict.items()))
             raise SetupRefused(field if field != "__all__" else "settings", " ".join(messages)) from None
         Project.objects.filter(pk=locked.pk).update(
-            config=config, guidelines=locked.guidelines, **{key: getattr(locked, key) for key in values}
+            engine=engine, guidelines=locked.guidelines, **{key: getattr(locked, key) for key in values}
         )
     project.refresh_from_db()
     return project

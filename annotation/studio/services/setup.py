@@ -40,10 +40,10 @@ TRANSITIONS = {
     Project.Status.PAUSED: (Project.Status.ACTIVE, Project.Status.CLOSED),
     Project.Status.CLOSED: (),
 }
-GUIDELINES_KEY = "guidelines_markdown"  # project.config key of the guidelines' Markdown source
-IMPORT_KEY = "studio_import"  # project.config key: where the items came from (job, source, file)
-ADDITIONS_KEY = "studio_additions"  # project.config key: the items added since (job, source, file, summary)
-ADDITIONS_KEPT = 100  # additions listed in the config (the audit log keeps every one)
+GUIDELINES_KEY = "guidelines_markdown"  # project.engine key of the guidelines' Markdown source
+IMPORT_KEY = "studio_import"  # project.engine key: where the items came from (job, source, file)
+ADDITIONS_KEY = "studio_additions"  # project.engine key: the items added since (job, source, file, summary)
+ADDITIONS_KEPT = 100  # additions listed in the project's engine keys (the audit log keeps every one)
 
 
 class SetupRefused(FieldError):
@@ -83,7 +83,7 @@ def default_config(tt: TaskType) -> dict:
     """The task type's config with its defaults filled in (what the new-project form shows), without the empty
     containers a task type keeps for itself (e.g. sampled pairs)."""
     try:
-        config = tt.clean_config({})
+        config = tt.checked_config({})
     except ResponseInvalid:
         return {}
     return {k: v for k, v in config.items() if v not in ({}, [])}
@@ -117,7 +117,7 @@ def check_setup(*, name: str, task_type: str, config: Any, values: dict) -> Proj
     if config is not None and not isinstance(config, dict):
         raise SetupRefused("config", "expected a JSON object {key: value}")
     try:
-        config = tt.clean_config(config)
+        config = tt.checked_config(config)
     except ResponseInvalid as exc:
         raise SetupRefused(f"config.{exc.field}", exc.reason) from None
     fields = {**tt.project_defaults, **{key: value for key, value in values.items() if value is not None}}

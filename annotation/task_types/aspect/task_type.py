@@ -140,6 +140,16 @@ class Aspect(TaskType):
     adjudication_template = "task_types/aspect/adjudicate.html"
     builds_from_sentences = True
     retrain_kinds = ("ranker",)  # the retrain loop trains a ranker from the project's final answers
+    config_keys = {
+        "top_k": "size of the first candidate list for a topic the ranker was trained on (default 10)",
+        "top_k_cross_topic": "size of the first candidate list for a topic the ranker was not trained on (default 15)",
+        "study": "in-topic or cross-topic: the first list's size when the ranker knows no training topics "
+        "(default in-topic)",
+        "threshold": "votes a span needs to be accepted (default null: a strict majority of R)",
+        "ranker": "the candidate ranker when no trained one is active (default baseline)",
+        "free_spans": "true: any span of whole words is accepted besides the candidates (default false)",
+        "gold_instructions": "false: gold items show no 'Select ... as the aspect' instruction (default true)",
+    }
     keys_help = (
         ("type, <kbd>↑</kbd> <kbd>↓</kbd>, <kbd>Enter</kbd>/<kbd>Tab</kbd>", "filter the candidates, move, pick"),
         ("<kbd>Backspace</kbd>", "in an empty field removes the last chosen aspect"),

@@ -61,6 +61,18 @@ class BWSSimilarity(TaskType):
     project_defaults = {"assignments_per_item": 4, "items_per_hit": 5, "gold_rate": 0.2}
     items_howto = "sample pairs and build the tuples with `manage.py bws sample` and `manage.py bws build`"
     results_page = ("annotation:bws", "BWS scores and split-half reliability")
+    config_keys = {
+        "scorer": "the distant supervision that bins the sampled pairs: cosine, jaccard, ... (default cosine)",
+        "seed": "seed of the pair sampling, the tuple design, the split-half repetitions and the in-topic split "
+        "(default 0)",
+        "tuples_per_pair": "tuples each pair appears in, 2N tuples for N pairs at 2 (default 2)",
+        "attention_checks": "gold tuples with a pair of two identical arguments, per topic (default 2)",
+        "n_splits": "repetitions of the split-half reliability (default 25)",
+        "splits": 'cross-topic split {"train": [topics], "dev": [...], "test": [...]} (default none: in-topic)',
+        "pairs": "the sampled or uploaded pairs {pair id: {topic, a, b, ...}}, written by bws sample and the "
+        "pair-file sources (default {})",
+        "sampling": "the per-topic sampling reports, written with the pairs (default none)",
+    }
     keys_help = (
         ("<kbd>1</kbd>…<kbd>4</kbd>", "mark that pair as the MOST similar"),
         (

@@ -26,6 +26,7 @@ class LikertDebate(TaskType):
     project_defaults = {"assignments_per_item": 5, "items_per_hit": 1}
     items_howto = "import debates with `manage.py ratings likert` (a JSONL file or imported debate trees)"
     results_page = ("annotation:ratings-results", "Rating results")
+    config_keys: dict[str, str] = {}  # no options: each debate's payload holds all its page shows
     guidelines_template = "task_types/likert_debate/guidelines.html"
     keys_help = (
         (

@@ -32,6 +32,7 @@ class PairwisePreference(TaskType):
     project_defaults = {"assignments_per_item": 2, "items_per_hit": 5}
     items_howto = "import argument pairs with `manage.py ratings pairwise` (a JSONL file of a generation run)"
     results_page = ("annotation:ratings-results", "Rating results")
+    config_keys: dict[str, str] = {}  # no options: each pair's payload holds all its page shows
     guidelines_template = "task_types/pairwise_preference/guidelines.html"
     keys_help = (
         (

@@ -29,6 +29,7 @@ class SentenceLabel(TaskType):
     adjudication_template = "task_types/sentence_label/adjudicate.html"
     script = "task_types/sentence_label/hit.js"
     retrain_kinds = ("argument",)  # the retrain loop trains the argument / stance classifier from the final labels
+    config_keys = {"labels": 'the labels offered, in order: distinct strings (default ["pro", "con", "none"])'}
     keys_help = (
         ("<kbd>1</kbd>…<kbd>9</kbd>", "choose for the highlighted item, then move on"),
         (

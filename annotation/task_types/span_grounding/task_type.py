@@ -319,6 +319,15 @@ class SpanGrounding(TaskType):
     stylesheet = "task_types/span_grounding/hit.css"
     builds_from_sentences = True
     guidelines_template = "task_types/span_grounding/guidelines.html"
+    config_keys = {
+        "ask_schemes": "true: also ask which argument schemes the argument follows (default false)",
+        "schemes": "the schemes offered, in order (default the six Walton-based schemes + Others)",
+        "variables_per_item": "[min, max] KB variables of the topic an item offers, 1 to 5 (default [2, 5])",
+        "show_stance": "show the argument's stance (default true)",
+        "show_scheme": "show the argument's scheme from the corpus (default false)",
+        "seed": "seed of the variables each item offers, with the sentence's content hash (default 0)",
+        "threshold": "votes a token needs in the aggregate (default null: a strict majority)",
+    }
     keys_help = (
         (
             "drag over words, or <kbd>←</kbd><kbd>→</kbd> and <kbd>Shift</kbd>+<kbd>←</kbd><kbd>→</kbd>, then <kbd>Enter</kbd>",

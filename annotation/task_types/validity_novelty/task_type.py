@@ -53,6 +53,10 @@ class ValidityNovelty(TaskType):
     project_defaults = {"assignments_per_item": 3}
     items_howto = "import the shared-task CSV / JSONL with `manage.py valnov import`"
     results_page = ("annotation:valnov", "Validity / novelty results")
+    config_keys = {
+        "columns": "the imported file's columns in order, merged by each import and written back on export "
+        "(default none)",
+    }
     guidelines_template = "task_types/validity_novelty/guidelines.html"
     keys_help = (
         (

@@ -296,7 +296,7 @@ def test_add_items_to_an_active_project_with_answers(rclient, running, settings,
     )
     running.refresh_from_db()
     assert running.status == Project.Status.ACTIVE
-    addition = running.config[studio.ADDITIONS_KEY][-1]
+    addition = running.engine[studio.ADDITIONS_KEY][-1]
     assert addition["file"] == "cloning_arguments.jsonl" and addition["summary"] == {
         "items": 4,
         "gold": 1,
