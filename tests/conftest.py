@@ -113,20 +113,6 @@ def pytest_collection_modifyitems(config, items):
             items[:] = kept
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _training_threads() -> None:
-    """Model tests train on the threads a training run takes in production (:func:`ml.training.thread_count`: one
-    per process on a CPU, ``$ARGORA_TORCH_THREADS`` when set), not torch's one per core: most call the trainers
-    directly, not through :func:`ml.versions.run_training` (which applies it), and two test processes on 2 cores
-    with 2 threads each wait in OpenMP barriers (SBERT on the UKP subset of tests/ml/test_similarity_recipe.py: 87 s
-    on 2 threads, 41 s on one, the same test Spearman)."""
-    import torch  # here, not at the top: torch is a start-up cost, and ml needs Django set up first
-
-    from ml import training
-
-    torch.set_num_threads(training.thread_count() or torch.get_num_threads())
-
-
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Each test starts with an empty cache: rate limits and debounce windows are per test, whatever ids the
