@@ -79,7 +79,8 @@ class ProjectFactory(DjangoModelFactory):
     name = "Study"
     slug = None  # create_project makes one from the name, unique
     task_type = "sentence_label"
-    config = factory.LazyFunction(lambda: {"labels": list(LABELS)})
+    # the labels are sentence_label's option: another task type starts from its own defaults (config_keys)
+    config = factory.LazyAttribute(lambda o: {"labels": list(LABELS)} if o.task_type == "sentence_label" else {})
     status = Project.Status.ACTIVE
 
     @classmethod

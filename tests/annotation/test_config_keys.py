@@ -27,7 +27,8 @@ from tests.annotation.task_types.validity_novelty.helpers import csv_text, write
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 SCANNED = (TESTS, ROOT / "bench")  # the tests' projects and the benchmarks' ones
-CLAIM_CHECK = "tests.fixtures.claim_check.task_type"
+# the fixture task types (tests/fixtures/<name>/task_type.py): found on disk, not named (tests/annotation/test_new_task_type.py)
+FIXTURES = sorted(p.parent.name for p in (TESTS / "fixtures").glob("*/task_type.py"))
 
 # Values that clean_config accepts for the keys that neither a task type's defaults nor a test config give.
 EXAMPLES = {
@@ -54,17 +55,22 @@ HELPERS_IN = {  # helpers whose name other test folders use for other things: (f
 MODULES = {"bws": "bws_similarity"}  # bws.create_project (annotation.task_types.bws_similarity.project)
 
 
-def _claim_check() -> TaskType:
-    """The fixture task type of tests/fixtures/claim_check, without leaving it registered."""
+def _fixture(name: str) -> TaskType:
+    """The fixture task type of tests/fixtures/<name>, without leaving it registered."""
     registered = {t.name for t in all_task_types()}
-    module = importlib.import_module(CLAIM_CHECK)
-    if "claim_check" not in registered:
-        unregister("claim_check")
-    return module.ClaimCheck()
+    module = importlib.import_module(f"tests.fixtures.{name}.task_type")
+    if name not in registered:
+        unregister(name)
+    (cls,) = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, TaskType) and v.__module__ == module.__name__
+    ]
+    return cls()
 
 
 def every_task_type() -> list[TaskType]:
-    return [*all_task_types(), _claim_check()]
+    return [*all_task_types(), *(_fixture(name) for name in FIXTURES)]
 
 
 def _ids(task_types: list[TaskType]) -> list[str]:
@@ -80,16 +86,9 @@ def _defaults(tt: TaskType) -> dict:
 
 # --- the declarations ------------------------------------------------------------------------------------------
 def test_the_registry_has_every_task_type_package():
-    assert {t.name for t in TASK_TYPES} == {
-        "aspect",
-        "bws_similarity",
-        "likert_debate",
-        "pairwise_preference",
-        "sentence_label",
-        "span_grounding",
-        "validity_novelty",
-        "claim_check",
-    }
+    packages = {p.parent.name for p in (ROOT / "annotation" / "task_types").glob("*/task_type.py")}
+    assert len(packages) >= 7 and FIXTURES
+    assert {t.name for t in TASK_TYPES} == packages | set(FIXTURES)
 
 
 @pytest.mark.parametrize("tt", TASK_TYPES, ids=_ids(TASK_TYPES))
@@ -112,7 +111,7 @@ def test_what_clean_config_fills_in_is_declared(tt):
 
 
 def test_the_rating_task_types_and_the_fixture_take_no_config():
-    for name in ("likert_debate", "pairwise_preference", "claim_check"):
+    for name in ("likert_debate", "pairwise_preference", *FIXTURES):
         (tt,) = [t for t in TASK_TYPES if t.name == name]
         assert dict(tt.config_keys) == {}
         assert tt.checked_config({}) == {} and tt.checked_config(None) == {}
