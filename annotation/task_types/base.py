@@ -52,20 +52,7 @@ class ResponseInvalid(FieldError):
 # one in a config. Defined here, in the contract both sides read: ``annotation.models`` imports
 # ``annotation.task_types`` (``validate_task_type``), so importing it from there would be an import circle.
 # ``annotation.models.ENGINE_KEYS`` is this one.
-ENGINE_KEYS = frozenset(
-    {
-        "item_order",
-        "retrain_kinds",
-        "retrain_every",
-        "retrain_max_rows",
-        "retrain_max_steps",
-        "retrain_max_seconds",
-        "studio_import",
-        "studio_additions",
-        "guidelines_markdown",
-    }
-)
-# Where a researcher sets each engine key instead, for the refusal of :meth:`TaskType.checked_config`.
+# Each engine key -> where a researcher sets it instead, for the refusal of :meth:`TaskType.checked_config`.
 _RETRAINING_PAGE = "set it on the project's Model retraining page in the studio"
 ENGINE_KEY_HOMES: Mapping[str, str] = MappingProxyType(
     {
@@ -80,6 +67,7 @@ ENGINE_KEY_HOMES: Mapping[str, str] = MappingProxyType(
         "studio_additions": "the studio records it itself when items are added to the project",
     }
 )
+ENGINE_KEYS = frozenset(ENGINE_KEY_HOMES)
 
 
 class TaskType:
@@ -129,11 +117,10 @@ class TaskType:
             keys = sorted(map(str, config))
             for key in keys:
                 if key in ENGINE_KEYS:
-                    where = ENGINE_KEY_HOMES.get(key, "set it in the project's engine settings")
                     raise ResponseInvalid(
                         key,
                         f"{key} is an engine setting (Project.engine), not an option of the {self.label} task "
-                        f"type: {where}",
+                        f"type: {ENGINE_KEY_HOMES[key]}",
                     )
             for key in keys:
                 if key not in self.config_keys:
