@@ -73,7 +73,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import teams
+from annotation import services, teams
 from annotation.models import Project
 from argora.debounce import enqueue_once
 from argora.errors import FieldError
@@ -94,7 +94,6 @@ RETRAIN_SETTINGS = {
     "retrain_max_steps": ("ARGORA_RETRAIN_MAX_STEPS", 2_000),
     "retrain_max_seconds": ("ARGORA_RETRAIN_MAX_SECONDS", 1_800),
 }
-RETRAIN_SETTING_MAX = 10**9
 ATTEMPTS_SHOWN = 20
 DEBOUNCE_KEY = "argora:ml-maybe-retrain:{}"
 TRAIN_LOCK_KEY = "argora:ml-retrain-lock:{}:{}"
@@ -491,20 +490,7 @@ def update_retrain_settings(project, values: dict, *, user=None) -> dict:
     for key, value in values.items():
         if key not in RETRAIN_SETTINGS:
             raise FieldError(key, f"not a retraining setting (known: {', '.join(RETRAIN_SETTINGS)})")
-        if value is None or value == "":
-            clean[key] = None
-            continue
-        if isinstance(value, bool):
-            raise FieldError(key, "a whole number >= 0")
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise FieldError(key, f"a whole number >= 0, got {value!r}") from None
-        if number != value and str(number) != str(value).strip():
-            raise FieldError(key, f"a whole number >= 0, got {value!r}")
-        if number < 0 or number > RETRAIN_SETTING_MAX:
-            raise FieldError(key, f"between 0 and {RETRAIN_SETTING_MAX}, got {number}")
-        clean[key] = number
+        clean[key] = services.clean_retrain_number(key, value)
     with transaction.atomic():
         locked = Project.objects.select_for_update().get(pk=project.pk)
         engine = dict(locked.engine or {})

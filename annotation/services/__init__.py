@@ -57,6 +57,7 @@ from .projects import (
     add_items,
     add_items_from_rows,
     build_hits,
+    clean_retrain_number,
     create_project,
     gold_from_sentences,
     regenerate_invite_token,

@@ -92,12 +92,33 @@ def create_project(
 
 
 RETRAIN_NUMBERS = ("retrain_every", "retrain_max_rows", "retrain_max_steps", "retrain_max_seconds")
+RETRAIN_NUMBER_MAX = 10**9
+
+
+def clean_retrain_number(field: str, value: Any) -> int | None:
+    """One of the retrain loop's numbers (:data:`RETRAIN_NUMBERS`; 0 = off / no limit) as a whole number between 0
+    and :data:`RETRAIN_NUMBER_MAX`: an int, or its digits as text (a form's field); ``None`` / ``""``: not set (the
+    setting's default). Raises :class:`ProjectInvalid` naming ``field``. The one check of these numbers: the engine
+    keys of a new project (:func:`clean_engine`) and the studio's retraining page (``ml.loop``) ask it."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ProjectInvalid(field, f"must be a whole number >= 0, got {value!r}")
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    elif isinstance(value, int):
+        number = value
+    else:
+        raise ProjectInvalid(field, f"must be a whole number >= 0, got {value!r}")
+    if not 0 <= number <= RETRAIN_NUMBER_MAX:
+        raise ProjectInvalid(field, f"must be between 0 and {RETRAIN_NUMBER_MAX}, got {number}")
+    return number
 
 
 def clean_engine(engine: Any) -> dict:
     """``engine`` checked as a project's engine keys (``Project.engine``): a dict of
-    :data:`~annotation.models.ENGINE_KEYS` only; the retrain loop's numbers whole numbers >= 0 (0 = off / no
-    limit) and ``retrain_kinds`` a list of kind names. The item order is checked against R by
+    :data:`~annotation.models.ENGINE_KEYS` only; the retrain loop's numbers as :func:`clean_retrain_number` takes
+    them (None / "": not set) and ``retrain_kinds`` a list of kind names. The item order is checked against R by
     :func:`_check_settings`. Raises :class:`ProjectInvalid` naming ``engine[.key]``."""
     if engine is None:
         return {}
@@ -108,14 +129,18 @@ def clean_engine(engine: Any) -> dict:
         raise ProjectInvalid(
             f"engine.{sorted(unknown)[0]}", f"not an engine key (known: {', '.join(sorted(ENGINE_KEYS))})"
         )
+    clean = dict(engine)
     for key in RETRAIN_NUMBERS:
-        value = engine.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ProjectInvalid(f"engine.{key}", f"must be a whole number >= 0, got {value!r}")
+        if key in clean:
+            number = clean_retrain_number(f"engine.{key}", clean[key])
+            if number is None:
+                clean.pop(key)
+            else:
+                clean[key] = number
     kinds = engine.get("retrain_kinds")
     if kinds is not None and (not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds)):
         raise ProjectInvalid("engine.retrain_kinds", "must be a list of kind names")
-    return dict(engine)
+    return clean
 
 
 def _check_settings(project: Project) -> None:

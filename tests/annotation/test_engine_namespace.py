@@ -167,6 +167,37 @@ def test_create_project_stores_engine_beside_config():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "value,reason",
+    [
+        (10**9 + 1, "must be between 0 and 1000000000, got 1000000001"),
+        (-1, "must be between 0 and 1000000000, got -1"),
+        ("2.5", "must be a whole number >= 0, got '2.5'"),
+        (False, "must be a whole number >= 0, got False"),
+    ],
+)
+def test_a_retrain_number_is_checked_once_for_a_new_project_and_for_the_retraining_page(value, reason):
+    """create_project(engine=) and the retraining page's service refuse the same numbers with the same reason."""
+    with pytest.raises(services.ProjectInvalid) as new:
+        services.create_project(
+            name="Bad", task_type="sentence_label", config={"labels": LABELS}, engine={"retrain_max_rows": value}
+        )
+    assert (new.value.field, new.value.reason) == ("engine.retrain_max_rows", reason)
+    project = ProjectFactory(config={"labels": LABELS}, items=0, build=False, engine={"retrain_max_rows": 7})
+    with pytest.raises(services.ProjectInvalid) as page:
+        loop.update_retrain_settings(project, {"retrain_max_rows": value})
+    assert (page.value.field, page.value.reason) == ("retrain_max_rows", reason)
+    project.refresh_from_db()
+    assert project.engine == {"retrain_max_rows": 7}
+    # the largest number and a form's digits are taken by both
+    made = services.create_project(
+        name="Big", task_type="sentence_label", config={"labels": LABELS}, engine={"retrain_max_rows": " 12 "}
+    )
+    assert made.engine == {"retrain_max_rows": 12}
+    assert loop.update_retrain_settings(project, {"retrain_max_rows": 10**9})["retrain_max_rows"]["value"] == 10**9
+
+
+@pytest.mark.django_db
 def test_the_admin_shows_the_engine_read_only(admin_client):
     project = ProjectFactory(config={"labels": LABELS}, items=0, build=False, engine={"retrain_every": 4})
     page = admin_client.get(reverse("admin:annotation_project_change", args=[project.pk])).content.decode()
