@@ -52,16 +52,21 @@ def database_engine_matters(item) -> bool:
     """Whether a test's outcome can depend on the database engine, so that the PostgreSQL half must run it too.
     Not so for a test marked ``one_database``, nor for one that trains or loads real models (``slow`` /
     ``minutes``): it reads its training rows through the ORM, but what it checks is the model (68 model-training
-    tests that the PostgreSQL half re-ran without testing PostgreSQL). A worker, PostgreSQL or
-    browser test, and every test of :data:`DATABASE_BEHAVIOUR_MODULES`, still runs on both; a module of
-    :data:`NO_DATABASE_MODULES` (subprocesses that reach no database) in the SQLite half only."""
+    tests that the PostgreSQL half re-ran without testing PostgreSQL). A worker or PostgreSQL test, and every test
+    of :data:`DATABASE_BEHAVIOUR_MODULES`, still runs on both; so does a browser test unless it is marked
+    ``one_database`` (what it checks is the page itself: its layout, accessibility, sanitised text or touch input);
+    a module of :data:`NO_DATABASE_MODULES` (subprocesses that reach no database) in the SQLite half only."""
     if not reaches_database_or_broker(item) or item.nodeid.split("::")[0] in NO_DATABASE_MODULES:
         return False
-    if any(item.get_closest_marker(name) for name in ("worker", "postgres", "browser")):
+    if any(item.get_closest_marker(name) for name in ("worker", "postgres")):
         return True
     if item.nodeid.split("::")[0] in DATABASE_BEHAVIOUR_MODULES:
         return True
-    return not any(item.get_closest_marker(name) for name in ("one_database", "slow", "minutes"))
+    if item.get_closest_marker("one_database"):
+        return False
+    if item.get_closest_marker("browser"):
+        return True
+    return not any(item.get_closest_marker(name) for name in ("slow", "minutes"))
 
 
 LONG_MARKERS = ("slow", "browser", "worker")

@@ -111,6 +111,9 @@ def test_the_postgresql_half_leaves_out_model_training_but_keeps_database_behavi
     assert not database_engine_matters(Item("tests/a.py::maths", "one_database"))
     assert database_engine_matters(Item("tests/ml/test_x.py::on_a_worker", "slow", "worker"))
     assert database_engine_matters(Item("tests/a.py::pg", "slow", "postgres"))
+    assert database_engine_matters(Item("tests/browser/test_x.py::journey", "browser"))
+    assert not database_engine_matters(Item("tests/browser/test_x.py::layout", "browser", "one_database"))
+    assert database_engine_matters(Item("tests/a.py::worker_page", "browser", "worker", "one_database"))
     assert database_engine_matters(Item("tests/test_migrate_populated.py::t", "slow"))
     assert not database_engine_matters(Item("tests/a.py::no_db", fixtures=()))
     assert database_engine_matters(Item("tests/test_demo.py::t", fixtures=(), subprocess=True))  # children do

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 
 @pytest.mark.browser
+@pytest.mark.one_database  # the documentation page, offline
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.axe_skip(
     "/api/docs/", reason="Swagger UI (drf-spectacular-sidecar's page), not our template: its <html> has no lang"

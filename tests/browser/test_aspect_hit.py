@@ -16,6 +16,10 @@ from annotation import services
 from annotation.models import Assignment, Response, Worker
 from tests.annotation.test_aspect_page import make_aspect_project
 
+# the page's own input (keyboard, mouse) and what it sends; the answers' storage runs on both engines in
+# test_no_lost_answers and the task type's page tests
+pytestmark = pytest.mark.one_database
+
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
 
 

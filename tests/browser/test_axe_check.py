@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import AxeWatch, axe_key
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.one_database]  # no database at all: documents served by page.route
 
 UNLABELLED = "<!doctype html><html lang='en'><title>t</title><main><h1>x</h1><input type='text'></main></html>"
 FINE = (

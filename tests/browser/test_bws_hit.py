@@ -16,6 +16,10 @@ from annotation.task_types.bws_similarity import project as bws
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 
+# the page's own input (keyboard, mouse) and what it sends; the answers' storage runs on both engines in
+# test_no_lost_answers and the task type's page tests
+pytestmark = pytest.mark.one_database
+
 SCREENSHOT = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots", "bws_hit.png")
 ARGS = [
     "Cloning treats children as objects and encourages parents to regard them as property.",

@@ -14,6 +14,10 @@ from annotation.models import Assignment, Project, Response, Worker
 from corpus.hashing import sentence_hash
 from corpus.models import Sentence, Topic
 
+# the page's own input (keyboard, mouse) and what it sends; the answers' storage runs on both engines in
+# test_no_lost_answers and the task type's page tests
+pytestmark = pytest.mark.one_database
+
 SCREENSHOT = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "hit.png")
 TEXTS = [
     "Nuclear power plants emit almost no carbon dioxide while they run.",

@@ -270,6 +270,7 @@ def login(page, live_server, username: str) -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.one_database  # the pages' layout and accessibility, on the data any engine returns
 @pytest.mark.django_db(transaction=True)
 def test_every_staff_page_fits_1366_px(live_server, page, tmp_path, tmp_artifacts, request):
     call_command("load_demo", stdout=io.StringIO())

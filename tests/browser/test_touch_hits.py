@@ -23,7 +23,8 @@ from tests.browser.test_aspect_free_spans import token_index, words
 from tests.browser.test_no_lost_answers import _bws, _likert, _pairwise, _valnov
 from tests.browser.test_sentence_label_hit import make_project as make_sentence_project
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# what these test is touch input on the page (the answers' storage is tested on both engines in test_no_lost_answers)
+pytestmark = [pytest.mark.browser, pytest.mark.one_database, pytest.mark.django_db(transaction=True)]
 
 YES = {"yes": True, "no": False}
 

@@ -14,6 +14,10 @@ from annotation import services
 from annotation.models import Assignment, Response, Worker
 from annotation.task_types.validity_novelty import results
 
+# the page's own input (keyboard, mouse) and what it sends; the answers' storage runs on both engines in
+# test_no_lost_answers and the task type's page tests
+pytestmark = pytest.mark.one_database
+
 SHOTS = os.path.join(os.environ.get("ARGORA_VAR_DIR", "/tmp"), "artifacts", "screenshots")
 CSV = """topic,Premise,Conclusion,Validity,Validity-Confidence,Novelty,Novelty-Confidence
 Twin Towers reconstruction,"The Pentagon, hardly a symbol of peace, has been rebuilt. The Twin Towers weren't. The message that this sends to the public is hardly positive.",Rebuilding the Pentagon but not the towers sends the wrong message,1,majority,1,majority
