@@ -209,6 +209,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None if _prepare == "off" else int(_prepare)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's hashers (PBKDF2 first) unless ARGORA_PASSWORD_HASHERS lists others: the first hashes new passwords, every
+# one listed checks a stored hash. The test suite lists Django's fast MD5 hasher first (tests/conftest.py).
+if os.environ.get("ARGORA_PASSWORD_HASHERS", "").strip():
+    PASSWORD_HASHERS = env_list("ARGORA_PASSWORD_HASHERS", "")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

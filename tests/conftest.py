@@ -69,6 +69,10 @@ def database_engine_matters(item) -> bool:
     return not any(item.get_closest_marker(name) for name in ("slow", "minutes"))
 
 
+TEST_PASSWORD_HASHERS = (
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+)
 LONG_MARKERS = ("slow", "browser", "worker")
 # A test that trains for minutes (one core, CI's busy 2 cores): twice pytest.ini's per-test timeout.
 MINUTES_TIMEOUT_S = 1200
@@ -94,6 +98,14 @@ def pytest_configure(config):
     process trained alone for minutes at the end of the run. Keep the order this file gives."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    from django.conf import settings
+
+    # Users and logins of the tests hash their passwords with a fast hasher: PBKDF2's 1,000,000 rounds (Django's
+    # default, kept in production) cost 0.23 s of CPU per hash, and fixtures make several users per test. Set here
+    # and in the environment, so the servers and workers a test starts (gunicorn, celery, manage.py) check the same
+    # hashes; PBKDF2 stays in the list for a hash made before.
+    os.environ["ARGORA_PASSWORD_HASHERS"] = ",".join(TEST_PASSWORD_HASHERS)
+    settings.PASSWORD_HASHERS = list(TEST_PASSWORD_HASHERS)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -129,3 +129,40 @@ def test_job_ids_that_celery_never_makes_are_404s(staff_api, staff_user, client)
         r = staff_api.get(f"/api/jobs/{good}/")
         assert r.status_code == 200 and r.json()["id"] == good and r.json()["state"] == "PENDING"
         assert client.get(f"/jobs/{good}/").status_code == 200
+
+
+def test_password_hashers_are_django_s_unless_the_operator_lists_others(monkeypatch):
+    """``ARGORA_PASSWORD_HASHERS``: unset, Django's own list (PBKDF2 first, 1,000,000 rounds); set, the operator's,
+    whose first hashes new passwords. (The suite sets it for itself: tests/conftest.py.)"""
+    import runpy
+
+    from django.conf import global_settings
+
+    monkeypatch.delenv("ARGORA_PASSWORD_HASHERS", raising=False)
+    unset = runpy.run_path(str(ROOT / "argora" / "settings.py"))
+    assert "PASSWORD_HASHERS" not in unset  # Django's default applies
+    assert global_settings.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.PBKDF2PasswordHasher"
+    monkeypatch.setenv(
+        "ARGORA_PASSWORD_HASHERS",
+        " django.contrib.auth.hashers.ScryptPasswordHasher, django.contrib.auth.hashers.PBKDF2PasswordHasher ",
+    )
+    chosen = runpy.run_path(str(ROOT / "argora" / "settings.py"))["PASSWORD_HASHERS"]
+    assert chosen == [
+        "django.contrib.auth.hashers.ScryptPasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_server_the_suite_starts_checks_the_passwords_the_suite_hashed(django_user_model):
+    """The test process and the processes it starts hash and check with the same hashers (tests/conftest.py), so a
+    user made here logs in on a gunicorn or manage.py of the test."""
+    user = django_user_model.objects.create_user("hash-check", password="pw-hash-check-1")
+    assert user.password.startswith("md5$")
+    code = (
+        "import django, sys; django.setup(); from django.contrib.auth.hashers import check_password; "
+        "sys.exit(0 if check_password(sys.argv[1], sys.argv[2]) else 1)"
+    )
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="argora.settings")
+    done = subprocess.run([sys.executable, "-c", code, "pw-hash-check-1", user.password], env=env, cwd=ROOT)
+    assert done.returncode == 0
