@@ -114,6 +114,7 @@ __all__ = [
     "assignment_items",
     "block_worker",
     "build_hits",
+    "clean_retrain_number",
     "completion_code",
     "confirm_assignment",
     "confirmed_worker",
