@@ -5,12 +5,14 @@ environment and ``check --deploy`` is clean with them."""
 from __future__ import annotations
 
 import os
+import runpy
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from django.conf import global_settings
 from django.core.cache import caches
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -134,10 +136,6 @@ def test_job_ids_that_celery_never_makes_are_404s(staff_api, staff_user, client)
 def test_password_hashers_are_django_s_unless_the_operator_lists_others(monkeypatch):
     """``ARGORA_PASSWORD_HASHERS``: unset, Django's own list (PBKDF2 first, 1,000,000 rounds); set, the operator's,
     whose first hashes new passwords. (The suite sets it for itself: tests/conftest.py.)"""
-    import runpy
-
-    from django.conf import global_settings
-
     monkeypatch.delenv("ARGORA_PASSWORD_HASHERS", raising=False)
     unset = runpy.run_path(str(ROOT / "argora" / "settings.py"))
     assert "PASSWORD_HASHERS" not in unset  # Django's default applies
